@@ -1,0 +1,74 @@
+"""The ``tpubuild`` command line: argument parsing and the one error handler. Thin by design.
+
+Each area registers its sub-commands from ``builder/commands/<area>.py`` through
+``register(subparsers, common)``; ``common`` is the parent parser that gives every command
+``--values`` and ``--debug``. Command modules must not import ``google.*`` at import time:
+``render`` and ``plan`` stay fast because nothing loads the cloud clients until a command that
+talks to Google runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from builder import __version__
+from builder.errors import BadInput, TpuBuildError
+
+#: The command modules, in help order.
+COMMAND_MODULES: tuple[str, ...] = (
+    "builder.commands.core",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports bad flags as one line and exit code 2 (never a usage dump)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise BadInput(f"{self.prog}: {message}; see '{self.prog} --help'")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _Parser(add_help=False)
+    common.add_argument("--values", default="values.env", metavar="PATH",
+                        help="the environment's values file (default: ./values.env)")
+    common.add_argument("--debug", action="store_true", help="show the full trace of unexpected errors")
+    parser = _Parser(prog="tpubuild", description=__doc__.splitlines()[0] if __doc__ else None,
+                     parents=[common])
+    parser.add_argument("--version", action="version", version=f"tpubuild {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub, common)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    try:
+        args = build_parser().parse_args(argv)
+        return int(args.func(args) or 0)
+    except TpuBuildError as exc:
+        if debug:
+            raise
+        print(f"tpubuild: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("tpubuild: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # the one handler for everything we did not foresee
+        if debug:
+            raise
+        detail = str(exc).splitlines()[0] if str(exc) else ""
+        print(f"tpubuild: internal error: {type(exc).__name__}: {detail} (rerun with --debug for the trace)",
+              file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,213 @@
+"""The table of every values.env key tpubuild knows, with its field, default and value parser.
+
+A parser takes the raw string and returns the typed value, or raises ``ValueError`` whose text
+is ``"<what is wrong>; <how to fix it>"``. The loader adds file, line and key.
+Cross-key rules (zone vs region, tier vs capacity, runtime vs generation) live in
+``builder.config.validate``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+Parser = Callable[[str], Any]
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    name: str
+    field: str
+    default: Any
+    parse: Parser
+    doc: str
+    required: bool = False
+
+
+def text(value: str) -> str:
+    return value.strip()
+
+
+def boolean(value: str) -> bool:
+    v = value.strip().lower()
+    if v in ("true", "yes", "1", "on"):
+        return True
+    if v in ("false", "no", "0", "off", ""):
+        return False
+    raise ValueError(f"{value!r} is not a boolean; write true or false")
+
+
+def integer(minimum: int, maximum: int, unit: str) -> Parser:
+    def parse(value: str) -> int:
+        v = value.strip()
+        if not re.fullmatch(r"\d+", v):
+            raise ValueError(f"{value!r} is not a whole number of {unit}; write digits only, e.g. {minimum}")
+        n = int(v)
+        if not minimum <= n <= maximum:
+            raise ValueError(f"{n} {unit} is out of range; use {minimum} to {maximum}")
+        return n
+
+    return parse
+
+
+def pattern(regex: str, what: str, example: str, *, allow_empty: bool = False) -> Parser:
+    compiled = re.compile(regex)
+
+    def parse(value: str) -> str:
+        v = value.strip()
+        if allow_empty and v == "":
+            return v
+        if not compiled.fullmatch(v):
+            raise ValueError(f"{value!r} is not {what}; write it like {example!r}")
+        return v
+
+    return parse
+
+
+def choice(options: tuple[str, ...], aliases: dict[str, str] | None = None) -> Parser:
+    aliases = aliases or {}
+
+    def parse(value: str) -> str:
+        v = value.strip()
+        up = v.upper() if options[0].isupper() else v.lower()
+        up = aliases.get(up, up)
+        if up not in options:
+            raise ValueError(f"{value!r} is not allowed; use one of {', '.join(options)}")
+        return up
+
+    return parse
+
+
+def absolute_path(value: str) -> str:
+    v = value.strip()
+    if not v.startswith("/") or "//" in v or any(part == ".." for part in v.split("/")):
+        raise ValueError(f"{value!r} is not an absolute path; write it like '/mnt/common'")
+    if not re.fullmatch(r"[A-Za-z0-9_./-]+", v):
+        raise ValueError(f"{value!r} has characters a mount point can't use; use letters, digits, '_', '-', '.', '/'")
+    return v.rstrip("/") or "/"
+
+
+def gcs_uri(value: str) -> str:
+    v = value.strip()
+    if v == "":
+        return v
+    m = re.fullmatch(r"gs://([a-z0-9][a-z0-9._-]{1,221}[a-z0-9])(/.*)?", v)
+    if not m:
+        raise ValueError(f"{value!r} is not a gs:// URI; write it like 'gs://my-bucket/dataset/*'")
+    return v
+
+
+def cidr29(value: str) -> str:
+    v = value.strip()
+    try:
+        net = ipaddress.IPv4Network(v, strict=True)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a network in CIDR form; write it like '10.3.0.0/29'") from None
+    if net.prefixlen != 29:
+        raise ValueError(f"{value!r} is a /{net.prefixlen}; a TPU Node needs exactly a /29, e.g. '10.3.0.0/29'")
+    if not net.is_private:
+        raise ValueError(f"{value!r} is not a private range; use an RFC 1918 /29 such as '10.3.0.0/29'")
+    return str(net)
+
+
+def relpath(value: str) -> str:
+    v = value.strip()
+    if v.startswith("/") or ".." in v.split("/"):
+        raise ValueError(f"{value!r} must be a path inside this repository; write it like 'env_setup/scripts/my_setup.sh'")
+    return v
+
+
+def restore(value: str) -> str:
+    v = value.strip()
+    if v in ("", "latest"):
+        return v
+    if not re.fullmatch(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", v):
+        raise ValueError(f"{value!r} is not a snapshot name; write 'latest' or a snapshot name like 'pd-myenv-20260101'")
+    return v
+
+
+_NAME_RE = r"[a-z0-9]([a-z0-9-]*[a-z0-9])?"
+
+KEYS: tuple[KeySpec, ...] = (
+    KeySpec("ENV_BUILD_NAME", "env_name", None,
+            pattern(_NAME_RE, "a lowercase name of letters, digits and '-'", "tpu-dev1"),
+            "Names this environment; part of every bucket, TPU and VM name.", required=True),
+    KeySpec("PROJECT_ID", "project_id", None,
+            pattern(r"[a-z][a-z0-9-]{4,28}[a-z0-9]", "a Google Cloud project ID (6-30 chars, lowercase, starts with a letter)", "my-tpu-project"),
+            "Google Cloud project ID.", required=True),
+    KeySpec("ZONE", "zone", None,
+            pattern(r"[a-z]+-[a-z]+[0-9]+-[a-z]", "a zone", "europe-west4-a"),
+            "Zone of the TPU, Filestore, disk and MIG.", required=True),
+    KeySpec("REGION", "region", "",
+            pattern(r"[a-z]+-[a-z]+[0-9]+", "a region", "europe-west4", allow_empty=True),
+            "Region; derived from ZONE when empty, and must agree with it."),
+    KeySpec("TPU_ARCH", "arch", "", choice(("node", "vm", "")),
+            "node (TPU Node + MIG, XRT) or vm (TPU VM pod, PJRT); inferred from the runtime when empty."),
+    KeySpec("TPU_ACCELERATOR_TYPE", "accelerator_type", None, text,
+            "TPU slice type, e.g. v3-32, v4-32, v5litepod-16.", required=True),
+    KeySpec("TPU_PYTORCH_VERSION", "runtime_version", "", text,
+            "TPU runtime: pytorch-1.x / pytorch-nightly (node), tpu-ubuntu2204-base, v2-alpha-tpuv5-lite, v2-alpha-tpuv5, v2-alpha-tpuv6e (vm)."),
+    KeySpec("TPU_RUNTIME_VERSION", "runtime_version_alias", "", text,
+            "Alias of TPU_PYTORCH_VERSION that reads better for vm runtimes."),
+    KeySpec("TPU_CIDR_BLOCK", "tpu_cidr_block", "10.3.0.0/29", cidr29,
+            "node only: the /29 the TPU Node's workers use."),
+    KeySpec("TPU_PREEMPTIBLE", "tpu_preemptible", False, boolean, "Preemptible TPU."),
+    KeySpec("TPU_SPOT", "tpu_spot", False, boolean, "Spot TPU (vm only)."),
+    KeySpec("TPU_RESERVED", "tpu_reserved", False, boolean, "Use reserved capacity (node only)."),
+    KeySpec("TPU_EXTERNAL_IPS", "tpu_external_ips", False, boolean,
+            "vm only: give TPU VM hosts external IPs (off by default)."),
+    KeySpec("NETWORK", "network", "default",
+            pattern(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", "a VPC network name", "default"), "VPC network."),
+    KeySpec("SUBNETWORK", "subnetwork", "",
+            pattern(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", "a subnetwork name", "default", allow_empty=True),
+            "Subnetwork (vm); empty means the network's subnet in the region."),
+    KeySpec("MOUNT_POINT", "mount_point", "/mnt/common", absolute_path,
+            "Where nfs_share/ and shared_pd/ are mounted on every host."),
+    KeySpec("GCS_DATASET", "gcs_dataset", "", gcs_uri,
+            "gs:// URI of the dataset copied onto the shared PD (wildcards allowed)."),
+    KeySpec("MACHINE_TYPE", "machine_type", "n1-standard-16",
+            pattern(r"[a-z][a-z0-9]*-[a-z0-9-]+", "a machine type", "n1-standard-16"),
+            "node only: machine type of the MIG workers."),
+    KeySpec("GCE_IMAGE_VERSION", "gce_image_version", "",
+            pattern(r"\d{8}", "a YYYYMMDD image date", "20200527", allow_empty=True),
+            "node only: pin the worker image to this date; empty means the family's latest."),
+    KeySpec("SOURCE_IMAGE_FAMILY", "source_image_family", "torch-xla",
+            pattern(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", "an image family", "torch-xla"), "Worker image family."),
+    KeySpec("SOURCE_IMAGE_PROJECT", "source_image_project", "ml-images",
+            pattern(r"[a-z][a-z0-9.:-]{4,61}[a-z0-9]", "a project ID", "ml-images"), "Project holding the image."),
+    KeySpec("BOOT_DISK_SIZE_GB", "boot_disk_size_gb", 200, integer(10, 65536, "GB"), "Worker boot disk size."),
+    KeySpec("MIG_SETUP_SCRIPT", "mig_setup_script", "", relpath,
+            "Optional user script run on every host after the mounts."),
+    KeySpec("MIG_SEED_DATA_PREP_SCRIPT", "mig_seed_data_prep_script", "", relpath,
+            "Optional script run by the seeder on the shared PD after the copy."),
+    KeySpec("MIG_EXTERNAL_IP", "mig_external_ip", False, boolean,
+            "node only: give MIG workers external IPs (off by default)."),
+    KeySpec("SHARED_FS", "shared_fs_name", "tpushare",
+            pattern(r"[a-z][a-z0-9_]{0,15}", "a Filestore share name (letter first, then lowercase letters, digits or '_', at most 16)", "tpushare"),
+            "Filestore file-share name."),
+    KeySpec("SHARED_FS_CAPACITY", "shared_fs_capacity_gb", 1024, integer(1024, 102400, "GiB"),
+            "Filestore capacity in GiB (BASIC_HDD ≥ 1024, BASIC_SSD ≥ 2560)."),
+    KeySpec("SHARED_FS_TIER", "shared_fs_tier", "BASIC_HDD",
+            choice(("BASIC_HDD", "BASIC_SSD", "ZONAL", "REGIONAL", "ENTERPRISE"),
+                   {"STANDARD": "BASIC_HDD", "PREMIUM": "BASIC_SSD"}),
+            "Filestore tier; seed names STANDARD and PREMIUM mean BASIC_HDD and BASIC_SSD."),
+    KeySpec("SHARED_PD_DISK_ATTACH", "shared_pd_attach", False, boolean,
+            "Create the shared dataset disk and attach it read-only to every host."),
+    KeySpec("SHARED_PD_DISK_SIZE", "shared_pd_size_gb", 200, integer(10, 65536, "GB"), "Shared PD size in GB."),
+    KeySpec("SHARED_PD_DISK_TYPE", "shared_pd_type", "pd-balanced",
+            choice(("pd-standard", "pd-balanced", "pd-ssd")), "Shared PD type."),
+    KeySpec("SHARED_PD_RESTORE", "shared_pd_restore", "", restore,
+            "Create the shared PD from a snapshot: 'latest' or a snapshot name."),
+    KeySpec("MODEL", "model", "roberta",
+            pattern(r"[a-z][a-z0-9_]*", "a model folder name", "roberta", allow_empty=True),
+            "The model package under models/ the hosts are prepared for."),
+)
+
+#: Keys seed-era files carry that never meant anything; accepted silently.
+IGNORED_KEYS: frozenset[str] = frozenset({
+    "DOCKER_CONTAINER", "DOCKER_IMAGE_VERSION", "GCS_RAW_DATASET", "SOURCE_IMAGE_BASE",
+    "USERNAME", "RED", "GREEN", "YELLOW", "BLUE", "NC",
+})

@@ -1,0 +1,113 @@
+"""Read values.env with python-dotenv's parser, keeping line numbers, and resolve ``${KEY}``.
+
+Bash semantics as users write them: quotes, ``export``, comments after values, and ``${OTHER}``
+(or ``${OTHER:-default}``) referring to a key set *earlier in the file*. Values in single quotes
+are taken literally, as bash does. The process environment is never consulted: the same file
+gives the same environment on every machine.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from dotenv.parser import parse_stream
+from dotenv.variables import Literal, parse_variables
+
+from builder.errors import BadInput, ConfigError
+
+MAX_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Entry:
+    key: str
+    value: str
+    line: int
+
+
+def read_text(path: Path) -> str:
+    """The file's text, or one clear ``BadInput`` line saying why it can't be read."""
+    try:
+        if path.is_dir():
+            raise BadInput(f"{path}: is a directory; pass the values.env file itself with --values")
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise BadInput(
+            f"{path}: no such file; create it (copy the shipped values.env) or pass --values PATH"
+        ) from None
+    except PermissionError:
+        raise BadInput(f"{path}: permission denied; make the file readable (chmod u+r {path})") from None
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read ({exc.strerror}); pass a readable file with --values") from None
+    if len(data) > MAX_BYTES:
+        raise BadInput(f"{path}: {len(data)} bytes is too large for a values file; keep it under 1 MiB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConfigError("is not UTF-8 text", "save the file as UTF-8", path=path, line=line) from None
+
+
+_SINGLE_QUOTED = re.compile(r"^\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_.]*\s*=\s*'")
+_KEY = re.compile(r"[A-Z][A-Z0-9_]*")
+
+
+def parse(text: str, path: Path) -> list[Entry]:
+    """Parse and interpolate; one ``ConfigError`` for the first line that is wrong."""
+    if "\x00" in text:
+        line = text[: text.index("\x00")].count("\n") + 1
+        raise ConfigError("contains a NUL byte", "save values.env as plain text", path=path, line=line)
+    seen: dict[str, str] = {}
+    entries: list[Entry] = []
+    for binding in parse_stream(io.StringIO(text)):
+        line = binding.original.line
+        raw_line = binding.original.string.strip()
+        if binding.error:
+            shown = raw_line if len(raw_line) <= 60 else raw_line[:57] + "..."
+            raise ConfigError(
+                f"cannot parse {shown!r}",
+                'write KEY="value" (close every quote; comments start with #)',
+                path=path, line=line,
+            )
+        if binding.key is None:
+            continue
+        key = binding.key
+        if not _KEY.fullmatch(key):
+            raise ConfigError(
+                f"{key!r} is not a valid key name",
+                "use UPPER_CASE letters, digits and '_' as in the shipped values.env",
+                path=path, line=line,
+            )
+        if binding.value is None:
+            raise ConfigError(
+                "has no value", f'write {key}="value" (or {key}="" for empty)', path=path, line=line, key=key
+            )
+        value = binding.value
+        if not _SINGLE_QUOTED.match(binding.original.string):
+            value = _interpolate(value, seen, path=path, line=line, key=key)
+        seen[key] = value
+        entries.append(Entry(key, value, line))
+    return entries
+
+
+def _interpolate(value: str, seen: dict[str, str], *, path: Path, line: int, key: str) -> str:
+    out: list[str] = []
+    for atom in parse_variables(value):
+        if isinstance(atom, Literal):
+            out.append(atom.value)
+            continue
+        name, default = atom.name, atom.default
+        if name in seen:
+            out.append(seen[name])
+        elif default is not None:
+            out.append(default)
+        else:
+            raise ConfigError(
+                f"refers to ${{{name}}}, which is not set above this line",
+                f"define {name} earlier in the file or write the value out",
+                path=path, line=line, key=key,
+            )
+    return "".join(out)

@@ -1,0 +1,96 @@
+"""The typed, validated settings of one environment, and the names derived from them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from builder.topology import Topology
+
+
+@dataclass(frozen=True)
+class Settings:
+    source: Path
+    env_name: str
+    project_id: str
+    zone: str
+    region: str
+    arch: str
+    accelerator_type: str
+    runtime_version: str
+    topology: Topology
+    tpu_cidr_block: str
+    tpu_preemptible: bool
+    tpu_spot: bool
+    tpu_reserved: bool
+    tpu_external_ips: bool
+    network: str
+    subnetwork: str
+    mount_point: str
+    gcs_dataset: str
+    machine_type: str
+    gce_image_version: str
+    source_image_family: str
+    source_image_project: str
+    boot_disk_size_gb: int
+    mig_setup_script: str
+    mig_seed_data_prep_script: str
+    mig_external_ip: bool
+    shared_fs_name: str
+    shared_fs_capacity_gb: int
+    shared_fs_tier: str
+    shared_pd_attach: bool
+    shared_pd_size_gb: int
+    shared_pd_type: str
+    shared_pd_restore: str
+    model: str
+    model_options: dict[str, Any] = field(default_factory=dict)
+    raw: dict[str, str] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+    # ---- derived names: computed here once so every stage agrees ----
+    @property
+    def hosts(self) -> int:
+        return self.topology.hosts
+
+    @property
+    def state_bucket(self) -> str:
+        return f"{self.project_id}-{self.env_name}-tf-backend"
+
+    @property
+    def dataset_bucket(self) -> str:
+        return f"{self.project_id}-{self.env_name}-dataset"
+
+    @property
+    def tpu_name(self) -> str:
+        return f"tpu-{self.env_name}"
+
+    @property
+    def filestore_name(self) -> str:
+        return f"nfs-{self.env_name}"
+
+    @property
+    def shared_pd_name(self) -> str:
+        return f"pd-{self.env_name}"
+
+    @property
+    def mig_name(self) -> str:
+        return f"worker-{self.env_name}"
+
+    @property
+    def workspace_prefix(self) -> str:
+        return f"workspace/{self.env_name}"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {"tpubuild-env": self.env_name, "managed-by": "tpubuild"}
+
+    @property
+    def repo_root(self) -> Path:
+        """The folder holding values.env; repo-relative paths (scripts, models) resolve here."""
+        return self.source.resolve().parent
+
+    def line_of(self, key: str) -> int | None:
+        return self.lines.get(key)

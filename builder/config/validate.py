@@ -1,0 +1,101 @@
+"""Rules that involve more than one key: region vs zone, architecture vs generation, runtime,
+Filestore tier minimums, scheduling options, and the length of every derived resource name."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from builder.topology import Topology
+
+#: vm runtimes and the generations each one serves.
+VM_RUNTIMES: dict[str, tuple[str, ...]] = {
+    "tpu-ubuntu2204-base": ("v2", "v3", "v4"),
+    "v2-alpha-tpuv5-lite": ("v5e",),
+    "v2-alpha-tpuv5": ("v5p",),
+    "v2-alpha-tpuv6e": ("v6e",),
+}
+NODE_RUNTIME = re.compile(r"pytorch-(nightly|1\.\d{1,2}|2\.0|2\.1)")
+NODE_GENERATIONS = ("v2", "v3")
+
+#: Filestore minimum capacity (GiB) per tier.
+FS_MIN_GB: dict[str, int] = {
+    "BASIC_HDD": 1024, "BASIC_SSD": 2560, "ZONAL": 1024, "REGIONAL": 1024, "ENTERPRISE": 1024,
+}
+#: Filestore tiers that support backups (used before destroy).
+FS_BACKUP_TIERS: frozenset[str] = frozenset({"BASIC_HDD", "BASIC_SSD", "ZONAL", "REGIONAL", "ENTERPRISE"})
+
+MAX_GCE_NAME = 63
+MAX_BUCKET_NAME = 63
+MIG_SUFFIX = 5  # "-abcd" that a MIG appends to each instance name
+
+Fail = Callable[[str, str, str], None]  # (key, what, fix) -> raises
+
+
+def runtime_for(runtime: str, arch: str, topo: Topology, fail: Fail) -> None:
+    key = "TPU_PYTORCH_VERSION"
+    if arch == "node":
+        if topo.generation not in NODE_GENERATIONS:
+            fail("TPU_ARCH", f"node architecture (TPU Node + MIG) supports v2 and v3 only, not {topo.generation}",
+                 'set TPU_ARCH="vm" with a TPU VM runtime, or choose a v2/v3 accelerator')
+        if not NODE_RUNTIME.fullmatch(runtime):
+            fail(key, f"{runtime!r} is not a TPU Node runtime",
+                 "use pytorch-1.13 (any pytorch-1.x), pytorch-2.0, pytorch-2.1 or pytorch-nightly; XRT ended after 2.1")
+        return
+    gens = VM_RUNTIMES.get(runtime)
+    if gens is None:
+        want = [r for r, g in VM_RUNTIMES.items() if topo.generation in g]
+        fail(key, f"{runtime!r} is not a TPU VM runtime",
+             f"use {want[0]} for {topo.accelerator_type}" if want else "use a TPU VM runtime")
+    elif topo.generation not in gens:
+        want = [r for r, g in VM_RUNTIMES.items() if topo.generation in g]
+        fail(key, f"runtime {runtime} does not run on {topo.generation} ({topo.accelerator_type})",
+             f"use {want[0]}")
+
+
+def infer_arch(declared: str, runtime: str, fail: Fail) -> str:
+    inferred = "node" if runtime.startswith("pytorch-") else "vm"
+    if declared and declared != inferred:
+        fail("TPU_ARCH", f'TPU_ARCH="{declared}" contradicts runtime {runtime!r}, which means {inferred}',
+             f'set TPU_ARCH="{inferred}" or pick a {declared} runtime')
+    return declared or inferred
+
+
+def cross_checks(v: dict[str, Any], topo: Topology, fail: Fail) -> None:
+    zone_region = v["zone"].rsplit("-", 1)[0]
+    if v["region"] and v["region"] != zone_region:
+        fail("REGION", f"{v['region']!r} does not contain zone {v['zone']!r}",
+             f'set REGION="{zone_region}" or leave it empty')
+    tier, cap = v["shared_fs_tier"], v["shared_fs_capacity_gb"]
+    if cap < FS_MIN_GB[tier]:
+        fail("SHARED_FS_CAPACITY", f"{cap} GiB is below the {tier} minimum of {FS_MIN_GB[tier]} GiB",
+             f'set SHARED_FS_CAPACITY="{FS_MIN_GB[tier]}" or more')
+    flags = [k for k in ("tpu_preemptible", "tpu_spot", "tpu_reserved") if v[k]]
+    if len(flags) > 1:
+        names = " and ".join(f.upper() for f in flags)
+        fail(flags[1].upper(), f"{names} are both true", "choose one scheduling option")
+    arch = v["arch"]
+    if arch == "node" and v["tpu_spot"]:
+        fail("TPU_SPOT", "spot TPUs exist only as TPU VMs", 'use TPU_PREEMPTIBLE="true" on node, or TPU_ARCH="vm"')
+    if arch == "vm" and v["tpu_reserved"]:
+        fail("TPU_RESERVED", "reserved scheduling is a TPU Node option", 'remove it, or use TPU_SPOT/TPU_PREEMPTIBLE on vm')
+    if v["shared_pd_restore"] and not v["shared_pd_attach"]:
+        fail("SHARED_PD_RESTORE", "restoring the shared PD needs the disk",
+             'set SHARED_PD_DISK_ATTACH="true" or remove SHARED_PD_RESTORE')
+
+
+def name_lengths(v: dict[str, Any], fail: Fail) -> None:
+    env, project = v["env_name"], v["project_id"]
+    bucket = f"{project}-{env}-tf-backend"
+    if len(bucket) > MAX_BUCKET_NAME:
+        room = MAX_BUCKET_NAME - len(project) - len("--tf-backend")
+        fail("ENV_BUILD_NAME", f"bucket name {bucket!r} would be {len(bucket)} characters (max {MAX_BUCKET_NAME})",
+             f"shorten ENV_BUILD_NAME to at most {room} characters")
+    if "goog" in bucket or bucket.startswith("google"):
+        fail("ENV_BUILD_NAME", f"bucket name {bucket!r} contains 'goog', which Cloud Storage forbids",
+             "choose names without 'goog'")
+    worker = f"worker-{env}"
+    if len(worker) + MIG_SUFFIX > MAX_GCE_NAME:
+        fail("ENV_BUILD_NAME", f"{len(env)} characters makes worker VM names longer than {MAX_GCE_NAME}",
+             f"shorten ENV_BUILD_NAME to at most {MAX_GCE_NAME - MIG_SUFFIX - len('worker-')} characters")

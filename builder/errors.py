@@ -1,0 +1,59 @@
+"""The two kinds of failure the CLI reports without a traceback.
+
+``BadInput`` is the user's to fix (exit 2); ``WorldError`` is something outside us that failed
+(exit 1). Both carry a one-line message that says what is wrong and how to fix it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class TpuBuildError(Exception):
+    """Base class: a one-line, user-facing failure with an exit code."""
+
+    exit_code = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class WorldError(TpuBuildError):
+    """A failure in the world: a cloud call, a build, a held lock. Exit code 1."""
+
+    exit_code = 1
+
+
+class BadInput(TpuBuildError):
+    """Bad input from the user: values.env, flags, files. Exit code 2."""
+
+    exit_code = 2
+
+
+class ConfigError(BadInput):
+    """A problem in values.env, located at ``path:line`` and naming the key."""
+
+    def __init__(
+        self,
+        what: str,
+        fix: str,
+        *,
+        path: Path | str | None = None,
+        line: int | None = None,
+        key: str | None = None,
+    ) -> None:
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line else f"{path}: "
+        subject = f"{key}: " if key else ""
+        tail = f"; {fix}" if fix else ""
+        super().__init__(f"{where}{subject}{what}{tail}")
+        self.path = path
+        self.line = line
+        self.key = key
+        self.what = what
+        self.fix = fix
