@@ -22,8 +22,9 @@ NODE_GENERATIONS = ("v2", "v3")
 #: Filestore minimum capacity (GiB) per tier.
 FS_MIN_GB: dict[str, int] = {
     "BASIC_HDD": 1024, "BASIC_SSD": 2560, "ZONAL": 1024, "REGIONAL": 1024, "ENTERPRISE": 1024,
+    "HIGH_SCALE_SSD": 10240,
 }
-#: Filestore tiers that support backups (used before destroy).
+#: Filestore tiers that support backups (taken before destroy); HIGH_SCALE_SSD has none.
 FS_BACKUP_TIERS: frozenset[str] = frozenset({"BASIC_HDD", "BASIC_SSD", "ZONAL", "REGIONAL", "ENTERPRISE"})
 
 MAX_GCE_NAME = 63
