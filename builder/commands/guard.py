@@ -1,0 +1,74 @@
+"""``tpubuild guard``: the pipeline's check between ``terraform plan`` and ``terraform apply``.
+
+Exit 0: the apply may proceed (the summary and any warnings, such as a TPU replacement that
+interrupts training, go to stdout). Exit 2: refused, with one line on stderr naming the resource
+address and the override ``_ALLOW_DATA_LOSS=true``. An unreadable or malformed plan JSON is bad
+input (exit 2) too: the apply must never run on a plan nobody checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from builder.errors import BadInput
+from builder.guard import ACTIONS, MODULES, check_args, evaluate
+
+MAX_PLAN_BYTES = 256 << 20
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("guard", parents=[common],
+                       help="refuse a saved Terraform plan that would destroy data (run by the pipeline)")
+    p.add_argument("--plan-json", required=True, metavar="FILE",
+                   help="output of 'terraform show -json PLANFILE'")
+    p.add_argument("--module", required=True, metavar="M", help=f"plan module: {', '.join(MODULES)}")
+    p.add_argument("--action", required=True, metavar="A", help=f"pipeline action: {', '.join(ACTIONS)}")
+    p.add_argument("--allow-data-loss", action="store_true",
+                   help="let create/update destroy or replace Filestore or the shared PD (_ALLOW_DATA_LOSS=true)")
+    p.set_defaults(func=run_guard)
+
+
+def read_plan_json(path: Path) -> Any:
+    """Parse the plan JSON file, or raise one ``BadInput`` line saying why it can't be used."""
+    try:
+        if path.is_dir():
+            raise BadInput(f"{path}: is a directory; pass the file written by 'terraform show -json PLANFILE'")
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise BadInput(f"{path}: no such file; run 'terraform show -json PLANFILE > {path}' first") from None
+    except PermissionError:
+        raise BadInput(f"{path}: permission denied; make the plan JSON readable") from None
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read ({exc.strerror}); pass a readable plan JSON file") from None
+    if not data.strip():
+        raise BadInput(f"{path}: is empty; did 'terraform show -json' fail? Rerun the plan step")
+    if len(data) > MAX_PLAN_BYTES:
+        raise BadInput(f"{path}: {len(data)} bytes is too large for a plan JSON; pass the output of one module's plan")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadInput(f"{path}: is not UTF-8 text, so not 'terraform show -json' output; "
+                       "pass the JSON, not the binary plan file") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{path}:{exc.lineno}: invalid JSON ({exc.msg}); pass the output of "
+                       "'terraform show -json PLANFILE', not the plan file or the text output") from None
+    except RecursionError:
+        raise BadInput(f"{path}: JSON nested too deeply; pass unmodified 'terraform show -json' output") from None
+
+
+def run_guard(args: argparse.Namespace) -> int:
+    check_args(args.module, args.action)  # flags first: cheap, and the clearer message
+    path = Path(args.plan_json)
+    decision = evaluate(read_plan_json(path), args.module, args.action,
+                        allow_data_loss=args.allow_data_loss, source=str(path))
+    print(decision.summary())
+    for warning in decision.warnings:
+        print(f"tpubuild: WARNING: {warning}")
+    if not decision.proceed:
+        raise BadInput(decision.refusal)
+    return 0
