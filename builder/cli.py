@@ -20,6 +20,7 @@ from builder.errors import BadInput, TpuBuildError
 #: The command modules, in help order.
 COMMAND_MODULES: tuple[str, ...] = (
     "builder.commands.core",
+    "builder.commands.guard",
 )
 
 
