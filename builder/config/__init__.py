@@ -79,6 +79,7 @@ def load_text(text: str, path: Path | str) -> Settings:
     runtime = values["runtime_version"]
     if alias and runtime and alias != runtime:
         fail("TPU_RUNTIME_VERSION", f"says {alias!r} but TPU_PYTORCH_VERSION says {runtime!r}", "set only one of them")
+    runtime_key = "TPU_PYTORCH_VERSION" if runtime else "TPU_RUNTIME_VERSION"
     runtime = runtime or alias
     if not runtime:
         fail("TPU_PYTORCH_VERSION", "is required but not set",
@@ -89,9 +90,10 @@ def load_text(text: str, path: Path | str) -> Settings:
         topo = parse_topology(values["accelerator_type"])
     except BadInput as exc:
         fail("TPU_ACCELERATOR_TYPE", str(exc), "")
-    values["arch"] = validate.infer_arch(values["arch"], runtime, fail)
-    validate.runtime_for(runtime, values["arch"], topo, fail)
-    validate.cross_checks(values, topo, fail)
+    arch_declared = bool(values["arch"])
+    values["arch"] = validate.infer_arch(values["arch"], runtime, fail, runtime_key=runtime_key)
+    validate.runtime_for(runtime, values["arch"], topo, fail, runtime_key=runtime_key, arch_declared=arch_declared)
+    validate.cross_checks(values, topo, fail, lines)
     validate.name_lengths(values, fail)
     values["region"] = values["region"] or values["zone"].rsplit("-", 1)[0]
 

@@ -8,6 +8,7 @@ Cross-key rules (zone vs region, tier vs capacity, runtime vs generation) live i
 
 from __future__ import annotations
 
+import datetime
 import ipaddress
 import re
 from collections.abc import Callable
@@ -75,7 +76,8 @@ def choice(options: tuple[str, ...], aliases: dict[str, str] | None = None) -> P
         up = v.upper() if options[0].isupper() else v.lower()
         up = aliases.get(up, up)
         if up not in options:
-            raise ValueError(f"{value!r} is not allowed; use one of {', '.join(options)}")
+            shown = ", ".join(o for o in options if o) + (" (or leave it empty)" if "" in options else "")
+            raise ValueError(f"{value!r} is not allowed; use one of {shown}")
         return up
 
     return parse
@@ -129,6 +131,19 @@ def restore(value: str) -> str:
     return v
 
 
+def image_date(value: str) -> str:
+    v = value.strip()
+    if v == "":
+        return v
+    try:
+        if not re.fullmatch(r"\d{8}", v):
+            raise ValueError
+        datetime.date(int(v[:4]), int(v[4:6]), int(v[6:]))
+    except ValueError:
+        raise ValueError(f"{value!r} is not a YYYYMMDD image date; write it like '20200527', or leave it empty") from None
+    return v
+
+
 _NAME_RE = r"[a-z0-9]([a-z0-9-]*[a-z0-9])?"
 
 KEYS: tuple[KeySpec, ...] = (
@@ -172,7 +187,7 @@ KEYS: tuple[KeySpec, ...] = (
             pattern(r"[a-z][a-z0-9]*-[a-z0-9-]+", "a machine type", "n1-standard-16"),
             "node only: machine type of the MIG workers."),
     KeySpec("GCE_IMAGE_VERSION", "gce_image_version", "",
-            pattern(r"\d{8}", "a YYYYMMDD image date", "20200527", allow_empty=True),
+            image_date,
             "node only: pin the worker image to this date; empty means the family's latest."),
     KeySpec("SOURCE_IMAGE_FAMILY", "source_image_family", "torch-xla",
             pattern(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", "an image family", "torch-xla"), "Worker image family."),
@@ -186,7 +201,7 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("MIG_EXTERNAL_IP", "mig_external_ip", False, boolean,
             "node only: give MIG workers external IPs (off by default)."),
     KeySpec("SHARED_FS", "shared_fs_name", "tpushare",
-            pattern(r"[a-z][a-z0-9_]{0,15}", "a Filestore share name (letter first, then lowercase letters, digits or '_', at most 16)", "tpushare"),
+            pattern(r"[a-z][a-z0-9_]{0,62}", "a Filestore share name (letter first, then lowercase letters, digits or '_'; at most 16 on BASIC tiers)", "tpushare"),
             "Filestore file-share name."),
     KeySpec("SHARED_FS_CAPACITY", "shared_fs_capacity_gb", 1024, integer(1024, 102400, "GiB"),
             "Filestore capacity in GiB (BASIC_HDD ≥ 1024, BASIC_SSD ≥ 2560)."),

@@ -44,6 +44,8 @@ def read_text(path: Path) -> str:
         raise BadInput(f"{path}: cannot read ({exc.strerror}); pass a readable file with --values") from None
     if len(data) > MAX_BYTES:
         raise BadInput(f"{path}: {len(data)} bytes is too large for a values file; keep it under 1 MiB")
+    if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark, as some Windows editors write
+        data = data[3:]
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -51,7 +53,9 @@ def read_text(path: Path) -> str:
         raise ConfigError("is not UTF-8 text", "save the file as UTF-8", path=path, line=line) from None
 
 
-_SINGLE_QUOTED = re.compile(r"^\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_.]*\s*=\s*'")
+_ASSIGN = re.compile(r"^\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_.]*\s*=\s*(?P<quote>['\"]?)")
+#: ``$NAME``, ``$(cmd)``, ``$((1+1))`` and backticks: bash would expand them, we cannot.
+_UNSUPPORTED = re.compile(r"(?<!\\)(\$[A-Za-z_(]|`)")
 _KEY = re.compile(r"[A-Z][A-Z0-9_]*")
 
 
@@ -86,17 +90,51 @@ def parse(text: str, path: Path) -> list[Entry]:
                 "has no value", f'write {key}="value" (or {key}="" for empty)', path=path, line=line, key=key
             )
         value = binding.value
-        if not _SINGLE_QUOTED.match(binding.original.string):
-            value = _interpolate(value, seen, path=path, line=line, key=key)
+        m = _ASSIGN.match(binding.original.string)
+        quote = m.group("quote") if m else ""
+        if quote != "'":
+            _check_unsupported(value, quote, path=path, line=line, key=key)
+            value = _interpolate(value, seen, path=path, line=line, key=key).replace("\\$", "$")
         seen[key] = value
         entries.append(Entry(key, value, line))
     return entries
+
+
+def _check_unsupported(value: str, quote: str, *, path: Path, line: int, key: str) -> None:
+    """Refuse what bash would do differently from us, instead of silently keeping the text."""
+    if not quote and re.search(r"\s", value):
+        words = value.split()
+        word = words[1] if len(words) > 1 else ""
+        raise ConfigError(
+            f"has a space outside quotes (bash would run {word!r} as a command)",
+            f'quote the value: {key}="{value}"', path=path, line=line, key=key,
+        )
+    m = _UNSUPPORTED.search(value)
+    if m:
+        token = m.group(1)
+        if token == "`" or token == "$(":
+            raise ConfigError(
+                "uses command substitution, which values.env does not run",
+                "write the value out literally", path=path, line=line, key=key,
+            )
+        name = re.match(r"\$([A-Za-z_][A-Za-z0-9_]*)", value[m.start():])
+        shown = name.group(1) if name else token[1:]
+        raise ConfigError(
+            f"uses ${shown} without braces",
+            f"write ${{{shown}}} (only ${{NAME}} of a key set above is expanded), or single-quote a literal $",
+            path=path, line=line, key=key,
+        )
 
 
 def _interpolate(value: str, seen: dict[str, str], *, path: Path, line: int, key: str) -> str:
     out: list[str] = []
     for atom in parse_variables(value):
         if isinstance(atom, Literal):
+            if "${" in atom.value.replace("\\${", ""):
+                raise ConfigError(
+                    "has a '${' that is not closed", "write ${NAME} with a closing brace, or single-quote a literal $",
+                    path=path, line=line, key=key,
+                )
             out.append(atom.value)
             continue
         name, default = atom.name, atom.default

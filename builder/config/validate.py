@@ -27,6 +27,11 @@ FS_MIN_GB: dict[str, int] = {
 #: Filestore tiers that support backups (taken before destroy); HIGH_SCALE_SSD has none.
 FS_BACKUP_TIERS: frozenset[str] = frozenset({"BASIC_HDD", "BASIC_SSD", "ZONAL", "REGIONAL", "ENTERPRISE"})
 
+#: Filestore file-share name length: basic tiers allow 16 characters, the others more (we allow 32).
+FS_SHARE_MAX: dict[str, int] = {"BASIC_HDD": 16, "BASIC_SSD": 16}
+FS_SHARE_MAX_OTHER = 32
+
+MAX_ENV_NAME = 24
 MAX_GCE_NAME = 63
 MAX_BUCKET_NAME = 63
 MIG_SUFFIX = 5  # "-abcd" that a MIG appends to each instance name
@@ -34,12 +39,25 @@ MIG_SUFFIX = 5  # "-abcd" that a MIG appends to each instance name
 Fail = Callable[[str, str, str], None]  # (key, what, fix) -> raises
 
 
-def runtime_for(runtime: str, arch: str, topo: Topology, fail: Fail) -> None:
-    key = "TPU_PYTORCH_VERSION"
+def runtime_for(runtime: str, arch: str, topo: Topology, fail: Fail, *,
+                runtime_key: str = "TPU_PYTORCH_VERSION", arch_declared: bool = True) -> None:
+    """The runtime suits the architecture and the generation; node is v2/v3 only.
+
+    ``runtime_key`` is the key the user wrote the runtime under (TPU_PYTORCH_VERSION or its alias
+    TPU_RUNTIME_VERSION); when TPU_ARCH was inferred, the runtime is what chose node, so a
+    generation node can't run is blamed on the runtime's line.
+    """
+    key = runtime_key
     if arch == "node":
         if topo.generation not in NODE_GENERATIONS:
-            fail("TPU_ARCH", f"node architecture (TPU Node + MIG) supports v2 and v3 only, not {topo.generation}",
-                 'set TPU_ARCH="vm" with a TPU VM runtime, or choose a v2/v3 accelerator')
+            want = [r for r, g in VM_RUNTIMES.items() if topo.generation in g]
+            if arch_declared:
+                fail("TPU_ARCH", f"node architecture (TPU Node + MIG) supports v2 and v3 only, not "
+                     f"{topo.generation} ({topo.accelerator_type})",
+                     'set TPU_ARCH="vm" with a TPU VM runtime, or choose a v2/v3 accelerator')
+            fail(key, f"{runtime!r} is a TPU Node runtime, and TPU Nodes are v2/v3 only, not "
+                 f"{topo.generation} ({topo.accelerator_type})",
+                 f"use the TPU VM runtime {want[0]}" if want else "choose a v2/v3 accelerator")
         if not NODE_RUNTIME.fullmatch(runtime):
             fail(key, f"{runtime!r} is not a TPU Node runtime",
                  "use pytorch-1.13 (any pytorch-1.x), pytorch-2.0, pytorch-2.1 or pytorch-nightly; XRT ended after 2.1")
@@ -55,7 +73,9 @@ def runtime_for(runtime: str, arch: str, topo: Topology, fail: Fail) -> None:
              f"use {want[0]}")
 
 
-def infer_arch(declared: str, runtime: str, fail: Fail) -> str:
+def infer_arch(declared: str, runtime: str, fail: Fail, *, runtime_key: str = "TPU_PYTORCH_VERSION") -> str:
+    """``pytorch-*`` runtimes mean node, anything else vm; a declared TPU_ARCH must agree."""
+    del runtime_key  # the contradiction is reported on TPU_ARCH's line, which the user wrote
     inferred = "node" if runtime.startswith("pytorch-") else "vm"
     if declared and declared != inferred:
         fail("TPU_ARCH", f'TPU_ARCH="{declared}" contradicts runtime {runtime!r}, which means {inferred}',
@@ -63,15 +83,25 @@ def infer_arch(declared: str, runtime: str, fail: Fail) -> str:
     return declared or inferred
 
 
-def cross_checks(v: dict[str, Any], topo: Topology, fail: Fail) -> None:
+def cross_checks(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int] | None = None) -> None:
+    """Rules between keys. ``lines`` (key → line) tells which keys the file sets, so a rule that
+    trips on a default blames the key the user did write."""
+    lines = lines if lines is not None else {}
     zone_region = v["zone"].rsplit("-", 1)[0]
     if v["region"] and v["region"] != zone_region:
         fail("REGION", f"{v['region']!r} does not contain zone {v['zone']!r}",
              f'set REGION="{zone_region}" or leave it empty')
     tier, cap = v["shared_fs_tier"], v["shared_fs_capacity_gb"]
     if cap < FS_MIN_GB[tier]:
+        if "SHARED_FS_CAPACITY" not in lines and "SHARED_FS_TIER" in lines:
+            fail("SHARED_FS_TIER", f"{tier} needs at least {FS_MIN_GB[tier]} GiB but SHARED_FS_CAPACITY is "
+                 f"{cap} GiB (the default)", f'add SHARED_FS_CAPACITY="{FS_MIN_GB[tier]}" or more')
         fail("SHARED_FS_CAPACITY", f"{cap} GiB is below the {tier} minimum of {FS_MIN_GB[tier]} GiB",
              f'set SHARED_FS_CAPACITY="{FS_MIN_GB[tier]}" or more')
+    share, share_max = v["shared_fs_name"], FS_SHARE_MAX.get(tier, FS_SHARE_MAX_OTHER)
+    if len(share) > share_max:
+        fail("SHARED_FS", f"{share!r} is {len(share)} characters; a {tier} file share name allows at most {share_max}",
+             f"shorten SHARED_FS to {share_max} characters or fewer")
     flags = [k for k in ("tpu_preemptible", "tpu_spot", "tpu_reserved") if v[k]]
     if len(flags) > 1:
         names = " and ".join(f.upper() for f in flags)
@@ -81,6 +111,12 @@ def cross_checks(v: dict[str, Any], topo: Topology, fail: Fail) -> None:
         fail("TPU_SPOT", "spot TPUs exist only as TPU VMs", 'use TPU_PREEMPTIBLE="true" on node, or TPU_ARCH="vm"')
     if arch == "vm" and v["tpu_reserved"]:
         fail("TPU_RESERVED", "reserved scheduling is a TPU Node option", 'remove it, or use TPU_SPOT/TPU_PREEMPTIBLE on vm')
+    if arch == "node" and v["tpu_external_ips"]:
+        fail("TPU_EXTERNAL_IPS", "is a TPU VM option; a TPU Node has no host VMs to give IPs to",
+             'remove it (MIG_EXTERNAL_IP="true" gives the node workers external IPs)')
+    if arch == "vm" and v["mig_external_ip"]:
+        fail("MIG_EXTERNAL_IP", "is a node option; the vm architecture has no MIG",
+             'use TPU_EXTERNAL_IPS="true" to give TPU VM hosts external IPs')
     if v["shared_pd_restore"] and not v["shared_pd_attach"]:
         fail("SHARED_PD_RESTORE", "restoring the shared PD needs the disk",
              'set SHARED_PD_DISK_ATTACH="true" or remove SHARED_PD_RESTORE')
@@ -88,14 +124,18 @@ def cross_checks(v: dict[str, Any], topo: Topology, fail: Fail) -> None:
 
 def name_lengths(v: dict[str, Any], fail: Fail) -> None:
     env, project = v["env_name"], v["project_id"]
+    if len(env) > MAX_ENV_NAME:
+        fail("ENV_BUILD_NAME", f"{env!r} is {len(env)} characters; at most {MAX_ENV_NAME} keep every "
+             "derived bucket, TPU, disk and VM name legal", f"shorten ENV_BUILD_NAME to {MAX_ENV_NAME} characters or fewer")
+    for key, name in (("PROJECT_ID", project), ("ENV_BUILD_NAME", env)):
+        if "goog" in name:
+            fail(key, f"{name!r} contains 'goog', which Cloud Storage forbids in bucket names "
+                 f"(the state bucket is named {project}-{env}-tf-backend)", f"choose a {key} without 'goog'")
     bucket = f"{project}-{env}-tf-backend"
     if len(bucket) > MAX_BUCKET_NAME:
         room = MAX_BUCKET_NAME - len(project) - len("--tf-backend")
         fail("ENV_BUILD_NAME", f"bucket name {bucket!r} would be {len(bucket)} characters (max {MAX_BUCKET_NAME})",
              f"shorten ENV_BUILD_NAME to at most {room} characters")
-    if "goog" in bucket or bucket.startswith("google"):
-        fail("ENV_BUILD_NAME", f"bucket name {bucket!r} contains 'goog', which Cloud Storage forbids",
-             "choose names without 'goog'")
     worker = f"worker-{env}"
     if len(worker) + MIG_SUFFIX > MAX_GCE_NAME:
         fail("ENV_BUILD_NAME", f"{len(env)} characters makes worker VM names longer than {MAX_GCE_NAME}",
