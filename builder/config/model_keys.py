@@ -2,10 +2,135 @@
 
 Each entry is a :class:`builder.config.keys.KeySpec`; the typed values land in
 ``Settings.model_options`` under the spec's ``field``. The model packages own their keys here.
+
+RoBERTa (``models/roberta``): the defaults are fairseq's RoBERTa-base pretraining recipe
+(peak LR 5e-4, 10k warmup updates, 125k updates, 512 tokens per sample) with a global batch of
+2048 sequences, which ``--update-freq`` keeps fixed whatever the pod size (see
+``models/roberta/launcher.py``). Cross-key checks (does the batch divide across the pod?) happen
+when ``tpubuild train`` builds the launch, because they need the topology.
 """
 
 from __future__ import annotations
 
-from builder.config.keys import KeySpec
+import re
+import shlex
 
-MODEL_KEYS: tuple[KeySpec, ...] = ()
+from builder.config.keys import KeySpec, boolean, choice, integer
+
+
+def positive_float(value: str) -> float:
+    v = value.strip()
+    try:
+        n = float(v)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a number; write it like '0.0005' or '5e-4'") from None
+    if not 0 < n < 1:
+        raise ValueError(f"{v} is not a learning rate between 0 and 1; write it like '0.0005'")
+    return n
+
+
+def data_source(value: str) -> str:
+    """``gs://bucket/prefix``, an absolute path, a path relative to ``<MOUNT_POINT>/shared_pd``,
+    or empty (the shared PD's root, where GCS_DATASET was copied)."""
+    v = value.strip().rstrip("/")
+    if v.startswith("gs://"):
+        if not re.fullmatch(r"gs://[a-z0-9][a-z0-9._-]{1,221}[a-z0-9](/[^*?\[\]\s]*)?", v):
+            raise ValueError(f"{value!r} is not a gs:// folder; write it like 'gs://my-bucket/wikitext' (no wildcards)")
+        return v
+    if v == "":
+        return v
+    if not re.fullmatch(r"[A-Za-z0-9_./-]+", v) or ".." in v.split("/"):
+        raise ValueError(
+            f"{value!r} is not a usable folder; write gs://bucket/folder, an absolute path, "
+            "or a folder on the shared PD such as 'wikitext'"
+        )
+    return v
+
+
+def file_name(value: str) -> str:
+    v = value.strip()
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", v) or v in (".", ".."):
+        raise ValueError(f"{value!r} is not a plain file name; write it like 'train.txt'")
+    return v
+
+
+def fairseq_version(value: str) -> str:
+    """``auto`` (empty), a fairseq version such as ``0.12.2``, or a pip requirement such as
+    ``fairseq-fixed==0.12.3.1``. Always a pinned ``==`` requirement or ``auto``."""
+    v = value.strip()
+    if v in ("", "auto"):
+        return "auto"
+    if re.fullmatch(r"\d+\.\d+\.\d+(\.\d+)?", v):
+        return f"fairseq=={v}"
+    if re.fullmatch(r"fairseq(-fixed)?==\d+\.\d+\.\d+(\.\d+)?", v):
+        return v
+    raise ValueError(f"{value!r} is not a pinned fairseq; write 'auto', '0.12.2' or 'fairseq-fixed==0.12.3.1'")
+
+
+def torch_xla_version(value: str) -> str:
+    v = value.strip()
+    if v in ("", "auto"):
+        return "auto"
+    if re.fullmatch(r"2\.\d+\.\d+", v):
+        return v
+    raise ValueError(f"{value!r} is not a torch_xla release; write 'auto' or a version like '2.5.1'")
+
+
+def extra_args(value: str) -> tuple[str, ...]:
+    v = value.strip()
+    try:
+        words = tuple(shlex.split(v))
+    except ValueError as exc:
+        raise ValueError(f"{value!r} cannot be split into words ({exc}); close every quote") from None
+    if words and not words[0].startswith("--"):
+        raise ValueError(f"{value!r} must start with a fairseq flag; write it like '--dropout 0.1'")
+    return words
+
+
+ROBERTA_KEYS: tuple[KeySpec, ...] = (
+    KeySpec("ROBERTA_DATA_SOURCE", "roberta_data_source", "", data_source,
+            "Raw text folder: gs://bucket/folder, an absolute path, or a folder on the shared PD "
+            "(relative to <MOUNT_POINT>/shared_pd); empty means the shared PD's root."),
+    KeySpec("ROBERTA_TRAIN_FILE", "roberta_train_file", "train.txt", file_name,
+            "Training text file inside ROBERTA_DATA_SOURCE (one sentence or paragraph per line, "
+            "blank line between documents)."),
+    KeySpec("ROBERTA_VALID_FILE", "roberta_valid_file", "valid.txt", file_name,
+            "Validation text file inside ROBERTA_DATA_SOURCE."),
+    KeySpec("ROBERTA_BPE", "roberta_bpe", "gpt2", choice(("gpt2", "none")),
+            "gpt2: encode with RoBERTa's GPT-2 BPE and dictionary; none: the text is already "
+            "space-separated tokens (a dictionary is built from the training file)."),
+    KeySpec("ROBERTA_TOTAL_BATCH", "roberta_total_batch", 2048, integer(1, 1 << 20, "sequences"),
+            "Global batch: sequences per optimizer update across the whole pod."),
+    KeySpec("ROBERTA_BATCH_PER_DEVICE", "roberta_batch_per_device", 16, integer(1, 4096, "sequences"),
+            "Sequences per TPU device per forward pass (fairseq --batch-size)."),
+    KeySpec("ROBERTA_SEQ_LEN", "roberta_seq_len", 512, integer(16, 8192, "tokens"),
+            "Tokens per sample (fixed: fairseq --tokens-per-sample and --max-positions)."),
+    KeySpec("ROBERTA_MAX_UPDATES", "roberta_max_updates", 125000, integer(1, 100_000_000, "updates"),
+            "Stop after this many optimizer updates (also the polynomial decay's end)."),
+    KeySpec("ROBERTA_LR", "roberta_lr", 0.0005, positive_float, "Peak learning rate."),
+    KeySpec("ROBERTA_WARMUP_UPDATES", "roberta_warmup_updates", 10000, integer(0, 100_000_000, "updates"),
+            "Linear warmup updates."),
+    KeySpec("ROBERTA_LR_SCHEDULER", "roberta_lr_scheduler", "polynomial_decay",
+            choice(("polynomial_decay", "inverse_sqrt", "cosine")),
+            "fairseq learning-rate scheduler."),
+    KeySpec("ROBERTA_SAVE_INTERVAL_UPDATES", "roberta_save_interval_updates", 2000,
+            integer(1, 100_000_000, "updates"),
+            "Write a checkpoint (and checkpoint_last.pt) every N updates."),
+    KeySpec("ROBERTA_KEEP_CHECKPOINTS", "roberta_keep_checkpoints", 3, integer(1, 1000, "checkpoints"),
+            "Keep the newest N interval checkpoints (checkpoint_last.pt is always kept)."),
+    KeySpec("ROBERTA_ARCH", "roberta_arch", "roberta_base", choice(("roberta_base", "roberta_large")),
+            "fairseq model architecture."),
+    KeySpec("ROBERTA_BF16", "roberta_bf16", True, boolean,
+            "Train in bfloat16 on the TPU (XLA_USE_BF16=1)."),
+    KeySpec("ROBERTA_FAIRSEQ_VERSION", "roberta_fairseq", "auto", fairseq_version,
+            "fairseq pinned on the hosts: auto = fairseq==0.12.2 on Python < 3.11, "
+            "fairseq-fixed==0.12.3.1 on 3.11+."),
+    KeySpec("ROBERTA_TORCH_XLA_VERSION", "roberta_torch_xla", "auto", torch_xla_version,
+            "vm only: torch/torch_xla release installed on the hosts; auto = the one matched to the "
+            "TPU runtime (see docs/models.md). node uses the image's conda env."),
+    KeySpec("ROBERTA_EXTRA_ARGS", "roberta_extra_args", (), extra_args,
+            "Extra upstream fairseq-train flags appended as they are, e.g. '--dropout 0.1'."),
+)
+
+
+MODEL_KEYS: tuple[KeySpec, ...] = ROBERTA_KEYS
