@@ -21,6 +21,7 @@ from builder.errors import BadInput, TpuBuildError
 COMMAND_MODULES: tuple[str, ...] = (
     "builder.commands.core",
     "builder.commands.guard",
+    "builder.commands.cloud",
 )
 
 

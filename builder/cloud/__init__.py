@@ -1,0 +1,14 @@
+"""Google Cloud edge of tpubuild: GCS (buckets, workspace, lock, applied snapshot), Cloud Build,
+TPU and Filestore. Every module here imports ``google.*`` lazily or is only imported by commands
+that talk to Google; ``render``/``plan``/``validate`` never load it.
+
+* ``clients``: the one place clients are built (emulator/fake endpoints, credentials).
+* ``errors``: Google exceptions → one-line ``WorldError``.
+* ``buckets``, ``workspace``, ``lock``, ``snapshot``: state in GCS.
+* ``source``: the content-addressed source tarball (pure).
+* ``builds``: create a build, stream its steps, report its outcome.
+* ``auto``: GitOps decision (pure).
+* ``render``: the root cloudbuild.yaml and the trigger config (pure).
+* ``status``: what is running.
+* ``commands``: the command bodies behind ``builder/commands/cloud.py``.
+"""

@@ -1,0 +1,80 @@
+"""Commands that talk to Google Cloud: ``initialize``, ``submit``, ``dispatch``, ``finalize``,
+``unlock``, ``status``, plus the two renderers ``bootstrap`` (the root cloudbuild.yaml) and
+``trigger`` (a GitOps trigger config).
+
+Nothing here imports ``google.*`` at import time: the work lives in ``builder.cloud.*`` and is
+imported inside each command. See docs/cloud.md for the design (lock, applied snapshot, auto).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("initialize", parents=[common],
+                       help="create the state and dataset buckets and upload the workspace")
+    p.set_defaults(func=_run("initialize"))
+
+    p = sub.add_parser("submit", parents=[common],
+                       help="pack the source and run the action's pipeline on Cloud Build")
+    p.add_argument("--action", required=True, metavar="ACTION",
+                   help="create, update, destroy, initialize or auto")
+    p.add_argument("--tpu", action="store_true", help="scope the action to the TPU")
+    p.add_argument("--mig", action="store_true", help="scope the action to the MIG (node)")
+    p.add_argument("--allow-data-loss", action="store_true",
+                   help="let the plan guard accept destroying Filestore or the shared PD")
+    p.add_argument("--allow-wipe", action="store_true",
+                   help="let the seeder overwrite a shared PD that already holds data")
+    p.add_argument("--wait", action="store_true",
+                   help="stream the build's step states and exit with its outcome")
+    p.set_defaults(func=_run("submit"))
+
+    p = sub.add_parser("dispatch", parents=[common],
+                       help="the root cloudbuild.yaml's step: raw substitution strings in, action run")
+    p.add_argument("--action", required=True, metavar="_BUILD_ACTION")
+    p.add_argument("--tpu", default="default", metavar="_TPU")
+    p.add_argument("--mig", default="default", metavar="_MIG")
+    p.add_argument("--allow-data-loss", default="false", metavar="_ALLOW_DATA_LOSS")
+    p.add_argument("--allow-wipe", default="false", metavar="_ALLOW_WIPE")
+    p.set_defaults(func=_run("dispatch"))
+
+    p = sub.add_parser("finalize", parents=[common],
+                       help="the pipeline's last step: record the applied snapshot, release the lock")
+    p.add_argument("--build-id", required=True, metavar="ID")
+    p.add_argument("--action", required=True, metavar="ACTION")
+    p.set_defaults(func=_run("finalize"))
+
+    p = sub.add_parser("unlock", parents=[common], help="break the environment lock")
+    p.add_argument("--force", action="store_true", help="required: you are sure no build is running")
+    p.set_defaults(func=_run("unlock"))
+
+    p = sub.add_parser("status", parents=[common],
+                       help="TPU, Filestore, MIG, Terraform state, lock and applied snapshot")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(func=_run("status"))
+
+    p = sub.add_parser("bootstrap", parents=[common],
+                       help="write the root cloudbuild.yaml (the file users submit)")
+    p.add_argument("--output", default="cloudbuild.yaml", metavar="PATH",
+                   help="where to write it ('-' for stdout; default ./cloudbuild.yaml)")
+    p.add_argument("--check", action="store_true",
+                   help="write nothing; exit 1 when the file differs from what would be written")
+    p.set_defaults(func=_run("bootstrap"))
+
+    p = sub.add_parser("trigger", parents=[common],
+                       help="print a GitHub push trigger (auto) for `gcloud builds triggers import --source=-`")
+    p.add_argument("--repo-owner", required=True, metavar="OWNER")
+    p.add_argument("--repo-name", required=True, metavar="NAME")
+    p.add_argument("--branch", default="main")
+    p.set_defaults(func=_run("trigger"))
+
+
+def _run(name: str):  # noqa: ANN202 - argparse callback
+    def run(args: argparse.Namespace) -> int:
+        from builder.cloud import commands
+
+        return int(getattr(commands, f"cmd_{name}")(args) or 0)
+
+    run.__name__ = f"run_{name}"
+    return run
