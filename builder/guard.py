@@ -174,7 +174,7 @@ def evaluate(doc: Any, module: str, action: str, *, allow_data_loss: bool = Fals
         if lost and not allow_data_loss:
             more = f" (and {len(lost) - 1} more)" if len(lost) > 1 else ""
             first = lost[0]
-            return refuse(f"{first.describe()}{more} during {action}, losing {PROTECTED_TYPES[first.type]}; "
+            return refuse(f"{module}: {first.describe()}{more} during {action}, losing {PROTECTED_TYPES[first.type]}; "
                           f"refusing. Revert the change that forces this, or rerun with {OVERRIDE} to accept the loss")
         for c in lost:
             warnings.append(f"DATA LOSS ALLOWED ({OVERRIDE}): {c.describe()}; {PROTECTED_TYPES[c.type]} is lost")
