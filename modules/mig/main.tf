@@ -1,0 +1,258 @@
+provider "google" {
+  project = var.project_id
+  zone    = var.zone
+}
+
+# ---- what the other modules applied, read from their state (same bucket, <env>/<module>) ----
+
+data "terraform_remote_state" "filestore" {
+  backend = "gcs"
+  config = {
+    bucket = var.state_bucket
+    prefix = "${var.env_name}/filestore"
+  }
+}
+
+data "terraform_remote_state" "tpu" {
+  backend = "gcs"
+  config = {
+    bucket = var.state_bucket
+    prefix = "${var.env_name}/tpu"
+  }
+}
+
+data "terraform_remote_state" "shared_pd" {
+  count   = var.shared_pd_attach ? 1 : 0
+  backend = "gcs"
+  config = {
+    bucket = var.state_bucket
+    prefix = "${var.env_name}/shared_pd"
+  }
+}
+
+data "google_compute_image" "pinned" {
+  count       = var.image_version == "" ? 0 : 1
+  project     = var.source_image_project
+  filter      = "(family eq \"${var.source_image_family}\") (name eq \".*${var.image_version}.*\")"
+  most_recent = true
+}
+
+locals {
+  # Network tag of the workers; the firewall rules below target it.
+  tag = var.name
+  # The shared PD shows up on every worker as /dev/disk/by-id/google-<device name>.
+  pd_device = "shared-pd"
+  image = (var.image_version == ""
+    ? "projects/${var.source_image_project}/global/images/family/${var.source_image_family}"
+  : one(data.google_compute_image.pinned[*].self_link))
+  member = "serviceAccount:${google_service_account.worker.email}"
+
+  # Everything here is independent of the TPU size, so a resize never changes the template.
+  # The TPU's name and endpoints change with it and live in the MIG's all_instances_config.
+  template_metadata = {
+    "enable-oslogin"            = "TRUE"
+    "block-project-ssh-keys"    = "TRUE"
+    "startup-script"            = file("${path.module}/../../env_setup/scripts/startup.sh")
+    "tpubuild-arch"             = "node"
+    "tpubuild-env"              = var.env_name
+    "tpubuild-mount-point"      = var.mount_point
+    "tpubuild-nfs-ip"           = data.terraform_remote_state.filestore.outputs.nfs_ip
+    "tpubuild-nfs-share"        = data.terraform_remote_state.filestore.outputs.share_name
+    "tpubuild-shared-pd-device" = var.shared_pd_attach ? local.pd_device : ""
+    "tpubuild-workspace"        = "gs://${var.state_bucket}/workspace/${var.env_name}"
+    "tpubuild-setup-script"     = var.setup_script
+  }
+}
+
+# ---- the workers' own, least-privilege identity ----
+
+resource "google_service_account" "worker" {
+  account_id   = var.service_account_id
+  display_name = "tpubuild ${var.env_name} MIG workers"
+  description  = "Identity of the ${var.name} workers: reads the dataset and its workspace, writes logs and metrics."
+}
+
+resource "google_project_iam_member" "worker" {
+  for_each = toset(["roles/logging.logWriter", "roles/monitoring.metricWriter"])
+  project  = var.project_id
+  role     = each.value
+  member   = local.member
+}
+
+resource "google_storage_bucket_iam_member" "dataset" {
+  count  = var.dataset_bucket == "" ? 0 : 1
+  bucket = var.dataset_bucket
+  role   = "roles/storage.objectViewer"
+  member = local.member
+}
+
+# Read the environment's workspace (model code, setup script) in the state bucket, and nothing
+# else in it: not the Terraform state. Listing is a bucket-level permission, so the condition
+# lets the bucket itself through (object names are listable, their contents are not readable).
+resource "google_storage_bucket_iam_member" "workspace" {
+  bucket = var.state_bucket
+  role   = "roles/storage.objectViewer"
+  member = local.member
+
+  condition {
+    title       = "tpubuild-workspace-${var.env_name}"
+    description = "Objects under workspace/${var.env_name}/ only"
+    expression  = "resource.type == \"storage.googleapis.com/Bucket\" || resource.name.startsWith(\"projects/_/buckets/${var.state_bucket}/objects/workspace/${var.env_name}/\")"
+  }
+}
+
+# ---- network access: IAP-only SSH, and worker <-> TPU / worker <-> worker inside the VPC ----
+
+resource "google_compute_firewall" "iap_ssh" {
+  name          = "${var.name}-iap-ssh"
+  network       = var.network
+  description   = "SSH to the ${var.name} workers through Identity-Aware Proxy TCP forwarding only."
+  direction     = "INGRESS"
+  source_ranges = ["35.235.240.0/20"]
+  target_tags   = [local.tag]
+
+  allow {
+    protocol = "tcp"
+    ports    = ["22"]
+  }
+
+  log_config {
+    metadata = "INCLUDE_ALL_METADATA"
+  }
+}
+
+resource "google_compute_firewall" "internal" {
+  name          = "${var.name}-internal"
+  network       = var.network
+  description   = "XRT traffic between the ${var.name} workers and from the TPU's workers to them."
+  direction     = "INGRESS"
+  source_tags   = [local.tag]
+  source_ranges = [data.terraform_remote_state.tpu.outputs.cidr_block]
+  target_tags   = [local.tag]
+
+  allow {
+    protocol = "tcp"
+  }
+
+  allow {
+    protocol = "udp"
+  }
+
+  allow {
+    protocol = "icmp"
+  }
+}
+
+# ---- the workers ----
+
+resource "google_compute_instance_template" "worker" {
+  #checkov:skip=CKV_GCP_40:access_config is rendered only when var.external_ip (MIG_EXTERNAL_IP) is true; it defaults to false and tests/test_security.py proves no external IP by default.
+  name_prefix    = "${var.name}-"
+  description    = "tpubuild ${var.env_name} worker (one per TPU host)"
+  machine_type   = var.machine_type
+  labels         = var.labels
+  tags           = [local.tag]
+  can_ip_forward = false
+  metadata       = local.template_metadata
+
+  disk {
+    boot         = true
+    auto_delete  = true
+    source_image = local.image
+    disk_size_gb = var.boot_disk_size_gb
+    disk_type    = "pd-balanced"
+    labels       = var.labels
+  }
+
+  dynamic "disk" {
+    for_each = var.shared_pd_attach ? [true] : []
+    content {
+      boot        = false
+      auto_delete = false
+      source      = data.terraform_remote_state.shared_pd[0].outputs.name
+      mode        = "READ_ONLY"
+      device_name = local.pd_device
+    }
+  }
+
+  network_interface {
+    network    = var.network
+    subnetwork = var.subnetwork == "" ? null : var.subnetwork
+
+    dynamic "access_config" {
+      for_each = var.external_ip ? [true] : []
+      content {
+        network_tier = "PREMIUM"
+      }
+    }
+  }
+
+  service_account {
+    email  = google_service_account.worker.email
+    scopes = ["https://www.googleapis.com/auth/cloud-platform"]
+  }
+
+  shielded_instance_config {
+    enable_secure_boot          = true
+    enable_vtpm                 = true
+    enable_integrity_monitoring = true
+  }
+
+  scheduling {
+    on_host_maintenance = "MIGRATE"
+    automatic_restart   = true
+  }
+
+  lifecycle {
+    create_before_destroy = true
+  }
+}
+
+resource "google_compute_instance_group_manager" "workers" {
+  name               = var.name
+  base_instance_name = var.name
+  zone               = var.zone
+  description        = "tpubuild ${var.env_name}: one worker VM per TPU host"
+  target_size        = var.target_size
+
+  version {
+    name              = "worker"
+    instance_template = google_compute_instance_template.worker.self_link_unique
+  }
+
+  # The TPU's identity changes with a resize (the TPU is recreated); it is applied to the
+  # workers without touching the template.
+  all_instances_config {
+    metadata = {
+      "tpubuild-tpu-name"      = data.terraform_remote_state.tpu.outputs.name
+      "tpubuild-tpu-endpoints" = join(",", data.terraform_remote_state.tpu.outputs.endpoints)
+    }
+  }
+
+  # A resize changes only target_size (new VMs) and all_instances_config (existing VMs are
+  # restarted so startup.sh re-reads the TPU endpoints); nothing is recreated. A template change
+  # (image, machine type, startup script) replaces the workers, all at once: a partial set of
+  # XRT workers cannot train anyway.
+  update_policy {
+    type                           = "PROACTIVE"
+    minimal_action                 = "RESTART"
+    most_disruptive_allowed_action = "REPLACE"
+    replacement_method             = "RECREATE"
+    max_surge_fixed                = 0
+    max_unavailable_fixed          = var.target_size
+  }
+
+  wait_for_instances        = true
+  wait_for_instances_status = "STABLE"
+
+  timeouts {
+    create = "30m"
+    update = "30m"
+  }
+
+  depends_on = [
+    google_project_iam_member.worker,
+    google_storage_bucket_iam_member.dataset,
+    google_storage_bucket_iam_member.workspace,
+  ]
+}

@@ -1,0 +1,24 @@
+output "name" {
+  description = "Name of the disk (what an instance template's disk.source takes)."
+  value       = google_compute_disk.this.name
+}
+
+output "self_link" {
+  description = "Self link of the disk."
+  value       = google_compute_disk.this.self_link
+}
+
+output "id" {
+  description = "Relative path projects/P/zones/Z/disks/NAME (what a TPU VM's data_disks.source_disk takes)."
+  value       = google_compute_disk.this.id
+}
+
+output "size_gb" {
+  description = "Size of the disk in GB."
+  value       = google_compute_disk.this.size
+}
+
+output "snapshot" {
+  description = "Snapshot the disk was created from, or empty for a blank disk."
+  value       = var.snapshot
+}

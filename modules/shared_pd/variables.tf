@@ -1,0 +1,72 @@
+variable "project_id" {
+  description = "Google Cloud project that holds the environment."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]$", var.project_id))
+    error_message = "project_id must be 6-30 lowercase letters, digits or hyphens, starting with a letter."
+  }
+}
+
+variable "zone" {
+  description = "Zone of the environment; the location of zonal tiers (BASIC_HDD, BASIC_SSD, ZONAL, HIGH_SCALE_SSD)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z]+-[a-z]+[0-9]+-[a-z]$", var.zone))
+    error_message = "zone must look like europe-west4-a."
+  }
+}
+
+variable "name" {
+  description = "Name of the disk (pd-<ENV_BUILD_NAME>)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", var.name))
+    error_message = "name must be 1-63 lowercase letters, digits or hyphens, starting with a letter."
+  }
+}
+
+variable "type" {
+  description = "Disk type (SHARED_PD_DISK_TYPE); a disk attached read-only to many VMs must be pd-standard, pd-balanced or pd-ssd."
+  type        = string
+
+  validation {
+    condition     = contains(["pd-standard", "pd-balanced", "pd-ssd"], var.type)
+    error_message = "type must be pd-standard, pd-balanced or pd-ssd."
+  }
+}
+
+variable "size_gb" {
+  description = "Size of the disk in GB (SHARED_PD_DISK_SIZE). Growing it resizes in place; shrinking it would replace the disk."
+  type        = number
+
+  validation {
+    condition     = var.size_gb >= 10 && var.size_gb <= 65536 && floor(var.size_gb) == var.size_gb
+    error_message = "size_gb must be a whole number between 10 and 65536."
+  }
+}
+
+variable "snapshot" {
+  description = "Snapshot to create the disk from (name or self link); empty creates a blank disk. Only read when the disk is created."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.snapshot == "" || can(regex("^([a-z]([-a-z0-9]{0,61}[a-z0-9])?|(https://www.googleapis.com/compute/v1/)?projects/.+/global/snapshots/[a-z]([-a-z0-9]{0,61}[a-z0-9])?)$", var.snapshot))
+    error_message = "snapshot must be empty, a snapshot name or a snapshot self link."
+  }
+}
+
+variable "labels" {
+  description = "Labels put on the disk (tpubuild-env, managed-by)."
+  type        = map(string)
+
+  validation {
+    condition = alltrue([
+      for k, v in var.labels : can(regex("^[a-z][a-z0-9_-]{0,62}$", k)) && can(regex("^[a-z0-9_-]{0,63}$", v))
+    ])
+    error_message = "label keys must start with a lowercase letter; keys and values hold lowercase letters, digits, _ and - (at most 63)."
+  }
+}
