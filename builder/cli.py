@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "builder.commands.core",
     "builder.commands.guard",
     "builder.commands.cloud",
+    "builder.commands.pipeline_cmds",
 )
 
 
