@@ -1,0 +1,235 @@
+"""Action dispatch: (settings, action, scope flags) → a DAG of Terraform module operations.
+
+The dispatch table (issue 2 §4; docs/pipeline.md has the rationale):
+
+============  ===========  ===============================================================
+action        flags        operations
+============  ===========  ===============================================================
+initialize    none         no Terraform at all (buckets and workspace, run in-process)
+create        none         apply filestore ‖ shared_pd ‖ tpu, then mig after all three
+update        tpu          apply tpu
+update        mig          apply mig
+update        tpu + mig    apply tpu, then mig
+update        none         apply everything, in create's order
+update        ``only``     apply the named modules, in create's order (GitOps ``auto``)
+destroy       none         mig, then tpu, then filestore ‖ shared_pd (buckets are kept)
+destroy       tpu/mig      only the named modules, mig before tpu
+============  ===========  ===============================================================
+
+In the ``vm`` architecture there is no MIG, and the TPU VM attaches the shared PD and mounts the
+share at creation, so ``tpu`` is applied *after* ``filestore`` and ``shared_pd`` and destroyed
+*before* them.
+
+Every combination that would mean nothing is refused with :class:`BadInput` (exit 2): nothing
+may silently do nothing. This module is pure: no I/O, no imports beyond the standard library.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from builder.errors import BadInput
+
+if TYPE_CHECKING:  # pragma: no cover
+    from builder.config import Settings
+
+ACTIONS: tuple[str, ...] = ("initialize", "create", "update", "destroy")
+OPS: tuple[str, ...] = ("apply", "destroy")
+
+#: Plan modules per architecture, in create's order.
+MODULES: dict[str, tuple[str, ...]] = {
+    "node": ("filestore", "shared_pd", "tpu", "mig"),
+    "vm": ("filestore", "shared_pd", "tpu"),
+}
+
+#: What each module waits for when it is created (the create DAG), per architecture.
+CREATE_AFTER: dict[str, dict[str, tuple[str, ...]]] = {
+    "node": {"filestore": (), "shared_pd": (), "tpu": (), "mig": ("filestore", "shared_pd", "tpu")},
+    "vm": {"filestore": (), "shared_pd": (), "tpu": ("filestore", "shared_pd")},
+}
+
+#: What each module waits for when it is destroyed (full destroy), per architecture.
+DESTROY_AFTER: dict[str, dict[str, tuple[str, ...]]] = {
+    "node": {"mig": (), "tpu": ("mig",), "filestore": ("tpu",), "shared_pd": ("tpu",)},
+    "vm": {"tpu": (), "filestore": ("tpu",), "shared_pd": ("tpu",)},
+}
+
+#: Order of a full destroy (a topological order of DESTROY_AFTER).
+DESTROY_ORDER: dict[str, tuple[str, ...]] = {
+    "node": ("mig", "tpu", "filestore", "shared_pd"),
+    "vm": ("tpu", "filestore", "shared_pd"),
+}
+
+_TERRAFORM_DIRS: dict[str, str] = {
+    "filestore": "modules/filestore",
+    "shared_pd": "modules/shared_pd",
+    "mig": "modules/mig",
+}
+
+_FLAG_TRUE = frozenset({"true"})
+_FLAG_FALSE = frozenset({"false", "default", ""})
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One Terraform module operation: ``op`` (apply|destroy) of ``module`` once every module in
+    ``after`` has finished its own operation."""
+
+    module: str
+    op: str
+    after: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The DAG of one action. ``operations`` is in a topological order (each operation comes
+    after everything it waits for); ``initialize`` has none."""
+
+    action: str
+    arch: str
+    operations: tuple[Operation, ...]
+    tpu: bool = False
+    mig: bool = False
+    only: frozenset[str] | None = None
+
+    @property
+    def modules(self) -> tuple[str, ...]:
+        return tuple(o.module for o in self.operations)
+
+    def get(self, module: str) -> Operation | None:
+        return next((o for o in self.operations if o.module == module), None)
+
+    def applies(self, module: str) -> bool:
+        op = self.get(module)
+        return op is not None and op.op == "apply"
+
+    def destroys(self, module: str) -> bool:
+        op = self.get(module)
+        return op is not None and op.op == "destroy"
+
+    @property
+    def full_destroy(self) -> bool:
+        """True for a destroy without scope flags (every module of the architecture)."""
+        return self.action == "destroy" and not (self.tpu or self.mig)
+
+    def stages(self) -> tuple[tuple[Operation, ...], ...]:
+        """Operations grouped by depth in the DAG: everything in one stage can run in parallel;
+        an operation is in the stage after the deepest of the operations it waits for."""
+        depth: dict[str, int] = {}
+        for o in self.operations:
+            depth[o.module] = 1 + max((depth[a] for a in o.after), default=-1)
+        count = 1 + max(depth.values(), default=-1)
+        return tuple(tuple(o for o in self.operations if depth[o.module] == d) for d in range(count))
+
+
+def parse_flag(raw: str, name: str) -> bool:
+    """A Cloud Build substitution used as a flag: true, or false/default/empty (any case).
+
+    The seed-era pipeline passed "default" for an unset flag; anything else is refused rather
+    than guessed at.
+    """
+    value = raw.strip().lower()
+    if value in _FLAG_TRUE:
+        return True
+    if value in _FLAG_FALSE:
+        return False
+    raise BadInput(f"{name}: {raw!r} is not a flag value; use true, false, default or leave it empty")
+
+
+def module_dir(settings: Settings, module: str) -> str:
+    """The Terraform directory (repo-relative) of a plan module."""
+    if module == "tpu":
+        return "modules/tpu_node" if settings.arch == "node" else "modules/tpu_vm"
+    try:
+        return _TERRAFORM_DIRS[module]
+    except KeyError:
+        raise BadInput(f"{module!r} is not a plan module; use one of tpu, filestore, shared_pd, mig") from None
+
+
+def _arch_where(settings: Settings) -> str:
+    line = settings.line_of("TPU_ARCH")
+    if line:
+        return f' ({settings.source}:{line} TPU_ARCH="{settings.arch}")'
+    return f" ({settings.source}: runtime {settings.runtime_version} means TPU_ARCH={settings.arch})"
+
+
+def _restrict(kept: tuple[str, ...], full: dict[str, tuple[str, ...]]) -> tuple[Operation, ...]:
+    """The sub-DAG of ``full`` on ``kept`` (in that order): each kept module waits for its
+    nearest kept ancestors (a transitive reduction), so removing a module keeps the order of
+    the rest."""
+    ancestors: dict[str, set[str]] = {}
+
+    def anc(m: str) -> set[str]:
+        if m not in ancestors:
+            ancestors[m] = set()
+            for a in full[m]:
+                ancestors[m] |= {a} | anc(a)
+        return ancestors[m]
+
+    ops = []
+    keep = set(kept)
+    for m in kept:
+        mine = anc(m) & keep
+        direct = {a for a in mine if not any(a in anc(b) for b in mine if b != a)}
+        ops.append(Operation(m, "", tuple(x for x in kept if x in direct)))
+    return tuple(ops)
+
+
+def make_plan(
+    settings: Settings,
+    action: str,
+    *,
+    tpu: bool = False,
+    mig: bool = False,
+    only: frozenset[str] | None = None,
+) -> Plan:
+    """The operations of ``action`` for these settings; refuses every meaningless combination."""
+    arch = settings.arch
+    action_in = action
+    action = action.strip().lower()
+    if action not in ACTIONS:
+        raise BadInput(f"_BUILD_ACTION: {action_in!r} is not an action; use one of {', '.join(ACTIONS)}")
+    if only is not None:
+        if action != "update":
+            raise BadInput(f"only: a module selection applies to update (GitOps auto), not {action}; "
+                           "drop the selection or use action update")
+        if tpu or mig:
+            raise BadInput("only: a module selection cannot be combined with _TPU/_MIG; use one or the other")
+        unknown = sorted(set(only) - set(MODULES[arch]))
+        if unknown:
+            raise BadInput(f"only: {', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not "
+                           f"{arch}-architecture module{'s' if len(unknown) > 1 else ''}; "
+                           f"use some of {', '.join(MODULES[arch])}")
+        if not only:
+            raise BadInput("only: the module selection is empty, so the update would do nothing; "
+                           "name at least one module, or run no build")
+    if action == "initialize":
+        if tpu or mig:
+            raise BadInput("_TPU/_MIG: initialize takes no scope flags (it creates the buckets and the "
+                           "workspace, no Terraform); drop the flags")
+        return Plan(action, arch, ())
+    if mig and arch != "node":
+        raise BadInput(f"_MIG: the vm architecture{_arch_where(settings)} has no MIG (the TPU VM hosts are the "
+                       "workers); drop _MIG, and use _TPU to act on the TPU VM")
+
+    if action in ("create", "update"):
+        order = MODULES[arch]
+        if action == "update" and only is not None:
+            kept = tuple(m for m in order if m in only)
+        elif action == "update" and (tpu or mig):
+            kept = tuple(m for m in order if (m == "tpu" and tpu) or (m == "mig" and mig))
+        else:
+            kept = order
+        ops = _restrict(kept, CREATE_AFTER[arch])
+        op = "apply"
+    else:  # destroy
+        order = DESTROY_ORDER[arch]
+        if tpu or mig:
+            kept = tuple(m for m in order if (m == "tpu" and tpu) or (m == "mig" and mig))
+        else:
+            kept = order
+        ops = _restrict(kept, DESTROY_AFTER[arch])
+        op = "destroy"
+    operations = tuple(Operation(o.module, op, o.after) for o in ops)
+    return Plan(action, arch, operations, tpu=tpu, mig=mig, only=frozenset(only) if only is not None else None)
