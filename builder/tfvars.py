@@ -1,0 +1,149 @@
+"""Settings → the variables of one Terraform module, as a dict written to ``<module>.tfvars.json``.
+
+``for_module(settings, module)`` returns exactly the variables that ``modules/<dir>/variables.tf``
+declares, every one of them (even those with a default), so the file fully describes what is
+applied; ``tests/test_tfvars.py`` fails when either side adds, renames or drops one.
+``all_for(settings)`` does it for every plan module of the settings' architecture.
+
+Plan module → Terraform directory: ``tpu`` → ``modules/tpu_node`` (node) or ``modules/tpu_vm``
+(vm), ``filestore``, ``shared_pd``, ``mig`` (node only). Their state lives in
+``gs://<state_bucket>/<ENV_BUILD_NAME>/<plan module>``; ``mig`` and ``tpu_vm`` read the other
+modules' outputs from there, which is why they take ``state_bucket`` and ``env_name``.
+
+Decisions recorded here:
+
+* Every name comes from :class:`Settings` (``tpu_name``, ``filestore_name``, ...) except the
+  workers' service account, whose account_id (6-30 characters) is ``tb-<env>-wk`` for the MIG
+  and ``tb-<env>-vm`` for TPU VM hosts (ENV_BUILD_NAME is at most 24 characters).
+* ``dataset_bucket`` is the bucket of GCS_DATASET (empty when unset): the workers get
+  ``roles/storage.objectViewer`` on it and on nothing else.
+* ``shared_pd.snapshot``: SHARED_PD_RESTORE=<name> sets it; ``latest`` leaves it empty here and
+  the pipeline resolves the newest snapshot and passes ``-var snapshot=NAME`` *after*
+  ``-var-file`` (the later option wins).
+* ``setup_script`` is MIG_SETUP_SCRIPT as a repo-relative path; a path written relative to
+  ``models/`` becomes ``models/<path>``. A script that does not exist is an error here, because
+  here it is used.
+* TPU_RESERVED with a TPU Node is refused: ``google_tpu_node`` (provider 6.50) has no reserved
+  scheduling; ``google_tpu_v2_vm`` has one, so the vm module takes ``reserved``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from builder.config.settings import Settings
+from builder.errors import BadInput, ConfigError
+
+#: Plan modules per architecture (the same set and order as ``builder.plan``; not imported from
+#: there because tfvars and plan are sibling stages).
+PLAN_MODULES: dict[str, tuple[str, ...]] = {
+    "node": ("filestore", "shared_pd", "tpu", "mig"),
+    "vm": ("filestore", "shared_pd", "tpu"),
+}
+
+
+def dataset_bucket(gcs_dataset: str) -> str:
+    """``gs://bucket/path/*`` → ``bucket``; empty stays empty."""
+    if not gcs_dataset:
+        return ""
+    return gcs_dataset.removeprefix("gs://").split("/", 1)[0]
+
+
+def service_account_id(settings: Settings) -> str:
+    return f"tb-{settings.env_name}-{'wk' if settings.arch == 'node' else 'vm'}"
+
+
+def _fail(settings: Settings, key: str, what: str, fix: str) -> ConfigError:
+    return ConfigError(what, fix, path=settings.source, line=settings.line_of(key), key=key)
+
+
+def setup_script(settings: Settings) -> str:
+    rel = settings.mig_setup_script
+    if not rel:
+        return ""
+    root = settings.repo_root
+    if (root / rel).is_file():
+        return rel
+    if (root / "models" / rel).is_file():
+        return f"models/{rel}"
+    raise _fail(settings, "MIG_SETUP_SCRIPT", f"{rel!r} does not exist in this repository",
+                "commit the script (a path relative to the repository or to models/) or set MIG_SETUP_SCRIPT=\"\"")
+
+
+def _common(s: Settings) -> dict[str, Any]:
+    return {"project_id": s.project_id, "zone": s.zone, "labels": dict(s.labels)}
+
+
+def _workers(s: Settings) -> dict[str, Any]:
+    """Inputs shared by the two modules that run workers (mig, tpu_vm)."""
+    return {
+        "env_name": s.env_name,
+        "state_bucket": s.state_bucket,
+        "service_account_id": service_account_id(s),
+        "network": s.network,
+        "subnetwork": s.subnetwork,
+        "shared_pd_attach": s.shared_pd_attach,
+        "mount_point": s.mount_point,
+        "dataset_bucket": dataset_bucket(s.gcs_dataset),
+        "setup_script": setup_script(s),
+    }
+
+
+def _filestore(s: Settings) -> dict[str, Any]:
+    return {
+        **_common(s), "region": s.region, "name": s.filestore_name, "tier": s.shared_fs_tier,
+        "share_name": s.shared_fs_name, "capacity_gb": s.shared_fs_capacity_gb, "network": s.network,
+    }
+
+
+def _shared_pd(s: Settings) -> dict[str, Any]:
+    restore = s.shared_pd_restore
+    return {
+        **_common(s), "name": s.shared_pd_name, "type": s.shared_pd_type, "size_gb": s.shared_pd_size_gb,
+        "snapshot": "" if restore in ("", "latest") else restore,
+    }
+
+
+def _tpu_node(s: Settings) -> dict[str, Any]:
+    if s.tpu_reserved:
+        raise _fail(s, "TPU_RESERVED", "a TPU Node cannot use reserved capacity through Terraform "
+                    "(google_tpu_node has no reserved scheduling)",
+                    'set TPU_RESERVED="false", or use the vm architecture, whose TPU VMs support it')
+    return {
+        **_common(s), "name": s.tpu_name, "accelerator_type": s.accelerator_type,
+        "runtime_version": s.runtime_version, "cidr_block": s.tpu_cidr_block, "network": s.network,
+        "preemptible": s.tpu_preemptible,
+    }
+
+
+def _tpu_vm(s: Settings) -> dict[str, Any]:
+    return {
+        **_common(s), **_workers(s), "name": s.tpu_name, "accelerator_type": s.accelerator_type,
+        "runtime_version": s.runtime_version, "external_ips": s.tpu_external_ips,
+        "preemptible": s.tpu_preemptible, "spot": s.tpu_spot, "reserved": s.tpu_reserved,
+    }
+
+
+def _mig(s: Settings) -> dict[str, Any]:
+    return {
+        **_common(s), **_workers(s), "name": s.mig_name, "target_size": s.hosts,
+        "machine_type": s.machine_type, "source_image_family": s.source_image_family,
+        "source_image_project": s.source_image_project, "image_version": s.gce_image_version,
+        "boot_disk_size_gb": s.boot_disk_size_gb, "external_ip": s.mig_external_ip,
+    }
+
+
+def for_module(settings: Settings, module: str) -> dict[str, Any]:
+    """Exactly the variables of the Terraform module behind plan module ``module``."""
+    modules = PLAN_MODULES[settings.arch]
+    if module not in modules:
+        raise BadInput(f"{module!r} is not a Terraform module of the {settings.arch} architecture; "
+                       f"use one of {', '.join(modules)}")
+    if module == "tpu":
+        return _tpu_node(settings) if settings.arch == "node" else _tpu_vm(settings)
+    return {"filestore": _filestore, "shared_pd": _shared_pd, "mig": _mig}[module](settings)
+
+
+def all_for(settings: Settings) -> dict[str, dict[str, Any]]:
+    """``{plan module: variables}`` for every plan module of the settings' architecture."""
+    return {module: for_module(settings, module) for module in PLAN_MODULES[settings.arch]}
