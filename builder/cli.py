@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -48,6 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def one_line(text: str, limit: int = 2000) -> str:
+    """Messages are one line: whatever newlines a message carries (a path, a cloud error) become spaces."""
+    flat = " ".join(part.strip() for part in text.splitlines() if part.strip())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
@@ -57,17 +64,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TpuBuildError as exc:
         if debug:
             raise
-        print(f"tpubuild: error: {exc}", file=sys.stderr)
+        print(f"tpubuild: error: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("tpubuild: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
+    except BrokenPipeError:  # `tpubuild render | head`: stop quietly, and keep Python from complaining at exit
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
         return 0
     except Exception as exc:  # the one handler for everything we did not foresee
         if debug:
             raise
-        detail = str(exc).splitlines()[0] if str(exc) else ""
+        detail = one_line(str(exc))
         print(f"tpubuild: internal error: {type(exc).__name__}: {detail} (rerun with --debug for the trace)",
               file=sys.stderr)
         return 1
