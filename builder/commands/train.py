@@ -1,0 +1,183 @@
+"""``tpubuild train MODEL``, ``tpubuild stop`` and ``tpubuild logs``: run a model package on the pod.
+
+A model package is ``models/<name>/`` with a ``launcher.py`` (standard library only) that turns
+the Settings into shell steps (gcloud ssh/scp to the hosts). It is loaded by path with importlib,
+because ``models/`` is not a Python package of the install. It is looked up first in
+``<folder of values.env>/models`` (``settings.repo_root``), then in the source tree tpubuild runs
+from (an editable install, or the /workspace of a Cloud Build step).
+
+``--dry-run`` prints the exact bash script, with the per-host command lines first; without it the
+same script runs through ``bash`` (it needs ``gcloud`` on PATH, logged in with a role that can ssh
+to the TPU VMs / MIG workers through IAP).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from builder.commands import load_settings
+from builder.config import Settings
+from builder.errors import BadInput, ConfigError, WorldError
+
+LAUNCHER = "launcher.py"
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("train", parents=[common], help="launch a model (models/<MODEL>) on every host of the TPU")
+    p.add_argument("model", metavar="MODEL", help="a folder under models/, e.g. roberta")
+    p.add_argument("--dry-run", action="store_true", help="print the exact per-host command lines and the script")
+    p.set_defaults(func=run_train)
+
+    p = sub.add_parser("stop", parents=[common], help="stop the training on every host and free the TPU")
+    p.add_argument("--model", default=None, help="model package (default: MODEL in values.env)")
+    p.add_argument("--dry-run", action="store_true", help="print the commands instead of running them")
+    p.set_defaults(func=run_stop)
+
+    p = sub.add_parser("logs", parents=[common], help="show a host's training log (on Filestore)")
+    p.add_argument("--host", type=int, default=0, metavar="N", help="host number, 0 .. hosts-1 (default 0)")
+    p.add_argument("--follow", "-f", action="store_true", help="keep following the log")
+    p.add_argument("--lines", "-n", type=int, default=200, help="lines of history to show (default 200)")
+    p.add_argument("--model", default=None, help="model package (default: MODEL in values.env)")
+    p.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
+    p.set_defaults(func=run_logs)
+
+
+# ---------------------------------------------------------------- finding the launcher
+
+def model_roots(settings: Settings) -> list[Path]:
+    roots = [settings.repo_root / "models", Path(__file__).resolve().parents[2] / "models"]
+    unique: list[Path] = []
+    for r in roots:
+        if r.is_dir() and r.resolve() not in [u.resolve() for u in unique]:
+            unique.append(r)
+    return unique
+
+
+def available_models(settings: Settings) -> list[str]:
+    return sorted({d.name for root in model_roots(settings) for d in root.iterdir() if (d / LAUNCHER).is_file()})
+
+
+def load_launcher(settings: Settings, model: str) -> tuple[ModuleType, Path]:
+    """The model's launcher module and the ``models/`` folder it came from."""
+    for root in model_roots(settings):
+        path = root / model / LAUNCHER
+        if model.isidentifier() and path.is_file():
+            name = f"tpubuild_model_{model}_launcher"
+            spec = importlib.util.spec_from_file_location(name, path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module  # dataclasses resolve annotations through sys.modules
+            spec.loader.exec_module(module)
+            return module, root
+    models = ", ".join(available_models(settings)) or "none found"
+    raise BadInput(f"unknown model {model!r}; available models: {models} (folders under models/ with a {LAUNCHER})")
+
+
+# ---------------------------------------------------------------- running
+
+def _job(settings: Settings, launcher: ModuleType) -> Any:
+    return launcher.Job.from_settings(settings)
+
+
+def _plan(settings: Settings, launcher: ModuleType, build: Any) -> list[Any]:
+    try:
+        return list(build())
+    except launcher.LaunchError as exc:
+        if exc.key.startswith("--"):
+            raise BadInput(f"{exc.key}: {exc.what}; {exc.fix}") from None
+        raise ConfigError(exc.what, exc.fix, path=settings.source, line=settings.line_of(exc.key),
+                          key=exc.key) from None
+
+
+def execute(script: str, what: str) -> int:
+    if shutil.which("gcloud") is None:
+        raise WorldError(f"gcloud is not on PATH; install the Google Cloud CLI to {what}, "
+                         "or add --dry-run to see the commands")
+    try:
+        rc = subprocess.run(["bash", "-c", script], check=False).returncode
+    except KeyboardInterrupt:
+        raise WorldError(f"interrupted while trying to {what}; the hosts keep what already ran "
+                         "(training runs detached: 'tpubuild stop' stops it)") from None
+    if rc != 0:
+        raise WorldError(f"could not {what}: a command failed with exit code {rc} (its output is above); "
+                         "rerun with --dry-run to see each command")
+    return 0
+
+
+def run_train(args: argparse.Namespace) -> int:
+    settings = load_settings(args)
+    launcher, root = load_launcher(settings, args.model)
+    job = _job(settings, launcher)
+    steps = _plan(settings, launcher, lambda: launcher.plan_train(job, str(root)))
+    script = launcher.render(steps)
+    if args.dry_run:
+        print(header(launcher, job, args.model))
+        print(script, end="")
+        return 0
+    execute(script, f"launch {args.model} on {settings.tpu_name}")
+    print(f"tpubuild: {args.model} is running detached on {job.hosts} host(s); "
+          f"follow it with 'tpubuild logs --follow', stop it with 'tpubuild stop'")
+    return 0
+
+
+def header(launcher: ModuleType, job: Any, model: str) -> str:
+    """The per-host command lines, as comments above the script."""
+    args = launcher.fairseq_args(job)
+    world = int(args[args.index("--distributed-world-size") + 1])
+    per = args[args.index("--batch-size") + 1]
+    freq = args[args.index("--update-freq") + 1]
+    lines = [
+        f"# tpubuild train {model}: {job.accelerator_type} ({job.arch}), {job.hosts} host(s), {world} devices;",
+        f"# global batch {launcher.sequences_per_update(args)} sequences = {world} devices x {per} x --update-freq {freq}",
+    ]
+    if job.arch == "node":
+        lines.append(f"# the leader runs: {launcher.leader_launch_line(job)}")
+    for host in range(job.hosts):
+        lines.append(f"# host {host} runs: {launcher.host_train_line(job)}")
+    return "\n".join(lines)
+
+
+def _model(args: argparse.Namespace, settings: Settings) -> str:
+    model = args.model or settings.model
+    if not model:
+        raise BadInput("no model: MODEL is empty in values.env; pass --model NAME")
+    return model
+
+
+def run_stop(args: argparse.Namespace) -> int:
+    settings = load_settings(args)
+    model = _model(args, settings)
+    launcher, root = load_launcher(settings, model)
+    job = _job(settings, launcher)
+    script = launcher.render(_plan(settings, launcher, lambda: launcher.plan_stop(job, str(root))))
+    if args.dry_run:
+        print(f"# tpubuild stop: {model} on {settings.tpu_name} ({job.arch}, {job.hosts} host(s))")
+        print(script, end="")
+        return 0
+    execute(script, f"stop {model} on {settings.tpu_name}")
+    print(f"tpubuild: {model} stopped on every host of {settings.tpu_name}; the TPU is free")
+    return 0
+
+
+def run_logs(args: argparse.Namespace) -> int:
+    settings = load_settings(args)
+    if args.lines < 1:
+        raise BadInput(f"--lines {args.lines}: must be at least 1")
+    model = _model(args, settings)
+    launcher, _ = load_launcher(settings, model)
+    job = _job(settings, launcher)
+    steps = _plan(settings, launcher, lambda: launcher.plan_logs(job, args.host, follow=args.follow, lines=args.lines))
+    script = launcher.render(steps)
+    if args.dry_run:
+        print(script, end="")
+        return 0
+    return execute(script, f"read host {args.host}'s log")
+
+
