@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "builder.commands.guard",
     "builder.commands.cloud",
     "builder.commands.pipeline_cmds",
+    "builder.commands.train",
 )
 
 
