@@ -140,7 +140,7 @@ def header(launcher: ModuleType, job: Any, model: str) -> str:
     if job.arch == "node":
         lines.append(f"# the leader runs: {launcher.leader_launch_line(job)}")
     for host in range(job.hosts):
-        lines.append(f"# host {host} runs: {launcher.host_train_line(job)}")
+        lines.append(f"# host {host} (log {launcher.host_log(job, host)}) runs: {launcher.host_train_line(job)}")
     return "\n".join(lines)
 
 

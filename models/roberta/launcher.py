@@ -1,0 +1,405 @@
+"""RoBERTa pretraining on fairseq across a TPU pod: the launch, as pure functions.
+
+Standard library only, so it runs anywhere (the user's machine, a Cloud Build step, a TPU host).
+``tpubuild train roberta`` loads this file by path (``models/`` is not a Python package of the
+install) and calls :func:`plan_train`, :func:`plan_stop` and :func:`plan_logs`, which return the
+exact shell lines to run; ``--dry-run`` prints them.
+
+What the launch derives from the topology:
+
+* world size = the number of XLA devices: v2/v3 count TensorCores (8 per host, on node and vm);
+  v4 and v5p run megacore (1 device per chip, 4 per host); v5e and v6e have 1 core per chip.
+* ``--update-freq`` = total batch / (world size × batch per device), so the global batch
+  (sequences per optimizer update) is ``ROBERTA_TOTAL_BATCH`` whatever the pod size; when it does
+  not divide, :class:`LaunchError` says which values would.
+* few XLA shapes: masked_lm with ``--sample-break-mode none`` and a fixed ``--tokens-per-sample``
+  cuts the token stream into blocks of exactly that length; ``--required-batch-size-multiple 1``
+  and ``--skip-remainder-batch`` keep every training batch at ``--batch-size`` rows. (Upstream
+  fairseq 0.12's ``--num-batch-buckets`` belongs to the translation and audio tasks; masked_lm
+  rejects it, so it is not emitted. ``benchmarks/batch_shapes.py`` counts the shapes.)
+* ``--save-dir <MOUNT_POINT>/nfs_share/checkpoints/<env>/roberta`` on Filestore with
+  ``--restore-file checkpoint_last.pt``: a relaunch resumes from the last checkpoint; a first
+  launch starts fresh (fairseq skips a restore file that does not exist).
+* one log per host: ``<MOUNT_POINT>/nfs_share/logs/<env>/roberta/host-<N>.log`` (``train.sh``
+  tees everything the host prints; N is the TPU worker number on vm, xla_dist's ordinal on node).
+
+The training runs detached on the hosts (``setsid nohup``): closing the terminal or Ctrl-C in
+``gcloud`` never leaves half a pod running. ``plan_stop`` kills it on every host and frees the TPU.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+MODEL = "roberta"
+
+#: vm: the torch / torch_xla release installed for each TPU VM runtime. The base images carry no
+#: PyTorch; torch and torch_xla must be the same release, and these support Python 3.10 (Ubuntu
+#: 22.04's) and the runtime's TPU generations. ROBERTA_TORCH_XLA_VERSION overrides it.
+VM_TORCH_XLA: dict[str, str] = {
+    "tpu-ubuntu2204-base": "2.6.0",  # v2, v3, v4
+    "v2-alpha-tpuv5-lite": "2.6.0",  # v5e
+    "v2-alpha-tpuv5": "2.6.0",  # v5p
+    "v2-alpha-tpuv6e": "2.6.0",  # v6e
+}
+
+#: XLA devices per chip under PyTorch/XLA (megacore generations expose one device per chip).
+DEVICES_PER_CHIP: dict[str, int] = {"v2": 2, "v3": 2, "v4": 1, "v5p": 1, "v5e": 1, "v6e": 1}
+
+#: fairseq's RoBERTa pretraining recipe (examples/roberta/README.pretraining.md), upstream flags.
+RECIPE: tuple[str, ...] = (
+    "--task", "masked_lm", "--criterion", "masked_lm",
+    "--optimizer", "adam", "--adam-betas", "(0.9,0.98)", "--adam-eps", "1e-06", "--clip-norm", "0.0",
+    "--dropout", "0.1", "--attention-dropout", "0.1", "--weight-decay", "0.01",
+)
+
+class LaunchError(ValueError):
+    """A setting that cannot produce a launch; ``key`` names the values.env key to fix."""
+
+    def __init__(self, key: str, what: str, fix: str) -> None:
+        super().__init__(f"{what}; {fix}")
+        self.key = key
+        self.what = what
+        self.fix = fix
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything the launch needs, copied out of tpubuild's Settings (or written by hand)."""
+
+    env: str
+    project: str
+    zone: str
+    arch: str  # node | vm
+    accelerator_type: str
+    generation: str
+    chips: int
+    cores: int
+    hosts: int
+    runtime: str
+    tpu_name: str
+    mig_name: str
+    mount_point: str
+    iap: bool  # ssh through IAP (hosts without external IPs)
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_settings(cls, s: Any) -> Job:
+        t = s.topology
+        external = s.mig_external_ip if s.arch == "node" else s.tpu_external_ips
+        return cls(
+            env=s.env_name, project=s.project_id, zone=s.zone, arch=s.arch,
+            accelerator_type=s.accelerator_type, generation=t.generation, chips=t.chips, cores=t.cores,
+            hosts=t.hosts, runtime=s.runtime_version, tpu_name=s.tpu_name, mig_name=s.mig_name,
+            mount_point=s.mount_point, iap=not external, options=dict(s.model_options),
+        )
+
+    def opt(self, name: str) -> Any:
+        return self.options[f"roberta_{name}"]
+
+
+# ---------------------------------------------------------------- arithmetic
+
+def world_size(generation: str, chips: int) -> int:
+    """XLA devices in the slice: the number of processes fairseq trains with."""
+    return chips * DEVICES_PER_CHIP[generation]
+
+
+def update_freq(total_batch: int, world: int, per_device: int) -> int:
+    """Gradient-accumulation steps so that ``world × per_device × update_freq == total_batch``."""
+    step = world * per_device
+    if total_batch % step == 0:
+        return total_batch // step
+    fits = [b for b in range(per_device, 0, -1) if total_batch % (world * b) == 0]
+    if step > total_batch:
+        what = (f"one step of the pod already holds {world} devices × {per_device} = {step} sequences, "
+                f"more than ROBERTA_TOTAL_BATCH={total_batch}")
+    else:
+        what = (f"ROBERTA_TOTAL_BATCH={total_batch} is not a multiple of {world} devices × "
+                f"{per_device} sequences = {step}")
+    fixes = []
+    if fits:
+        fixes.append(f'set ROBERTA_BATCH_PER_DEVICE="{fits[0]}"')
+    up = -(-total_batch // step) * step
+    fixes.append(f'set ROBERTA_TOTAL_BATCH="{up}"')
+    raise LaunchError("ROBERTA_TOTAL_BATCH", what, " or ".join(fixes))
+
+
+# ---------------------------------------------------------------- paths
+
+def nfs(job: Job) -> str:
+    return f"{job.mount_point.rstrip('/')}/nfs_share"
+
+
+def save_dir(job: Job) -> str:
+    return f"{nfs(job)}/checkpoints/{job.env}/{MODEL}"
+
+
+def data_bin(job: Job) -> str:
+    return f"{nfs(job)}/data-bin/{job.env}/{MODEL}"
+
+
+def log_dir(job: Job) -> str:
+    return f"{nfs(job)}/logs/{job.env}/{MODEL}"
+
+
+def host_log(job: Job, host: int) -> str:
+    return f"{log_dir(job)}/host-{host}.log"
+
+
+def code_dir(job: Job) -> str:
+    """Where the scripts live on the hosts: each TPU VM's home (vm), or Filestore, which every
+    MIG worker mounts (node: xla_dist runs the same path on every worker)."""
+    if job.arch == "vm":
+        return f".tpubuild/{MODEL}"
+    return f"{nfs(job)}/tpubuild/{job.env}/{MODEL}"
+
+
+def data_source(job: Job) -> str:
+    src = job.opt("data_source")
+    if src.startswith("gs://") or src.startswith("/"):
+        return src
+    base = f"{job.mount_point.rstrip('/')}/shared_pd"
+    return f"{base}/{src}" if src else base
+
+
+def conda_env(job: Job) -> str:
+    """node: the image's conda env for the runtime (pytorch-1.13 → torch-xla-1.13)."""
+    return "torch-xla-" + job.runtime.removeprefix("pytorch-")
+
+
+def torch_xla_version(job: Job) -> str:
+    pinned = job.opt("torch_xla")
+    return VM_TORCH_XLA[job.runtime] if pinned == "auto" else pinned
+
+
+# ---------------------------------------------------------------- fairseq
+
+def fairseq_args(job: Job) -> list[str]:
+    """The exact ``fairseq-train`` arguments (upstream fairseq 0.12 flags only)."""
+    world = world_size(job.generation, job.chips)
+    per_device = job.opt("batch_per_device")
+    freq = update_freq(job.opt("total_batch"), world, per_device)
+    seq = str(job.opt("seq_len"))
+    max_update = job.opt("max_updates")
+    warmup = job.opt("warmup_updates")
+    if warmup >= max_update:
+        raise LaunchError("ROBERTA_WARMUP_UPDATES", f"{warmup} warmup updates is not below ROBERTA_MAX_UPDATES={max_update}",
+                          "lower ROBERTA_WARMUP_UPDATES or raise ROBERTA_MAX_UPDATES")
+    scheduler = job.opt("lr_scheduler")
+    args = [
+        data_bin(job),
+        *RECIPE,
+        "--arch", job.opt("arch"),
+        "--sample-break-mode", "none", "--tokens-per-sample", seq, "--max-positions", seq,
+        "--batch-size", str(per_device), "--required-batch-size-multiple", "1", "--skip-remainder-batch",
+        "--update-freq", str(freq), "--max-update", str(max_update),
+        "--lr-scheduler", scheduler, "--lr", repr(job.opt("lr")), "--warmup-updates", str(warmup),
+    ]
+    if scheduler == "polynomial_decay":
+        args += ["--total-num-update", str(max_update)]
+    args += [
+        "--tpu", "--distributed-world-size", str(world),
+        "--save-dir", save_dir(job), "--restore-file", "checkpoint_last.pt",
+        "--save-interval-updates", str(job.opt("save_interval_updates")),
+        "--keep-interval-updates", str(job.opt("keep_checkpoints")), "--no-epoch-checkpoints",
+        "--log-format", "simple", "--log-interval", "10", "--skip-invalid-size-inputs-valid-test",
+    ]
+    return args + list(job.opt("extra_args"))
+
+
+def sequences_per_update(args: list[str]) -> int:
+    """Read the global batch back out of an argument list (what the tests and docs check)."""
+    def value(flag: str) -> int:
+        return int(args[args.index(flag) + 1])
+    return value("--distributed-world-size") * value("--batch-size") * value("--update-freq")
+
+
+def train_env(job: Job) -> dict[str, str]:
+    env = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}  # fairseq 0.12's checkpoints under torch >= 2.6
+    if job.opt("bf16"):
+        env["XLA_USE_BF16"] = "1"
+    if job.arch == "vm":
+        env = {"PJRT_DEVICE": "TPU", **env}
+    return env
+
+
+# ---------------------------------------------------------------- per-host command lines
+
+def _sh(words: list[str]) -> str:
+    return shlex.join(words)
+
+
+def install_line(job: Job) -> str:
+    code = code_dir(job)
+    words = ["bash", f"{code}/install.sh", "--arch", job.arch, "--fairseq", job.opt("fairseq")]
+    if job.arch == "vm":
+        words += ["--torch-xla", torch_xla_version(job)]
+    else:
+        words += ["--conda-env", conda_env(job)]
+    return _sh(words)
+
+
+def prepare_line(job: Job) -> str:
+    code = code_dir(job)
+    words = ["bash", f"{code}/prepare_data.sh", "--source", data_source(job),
+             "--train-file", job.opt("train_file"), "--valid-file", job.opt("valid_file"),
+             "--bpe", job.opt("bpe"), "--dest", data_bin(job)]
+    if job.arch == "node":
+        words += ["--conda-env", conda_env(job)]
+    return _sh(words)
+
+
+def host_train_line(job: Job) -> str:
+    """What runs on every host: train.sh with the fairseq arguments (node: under xla_dist)."""
+    code = code_dir(job)
+    train = ["bash", f"{code}/train.sh", "--log-dir", log_dir(job), "--arch", job.arch]
+    if job.arch == "node":
+        train += ["--conda-env", conda_env(job)]
+    train += ["--", *fairseq_args(job)]
+    if job.arch == "vm":
+        env = [f"{k}={v}" for k, v in train_env(job).items()]
+        return _sh(["env", *env, *train])
+    return _sh(train)
+
+
+def leader_launch_line(job: Job) -> str:
+    """node: xla_dist on the leader runs :func:`host_train_line` on every MIG worker."""
+    dist = ["bash", f"{code_dir(job)}/xla_dist.sh", "--conda-env", conda_env(job), "--log-dir", log_dir(job),
+            "--", "python", "-m", "torch_xla.distributed.xla_dist", f"--tpu={job.tpu_name}",
+            f"--conda-env={conda_env(job)}"]
+    dist += [f"--env={k}={v}" for k, v in train_env(job).items()]
+    return _sh([*dist, "--", *shlex.split(host_train_line(job))])
+
+
+def _detached(line: str) -> str:
+    return f"setsid nohup {line} >/dev/null 2>&1 </dev/null &"
+
+
+# ---------------------------------------------------------------- gcloud wrappers
+
+def _zone(job: Job) -> list[str]:
+    return [f"--zone={job.zone}", f"--project={job.project}"]
+
+
+def _iap(job: Job) -> list[str]:
+    return ["--tunnel-through-iap"] if job.iap else []
+
+
+def vm_ssh(job: Job, worker: str, command: str) -> str:
+    return _sh(["gcloud", "compute", "tpus", "tpu-vm", "ssh", job.tpu_name, *_zone(job), *_iap(job),
+                f"--worker={worker}", f"--command={command}"])
+
+
+def node_ssh(job: Job, instance: str, command: str) -> str:
+    """``instance`` may be a shell variable reference such as ``"$LEADER"`` (left unquoted here)."""
+    line = _sh(["gcloud", "compute", "ssh", "INSTANCE", *_zone(job), *_iap(job), f"--command={command}"])
+    return line.replace("INSTANCE", instance, 1)
+
+
+def node_instances(job: Job, *, limit: int | None = None) -> str:
+    words = ["gcloud", "compute", "instance-groups", "managed", "list-instances", job.mig_name, *_zone(job),
+             "--format=value(instance.basename())", "--sort-by=instance"]
+    if limit:
+        words.append(f"--limit={limit}")
+    return _sh(words)
+
+
+def _dirs_line(job: Job) -> str:
+    parent = f"{nfs(job)}/tpubuild/{job.env}"
+    dirs = [save_dir(job), data_bin(job), log_dir(job)] + ([parent] if job.arch == "node" else [])
+    # Refuse to write checkpoints to a local disk when the share is not mounted; Filestore's root
+    # is root-owned and the training user (any uid) needs these folders.
+    check = (f"if ! mountpoint -q {shlex.quote(nfs(job))}; then "
+             f"echo {shlex.quote(nfs(job) + ' is not mounted on ')}\"$(hostname)\" >&2; exit 1; fi; ")
+    return check + _sh(["sudo", "mkdir", "-p", *dirs]) + " && " + _sh(["sudo", "chmod", "1777", *dirs])
+
+
+@dataclass(frozen=True)
+class Step:
+    title: str
+    lines: tuple[str, ...]
+
+
+def _stage(job: Job, repo_models: str) -> list[Step]:
+    src = f"{repo_models.rstrip('/')}/{MODEL}"
+    if job.arch == "vm":
+        mkdir = f"mkdir -p .tpubuild && {_dirs_line(job)}"
+        return [
+            Step("folders on Filestore and ~/.tpubuild on every host", (vm_ssh(job, "all", mkdir),)),
+            Step(f"copy models/{MODEL} to ~/{code_dir(job)} on every host",
+                 (_sh(["gcloud", "compute", "tpus", "tpu-vm", "scp", "--recurse", src, f"{job.tpu_name}:.tpubuild/",
+                       *_zone(job), *_iap(job), "--worker=all"]),)),
+        ]
+    parent = f"{nfs(job)}/tpubuild/{job.env}"
+    return [
+        Step("the leader: the first worker VM of the MIG", (f'LEADER="$({node_instances(job, limit=1)})"',
+                                                            'test -n "$LEADER"')),
+        Step("folders on Filestore", (node_ssh(job, '"$LEADER"', _dirs_line(job)),)),
+        Step(f"copy models/{MODEL} to Filestore ({code_dir(job)})",
+             (_sh(["gcloud", "compute", "scp", "--recurse", src, f"LEADER:{parent}/", *_zone(job), *_iap(job)])
+              .replace("LEADER:", '"$LEADER":', 1),)),
+    ]
+
+
+def plan_train(job: Job, repo_models: str) -> list[Step]:
+    """Stage the scripts, install on every host, prepare the data once, launch on every host."""
+    steps = _stage(job, repo_models)
+    if job.arch == "vm":
+        steps += [
+            Step("install fairseq and torch_xla on every host (idempotent)", (vm_ssh(job, "all", install_line(job)),)),
+            Step("prepare data-bin on Filestore once (skipped when it is current)",
+                 (vm_ssh(job, "0", prepare_line(job)),)),
+            Step("launch on every host, detached; each host tees to its log on Filestore",
+                 (vm_ssh(job, "all", _detached(host_train_line(job))),)),
+        ]
+        return steps
+    install_everywhere = (
+        f'for vm in $({node_instances(job)}); do '
+        + node_ssh(job, '"$vm"', install_line(job)) + "; done"
+    )
+    steps += [
+        Step("install fairseq into the image's conda env on every worker (idempotent)", (install_everywhere,)),
+        Step("prepare data-bin on Filestore once (skipped when it is current)",
+             (node_ssh(job, '"$LEADER"', prepare_line(job)),)),
+        Step("launch xla_dist on the leader, detached; it runs train.sh on every worker",
+             (node_ssh(job, '"$LEADER"', _detached(leader_launch_line(job))),)),
+    ]
+    return steps
+
+
+def plan_stop(job: Job, repo_models: str) -> list[Step]:
+    """Kill the training on every host and free the TPU (vm: whatever holds /dev/accel*, /dev/vfio)."""
+    stop = f"bash {code_dir(job)}/stop.sh --arch {job.arch}"
+    steps = _stage(job, repo_models)
+    if job.arch == "vm":
+        return steps + [Step("stop on every host and free the TPU", (vm_ssh(job, "all", stop),))]
+    every = f'for vm in $({node_instances(job)}); do ' + node_ssh(job, '"$vm"', stop) + "; done"
+    return steps + [
+        Step("stop xla_dist on the leader (it stops its workers)", (node_ssh(job, '"$LEADER"', stop + " --leader"),)),
+        Step("then make sure nothing is left on any worker", (every,)),
+    ]
+
+
+def plan_logs(job: Job, host: int, *, follow: bool, lines: int = 200) -> list[Step]:
+    if not 0 <= host < job.hosts:
+        raise LaunchError("--host", f"host {host} does not exist on {job.accelerator_type} ({job.hosts} hosts)",
+                          f"use --host 0 to {job.hosts - 1}")
+    tail = _sh(["tail", "-n", str(lines), *(["-F"] if follow else []), host_log(job, host)])
+    if job.arch == "vm":
+        return [Step(f"host {host}'s log (Filestore, read from worker 0)", (vm_ssh(job, "0", tail),))]
+    return [
+        Step("the leader", (f'LEADER="$({node_instances(job, limit=1)})"', 'test -n "$LEADER"')),
+        Step(f"host {host}'s log (Filestore, read on the leader)", (node_ssh(job, '"$LEADER"', tail),)),
+    ]
+
+
+def render(steps: list[Step]) -> str:
+    """A bash script: what ``--dry-run`` prints and what ``tpubuild`` runs."""
+    out = ["set -euo pipefail"]
+    for i, step in enumerate(steps, 1):
+        out.append(f"# {i}. {step.title}")
+        out.extend(step.lines)
+    return "\n".join(out) + "\n"

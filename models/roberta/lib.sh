@@ -1,0 +1,33 @@
+# shellcheck shell=bash
+# Helpers sourced by the RoBERTa scripts (install.sh, prepare_data.sh, train.sh, stop.sh, xla_dist.sh).
+
+log() { printf '[roberta %s %s] %s\n' "$(date -u +%H:%M:%S)" "$(hostname)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# activate_conda NAME: the node images (family torch-xla) ship conda with one env per release,
+# e.g. torch-xla-1.13 for the pytorch-1.13 runtime.
+activate_conda() {
+  local name=$1 base
+  for base in "${CONDA_ROOT:-}" /anaconda3 /opt/conda "$HOME/anaconda3" "$HOME/miniconda3"; do
+    if [[ -n $base && -f $base/etc/profile.d/conda.sh ]]; then
+      # shellcheck source=/dev/null
+      source "$base/etc/profile.d/conda.sh"
+      set +u # conda's activation scripts read unset variables
+      conda activate "$name" || die "conda env $name does not exist on $(hostname); the runtime's image must provide it"
+      set -u
+      return 0
+    fi
+  done
+  die "no conda installation on $(hostname) (looked in /anaconda3, /opt/conda, ~/anaconda3); set CONDA_ROOT"
+}
+
+# use_python ARCH CONDA_ENV: put the training Python first on PATH and print its name.
+use_python() {
+  local arch=$1 env=${2:-}
+  case $arch in
+    node) activate_conda "$env"; echo python ;;
+    vm) export PATH="$HOME/.local/bin:$PATH"; echo python3 ;;
+    local) echo "${PYTHON:-python3}" ;;
+    *) die "--arch must be node, vm or local, not '$arch'" ;;
+  esac
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Per host: run fairseq-train with the launcher's arguments, everything the host prints teed to
+# <log-dir>/host-<N>.log on Filestore (N: TPU worker number on vm, xla_dist's ordinal on node).
+# usage: train.sh --log-dir DIR --arch node|vm|local [--conda-env ENV] -- FAIRSEQ_ARGS...
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=/dev/null
+source "$here/lib.sh"
+
+log_dir="" arch="" conda_env=""
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --log-dir) log_dir=$2; shift 2 ;;
+    --arch) arch=$2; shift 2 ;;
+    --conda-env) conda_env=$2; shift 2 ;;
+    --) shift; break ;;
+    *) die "train.sh: unknown option $1" ;;
+  esac
+done
+[[ -n $log_dir && -n $arch ]] || die "usage: train.sh --log-dir DIR --arch node|vm|local [--conda-env ENV] -- FAIRSEQ_ARGS..."
+py="$(use_python "$arch" "$conda_env")"
+
+host_id=""
+case $arch in
+  node) host_id=${XRT_SHARD_ORDINAL:-} ;;
+  vm) host_id="$(curl -sf -m 5 -H 'Metadata-Flavor: Google' \
+        http://metadata.google.internal/computeMetadata/v1/instance/attributes/agent-worker-number || true)" ;;
+  local) host_id=${TPUBUILD_HOST_ID:-0} ;;
+esac
+host_id=${host_id:-$(hostname)}
+
+mkdir -p "$log_dir"
+exec > >(tee -a "$log_dir/host-$host_id.log") 2>&1
+log "host $host_id starts fairseq-train $*"
+export TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="${TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD:-1}"
+exec "$py" -m fairseq_cli.train "$@"
