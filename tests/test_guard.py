@@ -64,17 +64,17 @@ def test_safe_plans_proceed(cli, name: str, module: str, action: str) -> None:
 
 # (fixture, module, action, address named, why)
 REFUSE = [
-    ("filestore_replace_tier", "filestore", "update", "google_filestore_instance.share", "would be replaced (tier forces replacement)"),
-    ("filestore_replace_tier", "filestore", "create", "google_filestore_instance.share", "during create"),
-    ("filestore_replace_tier", "filestore", "auto", "google_filestore_instance.share", "during auto"),
-    ("filestore_replace_share_name", "filestore", "update", "google_filestore_instance.share",
+    ("filestore_replace_tier", "filestore", "update", "google_filestore_instance.this", "would be replaced (tier forces replacement)"),
+    ("filestore_replace_tier", "filestore", "create", "google_filestore_instance.this", "during create"),
+    ("filestore_replace_tier", "filestore", "auto", "google_filestore_instance.this", "during auto"),
+    ("filestore_replace_share_name", "filestore", "update", "google_filestore_instance.this",
      "(file_shares.0.name forces replacement)"),
-    ("filestore_destroy", "filestore", "update", "google_filestore_instance.share", "would be destroyed"),
-    ("filestore_deposed_delete", "filestore", "update", "google_filestore_instance.share", "deposed object"),
-    ("shared_pd_replace_create_before_destroy", "shared_pd", "update", "google_compute_disk.shared",
+    ("filestore_destroy", "filestore", "update", "google_filestore_instance.this", "would be destroyed"),
+    ("filestore_deposed_delete", "filestore", "update", "google_filestore_instance.this", "deposed object"),
+    ("shared_pd_replace_create_before_destroy", "shared_pd", "update", "google_compute_disk.this",
      "would be replaced (type forces replacement)"),
-    ("shared_pd_count_zero", "shared_pd", "update", "google_compute_disk.shared[0]", "would be destroyed"),
-    ("shared_pd_destroy", "shared_pd", "create", "google_compute_disk.shared", "the shared persistent disk"),
+    ("shared_pd_count_zero", "shared_pd", "update", "google_compute_disk.this[0]", "would be destroyed"),
+    ("shared_pd_destroy", "shared_pd", "create", "google_compute_disk.this", "the shared persistent disk"),
 ]
 
 
@@ -97,8 +97,8 @@ def test_allow_data_loss_proceeds_loudly(cli, name: str, module: str, action: st
     assert len(warning) == 1 and address in warning[0] and "is lost" in warning[0]
 
 
-@pytest.mark.parametrize("name, address", [("tpu_node_replace", "google_tpu_node.tpu"),
-                                           ("tpu_vm_replace", "google_tpu_v2_vm.tpu")])
+@pytest.mark.parametrize("name, address", [("tpu_node_replace", "google_tpu_node.this"),
+                                           ("tpu_vm_replace", "google_tpu_v2_vm.this")])
 @pytest.mark.parametrize("action", ["create", "update", "auto"])
 def test_tpu_replacement_is_allowed_and_announced(cli, name: str, address: str, action: str) -> None:
     code, out, err = guard(cli, name, "tpu", action)
@@ -112,17 +112,17 @@ def test_tpu_update_in_place_and_destroy_messages(cli) -> None:
     _, out, _ = guard(cli, "tpu_vm_update_in_place", "tpu", "update")
     assert "WARNING" not in out and "1 to change" in out
     _, out, _ = guard(cli, "tpu_node_destroy", "tpu", "destroy")
-    assert "tpubuild: WARNING: google_tpu_node.tpu will be destroyed: training on it stops" in out
+    assert "tpubuild: WARNING: google_tpu_node.this will be destroyed: training on it stops" in out
 
 
 def test_destroy_of_protected_resources_is_allowed_and_said(cli) -> None:
     code, out, err = guard(cli, "shared_pd_destroy", "shared_pd", "destroy")
     assert (code, err) == (0, "")
-    assert "google_compute_disk.shared will be destroyed" in out and "1 to destroy" in out
+    assert "google_compute_disk.this will be destroyed" in out and "1 to destroy" in out
 
 
-@pytest.mark.parametrize("name, address", [("filestore_create", "google_filestore_instance.share"),
-                                           ("tpu_vm_update_in_place", "google_tpu_v2_vm.tpu")])
+@pytest.mark.parametrize("name, address", [("filestore_create", "google_filestore_instance.this"),
+                                           ("tpu_vm_update_in_place", "google_tpu_v2_vm.this")])
 def test_destroy_action_refuses_a_plan_that_builds(cli, name: str, address: str) -> None:
     code, out, err = guard(cli, name, "tpu", "destroy")
     assert code == 2 and len(err.splitlines()) == 1
@@ -138,7 +138,7 @@ def test_data_source_reads_of_a_disk_are_not_changes() -> None:
     doc = json.loads(fixture("tpu_vm_create").read_text())
     assert any(rc["mode"] == "data" and rc["type"] == "google_compute_disk" for rc in doc["resource_changes"])
     decision = evaluate(doc, "tpu", "update")
-    assert decision.proceed and [c.address for c in decision.changes] == ["google_tpu_v2_vm.tpu"]
+    assert decision.proceed and [c.address for c in decision.changes] == ["google_tpu_v2_vm.this"]
 
 
 def test_mig_template_replacement_is_not_announced() -> None:
@@ -230,7 +230,7 @@ def test_refusal_through_the_console_script() -> None:
     proc = run_tpubuild("guard", "--plan-json", fixture("shared_pd_replace_create_before_destroy"),
                         "--module", "shared_pd", "--action", "update")
     assert proc.returncode == 2
-    assert proc.stderr.count("\n") == 1 and "google_compute_disk.shared" in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "google_compute_disk.this" in proc.stderr
     assert "_ALLOW_DATA_LOSS=true" in proc.stderr and "Traceback" not in proc.stderr
     ok = run_tpubuild("guard", "--plan-json", fixture("tpu_vm_replace"), "--module", "tpu", "--action", "update")
     assert ok.returncode == 0 and "interrupts training" in ok.stdout and ok.stderr == ""
@@ -282,11 +282,11 @@ def test_guard_reads_real_terraform_output(real_plans: dict[str, dict], tmp_path
     assert evaluate(replace, "filestore", "update").proceed  # terraform_data holds no data
     # The same real document, as if the resource were the Filestore instance: refused, naming it.
     as_filestore = json.loads(json.dumps(replace).replace('"terraform_data"', '"google_filestore_instance"')
-                              .replace("terraform_data.share", "google_filestore_instance.share"))
+                              .replace("terraform_data.share", "google_filestore_instance.this"))
     path = tmp_path / "real.json"
     path.write_text(json.dumps(as_filestore))
     code, _, err = cli("guard", "--plan-json", path, "--module", "filestore", "--action", "update")
-    assert code == 2 and "google_filestore_instance.share would be replaced (triggers_replace forces replacement)" in err
+    assert code == 2 and "google_filestore_instance.this would be replaced (triggers_replace forces replacement)" in err
 
 
 def test_evaluate_is_pure() -> None:

@@ -96,10 +96,11 @@ def _planned(values: dict[str, Any], rtype: str) -> dict[str, Any]:
 
 def change(rtype: str, name: str, actions: list[str], before: dict[str, Any] | None, after: dict[str, Any] | None,
            *, provider: str = GOOGLE, replace_paths: list[list[Any]] | None = None, reason: str | None = None,
-           mode: str = "managed", deposed: str | None = None) -> dict[str, Any]:
+           mode: str = "managed", deposed: str | None = None, index: int | None = None) -> dict[str, Any]:
     after_planned = _planned(after, rtype) if after is not None and actions != ["no-op"] else after
     rc: dict[str, Any] = {
-        "address": f"{'data.' if mode == 'data' else ''}{rtype}.{name}", "mode": mode, "type": rtype, "name": name,
+        "address": f"{'data.' if mode == 'data' else ''}{rtype}.{name}" + (f"[{index}]" if index is not None else ""),
+        "mode": mode, "type": rtype, "name": name, **({"index": index} if index is not None else {}),
         "provider_name": provider,
         "change": {
             "actions": actions, "before": before, "after": after_planned,
@@ -119,7 +120,7 @@ def change(rtype: str, name: str, actions: list[str], before: dict[str, Any] | N
 def plan(changes: list[dict[str, Any]], variables: dict[str, Any], *, errored: bool = False) -> dict[str, Any]:
     planned, prior = [], []
     for rc in changes:
-        res = {k: rc[k] for k in ("address", "mode", "type", "name", "provider_name")}
+        res = {k: rc[k] for k in ("address", "mode", "type", "name", "index", "provider_name") if k in rc}
         if rc["change"]["after"] is not None:
             planned.append({**res, "schema_version": 0, "values": rc["change"]["after"],
                             "sensitive_values": rc["change"]["after_sensitive"] or {}})
@@ -144,7 +145,7 @@ def plan(changes: list[dict[str, Any]], variables: dict[str, Any], *, errored: b
             "resources": [{"address": rc["address"], "mode": rc["mode"], "type": rc["type"], "name": rc["name"],
                            "provider_config_key": rc["provider_name"].rsplit("/", 1)[1],
                            "expressions": {"name": {"references": ["var.env_name"]}}, "schema_version": 0}
-                          for rc in changes if not rc.get("deposed")],
+                          for rc in changes if not rc.get("deposed") and "index" not in rc],
             "variables": {k: {"description": f"{k} (from values.env)"} for k in variables},
         },
     }
@@ -184,52 +185,52 @@ DATA_DISK = with_(DISK, name="pd-v4-pod")
 
 FIXTURES: dict[str, dict[str, Any]] = {
     # filestore module
-    "filestore_create": plan([change("google_filestore_instance", "share", ["create"], None, FILESTORE)], FS_VARS),
-    "filestore_noop": plan([change("google_filestore_instance", "share", ["no-op"], FILESTORE, FILESTORE)], FS_VARS),
-    "filestore_update_in_place": plan([change("google_filestore_instance", "share", ["update"], FILESTORE, FS_2048)],
+    "filestore_create": plan([change("google_filestore_instance", "this", ["create"], None, FILESTORE)], FS_VARS),
+    "filestore_noop": plan([change("google_filestore_instance", "this", ["no-op"], FILESTORE, FILESTORE)], FS_VARS),
+    "filestore_update_in_place": plan([change("google_filestore_instance", "this", ["update"], FILESTORE, FS_2048)],
                                       {**FS_VARS, "capacity_gb": 2048}),
-    "filestore_replace_tier": plan([change("google_filestore_instance", "share", ["delete", "create"], FILESTORE, FS_SSD,
+    "filestore_replace_tier": plan([change("google_filestore_instance", "this", ["delete", "create"], FILESTORE, FS_SSD,
                                            replace_paths=[["tier"]], reason="replace_because_cannot_update")],
                                    {**FS_VARS, "tier": "BASIC_SSD", "capacity_gb": 2560}),
-    "filestore_replace_share_name": plan([change("google_filestore_instance", "share", ["delete", "create"], FILESTORE,
+    "filestore_replace_share_name": plan([change("google_filestore_instance", "this", ["delete", "create"], FILESTORE,
                                                  FS_RENAMED, replace_paths=[["file_shares", 0, "name"]],
                                                  reason="replace_because_cannot_update")],
                                          {**FS_VARS, "share_name": "data"}),
-    "filestore_destroy": plan([change("google_filestore_instance", "share", ["delete"], FILESTORE, None)], FS_VARS),
+    "filestore_destroy": plan([change("google_filestore_instance", "this", ["delete"], FILESTORE, None)], FS_VARS),
     "filestore_deposed_delete": plan([
-        change("google_filestore_instance", "share", ["no-op"], FILESTORE, FILESTORE),
-        change("google_filestore_instance", "share", ["delete"], FS_SSD, None, deposed="00000001"),
+        change("google_filestore_instance", "this", ["no-op"], FILESTORE, FILESTORE),
+        change("google_filestore_instance", "this", ["delete"], FS_SSD, None, deposed="00000001"),
     ], FS_VARS),
-    "filestore_errored": plan([change("google_filestore_instance", "share", ["update"], FILESTORE, FS_2048)],
+    "filestore_errored": plan([change("google_filestore_instance", "this", ["update"], FILESTORE, FS_2048)],
                               FS_VARS, errored=True),
     # shared_pd module
-    "shared_pd_create": plan([change("google_compute_disk", "shared", ["create"], None, DISK)], PD_VARS),
-    "shared_pd_resize": plan([change("google_compute_disk", "shared", ["update"], DISK, DISK_1000)],
+    "shared_pd_create": plan([change("google_compute_disk", "this", ["create"], None, DISK)], PD_VARS),
+    "shared_pd_resize": plan([change("google_compute_disk", "this", ["update"], DISK, DISK_1000)],
                              {**PD_VARS, "size_gb": 1000}),
     "shared_pd_replace_create_before_destroy": plan([
-        change("google_compute_disk", "shared", ["create", "delete"], DISK, DISK_BALANCED,
+        change("google_compute_disk", "this", ["create", "delete"], DISK, DISK_BALANCED,
                replace_paths=[["type"]], reason="replace_because_cannot_update")], {**PD_VARS, "type": "pd-balanced"}),
-    "shared_pd_count_zero": plan([change("google_compute_disk", "shared[0]", ["delete"], DISK, None,
+    "shared_pd_count_zero": plan([change("google_compute_disk", "this", ["delete"], DISK, None, index=0,
                                          reason="delete_because_count_index")], PD_VARS),
-    "shared_pd_destroy": plan([change("google_compute_disk", "shared", ["delete"], DISK, None)], PD_VARS),
+    "shared_pd_destroy": plan([change("google_compute_disk", "this", ["delete"], DISK, None)], PD_VARS),
     # tpu module, node architecture
-    "tpu_node_create": plan([change("google_tpu_node", "tpu", ["create"], None, TPU_NODE)], NODE_VARS),
-    "tpu_node_replace": plan([change("google_tpu_node", "tpu", ["delete", "create"], TPU_NODE, NODE_128,
+    "tpu_node_create": plan([change("google_tpu_node", "this", ["create"], None, TPU_NODE)], NODE_VARS),
+    "tpu_node_replace": plan([change("google_tpu_node", "this", ["delete", "create"], TPU_NODE, NODE_128,
                                      replace_paths=[["accelerator_type"]], reason="replace_because_cannot_update")],
                              {**NODE_VARS, "accelerator_type": "v3-128"}),
-    "tpu_node_noop": plan([change("google_tpu_node", "tpu", ["no-op"], TPU_NODE, TPU_NODE)], NODE_VARS),
-    "tpu_node_destroy": plan([change("google_tpu_node", "tpu", ["delete"], TPU_NODE, None)], NODE_VARS),
+    "tpu_node_noop": plan([change("google_tpu_node", "this", ["no-op"], TPU_NODE, TPU_NODE)], NODE_VARS),
+    "tpu_node_destroy": plan([change("google_tpu_node", "this", ["delete"], TPU_NODE, None)], NODE_VARS),
     # tpu module, vm architecture (google-beta; reads the shared PD as a data source)
     "tpu_vm_create": plan([
         change("google_compute_disk", "shared", ["read"], None, DATA_DISK, mode="data", reason="read_because_dependency_pending"),
-        change("google_tpu_v2_vm", "tpu", ["create"], None, TPU_VM, provider=BETA)], VM_VARS),
+        change("google_tpu_v2_vm", "this", ["create"], None, TPU_VM, provider=BETA)], VM_VARS),
     "tpu_vm_update_in_place": plan([
         change("google_compute_disk", "shared", ["read"], None, DATA_DISK, mode="data", reason="read_because_dependency_pending"),
-        change("google_tpu_v2_vm", "tpu", ["update"], TPU_VM, VM_LABELS, provider=BETA)], VM_VARS),
-    "tpu_vm_replace": plan([change("google_tpu_v2_vm", "tpu", ["delete", "create"], TPU_VM, VM_V4_64, provider=BETA,
+        change("google_tpu_v2_vm", "this", ["update"], TPU_VM, VM_LABELS, provider=BETA)], VM_VARS),
+    "tpu_vm_replace": plan([change("google_tpu_v2_vm", "this", ["delete", "create"], TPU_VM, VM_V4_64, provider=BETA,
                                    replace_paths=[["accelerator_type"]], reason="replace_because_cannot_update")],
                            {**VM_VARS, "accelerator_type": "v4-64"}),
-    "tpu_vm_destroy": plan([change("google_tpu_v2_vm", "tpu", ["delete"], TPU_VM, None, provider=BETA)], VM_VARS),
+    "tpu_vm_destroy": plan([change("google_tpu_v2_vm", "this", ["delete"], TPU_VM, None, provider=BETA)], VM_VARS),
     # mig module (node): a new template replaces the old one create-before-destroy; no data lives there
     "mig_update": plan([
         change("google_compute_instance_template", "worker", ["create", "delete"], TEMPLATE, TEMPLATE_NEW,
