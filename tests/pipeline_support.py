@@ -1,0 +1,92 @@
+"""Helpers for the pipeline tests: every (values, action, flags) combination, and an emulation of
+what Cloud Build does to a step before running it (substitutions, MUST_MATCH)."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from tests.conftest import EXAMPLES, SHIPPED
+
+NODE_ENV = SHIPPED
+VM_ENV = EXAMPLES / "vm-v4-32.env"
+ENVS = {"node": NODE_ENV, "vm": VM_ENV}
+ACTIONS = ("initialize", "create", "update", "destroy")
+FLAGS = ((False, False), (True, False), (False, True), (True, True))
+
+#: Cloud Build's built-in substitutions (https://cloud.google.com/build/docs/configuring-builds/substitute-variable-values).
+BUILTINS = {
+    "PROJECT_ID": "my-tpu-project", "PROJECT_NUMBER": "123456789012", "LOCATION": "global",
+    "BUILD_ID": "0b5c3a5e-1f2d-4c1e-9a7b-3d2f1e0c9b8a", "TRIGGER_NAME": "", "COMMIT_SHA": "",
+    "REVISION_ID": "", "SHORT_SHA": "", "REPO_NAME": "", "REPO_FULL_NAME": "", "BRANCH_NAME": "",
+    "TAG_NAME": "", "REF_NAME": "", "TRIGGER_BUILD_CONFIG_PATH": "", "SERVICE_ACCOUNT_EMAIL": "",
+    "SERVICE_ACCOUNT": "",
+}
+
+_SUBST = re.compile(r"\$(\$|\{([^}]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+class SubstitutionError(ValueError):
+    pass
+
+
+def substitute(text: str, substitutions: dict[str, str] | None = None) -> str:
+    """What Cloud Build does to a step's args and env with substitutionOption MUST_MATCH: ``$$``
+    becomes ``$``; ``$NAME``/``${NAME}`` become the value of a built-in or user substitution;
+    any other ``$NAME``/``${...}`` fails the build."""
+    values = {**BUILTINS, **(substitutions or {})}
+
+    def one(m: re.Match[str]) -> str:
+        if m.group(1) == "$":
+            return "$"
+        name = m.group(2) if m.group(2) is not None else m.group(3)
+        if name not in values:
+            raise SubstitutionError(f"{m.group(0)!r} is not a valid built-in or user substitution")
+        return values[name]
+
+    return _SUBST.sub(one, text)
+
+
+@dataclass(frozen=True)
+class Case:
+    arch: str
+    action: str
+    tpu: bool
+    mig: bool
+
+    @property
+    def valid(self) -> bool:
+        if self.action == "initialize":
+            return not (self.tpu or self.mig)
+        return not (self.mig and self.arch == "vm")
+
+    @property
+    def id(self) -> str:
+        flags = "+".join(f for f, on in (("tpu", self.tpu), ("mig", self.mig)) if on) or "none"
+        return f"{self.arch}-{self.action}-{flags}"
+
+    def cli_args(self) -> list[str]:
+        args = ["--values", str(ENVS[self.arch]), "--action", self.action]
+        return args + (["--tpu"] if self.tpu else []) + (["--mig"] if self.mig else [])
+
+
+def all_cases() -> Iterator[Case]:
+    for arch, action, (tpu, mig) in itertools.product(ENVS, ACTIONS, FLAGS):
+        yield Case(arch, action, tpu, mig)
+
+
+def step_script(step: dict[str, Any], substitutions: dict[str, str] | None = None) -> str:
+    """The script a step runs, as its shell sees it after Cloud Build's substitutions."""
+    assert step["args"][0] == "-c" and len(step["args"]) == 2, step["id"]
+    return substitute(step["args"][1], substitutions)
+
+
+def step_env(step: dict[str, Any], substitutions: dict[str, str] | None = None) -> dict[str, str]:
+    env = {}
+    for item in step.get("env", []):
+        key, _, value = substitute(item, substitutions).partition("=")
+        env[key] = value
+    return env
