@@ -1,0 +1,122 @@
+"""Create a Cloud Build build from a rendered config, follow it, report its outcome.
+
+``create`` turns the pipeline's dict into the real ``cloudbuild_v1.Build`` (camelCase or snake_case
+keys, durations as ``"600s"``), points ``source.storageSource`` at the tarball and sends
+``CreateBuild``. ``follow`` polls ``GetBuild`` and prints a line whenever the build's or a step's
+status changes; ``outcome`` raises a one-line ``WorldError`` naming the failing step and the log
+URL when the build did not succeed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from builder.cloud.errors import cloud_call
+from builder.errors import WorldError
+
+FAILED = ("FAILURE", "INTERNAL_ERROR", "TIMEOUT", "CANCELLED", "EXPIRED")
+DONE = ("SUCCESS", *FAILED)
+
+
+def poll_seconds() -> float:
+    try:
+        return max(0.0, float(os.environ.get("TPUBUILD_POLL_SECONDS", "5")))
+    except ValueError:
+        return 5.0
+
+
+def to_build(config: dict[str, Any], *, bucket: str, object_name: str, tags: list[str],
+             substitutions: dict[str, str]) -> Any:
+    from google.cloud.devtools import cloudbuild_v1
+
+    body = dict(config)
+    body.pop("source", None)
+    build = cloudbuild_v1.Build.from_json(json.dumps(body), ignore_unknown_fields=False)
+    build.source = cloudbuild_v1.Source(
+        storage_source=cloudbuild_v1.StorageSource(bucket=bucket, object_=object_name))
+    for tag in tags:
+        if tag not in build.tags:
+            build.tags.append(tag)
+    for key, value in substitutions.items():
+        build.substitutions[key] = value
+    return build
+
+
+def referenced(config: dict[str, Any], name: str) -> bool:
+    """Whether the config declares or uses the user substitution ``name`` (``$_X`` or ``${_X}``)."""
+    text = json.dumps(config)
+    return name in config.get("substitutions", {}) or f"${name}" in text or f"${{{name}}}" in text
+
+
+@dataclass(frozen=True)
+class Created:
+    id: str
+    log_url: str
+
+
+def create(client: Any, project: str, build: Any) -> Created:
+    with cloud_call(f"creating the build in project {project}"):
+        operation = client.create_build(project_id=project, build=build)
+        meta = operation.metadata
+    if meta is None or not meta.build.id:
+        raise WorldError(f"Cloud Build accepted the build in project {project} but returned no build id")
+    return Created(meta.build.id, meta.build.log_url)
+
+
+def get(client: Any, project: str, build_id: str) -> Any:
+    with cloud_call(f"reading build {build_id}"):
+        return client.get_build(project_id=project, id=build_id)
+
+
+def status_name(build: Any) -> str:
+    return build.status.name
+
+
+def follow(client: Any, project: str, build_id: str, *, emit: Callable[[str], None],
+           sleep: Callable[[float], None] = time.sleep) -> Any:
+    """Poll until the build is done, emitting one line per status change; return the final Build."""
+    seen: dict[str, str] = {}
+    while True:
+        build = get(client, project, build_id)
+        status = status_name(build)
+        if seen.get("") != status:
+            seen[""] = status
+            emit(f"build {build_id}: {status}")
+        for index, step in enumerate(build.steps):
+            key = step.id or f"step #{index}"
+            state = step.status.name
+            if state == "STATUS_UNKNOWN" or seen.get(key) == state:
+                continue
+            seen[key] = state
+            took = ""
+            if state in DONE and step.timing.start_time and step.timing.end_time:
+                seconds = (step.timing.end_time - step.timing.start_time).total_seconds()
+                took = f" ({seconds:.0f}s)"
+            emit(f"  {key}: {state}{took}")
+        if status in DONE:
+            return build
+        sleep(poll_seconds())
+
+
+def failing_step(build: Any) -> str:
+    for index, step in enumerate(build.steps):
+        if step.status.name in FAILED:
+            return step.id or f"step #{index}"
+    return ""
+
+
+def outcome(build: Any) -> str:
+    """The final line for a successful build; a ``WorldError`` otherwise."""
+    status = status_name(build)
+    if status == "SUCCESS":
+        return f"build {build.id}: SUCCESS; logs: {build.log_url}"
+    step = failing_step(build)
+    where = f" at step {step}" if step else ""
+    detail = (build.failure_info.detail or build.status_detail or "").strip()
+    why = f" ({' '.join(detail.split())[:200]})" if detail else ""
+    raise WorldError(f"build {build.id} {status}{where}{why}; logs: {build.log_url}")

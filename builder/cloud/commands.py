@@ -1,0 +1,327 @@
+"""The bodies of the cloud commands (``builder/commands/cloud.py`` registers them).
+
+Exit codes: 0 done; 1 a failure in the world (a cloud call, a missing or foreign bucket, no
+credentials, a held lock, a build that did not succeed); 2 bad input (values.env, flags, an
+``auto`` that would move the environment).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from builder.cloud import auto, buckets, builds, clients, lock, snapshot, source, workspace
+from builder.cloud.errors import cloud_call
+from builder.commands import load_settings
+from builder.config import Settings, load_text
+from builder.errors import BadInput, WorldError
+
+ACTIONS = ("initialize", "create", "update", "destroy", "auto")
+
+
+def say(message: str) -> None:
+    print(message, flush=True)
+
+
+def warn(message: str) -> None:
+    print(f"tpubuild: warning: {message}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- initialize
+
+def initialize(settings: Settings) -> int:
+    repo = workspace.find_repo(settings)
+    client = clients.storage(settings.project_id)
+    for spec in buckets.specs(settings):
+        say(buckets.create_or_adopt(client, settings, spec))
+    up, same, gone = workspace.sync(client.bucket(settings.state_bucket), settings, repo)
+    say(f"gs://{settings.state_bucket}/{workspace.prefix(settings)}: workspace uploaded "
+        f"({up} new or changed, {same} unchanged, {gone} removed)")
+    return 0
+
+
+def cmd_initialize(args: argparse.Namespace) -> int:
+    return initialize(load_settings(args))
+
+
+# ---------------------------------------------------------------- plans
+
+def _parse_applied(applied: snapshot.Applied, settings: Settings) -> Settings | None:
+    where = f"gs://{settings.state_bucket}/{snapshot.values_path(settings.env_name)}"
+    try:
+        return load_text(applied.values.decode("utf-8"), Path(settings.source.parent, "applied.values.env"))
+    except (BadInput, UnicodeDecodeError) as exc:
+        warn(f"{where} no longer parses ({exc}); treating every module as changed")
+        return None
+
+
+def auto_plan(settings: Settings, bucket: Any, repo: Path) -> Any:
+    """Decide what ``auto`` does, print the decision and why; the Plan, or None for nothing."""
+    from builder.plan import make_plan
+
+    every = make_plan(settings, "create").modules
+    applied = snapshot.read(bucket, settings.env_name)
+    if applied is None:
+        decision = auto.decide(settings, None, plan_modules=every)
+    else:
+        old = _parse_applied(applied, settings)
+        if old is None:
+            decision = auto.Decision("update", frozenset(every) - applied.absent,
+                                     ("the applied snapshot could not be read: update every module",))
+        else:
+            decision = auto.decide(settings, old, plan_modules=every, build_id=applied.build_id,
+                                   outstanding=applied.outstanding, absent=applied.absent,
+                                   sources_then=applied.sources, sources_now=auto.digests(settings, repo, every))
+    say(decision.summary())
+    for reason in decision.reasons:
+        say(f"  - {reason}")
+    if decision.action == "none":
+        return None
+    if decision.action == "create":
+        return make_plan(settings, "create")
+    return make_plan(settings, "update", only=decision.only)
+
+
+def _scope(plan: Any) -> dict[str, Any]:
+    return {"tpu": bool(getattr(plan, "tpu", False)), "mig": bool(getattr(plan, "mig", False)),
+            "operations": [[o.module, o.op] for o in plan.operations]}
+
+
+# ---------------------------------------------------------------- submit
+
+def submit(settings: Settings, action: str, *, tpu: bool = False, mig: bool = False,
+           allow_data_loss: bool = False, allow_wipe: bool = False, wait: bool = False) -> int:
+    from builder import pipeline, tfvars
+    from builder.plan import make_plan
+
+    action = action.strip().lower()
+    if action not in ACTIONS:
+        raise BadInput(f"--action: {action!r} is not an action; use one of {', '.join(ACTIONS)}")
+    if action == "initialize":
+        return initialize(settings)
+    repo = workspace.find_repo(settings)
+    plan = None if action == "auto" else make_plan(settings, action, tpu=tpu, mig=mig)
+    client = clients.storage(settings.project_id)
+    if not buckets.exists(client, settings.state_bucket):
+        raise WorldError(f"the state bucket gs://{settings.state_bucket} does not exist; run `tpubuild initialize` "
+                         "(or the build with _BUILD_ACTION=initialize) first")
+    bucket = client.bucket(settings.state_bucket)
+    if plan is None:
+        plan = auto_plan(settings, bucket, repo)
+        if plan is None:
+            return 0
+    config = pipeline.render(settings, plan, allow_data_loss=allow_data_loss, allow_wipe=allow_wipe)
+    src = source.pack(source.collect(repo, settings.source.read_bytes(), tfvars.all_for(settings)))
+    cb = clients.cloudbuild()
+    project = settings.project_id
+
+    def lookup(build_id: str) -> str | None:
+        try:
+            return builds.status_name(builds.get(cb, project, build_id))
+        except WorldError:
+            return None
+
+    held = lock.acquire(bucket, lock.Lock(env=settings.env_name, action=plan.action, holder=lock.who(),
+                                          created=lock.now(), scope=_scope(plan)),
+                        lookup=lookup, warn=warn)
+    try:
+        blob = bucket.blob(src.object_name)
+        with cloud_call(f"uploading gs://{settings.state_bucket}/{src.object_name}"):
+            if not blob.exists():
+                from google.api_core import exceptions as gexc
+
+                try:
+                    blob.upload_from_string(src.tgz, content_type="application/gzip", if_generation_match=0)
+                except gexc.PreconditionFailed:
+                    pass  # the same content, uploaded by someone else meanwhile
+        workspace.sync(bucket, settings, repo, source_sha256=src.sha256)
+        subs = {name: value for name, value in (("_ALLOW_DATA_LOSS", allow_data_loss), ("_ALLOW_WIPE", allow_wipe))
+                for value in ["true" if value else "false"] if builds.referenced(config, name)}
+        build = builds.to_build(config, bucket=settings.state_bucket, object_name=src.object_name,
+                                tags=["tpubuild", f"tpubuild-{settings.env_name}", f"action-{plan.action}"],
+                                substitutions=subs)
+        created = builds.create(cb, project, build)
+    except BaseException:
+        lock.abandon(bucket, held)
+        raise
+    lock.set_build(bucket, held, created.id)
+    ops = ", ".join(f"{o.op} {o.module}" for o in plan.operations) or "no Terraform"
+    say(f"build {created.id}: {plan.action} of {settings.env_name} ({ops}) from gs://{settings.state_bucket}/"
+        f"{src.object_name}")
+    say(f"logs: {created.log_url}")
+    if not wait:
+        return 0
+    final = builds.follow(cb, project, created.id, emit=say)
+    try:
+        say(builds.outcome(final))
+    except WorldError:
+        if lock.mark_stale(bucket, settings.env_name, created.id, builds.status_name(final),
+                           builds.failing_step(final), final.log_url):
+            warn(f"the lock of {settings.env_name} stays, marked stale with build {created.id}; "
+                 "the next dispatch takes it over and names this build")
+        raise
+    return 0
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    return submit(load_settings(args), args.action, tpu=args.tpu, mig=args.mig,
+                  allow_data_loss=args.allow_data_loss, allow_wipe=args.allow_wipe, wait=args.wait)
+
+
+# ---------------------------------------------------------------- dispatch
+
+def cmd_dispatch(args: argparse.Namespace) -> int:
+    from builder.plan import parse_flag
+
+    action = args.action.strip().lower()
+    if action not in ACTIONS:
+        raise BadInput(f"_BUILD_ACTION: {args.action!r} is not an action; use one of {', '.join(ACTIONS)}")
+    tpu = parse_flag(args.tpu, "_TPU")
+    mig = parse_flag(args.mig, "_MIG")
+    allow_data_loss = parse_flag(args.allow_data_loss, "_ALLOW_DATA_LOSS")
+    allow_wipe = parse_flag(args.allow_wipe, "_ALLOW_WIPE")
+    settings = load_settings(args)
+    if action == "auto" and (tpu or mig):
+        raise BadInput("_TPU/_MIG: auto decides the modules itself; leave _TPU and _MIG at default")
+    say(f"dispatch: {action} of {settings.env_name} (project {settings.project_id}, {settings.arch} architecture)")
+    return submit(settings, action, tpu=tpu, mig=mig, allow_data_loss=allow_data_loss,
+                  allow_wipe=allow_wipe, wait=True)
+
+
+# ---------------------------------------------------------------- finalize
+
+def _wait_for_build_id(bucket: Any, env: str, build_id: str) -> lock.Lock | None:
+    """The lock, once its submit has recorded the build id (it does right after CreateBuild)."""
+    import time
+
+    current = lock.read(bucket, env)
+    for _ in range(30):
+        if current is None or current.build_id:
+            return current
+        time.sleep(2)
+        current = lock.read(bucket, env)
+    return current
+
+
+def cmd_finalize(args: argparse.Namespace) -> int:
+    from builder.plan import make_plan
+
+    settings = load_settings(args)
+    env, build_id, action = settings.env_name, args.build_id.strip(), args.action.strip().lower()
+    if not build_id:
+        raise BadInput("--build-id: empty; pass $BUILD_ID")
+    if action not in ("initialize", "create", "update", "destroy"):
+        raise BadInput(f"--action: {args.action!r} is not a pipeline action; use initialize, create, update or destroy")
+    bucket = clients.storage(settings.project_id).bucket(settings.state_bucket)
+    held = _wait_for_build_id(bucket, env, build_id)
+    if held is not None and held.build_id == build_id and held.scope.get("operations") is not None:
+        ops = [(m, op) for m, op in held.scope["operations"]]
+    else:
+        ops = [(o.module, o.op) for o in make_plan(settings, action).operations]
+    if action != "initialize":
+        _record(settings, bucket, build_id, action, ops)
+    say(lock.release(bucket, env, build_id))
+    return 0
+
+
+def _record(settings: Settings, bucket: Any, build_id: str, action: str, ops: list[tuple[str, str]]) -> None:
+    from builder.plan import make_plan
+
+    env = settings.env_name
+    repo = workspace.find_repo(settings)
+    every = make_plan(settings, "create").modules
+    before = snapshot.read(bucket, env)
+    old = _parse_applied(before, settings) if before else None
+    now_sources = auto.digests(settings, repo, every)
+    applied_mods = {m for m, op in ops if op == "apply"}
+    destroyed = {m for m, op in ops if op == "destroy"}
+    changed = auto.touched(old, settings, plan_modules=every,
+                           sources_then=before.sources if before else None, sources_now=now_sources)
+    absent = ((before.absent if before else frozenset()) | destroyed) - applied_mods
+    outstanding = ((before.outstanding if before else frozenset()) | changed) - applied_mods - absent
+    sources = {m: now_sources[m] if m in applied_mods or before is None else before.sources.get(m, now_sources[m])
+               for m in every}
+    record = snapshot.Applied(values=settings.source.read_bytes(), build_id=build_id, action=action,
+                              time=lock.now(), outstanding=frozenset(outstanding) & set(every),
+                              absent=frozenset(absent) & set(every), sources=sources)
+    snapshot.write(bucket, env, record, expected_generation=before.generation if before else 0)
+    extra = []
+    if record.outstanding:
+        extra.append(f"outstanding: {', '.join(sorted(record.outstanding))}")
+    if record.absent:
+        extra.append(f"absent: {', '.join(sorted(record.absent))}")
+    tail = f" ({'; '.join(extra)})" if extra else ""
+    say(f"gs://{settings.state_bucket}/{snapshot.values_path(env)}: recorded build {build_id} ({action}){tail}")
+
+
+# ---------------------------------------------------------------- unlock
+
+def cmd_unlock(args: argparse.Namespace) -> int:
+    settings = load_settings(args)
+    if not args.force:
+        raise BadInput("unlock: breaking the lock needs --force; make sure no build of this environment is running")
+    client = clients.storage(settings.project_id)
+    if not buckets.exists(client, settings.state_bucket):
+        raise WorldError(f"the state bucket gs://{settings.state_bucket} does not exist; nothing is locked")
+    removed = lock.force_unlock(client.bucket(settings.state_bucket), settings.env_name)
+    if removed is None:
+        say(f"environment {settings.env_name}: not locked")
+    else:
+        say(f"environment {settings.env_name}: removed the lock of {removed.describe()}")
+    return 0
+
+
+# ---------------------------------------------------------------- status
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from builder.cloud import status
+
+    settings = load_settings(args)
+    report = status.gather(settings)
+    if args.format == "json":
+        say(json.dumps(report, indent=2, sort_keys=True))
+    else:
+        for line in status.text(report):
+            say(line)
+    return 1 if report["errors"] else 0
+
+
+# ---------------------------------------------------------------- renderers
+
+def cmd_bootstrap(args: argparse.Namespace) -> int:
+    from builder.cloud.render import root_cloudbuild
+
+    text = root_cloudbuild()
+    if args.output == "-":
+        sys.stdout.write(text)
+        return 0
+    out = Path(args.output)
+    current = out.read_text() if out.is_file() else None
+    if args.check:
+        if current != text:
+            raise WorldError(f"{out} differs from what `tpubuild bootstrap` renders; run `tpubuild bootstrap`")
+        say(f"{out}: up to date")
+        return 0
+    if current == text:
+        say(f"{out}: up to date")
+        return 0
+    try:
+        out.write_text(text)
+    except OSError as exc:
+        raise BadInput(f"{out}: cannot write ({exc.strerror}); pass a writable --output") from None
+    say(f"{out}: written; submit it with: gcloud builds submit --config={out} . --substitutions=_BUILD_ACTION=create")
+    return 0
+
+
+def cmd_trigger(args: argparse.Namespace) -> int:
+    import yaml
+
+    from builder.cloud.render import trigger
+
+    settings = load_settings(args)
+    body = trigger(settings.env_name, args.repo_owner, args.repo_name, args.branch)
+    sys.stdout.write(yaml.safe_dump(body, sort_keys=False, default_flow_style=False))
+    return 0

@@ -1,0 +1,225 @@
+"""The environment lock: ``gs://<state_bucket>/workspace/<ENV>/lock.json``.
+
+* ``acquire`` creates the object with ``if_generation_match=0``: of two concurrent callers GCS
+  lets exactly one write it (the other gets 412 and sees the holder).
+* The holder's JSON names who took it (``holder``), when (``created``), the action and scope, and,
+  once the build exists, its id (``set_build``, a rewrite conditioned on the lock's generation).
+* The pipeline's last step (``tpubuild finalize``) ``release`` s it when its build id matches.
+* A failing build never reaches finalize: ``submit --wait`` ``mark_stale`` s the lock with the
+  build's id, outcome, failing step and log URL. A lock whose build has finished (stale, or held by
+  a build Cloud Build reports as finished) is taken over by the next dispatch with a warning that
+  names that build; a lock whose build is still queued or working, or whose build cannot be looked
+  up, refuses the dispatch (exit 1) naming its holder. A lock that never got a build id (its
+  submit died before creating the build) is stale after ``ORPHAN_SECONDS``.
+* ``tpubuild unlock --force`` deletes it whatever it says.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import getpass
+import json
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from builder.cloud.errors import cloud_call
+from builder.errors import WorldError
+
+FINISHED = frozenset({"SUCCESS", "FAILURE", "INTERNAL_ERROR", "TIMEOUT", "CANCELLED", "EXPIRED"})
+ORPHAN_SECONDS = 30 * 60
+
+#: build id → its Cloud Build status name ("WORKING", "FAILURE", ...), or None when unknown.
+BuildLookup = Callable[[str], "str | None"]
+
+
+def path(env: str) -> str:
+    return f"workspace/{env}/lock.json"
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def who() -> str:
+    """Cloud Build's dispatch build when we run in one, else user@host."""
+    build = os.environ.get("TPUBUILD_DISPATCH_BUILD", "").strip()
+    if build:
+        return f"cloud build {build}"
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return f"{user}@{socket.gethostname()}"
+
+
+@dataclass(frozen=True)
+class Lock:
+    env: str
+    action: str
+    holder: str
+    created: str
+    build_id: str = ""
+    state: str = "held"  # held | stale
+    scope: dict[str, Any] = field(default_factory=dict)  # {"tpu": bool, "mig": bool, "operations": [[m, op]...]}
+    outcome: str = ""
+    failed_step: str = ""
+    log_url: str = ""
+    generation: int = 0  # of the GCS object; not stored in it
+
+    def to_json(self) -> str:
+        body = asdict(self)
+        body.pop("generation")
+        return json.dumps(body, indent=2, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_json(cls, text: bytes | str, generation: int) -> Lock:
+        try:
+            body = json.loads(text)
+            known = {k: v for k, v in body.items() if k in cls.__dataclass_fields__ and k != "generation"}
+            return cls(**known, generation=generation)
+        except (ValueError, TypeError) as exc:
+            return cls(env="?", action="?", holder=f"(unreadable lock: {exc})", created="?", generation=generation)
+
+    def describe(self) -> str:
+        build = f"build {self.build_id}" if self.build_id else "a submit that has not created its build yet"
+        text = f"{build} ({self.action}, since {self.created}, by {self.holder})"
+        if self.state == "stale":
+            step = f" at step {self.failed_step}" if self.failed_step else ""
+            logs = f"; logs: {self.log_url}" if self.log_url else ""
+            text += f", which ended {self.outcome or 'without releasing it'}{step}{logs}"
+        return text
+
+
+def read(bucket: Any, env: str) -> Lock | None:
+    from google.api_core import exceptions as gexc
+
+    blob = bucket.blob(path(env))
+    with cloud_call(f"reading gs://{bucket.name}/{path(env)}"):
+        try:
+            blob.reload()
+            data = blob.download_as_bytes(if_generation_match=blob.generation)
+        except (gexc.NotFound, gexc.PreconditionFailed):
+            return None
+    return Lock.from_json(data, int(blob.generation))
+
+
+def _write(bucket: Any, lock: Lock, if_generation_match: int) -> Lock | None:
+    """Write ``lock`` if the object's generation is still ``if_generation_match``; None on conflict."""
+    from google.api_core import exceptions as gexc
+
+    blob = bucket.blob(path(lock.env))
+    with cloud_call(f"writing gs://{bucket.name}/{path(lock.env)}"):
+        try:
+            blob.upload_from_string(lock.to_json(), content_type="application/json",
+                                    if_generation_match=if_generation_match)
+        except gexc.PreconditionFailed:
+            return None
+    return replace(lock, generation=int(blob.generation))
+
+
+def _age_seconds(lock: Lock) -> float:
+    try:
+        created = dt.datetime.fromisoformat(lock.created.replace("Z", "+00:00"))
+    except ValueError:
+        return 0.0
+    return (dt.datetime.now(dt.timezone.utc) - created).total_seconds()
+
+
+def finished_state(lock: Lock, lookup: BuildLookup | None) -> str | None:
+    """The reason the lock no longer protects anything, or None when it must be respected."""
+    if lock.state == "stale":
+        return lock.outcome or "stale"
+    if not lock.build_id:
+        return "orphaned" if _age_seconds(lock) > ORPHAN_SECONDS else None
+    state = lookup(lock.build_id) if lookup else None
+    return state if state in FINISHED else None
+
+
+def acquire(bucket: Any, lock: Lock, *, lookup: BuildLookup | None = None,
+            warn: Callable[[str], None] = lambda _m: None) -> Lock:
+    """Take the lock or raise ``WorldError`` naming who holds it."""
+    for _attempt in range(5):
+        won = _write(bucket, lock, 0)
+        if won is not None:
+            return won
+        current = read(bucket, lock.env)
+        if current is None:
+            continue  # released between our attempt and the read
+        reason = finished_state(current, lookup)
+        if reason is None:
+            raise WorldError(
+                f"environment {lock.env} is locked by {current.describe()}; wait for that build to finish, "
+                f"or run `tpubuild unlock --force` if you are sure it is gone"
+            )
+        if current.state != "stale" and current.build_id:
+            current = replace(current, state="stale", outcome=reason)
+        warn(f"taking over the stale lock of environment {lock.env}: {current.describe()}")
+        won = _write(bucket, lock, current.generation)
+        if won is not None:
+            return won
+    raise WorldError(f"environment {lock.env}: the lock kept changing while taking it; retry the dispatch")
+
+
+def set_build(bucket: Any, lock: Lock, build_id: str) -> Lock:
+    updated = _write(bucket, replace(lock, build_id=build_id), lock.generation)
+    if updated is None:
+        raise WorldError(
+            f"environment {lock.env}: the lock was changed by someone else while build {build_id} was being "
+            "created (tpubuild unlock --force?); the build runs, but is no longer protected by the lock"
+        )
+    return updated
+
+
+def mark_stale(bucket: Any, env: str, build_id: str, outcome: str, failed_step: str, log_url: str) -> bool:
+    """Mark the lock held by ``build_id`` stale; False when the lock is not that build's."""
+    current = read(bucket, env)
+    if current is None or current.build_id != build_id:
+        return False
+    stale = replace(current, state="stale", outcome=outcome, failed_step=failed_step, log_url=log_url)
+    return _write(bucket, stale, current.generation) is not None
+
+
+def release(bucket: Any, env: str, build_id: str) -> str:
+    """Delete the lock when it is held by ``build_id``; return what happened, one line."""
+    from google.api_core import exceptions as gexc
+
+    current = read(bucket, env)
+    if current is None:
+        return f"environment {env}: no lock to release"
+    if current.build_id != build_id:
+        return f"environment {env}: the lock is held by {current.describe()}, not by build {build_id}; left alone"
+    with cloud_call(f"deleting gs://{bucket.name}/{path(env)}"):
+        try:
+            bucket.blob(path(env)).delete(if_generation_match=current.generation)
+        except (gexc.NotFound, gexc.PreconditionFailed):
+            return f"environment {env}: the lock changed while releasing it; left alone"
+    return f"environment {env}: lock of build {build_id} released"
+
+
+def force_unlock(bucket: Any, env: str) -> Lock | None:
+    from google.api_core import exceptions as gexc
+
+    current = read(bucket, env)
+    if current is None:
+        return None
+    with cloud_call(f"deleting gs://{bucket.name}/{path(env)}"):
+        try:
+            bucket.blob(path(env)).delete()
+        except gexc.NotFound:
+            pass
+    return current
+
+
+def abandon(bucket: Any, held: Lock) -> None:
+    """Give back a lock we took but never attached a build to (the submit failed before the build)."""
+    from google.api_core import exceptions as gexc
+
+    try:
+        bucket.blob(path(held.env)).delete(if_generation_match=held.generation)
+    except (gexc.NotFound, gexc.PreconditionFailed):
+        pass
+    except Exception:  # noqa: BLE001 - the original failure is the one to report
+        pass
