@@ -28,6 +28,10 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+#: Defaults of the options every command shares (see build_parser).
+COMMON_DEFAULTS: dict[str, object] = {"values": "values.env", "debug": False}
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that reports bad flags as one line and exit code 2 (never a usage dump)."""
 
@@ -36,8 +40,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = _Parser(add_help=False)
-    common.add_argument("--values", default="values.env", metavar="PATH",
+    # SUPPRESS, not a default: the same options sit on the top parser and on every sub-command,
+    # and a sub-command's default would silently replace `tpubuild --values X validate`'s X.
+    # parse() fills in the defaults afterwards.
+    common = _Parser(add_help=False, argument_default=argparse.SUPPRESS)
+    common.add_argument("--values", metavar="PATH",
                         help="the environment's values file (default: ./values.env)")
     common.add_argument("--debug", action="store_true", help="show the full trace of unexpected errors")
     parser = _Parser(prog="tpubuild", description=__doc__.splitlines()[0] if __doc__ else None,
@@ -61,6 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = "--debug" in argv
     try:
         args = build_parser().parse_args(argv)
+        for name, default in COMMON_DEFAULTS.items():
+            if not hasattr(args, name):
+                setattr(args, name, default)
         return int(args.func(args) or 0)
     except TpuBuildError as exc:
         if debug:
