@@ -1,0 +1,410 @@
+"""The shared PD seeder: env_setup/seeder/seed_disk.sh (on the seeder VM) and run_seeder.sh (in
+the pipeline), both run by real bash against the sandbox of test_startup_sandbox.py."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_startup_sandbox import (
+    RUN_SEEDER,
+    SEED_DISK,
+    MetadataServer,
+    Sandbox,
+    make_device,
+    metadata_server,
+)
+
+DATASET = "gs://proj-env1-dataset/dataset/*"
+WORKSPACE = "gs://proj-env1-tf-backend/workspace/env1"
+MARKER = ".tpubuild-seed.json"
+
+
+@pytest.fixture
+def md() -> Iterator[MetadataServer]:
+    with metadata_server() as server:
+        yield server
+
+
+class Disk:
+    """The seeder VM's view: the attached device, what blkid sees, and the mounted contents."""
+
+    def __init__(self, box: Sandbox) -> None:
+        self.box = box
+        self.dev = make_device(box.root, "tpubuild-seed")
+        self.blkid = box.state / "blkid" / "google-tpubuild-seed"
+        self.blkid.parent.mkdir(exist_ok=True)
+        self.files = box.root / "mnt" / "tpubuild-seed"
+        self.files.mkdir(parents=True)
+        box.extra_env["STUB_DISK_DIR"] = str(self.files)
+
+    def holds(self, fstype: str | None, files: dict[str, str] | None = None) -> None:
+        if fstype:
+            self.blkid.write_text(f"DEVNAME={self.dev}\nTYPE={fstype}\n")
+        for name, content in (files or {}).items():
+            (self.files / name).parent.mkdir(parents=True, exist_ok=True)
+            (self.files / name).write_text(content)
+
+    def marker(self) -> dict:
+        return json.loads((self.files / MARKER).read_text())
+
+
+def marker_text(source: str, objects: int = 2, complete: bool = True) -> str:
+    return json.dumps({"source": source, "objects": objects, "prep_script": "",
+                       "seeded_at": "2024-01-01T00:00:00Z", "complete": complete}, indent=2) + "\n"
+
+
+@pytest.fixture
+def seed(tmp_path: Path, md: MetadataServer) -> tuple[Sandbox, Disk]:
+    box = Sandbox(tmp_path, md)
+    md.attrs(tpubuild_gcs_dataset=DATASET, tpubuild_workspace=WORKSPACE, tpubuild_prep_script="",
+             tpubuild_allow_wipe="false", tpubuild_seed_device="tpubuild-seed")
+    for i in range(3):
+        box.gcs(f"gs://proj-env1-dataset/dataset/shard{i}.bin", f"data {i}\n")
+    box.gcs("gs://proj-env1-dataset/dataset/dict/dict.txt", "a 1\n")
+    return box, Disk(box)
+
+
+def calls_of(box: Sandbox, prefix: str) -> list[str]:
+    return [c for c in box.calls() if c.startswith(prefix)]
+
+
+def run_seed(box: Sandbox) -> subprocess.CompletedProcess[str]:
+    return box.run(SEED_DISK)
+
+
+# ---------------------------------------------------------------------------------------------
+# seed_disk.sh
+# ---------------------------------------------------------------------------------------------
+def test_blank_disk_is_formatted_copied_and_marked(seed, md):
+    box, disk = seed
+    result = run_seed(box)
+    assert result.returncode == 0, result.stderr
+    calls = box.calls()
+    mkfs = [i for i, c in enumerate(calls) if c.startswith("mkfs.ext4")]
+    copy = [i for i, c in enumerate(calls) if c.startswith("gcloud storage cp -r")]
+    assert len(mkfs) == 1 and len(copy) == 1 and mkfs[0] < copy[0]
+    assert calls[mkfs[0]].endswith(str(disk.dev))
+    assert calls[copy[0]] == f"gcloud storage cp -r {DATASET} {disk.files}/"
+    assert sorted(p.name for p in disk.files.iterdir()) == sorted(
+        [MARKER, "dict", "shard0.bin", "shard1.bin", "shard2.bin"])
+    marker = disk.marker()
+    assert marker["source"] == DATASET and marker["objects"] == 4 and marker["complete"] is True
+    assert md.guest["tpubuild/seed"] == f"done:copied 4 objects from {DATASET}"
+    assert calls_of(box, "umount")  # left unmounted for the next owner
+
+
+def test_same_marker_is_not_copied_again(seed, md):
+    box, disk = seed
+    disk.holds("ext4", {MARKER: marker_text(DATASET, objects=4), "shard0.bin": "x"})
+    result = run_seed(box)
+    assert result.returncode == 0, result.stderr
+    assert not calls_of(box, "mkfs") and not calls_of(box, "gcloud")
+    assert md.guest["tpubuild/seed"] == f"done:already seeded with 4 objects from {DATASET}"
+    assert (disk.files / "shard0.bin").read_text() == "x"
+
+
+def test_second_run_after_seeding_skips_everything(seed, md):
+    box, disk = seed
+    assert run_seed(box).returncode == 0
+    before = len(box.calls())
+    assert run_seed(box).returncode == 0
+    after = box.calls()[before:]
+    assert not [c for c in after if c.startswith(("mkfs", "gcloud"))]
+    assert md.guest["tpubuild/seed"].startswith("done:already seeded with 4 objects")
+
+
+@pytest.mark.parametrize("fstype", ["xfs", "ntfs"])
+def test_foreign_filesystem_is_refused(seed, md, fstype):
+    box, disk = seed
+    disk.holds(fstype, {"important.db": "keep me"})
+    result = run_seed(box)
+    assert result.returncode == 1
+    assert not calls_of(box, "mkfs") and not calls_of(box, "gcloud")
+    assert (disk.files / "important.db").read_text() == "keep me"
+    fatal = [x for x in box.console().splitlines() if "FATAL" in x]
+    assert len(fatal) == 1 and f"filesystem '{fstype}'" in fatal[0] and "_ALLOW_WIPE=true" in fatal[0]
+    assert md.guest["tpubuild/seed"].startswith("error:disk tpubuild-seed holds a foreign")
+
+
+def test_partition_table_without_filesystem_is_refused(seed, md):
+    box, disk = seed
+    disk.blkid.write_text(f"DEVNAME={disk.dev}\nPTTYPE=gpt\n")
+    assert run_seed(box).returncode == 1
+    assert not calls_of(box, "mkfs")
+    assert "partition table 'gpt'" in md.guest["tpubuild/seed"]
+
+
+def test_foreign_filesystem_wiped_only_with_allow_wipe(seed, md):
+    box, disk = seed
+    disk.holds("xfs", {"important.db": "old"})
+    md.attrs(tpubuild_allow_wipe="true")
+    result = run_seed(box)
+    assert result.returncode == 0, result.stderr
+    assert len(calls_of(box, "mkfs.ext4")) == 1
+    assert not (disk.files / "important.db").exists()
+    assert disk.marker()["source"] == DATASET
+    assert "WARNING: wiping foreign disk contents" in box.console()
+
+
+def test_other_dataset_refused_then_wiped_with_allow_wipe(seed, md):
+    box, disk = seed
+    other = "gs://elsewhere/corpus/*"
+    disk.holds("ext4", {MARKER: marker_text(other), "old.bin": "old"})
+    assert run_seed(box).returncode == 1
+    assert f"holds the dataset {other}, not {DATASET}" in md.guest["tpubuild/seed"]
+    assert (disk.files / "old.bin").exists() and not calls_of(box, "mkfs")
+
+    md.attrs(tpubuild_allow_wipe="TRUE")
+    assert run_seed(box).returncode == 0
+    assert not (disk.files / "old.bin").exists()
+    assert disk.marker()["source"] == DATASET and disk.marker()["objects"] == 4
+
+
+def test_unmarked_files_are_refused_but_empty_filesystem_is_used(seed, md):
+    box, disk = seed
+    disk.holds("ext4", {"notes.txt": "mine"})
+    assert run_seed(box).returncode == 1
+    assert "holds files without a tpubuild marker" in md.guest["tpubuild/seed"]
+
+    (disk.files / "notes.txt").unlink()
+    (disk.files / "lost+found").mkdir()
+    assert run_seed(box).returncode == 0
+    assert not calls_of(box, "mkfs") and disk.marker()["complete"] is True
+
+
+def test_interrupted_copy_of_the_same_dataset_is_resumed(seed, md):
+    box, disk = seed
+    disk.holds("ext4", {MARKER: marker_text(DATASET, objects=0, complete=False), "shard0.bin": "x"})
+    assert run_seed(box).returncode == 0
+    assert not calls_of(box, "mkfs") and len(calls_of(box, "gcloud storage cp -r")) == 1
+    assert disk.marker()["complete"] is True and disk.marker()["objects"] == 4
+
+
+PREP = """set -euo pipefail
+test "$PWD" = "$TPUBUILD_DATA_DIR"
+test ! -e "$TPUBUILD_DATA_DIR/.tpubuild-seed.json" || grep -q '"complete": false' "$TPUBUILD_DATA_DIR/.tpubuild-seed.json"
+ls shard0.bin >/dev/null
+echo prepared >prepared.txt
+printf 'prep-script\\n' >>"$STUB_STATE/calls.log"
+"""
+
+
+def test_prep_script_runs_after_the_copy_before_the_marker_completes(seed, md):
+    box, disk = seed
+    box.gcs(f"{WORKSPACE}/models/roberta/prep.sh", PREP)
+    md.attrs(tpubuild_prep_script="models/roberta/prep.sh")
+    result = run_seed(box)
+    assert result.returncode == 0, result.stderr
+    calls = box.calls()
+    assert calls.index("prep-script") > max(i for i, c in enumerate(calls) if "cp -r" in c)
+    assert (disk.files / "prepared.txt").read_text() == "prepared\n"
+    assert disk.marker()["prep_script"] == "models/roberta/prep.sh"
+
+
+def test_failing_prep_script_leaves_the_marker_incomplete(seed, md):
+    box, disk = seed
+    box.gcs(f"{WORKSPACE}/prep.sh", "exit 3\n")
+    md.attrs(tpubuild_prep_script="prep.sh")
+    assert run_seed(box).returncode == 1
+    assert md.guest["tpubuild/seed"] == "error:SEED_PREP_SCRIPT prep.sh failed with exit 3"
+    assert disk.marker()["complete"] is False
+
+
+def test_dataset_matching_nothing_is_an_error(seed, md):
+    box, disk = seed
+    md.attrs(tpubuild_gcs_dataset="gs://proj-env1-dataset/nothing/*")
+    assert run_seed(box).returncode == 1
+    assert md.guest["tpubuild/seed"].startswith("error:gcloud storage cp -r gs://proj-env1-dataset/nothing/*")
+
+
+@pytest.mark.parametrize("source,ok", [(DATASET, True), ("gs://elsewhere/x", False)])
+def test_check_mode_only_reads(seed, md, source, ok):
+    box, disk = seed
+    disk.holds("ext4", {MARKER: marker_text(source, objects=4)})
+    md.attrs(tpubuild_seed_mode="check", tpubuild_allow_wipe="true")
+    result = run_seed(box)
+    assert result.returncode == (0 if ok else 1)
+    assert not calls_of(box, "mkfs") and not calls_of(box, "gcloud")
+    assert [c for c in calls_of(box, "mount ")] == [f"mount -t ext4 -o ro,noload {disk.dev} {disk.files}"]
+    assert md.guest["tpubuild/seed"].startswith("done:already seeded" if ok else "error:disk tpubuild-seed is attached read-only")
+
+
+# ---------------------------------------------------------------------------------------------
+# run_seeder.sh
+# ---------------------------------------------------------------------------------------------
+# gcloud as the pipeline sees it. state/vm: the seeder VM exists. state/guest: one answer of
+# get-guest-attributes per line, the last one repeated ("-" = attribute not set yet).
+GCLOUD_PIPELINE = r"""printf '%s\n' "gcloud $*" >>"$STUB_STATE/calls.log"
+case "$1 $2 $3" in
+  "compute instances describe") [[ -f "$STUB_STATE/vm" ]]; exit ;;
+  "compute instances create")
+    [[ -f "$STUB_STATE/create_fail" ]] && { echo "ERROR: (gcloud.compute.instances.create) quota" >&2; exit 1; }
+    touch "$STUB_STATE/vm"; mkdir -p "$STUB_STATE/md"
+    prev=""
+    for a in "$@"; do
+      if [[ $prev == --metadata-from-file ]]; then
+        IFS=, read -r -a pairs <<<"$a"
+        for p in "${pairs[@]}"; do cp "${p#*=}" "$STUB_STATE/md/${p%%=*}"; done
+      fi
+      prev=$a
+    done
+    exit 0 ;;
+  "compute instances delete")
+    [[ -f "$STUB_STATE/delete_fail" ]] && { echo "ERROR: (gcloud) delete failed" >&2; exit 1; }
+    rm -f "$STUB_STATE/vm"; exit 0 ;;
+  "compute disks describe")
+    [[ -f "$STUB_STATE/no_disk" ]] && { echo "ERROR: not found" >&2; exit 1; }
+    if [[ -f "$STUB_STATE/disk_users" ]]; then cat "$STUB_STATE/disk_users"; fi; exit 0 ;;
+  "compute instances get-guest-attributes")
+    [[ -f "$STUB_STATE/vm" ]] || exit 1
+    line=$(head -n 1 "$STUB_STATE/guest")
+    if (( $(wc -l <"$STUB_STATE/guest") > 1 )); then sed -i 1d "$STUB_STATE/guest"; fi
+    [[ $line == - ]] && { echo "ERROR: guest attribute not found" >&2; exit 1; }
+    printf '%s\n' "$line"; exit 0 ;;
+  "compute instances get-serial-port-output")
+    echo "Nov 1 startup-script: tpubuild-seed: FATAL: something broke"; exit 0 ;;
+esac
+echo "unexpected gcloud call: $*" >&2
+exit 64
+"""
+
+PIPELINE_ENV = {
+    "PROJECT_ID": "proj", "ZONE": "europe-west4-a", "ENV_BUILD_NAME": "env1",
+    "DISK_NAME": "pd-env1", "GCS_DATASET": "gs://proj-env1-dataset/a,b/*",
+    "WORKSPACE_GCS": WORKSPACE, "SEED_PREP_SCRIPT": "", "ALLOW_WIPE": "false",
+    "SEED_TIMEOUT_S": "30", "SEED_POLL_S": "0.01",
+}
+
+
+@pytest.fixture
+def pipeline(tmp_path: Path, md: MetadataServer) -> Sandbox:
+    box = Sandbox(tmp_path, md)
+    box.write_stub("gcloud", GCLOUD_PIPELINE)
+    return box
+
+
+def run_pipeline(box: Sandbox, guest: list[str], **env: str) -> subprocess.CompletedProcess[str]:
+    """Runs run_seeder.sh from a directory outside the repository (it must find its files)."""
+    (box.state / "guest").write_text("\n".join(guest) + "\n")
+    full = {"PATH": f"{box.bin}:/usr/bin:/bin", "HOME": str(box.base), "STUB_STATE": str(box.state),
+            **PIPELINE_ENV, **env}
+    return subprocess.run(["bash", str(RUN_SEEDER)], env=full, cwd=box.base, capture_output=True,
+                          text=True, timeout=60)
+
+
+def deleted(box: Sandbox) -> bool:
+    return not (box.state / "vm").exists() and bool(calls_of(box, "gcloud compute instances delete seed-env1"))
+
+
+def test_run_seeder_success(pipeline):
+    box = pipeline
+    result = run_pipeline(box, ["-", "running:copy dataset", "done:copied 4 objects from x"])
+    assert result.returncode == 0, result.stderr
+    assert "seeded: copied 4 objects from x" in result.stderr
+    assert "seeder: running:copy dataset" in result.stderr
+    create = calls_of(box, "gcloud compute instances create seed-env1")
+    assert len(create) == 1
+    args = create[0]
+    for flag in ("--no-address", "--shielded-secure-boot", "--shielded-vtpm",
+                 "--project proj", "--zone europe-west4-a",
+                 "--disk name=pd-env1,device-name=tpubuild-seed,mode=rw,boot=no,auto-delete=no",
+                 "enable-guest-attributes=TRUE", "tpubuild-seed-mode=seed"):
+        assert flag in args
+    md_files = box.state / "md"
+    assert (md_files / "startup-script").read_text() == SEED_DISK.read_text()
+    assert (md_files / "tpubuild-gcs-dataset").read_text() == "gs://proj-env1-dataset/a,b/*"
+    assert (md_files / "tpubuild-allow-wipe").read_text() == "false"
+    assert (md_files / "tpubuild-workspace").read_text() == WORKSPACE
+    assert not (md_files / "tpubuild-prep-script").exists()
+    assert deleted(box)
+    assert "--keep-disks=data" in calls_of(box, "gcloud compute instances delete")[0]
+
+
+def test_run_seeder_error_names_the_error(pipeline):
+    box = pipeline
+    result = run_pipeline(box, ["running:prepare disk",
+                                "error:disk tpubuild-seed holds the dataset gs://old/*; refusing"])
+    assert result.returncode == 1
+    assert "ERROR: the seeder VM reported: disk tpubuild-seed holds the dataset gs://old/*; refusing" in result.stderr
+    assert "FATAL: something broke" in result.stderr  # the serial console's tail
+    assert deleted(box)
+
+
+def test_run_seeder_timeout(pipeline):
+    box = pipeline
+    result = run_pipeline(box, ["running:copy dataset"], SEED_TIMEOUT_S="1", SEED_POLL_S="0.05")
+    assert result.returncode == 1
+    assert "timed out after 1s waiting for the seeder VM seed-env1 (last state: running:copy dataset)" in result.stderr
+    assert deleted(box)
+
+
+def test_run_seeder_replaces_a_leftover_vm(pipeline):
+    box = pipeline
+    (box.state / "vm").touch()
+    result = run_pipeline(box, ["done"])
+    assert result.returncode == 0, result.stderr
+    calls = [c.split()[3] for c in box.calls() if c.startswith("gcloud compute instances ")
+             and c.split()[3] in ("create", "delete")]
+    assert calls == ["delete", "create", "delete"]
+    assert "left from an earlier run" in result.stderr
+    assert deleted(box)
+
+
+def test_run_seeder_checks_read_only_when_the_disk_is_in_use(pipeline):
+    box = pipeline
+    (box.state / "disk_users").write_text(
+        "https://www.googleapis.com/compute/v1/projects/proj/zones/z/instances/worker-env1-abcd;"
+        "https://www.googleapis.com/compute/v1/projects/proj/zones/z/instances/worker-env1-q1w2\n")
+    result = run_pipeline(box, ["done:already seeded with 4 objects from x"], ALLOW_WIPE="true",
+                          SEED_PREP_SCRIPT="prep.sh")
+    assert result.returncode == 0, result.stderr
+    args = calls_of(box, "gcloud compute instances create")[0]
+    assert "mode=ro" in args and "tpubuild-seed-mode=check" in args
+    assert "attached to worker-env1-abcd worker-env1-q1w2" in result.stderr
+    assert (box.state / "md" / "tpubuild-prep-script").read_text() == "prep.sh"
+    assert deleted(box)
+
+
+def test_run_seeder_create_failure_still_cleans_up(pipeline):
+    box = pipeline
+    (box.state / "create_fail").touch()
+    result = run_pipeline(box, ["done"])
+    assert result.returncode == 1
+    assert "could not create seeder VM seed-env1" in result.stderr
+    assert not (box.state / "vm").exists()
+
+
+def test_run_seeder_undeletable_vm_fails_the_step(pipeline):
+    box = pipeline
+    (box.state / "delete_fail").touch()
+    result = run_pipeline(box, ["done"])
+    assert result.returncode == 1
+    assert "could not delete seeder VM seed-env1" in result.stderr
+
+
+def test_run_seeder_missing_disk(pipeline):
+    box = pipeline
+    (box.state / "no_disk").touch()
+    result = run_pipeline(box, ["done"])
+    assert result.returncode == 1
+    assert "disk pd-env1 not found in europe-west4-a" in result.stderr
+    assert not calls_of(box, "gcloud compute instances create")
+
+
+@pytest.mark.parametrize("env,message", [
+    ({"DISK_NAME": ""}, "DISK_NAME is not set"),
+    ({"ALLOW_WIPE": "maybe"}, "ALLOW_WIPE 'maybe' must be true or false"),
+    ({"SEED_TIMEOUT_S": "soon"}, "SEED_TIMEOUT_S 'soon' must be a positive number"),
+    ({"GCS_DATASET": "/local/data"}, "GCS_DATASET '/local/data' is not a gs:// URI"),
+])
+def test_run_seeder_bad_settings(pipeline, env, message):
+    box = pipeline
+    result = run_pipeline(box, ["done"], **env)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert not [c for c in box.calls() if c.startswith("gcloud")]
+
