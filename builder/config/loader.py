@@ -102,13 +102,6 @@ def parse(text: str, path: Path) -> list[Entry]:
 
 def _check_unsupported(value: str, quote: str, *, path: Path, line: int, key: str) -> None:
     """Refuse what bash would do differently from us, instead of silently keeping the text."""
-    if not quote and re.search(r"\s", value):
-        words = value.split()
-        word = words[1] if len(words) > 1 else ""
-        raise ConfigError(
-            f"has a space outside quotes (bash would run {word!r} as a command)",
-            f'quote the value: {key}="{value}"', path=path, line=line, key=key,
-        )
     m = _UNSUPPORTED.search(value)
     if m:
         token = m.group(1)
@@ -123,6 +116,13 @@ def _check_unsupported(value: str, quote: str, *, path: Path, line: int, key: st
             f"uses ${shown} without braces",
             f"write ${{{shown}}} (only ${{NAME}} of a key set above is expanded), or single-quote a literal $",
             path=path, line=line, key=key,
+        )
+    if not quote and re.search(r"\s", value):
+        words = value.split()
+        word = words[1] if len(words) > 1 else ""
+        raise ConfigError(
+            f"has a space outside quotes (bash would run {word!r} as a command)",
+            f'quote the value: {key}="{value}"', path=path, line=line, key=key,
         )
 
 
