@@ -9,7 +9,7 @@ variable "project_id" {
 }
 
 variable "zone" {
-  description = "Zone of the environment; the location of zonal tiers (BASIC_HDD, BASIC_SSD, ZONAL, HIGH_SCALE_SSD)."
+  description = "Zone of the environment (ZONE)."
   type        = string
 
   validation {

@@ -19,6 +19,6 @@ output "size_gb" {
 }
 
 output "snapshot" {
-  description = "Snapshot the disk was created from, or empty for a blank disk."
-  value       = var.snapshot
+  description = "Snapshot the disk was created from (null for a blank disk)."
+  value       = google_compute_disk.this.snapshot
 }
