@@ -1,0 +1,176 @@
+"""``tpubuild status``: what is running, asked of the APIs themselves.
+
+* TPU: google-cloud-tpu, v1 ``GetNode`` for the node architecture, v2 for TPU VMs: state, health,
+  runtime, endpoints.
+* Filestore: google-cloud-filestore ``GetInstance`` (zonal, or regional for REGIONAL/ENTERPRISE):
+  state, IP, capacity.
+* MIG (node): Compute Engine REST (``instanceGroupManagers.get`` and ``listManagedInstances``
+  through google-auth's AuthorizedSession; no google-cloud-compute dependency): target size,
+  running instances, stable.
+* Terraform state: whether ``gs://<state_bucket>/<ENV>/<module>/default.tfstate`` exists.
+* The lock holder and the applied snapshot's build.
+
+Every part is asked separately; a part that fails is reported as ``error`` with one line and the
+command exits 1 after printing everything (absent resources are not errors).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from builder.cloud import clients, lock, snapshot
+from builder.cloud.errors import cloud_call, describe
+from builder.config import Settings
+from builder.errors import TpuBuildError
+
+
+def _absent() -> dict[str, Any]:
+    return {"state": "ABSENT"}
+
+
+def _tpu(settings: Settings) -> dict[str, Any]:
+    from google.api_core import exceptions as gexc
+
+    client = clients.tpu(settings.arch)
+    name = f"projects/{settings.project_id}/locations/{settings.zone}/nodes/{settings.tpu_name}"
+    with cloud_call(f"reading TPU {settings.tpu_name}"):
+        try:
+            node = client.get_node(name=name)
+        except gexc.NotFound:
+            return _absent()
+    endpoints = [f"{e.ip_address}:{e.port}" if e.port else e.ip_address for e in node.network_endpoints]
+    version = node.tensorflow_version if settings.arch == "node" else node.runtime_version
+    return {"name": settings.tpu_name, "api": "tpu v1" if settings.arch == "node" else "tpu v2",
+            "state": node.state.name, "health": node.health.name, "accelerator_type": node.accelerator_type,
+            "runtime_version": version, "endpoints": endpoints}
+
+
+def filestore_location(settings: Settings) -> str:
+    return settings.region if settings.shared_fs_tier in ("REGIONAL", "ENTERPRISE") else settings.zone
+
+
+def _filestore(settings: Settings) -> dict[str, Any]:
+    from google.api_core import exceptions as gexc
+
+    client = clients.filestore()
+    name = (f"projects/{settings.project_id}/locations/{filestore_location(settings)}"
+            f"/instances/{settings.filestore_name}")
+    with cloud_call(f"reading Filestore {settings.filestore_name}"):
+        try:
+            inst = client.get_instance(name=name)
+        except gexc.NotFound:
+            return _absent()
+    ips = [ip for net in inst.networks for ip in net.ip_addresses]
+    shares = [{"name": s.name, "capacity_gb": int(s.capacity_gb)} for s in inst.file_shares]
+    return {"name": settings.filestore_name, "state": inst.state.name, "tier": inst.tier.name,
+            "ip": ips[0] if ips else "", "shares": shares}
+
+
+def _mig(settings: Settings) -> dict[str, Any]:
+    session, base = clients.compute()
+    url = f"{base}/projects/{settings.project_id}/zones/{settings.zone}/instanceGroupManagers/{settings.mig_name}"
+    with cloud_call(f"reading MIG {settings.mig_name}"):
+        resp = session.get(url, timeout=30)
+        if resp.status_code == 404:
+            return _absent()
+        _raise_for(resp, f"MIG {settings.mig_name}")
+        body = resp.json()
+        listing = session.post(f"{url}/listManagedInstances", timeout=30)
+        _raise_for(listing, f"MIG {settings.mig_name} instances")
+        instances = listing.json().get("managedInstances", [])
+    running = sum(1 for i in instances if i.get("instanceStatus") == "RUNNING")
+    return {"name": settings.mig_name, "state": "STABLE" if body.get("status", {}).get("isStable") else "UPDATING",
+            "target_size": int(body.get("targetSize", 0)), "instances": len(instances), "running": running,
+            "expected_size": settings.hosts}
+
+
+def _raise_for(resp: Any, what: str) -> None:
+    if resp.status_code >= 400:
+        from builder.errors import WorldError
+
+        try:
+            message = resp.json().get("error", {}).get("message", "")
+        except ValueError:
+            message = resp.text[:200]
+        raise WorldError(f"reading {what}: HTTP {resp.status_code} {' '.join(message.split())}")
+
+
+def _state(settings: Settings) -> dict[str, Any]:
+    from builder.plan import make_plan
+
+    client = clients.storage(settings.project_id)
+    bucket = client.bucket(settings.state_bucket)
+    out: dict[str, Any] = {"bucket": settings.state_bucket, "modules": {}}
+    with cloud_call(f"reading gs://{settings.state_bucket}"):
+        for module in make_plan(settings, "create").modules:
+            out["modules"][module] = bucket.blob(f"{settings.env_name}/{module}/default.tfstate").exists()
+    held = lock.read(bucket, settings.env_name)
+    out["lock"] = None if held is None else {
+        "build_id": held.build_id, "action": held.action, "holder": held.holder, "since": held.created,
+        "state": held.state, "outcome": held.outcome, "failed_step": held.failed_step, "log_url": held.log_url,
+        "describe": held.describe()}
+    applied = snapshot.read(bucket, settings.env_name)
+    out["applied"] = None if applied is None else {
+        "build_id": applied.build_id, "action": applied.action, "time": applied.time,
+        "outstanding": sorted(applied.outstanding), "absent": sorted(applied.absent)}
+    return out
+
+
+def gather(settings: Settings) -> dict[str, Any]:
+    parts: list[tuple[str, Callable[[Settings], dict[str, Any]]]] = [
+        ("tpu", _tpu), ("filestore", _filestore), ("terraform", _state)]
+    if settings.arch == "node":
+        parts.insert(2, ("mig", _mig))
+    report: dict[str, Any] = {"env": settings.env_name, "project": settings.project_id, "zone": settings.zone,
+                              "arch": settings.arch, "errors": []}
+    for key, fn in parts:
+        try:
+            report[key] = fn(settings)
+        except TpuBuildError as exc:
+            if "credentials" in str(exc):
+                raise
+            report[key] = {"state": "ERROR", "error": str(exc)}
+            report["errors"].append(str(exc))
+        except Exception as exc:  # noqa: BLE001 - one part failing must not hide the others
+            report[key] = {"state": "ERROR", "error": describe(exc)}
+            report["errors"].append(describe(exc))
+    return report
+
+
+def text(report: dict[str, Any]) -> list[str]:
+    lines = [f"{report['env']} ({report['project']}, {report['zone']}, {report['arch']} architecture)"]
+    tpu = report["tpu"]
+    if tpu["state"] in ("ABSENT", "ERROR"):
+        lines.append(f"  tpu        {tpu['state'].lower()}{': ' + tpu['error'] if 'error' in tpu else ''}")
+    else:
+        lines.append(f"  tpu        {tpu['name']}: {tpu['state']}, health {tpu['health']}, {tpu['accelerator_type']}, "
+                     f"{tpu['runtime_version']} ({tpu['api']})")
+    fs = report["filestore"]
+    if fs["state"] in ("ABSENT", "ERROR"):
+        lines.append(f"  filestore  {fs['state'].lower()}{': ' + fs['error'] if 'error' in fs else ''}")
+    else:
+        share = fs["shares"][0] if fs["shares"] else {"name": "?", "capacity_gb": 0}
+        lines.append(f"  filestore  {fs['name']}: {fs['state']}, {fs['ip'] or 'no IP yet'}:/{share['name']} "
+                     f"({share['capacity_gb']} GiB, {fs['tier']})")
+    if "mig" in report:
+        mig = report["mig"]
+        if mig["state"] in ("ABSENT", "ERROR"):
+            lines.append(f"  mig        {mig['state'].lower()}{': ' + mig['error'] if 'error' in mig else ''}")
+        else:
+            lines.append(f"  mig        {mig['name']}: {mig['running']}/{mig['target_size']} running "
+                         f"(target {mig['target_size']}, {mig['expected_size']} TPU hosts), {mig['state']}")
+    tf = report["terraform"]
+    if tf.get("state") == "ERROR":
+        lines.append(f"  terraform  error: {tf['error']}")
+    else:
+        mods = ", ".join(f"{m} {'yes' if there else 'no'}" for m, there in tf["modules"].items())
+        lines.append(f"  state      gs://{tf['bucket']}: {mods}")
+        lines.append(f"  lock       {'free' if tf['lock'] is None else 'held by ' + tf['lock']['describe']}")
+        applied = tf["applied"]
+        if applied is None:
+            lines.append("  applied    none (no successful build yet)")
+        else:
+            extra = "".join(f"; {k}: {', '.join(applied[k])}" for k in ("outstanding", "absent") if applied[k])
+            lines.append(f"  applied    build {applied['build_id']} ({applied['action']}, {applied['time']}){extra}")
+    return lines

@@ -1,0 +1,225 @@
+"""A small local fake of the Google APIs that have no emulator, spoken to by the *real* clients.
+
+``FakeGoogle`` runs ``http.server`` in a thread on 127.0.0.1 and answers the REST shapes the real
+client libraries use with ``transport="rest"`` (google-cloud-build, google-cloud-tpu v2,
+google-cloud-filestore) and the Compute Engine REST calls ``tpubuild status`` makes; ``FakeTpuV1``
+serves the TPU v1 gRPC ``GetNode`` (that client has no REST transport).
+
+Cloud Build: ``CreateBuild`` requests are recorded (``created``: the JSON bodies as sent) and
+answered with the long-running Operation whose metadata is a ``BuildOperationMetadata``; each
+``GetBuild`` moves the build one tick along a script: QUEUED, then each step WORKING in turn, then
+the outcome queued with ``next_outcome(status, failing_step)`` (default SUCCESS). ``on_done`` runs
+once when a build reaches its outcome (a test uses it to run ``tpubuild finalize`` as the last
+step would). ``builds[id] = {...}`` presets a build that was not created here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Callable
+from concurrent import futures
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def _step_ids(body: dict[str, Any]) -> list[str]:
+    return [s.get("id") or f"step-{i}" for i, s in enumerate(body.get("steps", []))]
+
+
+class FakeGoogle:
+    def __init__(self) -> None:
+        self.created: list[dict[str, Any]] = []
+        self.builds: dict[str, dict[str, Any]] = {}
+        self.requests: list[tuple[str, str]] = []
+        self.tpu_nodes: dict[str, dict[str, Any]] = {}  # full resource name → Node JSON
+        self.filestore: dict[str, dict[str, Any]] = {}  # full resource name → Instance JSON
+        self.migs: dict[str, dict[str, Any]] = {}  # URL path → {"manager": {...}, "instances": [...]}
+        self.on_done: Callable[[str, str], None] | None = None
+        self._outcomes: list[tuple[str, str]] = []
+        self._lock = threading.Lock()
+        self._counter = 0
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def _send(self, code: int, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _body(self) -> dict[str, Any]:
+                size = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(size) if size else b""
+                return json.loads(raw) if raw else {}
+
+            def do_GET(self) -> None:  # noqa: N802
+                fake._route(self, "GET", {})
+
+            def do_POST(self) -> None:  # noqa: N802
+                fake._route(self, "POST", self._body())
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    # ------------------------------------------------------------ lifecycle
+    def start(self) -> FakeGoogle:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def env(self) -> dict[str, str]:
+        return {"TPUBUILD_CLOUDBUILD_ENDPOINT": self.url, "TPUBUILD_TPU_ENDPOINT": self.url,
+                "TPUBUILD_FILESTORE_ENDPOINT": self.url, "TPUBUILD_COMPUTE_ENDPOINT": f"{self.url}/compute/v1"}
+
+    def next_outcome(self, status: str, failing_step: str = "") -> None:
+        self._outcomes.append((status, failing_step))
+
+    def reset(self) -> None:
+        with self._lock:
+            self.created.clear()
+            self.builds.clear()
+            self.requests.clear()
+            self._outcomes.clear()
+            self.tpu_nodes.clear()
+            self.filestore.clear()
+            self.migs.clear()
+            self.on_done = None
+
+    # ------------------------------------------------------------ routing
+    def _route(self, h: Any, method: str, body: dict[str, Any]) -> None:
+        path = h.path.split("?", 1)[0]
+        self.requests.append((method, path))
+        m = re.fullmatch(r"/v1/projects/([^/]+)/builds", path)
+        if m and method == "POST":
+            return h._send(200, self._create(m.group(1), body))
+        m = re.fullmatch(r"/v1/projects/([^/]+)/builds/([^/:]+)", path)
+        if m and method == "GET":
+            build = self._tick(m.group(1), m.group(2))
+            return h._send(200, build) if build else h._send(404, _error(404, f"build {m.group(2)} not found"))
+        m = re.fullmatch(r"/v2/(projects/[^/]+/locations/[^/]+/nodes/[^/]+)", path)
+        if m and method == "GET":
+            node = self.tpu_nodes.get(m.group(1))
+            return h._send(200, node) if node else h._send(404, _error(404, "node not found"))
+        m = re.fullmatch(r"/v1/(projects/[^/]+/locations/[^/]+/instances/[^/]+)", path)
+        if m and method == "GET":
+            inst = self.filestore.get(m.group(1))
+            return h._send(200, inst) if inst else h._send(404, _error(404, "instance not found"))
+        m = re.fullmatch(r"(/compute/v1/projects/[^/]+/zones/[^/]+/instanceGroupManagers/[^/]+)(/listManagedInstances)?",
+                         path)
+        if m:
+            mig = self.migs.get(m.group(1))
+            if mig is None:
+                return h._send(404, _error(404, "The resource was not found"))
+            if m.group(2):
+                return h._send(200, {"managedInstances": mig["instances"]})
+            return h._send(200, mig["manager"])
+        return h._send(404, _error(404, f"fake: no route for {method} {path}"))
+
+    # ------------------------------------------------------------ Cloud Build
+    def _create(self, project: str, body: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            self._counter += 1
+            build_id = f"b{self._counter:04d}-fake"
+            outcome = self._outcomes.pop(0) if self._outcomes else ("SUCCESS", "")
+            self.created.append(body)
+            self.builds[build_id] = {"project": project, "body": body, "tick": 0, "outcome": outcome,
+                                     "done_hook": False}
+        build = {**body, "id": build_id, "projectId": project, "status": "QUEUED",
+                 "logUrl": self.log_url(project, build_id)}
+        return {"name": f"operations/build/{project}/{build_id}",
+                "metadata": {"@type": "type.googleapis.com/google.devtools.cloudbuild.v1.BuildOperationMetadata",
+                             "build": build}}
+
+    @staticmethod
+    def log_url(project: str, build_id: str) -> str:
+        return f"https://console.cloud.google.com/cloud-build/builds/{build_id}?project={project}"
+
+    def _tick(self, project: str, build_id: str) -> dict[str, Any] | None:
+        with self._lock:
+            record = self.builds.get(build_id)
+            if record is None:
+                return None
+            if "status" in record:  # preset
+                return {"id": build_id, "projectId": project, "status": record["status"],
+                        "logUrl": self.log_url(project, build_id)}
+            tick = record["tick"]
+            record["tick"] = tick + 1
+        ids = _step_ids(record["body"])
+        status, failing = record["outcome"]
+        stop = ids.index(failing) if failing in ids else len(ids)
+        steps: list[dict[str, Any]]
+        if tick == 0:
+            state, steps = "QUEUED", [{"id": i, "status": "QUEUED"} for i in ids]
+        elif tick <= stop:
+            running = tick - 1
+            state = "WORKING"
+            steps = [{"id": i, "status": "SUCCESS" if n < running else "WORKING" if n == running else "QUEUED"}
+                     for n, i in enumerate(ids)]
+        else:
+            state = status
+            last = {"FAILURE": "FAILURE", "TIMEOUT": "TIMEOUT", "CANCELLED": "CANCELLED"}.get(status, "FAILURE")
+            steps = [{"id": i, "status": "SUCCESS" if n < stop else last if n == stop else "QUEUED"}
+                     for n, i in enumerate(ids)]
+            if status == "SUCCESS":
+                steps = [{"id": i, "status": "SUCCESS"} for i in ids]
+        build: dict[str, Any] = {"id": build_id, "projectId": project, "status": state, "steps": steps,
+                                 "logUrl": self.log_url(project, build_id)}
+        if state == "FAILURE" and failing:
+            build["failureInfo"] = {"type": "USER_BUILD_STEP", "detail": f'Build step failure: build step "{failing}" failed'}
+        if state not in ("QUEUED", "WORKING"):
+            run_hook = False
+            with self._lock:
+                if not record["done_hook"]:
+                    record["done_hook"] = run_hook = True
+            if run_hook and self.on_done is not None:
+                self.on_done(build_id, state)
+        return build
+
+
+def _error(code: int, message: str) -> dict[str, Any]:
+    status = {404: "NOT_FOUND", 403: "PERMISSION_DENIED", 409: "ALREADY_EXISTS"}.get(code, "UNKNOWN")
+    return {"error": {"code": code, "message": message, "status": status}}
+
+
+class FakeTpuV1:
+    """The TPU v1 gRPC ``GetNode`` on 127.0.0.1 (plaintext); ``nodes[name] = tpu_v1.Node(...)``."""
+
+    def __init__(self) -> None:
+        import grpc
+        from google.cloud import tpu_v1
+
+        self.nodes: dict[str, Any] = {}
+
+        def get_node(request: Any, context: Any) -> Any:
+            node = self.nodes.get(request.name)
+            if node is None:
+                context.abort(grpc.StatusCode.NOT_FOUND, f"node {request.name} not found")
+            return node
+
+        handler = grpc.method_handlers_generic_handler("google.cloud.tpu.v1.Tpu", {
+            "GetNode": grpc.unary_unary_rpc_method_handler(
+                get_node, request_deserializer=tpu_v1.GetNodeRequest.deserialize,
+                response_serializer=tpu_v1.Node.serialize),
+        })
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+        self.server.add_generic_rpc_handlers((handler,))
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.target = f"127.0.0.1:{self.port}"
+
+    def start(self) -> FakeTpuV1:
+        self.server.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.stop(0)
