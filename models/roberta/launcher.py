@@ -326,7 +326,7 @@ class Step:
 def _stage(job: Job, repo_models: str) -> list[Step]:
     src = f"{repo_models.rstrip('/')}/{MODEL}"
     if job.arch == "vm":
-        mkdir = f"mkdir -p .tpubuild && {_dirs_line(job)}"
+        mkdir = f"mkdir -p .tpubuild || exit 1; {_dirs_line(job)}"
         return [
             Step("folders on Filestore and ~/.tpubuild on every host", (vm_ssh(job, "all", mkdir),)),
             Step(f"copy models/{MODEL} to ~/{code_dir(job)} on every host",
