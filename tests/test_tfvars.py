@@ -1,0 +1,236 @@
+"""builder.tfvars and modules/*/variables.tf speak one language, and a resize touches only the TPU
+and the MIG's size.
+
+The modules' variables are read from the real .tf files with python-hcl2; the tfvars come from
+real values.env files through builder.config.load.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from builder import tfvars
+from builder.config import load
+from builder.errors import BadInput, ConfigError
+from builder.plan import module_dir
+from tests.conftest import EXAMPLES, SHIPPED
+from tests.test_modules_hcl import Module, body_parts, load_module, unquote
+
+ENV_FILES = [SHIPPED, *sorted(EXAMPLES.glob("*.env"))]
+
+
+def _module_for(settings: Any, plan_module: str) -> Module:
+    return load_module(module_dir(settings, plan_module).removeprefix("modules/"))
+
+
+def _type_ok(tf_type: str, value: Any) -> bool:
+    if tf_type == "string":
+        return isinstance(value, str)
+    if tf_type == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if tf_type == "bool":
+        return isinstance(value, bool)
+    if tf_type == "${map(string)}":
+        return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+    raise AssertionError(f"test does not know Terraform type {tf_type}")
+
+
+# A few validation shapes we can evaluate in Python, so the builder is checked against the
+# modules' own rules (Terraform's RE2 and Python's re agree on these simple patterns).
+_REGEX = re.compile(r'^\$\{(?:var\.(\w+) == "" \|\| )?can\(regex\("(.*)", var\.(\w+)\)\)\}$')
+_CONTAINS = re.compile(r'^\$\{contains\(\[(.*)\], var\.(\w+)\)\}$')
+
+
+def _validation_verdicts(mod: Module, values: dict[str, Any]) -> list[tuple[str, bool]]:
+    verdicts = []
+    for name, body in mod.variables.items():
+        for val in body.get("validation", []):
+            cond = val["condition"]
+            if m := _REGEX.match(cond):
+                empty_ok, pattern, var = m.groups()
+                value = values[var]
+                pattern = pattern.encode().decode("unicode_escape")
+                ok = (empty_ok is not None and value == "") or re.search(pattern, value) is not None
+                verdicts.append((name, ok))
+            elif m := _CONTAINS.match(cond):
+                options = [unquote(o.strip()) for o in m.group(1).split(",")]
+                verdicts.append((name, values[m.group(2)] in options))
+    return verdicts
+
+
+@pytest.mark.parametrize("env", ENV_FILES, ids=lambda p: p.name)
+def test_tfvars_set_exactly_the_declared_variables(env: Path) -> None:
+    settings = load(env)
+    generated = tfvars.all_for(settings)
+    assert set(generated) == ({"tpu", "filestore", "shared_pd", "mig"} if settings.arch == "node"
+                              else {"tpu", "filestore", "shared_pd"})
+    for plan_module, values in generated.items():
+        mod = _module_for(settings, plan_module)
+        declared = set(mod.variables)
+        assert set(values) - declared == set(), f"{plan_module}: the builder sets variables the module does not declare"
+        required = {n for n, b in mod.variables.items() if "default" not in b}
+        assert required - set(values) == set(), f"{plan_module}: the builder leaves required variables unset"
+        assert set(values) == declared, f"{plan_module}: the builder must set every variable (the file is the whole input)"
+        for name, value in values.items():
+            assert _type_ok(mod.variables[name]["type"], value), f"{plan_module}.{name}={value!r} is not {mod.variables[name]['type']}"
+
+
+@pytest.mark.parametrize("env", ENV_FILES, ids=lambda p: p.name)
+def test_tfvars_pass_the_modules_own_validations(env: Path) -> None:
+    settings = load(env)
+    checked = 0
+    for plan_module, values in tfvars.all_for(settings).items():
+        verdicts = _validation_verdicts(_module_for(settings, plan_module), values)
+        assert [name for name, ok in verdicts if not ok] == [], f"{plan_module}: the module would reject these"
+        checked += len(verdicts)
+    assert checked >= 15, "the validation evaluator understood the modules' conditions"
+
+
+def test_validation_evaluator_rejects_a_bad_value() -> None:
+    mod = load_module("filestore")
+    values = tfvars.for_module(load(SHIPPED), "filestore")
+    assert all(ok for _, ok in _validation_verdicts(mod, values))
+    bad = {**values, "tier": "PREMIUM", "name": "Nfs_1", "zone": "europe-west4"}
+    assert {n for n, ok in _validation_verdicts(mod, bad) if not ok} == {"tier", "name", "zone"}
+
+
+def test_strict_rule_fails_when_either_side_changes(tmp_path: Path) -> None:
+    """The rule in test_tfvars_set_exactly_the_declared_variables, against a module that renamed
+    one variable and added another."""
+    from tests.test_modules_hcl import load_dir
+    src = (load_module("shared_pd").path / "variables.tf").read_text()
+    (tmp_path / "variables.tf").write_text(src.replace('variable "size_gb"', 'variable "disk_size_gb"')
+                                           + 'variable "extra" {\n  type = string\n}\n')
+    declared = set(load_dir(tmp_path).variables)
+    values = set(tfvars.for_module(load(SHIPPED), "shared_pd"))
+    assert values - declared == {"size_gb"} and declared - values == {"disk_size_gb", "extra"}
+
+
+# ---- the resize guarantee ----
+
+def _template_inputs(mod: Module) -> set[str]:
+    """Variables the MIG's instance template depends on, through locals, data sources and other
+    resources, transitively."""
+    [template] = [body for (t, _), body in mod.resources.items() if t == "google_compute_instance_template"]
+    return {name for kind, name, _ in mod.closure(template) if kind == "var"}
+
+
+def test_resize_changes_only_tpu_and_mig_size(make_env: Callable[..., Path]) -> None:
+    small = tfvars.all_for(load(make_env(TPU_ACCELERATOR_TYPE="v3-32")))
+    big = tfvars.all_for(load(make_env(TPU_ACCELERATOR_TYPE="v3-128")))
+    changed = {m: {k for k in small[m] if small[m][k] != big[m][k]} for m in small}
+    assert changed == {"tpu": {"accelerator_type"}, "filestore": set(), "shared_pd": set(), "mig": {"target_size"}}
+    assert (small["mig"]["target_size"], big["mig"]["target_size"]) == (4, 16)
+
+    mig = load_module("mig")
+    inputs = _template_inputs(mig)
+    assert {"machine_type", "boot_disk_size_gb", "network", "labels"} <= inputs, "the closure found the template's inputs"
+    assert inputs.isdisjoint(changed["mig"]), "the instance template depends on the TPU size"
+    assert {k: small["mig"][k] for k in inputs} == {k: big["mig"][k] for k in inputs}
+
+
+def test_template_does_not_read_the_tpu_state() -> None:
+    """The TPU's endpoints change with its size; the template must not see them."""
+    mig = load_module("mig")
+    [template] = [body for (t, _), body in mig.resources.items() if t == "google_compute_instance_template"]
+    assert ("data", "terraform_remote_state", "tpu") not in mig.closure(template)
+    attrs, blocks = body_parts(template)
+    assert "name_prefix" in attrs and "name" not in attrs
+    [(lifecycle, _)] = blocks["lifecycle"]
+    assert lifecycle["create_before_destroy"] is True
+
+
+def test_mig_update_policy_never_replaces_for_a_resize() -> None:
+    mig = load_module("mig")
+    [manager] = [body for (t, _), body in mig.resources.items() if t == "google_compute_instance_group_manager"]
+    attrs, blocks = body_parts(manager)
+    assert attrs["target_size"] == "${var.target_size}"
+    [(policy, _)] = blocks["update_policy"]
+    kind, minimal = unquote(policy["type"]), unquote(policy["minimal_action"])
+    # OPPORTUNISTIC never touches running VMs; PROACTIVE must not force more than a restart on
+    # changes that need less (a resize changes only all_instances_config, not the template).
+    assert kind == "OPPORTUNISTIC" or minimal in ("NONE", "REFRESH", "RESTART")
+    # the TPU's name and endpoints reach the workers through all_instances_config, not the template
+    [(aic, _)] = blocks["all_instances_config"]
+    assert {unquote(k) for k in aic["metadata"]} == {"tpubuild-tpu-name", "tpubuild-tpu-endpoints"}
+
+
+def test_closure_would_catch_a_size_dependent_template(tmp_path: Path) -> None:
+    from tests.test_modules_hcl import write_module
+    mod = write_module(tmp_path, '''
+variable "target_size" {
+  type = number
+}
+locals {
+  meta = { hosts = tostring(var.target_size) }
+}
+resource "google_compute_instance_template" "t" {
+  machine_type = "n1"
+  metadata     = local.meta
+}
+''')
+    assert _template_inputs(mod) == {"target_size"}
+
+
+# ---- values and refusals ----
+
+def test_names_and_derived_values(make_env: Callable[..., Path]) -> None:
+    s = load(SHIPPED)
+    v = tfvars.all_for(s)
+    assert v["tpu"]["name"] == s.tpu_name and v["filestore"]["name"] == s.filestore_name
+    assert v["shared_pd"]["name"] == s.shared_pd_name and v["mig"]["name"] == s.mig_name
+    assert all(values["labels"] == s.labels for values in v.values())
+    assert v["mig"]["state_bucket"] == s.state_bucket and v["mig"]["env_name"] == s.env_name
+    assert v["mig"]["service_account_id"] == f"tb-{s.env_name}-wk"
+    assert v["mig"]["target_size"] == s.hosts
+    vm = tfvars.all_for(load(EXAMPLES / "vm-v4-32.env"))
+    assert vm["tpu"]["service_account_id"] == "tb-v4-pod-vm"
+    assert vm["tpu"]["dataset_bucket"] == "my-tpu-project-datasets"
+    longest = load(make_env(ENV_BUILD_NAME="a" * 24))
+    assert 6 <= len(tfvars.service_account_id(longest)) <= 30
+
+
+@pytest.mark.parametrize(("restore", "snapshot"), [("", ""), ("latest", ""), ("pd-tpu-dev1-20240101", "pd-tpu-dev1-20240101")])
+def test_snapshot_from_shared_pd_restore(make_env: Callable[..., Path], restore: str, snapshot: str) -> None:
+    values = tfvars.for_module(load(make_env(SHARED_PD_RESTORE=restore)), "shared_pd")
+    assert values["snapshot"] == snapshot
+
+
+def test_dataset_bucket_and_empty_dataset(make_env: Callable[..., Path]) -> None:
+    assert tfvars.dataset_bucket("gs://b-1/x/y/*") == "b-1"
+    assert tfvars.dataset_bucket("gs://b-1") == "b-1"
+    assert tfvars.for_module(load(make_env(GCS_DATASET="")), "mig")["dataset_bucket"] == ""
+
+
+def test_setup_script_paths(make_env: Callable[..., Path], tmp_path: Path) -> None:
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "setup.sh").write_text("#!/bin/bash\n")
+    (tmp_path / "models" / "roberta").mkdir(parents=True)
+    (tmp_path / "models" / "roberta" / "prep.sh").write_text("#!/bin/bash\n")
+    assert tfvars.for_module(load(make_env(MIG_SETUP_SCRIPT="scripts/setup.sh")), "mig")["setup_script"] == "scripts/setup.sh"
+    assert tfvars.for_module(load(make_env(MIG_SETUP_SCRIPT="roberta/prep.sh")), "mig")["setup_script"] == "models/roberta/prep.sh"
+    env = make_env(MIG_SETUP_SCRIPT="scripts/missing.sh")
+    with pytest.raises(ConfigError) as exc:
+        tfvars.for_module(load(env), "mig")
+    assert str(exc.value).startswith(f"{env}:") and "MIG_SETUP_SCRIPT" in str(exc.value)
+
+
+def test_reserved_tpu_node_is_refused(make_env: Callable[..., Path]) -> None:
+    env = make_env(TPU_RESERVED="true")
+    settings = load(env)
+    with pytest.raises(ConfigError) as exc:
+        tfvars.for_module(settings, "tpu")
+    message = str(exc.value)
+    assert "TPU_RESERVED" in message and "\n" not in message and message.startswith(f"{env}:")
+    # the other modules are unaffected
+    assert tfvars.for_module(settings, "filestore")["name"] == settings.filestore_name
+
+
+def test_mig_is_not_a_vm_module() -> None:
+    with pytest.raises(BadInput, match="mig"):
+        tfvars.for_module(load(EXAMPLES / "vm-v4-32.env"), "mig")
