@@ -90,7 +90,7 @@ def follow(client: Any, project: str, build_id: str, *, emit: Callable[[str], No
         for index, step in enumerate(build.steps):
             key = step.id or f"step #{index}"
             state = step.status.name
-            if state == "STATUS_UNKNOWN" or seen.get(key) == state:
+            if state in ("STATUS_UNKNOWN", "QUEUED", "PENDING") or seen.get(key) == state:
                 continue
             seen[key] = state
             took = ""

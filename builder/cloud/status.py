@@ -166,7 +166,13 @@ def text(report: dict[str, Any]) -> list[str]:
     else:
         mods = ", ".join(f"{m} {'yes' if there else 'no'}" for m, there in tf["modules"].items())
         lines.append(f"  state      gs://{tf['bucket']}: {mods}")
-        lines.append(f"  lock       {'free' if tf['lock'] is None else 'held by ' + tf['lock']['describe']}")
+        held = tf["lock"]
+        if held is None:
+            lines.append("  lock       free")
+        elif held["state"] == "stale":
+            lines.append(f"  lock       stale (the next dispatch takes it over): {held['describe']}")
+        else:
+            lines.append(f"  lock       held by {held['describe']}")
         applied = tf["applied"]
         if applied is None:
             lines.append("  applied    none (no successful build yet)")
