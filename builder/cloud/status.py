@@ -101,7 +101,13 @@ def _state(settings: Settings) -> dict[str, Any]:
 
     client = clients.storage(settings.project_id)
     bucket = client.bucket(settings.state_bucket)
-    out: dict[str, Any] = {"bucket": settings.state_bucket, "modules": {}}
+    out: dict[str, Any] = {"bucket": settings.state_bucket, "bucket_exists": True, "modules": {},
+                           "lock": None, "applied": None}
+    from builder.cloud.buckets import exists
+
+    if not exists(client, settings.state_bucket):
+        out["bucket_exists"] = False
+        return out
     with cloud_call(f"reading gs://{settings.state_bucket}"):
         for module in make_plan(settings, "create").modules:
             out["modules"][module] = bucket.blob(f"{settings.env_name}/{module}/default.tfstate").exists()
@@ -163,6 +169,8 @@ def text(report: dict[str, Any]) -> list[str]:
     tf = report["terraform"]
     if tf.get("state") == "ERROR":
         lines.append(f"  terraform  error: {tf['error']}")
+    elif not tf["bucket_exists"]:
+        lines.append(f"  state      gs://{tf['bucket']} does not exist (run tpubuild initialize)")
     else:
         mods = ", ".join(f"{m} {'yes' if there else 'no'}" for m, there in tf["modules"].items())
         lines.append(f"  state      gs://{tf['bucket']}: {mods}")

@@ -37,6 +37,7 @@ class FakeGoogle:
         self.filestore: dict[str, dict[str, Any]] = {}  # full resource name → Instance JSON
         self.migs: dict[str, dict[str, Any]] = {}  # URL path → {"manager": {...}, "instances": [...]}
         self.on_done: Callable[[str, str], None] | None = None
+        self.fail: dict[str, int] = {}  # URL path → HTTP error code to answer with
         self._outcomes: list[tuple[str, str]] = []
         self._lock = threading.Lock()
         self._counter = 0
@@ -94,12 +95,15 @@ class FakeGoogle:
             self.tpu_nodes.clear()
             self.filestore.clear()
             self.migs.clear()
+            self.fail.clear()
             self.on_done = None
 
     # ------------------------------------------------------------ routing
     def _route(self, h: Any, method: str, body: dict[str, Any]) -> None:
         path = h.path.split("?", 1)[0]
         self.requests.append((method, path))
+        if path in self.fail:
+            return h._send(self.fail[path], _error(self.fail[path], f"fake: refused {path}"))
         m = re.fullmatch(r"/v1/projects/([^/]+)/builds", path)
         if m and method == "POST":
             return h._send(200, self._create(m.group(1), body))
