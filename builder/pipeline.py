@@ -151,12 +151,22 @@ def runs_setup_script(settings: Settings, module: str) -> bool:
 
 # ---- rendering ----
 
+def _bytecode_cache(jinja2: Any) -> Any:
+    try:
+        return jinja2.FileSystemBytecodeCache()
+    except (OSError, RuntimeError):  # no usable private temp folder: compile every time
+        return None
+
+
 @lru_cache(maxsize=1)
 def _environment() -> Environment:
     import jinja2
 
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("builder", "templates"),
+        # compiled templates are cached (in a private folder under the temp dir, keyed by the
+        # template's source checksum), so a fresh `tpubuild render` skips jinja's compiler
+        bytecode_cache=_bytecode_cache(jinja2),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
@@ -299,10 +309,10 @@ def to_yaml(config: dict[str, Any]) -> str:
     cloudbuild.yaml."""
     import yaml
 
-    class Dumper(yaml.SafeDumper):
+    class Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]  # libyaml when present
         pass
 
-    def text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    def text(dumper: Any, value: str) -> yaml.ScalarNode:
         style = "|" if "\n" in value else None
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
