@@ -408,3 +408,89 @@ def test_run_seeder_bad_settings(pipeline, env, message):
     assert message in result.stderr
     assert not [c for c in box.calls() if c.startswith("gcloud")]
 
+
+
+# ---------------------------------------------------------------------------------------------
+# run_seeder.sh and seed_disk.sh together: `gcloud compute instances create` publishes the
+# --metadata / --metadata-from-file values on the fake metadata server and boots the VM, that is,
+# runs its startup-script (seed_disk.sh); the pipeline side then reads the guest attribute the
+# VM wrote. This pins the contract between the two scripts (keys, device name, values).
+# ---------------------------------------------------------------------------------------------
+GCLOUD_E2E = r"""printf '%s\n' "gcloud $*" >>"$STUB_STATE/calls.log"
+md_url="http://$TPUBUILD_METADATA_HOST/computeMetadata/v1/instance"
+put_attr() { curl -sf -X PUT -H 'Metadata-Flavor: Google' --data-binary "$2" "$md_url/attributes/$1" >/dev/null; }
+case "$1 $2 $3" in
+  "storage cp "*) exec "$(dirname "$0")/gcs-cp" "$@" ;;
+  "compute instances describe") [[ -f "$STUB_STATE/vm" ]]; exit ;;
+  "compute disks describe") exit 0 ;;
+  "compute instances create")
+    prev=""; script=""
+    for a in "$@"; do
+      case $prev in
+        --metadata)
+          IFS=, read -r -a pairs <<<"$a"
+          for p in "${pairs[@]}"; do put_attr "${p%%=*}" "${p#*=}"; done ;;
+        --metadata-from-file)
+          IFS=, read -r -a pairs <<<"$a"
+          for p in "${pairs[@]}"; do
+            if [[ ${p%%=*} == startup-script ]]; then script=${p#*=}; else put_attr "${p%%=*}" "$(cat "${p#*=}")"; fi
+          done ;;
+        --disk) [[ $a == *"device-name=tpubuild-seed"* ]] || { echo "unexpected device: $a" >&2; exit 1; } ;;
+      esac
+      prev=$a
+    done
+    touch "$STUB_STATE/vm"
+    bash "$script" >"$STUB_STATE/serial.log" 2>&1 || true   # the VM boots
+    exit 0 ;;
+  "compute instances get-guest-attributes")
+    curl -sf -H 'Metadata-Flavor: Google' "$md_url/guest-attributes/tpubuild/seed"; exit ;;
+  "compute instances get-serial-port-output") cat "$STUB_STATE/serial.log"; exit 0 ;;
+  "compute instances delete") rm -f "$STUB_STATE/vm"; exit 0 ;;
+esac
+echo "unexpected gcloud call: $*" >&2
+exit 64
+"""
+
+
+@pytest.fixture
+def e2e(seed, md) -> tuple[Sandbox, Disk]:
+    box, disk = seed
+    md.values.clear()
+    md.writable_attributes = True
+    box.write_stub("gcloud", GCLOUD_E2E)
+    return box, disk
+
+
+def run_e2e(box: Sandbox, **env: str) -> subprocess.CompletedProcess[str]:
+    full = {**box.env(), **PIPELINE_ENV, "GCS_DATASET": DATASET, **env}
+    return subprocess.run(["bash", str(RUN_SEEDER)], env=full, cwd=box.base, capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_seeder_end_to_end_blank_then_already_seeded(e2e, md):
+    box, disk = e2e
+    result = run_e2e(box)
+    assert result.returncode == 0, result.stderr + (box.state / "serial.log").read_text()
+    assert f"seeded: copied 4 objects from {DATASET}" in result.stderr
+    assert disk.marker()["source"] == DATASET and disk.marker()["objects"] == 4
+    assert md.values["instance/attributes/tpubuild-seed-mode"] == "seed"
+    assert not (box.state / "vm").exists()
+
+    result = run_e2e(box)
+    assert result.returncode == 0
+    assert f"seeded: already seeded with 4 objects from {DATASET}" in result.stderr
+    assert len(calls_of(box, "mkfs.ext4")) == 1 and len(calls_of(box, "gcloud storage cp")) == 1
+
+
+def test_seeder_end_to_end_foreign_disk_needs_allow_wipe(e2e, md):
+    box, disk = e2e
+    disk.holds("ext4", {MARKER: marker_text("gs://old/data/*"), "old.bin": "x"})
+    result = run_e2e(box)
+    assert result.returncode == 1
+    assert ("ERROR: the seeder VM reported: disk tpubuild-seed holds the dataset gs://old/data/*, "
+            f"not {DATASET}; refusing to overwrite it") in result.stderr
+    assert (disk.files / "old.bin").exists() and not (box.state / "vm").exists()
+
+    result = run_e2e(box, ALLOW_WIPE="true")
+    assert result.returncode == 0, result.stderr
+    assert not (disk.files / "old.bin").exists() and disk.marker()["source"] == DATASET

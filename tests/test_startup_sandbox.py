@@ -37,6 +37,9 @@ class MetadataServer:
         self.values: dict[str, str] = {}
         self.guest: dict[str, str] = {}
         self.refused = 0
+        #: When true, PUT instance/attributes/<key> sets an attribute (what `gcloud compute
+        #: instances create --metadata` does in a test that plays the whole seeder).
+        self.writable_attributes = False
         owner = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -73,6 +76,9 @@ class MetadataServer:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode()
                 if path.startswith("instance/guest-attributes/"):
                     owner.guest[path[len("instance/guest-attributes/"):]] = body
+                    self.send_response(200)
+                elif owner.writable_attributes and path.startswith("instance/attributes/"):
+                    owner.values[path] = body
                     self.send_response(200)
                 else:
                     self.send_response(403)
@@ -168,24 +174,27 @@ if [[ -n "${STUB_DISK_DIR:-}" ]]; then find "$STUB_DISK_DIR" -mindepth 1 -delete
     "sync": _LOG,
 }
 
+# `gcloud storage cp [-r] SRC... DEST` against the local GCS stand-in state/gcs/<bucket>/<path>
+# (wildcards in SRC work as in GCS); a SRC matching nothing fails as gcloud does.
+GCS_CP = """shift 2; recursive=0; args=()
+for a in "$@"; do if [[ $a == -r ]]; then recursive=1; else args+=("$a"); fi; done
+dest="${args[-1]}"
+for src in "${args[@]:0:${#args[@]}-1}"; do
+  local_src="$STUB_STATE/gcs/${src#gs://}"
+  # shellcheck disable=SC2206
+  matches=( $local_src )
+  if [[ ! -e "${matches[0]}" ]]; then echo "ERROR: (gcloud.storage.cp) $src matched no objects" >&2; exit 1; fi
+  if (( recursive )); then cp -r "${matches[@]}" "$dest"; else cp "${matches[@]}" "$dest"; fi
+done
+"""
+
 # gcloud for the machines: lists the MIG from state/members, copies from state/gcs.
 GCLOUD_MACHINE = _LOG + """
 case "$1 $2" in
   "compute instance-groups")
     [[ -f "$STUB_STATE/members_fail" ]] && { echo "ERROR: (gcloud) permission denied" >&2; exit 1; }
     cat "$STUB_STATE/members"; exit 0 ;;
-  "storage cp")
-    shift 2; recursive=0; args=()
-    for a in "$@"; do if [[ $a == -r ]]; then recursive=1; else args+=("$a"); fi; done
-    dest="${args[-1]}"; rc=0
-    for src in "${args[@]:0:${#args[@]}-1}"; do
-      local_src="$STUB_STATE/gcs/${src#gs://}"
-      # shellcheck disable=SC2206
-      matches=( $local_src )
-      if [[ ! -e "${matches[0]}" ]]; then echo "ERROR: (gcloud.storage.cp) $src matched no objects" >&2; exit 1; fi
-      if (( recursive )); then cp -r "${matches[@]}" "$dest"; else cp "${matches[@]}" "$dest"; fi
-    done
-    exit $rc ;;
+  "storage cp") exec "$(dirname "$0")/gcs-cp" "$@" ;;
 esac
 echo "gcloud stub: unexpected call: $*" >&2
 exit 64
@@ -206,6 +215,7 @@ class Sandbox:
         for name, body in STUBS.items():
             self.write_stub(name, body)
         self.write_stub("gcloud", GCLOUD_MACHINE)
+        self.write_stub("gcs-cp", GCS_CP)
         self.fstab = self.root / "etc" / "fstab"
         self.profile_d = self.root / "etc" / "profile.d"
         self.run_dir = self.root / "run" / "tpubuild"
