@@ -115,8 +115,8 @@ class Sandbox:
         (self.ws / "env_setup" / "seeder" / "run_seeder.sh").write_text(SEEDER)
         self.runs = 0
 
-    def run(self, script: Script, *, fail: str | None = None, output: str | None = None
-            ) -> tuple[subprocess.CompletedProcess[str], list[str], Path]:
+    def run(self, script: Script, *, fail: str | None = None, output: str | None = None,
+            shell: tuple[str, ...] = ("bash",)) -> tuple[subprocess.CompletedProcess[str], list[str], Path]:
         self.runs += 1
         stub_dir = self.root / f"run{self.runs}"
         stub_dir.mkdir()
@@ -132,7 +132,7 @@ class Sandbox:
             env["STUB_FAIL"] = fail
         if output is not None:
             env["STUB_OUTPUT"] = output
-        proc = subprocess.run(["bash", "-c", script.text], cwd=self.root, env=env,
+        proc = subprocess.run([*shell, "-c", script.text], cwd=self.root, env=env,
                               capture_output=True, text=True, timeout=60)
         log = stub_dir / "calls.log"
         calls = log.read_text().splitlines() if log.exists() else []
@@ -164,6 +164,25 @@ def test_step_fails_when_any_command_fails(sandbox: Sandbox, script: Script):
         assert f"stub {position.replace(':', ': failing call ')}" in failed.stderr
         # it stopped right there: the failing call is the last tool call
         assert failed_calls[-1].split(" ", 1)[0] == position, failed_calls
+
+
+SH_SCRIPTS = [s for s in SCRIPTS if s.shell == "sh"]
+
+
+@pytest.mark.parametrize("script", SH_SCRIPTS, ids=[s.id for s in SH_SCRIPTS])
+def test_terraform_steps_under_busybox_sh(sandbox: Sandbox, script: Script):
+    """The Terraform image has no bash; its steps run under BusyBox sh. CI has no busybox, so
+    this runs only where it is installed (apt-get install busybox)."""
+    busybox = shutil.which("busybox")
+    if busybox is None:
+        pytest.skip("busybox is not installed (optional: the same scripts run under bash above)")
+    shell = (busybox, "sh")
+    proc, calls, _ = sandbox.run(script, shell=shell)
+    assert proc.returncode == 0, proc.stderr
+    for call in calls:
+        position = call.split(" ", 1)[0]
+        failed, failed_calls, _ = sandbox.run(script, fail=position, shell=shell)
+        assert failed.returncode != 0 and failed_calls[-1].split(" ", 1)[0] == position
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=[s.id for s in SCRIPTS])
