@@ -138,6 +138,13 @@ def _interpolate(value: str, seen: dict[str, str], *, path: Path, line: int, key
             out.append(atom.value)
             continue
         name, default = atom.name, atom.default
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ConfigError(
+                f"has ${{{name}}}, which is not a reference to a key" if "\n" not in name and len(name) < 40
+                else "has a '${' whose name is not a key name",
+                "write ${NAME} with NAME a key set above, or single-quote a literal $",
+                path=path, line=line, key=key,
+            )
         if name in seen:
             out.append(seen[name])
         elif default is not None:
