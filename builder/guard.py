@@ -130,6 +130,9 @@ def changes_of(doc: Any, source: str = "plan") -> tuple[Change, ...]:
         address, rtype, change = rc.get("address"), rc.get("type"), rc.get("change")
         if not isinstance(address, str) or not isinstance(rtype, str) or not isinstance(change, Mapping):
             raise BadInput(f"{where} lacks address, type or change; pass unmodified 'terraform show -json' output")
+        if not (address.isprintable() and rtype.isprintable() and address and rtype):
+            raise BadInput(f"{where}: address {address!r} or type {rtype!r} is not a Terraform name; "
+                           "pass unmodified 'terraform show -json' output")
         actions = change.get("actions")
         if (not isinstance(actions, list) or not actions
                 or not all(isinstance(a, str) and a in _KNOWN_ACTIONS for a in actions)):
