@@ -346,3 +346,16 @@ def test_yaml_writes_scripts_as_literal_blocks():
 def test_render_is_deterministic():
     s = load(VM_ENV)
     assert to_yaml(render(s, make_plan(s, "destroy"))) == to_yaml(render(s, make_plan(s, "destroy")))
+
+
+def test_templates_ship_with_the_package():
+    """setup.cfg packages `templates/*` (one level): the pipeline's own `pip wheel` of the source
+    must carry every template, so none may live in a sub-folder."""
+    from tests.conftest import REPO
+
+    folder = REPO / "builder" / "templates"
+    used = set(re.findall(r'"([\w.]+\.j2)"', (REPO / "builder" / "pipeline.py").read_text()))
+    used |= {"_prelude.sh.j2"}
+    assert used and all((folder / name).is_file() for name in used)
+    assert all(p.parent == folder for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    assert "builder = templates/*" in (REPO / "setup.cfg").read_text()
