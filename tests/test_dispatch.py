@@ -110,7 +110,7 @@ def test_failed_build_exits_1_naming_step_and_logs_and_leaves_a_stale_lock(env, 
     assert code == 1
     lines = [line for line in err.splitlines() if line.startswith("tpubuild: error:")]
     assert len(lines) == 1 and "Traceback" not in err
-    build_id = fakes.google.created and json.dumps(fakes.google.created[0]) and lock.read(bucket, s.env_name).build_id
+    [build_id] = fakes.google.builds
     assert f"build {build_id} {status} at step tpu-apply" in lines[0]
     assert f"logs: https://console.cloud.google.com/cloud-build/builds/{build_id}" in lines[0]
     assert finals == []  # finalize never ran
@@ -263,3 +263,30 @@ def test_finalize_writes_with_a_generation_precondition(env, fakes: Fakes, repo:
         snapshot.write(bucket, s.env_name, snapshot.Applied(values=b"A=2\n", build_id="b2", action="update",
                                                             time="t"), expected_generation=0)
     assert snapshot.read(bucket, s.env_name).values == b"A=1\n"
+
+
+def test_submit_without_wait_leaves_the_lock_to_the_build(env, fakes: Fakes, repo: Path, cli, monkeypatch):
+    from builder.cloud import lock
+
+    s, bucket = env
+    monkeypatch.setenv("TPUBUILD_DISPATCH_BUILD", "root-7")
+    code, out, err = cli("--values", repo, "submit", "--action", "update", "--tpu")
+    assert code == 0, err
+    held = lock.read(bucket, s.env_name)
+    [created] = [b for b, r in fakes.google.builds.items()]
+    assert held.holder == "cloud build root-7" and held.build_id == created and held.state == "held"
+    assert held.scope["operations"] == [["tpu", "apply"]]
+    assert f"logs: https://console.cloud.google.com/cloud-build/builds/{created}" in out
+    assert "QUEUED" not in out  # not followed
+
+
+def test_build_creation_refused_gives_the_lock_back(env, fakes: Fakes, repo: Path, cli):
+    from builder.cloud import lock
+
+    s, bucket = env
+    fakes.google.fail[f"/v1/projects/{s.project_id}/builds"] = 403
+    code, out, err = cli("--values", repo, "submit", "--action", "create", "--wait")
+    assert code == 1
+    assert err.strip().splitlines()[-1].startswith(f"tpubuild: error: creating the build in project {s.project_id}:")
+    assert "permission denied" in err and len(err.strip().splitlines()) == 1
+    assert lock.read(bucket, s.env_name) is None

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 
 from tests.fakes.fixtures import Fakes, fakes, repo  # noqa: F401 - fixtures
-
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
 def _settings(values: Path):

@@ -27,19 +27,6 @@ class BucketSpec:
     uniform_access: bool = True
     public_access_prevention: str = "enforced"
 
-    def resource(self) -> dict[str, Any]:
-        """The JSON resource for ``buckets.insert`` (what ``ensure`` asks for)."""
-        return {
-            "name": self.name,
-            "location": self.location.upper(),
-            "labels": dict(self.labels),
-            "versioning": {"enabled": self.versioning},
-            "iamConfiguration": {
-                "uniformBucketLevelAccess": {"enabled": self.uniform_access},
-                "publicAccessPrevention": self.public_access_prevention,
-            },
-        }
-
 
 def specs(settings: Settings) -> list[BucketSpec]:
     labels = dict(settings.labels)

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import atexit
+import os
 import shutil
 import uuid
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ def _servers() -> dict[str, Any]:
 
         gcs = MemoryFakeGCS()
         gcs.start()
+        os.environ.pop("STORAGE_EMULATOR_HOST", None)  # set per test by the fixture, never leaked
         atexit.register(gcs.stop)
         google = FakeGoogle().start()
         atexit.register(google.stop)
