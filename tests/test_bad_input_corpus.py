@@ -153,6 +153,19 @@ CASES: list[Case] = [
          expect=("--action", "initialize runs no Terraform")),
     Case("guard-module-typo", args=("guard", "--plan-json", "x.json", "--module", "filestor", "--action", "update"),
          expect=("--module", "'filestor' is not a plan module", "filestore")),
+    Case("dispatch-flag-maybe", args=("dispatch", "--values", "{values}", "--action", "create", "--tpu", "maybe"),
+         expect=("_TPU", "'maybe'", "true, false, default"), sub=True),
+    Case("dispatch-bogus-action", args=("dispatch", "--values", "{values}", "--action", "bogus"), expect=("_BUILD_ACTION", "'bogus'")),
+    Case("submit-bogus-action", args=("submit", "--values", "{values}", "--action", "bogus"), expect=("--action", "'bogus'")),
+    Case("finalize-bogus-action", args=("finalize", "--values", "{values}", "--build-id", "x", "--action", "bogus"),
+         expect=("--action", "'bogus'")),
+    Case("unlock-without-force", args=("unlock", "--values", "{values}"), expect=("--force",)),
+    Case("train-unknown-model", args=("train", "--values", "{values}", "gpt5", "--dry-run"), expect=("'gpt5'", "roberta")),
+    Case("logs-host-out-of-range", args=("logs", "--values", "{values}", "--host", "99", "--dry-run"), expect=("--host", "99", "0 to 3")),
+    Case("logs-lines-not-int", args=("logs", "--values", "{values}", "--lines", "abc"), expect=("--lines", "invalid int value")),
+    Case("trigger-missing-flag", args=("trigger", "--values", "{values}", "--repo-owner", "a"), expect=("--repo-name",)),
+    Case("bootstrap-unwritable", args=("bootstrap", "--values", "{values}", "--output", "{tmp}/no/such/dir/cloudbuild.yaml"),
+         expect=("{tmp}/no/such/dir/cloudbuild.yaml", "--output")),
     # ---------------------------------------------------------------- missing and unreadable files
     Case("values-missing", args=("validate", "--values", "{tmp}/nope.env"), expect=("{tmp}/nope.env: no such file", "--values PATH"), sub=True),
     Case("values-missing-before-command", args=("--values", "{tmp}/nope.env", "plan"), expect=("{tmp}/nope.env: no such file",)),
@@ -201,8 +214,10 @@ def _sub(text: str, subs: dict[str, str]) -> str:
 
 
 def _names_key_or_line(fragment: str) -> bool:
-    """A fragment that names where: a file (:line), a KEY, a --flag, a substitution or COMMAND."""
+    """A fragment that names where: a file (:line), a KEY, a --flag, a substitution, COMMAND, or
+    (for a positional argument) the quoted bad value itself."""
     return bool(fragment.startswith(("{values}", "{tmp}", "/dev/null", "--", "_", "only:"))
+                or re.fullmatch(r"'[^']+'", fragment)
                 or re.search(r"\b[A-Z][A-Z0-9_]{2,}\b", fragment) or "is not a plan module" in fragment
                 or "not an action" in fragment or "--" in fragment)
 
