@@ -42,7 +42,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     # SUPPRESS, not a default: the same options sit on the top parser and on every sub-command,
     # and a sub-command's default would silently replace `tpubuild --values X validate`'s X.
-    # parse() fills in the defaults afterwards.
+    # main() fills in the defaults after parsing (COMMON_DEFAULTS).
     common = _Parser(add_help=False, argument_default=argparse.SUPPRESS)
     common.add_argument("--values", metavar="PATH",
                         help="the environment's values file (default: ./values.env)")
