@@ -132,3 +132,21 @@ def test_prepare_refuses_bad_arguments(opts, msg):
     r = subprocess.run(["bash", str(SCRIPTS / "prepare_data.sh"), *opts, "--python", sys.executable],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and msg in r.stderr
+
+
+def test_install_is_idempotent_with_a_stamp(tmp_path):
+    """install.sh on this machine's Python (fairseq already there, so pip has nothing to do):
+    the first run pins torch and records a stamp, the second sees it and does nothing."""
+    require("fairseq", importlib.util.find_spec("fairseq") is not None,
+            "pip install torch==2.13.0 && pip install --no-build-isolation fairseq-fixed==0.12.3.1")
+    env = {**os.environ, "HOME": str(tmp_path), "PYTHON": sys.executable, "PIP_NO_INDEX": "1"}
+    cmd = ["bash", str(SCRIPTS / "install.sh"), "--arch", "local"]
+    first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert first.returncode == 0, first.stderr
+    want = "fairseq-fixed==0.12.3.1" if sys.version_info >= (3, 11) else "fairseq==0.12.2"
+    assert f"installed {want}" in first.stderr
+    stamps = list((tmp_path / ".tpubuild/stamps").iterdir())
+    assert len(stamps) == 1 and stamps[0].read_text().startswith(f"{want} torch==")
+    second = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert second.returncode == 0 and f"already installed: {want}" in second.stderr
+    assert "installing" not in second.stderr
