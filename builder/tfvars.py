@@ -23,8 +23,8 @@ Decisions recorded here:
 * ``setup_script`` is MIG_SETUP_SCRIPT as a repo-relative path; a path written relative to
   ``models/`` becomes ``models/<path>``. A script that does not exist is an error here, because
   here it is used.
-* TPU_RESERVED with a TPU Node is refused: ``google_tpu_node`` (provider 6.50) has no reserved
-  scheduling; ``google_tpu_v2_vm`` has one, so the vm module takes ``reserved``.
+* ``reserved`` goes to the vm module only: ``google_tpu_node`` (provider 6.50) has no reserved
+  scheduling, so config refuses TPU_RESERVED with the node architecture before anything gets here.
 """
 
 from __future__ import annotations
@@ -105,10 +105,6 @@ def _shared_pd(s: Settings) -> dict[str, Any]:
 
 
 def _tpu_node(s: Settings) -> dict[str, Any]:
-    if s.tpu_reserved:
-        raise _fail(s, "TPU_RESERVED", "a TPU Node cannot use reserved capacity through Terraform "
-                    "(google_tpu_node has no reserved scheduling)",
-                    'set TPU_RESERVED="false", or use the vm architecture, whose TPU VMs support it')
     return {
         **_common(s), "name": s.tpu_name, "accelerator_type": s.accelerator_type,
         "runtime_version": s.runtime_version, "cidr_block": s.tpu_cidr_block, "network": s.network,

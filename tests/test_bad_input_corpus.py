@@ -113,7 +113,7 @@ CASES: list[Case] = [
          expect=("TPU_RUNTIME_VERSION:", "does not run on v3")),
     Case("vm-with-xrt-runtime", _env(TPU_ARCH="vm"), expect=("TPU_ARCH:", "contradicts")),
     Case("spot-node", _env(TPU_SPOT="true"), expect=("TPU_SPOT:", "only as TPU VMs")),
-    Case("reserved-vm", _env(TPU_RESERVED="true"), base=VM, expect=("TPU_RESERVED:", "TPU Node option")),
+    Case("reserved-node", _env(TPU_RESERVED="true"), expect=("TPU_RESERVED:", "TPU VM option", "TPU_PREEMPTIBLE", 'TPU_ARCH="vm"')),
     Case("ssd-too-small", _env(SHARED_FS_TIER="BASIC_SSD"), expect=("SHARED_FS_CAPACITY:", "2560")),
     Case("high-scale-too-small", _env(SHARED_FS_TIER="HIGH_SCALE_SSD"), expect=("SHARED_FS_CAPACITY:", "10240")),
     Case("restore-without-disk", _env(SHARED_PD_RESTORE="latest", SHARED_PD_DISK_ATTACH="false"), expect=("SHARED_PD_RESTORE:", "needs the disk")),

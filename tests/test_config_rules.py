@@ -124,7 +124,8 @@ BAD: list[tuple[str, Path, dict[str, str | None], str, str]] = [
     # --- scheduling options and architecture-only keys
     ("sched-two", SHIPPED, {"TPU_PREEMPTIBLE": "true", "TPU_RESERVED": "true"}, "TPU_RESERVED", "both true"),
     ("spot-on-node", SHIPPED, {"TPU_SPOT": "true", "TPU_PREEMPTIBLE": "false"}, "TPU_SPOT", "only as TPU VMs"),
-    ("reserved-on-vm", VM, {"TPU_RESERVED": "true"}, "TPU_RESERVED", "TPU Node option"),
+    ("reserved-on-node", SHIPPED, {"TPU_RESERVED": "true"}, "TPU_RESERVED", "TPU VM option"),
+    ("reserved-and-spot-vm", VM, {"TPU_SPOT": "true", "TPU_RESERVED": "true"}, "TPU_RESERVED", "both true"),
     ("spot-and-preemptible-vm", VM, {"TPU_SPOT": "true", "TPU_PREEMPTIBLE": "true"}, "TPU_SPOT", "both true"),
     ("tpu-external-ips-node", SHIPPED, {"TPU_EXTERNAL_IPS": "true"}, "TPU_EXTERNAL_IPS", "TPU VM option"),
     ("mig-external-ip-vm", VM, {"MIG_EXTERNAL_IP": "true"}, "MIG_EXTERNAL_IP", "no MIG"),
@@ -195,7 +196,7 @@ GOOD: list[tuple[str, Path, dict[str, str | None], dict[str, object]]] = [
      {"tpu_preemptible": True, "shared_pd_attach": False}),
     ("bool-empty", SHIPPED, {"TPU_PREEMPTIBLE": ""}, {"tpu_preemptible": False}),
     ("spot-vm", VM, {"TPU_SPOT": "true"}, {"tpu_spot": True}),
-    ("reserved-node", SHIPPED, {"TPU_RESERVED": "true"}, {"tpu_reserved": True}),
+    ("reserved-vm", VM, {"TPU_RESERVED": "true", "TPU_SPOT": "false"}, {"tpu_reserved": True}),
     ("mig-external-node", SHIPPED, {"MIG_EXTERNAL_IP": "true"}, {"mig_external_ip": True}),
     ("tpu-external-vm", VM, {"TPU_EXTERNAL_IPS": "true"}, {"tpu_external_ips": True}),
     ("mount-trailing-slash", SHIPPED, {"MOUNT_POINT": "/data/"}, {"mount_point": "/data"}),

@@ -220,15 +220,20 @@ def test_setup_script_paths(make_env: Callable[..., Path], tmp_path: Path) -> No
     assert str(exc.value).startswith(f"{env}:") and "MIG_SETUP_SCRIPT" in str(exc.value)
 
 
-def test_reserved_tpu_node_is_refused(make_env: Callable[..., Path]) -> None:
-    env = make_env(TPU_RESERVED="true")
+def test_reserved_goes_to_the_tpu_vm_and_is_refused_on_node(make_env: Callable[..., Path]) -> None:
+    """google_tpu_v2_vm has scheduling_config.reserved, google_tpu_node has none (provider 6.50):
+    vm passes it through (and the module accepts it), node is refused by config, on the key's line."""
+    env = make_env(EXAMPLES / "vm-v4-32.env", TPU_RESERVED="true", TPU_SPOT="false", TPU_PREEMPTIBLE="false")
     settings = load(env)
+    values = tfvars.for_module(settings, "tpu")
+    assert (values["reserved"], values["spot"], values["preemptible"]) == (True, False, False)
+    assert all(ok for _, ok in _validation_verdicts(_module_for(settings, "tpu"), values))
+    node = make_env(TPU_RESERVED="true")
     with pytest.raises(ConfigError) as exc:
-        tfvars.for_module(settings, "tpu")
+        load(node)
     message = str(exc.value)
-    assert "TPU_RESERVED" in message and "\n" not in message and message.startswith(f"{env}:")
-    # the other modules are unaffected
-    assert tfvars.for_module(settings, "filestore")["name"] == settings.filestore_name
+    assert message.startswith(f"{node}:") and "TPU_RESERVED" in message and "\n" not in message
+    assert "TPU_PREEMPTIBLE" in message and 'TPU_ARCH="vm"' in message
 
 
 def test_mig_is_not_a_vm_module() -> None:

@@ -171,7 +171,7 @@ KEYS: tuple[KeySpec, ...] = (
             "node only: the /29 the TPU Node's workers use."),
     KeySpec("TPU_PREEMPTIBLE", "tpu_preemptible", False, boolean, "Preemptible TPU."),
     KeySpec("TPU_SPOT", "tpu_spot", False, boolean, "Spot TPU (vm only)."),
-    KeySpec("TPU_RESERVED", "tpu_reserved", False, boolean, "Use reserved capacity (node only)."),
+    KeySpec("TPU_RESERVED", "tpu_reserved", False, boolean, "Use reserved capacity (vm only: google_tpu_v2_vm's scheduling_config.reserved)."),
     KeySpec("TPU_EXTERNAL_IPS", "tpu_external_ips", False, boolean,
             "vm only: give TPU VM hosts external IPs (off by default)."),
     KeySpec("NETWORK", "network", "default",

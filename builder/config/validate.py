@@ -109,8 +109,10 @@ def cross_checks(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str,
     arch = v["arch"]
     if arch == "node" and v["tpu_spot"]:
         fail("TPU_SPOT", "spot TPUs exist only as TPU VMs", 'use TPU_PREEMPTIBLE="true" on node, or TPU_ARCH="vm"')
-    if arch == "vm" and v["tpu_reserved"]:
-        fail("TPU_RESERVED", "reserved scheduling is a TPU Node option", 'remove it, or use TPU_SPOT/TPU_PREEMPTIBLE on vm')
+    if arch == "node" and v["tpu_reserved"]:
+        fail("TPU_RESERVED", "reserved scheduling is a TPU VM option (google_tpu_node has none, "
+             "google_tpu_v2_vm has scheduling_config.reserved)",
+             'use TPU_PREEMPTIBLE="true" on node, or TPU_ARCH="vm" with a TPU VM runtime')
     if arch == "node" and v["tpu_external_ips"]:
         fail("TPU_EXTERNAL_IPS", "is a TPU VM option; a TPU Node has no host VMs to give IPs to",
              'remove it (MIG_EXTERNAL_IP="true" gives the node workers external IPs)')
