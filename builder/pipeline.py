@@ -261,7 +261,8 @@ class _Steps:
                          project=s.project_id, zone=s.zone, env=s.env_name, disk=s.shared_pd_name,
                          dataset=s.gcs_dataset, workspace_gcs=f"gs://{s.state_bucket}/{s.workspace_prefix}",
                          prep_script=_repo_script(s, "MIG_SEED_DATA_PREP_SCRIPT", prep) if prep else "",
-                         allow_wipe="true" if self.allow_wipe else "false", seed_timeout_s=SEED_TIMEOUT_S)
+                         allow_wipe="true" if self.allow_wipe else "false", seed_timeout_s=SEED_TIMEOUT_S,
+                         network=s.network, subnet=s.subnetwork, service_account=s.seeder_service_account)
         waited = {w for st in self.steps for w in st["waitFor"]}
         sinks = [st["id"] for st in self.steps if st["id"] not in waited]
         self.add("finalize", "python", "finalize.sh.j2", sinks, TIMEOUTS["finalize"],

@@ -12,9 +12,10 @@ modules' outputs from there, which is why they take ``state_bucket`` and ``env_n
 
 Decisions recorded here:
 
-* Every name comes from :class:`Settings` (``tpu_name``, ``filestore_name``, ...) except the
-  workers' service account, whose account_id (6-30 characters) is ``tb-<env>-wk`` for the MIG
-  and ``tb-<env>-vm`` for TPU VM hosts (ENV_BUILD_NAME is at most 24 characters).
+* Every name comes from :class:`Settings` (``tpu_name``, ``filestore_name``, ...), the service
+  accounts' ids too: ``worker_service_account_id`` (``tb-<env>-wk`` for the MIG, ``tb-<env>-vm``
+  for TPU VM hosts) and ``seeder_service_account_id`` (``tb-<env>-sd``, created by shared_pd for
+  the seeder VM). The pipeline passes the matching emails from the same properties.
 * ``dataset_bucket`` is the bucket of GCS_DATASET (empty when unset): the workers get
   ``roles/storage.objectViewer`` on it and on nothing else.
 * ``shared_pd.snapshot``: SHARED_PD_RESTORE=<name> sets it; ``latest`` leaves it empty here and
@@ -50,7 +51,8 @@ def dataset_bucket(gcs_dataset: str) -> str:
 
 
 def service_account_id(settings: Settings) -> str:
-    return f"tb-{settings.env_name}-{'wk' if settings.arch == 'node' else 'vm'}"
+    """The hosts' service account id (``Settings.worker_service_account_id``)."""
+    return settings.worker_service_account_id
 
 
 def _fail(settings: Settings, key: str, what: str, fix: str) -> ConfigError:
@@ -101,6 +103,9 @@ def _shared_pd(s: Settings) -> dict[str, Any]:
     return {
         **_common(s), "name": s.shared_pd_name, "type": s.shared_pd_type, "size_gb": s.shared_pd_size_gb,
         "snapshot": "" if restore in ("", "latest") else restore,
+        "env_name": s.env_name, "state_bucket": s.state_bucket,
+        "seeder_service_account_id": s.seeder_service_account_id,
+        "dataset_bucket": dataset_bucket(s.gcs_dataset),
     }
 
 

@@ -5,7 +5,9 @@
 * no instance template or TPU VM gets an access_config / external IP with the variables' default
   values;
 * the workers' service account has only the roles it needs (storage.objectViewer on the dataset
-  bucket and on its own workspace prefix, logging.logWriter, monitoring.metricWriter);
+  bucket and on its own workspace prefix, logging.logWriter, monitoring.metricWriter, and on node
+  a custom role with just the MIG read that leader election needs, not roles/compute.viewer);
+  the seeder's account (modules/shared_pd) has the storage reads and logging.logWriter only;
 * OS Login, no project-wide SSH keys, shielded VMs, our own service account on every host.
 
 Each checker is also run on a deliberately bad module, so a checker that sees nothing fails.
@@ -25,6 +27,9 @@ from tests.test_modules_hcl import MODULE_DIRS, Module, body_parts, load_module,
 IAP_RANGE = "35.235.240.0/20"
 WORKER_MODULES = ("mig", "tpu_vm")
 WORKER_ROLES = {"roles/logging.logWriter", "roles/monitoring.metricWriter"}
+#: What `gcloud compute instance-groups managed list-instances` (startup.sh's leader election)
+#: needs: the API's listManagedInstances checks .get, gcloud's help names .list.
+MIG_READER_PERMISSIONS = ["compute.instanceGroupManagers.get", "compute.instanceGroupManagers.list"]
 _REMOTE_CIDR = re.compile(r"^\$\{data\.terraform_remote_state\.tpu\.outputs\.cidr_block\}$")
 
 
@@ -149,8 +154,18 @@ def test_worker_service_account_is_least_privilege(name: str) -> None:
     assert not {t for t in types if t.endswith(("_iam_binding", "_iam_policy"))}, "authoritative IAM would clobber others' grants"
     text = "\n".join(p.read_text() for p in mod.path.glob("*.tf"))
     assert set(re.findall(r'"(roles/[\w.]+)"', text)) == WORKER_ROLES | {"roles/storage.objectViewer"}
-    [project_grant] = [b for (t, _), b in mod.resources.items() if t == "google_project_iam_member"]
-    assert set(re.findall(r"roles/[\w.]+", project_grant["for_each"])) == WORKER_ROLES
+    project_grants = {n: b for (t, n), b in mod.resources.items() if t == "google_project_iam_member"}
+    assert set(re.findall(r"roles/[\w.]+", project_grants["worker"]["for_each"])) == WORKER_ROLES
+    roles = {n: b for (t, n), b in mod.resources.items() if t == "google_project_iam_custom_role"}
+    if name == "mig":
+        assert set(project_grants) == {"worker", "mig_reader"} and set(roles) == {"mig_reader"}
+        assert [unquote(p) for p in roles["mig_reader"]["permissions"]] == MIG_READER_PERMISSIONS
+        assert project_grants["mig_reader"]["role"] == "${google_project_iam_custom_role.mig_reader.name}"
+        # the workers boot only once they may list their group
+        manager = next(b for (t, _), b in mod.resources.items() if t == "google_compute_instance_group_manager")
+        assert "${google_project_iam_member.mig_reader}" in manager["depends_on"]
+    else:
+        assert set(project_grants) == {"worker"} and roles == {}, "TPU VM hosts elect by worker number"
     buckets = {n: b for (t, n), b in mod.resources.items() if t == "google_storage_bucket_iam_member"}
     assert set(buckets) == {"dataset", "workspace"}
     assert {unquote(b["role"]) for b in buckets.values()} == {"roles/storage.objectViewer"}
@@ -170,6 +185,7 @@ def test_hosts_use_os_login_shielded_vm_and_their_own_account(name: str) -> None
     metadata = {unquote(k): v for k, v in mod.locals[metadata_local].items()}
     assert unquote(metadata["enable-oslogin"]) == "TRUE"
     assert unquote(metadata["block-project-ssh-keys"]) == "TRUE"
+    assert unquote(metadata["enable-guest-attributes"]) == "TRUE", "startup.sh publishes tpubuild/startup"
     assert "serial-port-enable" not in metadata
     assert metadata["startup-script"] == '${file("${path.module}/../../env_setup/scripts/startup.sh")}'
     _, blocks = body_parts(host)
@@ -179,6 +195,44 @@ def test_hosts_use_os_login_shielded_vm_and_their_own_account(name: str) -> None
         [(shielded, _)] = blocks["shielded_instance_config"]
         assert shielded == {**shielded, "enable_secure_boot": True, "enable_vtpm": True, "enable_integrity_monitoring": True}
         assert host["can_ip_forward"] is False
+
+
+#: Each Compute Engine command startup.sh may run on a MIG worker → the permissions it needs.
+STARTUP_COMPUTE_CALLS = {
+    "instance-groups managed list-instances": {"compute.instanceGroupManagers.get"},
+}
+
+
+def test_mig_reader_role_covers_every_compute_call_of_startup_sh() -> None:
+    """A new ``gcloud compute`` call in startup.sh must be added here, and to the role if needed."""
+    script = (Path(__file__).resolve().parents[1] / "env_setup" / "scripts" / "startup.sh").read_text()
+    code = "\n".join(line for line in script.splitlines() if not line.lstrip().startswith("#"))
+    # gcloud as a command (line start, $(…), after | & ;), not inside a message
+    calls = set(re.findall(r"(?:^|\$\(|[|&;])\s*gcloud compute ((?:[a-z][a-z-]* )+?)(?=\"|\$|-)", code, re.M))
+    calls = {c.strip() for c in calls}
+    assert calls == set(STARTUP_COMPUTE_CALLS), "startup.sh's gcloud compute calls changed; update the table and the role"
+    mod = load_module("mig")
+    role = next(b for (t, _), b in mod.resources.items() if t == "google_project_iam_custom_role")
+    granted = {unquote(p) for p in role["permissions"]}
+    assert set().union(*STARTUP_COMPUTE_CALLS.values()) <= granted
+
+
+def test_seeder_service_account_is_least_privilege() -> None:
+    mod = load_module("shared_pd")
+    types = {t for t, _ in mod.resources}
+    assert not {t for t in types if t.endswith(("_iam_binding", "_iam_policy"))}
+    text = "\n".join(p.read_text() for p in mod.path.glob("*.tf"))
+    assert set(re.findall(r'"(roles/[\w.]+)"', text)) == {"roles/logging.logWriter", "roles/storage.objectViewer"}
+    assert "google_project_iam_custom_role" not in types
+    grants = {(t, n): b for (t, n), b in mod.resources.items() if t.endswith("_iam_member")}
+    assert set(grants) == {("google_project_iam_member", "seeder"), ("google_storage_bucket_iam_member", "seeder_dataset"),
+                           ("google_storage_bucket_iam_member", "seeder_workspace")}
+    assert unquote(grants["google_project_iam_member", "seeder"]["role"]) == "roles/logging.logWriter"
+    assert grants["google_storage_bucket_iam_member", "seeder_dataset"]["bucket"] == "${var.dataset_bucket}"
+    [(condition, _)] = body_parts(grants["google_storage_bucket_iam_member", "seeder_workspace"])[1]["condition"]
+    assert "objects/workspace/${var.env_name}/" in condition["expression"]
+    assert {b["member"] for b in grants.values()} == {"${local.seeder_member}"}
+    assert mod.locals["seeder_member"] == '"serviceAccount:${google_service_account.seeder.email}"'
 
 
 def test_shared_pd_is_attached_read_only() -> None:

@@ -44,7 +44,7 @@ if [ -n "${STUB_OUTPUT+set}" ]; then printf '%s' "$STUB_OUTPUT"; else echo "stub
 """
 
 SEEDER = """set -euo pipefail
-env | grep -E '^(PROJECT_ID|ZONE|ENV_BUILD_NAME|DISK_NAME|GCS_DATASET|WORKSPACE_GCS|SEED_PREP_SCRIPT|ALLOW_WIPE|SEED_TIMEOUT_S)=' | sort > "$STUB_DIR/seeder.env"
+env | grep -E '^(PROJECT_ID|ZONE|ENV_BUILD_NAME|DISK_NAME|GCS_DATASET|WORKSPACE_GCS|SEED_PREP_SCRIPT|ALLOW_WIPE|SEED_TIMEOUT_S|SEED_NETWORK|SEED_SUBNET|SEED_SERVICE_ACCOUNT)=' | sort > "$STUB_DIR/seeder.env"
 gcloud compute instances create seeder-vm
 gcloud compute instances delete seeder-vm
 """
@@ -276,10 +276,60 @@ def test_seeder_gets_its_environment(sandbox: Sandbox):
         "GCS_DATASET": "gs://my-tpu-project-datasets/wikitext/*", "PROJECT_ID": "my-tpu-project",
         "SEED_PREP_SCRIPT": "", "SEED_TIMEOUT_S": seen["SEED_TIMEOUT_S"],
         "WORKSPACE_GCS": "gs://my-tpu-project-v4-pod-tf-backend/workspace/v4-pod", "ZONE": "us-central2-b",
+        "SEED_NETWORK": "default", "SEED_SUBNET": "",
+        "SEED_SERVICE_ACCOUNT": "tb-v4-pod-sd@my-tpu-project.iam.gserviceaccount.com",
     }
     assert int(seen["SEED_TIMEOUT_S"]) > 0
     assert [c.split(" ", 1)[1] for c in calls] == ["compute instances create seeder-vm",
                                                    "compute instances delete seeder-vm"]
+
+
+#: gcloud for the real run_seeder.sh: no seeder VM left over, a free disk, the VM reports done.
+SEED_GCLOUD = """#!/usr/bin/env bash
+printf '%s\\n' "$*" >> "${STUB_DIR:?}/gcloud.log"
+case "$*" in
+  "compute instances describe "*) exit 1 ;;
+  "compute disks describe "*) echo "" ;;
+  "compute instances get-guest-attributes "*) echo "done:copied 3 objects" ;;
+esac
+"""
+
+
+@pytest.mark.parametrize(("arch", "overrides", "network", "subnet"), [
+    ("vm", {"NETWORK": "tpu-net", "SUBNETWORK": "tpu-subnet-us"}, "tpu-net", "tpu-subnet-us"),
+    ("node", {"NETWORK": "corp-vpc", "SUBNETWORK": None}, "corp-vpc", None),
+])
+def test_seeder_vm_uses_the_environments_network_and_seeder_account(
+        tmp_path: Path, arch: str, overrides: dict[str, str | None], network: str, subnet: str | None) -> None:
+    """The rendered seed step, run under bash with the real run_seeder.sh, creates the VM in
+    NETWORK/SUBNETWORK as the account shared_pd creates (the id tfvars gives it), never with
+    gcloud's defaults (network default, the project's default compute account)."""
+    from builder import tfvars
+
+    base = ENVS[arch]
+    settings = load_text(rewrite_env(base.read_text(), **overrides), REPO / base.name)
+    step = next(st for st in render(settings, make_plan(settings, "create"))["steps"] if st["id"] == "shared_pd-seed")
+    ws, bin_dir, stub_dir = tmp_path / "workspace", tmp_path / "bin", tmp_path / "stub"
+    shutil.copytree(REPO / "env_setup" / "seeder", ws / "env_setup" / "seeder")
+    bin_dir.mkdir()
+    stub_dir.mkdir()
+    (bin_dir / "gcloud").write_text(SEED_GCLOUD)
+    (bin_dir / "gcloud").chmod(0o755)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp_path), "LANG": "C.UTF-8",
+           "WORKSPACE": str(ws), "STUB_DIR": str(stub_dir), "SEED_POLL_S": "0", **step_env(step)}
+    proc = subprocess.run(["bash", "-c", step_script(step)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    [create] = [c.split() for c in (stub_dir / "gcloud.log").read_text().splitlines()
+                if c.startswith("compute instances create ")]
+    flags = {create[i]: create[i + 1] for i in range(len(create) - 1) if create[i].startswith("--")}
+    assert create[3] == f"seed-{settings.env_name}"
+    assert flags["--network"] == network
+    assert flags.get("--subnet") == subnet
+    account = flags["--service-account"]
+    assert account == f"{tfvars.for_module(settings, 'shared_pd')['seeder_service_account_id']}@{settings.project_id}.iam.gserviceaccount.com"
+    assert account == f"tb-{settings.env_name}-sd@{settings.project_id}.iam.gserviceaccount.com"
+    assert account != settings.worker_service_account, "the hosts' account does not exist yet on a first create"
 
 
 def test_finalize_gets_the_build_id(sandbox: Sandbox):

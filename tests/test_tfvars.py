@@ -193,6 +193,21 @@ def test_names_and_derived_values(make_env: Callable[..., Path]) -> None:
     assert vm["tpu"]["dataset_bucket"] == "my-tpu-project-datasets"
     longest = load(make_env(ENV_BUILD_NAME="a" * 24))
     assert 6 <= len(tfvars.service_account_id(longest)) <= 30
+    # the seeder's account (shared_pd) and the hosts' (mig/tpu_vm) come from Settings, once
+    assert v["shared_pd"]["seeder_service_account_id"] == s.seeder_service_account_id == f"tb-{s.env_name}-sd"
+    assert v["mig"]["service_account_id"] == s.worker_service_account_id
+    assert s.seeder_service_account == f"tb-{s.env_name}-sd@{s.project_id}.iam.gserviceaccount.com"
+    assert 6 <= len(longest.seeder_service_account_id) <= 30
+    assert v["shared_pd"]["dataset_bucket"] == v["mig"]["dataset_bucket"] and v["shared_pd"]["state_bucket"] == s.state_bucket
+
+
+def test_mig_reader_role_id_is_legal_for_any_env_name() -> None:
+    """IAM role ids allow [a-zA-Z0-9_.]{3,64}: no hyphens, which env names have."""
+    role = next(b for (t, _), b in load_module("mig").resources.items() if t == "google_project_iam_custom_role")
+    assert unquote(role["role_id"]) == 'tpubuild_${replace(var.env_name, "-", "_")}_mig_reader'
+    for env in ("a", "tpu-dev1", "a-" * 11 + "bc"):
+        role_id = f"tpubuild_{env.replace('-', '_')}_mig_reader"
+        assert re.fullmatch(r"[a-zA-Z0-9_.]{3,64}", role_id), role_id
 
 
 @pytest.mark.parametrize(("restore", "snapshot"), [("", ""), ("latest", ""), ("pd-tpu-dev1-20240101", "pd-tpu-dev1-20240101")])

@@ -84,6 +84,31 @@ class Settings:
         return f"workspace/{self.env_name}"
 
     @property
+    def worker_service_account_id(self) -> str:
+        """account_id of the hosts' service account, created by modules/mig (node: ``tb-<env>-wk``)
+        or modules/tpu_vm (vm: ``tb-<env>-vm``); 6-30 characters as ENV_BUILD_NAME is at most 24."""
+        return f"tb-{self.env_name}-{'wk' if self.arch == 'node' else 'vm'}"
+
+    @property
+    def worker_service_account(self) -> str:
+        return self.service_account_email(self.worker_service_account_id)
+
+    @property
+    def seeder_service_account_id(self) -> str:
+        """account_id of the shared-PD seeder VM's service account, created by modules/shared_pd
+        (``tb-<env>-sd``): it exists before the seed step on a first create, the hosts' does not."""
+        return f"tb-{self.env_name}-sd"
+
+    @property
+    def seeder_service_account(self) -> str:
+        return self.service_account_email(self.seeder_service_account_id)
+
+    def service_account_email(self, account_id: str) -> str:
+        """The email Google gives a service account created in this project (PROJECT_ID has no
+        domain prefix, so it is always ``<id>@<project>.iam.gserviceaccount.com``)."""
+        return f"{account_id}@{self.project_id}.iam.gserviceaccount.com"
+
+    @property
     def labels(self) -> dict[str, str]:
         return {"tpubuild-env": self.env_name, "managed-by": "tpubuild"}
 

@@ -308,7 +308,7 @@ elect_leader() {
   fi
   command -v gcloud >/dev/null 2>&1 || die "gcloud is not installed; cannot list the MIG to elect the leader"
   retry "listing the members of MIG ${GROUP}" "$ATTEMPTS" list_members ||
-    die "cannot list the instances of MIG ${GROUP} (${GROUP_SCOPE}); the worker service account needs compute.instanceGroupManagers.get"
+    die "cannot list the instances of MIG ${GROUP} (${GROUP_SCOPE}); the worker service account needs compute.instanceGroupManagers.get (modules/mig grants it with the custom role tpubuild_<env>_mig_reader; was the mig module applied?)"
   first="$(awk '$2 != "DELETING" && $2 != "ABANDONING" && $1 != "" { print $1 }' "$TMP_DIR/members" |
     LC_ALL=C sort -u | head -n 1)"
   [[ -n "$first" ]] || die "MIG ${GROUP} lists no live instance; cannot elect a leader"

@@ -52,6 +52,7 @@ locals {
   template_metadata = {
     "enable-oslogin"            = "TRUE"
     "block-project-ssh-keys"    = "TRUE"
+    "enable-guest-attributes"   = "TRUE"
     "startup-script"            = file("${path.module}/../../env_setup/scripts/startup.sh")
     "tpubuild-arch"             = "node"
     "tpubuild-env"              = var.env_name
@@ -77,6 +78,26 @@ resource "google_project_iam_member" "worker" {
   project  = var.project_id
   role     = each.value
   member   = local.member
+}
+
+# Leader election (env_setup/scripts/startup.sh) runs
+# `gcloud compute instance-groups managed list-instances <group> --zone Z --project P`: one
+# instanceGroupManagers.listManagedInstances call, which needs compute.instanceGroupManagers.get
+# (gcloud's help names compute.instanceGroupManagers.list for the command, so both). A custom
+# role with just those two instead of roles/compute.viewer, which reads the whole project's
+# Compute Engine inventory. Role ids allow no hyphens; a role deleted by a destroy is undeleted
+# by the provider when the environment is created again.
+resource "google_project_iam_custom_role" "mig_reader" {
+  role_id     = "tpubuild_${replace(var.env_name, "-", "_")}_mig_reader"
+  title       = "tpubuild ${var.env_name} MIG reader"
+  description = "Lets the ${var.name} workers list their own MIG's instances to elect a leader."
+  permissions = ["compute.instanceGroupManagers.get", "compute.instanceGroupManagers.list"]
+}
+
+resource "google_project_iam_member" "mig_reader" {
+  project = var.project_id
+  role    = google_project_iam_custom_role.mig_reader.name
+  member  = local.member
 }
 
 resource "google_storage_bucket_iam_member" "dataset" {
@@ -252,6 +273,7 @@ resource "google_compute_instance_group_manager" "workers" {
 
   depends_on = [
     google_project_iam_member.worker,
+    google_project_iam_member.mig_reader,
     google_storage_bucket_iam_member.dataset,
     google_storage_bucket_iam_member.workspace,
   ]

@@ -22,3 +22,8 @@ output "snapshot" {
   description = "Snapshot the disk was created from (null for a blank disk)."
   value       = google_compute_disk.this.snapshot
 }
+
+output "seeder_service_account_email" {
+  description = "Email of the seeder VM's service account (the pipeline passes the same address as SEED_SERVICE_ACCOUNT)."
+  value       = google_service_account.seeder.email
+}

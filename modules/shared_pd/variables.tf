@@ -59,6 +59,46 @@ variable "snapshot" {
   }
 }
 
+variable "env_name" {
+  description = "ENV_BUILD_NAME: names the seeder's account and its workspace prefix (workspace/<env_name>/)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z0-9]([-a-z0-9]{0,22}[a-z0-9])?$", var.env_name))
+    error_message = "env_name must be 1-24 lowercase letters, digits or hyphens, not starting or ending with a hyphen."
+  }
+}
+
+variable "state_bucket" {
+  description = "The environment's Terraform state bucket; the seeder may read its workspace/<env_name>/ objects and nothing else in it."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z0-9][-a-z0-9_.]{1,61}[a-z0-9]$", var.state_bucket))
+    error_message = "state_bucket must be a bucket name (3-63 lowercase letters, digits, -, _ or .)."
+  }
+}
+
+variable "seeder_service_account_id" {
+  description = "account_id of the seeder VM's dedicated service account (tb-<env_name>-sd, 6-30 characters)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z][-a-z0-9]{4,28}[a-z0-9]$", var.seeder_service_account_id))
+    error_message = "seeder_service_account_id must be 6-30 lowercase letters, digits or hyphens, starting with a letter."
+  }
+}
+
+variable "dataset_bucket" {
+  description = "Bucket of GCS_DATASET; the seeder gets roles/storage.objectViewer on it. Empty: no dataset bucket, no grant."
+  type        = string
+
+  validation {
+    condition     = var.dataset_bucket == "" || can(regex("^[a-z0-9][-a-z0-9_.]{1,221}[a-z0-9]$", var.dataset_bucket))
+    error_message = "dataset_bucket must be empty or a bucket name (no gs:// and no path)."
+  }
+}
+
 variable "labels" {
   description = "Labels put on the disk (tpubuild-env, managed-by)."
   type        = map(string)

@@ -37,6 +37,7 @@ locals {
   metadata = {
     "enable-oslogin"            = "TRUE"
     "block-project-ssh-keys"    = "TRUE"
+    "enable-guest-attributes"   = "TRUE"
     "startup-script"            = file("${path.module}/../../env_setup/scripts/startup.sh")
     "tpubuild-arch"             = "vm"
     "tpubuild-env"              = var.env_name
