@@ -5,6 +5,9 @@
 * ``make_env`` fixture: writes a values.env in tmp_path from the shipped one (or an example)
   with keys replaced, added (``KEY="v"``) or removed (``KEY=None``).
 * ``run_tpubuild``: runs the real console script in a subprocess.
+* ``no_cloud`` fixture: no emulator endpoints and no credentials anywhere google.auth looks
+  (``HOME`` and ``CLOUDSDK_CONFIG`` are empty folders, no metadata server); ``NO_CLOUD`` lists the
+  variables it removes. Any client construction then fails with "no Google Cloud credentials".
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -59,6 +62,33 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str
         return code, out, err
 
     return run
+
+
+#: Environment variables that point tpubuild's clients at emulators or at credentials.
+NO_CLOUD = ("STORAGE_EMULATOR_HOST", "TPUBUILD_CLOUDBUILD_ENDPOINT", "TPUBUILD_TPU_ENDPOINT",
+            "TPUBUILD_TPU_V1_ENDPOINT", "TPUBUILD_FILESTORE_ENDPOINT", "TPUBUILD_COMPUTE_ENDPOINT",
+            "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT")
+
+
+@pytest.fixture
+def no_cloud(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """A process (and its children) that can reach no cloud and has no credentials: the emulator
+    variables are removed, google.auth finds no ADC file (empty HOME and CLOUDSDK_CONFIG) and no
+    metadata server (NO_GCE_CHECK, and a closed local port in case the check already ran).
+    Returns the variables it set."""
+    from builder.cloud import clients
+
+    home = tmp_path / "empty-home"
+    home.mkdir(exist_ok=True)
+    for var in NO_CLOUD:
+        monkeypatch.delenv(var, raising=False)
+    env = {"HOME": str(home), "CLOUDSDK_CONFIG": str(home / "gcloud"), "NO_GCE_CHECK": "true",
+           "GCE_METADATA_HOST": "127.0.0.1:9", "GCE_METADATA_IP": "127.0.0.1:9"}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    clients.credentials.cache_clear()
+    yield env
+    clients.credentials.cache_clear()
 
 
 def tpubuild_cmd() -> list[str]:

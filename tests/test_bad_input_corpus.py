@@ -1,9 +1,10 @@
 """Bad input, everywhere (issue 7 §4): a corpus of broken inputs, each of which must exit 2 with
 exactly one line on stderr that names the key or the line and says how to fix it, and no traceback.
 
-Most cases run in-process through ``builder.cli.main`` (the `cli` fixture); the ones marked
-``sub=True`` (a representative subset of every category) run the real console script in a
-subprocess. Categories: values.env syntax, values and wrong types, impossible topologies, names
+Every case runs with no cloud reachable and no credentials (the ``no_cloud`` fixture): bad input
+is refused before any client is built. Most cases run in-process through ``builder.cli.main``
+(the `cli` fixture); the ones marked ``sub=True`` (a representative subset of every category) run
+the real console script in a subprocess. Categories: values.env syntax, values and wrong types, impossible topologies, names
 that would be illegal downstream (buckets, TPU, VM, disk, share), flag combinations, and missing
 or unreadable files.
 """
@@ -19,6 +20,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EXAMPLES, SHIPPED, rewrite_env, run_tpubuild
+
+pytestmark = pytest.mark.usefixtures("no_cloud")
 
 VM = EXAMPLES / "vm-v4-32.env"
 V5E = EXAMPLES / "vm-v5litepod-16.env"
@@ -157,6 +160,21 @@ CASES: list[Case] = [
          expect=("_TPU", "'maybe'", "true, false, default"), sub=True),
     Case("dispatch-bogus-action", args=("dispatch", "--values", "{values}", "--action", "bogus"), expect=("_BUILD_ACTION", "'bogus'")),
     Case("submit-bogus-action", args=("submit", "--values", "{values}", "--action", "bogus"), expect=("--action", "'bogus'")),
+    # dispatch/submit refuse a bad combination before building any client (no credentials here: no_cloud)
+    Case("dispatch-initialize-tpu", args=("dispatch", "--values", "{values}", "--action", "initialize", "--tpu", "true"),
+         expect=("_TPU/_MIG", "initialize takes no scope flags", "drop the flags"), sub=True),
+    Case("dispatch-initialize-allow-wipe", args=("dispatch", "--values", "{values}", "--action", "initialize",
+                                                 "--allow-wipe", "true"), expect=("_ALLOW_WIPE", "initialize applies no Terraform")),
+    Case("dispatch-auto-mig", args=("dispatch", "--values", "{values}", "--action", "auto", "--mig", "true"),
+         expect=("_TPU/_MIG", "auto decides the modules itself")),
+    Case("dispatch-mig-on-vm", base=VM, args=("dispatch", "--values", "{values}", "--action", "destroy", "--mig", "true"),
+         expect=("_MIG", "has no MIG")),
+    Case("dispatch-wipe-without-seeder", args=("dispatch", "--values", "{values}", "--action", "update", "--tpu", "true",
+                                               "--allow-wipe", "true"), expect=("_ALLOW_WIPE", "does not apply shared_pd")),
+    Case("submit-auto-tpu", args=("submit", "--values", "{values}", "--action", "auto", "--tpu"),
+         expect=("--tpu/--mig", "auto decides the modules itself")),
+    Case("submit-initialize-allow-data-loss", args=("submit", "--values", "{values}", "--action", "initialize",
+                                                    "--allow-data-loss"), expect=("--allow-data-loss", "initialize applies no Terraform")),
     Case("finalize-bogus-action", args=("finalize", "--values", "{values}", "--build-id", "x", "--action", "bogus"),
          expect=("--action", "'bogus'")),
     Case("unlock-without-force", args=("unlock", "--values", "{values}"), expect=("--force",)),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -92,18 +93,84 @@ def _scope(plan: Any) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- submit
 
-def submit(settings: Settings, action: str, *, tpu: bool = False, mig: bool = False,
-           allow_data_loss: bool = False, allow_wipe: bool = False, wait: bool = False) -> int:
+#: How each input is called in messages: submit's flags, or the root build's substitutions.
+SUBMIT_NAMES = {"action": "--action", "tpu": "--tpu", "mig": "--mig", "allow_data_loss": "--allow-data-loss",
+                "allow_wipe": "--allow-wipe"}
+DISPATCH_NAMES = {"action": "_BUILD_ACTION", "tpu": "_TPU", "mig": "_MIG", "allow_data_loss": "_ALLOW_DATA_LOSS",
+                  "allow_wipe": "_ALLOW_WIPE"}
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What submit decided before talking to the cloud: the action, its plan (None for
+    ``initialize`` and ``auto``: auto's plan comes from the applied snapshot), the rendered
+    pipeline (None likewise), the source tarball (None for ``initialize``) and the repository."""
+
+    action: str
+    plan: Any
+    config: dict[str, Any] | None
+    src: source.Source | None
+    repo: Path
+    allow_data_loss: bool = False
+    allow_wipe: bool = False
+
+
+def parse_action(raw: str, names: dict[str, str] = SUBMIT_NAMES) -> str:
+    action = raw.strip().lower()
+    if action not in ACTIONS:
+        raise BadInput(f"{names['action']}: {raw!r} is not an action; use one of {', '.join(ACTIONS)}")
+    return action
+
+
+def prepare(settings: Settings, action: str, *, tpu: bool = False, mig: bool = False,
+            allow_data_loss: bool = False, allow_wipe: bool = False,
+            names: dict[str, str] = SUBMIT_NAMES) -> Prepared:
+    """Every check that needs no cloud, done before any client is built (so bad input is exit 2
+    even without credentials): the action, the flag combination (``builder.plan.make_plan``
+    refuses the meaningless ones), the pipeline (``builder.pipeline.render``), the tfvars and the
+    source tarball. Refused here, besides make_plan's own refusals: ``initialize`` with an allow
+    flag (it applies no Terraform), ``auto`` with ``tpu``/``mig`` (auto decides the modules), and
+    ``allow_wipe`` for a plan that does not apply ``shared_pd`` (nothing would be seeded)."""
     from builder import pipeline, tfvars
     from builder.plan import make_plan
 
-    action = action.strip().lower()
-    if action not in ACTIONS:
-        raise BadInput(f"--action: {action!r} is not an action; use one of {', '.join(ACTIONS)}")
+    action = parse_action(action, names)
     if action == "initialize":
-        return initialize(settings)
+        make_plan(settings, "initialize", tpu=tpu, mig=mig)  # refuses the scope flags
+        for key, on in (("allow_data_loss", allow_data_loss), ("allow_wipe", allow_wipe)):
+            if on:
+                raise BadInput(f"{names[key]}: initialize applies no Terraform and seeds nothing, so there is "
+                               f"nothing to allow; drop {names[key]}")
+        return Prepared(action, None, None, None, workspace.find_repo(settings))
+    if action == "auto" and (tpu or mig):
+        raise BadInput(f"{names['tpu']}/{names['mig']}: auto decides the modules itself; "
+                       f"leave {names['tpu']} and {names['mig']} out (or at default)")
     repo = workspace.find_repo(settings)
     plan = None if action == "auto" else make_plan(settings, action, tpu=tpu, mig=mig)
+    if plan is not None and allow_wipe and not plan.applies("shared_pd"):
+        ops = ", ".join(f"{o.op} {o.module}" for o in plan.operations)
+        raise BadInput(f"{names['allow_wipe']}: this {action} ({ops}) does not apply shared_pd, so the seeder "
+                       f"never runs and there is nothing to wipe; drop {names['allow_wipe']}")
+    config = None if plan is None else pipeline.render(settings, plan, allow_data_loss=allow_data_loss,
+                                                       allow_wipe=allow_wipe)
+    src = source.pack(source.collect(repo, settings.source.read_bytes(), tfvars.all_for(settings)))
+    return Prepared(action, plan, config, src, repo, allow_data_loss, allow_wipe)
+
+
+def submit(settings: Settings, action: str, *, tpu: bool = False, mig: bool = False,
+           allow_data_loss: bool = False, allow_wipe: bool = False, wait: bool = False) -> int:
+    prepared = prepare(settings, action, tpu=tpu, mig=mig, allow_data_loss=allow_data_loss, allow_wipe=allow_wipe)
+    return execute(settings, prepared, wait=wait)
+
+
+def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> int:
+    """Run what ``prepare`` decided: the first place a cloud client is built."""
+    from builder import pipeline
+
+    if prepared.action == "initialize":
+        return initialize(settings)
+    repo, plan, config, src = prepared.repo, prepared.plan, prepared.config, prepared.src
+    assert src is not None
     client = clients.storage(settings.project_id)
     if not buckets.exists(client, settings.state_bucket):
         raise WorldError(f"the state bucket gs://{settings.state_bucket} does not exist; run `tpubuild initialize` "
@@ -113,8 +180,10 @@ def submit(settings: Settings, action: str, *, tpu: bool = False, mig: bool = Fa
         plan = auto_plan(settings, bucket, repo)
         if plan is None:
             return 0
-    config = pipeline.render(settings, plan, allow_data_loss=allow_data_loss, allow_wipe=allow_wipe)
-    src = source.pack(source.collect(repo, settings.source.read_bytes(), tfvars.all_for(settings)))
+        config = pipeline.render(settings, plan, allow_data_loss=prepared.allow_data_loss,
+                                 allow_wipe=prepared.allow_wipe)
+    assert config is not None
+    allow_data_loss, allow_wipe = prepared.allow_data_loss, prepared.allow_wipe
     cb = clients.cloudbuild()
     project = settings.project_id
 
@@ -174,21 +243,21 @@ def cmd_submit(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- dispatch
 
 def cmd_dispatch(args: argparse.Namespace) -> int:
+    """The root build's step. Every input is checked (action, substitution strings, values.env,
+    the plan, the pipeline) before any client is built: bad input is exit 2 with one line, even
+    where there are no credentials."""
     from builder.plan import parse_flag
 
-    action = args.action.strip().lower()
-    if action not in ACTIONS:
-        raise BadInput(f"_BUILD_ACTION: {args.action!r} is not an action; use one of {', '.join(ACTIONS)}")
+    action = parse_action(args.action, DISPATCH_NAMES)
     tpu = parse_flag(args.tpu, "_TPU")
     mig = parse_flag(args.mig, "_MIG")
     allow_data_loss = parse_flag(args.allow_data_loss, "_ALLOW_DATA_LOSS")
     allow_wipe = parse_flag(args.allow_wipe, "_ALLOW_WIPE")
     settings = load_settings(args)
-    if action == "auto" and (tpu or mig):
-        raise BadInput("_TPU/_MIG: auto decides the modules itself; leave _TPU and _MIG at default")
+    prepared = prepare(settings, action, tpu=tpu, mig=mig, allow_data_loss=allow_data_loss,
+                       allow_wipe=allow_wipe, names=DISPATCH_NAMES)
     say(f"dispatch: {action} of {settings.env_name} (project {settings.project_id}, {settings.arch} architecture)")
-    return submit(settings, action, tpu=tpu, mig=mig, allow_data_loss=allow_data_loss,
-                  allow_wipe=allow_wipe, wait=True)
+    return execute(settings, prepared, wait=True)
 
 
 # ---------------------------------------------------------------- finalize
