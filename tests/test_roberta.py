@@ -241,7 +241,11 @@ def test_train_dry_run_vm_runs_every_worker_with_pjrt(make_env):
     assert words[:6] == ["gcloud", "compute", "tpus", "tpu-vm", "ssh", "tpu-v4-pod"]
     assert "--worker=all" in words and "--zone=us-central2-b" in words
     command = next(w for w in words if w.startswith("--command="))[len("--command="):]
-    assert command.startswith("setsid nohup env PJRT_DEVICE=TPU ") and command.endswith(" &")
+    # the host's profile first (a non-login ssh shell never reads it), PJRT_DEVICE=TPU still explicit
+    assert command.startswith("if [ ! -e /run/tpubuild/ready ]; then ")
+    assert "; if [ -r /etc/profile.d/tpubuild.sh ]; then . /etc/profile.d/tpubuild.sh; fi; " \
+           "setsid nohup env PJRT_DEVICE=TPU " in command and command.endswith(" &")
+    assert command == launcher.on_host(f"setsid nohup {launcher.host_train_line(job)} >/dev/null 2>&1 </dev/null &")
     prep = next(line for line in r.stdout.splitlines() if "prepare_data.sh" in line)
     assert "--worker=0" in prep and "--source /mnt/common/shared_pd/wikitext" in prep
     install = next(line for line in r.stdout.splitlines() if "install.sh" in line)
@@ -253,7 +257,10 @@ def test_stop_dry_run_frees_every_host(make_env, cli):
     assert code == 0
     stop = [shlex.split(line) for line in out.splitlines() if "stop.sh" in line]
     assert len(stop) == 1 and "--worker=all" in stop[0]
-    assert "--command=bash .tpubuild/roberta/stop.sh --arch vm" in stop[0]
+    # stop loads the profile but works on a host that is not ready (still booting, or failed)
+    assert ("--command=if [ -r /etc/profile.d/tpubuild.sh ]; then . /etc/profile.d/tpubuild.sh; fi; "
+            "bash .tpubuild/roberta/stop.sh --arch vm") in stop[0]
+    assert "/run/tpubuild/ready" not in " ".join(stop[0])
     stop_sh = (REPO / "models/roberta/stop.sh").read_text()
     assert "lsof -t" in stop_sh and "/dev/accel*" in stop_sh and "/dev/vfio/*" in stop_sh
 
@@ -307,10 +314,10 @@ def test_train_runs_the_printed_script_through_bash(make_env, tmp_path, base):
     commands = [c.split("=", 1)[1] for call in calls for c in call if c.startswith("--command=")]
     launch = commands[-1]
     if job.arch == "vm":
-        assert launch == f"setsid nohup {launcher.host_train_line(job)} >/dev/null 2>&1 </dev/null &"
+        assert launch == launcher.on_host(f"setsid nohup {launcher.host_train_line(job)} >/dev/null 2>&1 </dev/null &")
         assert [c for c in calls[-1] if c.startswith("--worker")] == ["--worker=all"]
     else:
-        assert launch == f"setsid nohup {launcher.leader_launch_line(job)} >/dev/null 2>&1 </dev/null &"
+        assert launch == launcher.on_host(f"setsid nohup {launcher.leader_launch_line(job)} >/dev/null 2>&1 </dev/null &")
         assert calls[-1][:3] == ["compute", "ssh", "worker-tpu-dev1-abcd"]  # the leader
         installs = [call for call in calls if any("install.sh" in c for c in call)]
         assert [call[2] for call in installs] == ["worker-tpu-dev1-abcd", "worker-tpu-dev1-efgh"]
@@ -329,6 +336,123 @@ def test_train_fails_in_one_line_when_a_gcloud_call_fails(make_env, tmp_path):
         "tpubuild: error: could not launch roberta on tpu-v4-pod: a command failed with exit code 1 "
         "(its output is above); rerun with --dry-run to see each command")
     assert "no such TPU" in r.stderr
+
+
+# ------------------------------------------------------------------ the host's environment over ssh
+
+READY_CHECK = "if [ ! -e /run/tpubuild/ready ]; then "
+LOAD_PROFILE = "if [ -r /etc/profile.d/tpubuild.sh ]; then . /etc/profile.d/tpubuild.sh; fi; "
+
+
+def _remote_commands(script: str) -> list[str]:
+    return [w[len("--command="):] for line in script.splitlines() if line.startswith(("gcloud", "for vm in"))
+            for w in shlex.split(line) if w.startswith("--command=")]
+
+
+@pytest.mark.parametrize("base", [SHIPPED, VM_EXAMPLE], ids=["node", "vm"])
+def test_every_remote_command_loads_the_host_environment(make_env, cli, base):
+    """gcloud's `ssh --command` runs a non-login shell that never reads /etc/profile: every
+    remote command sources the profile startup.sh wrote; all but stop's also require a finished
+    boot (stop works on a host still booting; on node its scripts are staged on Filestore through
+    the leader, which needs the share)."""
+    path = make_env(base)
+    seen = 0
+    for args, ready in ((["train", "roberta"], True), (["logs", "--host", "1"], True), (["stop"], False)):
+        code, out, err = cli(*args, "--dry-run", "--values", path)
+        assert code == 0, err
+        commands = _remote_commands(out)
+        assert commands, args
+        for command in commands:
+            if ready or "sudo mkdir -p" in command:
+                assert command.startswith(READY_CHECK), command
+                assert LOAD_PROFILE in command and command.index(LOAD_PROFILE) > 0
+            else:
+                assert command.startswith(LOAD_PROFILE) and "/run/tpubuild/ready" not in command, command
+        seen += len(commands)
+        if args == ["stop"] and base == VM_EXAMPLE:
+            assert not any("sudo mkdir" in c for c in commands)
+    assert seen >= 6
+
+
+def _sandboxed(command: str, root: Path) -> str:
+    """The exact remote command, with the two host paths moved under ``root``."""
+    return command.replace("/run/tpubuild/", f"{root}/run/").replace("/etc/profile.d/", f"{root}/profile.d/")
+
+
+PROFILE = ("export TPUBUILD_ENV='tpu-dev1'\nexport TPUBUILD_WORKER_NUMBER='2'\nexport PJRT_DEVICE=TPU\n"
+           "if [ -z \"${XRT_LOCAL_WORKER:-}\" ]; then\n  export XRT_TPU_CONFIG='tpu_worker;0;10.3.0.2:8470'\nfi\n")
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Path:
+    """A host's /run/tpubuild and /etc/profile.d, under tmp_path (profile as startup.sh writes it)."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "profile.d").mkdir()
+    (tmp_path / "profile.d" / "tpubuild.sh").write_text(PROFILE)
+    return tmp_path
+
+
+def test_remote_preamble_in_posix_sh(make_env, host: Path):
+    """The preamble runs in plain sh: no ready file is one line naming the reason and the serial
+    console, exit 1, and the command does not run; a ready host runs it with the profile's env."""
+    launcher, _ = launcher_and_job(make_env(VM_EXAMPLE))
+    command = _sandboxed(launcher.on_host("echo ran; printenv PJRT_DEVICE TPUBUILD_WORKER_NUMBER XRT_TPU_CONFIG"), host)
+    clean = {"PATH": os.environ["PATH"]}
+
+    r = subprocess.run(["sh", "-c", command], capture_output=True, text=True, env=clean)
+    assert r.returncode == 1 and r.stdout == ""
+    [line] = r.stderr.splitlines()
+    assert line.startswith("tpubuild: ") and f"is not ready: {host}/run/ready is missing (startup.sh has not finished)" in line
+    assert "check its serial console" in line
+
+    (host / "run" / "failed").write_text("FATAL: Filestore 10.0.0.2:/tpushare did not mount after 12 attempts\n")
+    r = subprocess.run(["sh", "-c", command], capture_output=True, text=True, env=clean)
+    assert r.returncode == 1 and r.stdout == ""
+    assert "(FATAL: Filestore 10.0.0.2:/tpushare did not mount after 12 attempts)" in r.stderr
+
+    (host / "run" / "ready").write_text("ready\n")
+    r = subprocess.run(["sh", "-c", command], capture_output=True, text=True, env=clean)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["ran", "TPU", "2", "tpu_worker;0;10.3.0.2:8470"]
+
+    stop = _sandboxed(launcher.on_host("printenv TPUBUILD_ENV", ready=False), host)
+    (host / "run" / "ready").unlink()
+    r = subprocess.run(["sh", "-c", stop], capture_output=True, text=True, env=clean)
+    assert r.returncode == 0 and r.stdout == "tpu-dev1\n"
+
+
+def _lib(host: Path, snippet: str, **env: str) -> subprocess.CompletedProcess[str]:
+    script = f"set -euo pipefail; source {REPO / 'models/roberta/lib.sh'}; {snippet}"
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+                          env={"PATH": os.environ["PATH"], "HOME": str(host), "TPUBUILD_RUN_DIR": str(host / "run"),
+                               "TPUBUILD_PROFILE_D": str(host / "profile.d"), **env})
+
+
+def test_scripts_load_the_profile_and_refuse_a_host_that_is_not_ready(host: Path):
+    """lib.sh's host_env, which train.sh (run by xla_dist's own ssh on node), xla_dist.sh and
+    stop.sh call: the same refusal and the same environment as the ssh preamble."""
+    r = _lib(host, 'host_env vm; echo "$PJRT_DEVICE"')
+    assert r.returncode == 1 and r.stdout == ""
+    assert re.fullmatch(r"\[roberta \S+ \S+\] error: \S+ is not ready: .*/run/ready is missing "
+                        r"\(startup\.sh has not finished\); check its serial console .*\n", r.stderr), r.stderr
+    r = _lib(host, 'host_env vm --any; echo "$PJRT_DEVICE $TPUBUILD_ENV"')  # stop.sh
+    assert r.returncode == 0 and r.stdout == "TPU tpu-dev1\n", r.stderr
+    r = _lib(host, 'host_env local; echo "${PJRT_DEVICE:-unset}"')
+    assert r.returncode == 0 and r.stdout == "unset\n"
+    (host / "run" / "ready").write_text("ready\n")
+    # under xla_dist (XRT_LOCAL_WORKER set) its XRT_TPU_CONFIG wins over the profile's
+    r = _lib(host, 'host_env node; echo "$TPUBUILD_ENV ${XRT_TPU_CONFIG:-unset}"', XRT_LOCAL_WORKER="c_tpu_worker:1")
+    assert r.returncode == 0 and r.stdout == "tpu-dev1 unset\n", r.stderr
+
+    (host / "run" / "ready").unlink()
+    logs = host / "logs"
+    for script, args in (("train.sh", ["--log-dir", str(logs), "--arch", "vm", "--", "data-bin"]),
+                         ("xla_dist.sh", ["--conda-env", "torch-xla-1.13", "--log-dir", str(logs), "--", "true"])):
+        r = subprocess.run(["bash", str(REPO / "models/roberta" / script), *args], capture_output=True, text=True,
+                           env={"PATH": os.environ["PATH"], "HOME": str(host), "TPUBUILD_RUN_DIR": str(host / "run"),
+                                "TPUBUILD_PROFILE_D": str(host / "profile.d")})
+        assert r.returncode == 1 and "is not ready" in r.stderr and len(r.stderr.splitlines()) == 1, (script, r.stderr)
+        assert not logs.exists()  # refused before writing anything
 
 
 def test_shell_scripts_are_shellcheck_clean():

@@ -278,6 +278,31 @@ def _detached(line: str) -> str:
     return f"setsid nohup {line} >/dev/null 2>&1 </dev/null &"
 
 
+# ---------------------------------------------------------------- on the hosts
+
+#: What env_setup/scripts/startup.sh leaves on every host at each boot (docs/env_setup.md): the
+#: XLA runtime environment (PJRT_DEVICE, XRT_TPU_CONFIG, TPUBUILD_*), the marker of a finished
+#: boot, and the reason of a failed one.
+HOST_PROFILE = "/etc/profile.d/tpubuild.sh"
+HOST_READY = "/run/tpubuild/ready"
+HOST_FAILED = "/run/tpubuild/failed"
+
+
+def on_host(command: str, *, ready: bool = True) -> str:
+    """``command`` as an ssh ``--command`` (POSIX sh). gcloud's ssh runs it in a non-login shell,
+    which reads no /etc/profile, so the environment startup.sh wrote is sourced first, when
+    present. With ``ready`` (everything but ``stop``, which must work on any host) a host whose
+    boot has not finished, or failed, stops here with one line naming the host, the reason
+    (``/run/tpubuild/failed``) and where to look, and the command fails."""
+    load = f"if [ -r {HOST_PROFILE} ]; then . {HOST_PROFILE}; fi; "
+    if not ready:
+        return load + command
+    check = (f"if [ ! -e {HOST_READY} ]; then echo \"tpubuild: $(hostname) is not ready: {HOST_READY} is missing "
+             f"($(cat {HOST_FAILED} 2>/dev/null || echo startup.sh has not finished)); check its serial console "
+             f"(docs/env_setup.md, Logs and debugging)\" >&2; exit 1; fi; ")
+    return check + load + command
+
+
 # ---------------------------------------------------------------- gcloud wrappers
 
 def _zone(job: Job) -> list[str]:
@@ -288,14 +313,17 @@ def _iap(job: Job) -> list[str]:
     return ["--tunnel-through-iap"] if job.iap else []
 
 
-def vm_ssh(job: Job, worker: str, command: str) -> str:
+def vm_ssh(job: Job, worker: str, command: str, *, ready: bool = True) -> str:
+    """``command`` on TPU VM worker ``worker`` (a number or ``all``), through :func:`on_host`."""
     return _sh(["gcloud", "compute", "tpus", "tpu-vm", "ssh", job.tpu_name, *_zone(job), *_iap(job),
-                f"--worker={worker}", f"--command={command}"])
+                f"--worker={worker}", f"--command={on_host(command, ready=ready)}"])
 
 
-def node_ssh(job: Job, instance: str, command: str) -> str:
-    """``instance`` may be a shell variable reference such as ``"$LEADER"`` (left unquoted here)."""
-    line = _sh(["gcloud", "compute", "ssh", "INSTANCE", *_zone(job), *_iap(job), f"--command={command}"])
+def node_ssh(job: Job, instance: str, command: str, *, ready: bool = True) -> str:
+    """``command`` on a MIG worker, through :func:`on_host`. ``instance`` may be a shell variable
+    reference such as ``"$LEADER"`` (left unquoted here)."""
+    line = _sh(["gcloud", "compute", "ssh", "INSTANCE", *_zone(job), *_iap(job),
+                f"--command={on_host(command, ready=ready)}"])
     return line.replace("INSTANCE", instance, 1)
 
 
@@ -323,12 +351,19 @@ class Step:
     lines: tuple[str, ...]
 
 
-def _stage(job: Job, repo_models: str) -> list[Step]:
+def _stage(job: Job, repo_models: str, *, stop: bool = False) -> list[Step]:
+    """Copy the scripts to the hosts (and, to train, make the folders on Filestore). To stop on vm,
+    only ~/.tpubuild is needed, so a host that is not ready (still booting, or failed) is staged
+    and stopped too; on node the scripts live on Filestore, which the leader must have mounted."""
     src = f"{repo_models.rstrip('/')}/{MODEL}"
     if job.arch == "vm":
-        mkdir = f"mkdir -p .tpubuild || exit 1; {_dirs_line(job)}"
+        if stop:
+            first = Step("~/.tpubuild on every host", (vm_ssh(job, "all", "mkdir -p .tpubuild", ready=False),))
+        else:
+            first = Step("folders on Filestore and ~/.tpubuild on every host",
+                         (vm_ssh(job, "all", f"mkdir -p .tpubuild || exit 1; {_dirs_line(job)}"),))
         return [
-            Step("folders on Filestore and ~/.tpubuild on every host", (vm_ssh(job, "all", mkdir),)),
+            first,
             Step(f"copy models/{MODEL} to ~/{code_dir(job)} on every host",
                  (_sh(["gcloud", "compute", "tpus", "tpu-vm", "scp", "--recurse", src, f"{job.tpu_name}:.tpubuild/",
                        *_zone(job), *_iap(job), "--worker=all"]),)),
@@ -373,12 +408,13 @@ def plan_train(job: Job, repo_models: str) -> list[Step]:
 def plan_stop(job: Job, repo_models: str) -> list[Step]:
     """Kill the training on every host and free the TPU (vm: whatever holds /dev/accel*, /dev/vfio)."""
     stop = f"bash {code_dir(job)}/stop.sh --arch {job.arch}"
-    steps = _stage(job, repo_models)
+    steps = _stage(job, repo_models, stop=True)
     if job.arch == "vm":
-        return steps + [Step("stop on every host and free the TPU", (vm_ssh(job, "all", stop),))]
-    every = f'for vm in $({node_instances(job)}); do ' + node_ssh(job, '"$vm"', stop) + "; done"
+        return steps + [Step("stop on every host and free the TPU", (vm_ssh(job, "all", stop, ready=False),))]
+    every = f'for vm in $({node_instances(job)}); do ' + node_ssh(job, '"$vm"', stop, ready=False) + "; done"
     return steps + [
-        Step("stop xla_dist on the leader (it stops its workers)", (node_ssh(job, '"$LEADER"', stop + " --leader"),)),
+        Step("stop xla_dist on the leader (it stops its workers)",
+             (node_ssh(job, '"$LEADER"', stop + " --leader", ready=False),)),
         Step("then make sure nothing is left on any worker", (every,)),
     ]
 

@@ -31,3 +31,25 @@ use_python() {
     *) die "--arch must be node, vm or local, not '$arch'" ;;
   esac
 }
+
+# host_env ARCH [--any]: on a TPU host (node, vm) load the XLA environment that
+# env_setup/scripts/startup.sh writes at every boot to /etc/profile.d/tpubuild.sh (PJRT_DEVICE,
+# XRT_TPU_CONFIG, TPUBUILD_*). gcloud's `ssh --command` and xla_dist's ssh run non-login shells,
+# which never read /etc/profile. Unless --any (stop.sh: it must work on any host), a host whose
+# boot has not finished or failed (no /run/tpubuild/ready) stops here with one line saying why.
+# local: nothing. TPUBUILD_PROFILE_D and TPUBUILD_RUN_DIR move both files (tests), as for startup.sh.
+host_env() {
+  local arch=$1 any=${2:-} run_dir=${TPUBUILD_RUN_DIR:-/run/tpubuild} profile why
+  profile="${TPUBUILD_PROFILE_D:-/etc/profile.d}/tpubuild.sh"
+  if [[ $arch == local ]]; then return 0; fi
+  if [[ $any != --any && ! -e $run_dir/ready ]]; then
+    why="startup.sh has not finished"
+    if [[ -r $run_dir/failed ]]; then why="$(cat "$run_dir/failed")"; fi
+    die "$(hostname) is not ready: $run_dir/ready is missing ($why); check its serial console (docs/env_setup.md, Logs and debugging)"
+  fi
+  if [[ -r $profile ]]; then
+    # shellcheck source=/dev/null
+    source "$profile"
+  fi
+  return 0
+}

@@ -18,6 +18,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 case $arch in node | vm | local) ;; *) die "usage: stop.sh --arch node|vm|local [--leader]" ;; esac
+host_env "$arch" --any # TPUBUILD_* when present; a host still booting can be stopped too
 
 # wait_gone PATTERN SECONDS: true once no process matches.
 wait_gone() {

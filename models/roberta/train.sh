@@ -18,13 +18,17 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ -n $log_dir && -n $arch ]] || die "usage: train.sh --log-dir DIR --arch node|vm|local [--conda-env ENV] -- FAIRSEQ_ARGS..."
+# The host's XLA environment (a non-login shell never reads /etc/profile); under xla_dist its own
+# XRT_* variables win (the profile leaves XRT_TPU_CONFIG alone when XRT_LOCAL_WORKER is set).
+host_env "$arch"
+if [[ $arch == vm ]]; then export PJRT_DEVICE="${PJRT_DEVICE:-TPU}"; fi
 py="$(use_python "$arch" "$conda_env")"
 
 host_id=""
 case $arch in
   node) host_id=${XRT_SHARD_ORDINAL:-} ;;
-  vm) host_id="$(curl -sf -m 5 -H 'Metadata-Flavor: Google' \
-        http://metadata.google.internal/computeMetadata/v1/instance/attributes/agent-worker-number || true)" ;;
+  vm) host_id=${TPUBUILD_WORKER_NUMBER:-$(curl -sf -m 5 -H 'Metadata-Flavor: Google' \
+        http://metadata.google.internal/computeMetadata/v1/instance/attributes/agent-worker-number || true)} ;;
   local) host_id=${TPUBUILD_HOST_ID:-0} ;;
 esac
 host_id=${host_id:-$(hostname)}

@@ -17,6 +17,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ -n $conda_env && -n $log_dir && $# -gt 0 ]] || die "usage: xla_dist.sh --conda-env ENV --log-dir DIR -- COMMAND..."
+host_env node
 use_python node "$conda_env" >/dev/null
 mkdir -p "$log_dir"
 log "starting: $*" 2>>"$log_dir/xla_dist.log"
