@@ -134,6 +134,8 @@ def test_auto_key_map(tmp_path: Path) -> None:
     assert decide(SHARED_FS_CAPACITY="2048").only == {"filestore"}
     assert decide(SHARED_FS_TIER="STANDARD").action == "none"  # same tier, seed-era name
     assert decide(SHARED_PD_DISK_SIZE="600").only == {"shared_pd"}
+    # the seeder copies the new dataset, and the workers' read grant on its bucket moves with it
+    assert decide(GCS_DATASET="gs://other-bucket/data/*").only == {"shared_pd", "mig"}
     assert decide(MOUNT_POINT="/mnt/data").only == {"mig"}
     model = decide(ROBERTA_TRAIN_FILE="other.txt")  # read at training time
     assert model.action == "none" and "ROBERTA_TRAIN_FILE" in model.reasons[0]
@@ -158,6 +160,7 @@ def test_auto_vm_hosts_are_the_tpu(tmp_path: Path) -> None:
     mods = ("filestore", "shared_pd", "tpu")
     assert auto.decide(vm(MOUNT_POINT="/mnt/x"), old, plan_modules=mods).only == {"tpu"}
     assert auto.decide(vm(SHARED_FS="other"), old, plan_modules=mods).only == {"filestore", "tpu"}
+    assert auto.decide(vm(GCS_DATASET="gs://bucket-two/x/*"), old, plan_modules=mods).only == {"shared_pd", "tpu"}
     assert auto.decide(vm(TPU_ACCELERATOR_TYPE="v4-64"), old, plan_modules=mods).only == {"tpu"}
 
 

@@ -41,8 +41,9 @@ _HOSTS = ("MIG_SETUP_SCRIPT", "MOUNT_POINT")  # read at boot by every host: the 
 _FILESTORE = ("SHARED_FS", "SHARED_FS_CAPACITY", "SHARED_FS_TIER")
 _SHARED_PD = ("SHARED_PD_DISK_ATTACH", "SHARED_PD_DISK_SIZE", "SHARED_PD_DISK_TYPE", "SHARED_PD_RESTORE",
               "GCS_DATASET", "MIG_SEED_DATA_PREP_SCRIPT")
-#: Keys whose change also changes what the hosts are told (metadata, attached disk, endpoints).
-_ALSO_HOSTS = ("SHARED_FS", "SHARED_FS_TIER", "SHARED_PD_DISK_ATTACH", "SHARED_PD_DISK_TYPE")
+#: Keys whose change also changes what the hosts are told (metadata, attached disk, endpoints) or
+#: may read: the workers' service account is granted read on GCS_DATASET's bucket in mig/tpu_vm.
+_ALSO_HOSTS = ("SHARED_FS", "SHARED_FS_TIER", "SHARED_PD_DISK_ATTACH", "SHARED_PD_DISK_TYPE", "GCS_DATASET")
 
 
 def hosts_module(arch: str) -> str:
