@@ -22,8 +22,9 @@ import pytest
 
 from tests.conftest import REPO, require
 from tests.test_modules_hcl import (
-    META_ATTRS, META_BLOCKS, MODULE_DIRS, MODULES, Module, body_parts, expressions, load_module,
-    parse_file, refs, remote_outputs, unquote, write_module,
+    ALL_DIRS, CHILD_DIRS, META_ATTRS, META_BLOCKS, MODULE_DIRS, MODULES, Module, bind, body_parts, call_args,
+    call_errors, call_source, child_of, expressions, load_dir, load_module, parse_file, refs, remote_outputs,
+    unquote, write_module,
 )
 
 SCHEMA = json.loads((REPO / "tests" / "data" / "provider_schema.json").read_text())
@@ -36,8 +37,8 @@ REMOTE_DIR = {
 
 
 def test_every_module_is_there() -> None:
-    assert sorted(p.name for p in MODULES.iterdir() if p.is_dir()) == sorted(MODULE_DIRS)
-    assert len(TF_FILES) >= 4 * len(MODULE_DIRS)
+    assert sorted(p.name for p in MODULES.iterdir() if p.is_dir()) == sorted(ALL_DIRS)
+    assert len(TF_FILES) >= 4 * len(ALL_DIRS)
 
 
 @pytest.mark.parametrize("path", TF_FILES, ids=lambda p: str(p.relative_to(MODULES)))
@@ -60,7 +61,10 @@ def test_terraform_fmt() -> None:
 @pytest.mark.parametrize("name", MODULE_DIRS)
 def test_root_module_with_gcs_backend_and_pinned_providers(name: str) -> None:
     mod = load_module(name)
-    assert set(mod.files) == {"main.tf", "variables.tf", "outputs.tf", "versions.tf"}
+    assert set(mod.files) - {"moved.tf"} == {"main.tf", "variables.tf", "outputs.tf", "versions.tf"}
+    if "moved.tf" in mod.files:
+        assert {k for k in mod.files["moved.tf"] if not k.startswith("__")} == {"moved"}, "moved.tf holds moved blocks only"
+    assert not [f for f, parsed in mod.files.items() if f != "moved.tf" and "moved" in parsed]
     assert (mod.path / "README.md").is_file()
     [tf] = mod.terraform
     assert unquote(tf["required_version"]) == ">= 1.5"
@@ -76,12 +80,31 @@ def test_root_module_with_gcs_backend_and_pinned_providers(name: str) -> None:
     assert set(mod.providers) == want, "every required provider is configured (project from var.project_id)"
 
 
+@pytest.mark.parametrize("name", CHILD_DIRS)
+def test_child_module_without_backend_or_provider_config(name: str) -> None:
+    """A child module's resources live in its caller's state, with its caller's provider."""
+    mod = load_module(name)
+    assert set(mod.files) == {"main.tf", "variables.tf", "outputs.tf", "versions.tf"}
+    assert (mod.path / "README.md").is_file()
+    [tf] = mod.terraform
+    assert unquote(tf["required_version"]) == ">= 1.5"
+    assert "backend" not in tf and "cloud" not in tf, "a child module has no backend"
+    providers = {k: v for k, v in tf["required_providers"][0].items() if not k.startswith("__")}
+    assert set(providers) == {"google"}
+    assert unquote(providers["google"]["source"]) == "hashicorp/google"
+    assert unquote(providers["google"]["version"]) == ">= 5, < 7"
+    assert mod.providers == {}, "providers come from the caller"
+    assert mod.calls == {} and mod.moved == [], "children stay flat"
+    assert not [k for k in mod.data if k[0] == "terraform_remote_state"], "state is read by the roots only"
+    assert mod.resources, "a child module creates something"
+
+
 def test_tpu_node_readme_says_why_the_pin() -> None:
     text = (MODULES / "tpu_node" / "README.md").read_text()
     assert re.search(r"7\.0 removed .*google_tpu_node|google_tpu_node.* removed in .*7\.0", text, re.S)
 
 
-@pytest.mark.parametrize("name", MODULE_DIRS)
+@pytest.mark.parametrize("name", ALL_DIRS)
 def test_variables_have_description_type_and_validation(name: str) -> None:
     mod = load_module(name)
     for var, body in mod.variables.items():
@@ -94,13 +117,13 @@ def test_variables_have_description_type_and_validation(name: str) -> None:
             assert unquote(val["error_message"]).endswith("."), f"{name}: {var}: error_message must be a sentence"
 
 
-@pytest.mark.parametrize("name", MODULE_DIRS)
+@pytest.mark.parametrize("name", ALL_DIRS)
 def test_outputs_have_descriptions(name: str) -> None:
     for out, body in load_module(name).outputs.items():
         assert unquote(body.get("description", "")).strip(), f"{name}: output {out} has no description"
 
 
-@pytest.mark.parametrize("name", MODULE_DIRS)
+@pytest.mark.parametrize("name", ALL_DIRS)
 def test_readme_lists_every_input_and_output(name: str) -> None:
     mod = load_module(name)
     text = (mod.path / "README.md").read_text()
@@ -116,12 +139,11 @@ def test_readme_lists_every_input_and_output(name: str) -> None:
 # ---- wiring: variables, locals, remote state ----
 
 def _used(mod: Module, kind: str) -> set[str]:
-    everything = [body for parsed in mod.files.values() for key, body in parsed.items() if key != "variable"]
     # a variable's own validation refers to itself: that is not a use
-    return {name for k, name, _ in refs(everything) if k == kind}
+    return {name for k, name, _ in refs(mod.code(with_variables=False)) if k == kind}
 
 
-@pytest.mark.parametrize("name", MODULE_DIRS)
+@pytest.mark.parametrize("name", ALL_DIRS)
 def test_every_variable_declared_and_used(name: str) -> None:
     mod = load_module(name)
     used = _used(mod, "var")
@@ -129,7 +151,7 @@ def test_every_variable_declared_and_used(name: str) -> None:
     assert set(mod.variables) - used == set(), f"{name}: variable declared but never used"
 
 
-@pytest.mark.parametrize("name", MODULE_DIRS)
+@pytest.mark.parametrize("name", ALL_DIRS)
 def test_every_local_defined_and_used(name: str) -> None:
     mod = load_module(name)
     used = _used(mod, "local")
@@ -137,15 +159,17 @@ def test_every_local_defined_and_used(name: str) -> None:
     assert set(mod.locals) - used == set(), f"{name}: local defined but never used"
 
 
-@pytest.mark.parametrize("name", MODULE_DIRS)
+@pytest.mark.parametrize("name", ALL_DIRS)
 def test_resource_and_data_references_exist(name: str) -> None:
     mod = load_module(name)
-    everything = [body for parsed in mod.files.values() for body in parsed.values()]
-    for kind, a, b in refs(everything):
+    for kind, a, b in refs(mod.code()):
         if kind == "resource":
             assert (a, b) in mod.resources, f"{name}: {a}.{b} is referenced but not defined"
         if kind == "data":
             assert (a, b) in mod.data, f"{name}: data.{a}.{b} is referenced but not defined"
+        if kind == "module":
+            assert a in mod.calls, f"{name}: module.{a} is referenced but not called"
+            assert b == "" or b in child_of(mod, a).outputs, f"{name}: module.{a}.{b} is not an output of the child"
 
 
 def _remote_prefix(body: dict[str, Any]) -> tuple[str, str]:
@@ -175,6 +199,199 @@ def test_remote_state_check_catches_a_missing_output(tmp_path: Path) -> None:
     mod = write_module(tmp_path, 'output "x" {\n  value = data.terraform_remote_state.filestore.outputs.nfs_ipp\n}\n')
     used = remote_outputs([b for parsed in mod.files.values() for b in parsed.values()])
     assert used == {("filestore", "nfs_ipp")} and "nfs_ipp" not in load_module("filestore").outputs
+
+
+# ---- module calls: roots → child modules ----
+
+#: Which roots call which child module (by call name). A child that nobody calls is dead code.
+#: Call names are unique across roots: checkov reports a child's resource by its address
+#: (module.<call>.<type>.<name>), so two roots with the same call name would leave one unreported.
+CALLS = {
+    "mig": {"mig_identity": "host_identity", "mig_firewall": "host_firewall"},
+    "tpu_vm": {"tpu_vm_identity": "host_identity", "tpu_vm_firewall": "host_firewall"},
+    "shared_pd": {"seeder_identity": "host_identity"},
+    "tpu_node": {},
+    "filestore": {},
+}
+
+
+@pytest.mark.parametrize("name", MODULE_DIRS)
+def test_module_calls_pass_declared_and_required_variables(name: str) -> None:
+    mod = load_module(name)
+    assert {call: call_source(mod, call).name for call in mod.calls} == CALLS[name]
+    assert call_errors(mod) == []
+    for call in mod.calls:
+        child = child_of(mod, call)
+        assert call_source(mod, call).parent == MODULES and child.path.name in CHILD_DIRS
+        for arg in call_args(mod, call):
+            # passing what the child has a default for is fine; but a root passes no defaults on by hand
+            assert arg in child.variables
+
+
+def test_every_child_module_is_called_and_call_names_are_unique() -> None:
+    called = {child for calls in CALLS.values() for child in calls.values()}
+    assert called == set(CHILD_DIRS)
+    names = [call for calls in CALLS.values() for call in calls]
+    assert len(names) == len(set(names))
+
+
+def test_call_check_catches_an_unknown_or_missing_input(tmp_path: Path) -> None:
+    import shutil as _sh
+    _sh.copytree(MODULES / "host_firewall", tmp_path / "host_firewall")
+    root = write_module(tmp_path / "root", '''
+module "fw" {
+  source               = "../host_firewall"
+  network              = "default"
+  name                 = "worker-x"
+  network_tag          = "worker-x"
+  internal_description = "between the workers"
+  internal_ranges      = ["10.0.0.0/8"]
+}
+module "gone" {
+  source = "../host_nothing"
+}
+module "remote" {
+  source  = "terraform-google-modules/network/google"
+  version = "9.0.0"
+}
+''')
+    assert call_errors(root) == [
+        "root: module.fw: internal_ranges is not a variable of ../host_firewall",
+        "root: module.fw: required variable hosts of ../host_firewall is not passed",
+        "root: module.gone: source ../host_nothing is not a module directory",
+        "root: module.remote: source 'terraform-google-modules/network/google' is not a sibling directory (../<child>)",
+    ]
+
+
+def test_child_modules_are_not_plan_modules() -> None:
+    """builder/tfvars.py writes tfvars for plan modules only; a child module gets its inputs from
+    its caller, so no plan module may map to a child's directory."""
+    from builder import plan
+    from builder.config import load
+    from tests.conftest import EXAMPLES, SHIPPED
+    seen = set()
+    for env in [SHIPPED, *sorted(EXAMPLES.glob("*.env"))]:
+        settings = load(env)
+        for module in plan.make_plan(settings, "create").modules:
+            seen.add(plan.module_dir(settings, module).removeprefix("modules/"))
+    assert seen == set(MODULE_DIRS), "every root is some plan module's directory, and no child is"
+
+
+# ---- moved blocks: the refactor into child modules keeps every remote object ----
+
+#: Addresses that existed before the refactor (with their count/for_each), by root module. Each
+#: must be the ``from`` of a moved block, or an existing environment would destroy and recreate
+#: the service account (new unique id: grants made by hand are lost) and the firewall rules.
+FORMER = {
+    "mig": {"google_service_account.worker": "", "google_project_iam_member.worker": "for_each",
+            "google_storage_bucket_iam_member.dataset": "count", "google_storage_bucket_iam_member.workspace": "",
+            "google_compute_firewall.iap_ssh": "", "google_compute_firewall.internal": ""},
+    "tpu_vm": {"google_service_account.worker": "", "google_project_iam_member.worker": "for_each",
+               "google_storage_bucket_iam_member.dataset": "count", "google_storage_bucket_iam_member.workspace": "",
+               "google_compute_firewall.iap_ssh": "", "google_compute_firewall.internal": ""},
+    "shared_pd": {"google_service_account.seeder": "", "google_project_iam_member.seeder": "",
+                  "google_storage_bucket_iam_member.seeder_dataset": "count",
+                  "google_storage_bucket_iam_member.seeder_workspace": ""},
+}
+_TO = re.compile(r'^module\.(\w+)\.(google_\w+)\.(\w+)(?:\["([^"]+)"\])?$')
+
+
+def _repetition(body: dict[str, Any]) -> str:
+    return "for_each" if "for_each" in body else "count" if "count" in body else ""
+
+
+def moved_errors(mod: Module, former: dict[str, str]) -> list[str]:
+    errors = []
+    name = mod.path.name
+    froms = [f for f, _ in mod.moved]
+    for dup in sorted({f for f in froms if froms.count(f) > 1}):
+        errors.append(f"{name}: {dup} is moved twice")
+    for old in sorted(set(former) - set(froms)):
+        errors.append(f"{name}: {old} is not moved (it would be destroyed and created again)")
+    targets = set()
+    for old, new in mod.moved:
+        where = f"{name}: moved {old} -> {new}"
+        if old not in former:
+            errors.append(f"{where}: {old} is not a former address")
+            continue
+        old_type, old_name = old.split(".")
+        if (old_type, old_name) in mod.resources:
+            errors.append(f"{where}: {old} still exists in the module")
+        m = _TO.match(new)
+        if not m:
+            errors.append(f"{where}: the target is not a resource of a child module")
+            continue
+        call, new_type, new_name, key = m.groups()
+        if call not in mod.calls:
+            errors.append(f"{where}: module.{call} is not called")
+            continue
+        child = child_of(mod, call)
+        body = child.resources.get((new_type, new_name))
+        if new_type != old_type or body is None:
+            errors.append(f"{where}: no {old_type}.{new_name} in {call_source(mod, call).name}")
+            continue
+        targets.add((call, new_type, new_name))
+        if key is None and _repetition(body) != former[old]:
+            errors.append(f"{where}: {former[old] or 'single'} -> {_repetition(body) or 'single'} needs instance keys")
+        if key is not None:
+            keys = bind(body.get("for_each"), call_args(mod, call))
+            if former[old] or not isinstance(keys, list) or f'"{key}"' not in keys:
+                errors.append(f"{where}: [{key!r}] is not an instance the call creates")
+    for call in mod.calls:
+        for new_type, new_name in child_of(mod, call).resources:
+            if (call, new_type, new_name) not in targets:
+                errors.append(f"{name}: module.{call}.{new_type}.{new_name} is new: nothing moves into it")
+    return errors
+
+
+@pytest.mark.parametrize("name", sorted(FORMER))
+def test_moved_blocks_carry_every_former_address_into_the_child(name: str) -> None:
+    assert moved_errors(load_module(name), FORMER[name]) == []
+
+
+@pytest.mark.parametrize("name", sorted(set(MODULE_DIRS) - set(FORMER)))
+def test_modules_without_children_move_nothing(name: str) -> None:
+    mod = load_module(name)
+    assert mod.moved == [] and mod.calls == {}
+
+
+def test_moved_check_catches_what_it_should(tmp_path: Path) -> None:
+    for child in CHILD_DIRS:
+        shutil.copytree(MODULES / child, tmp_path / child)
+    mig = load_module("mig")
+    (tmp_path / "mig").mkdir()
+    for f in ("main.tf", "variables.tf"):
+        shutil.copy(mig.path / f, tmp_path / "mig" / f)
+    (tmp_path / "mig" / "moved.tf").write_text('''
+moved {
+  from = google_service_account.worker
+  to   = module.mig_identity.google_service_account.worker
+}
+moved {
+  from = google_project_iam_member.worker
+  to   = module.mig_identity.google_project_iam_member.project["roles/editor"]
+}
+moved {
+  from = google_storage_bucket_iam_member.dataset
+  to   = module.mig_identity.google_storage_bucket_iam_member.dataset
+}
+moved {
+  from = google_storage_bucket_iam_member.dataset
+  to   = module.mig_identity.google_storage_bucket_iam_member.workspace
+}
+moved {
+  from = google_compute_firewall.iap_ssh
+  to   = module.network.google_compute_firewall.iap_ssh
+}
+''')
+    errors = "\n".join(moved_errors(load_dir(tmp_path / "mig"), FORMER["mig"]))
+    assert "google_compute_firewall.internal is not moved" in errors
+    assert "google_storage_bucket_iam_member.dataset is moved twice" in errors
+    assert "no google_service_account.worker in host_identity" in errors
+    assert "['roles/editor'] is not an instance the call creates" in errors
+    assert "module.network is not called" in errors
+    assert "module.mig_identity.google_service_account.this is new: nothing moves into it" in errors
+    assert "module.mig_firewall.google_compute_firewall.internal is new" in errors
 
 
 # ---- the real provider schema ----
@@ -242,22 +459,21 @@ def test_schema_is_stamped() -> None:
 
 
 def test_schema_covers_every_type_the_modules_use() -> None:
-    used = {(sec, t) for name in MODULE_DIRS for sec, items in (("resources", load_module(name).resources),
+    used = {(sec, t) for name in ALL_DIRS for sec, items in (("resources", load_module(name).resources),
             ("data_sources", load_module(name).data)) for (t, _) in items if t.startswith("google_")}
     have = {(sec, t) for p in ("google", "google-beta") for sec in ("resources", "data_sources") for t in SCHEMA[p][sec]}
     assert used <= have, "regenerate: python tools/provider_schema.py --out tests/data/provider_schema.json"
 
 
-@pytest.mark.parametrize("name", MODULE_DIRS)
+@pytest.mark.parametrize("name", ALL_DIRS)
 def test_arguments_and_blocks_exist_in_the_provider_schema(name: str) -> None:
     assert module_schema_errors(load_module(name)) == []
 
 
-@pytest.mark.parametrize("name", MODULE_DIRS)
+@pytest.mark.parametrize("name", ALL_DIRS)
 def test_referenced_resource_attributes_exist(name: str) -> None:
     mod = load_module(name)
-    everything = [body for parsed in mod.files.values() for body in parsed.values()]
-    for expr in expressions(everything):
+    for expr in expressions(mod.code()):
         for tf_type, res, attr in re.findall(r"(?<![\w.])(google_\w+)\.(\w+)(?:\[[^\]]*\])?\.(\w+)", expr):
             attrs, _ = body_parts(mod.resources[(tf_type, res)])
             schema = SCHEMA[_provider_of(attrs)]["resources"][tf_type]
@@ -377,8 +593,18 @@ def test_checkov_finds_no_failed_check(checkov_report: dict[str, Any]) -> None:
     assert failed == []
     assert summary["parsing_errors"] == 0
     assert summary["passed"] >= 40, "checkov scanned the modules"
-    scanned = {r["resource"].split(".")[0] for r in checkov_report["results"]["passed_checks"]}
+    # a child module's resource is reported as module.<call>.<type>.<name>
+    scanned = {re.sub(r"^(module\.\w+\.)+", "", r["resource"]).split(".")[0] for r in checkov_report["results"]["passed_checks"]}
     assert {"google_compute_firewall", "google_compute_instance_template", "google_project_iam_member"} <= scanned
+    # every child module is scanned as each root instantiates it, with the root's arguments
+    instances = {(r["resource"], r.get("caller_file_path")) for r in checkov_report["results"]["passed_checks"]}
+    for root, calls in CALLS.items():
+        for call, child in calls.items():
+            for tf_type, res in load_module(child).resources:
+                if tf_type in ("google_service_account",):
+                    continue  # checkov has no check for a bare service account
+                assert any(r.startswith(f"module.{call}.{tf_type}.{res}") and caller == f"/{root}/main.tf"
+                           for r, caller in instances), f"checkov did not scan module.{call}.{tf_type}.{res} of {root}"
 
 
 @pytest.mark.checkov

@@ -20,7 +20,13 @@ import pytest
 from tests.conftest import REPO
 
 MODULES = REPO / "modules"
+#: Root modules: each has a backend and its own state, and is a plan module's directory.
 MODULE_DIRS = ("tpu_node", "tpu_vm", "filestore", "shared_pd", "mig")
+#: Child modules: called with ``source = "../<dir>"`` from roots; no backend, no tfvars.
+CHILD_DIRS = ("host_identity", "host_firewall")
+ALL_DIRS = MODULE_DIRS + CHILD_DIRS
+#: Meta-arguments of a ``module`` block; every other argument must be a variable of the child.
+MODULE_META = frozenset({"source", "version", "count", "for_each", "providers", "depends_on"})
 #: Meta-arguments Terraform accepts in every resource / data block; not provider arguments.
 META_ATTRS = frozenset({"count", "for_each", "provider", "depends_on"})
 META_BLOCKS = frozenset({"lifecycle", "connection", "provisioner", "dynamic"})
@@ -86,12 +92,14 @@ def expressions(value: Any) -> list[str]:
     return out
 
 
-_REF = re.compile(r"(?<![\w.])(var|local)\.(\w+)|(?<![\w.])data\.(\w+)\.(\w+)|(?<![\w.])(google_\w+)\.(\w+)")
+_REF = re.compile(r"(?<![\w.])(var|local)\.(\w+)|(?<![\w.])data\.(\w+)\.(\w+)|(?<![\w.])(google_\w+)\.(\w+)"
+                  r"|(?<![\w.])module\.(\w+)(?:\.(\w+))?")
 
 
 def refs(value: Any) -> set[tuple[str, str, str]]:
     """References in a parsed value: ('var', name, ''), ('local', name, ''), ('data', type, name),
-    ('resource', type, name)."""
+    ('resource', type, name), ('module', call, output) (output '' for the whole call, as in
+    depends_on)."""
     found: set[tuple[str, str, str]] = set()
     for expr in expressions(value):
         for m in _REF.finditer(expr):
@@ -99,8 +107,10 @@ def refs(value: Any) -> set[tuple[str, str, str]]:
                 found.add((m.group(1), m.group(2), ""))
             elif m.group(3):
                 found.add(("data", m.group(3), m.group(4)))
-            else:
+            elif m.group(5):
                 found.add(("resource", m.group(5), m.group(6)))
+            else:
+                found.add(("module", m.group(7), m.group(8) or ""))
     return found
 
 
@@ -123,11 +133,23 @@ class Module:
     data: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     terraform: list[dict[str, Any]] = field(default_factory=list)
     providers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: ``module "name" { ... }`` calls by name (their bodies: source and arguments).
+    calls: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: ``moved { from = ..., to = ... }`` blocks, as (from, to) address strings.
+    moved: list[tuple[str, str]] = field(default_factory=list)
 
     def node(self, kind: str, a: str, b: str = "") -> Any:
-        """The parsed body behind a reference from :func:`refs`."""
+        """The parsed body behind a reference from :func:`refs`. A module output depends on the
+        call's arguments (all of them: conservative, the child is not followed)."""
         return {"var": lambda: self.variables[a], "local": lambda: self.locals[a],
-                "data": lambda: self.data[(a, b)], "resource": lambda: self.resources[(a, b)]}[kind]()
+                "data": lambda: self.data[(a, b)], "resource": lambda: self.resources[(a, b)],
+                "module": lambda: self.calls[a]}[kind]()
+
+    def code(self, *, with_variables: bool = True) -> list[Any]:
+        """Every top-level block's body except ``moved`` (whose addresses are not references)
+        and, unless asked, ``variable`` (a validation referring to itself is not a use)."""
+        skip = {"moved"} | (set() if with_variables else {"variable"})
+        return [body for parsed in self.files.values() for key, body in parsed.items() if key not in skip]
 
     def closure(self, start: Any) -> set[tuple[str, str, str]]:
         """Every var/local/data/resource that ``start`` depends on, transitively."""
@@ -169,7 +191,95 @@ def load_dir(path: Path) -> Module:
         mod.terraform += parsed.get("terraform", [])
         for prov in parsed.get("provider", []):
             mod.providers.update({unquote(k): v for k, v in prov.items() if not k.startswith("__")})
+        for call in parsed.get("module", []):
+            mod.calls.update({unquote(k): v for k, v in call.items() if not k.startswith("__")})
+        for mv in parsed.get("moved", []):
+            mod.moved.append((_address(mv["from"]), _address(mv["to"])))
     return mod
+
+
+def _address(value: str) -> str:
+    return value.removeprefix("${").removesuffix("}")
+
+
+# ---- module calls: a root's child modules, instantiated with the call's arguments ----
+
+def call_source(mod: Module, call: str) -> Path:
+    """Directory of a local child module (``source = "../x"``), resolved from the caller."""
+    source = unquote(mod.calls[call]["source"])
+    return (mod.path / source).resolve()
+
+
+def call_args(mod: Module, call: str) -> dict[str, Any]:
+    """The arguments a call passes to the child's variables (meta-arguments left out)."""
+    return {unquote(k): v for k, v in mod.calls[call].items() if not k.startswith("__") and k not in MODULE_META}
+
+
+def child_of(mod: Module, call: str) -> Module:
+    return load_dir(call_source(mod, call))
+
+
+def call_errors(mod: Module) -> list[str]:
+    """A call must name a local child module of modules/ (``../<dir>``, no version), pass only
+    that module's variables and every variable it requires."""
+    errors = []
+    for call, body in mod.calls.items():
+        where = f"{mod.path.name}: module.{call}"
+        source = unquote(body.get("source", ""))
+        if not (isinstance(source, str) and source.startswith("../") and source.count("/") == 1):
+            errors.append(f"{where}: source {source!r} is not a sibling directory (../<child>)")
+            continue
+        if "version" in body:
+            errors.append(f"{where}: a local module takes no version")
+        path = call_source(mod, call)
+        if not path.is_dir() or not list(path.glob("*.tf")):
+            errors.append(f"{where}: source {source} is not a module directory")
+            continue
+        child = load_dir(path)
+        args = set(call_args(mod, call))
+        for name in sorted(args - set(child.variables)):
+            errors.append(f"{where}: {name} is not a variable of {source}")
+        required = {n for n, b in child.variables.items() if "default" not in b}
+        for name in sorted(required - args):
+            errors.append(f"{where}: required variable {name} of {source} is not passed")
+    return errors
+
+
+_WHOLE_VAR = re.compile(r"^\$\{var\.(\w+)\}$")
+
+
+def bind(value: Any, values: dict[str, Any]) -> Any:
+    """``value`` with every string that is exactly ``${var.X}`` replaced by ``values[X]`` (when
+    X is there). References inside longer expressions stay as they are."""
+    if isinstance(value, dict):
+        return {k: bind(v, values) for k, v in value.items()}
+    if isinstance(value, list):
+        return [bind(v, values) for v in value]
+    if isinstance(value, str) and (m := _WHOLE_VAR.match(value)) and m.group(1) in values:
+        return values[m.group(1)]
+    return value
+
+
+def defaults(mod: Module) -> dict[str, Any]:
+    return {n: b["default"] for n, b in mod.variables.items() if "default" in b}
+
+
+def effective_resources(mod: Module) -> dict[tuple[str, str], dict[str, Any]]:
+    """The module's resources with its child modules' resources, as Terraform would create them:
+    a child's resource is keyed ``(type, "module.<call>.<name>")`` and its ``${var.X}`` values
+    are bound to the call's arguments (or the child's defaults). The module's own ``${var.X}``
+    are bound to its defaults, as a root applied with its default values."""
+    return _instantiate(mod, defaults(mod))
+
+
+def _instantiate(mod: Module, values: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    out = {key: bind(body, values) for key, body in mod.resources.items()}
+    for call in mod.calls:
+        child = child_of(mod, call)
+        child_values = {**defaults(child), **bind(call_args(mod, call), values)}
+        for (tf_type, name), body in _instantiate(child, child_values).items():
+            out[(tf_type, f"module.{call}.{name}")] = body
+    return out
 
 
 @cache
@@ -242,7 +352,27 @@ def test_reader_finds_references_transitively(tmp_path: Path) -> None:
     assert not any(kind == "resource" and name == "module" for kind, name, _ in refs(template))
 
 
-@pytest.mark.parametrize("name", MODULE_DIRS)
+def test_reader_reads_calls_and_moved_blocks_and_binds_arguments(tmp_path: Path) -> None:
+    (tmp_path / "child").mkdir()
+    (tmp_path / "child" / "main.tf").write_text(
+        'variable "ranges" {\n  type    = list(string)\n  default = null\n}\nvariable "tag" {\n  type = string\n}\n'
+        'resource "google_compute_firewall" "f" {\n  source_ranges = var.ranges\n  target_tags   = [var.tag]\n'
+        '  name          = "${var.tag}-f"\n}\n')
+    root = write_module(tmp_path / "root", 'module "fw" {\n  source = "../child"\n  tag    = local.t\n  colour = 1\n'
+                        '  depends_on = [module.other]\n}\nmoved {\n  from = google_compute_firewall.f\n'
+                        '  to   = module.fw.google_compute_firewall.f\n}\noutput "x" {\n  value = module.fw.name\n}\n')
+    assert set(root.calls) == {"fw"} and call_args(root, "fw") == {"tag": "${local.t}", "colour": 1}
+    assert root.moved == [("google_compute_firewall.f", "module.fw.google_compute_firewall.f")]
+    assert ("module", "fw", "name") in refs(root.code()) and ("module", "other", "") in refs(root.code())
+    assert not any(kind == "resource" for kind, _, _ in refs(root.code())), "moved addresses are not references"
+    [(key, fw)] = effective_resources(root).items()
+    assert key == ("google_compute_firewall", "module.fw.f")
+    assert fw["target_tags"] == ["${local.t}"] and fw["source_ranges"] is None, "bound to the call, else the default"
+    assert fw["name"] == '"${var.tag}-f"', "only whole-value references are bound"
+    assert call_errors(root) == ["root: module.fw: colour is not a variable of ../child"]
+
+
+@pytest.mark.parametrize("name", ALL_DIRS)
 def test_every_module_loads(name: str) -> None:
     mod = load_module(name)
     assert {"main.tf", "variables.tf", "outputs.tf", "versions.tf"} <= set(mod.files)

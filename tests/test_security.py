@@ -10,6 +10,10 @@
   the seeder's account (modules/shared_pd) has the storage reads and logging.logWriter only;
 * OS Login, no project-wide SSH keys, shielded VMs, our own service account on every host.
 
+The identity and the firewall rules live in the child modules host_identity and host_firewall; a
+root is checked with its children instantiated (``effective_resources``: each child resource
+with the call's arguments bound), and each child alone with its defaults.
+
 Each checker is also run on a deliberately bad module, so a checker that sees nothing fails.
 """
 
@@ -22,7 +26,10 @@ from typing import Any
 
 import pytest
 
-from tests.test_modules_hcl import MODULE_DIRS, Module, body_parts, load_module, unquote, write_module
+from tests.test_modules_hcl import (
+    ALL_DIRS, MODULES, Module, body_parts, call_args, call_source, child_of, effective_resources, load_module, unquote,
+    write_module,
+)
 
 IAP_RANGE = "35.235.240.0/20"
 WORKER_MODULES = ("mig", "tpu_vm")
@@ -54,14 +61,16 @@ def _reaches_port_22(rule: dict[str, Any]) -> bool:
 
 
 def firewall_problems(mod: Module) -> list[str]:
+    """Firewall rules of the module and of its child modules (as the module calls them)."""
     problems = []
-    for (tf_type, name), body in mod.resources.items():
+    for (tf_type, name), body in effective_resources(mod).items():
         if tf_type != "google_compute_firewall":
             continue
         where = f"{mod.path.name}: {tf_type}.{name}"
         attrs, _ = body_parts(body)
         direction = unquote(attrs.get("direction", '"INGRESS"'))
-        ranges = [unquote(r) for r in _list(attrs.get("source_ranges", []))]
+        # null (a child's default) leaves source_ranges unset
+        ranges = [unquote(r) for r in _list(attrs.get("source_ranges") or [])]
         if direction != "INGRESS":
             continue
         if not ranges and not attrs.get("source_tags") and not attrs.get("source_service_accounts"):
@@ -124,57 +133,113 @@ def external_ip_problems(mod: Module) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("name", MODULE_DIRS)
+@pytest.mark.parametrize("name", ALL_DIRS)
 def test_no_firewall_open_to_the_internet_and_ssh_only_through_iap(name: str) -> None:
     assert firewall_problems(load_module(name)) == []
 
 
-@pytest.mark.parametrize("name", MODULE_DIRS)
+@pytest.mark.parametrize("name", ALL_DIRS)
 def test_no_external_ip_by_default(name: str) -> None:
     assert external_ip_problems(load_module(name)) == []
+
+
+def _firewalls(mod: Module) -> dict[str, dict[str, Any]]:
+    return {n: b for (t, n), b in effective_resources(mod).items() if t == "google_compute_firewall"}
 
 
 @pytest.mark.parametrize("name", WORKER_MODULES)
 def test_iap_ssh_rule_targets_the_hosts(name: str) -> None:
     mod = load_module(name)
-    ssh = [b for (t, _), b in mod.resources.items() if t == "google_compute_firewall" and _reaches_port_22(b)
-           and IAP_RANGE in [unquote(r) for r in b.get("source_ranges", [])]]
+    rules = _firewalls(mod)
+    assert set(rules) == {f"module.{name}_firewall.iap_ssh", f"module.{name}_firewall.internal"}, "the rules come from host_firewall"
+    ssh = [b for b in rules.values() if _reaches_port_22(b) and IAP_RANGE in [unquote(r) for r in b.get("source_ranges") or []]]
     assert len(ssh) == 1, f"{name}: exactly one IAP SSH rule"
     [rule] = ssh
     assert [unquote(r) for r in rule["source_ranges"]] == [IAP_RANGE]
     assert "source_tags" not in rule
     [host] = [b for (t, _), b in mod.resources.items() if t in ("google_compute_instance_template", "google_tpu_v2_vm")]
     assert rule["target_tags"] == host["tags"] == ["${local.tag}"]
+    internal = rules[f"module.{name}_firewall.internal"]
+    assert internal["source_tags"] == internal["target_tags"] == ["${local.tag}"]
+    # node: the TPU Node's workers reach the MIG workers; vm: only the hosts themselves
+    want = ["${data.terraform_remote_state.tpu.outputs.cidr_block}"] if name == "mig" else None
+    assert internal["source_ranges"] == want
+
+
+def _text(mod: Module) -> str:
+    """The module's .tf text with its children's main.tf (their resources; a child's variables.tf
+    may list roles it refuses)."""
+    files = sorted(mod.path.glob("*.tf")) + [call_source(mod, call) / "main.tf" for call in mod.calls]
+    return "\n".join(p.read_text() for p in files)
+
+
+def _identity_call(mod: Module, call: str) -> Module:
+    """The call's child is host_identity, bound to the root's own environment and buckets."""
+    assert call_source(mod, call) == MODULES / "host_identity"
+    args = call_args(mod, call)
+    for var in ("project_id", "env_name", "state_bucket", "dataset_bucket"):
+        assert args[var] == f"${{var.{var}}}", f"{mod.path.name}: module.{call} must get the root's {var}"
+    child = child_of(mod, call)
+    assert child.locals["member"] == '"serviceAccount:${google_service_account.this.email}"'
+    assert child.outputs["member"]["value"] == "${local.member}"
+    assert child.outputs["email"]["value"] == "${google_service_account.this.email}"
+    return child
+
+
+def test_host_identity_allows_only_the_log_and_metric_roles() -> None:
+    """Its own validation refuses any other project role, whoever calls it."""
+    mod = load_module("host_identity")
+    [validation] = mod.variables["project_roles"]["validation"]
+    allowed = re.search(r"contains\(\[(.*?)\]", validation["condition"]).group(1)
+    assert {unquote(r.strip()) for r in allowed.split(",")} == WORKER_ROLES
+    assert set(re.findall(r'"(roles/[\w.]+)"', (mod.path / "main.tf").read_text())) == {"roles/storage.objectViewer"}
+
+
+def _grants(mod: Module, call: str, project_roles: set[str]) -> None:
+    """The identity grants of ``module.<call>`` as the root instantiates them."""
+    res = effective_resources(mod)
+    prefix = f"module.{call}."
+    project = {n: b for (t, n), b in res.items() if t == "google_project_iam_member" and n.startswith(prefix)}
+    assert set(project) == {prefix + "project"}
+    assert {unquote(r) for r in project[prefix + "project"]["for_each"]} == project_roles
+    assert project[prefix + "project"]["role"] == "${each.value}"
+    buckets = {n: b for (t, n), b in res.items() if t == "google_storage_bucket_iam_member"}
+    assert set(buckets) == {prefix + "dataset", prefix + "workspace"}, "no bucket grant outside host_identity"
+    assert {unquote(b["role"]) for b in buckets.values()} == {"roles/storage.objectViewer"}
+    assert buckets[prefix + "dataset"]["bucket"] == "${var.dataset_bucket}"
+    assert buckets[prefix + "dataset"]["count"] == '${var.dataset_bucket == "" ? 0 : 1}'
+    assert buckets[prefix + "workspace"]["bucket"] == "${var.state_bucket}"
+    [(condition, _)] = body_parts(buckets[prefix + "workspace"])[1]["condition"]
+    assert "objects/workspace/${var.env_name}/" in condition["expression"], "the state bucket grant is limited to the workspace"
+    assert 'resource.type == \\"storage.googleapis.com/Bucket\\"' in condition["expression"]
+    assert {b["member"] for (t, n), b in res.items() if t.endswith("_iam_member") and n.startswith(prefix)} == {"${local.member}"}
 
 
 @pytest.mark.parametrize("name", WORKER_MODULES)
 def test_worker_service_account_is_least_privilege(name: str) -> None:
     mod = load_module(name)
-    types = {t for t, _ in mod.resources}
+    res = effective_resources(mod)
+    types = {t for t, _ in res}
     assert not {t for t in types if t.endswith(("_iam_binding", "_iam_policy"))}, "authoritative IAM would clobber others' grants"
-    text = "\n".join(p.read_text() for p in mod.path.glob("*.tf"))
-    assert set(re.findall(r'"(roles/[\w.]+)"', text)) == WORKER_ROLES | {"roles/storage.objectViewer"}
-    project_grants = {n: b for (t, n), b in mod.resources.items() if t == "google_project_iam_member"}
-    assert set(re.findall(r"roles/[\w.]+", project_grants["worker"]["for_each"])) == WORKER_ROLES
-    roles = {n: b for (t, n), b in mod.resources.items() if t == "google_project_iam_custom_role"}
+    assert set(re.findall(r'"(roles/[\w.]+)"', _text(mod))) == WORKER_ROLES | {"roles/storage.objectViewer"}
+    call = f"{name}_identity"
+    _identity_call(mod, call)
+    assert [n for (t, n) in res if t == "google_service_account"] == [f"module.{call}.this"], "one account, from host_identity"
+    _grants(mod, call, WORKER_ROLES)
+    project_grants = {n: b for (t, n), b in res.items() if t == "google_project_iam_member"}
+    roles = {n: b for (t, n), b in res.items() if t == "google_project_iam_custom_role"}
     if name == "mig":
-        assert set(project_grants) == {"worker", "mig_reader"} and set(roles) == {"mig_reader"}
+        assert set(project_grants) == {f"module.{call}.project", "mig_reader"} and set(roles) == {"mig_reader"}
         assert [unquote(p) for p in roles["mig_reader"]["permissions"]] == MIG_READER_PERMISSIONS
         assert project_grants["mig_reader"]["role"] == "${google_project_iam_custom_role.mig_reader.name}"
-        # the workers boot only once they may list their group
+        assert project_grants["mig_reader"]["member"] == f"${{module.{call}.member}}"
+        # the workers boot only once they may list their group, read the buckets and write logs
         manager = next(b for (t, _), b in mod.resources.items() if t == "google_compute_instance_group_manager")
-        assert "${google_project_iam_member.mig_reader}" in manager["depends_on"]
+        assert {"${google_project_iam_member.mig_reader}", f"${{module.{call}}}"} <= set(manager["depends_on"])
     else:
-        assert set(project_grants) == {"worker"} and roles == {}, "TPU VM hosts elect by worker number"
-    buckets = {n: b for (t, n), b in mod.resources.items() if t == "google_storage_bucket_iam_member"}
-    assert set(buckets) == {"dataset", "workspace"}
-    assert {unquote(b["role"]) for b in buckets.values()} == {"roles/storage.objectViewer"}
-    assert buckets["dataset"]["bucket"] == "${var.dataset_bucket}"
-    [(condition, _)] = body_parts(buckets["workspace"])[1]["condition"]
-    assert "objects/workspace/${var.env_name}/" in condition["expression"], "the state bucket grant is limited to the workspace"
-    members = {b["member"] for (t, _), b in mod.resources.items() if t.endswith("_iam_member")}
-    assert members == {"${local.member}"}
-    assert mod.locals["member"] == '"serviceAccount:${google_service_account.worker.email}"'
+        assert set(project_grants) == {f"module.{call}.project"} and roles == {}, "TPU VM hosts elect by worker number"
+        vm = next(b for (t, _), b in mod.resources.items() if t == "google_tpu_v2_vm")
+        assert {f"${{module.{call}}}", f"${{module.{name}_firewall}}"} <= set(vm["depends_on"])
 
 
 @pytest.mark.parametrize("name", WORKER_MODULES)
@@ -190,7 +255,8 @@ def test_hosts_use_os_login_shielded_vm_and_their_own_account(name: str) -> None
     assert metadata["startup-script"] == '${file("${path.module}/../../env_setup/scripts/startup.sh")}'
     _, blocks = body_parts(host)
     [(account, _)] = blocks["service_account"]
-    assert account["email"] == "${google_service_account.worker.email}", "never the default compute account"
+    assert account["email"] == f"${{module.{name}_identity.email}}", "never the default compute account"
+    _identity_call(mod, f"{name}_identity")
     if kind == "google_compute_instance_template":
         [(shielded, _)] = blocks["shielded_instance_config"]
         assert shielded == {**shielded, "enable_secure_boot": True, "enable_vtpm": True, "enable_integrity_monitoring": True}
@@ -219,20 +285,18 @@ def test_mig_reader_role_covers_every_compute_call_of_startup_sh() -> None:
 
 def test_seeder_service_account_is_least_privilege() -> None:
     mod = load_module("shared_pd")
-    types = {t for t, _ in mod.resources}
+    res = effective_resources(mod)
+    types = {t for t, _ in res}
     assert not {t for t in types if t.endswith(("_iam_binding", "_iam_policy"))}
-    text = "\n".join(p.read_text() for p in mod.path.glob("*.tf"))
-    assert set(re.findall(r'"(roles/[\w.]+)"', text)) == {"roles/logging.logWriter", "roles/storage.objectViewer"}
+    assert set(re.findall(r'"(roles/[\w.]+)"', _text(mod))) == {"roles/logging.logWriter", "roles/storage.objectViewer"}
     assert "google_project_iam_custom_role" not in types
-    grants = {(t, n): b for (t, n), b in mod.resources.items() if t.endswith("_iam_member")}
-    assert set(grants) == {("google_project_iam_member", "seeder"), ("google_storage_bucket_iam_member", "seeder_dataset"),
-                           ("google_storage_bucket_iam_member", "seeder_workspace")}
-    assert unquote(grants["google_project_iam_member", "seeder"]["role"]) == "roles/logging.logWriter"
-    assert grants["google_storage_bucket_iam_member", "seeder_dataset"]["bucket"] == "${var.dataset_bucket}"
-    [(condition, _)] = body_parts(grants["google_storage_bucket_iam_member", "seeder_workspace"])[1]["condition"]
-    assert "objects/workspace/${var.env_name}/" in condition["expression"]
-    assert {b["member"] for b in grants.values()} == {"${local.seeder_member}"}
-    assert mod.locals["seeder_member"] == '"serviceAccount:${google_service_account.seeder.email}"'
+    _identity_call(mod, "seeder_identity")
+    grants = {(t, n) for (t, n) in res if t.endswith("_iam_member")}
+    assert grants == {("google_project_iam_member", "module.seeder_identity.project"),
+                      ("google_storage_bucket_iam_member", "module.seeder_identity.dataset"),
+                      ("google_storage_bucket_iam_member", "module.seeder_identity.workspace")}
+    _grants(mod, "seeder_identity", {"roles/logging.logWriter"})
+    assert mod.outputs["seeder_service_account_email"]["value"] == "${module.seeder_identity.email}"
 
 
 def test_shared_pd_is_attached_read_only() -> None:
@@ -309,6 +373,30 @@ resource "google_tpu_v2_vm" "t" {
   }
 }
 '''
+
+
+def test_firewall_checker_follows_module_calls(tmp_path: Path) -> None:
+    """A root that passes an open range to host_firewall is caught (and host_firewall's own
+    validation would refuse it too)."""
+    import shutil
+    shutil.copytree(MODULES / "host_firewall", tmp_path / "host_firewall")
+    root = write_module(tmp_path / "root", '''
+module "fw" {
+  source                 = "../host_firewall"
+  network                = "default"
+  name                   = "w"
+  network_tag            = "w"
+  hosts                  = "workers"
+  internal_description   = "x"
+  internal_source_ranges = ["0.0.0.0/0", "8.8.8.0/24"]
+}
+''')
+    fw = "\n".join(firewall_problems(root))
+    assert "module.fw.internal: source range 0.0.0.0/0 is the whole internet" in fw
+    assert "module.fw.internal: source range 8.8.8.0/24 is public" in fw
+    assert "iap_ssh" not in fw
+    [validation] = load_module("host_firewall").variables["internal_source_ranges"]["validation"]
+    assert '!endswith(r, \"/0\")' in validation["condition"]
 
 
 def test_checkers_catch_open_ranges_and_external_ips(tmp_path: Path) -> None:

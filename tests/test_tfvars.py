@@ -19,7 +19,7 @@ from builder.config import load
 from builder.errors import BadInput, ConfigError
 from builder.plan import module_dir
 from tests.conftest import EXAMPLES, SHIPPED
-from tests.test_modules_hcl import Module, body_parts, load_module, unquote
+from tests.test_modules_hcl import CHILD_DIRS, Module, body_parts, call_args, child_of, load_module, unquote
 
 ENV_FILES = [SHIPPED, *sorted(EXAMPLES.glob("*.env"))]
 
@@ -53,11 +53,13 @@ def _validation_verdicts(mod: Module, values: dict[str, Any]) -> list[tuple[str,
             cond = val["condition"]
             if m := _REGEX.match(cond):
                 empty_ok, pattern, var = m.groups()
+                if var not in values:  # a child's input the caller computes (checked elsewhere)
+                    continue
                 value = values[var]
                 pattern = pattern.encode().decode("unicode_escape")
                 ok = (empty_ok is not None and value == "") or re.search(pattern, value) is not None
                 verdicts.append((name, ok))
-            elif m := _CONTAINS.match(cond):
+            elif (m := _CONTAINS.match(cond)) and m.group(2) in values:
                 options = [unquote(o.strip()) for o in m.group(1).split(",")]
                 verdicts.append((name, values[m.group(2)] in options))
     return verdicts
@@ -111,6 +113,66 @@ def test_strict_rule_fails_when_either_side_changes(tmp_path: Path) -> None:
     assert values - declared == {"size_gb"} and declared - values == {"disk_size_gb", "extra"}
 
 
+# ---- child modules: no tfvars of their own; their inputs come from the roots' ----
+
+@pytest.mark.parametrize("env", ENV_FILES, ids=lambda p: p.name)
+def test_child_modules_get_no_tfvars(env: Path) -> None:
+    settings = load(env)
+    dirs = {module_dir(settings, m).removeprefix("modules/") for m in tfvars.all_for(settings)}
+    assert dirs and not dirs & set(CHILD_DIRS)
+    for child in CHILD_DIRS:
+        with pytest.raises(BadInput, match=child):
+            tfvars.for_module(settings, child)
+
+
+_INTERP = re.compile(r"\$\{var\.(\w+)\}")
+
+
+def _render(arg: Any, values: dict[str, Any]) -> Any:
+    """A call argument with the root's tfvars put in: ``${var.X}``, a string made of literal text
+    and ``${var.X}``, or a list of those. None when it needs more (locals, data, functions)."""
+    if isinstance(arg, list):
+        items = [_render(a, values) for a in arg]
+        return None if any(i is None for i in items) else items
+    if not isinstance(arg, str):
+        return arg
+    if m := re.fullmatch(r"\$\{var\.(\w+)\}", arg):
+        return values[m.group(1)]
+    text = unquote(arg)
+    if arg.startswith('"') and "${" not in _INTERP.sub("", text):
+        return _INTERP.sub(lambda m: str(values[m.group(1)]), text)
+    return None
+
+
+@pytest.mark.parametrize("env", ENV_FILES, ids=lambda p: p.name)
+def test_tfvars_pass_the_child_modules_validations_through_the_calls(env: Path) -> None:
+    """The values a root hands its children (its own tfvars, literal text around them) pass the
+    children's validations: account ids, env name, buckets, condition title."""
+    settings = load(env)
+    checked = set()
+    for plan_module, values in tfvars.all_for(settings).items():
+        mod = _module_for(settings, plan_module)
+        for call in mod.calls:
+            child = child_of(mod, call)
+            rendered = {k: v for k, v in ((k, _render(a, values)) for k, a in call_args(mod, call).items()) if v is not None}
+            verdicts = _validation_verdicts(child, rendered)
+            assert [n for n, ok in verdicts if not ok] == [], f"{plan_module}: module.{call} would reject these"
+            checked |= {f"{call}.{n}" for n, _ in verdicts}
+    want = {"seeder_identity.account_id", "seeder_identity.workspace_condition_title", "seeder_identity.dataset_bucket"}
+    assert want <= checked
+    hosts = "mig" if settings.arch == "node" else "tpu_vm"
+    assert {f"{hosts}_identity.account_id", f"{hosts}_identity.state_bucket", f"{hosts}_firewall.network",
+            f"{hosts}_firewall.name", f"{hosts}_firewall.hosts"} <= checked
+
+
+def test_child_validation_rejects_what_the_api_would() -> None:
+    mod = load_module("host_firewall")
+    good = {"network": "default", "name": "w" * 54, "network_tag": "w", "hosts": "TPU VM hosts"}
+    assert all(ok for _, ok in _validation_verdicts(mod, good))
+    bad = {**good, "name": "w" * 55, "hosts": "hosts; rm"}
+    assert {n for n, ok in _validation_verdicts(mod, bad) if not ok} == {"name", "hosts"}
+
+
 # ---- the resize guarantee ----
 
 def _template_inputs(mod: Module) -> set[str]:
@@ -130,6 +192,7 @@ def test_resize_changes_only_tpu_and_mig_size(make_env: Callable[..., Path]) -> 
     mig = load_module("mig")
     inputs = _template_inputs(mig)
     assert {"machine_type", "boot_disk_size_gb", "network", "labels"} <= inputs, "the closure found the template's inputs"
+    assert "service_account_id" in inputs, "the closure follows the template's account into module.mig_identity's call"
     assert inputs.isdisjoint(changed["mig"]), "the instance template depends on the TPU size"
     assert {k: small["mig"][k] for k in inputs} == {k: big["mig"][k] for k in inputs}
 

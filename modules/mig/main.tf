@@ -38,14 +38,13 @@ data "google_compute_image" "pinned" {
 }
 
 locals {
-  # Network tag of the workers; the firewall rules below target it.
+  # Network tag of the workers; the firewall rules (module.mig_firewall) target it.
   tag = var.name
   # The shared PD shows up on every worker as /dev/disk/by-id/google-<device name>.
   pd_device = "shared-pd"
   image = (var.image_version == ""
     ? "projects/${var.source_image_project}/global/images/family/${var.source_image_family}"
   : one(data.google_compute_image.pinned[*].self_link))
-  member = "serviceAccount:${google_service_account.worker.email}"
 
   # Everything here is independent of the TPU size, so a resize never changes the template.
   # The TPU's name and endpoints change with it and live in the MIG's all_instances_config.
@@ -65,19 +64,20 @@ locals {
   }
 }
 
-# ---- the workers' own, least-privilege identity ----
+# ---- the workers' own, least-privilege identity (modules/host_identity) ----
 
-resource "google_service_account" "worker" {
-  account_id   = var.service_account_id
-  display_name = "tpubuild ${var.env_name} MIG workers"
-  description  = "Identity of the ${var.name} workers: reads the dataset and its workspace, writes logs and metrics."
-}
+module "mig_identity" {
+  source = "../host_identity"
 
-resource "google_project_iam_member" "worker" {
-  for_each = toset(["roles/logging.logWriter", "roles/monitoring.metricWriter"])
-  project  = var.project_id
-  role     = each.value
-  member   = local.member
+  project_id                = var.project_id
+  account_id                = var.service_account_id
+  display_name              = "tpubuild ${var.env_name} MIG workers"
+  description               = "Identity of the ${var.name} workers: reads the dataset and its workspace, writes logs and metrics."
+  project_roles             = ["roles/logging.logWriter", "roles/monitoring.metricWriter"]
+  env_name                  = var.env_name
+  state_bucket              = var.state_bucket
+  workspace_condition_title = "tpubuild-workspace-${var.env_name}"
+  dataset_bucket            = var.dataset_bucket
 }
 
 # Leader election (env_setup/scripts/startup.sh) runs
@@ -97,71 +97,20 @@ resource "google_project_iam_custom_role" "mig_reader" {
 resource "google_project_iam_member" "mig_reader" {
   project = var.project_id
   role    = google_project_iam_custom_role.mig_reader.name
-  member  = local.member
+  member  = module.mig_identity.member
 }
 
-resource "google_storage_bucket_iam_member" "dataset" {
-  count  = var.dataset_bucket == "" ? 0 : 1
-  bucket = var.dataset_bucket
-  role   = "roles/storage.objectViewer"
-  member = local.member
-}
+# ---- network access (modules/host_firewall): IAP-only SSH, and worker <-> TPU / worker <-> worker inside the VPC ----
 
-# Read the environment's workspace (model code, setup script) in the state bucket, and nothing
-# else in it: not the Terraform state. Listing is a bucket-level permission, so the condition
-# lets the bucket itself through (object names are listable, their contents are not readable).
-resource "google_storage_bucket_iam_member" "workspace" {
-  bucket = var.state_bucket
-  role   = "roles/storage.objectViewer"
-  member = local.member
+module "mig_firewall" {
+  source = "../host_firewall"
 
-  condition {
-    title       = "tpubuild-workspace-${var.env_name}"
-    description = "Objects under workspace/${var.env_name}/ only"
-    expression  = "resource.type == \"storage.googleapis.com/Bucket\" || resource.name.startsWith(\"projects/_/buckets/${var.state_bucket}/objects/workspace/${var.env_name}/\")"
-  }
-}
-
-# ---- network access: IAP-only SSH, and worker <-> TPU / worker <-> worker inside the VPC ----
-
-resource "google_compute_firewall" "iap_ssh" {
-  name          = "${var.name}-iap-ssh"
-  network       = var.network
-  description   = "SSH to the ${var.name} workers through Identity-Aware Proxy TCP forwarding only."
-  direction     = "INGRESS"
-  source_ranges = ["35.235.240.0/20"]
-  target_tags   = [local.tag]
-
-  allow {
-    protocol = "tcp"
-    ports    = ["22"]
-  }
-
-  log_config {
-    metadata = "INCLUDE_ALL_METADATA"
-  }
-}
-
-resource "google_compute_firewall" "internal" {
-  name          = "${var.name}-internal"
-  network       = var.network
-  description   = "XRT traffic between the ${var.name} workers and from the TPU's workers to them."
-  direction     = "INGRESS"
-  source_tags   = [local.tag]
-  source_ranges = [data.terraform_remote_state.tpu.outputs.cidr_block]
-  target_tags   = [local.tag]
-
-  allow {
-    protocol = "tcp"
-  }
-
-  allow {
-    protocol = "udp"
-  }
-
-  allow {
-    protocol = "icmp"
-  }
+  network                = var.network
+  name                   = var.name
+  network_tag            = local.tag
+  hosts                  = "workers"
+  internal_description   = "XRT traffic between the ${var.name} workers and from the TPU's workers to them."
+  internal_source_ranges = [data.terraform_remote_state.tpu.outputs.cidr_block]
 }
 
 # ---- the workers ----
@@ -209,7 +158,7 @@ resource "google_compute_instance_template" "worker" {
   }
 
   service_account {
-    email  = google_service_account.worker.email
+    email  = module.mig_identity.email
     scopes = ["https://www.googleapis.com/auth/cloud-platform"]
   }
 
@@ -272,9 +221,7 @@ resource "google_compute_instance_group_manager" "workers" {
   }
 
   depends_on = [
-    google_project_iam_member.worker,
+    module.mig_identity,
     google_project_iam_member.mig_reader,
-    google_storage_bucket_iam_member.dataset,
-    google_storage_bucket_iam_member.workspace,
   ]
 }

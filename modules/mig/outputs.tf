@@ -20,7 +20,7 @@ output "instance_template" {
 
 output "service_account_email" {
   description = "Email of the workers' service account."
-  value       = google_service_account.worker.email
+  value       = module.mig_identity.email
 }
 
 output "network_tag" {

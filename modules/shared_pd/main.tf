@@ -27,41 +27,19 @@ resource "google_compute_disk" "this" {
 # first create; so the VM cannot run as the hosts' account, and the project's default compute
 # account is Editor in older projects and has no roles at all where the organisation turned
 # automatic grants off. It runs as this account instead, which can only read the dataset and
-# the environment's workspace (the prep script) and write logs.
+# the environment's workspace (MIG_SEED_DATA_PREP_SCRIPT is read from there) and write logs
+# (modules/host_identity).
 
-locals {
-  seeder_member = "serviceAccount:${google_service_account.seeder.email}"
-}
+module "seeder_identity" {
+  source = "../host_identity"
 
-resource "google_service_account" "seeder" {
-  account_id   = var.seeder_service_account_id
-  display_name = "tpubuild ${var.env_name} shared PD seeder"
-  description  = "Identity of the seed-${var.env_name} VM: reads the dataset and its workspace, writes logs."
-}
-
-resource "google_project_iam_member" "seeder" {
-  project = var.project_id
-  role    = "roles/logging.logWriter"
-  member  = local.seeder_member
-}
-
-resource "google_storage_bucket_iam_member" "seeder_dataset" {
-  count  = var.dataset_bucket == "" ? 0 : 1
-  bucket = var.dataset_bucket
-  role   = "roles/storage.objectViewer"
-  member = local.seeder_member
-}
-
-# Objects under workspace/<env>/ only (MIG_SEED_DATA_PREP_SCRIPT is read from there), not the
-# Terraform state; listing is bucket-level, so the condition lets the bucket itself through.
-resource "google_storage_bucket_iam_member" "seeder_workspace" {
-  bucket = var.state_bucket
-  role   = "roles/storage.objectViewer"
-  member = local.seeder_member
-
-  condition {
-    title       = "tpubuild-seeder-workspace-${var.env_name}"
-    description = "Objects under workspace/${var.env_name}/ only"
-    expression  = "resource.type == \"storage.googleapis.com/Bucket\" || resource.name.startsWith(\"projects/_/buckets/${var.state_bucket}/objects/workspace/${var.env_name}/\")"
-  }
+  project_id                = var.project_id
+  account_id                = var.seeder_service_account_id
+  display_name              = "tpubuild ${var.env_name} shared PD seeder"
+  description               = "Identity of the seed-${var.env_name} VM: reads the dataset and its workspace, writes logs."
+  project_roles             = ["roles/logging.logWriter"]
+  env_name                  = var.env_name
+  state_bucket              = var.state_bucket
+  workspace_condition_title = "tpubuild-seeder-workspace-${var.env_name}"
+  dataset_bucket            = var.dataset_bucket
 }

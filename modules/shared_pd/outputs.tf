@@ -25,5 +25,5 @@ output "snapshot" {
 
 output "seeder_service_account_email" {
   description = "Email of the seeder VM's service account (the pipeline passes the same address as SEED_SERVICE_ACCOUNT)."
-  value       = google_service_account.seeder.email
+  value       = module.seeder_identity.email
 }

@@ -28,11 +28,10 @@ data "terraform_remote_state" "shared_pd" {
 }
 
 locals {
-  # Network tag of the TPU VM hosts; the firewall rules below target it.
+  # Network tag of the TPU VM hosts; the firewall rules (module.tpu_vm_firewall) target it.
   tag = var.name
   # A TPU VM names its first data disk persistent-disk-1: /dev/disk/by-id/google-persistent-disk-1.
   pd_device = "persistent-disk-1"
-  member    = "serviceAccount:${google_service_account.worker.email}"
 
   metadata = {
     "enable-oslogin"            = "TRUE"
@@ -52,82 +51,32 @@ locals {
   }
 }
 
-# ---- the hosts' own, least-privilege identity ----
+# ---- the hosts' own, least-privilege identity (modules/host_identity) ----
 
-resource "google_service_account" "worker" {
-  account_id   = var.service_account_id
-  display_name = "tpubuild ${var.env_name} TPU VM hosts"
-  description  = "Identity of the ${var.name} TPU VM hosts: reads the dataset and its workspace, writes logs and metrics."
+module "tpu_vm_identity" {
+  source = "../host_identity"
+
+  project_id                = var.project_id
+  account_id                = var.service_account_id
+  display_name              = "tpubuild ${var.env_name} TPU VM hosts"
+  description               = "Identity of the ${var.name} TPU VM hosts: reads the dataset and its workspace, writes logs and metrics."
+  project_roles             = ["roles/logging.logWriter", "roles/monitoring.metricWriter"]
+  env_name                  = var.env_name
+  state_bucket              = var.state_bucket
+  workspace_condition_title = "tpubuild-workspace-${var.env_name}"
+  dataset_bucket            = var.dataset_bucket
 }
 
-resource "google_project_iam_member" "worker" {
-  for_each = toset(["roles/logging.logWriter", "roles/monitoring.metricWriter"])
-  project  = var.project_id
-  role     = each.value
-  member   = local.member
-}
+# ---- network access (modules/host_firewall): IAP-only SSH, and host <-> host inside the VPC ----
 
-resource "google_storage_bucket_iam_member" "dataset" {
-  count  = var.dataset_bucket == "" ? 0 : 1
-  bucket = var.dataset_bucket
-  role   = "roles/storage.objectViewer"
-  member = local.member
-}
+module "tpu_vm_firewall" {
+  source = "../host_firewall"
 
-# Read the environment's workspace in the state bucket, and nothing else in it (not the
-# Terraform state). Listing is a bucket-level permission, so the condition lets the bucket
-# itself through: object names are listable, other objects' contents are not readable.
-resource "google_storage_bucket_iam_member" "workspace" {
-  bucket = var.state_bucket
-  role   = "roles/storage.objectViewer"
-  member = local.member
-
-  condition {
-    title       = "tpubuild-workspace-${var.env_name}"
-    description = "Objects under workspace/${var.env_name}/ only"
-    expression  = "resource.type == \"storage.googleapis.com/Bucket\" || resource.name.startsWith(\"projects/_/buckets/${var.state_bucket}/objects/workspace/${var.env_name}/\")"
-  }
-}
-
-# ---- network access: IAP-only SSH, and host <-> host inside the VPC ----
-
-resource "google_compute_firewall" "iap_ssh" {
-  name          = "${var.name}-iap-ssh"
-  network       = var.network
-  description   = "SSH to the ${var.name} TPU VM hosts through Identity-Aware Proxy TCP forwarding only."
-  direction     = "INGRESS"
-  source_ranges = ["35.235.240.0/20"]
-  target_tags   = [local.tag]
-
-  allow {
-    protocol = "tcp"
-    ports    = ["22"]
-  }
-
-  log_config {
-    metadata = "INCLUDE_ALL_METADATA"
-  }
-}
-
-resource "google_compute_firewall" "internal" {
-  name        = "${var.name}-internal"
-  network     = var.network
-  description = "Traffic between the hosts of the ${var.name} TPU VM slice (PJRT/XLA collectives over the VPC)."
-  direction   = "INGRESS"
-  source_tags = [local.tag]
-  target_tags = [local.tag]
-
-  allow {
-    protocol = "tcp"
-  }
-
-  allow {
-    protocol = "udp"
-  }
-
-  allow {
-    protocol = "icmp"
-  }
+  network              = var.network
+  name                 = var.name
+  network_tag          = local.tag
+  hosts                = "TPU VM hosts"
+  internal_description = "Traffic between the hosts of the ${var.name} TPU VM slice (PJRT/XLA collectives over the VPC)."
 }
 
 # ---- the TPU VM slice ----
@@ -161,7 +110,7 @@ resource "google_tpu_v2_vm" "this" {
   }
 
   service_account {
-    email = google_service_account.worker.email
+    email = module.tpu_vm_identity.email
     scope = ["https://www.googleapis.com/auth/cloud-platform"]
   }
 
@@ -187,9 +136,7 @@ resource "google_tpu_v2_vm" "this" {
   }
 
   depends_on = [
-    google_project_iam_member.worker,
-    google_storage_bucket_iam_member.dataset,
-    google_storage_bucket_iam_member.workspace,
-    google_compute_firewall.internal,
+    module.tpu_vm_identity,
+    module.tpu_vm_firewall,
   ]
 }

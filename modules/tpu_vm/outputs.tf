@@ -25,7 +25,7 @@ output "hosts" {
 
 output "service_account_email" {
   description = "Email of the hosts' service account."
-  value       = google_service_account.worker.email
+  value       = module.tpu_vm_identity.email
 }
 
 output "network_tag" {

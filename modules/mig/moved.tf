@@ -1,0 +1,34 @@
+# State migration of the refactor into the child modules host_identity and host_firewall: the
+# resources keep their remote objects and only change address (plan shows "has moved to", no
+# destroy/create). Keep these blocks as long as an environment created before the refactor may
+# still be applied; removing one later makes Terraform destroy and recreate that resource there.
+
+moved {
+  from = google_service_account.worker
+  to   = module.mig_identity.google_service_account.this
+}
+
+moved {
+  from = google_project_iam_member.worker
+  to   = module.mig_identity.google_project_iam_member.project
+}
+
+moved {
+  from = google_storage_bucket_iam_member.dataset
+  to   = module.mig_identity.google_storage_bucket_iam_member.dataset
+}
+
+moved {
+  from = google_storage_bucket_iam_member.workspace
+  to   = module.mig_identity.google_storage_bucket_iam_member.workspace
+}
+
+moved {
+  from = google_compute_firewall.iap_ssh
+  to   = module.mig_firewall.google_compute_firewall.iap_ssh
+}
+
+moved {
+  from = google_compute_firewall.internal
+  to   = module.mig_firewall.google_compute_firewall.internal
+}
