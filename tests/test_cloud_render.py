@@ -176,3 +176,25 @@ def test_auto_sources_outstanding_and_absent(tmp_path: Path) -> None:
     assert d.action == "none" and any("absent" in r for r in d.reasons)
     d = auto.decide(s, s, plan_modules=node, absent=frozenset(node), build_id="b9")
     assert d.action == "none" and "destroyed by build b9" in d.reasons[0]
+
+
+def test_digests_follow_local_child_modules(tmp_path: Path) -> None:
+    """auto re-applies every root whose Terraform changed, also through a shared child module."""
+    import shutil
+
+    from builder.cloud import auto
+    from builder.config import load
+
+    for folder in ("modules", "env_setup"):
+        shutil.copytree(REPO / folder, tmp_path / folder)
+    values = tmp_path / "values.env"
+    values.write_bytes((REPO / "values.env").read_bytes())
+    settings = load(values)
+    every = ("filestore", "shared_pd", "tpu", "mig")
+    assert "modules/host_identity" in auto.terraform_dirs(tmp_path, "modules/mig")
+    before = auto.digests(settings, tmp_path, every)
+    child = tmp_path / "modules" / "host_identity" / "main.tf"
+    child.write_text(child.read_text() + "\n# changed\n")
+    after = auto.digests(settings, tmp_path, every)
+    changed = {m for m in every if before[m] != after[m]}
+    assert changed == {"mig", "shared_pd"}  # mig's workers and shared_pd's seeder use host_identity

@@ -20,6 +20,7 @@ Values are compared after parsing with ``builder.config`` (so ``STANDARD`` and `
 from __future__ import annotations
 
 import hashlib
+import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,15 +87,39 @@ def changed_keys(old: Settings, new: Settings) -> list[str]:
     return [k.name for k in (*KEYS, *MODEL_KEYS) if _value(old, k.name) != _value(new, k.name)]
 
 
+def terraform_dirs(repo: Path, top: str) -> list[str]:
+    """``top`` and, transitively, the local child modules (``source = "../x"``) it calls: a change
+    to ``modules/host_identity`` is a change to every root that uses it."""
+    import hcl2  # python-hcl2; only `auto` needs it
+
+    seen: list[str] = []
+    todo = [top]
+    while todo:
+        folder = todo.pop()
+        if folder in seen:
+            continue
+        seen.append(folder)
+        for tf in sorted((repo / folder).glob("*.tf")):
+            with tf.open(encoding="utf-8") as fh:
+                calls = hcl2.load(fh).get("module", [])
+            for call in calls:
+                for body in call.values():
+                    src = str(body.get("source", "")).strip('"')
+                    if src.startswith(("./", "../")):
+                        todo.append(posixpath.normpath(posixpath.join(folder, src)))
+    return seen
+
+
 def digests(settings: Settings, repo: Path, modules: Iterable[str]) -> dict[str, str]:
-    """plan module → SHA-256 (16 hex) of its Terraform directory plus the boot sources it uses."""
+    """plan module → SHA-256 (16 hex) of its Terraform directories (the root and the local child
+    modules it calls) plus the boot sources it uses."""
     from builder.cloud.workspace import walk
     from builder.plan import module_dir
 
     hosts = hosts_module(settings.arch)
     out: dict[str, str] = {}
     for module in modules:
-        tops = [module_dir(settings, module)]
+        tops = terraform_dirs(repo, module_dir(settings, module))
         files = [(rel, p) for top in tops for rel, p in walk(repo, top)]
         if module == hosts:
             files += [(rel, p) for rel, p in walk(repo, "env_setup") if not rel.startswith("env_setup/seeder/")]
