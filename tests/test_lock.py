@@ -130,3 +130,21 @@ def test_set_build_after_someone_broke_the_lock_is_an_error(state) -> None:
     lock.acquire(bucket, _lock(s.env_name, "someone-else"))
     with pytest.raises(WorldError, match="changed by someone else"):
         lock.set_build(bucket, held, "b-late")
+
+
+def test_a_write_that_landed_but_lost_its_answer_is_recognised_as_ours(state) -> None:
+    """The storage client retries a create whose answer timed out; the retry gets 412 from GCS.
+    The lock is then ours (same token), not 'held by a submit that has not created its build'."""
+    from builder.cloud import lock
+    from builder.errors import WorldError
+
+    s, bucket = state
+    mine = _lock(s.env_name)
+    landed = lock._write(bucket, mine, 0)  # the first attempt reached GCS
+    assert landed is not None
+    held = lock.acquire(bucket, mine)  # the retry: 412, then recognised
+    assert held.token == mine.token and held.generation == landed.generation
+    updated = lock.set_build(bucket, held, "b-1")
+    assert lock.set_build(bucket, held, "b-1").generation == updated.generation  # same again: ours
+    with pytest.raises(WorldError, match="locked by build b-1"):
+        lock.acquire(bucket, _lock(s.env_name, holder="bob@laptop"))  # another taker still refused

@@ -21,6 +21,7 @@ import getpass
 import json
 import os
 import socket
+import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -67,6 +68,9 @@ class Lock:
     outcome: str = ""
     failed_step: str = ""
     log_url: str = ""
+    #: Identifies this taker: a create that landed but whose answer was lost is retried by the
+    #: client, gets 412, and must then recognise the lock as its own, not someone else's.
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)
     generation: int = 0  # of the GCS object; not stored in it
 
     def to_json(self) -> str:
@@ -148,6 +152,8 @@ def acquire(bucket: Any, lock: Lock, *, lookup: BuildLookup | None = None,
         current = read(bucket, lock.env)
         if current is None:
             continue  # released between our attempt and the read
+        if current.token == lock.token:
+            return current  # our own write landed; only its answer was lost
         reason = finished_state(current, lookup)
         if reason is None:
             raise WorldError(
@@ -166,6 +172,9 @@ def acquire(bucket: Any, lock: Lock, *, lookup: BuildLookup | None = None,
 def set_build(bucket: Any, lock: Lock, build_id: str) -> Lock:
     updated = _write(bucket, replace(lock, build_id=build_id), lock.generation)
     if updated is None:
+        current = read(bucket, lock.env)
+        if current is not None and current.token == lock.token and current.build_id == build_id:
+            return current  # our own write landed; only its answer was lost
         raise WorldError(
             f"environment {lock.env}: the lock was changed by someone else while build {build_id} was being "
             "created (tpubuild unlock --force?); the build runs, but is no longer protected by the lock"
