@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from builder.cloud import objects
 from builder.cloud.errors import cloud_call
 from builder.errors import WorldError
 
@@ -98,15 +99,10 @@ class Lock:
 
 
 def read(bucket: Any, env: str) -> Lock | None:
-    from google.api_core import exceptions as gexc
-
-    blob = bucket.blob(path(env))
-    with cloud_call(f"reading gs://{bucket.name}/{path(env)}"):
-        try:
-            blob.reload()
-            data = blob.download_as_bytes(if_generation_match=blob.generation)
-        except (gexc.NotFound, gexc.PreconditionFailed):
-            return None
+    found = objects.read(bucket, path(env))
+    if found is None:
+        return None
+    data, blob = found
     return Lock.from_json(data, int(blob.generation))
 
 

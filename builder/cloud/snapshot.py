@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from builder.cloud import objects
 from builder.cloud.errors import cloud_call
 from builder.errors import WorldError
 
@@ -57,15 +58,10 @@ class Applied:
 
 
 def read(bucket: Any, env: str) -> Applied | None:
-    from google.api_core import exceptions as gexc
-
-    blob = bucket.blob(values_path(env))
-    with cloud_call(f"reading gs://{bucket.name}/{values_path(env)}"):
-        try:
-            blob.reload()
-            data = blob.download_as_bytes(if_generation_match=blob.generation)
-        except (gexc.NotFound, gexc.PreconditionFailed):
-            return None
+    found = objects.read(bucket, values_path(env))
+    if found is None:
+        return None
+    data, blob = found
     meta = dict(blob.metadata or {})
     try:
         sources = json.loads(meta.get("tpubuild-sources") or "{}")
