@@ -144,25 +144,35 @@ def gather(settings: Settings) -> dict[str, Any]:
     return report
 
 
+def _missing(part: dict[str, Any]) -> bool:
+    return part["state"] in ("ABSENT", "ERROR")
+
+
+def _missing_line(label: str, part: dict[str, Any]) -> str:
+    """``  tpu        absent`` or ``  tpu        error: <why>``."""
+    why = f": {part['error']}" if "error" in part else ""
+    return f"  {label:<10} {part['state'].lower()}{why}"
+
+
 def text(report: dict[str, Any]) -> list[str]:
     lines = [f"{report['env']} ({report['project']}, {report['zone']}, {report['arch']} architecture)"]
     tpu = report["tpu"]
-    if tpu["state"] in ("ABSENT", "ERROR"):
-        lines.append(f"  tpu        {tpu['state'].lower()}{': ' + tpu['error'] if 'error' in tpu else ''}")
+    if _missing(tpu):
+        lines.append(_missing_line("tpu", tpu))
     else:
         lines.append(f"  tpu        {tpu['name']}: {tpu['state']}, health {tpu['health']}, {tpu['accelerator_type']}, "
                      f"{tpu['runtime_version']} ({tpu['api']})")
     fs = report["filestore"]
-    if fs["state"] in ("ABSENT", "ERROR"):
-        lines.append(f"  filestore  {fs['state'].lower()}{': ' + fs['error'] if 'error' in fs else ''}")
+    if _missing(fs):
+        lines.append(_missing_line("filestore", fs))
     else:
         share = fs["shares"][0] if fs["shares"] else {"name": "?", "capacity_gb": 0}
         lines.append(f"  filestore  {fs['name']}: {fs['state']}, {fs['ip'] or 'no IP yet'}:/{share['name']} "
                      f"({share['capacity_gb']} GiB, {fs['tier']})")
     if "mig" in report:
         mig = report["mig"]
-        if mig["state"] in ("ABSENT", "ERROR"):
-            lines.append(f"  mig        {mig['state'].lower()}{': ' + mig['error'] if 'error' in mig else ''}")
+        if _missing(mig):
+            lines.append(_missing_line("mig", mig))
         else:
             lines.append(f"  mig        {mig['name']}: {mig['running']}/{mig['target_size']} running "
                          f"(target {mig['target_size']}, {mig['expected_size']} TPU hosts), {mig['state']}")
