@@ -52,7 +52,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 def _plan(args: argparse.Namespace) -> tuple[Settings, Plan]:
     from builder.plan import make_plan
 
+    from builder.legacy import refuse_node
+
     settings = load_settings(args)
+    refuse_node(settings, args.action)  # TPU Node is read-only legacy: no create/update plan
     only = None
     if args.only is not None:
         only = frozenset(m.strip() for m in args.only.split(",") if m.strip())
