@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from tests.conftest import EXAMPLES, SHIPPED
+from tests.conftest import EXAMPLES, NODE
 
-NODE_ENV = SHIPPED
+NODE_ENV = NODE
 VM_ENV = EXAMPLES / "vm-v4-32.env"
 ENVS = {"node": NODE_ENV, "vm": VM_ENV}
 ACTIONS = ("initialize", "create", "update", "destroy")
