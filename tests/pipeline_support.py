@@ -61,6 +61,8 @@ class Case:
     def valid(self) -> bool:
         if self.action == "initialize":
             return not (self.tpu or self.mig)
+        if self.arch == "node" and self.action in ("create", "update"):
+            return False  # TPU Node is read-only legacy (builder/legacy.py): destroy only
         return not (self.mig and self.arch == "vm")
 
     @property
