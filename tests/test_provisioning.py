@@ -167,3 +167,10 @@ def test_headline_story_v3_32_to_v3_128_is_a_tpu_update(cli, make_env) -> None:
     assert b["tpu"]["accelerator_type"] == "v3-128"
     code, out, err = cli("plan", "--values", make_env(SHIPPED, TPU_ACCELERATOR_TYPE="v3-128"), "--action", "update", "--tpu")
     assert code == 0 and "TPU VM tpu-tpu-dev1 (v3-128, tpu-ubuntu2204-base)" in out, err
+
+
+@pytest.mark.parametrize("key", ["TPU_PROVISIONING", "TPU_RESERVATION", "TPU_QUEUED", "TPU_QUEUED_VALID_FOR"])
+def test_auto_reapplies_the_tpu_when_a_provisioning_key_changes(key: str) -> None:
+    from builder.cloud.auto import modules_for_key
+
+    assert modules_for_key(key, "vm") == {"tpu"}
