@@ -224,9 +224,14 @@ def test_good_value(cli, make_env, base: Path, overrides: dict[str, str | None],
 
 
 def test_missing_script_path_is_a_warning_not_an_error(cli, make_env) -> None:
-    path = make_env(NODE, MIG_SETUP_SCRIPT="env_setup/scripts/setup_mig.sh")
+    path = make_env(NODE, MIG_SETUP_SCRIPT="scripts/not_here.sh")
     code, out, err = cli("validate", "--values", path)
     assert code == 0 and "ok:" in out
     assert err.strip() == (f"tpubuild: warning: {path}:{line_of(path, 'MIG_SETUP_SCRIPT')}: "
-                           "MIG_SETUP_SCRIPT='env_setup/scripts/setup_mig.sh' does not exist in this repository "
+                           "MIG_SETUP_SCRIPT='scripts/not_here.sh' does not exist in this repository "
                            "(a seed-era path?); it is an error only when a pipeline uses it")
+    seed = make_env(NODE, MIG_SETUP_SCRIPT="env_setup/scripts/setup_mig.sh")  # the seed's own: migrate clears it
+    code, out, err = cli("validate", "--values", seed)
+    assert code == 0 and err.strip() == (f"tpubuild: warning: {seed}:{line_of(seed, 'MIG_SETUP_SCRIPT')}: "
+                                         "MIG_SETUP_SCRIPT='env_setup/scripts/setup_mig.sh' is the seed repository's "
+                                         "own script, which tpubuild replaces; run tpubuild migrate to clear it")

@@ -146,3 +146,16 @@ def test_node_destroy_still_renders_into_the_real_build_type(cli) -> None:
         assert "-destroy" in out  # terraform plan -destroy: the node is taken down, never applied
     config = json.loads(cli("render", "--values", NODE, "--action", "destroy", "--format", "json")[1])
     assert any("modules/tpu_node" in json.dumps(s) for s in config["steps"])
+
+
+def test_plan_on_a_vm_file_with_a_seed_script_says_run_migrate(cli, make_env) -> None:
+    path = make_env(SHIPPED, MIG_SEED_DATA_PREP_SCRIPT="roberta/env_setup/data_prep_seed_shared_disk_pd.sh")
+    code, out, err = cli("plan", "--values", path)
+    assert code == 2 and out == ""
+    [line] = [ln for ln in err.splitlines() if ln.startswith("tpubuild: error: ")]
+    assert "MIG_SEED_DATA_PREP_SCRIPT:" in line and "seed's shared-PD preparation" in line
+    assert line.endswith("run tpubuild migrate (it clears the seed's script paths)")
+    assert "nothing to migrate" not in _migrate(cli, path)
+    assert load(path).mig_seed_data_prep_script == ""
+    code, out, err = cli("plan", "--values", path)
+    assert code == 0, err

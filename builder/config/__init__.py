@@ -15,6 +15,7 @@ from builder.config import offers, validate
 from builder.config.keys import IGNORED_KEYS, KEYS, KeySpec
 from builder.config.loader import Entry, parse, read_text
 from builder.config.model_keys import MODEL_KEYS
+from builder.legacy import SEED_SCRIPTS
 from builder.config.settings import Settings
 from builder.errors import BadInput, ConfigError
 from builder.topology import parse as parse_topology
@@ -104,6 +105,10 @@ def load_text(text: str, path: Path | str) -> Settings:
     for key, field in (("MIG_SETUP_SCRIPT", "mig_setup_script"), ("MIG_SEED_DATA_PREP_SCRIPT", "mig_seed_data_prep_script")):
         rel = values[field]
         if rel and not (root / rel).is_file() and not (root / "models" / rel).is_file():
+            if rel in SEED_SCRIPTS:
+                warnings.append(f"{path}:{lines[key]}: {key}={rel!r} is the seed repository's own script, which "
+                                "tpubuild replaces; run tpubuild migrate to clear it")
+                continue
             warnings.append(
                 f"{path}:{lines[key]}: {key}={rel!r} does not exist in this repository "
                 "(a seed-era path?); it is an error only when a pipeline uses it"
