@@ -33,6 +33,7 @@ TF_FILES = sorted(MODULES.rglob("*.tf"))
 REMOTE_DIR = {
     "mig": {"tpu": "tpu_node", "filestore": "filestore", "shared_pd": "shared_pd"},
     "tpu_vm": {"filestore": "filestore", "shared_pd": "shared_pd"},
+    "tpu_mig": {"tpu": "tpu_mig_access", "filestore": "filestore", "shared_pd": "shared_pd"},
 }
 
 
@@ -212,6 +213,8 @@ CALLS = {
     "shared_pd": {"seeder_identity": "host_identity"},
     "tpu_node": {},
     "filestore": {},
+    "tpu_mig_access": {"slice_identity": "host_identity", "slice_firewall": "host_firewall"},
+    "tpu_mig": {},
 }
 
 
@@ -349,7 +352,7 @@ def test_moved_blocks_carry_every_former_address_into_the_child(name: str) -> No
     assert moved_errors(load_module(name), FORMER[name]) == []
 
 
-@pytest.mark.parametrize("name", sorted(set(MODULE_DIRS) - set(FORMER)))
+@pytest.mark.parametrize("name", sorted(set(MODULE_DIRS) - set(FORMER) - {"tpu_mig_access"}))  # born with children
 def test_modules_without_children_move_nothing(name: str) -> None:
     mod = load_module(name)
     assert mod.moved == [] and mod.calls == {}

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from builder.topology import Topology
+from builder.topology import MigShape, Topology, mig_shape
 
 
 @dataclass(frozen=True)
@@ -119,3 +119,28 @@ class Settings:
 
     def line_of(self, key: str) -> int | None:
         return self.lines.get(key)
+
+    # ---- TPU_ARCH="mig" (issue 13): the slice as a Compute Engine MIG of TPU VMs ----
+    @property
+    def mig_shape(self) -> MigShape:
+        """Machine type, VM count and workload-policy topology of the slice (builder/topology.py)."""
+        return mig_shape(self.topology)
+
+    @property
+    def slice_provisioning(self) -> str:
+        """on-demand, spot or reservation: ``provisioning`` (TPU_PROVISIONING) when config has it,
+        else the legacy TPU_SPOT / TPU_RESERVED flags."""
+        declared = getattr(self, "provisioning", "")
+        if declared:
+            return "on-demand" if declared == "preemptible" else str(declared)
+        if self.tpu_spot:
+            return "spot"
+        if self.tpu_reserved:
+            return "reservation"
+        return "on-demand"
+
+    @property
+    def slice_reservation(self) -> str:
+        """The reservation a reservation-bound slice consumes (TPU_RESERVATION); empty: any
+        matching reservation in the zone."""
+        return str(getattr(self, "reservation", "") or "")

@@ -7,7 +7,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from builder.topology import Topology
+from builder.errors import BadInput
+from builder.topology import Topology, mig_shape
 
 #: vm runtimes and the generations each one serves.
 VM_RUNTIMES: dict[str, tuple[str, ...]] = {
@@ -142,3 +143,24 @@ def name_lengths(v: dict[str, Any], fail: Fail) -> None:
     if len(worker) + MIG_SUFFIX > MAX_GCE_NAME:
         fail("ENV_BUILD_NAME", f"{len(env)} characters makes worker VM names longer than {MAX_GCE_NAME}",
              f"shorten ENV_BUILD_NAME to at most {MAX_GCE_NAME - MIG_SUFFIX - len('worker-')} characters")
+
+
+def mig_for(v: dict[str, Any], topo: Topology, fail: Fail) -> None:
+    """TPU_ARCH="mig": a generation and size Google offers as a MIG of TPU VMs (builder/topology.py
+    MIG_SHAPES), on-demand, spot or reservation-bound capacity (no legacy preemptible VMs), and
+    none of the options that belong to the other architectures."""
+    try:
+        mig_shape(topo)
+    except BadInput as exc:
+        fix = ('set TPU_ARCH="vm" (TPU API) for this generation' if topo.generation not in ("v5p", "v6e", "tpu7x")
+               else "choose a size from that list")
+        fail("TPU_ACCELERATOR_TYPE", str(exc), fix)
+    if v.get("provisioning") == "preemptible":  # TPU_PROVISIONING (issue 11), when config has it
+        fail("TPU_PROVISIONING", "preemptible is not a provisioning model for TPU VMs in a MIG",
+             'use TPU_PROVISIONING="spot" (spot VMs, deleted and recreated by the MIG on preemption)')
+    if v["tpu_preemptible"]:
+        fail("TPU_PREEMPTIBLE", "preemptible is not a provisioning model for TPU VMs in a MIG",
+             'use TPU_SPOT="true" (spot VMs, deleted and recreated by the MIG on preemption)')
+    if v["mig_external_ip"]:
+        fail("MIG_EXTERNAL_IP", "is a node option; on mig the hosts' external IPs are TPU_EXTERNAL_IPS",
+             'use TPU_EXTERNAL_IPS="true" (off by default)')
