@@ -1,0 +1,204 @@
+"""TPU_ARCH="mig" (issue 13): a v5p / v6e / TPU7x slice as a Compute Engine MIG of TPU VMs.
+
+The topology table against Google's documented shapes (written out here once more by hand from
+the pages cited in builder/topology.py), config refusals, what _TPU/_MIG mean, and the resize
+pipeline (guard → drain → apply → resize) loaded into the real Cloud Build ``Build`` type and
+run under bash against a scripted ``gcloud``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from builder.config import load
+from builder.errors import BadInput, ConfigError
+from builder.pipeline import render
+from builder.plan import make_plan, module_dir
+from builder.topology import MIG_SHAPES, mig_shape, parse
+from tests.conftest import EXAMPLES
+from tests.pipeline_support import BUILTINS, step_script
+
+V6E = EXAMPLES / "mig-v6e-16-spot.env"
+TPU7X = EXAMPLES / "mig-tpu7x-128.env"
+
+#: From the docs (tpu/docs/v5p, tpu/docs/v6e, tpu/docs/tpu7x, compute/docs/tpus/tpu-machines):
+#: type → (machine type, VMs, topology). Chips = product of the topology.
+DOCS = {
+    "v5p-8": ("ct5p-hightpu-4t", 1, "2x2x1"), "v5p-16": ("ct5p-hightpu-4t", 2, "2x2x2"),
+    "v5p-64": ("ct5p-hightpu-4t", 8, "2x4x4"), "v5p-128": ("ct5p-hightpu-4t", 16, "4x4x4"),
+    "v5p-256": ("ct5p-hightpu-4t", 32, "4x4x8"), "v5p-512": ("ct5p-hightpu-4t", 64, "4x8x8"),
+    "v5p-1024": ("ct5p-hightpu-4t", 128, "8x8x8"), "v5p-2048": ("ct5p-hightpu-4t", 256, "8x8x16"),
+    "v5p-4096": ("ct5p-hightpu-4t", 512, "8x16x16"), "v5p-8192": ("ct5p-hightpu-4t", 1024, "16x16x16"),
+    "v5p-12288": ("ct5p-hightpu-4t", 1536, "16x16x24"),
+    "v6e-1": ("ct6e-standard-1t", 1, "1x1"), "v6e-4": ("ct6e-standard-4t", 1, "2x2"),
+    "v6e-8": ("ct6e-standard-8t", 1, "2x4"), "v6e-16": ("ct6e-standard-4t", 4, "4x4"),
+    "v6e-32": ("ct6e-standard-4t", 8, "4x8"), "v6e-64": ("ct6e-standard-4t", 16, "8x8"),
+    "v6e-128": ("ct6e-standard-4t", 32, "8x16"), "v6e-256": ("ct6e-standard-4t", 64, "16x16"),
+    "tpu7x-8": ("tpu7x-standard-4t", 1, "2x2x1"), "tpu7x-16": ("tpu7x-standard-4t", 2, "2x2x2"),
+    "tpu7x-128": ("tpu7x-standard-4t", 16, "4x4x4"), "tpu7x-256": ("tpu7x-standard-4t", 32, "4x4x8"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DOCS))
+def test_shape_matches_the_docs(name: str) -> None:
+    shape = mig_shape(parse(name))
+    assert (shape.machine_type, shape.vms, shape.topology) == DOCS[name]
+
+
+@pytest.mark.parametrize("name", sorted(MIG_SHAPES))
+def test_every_shape_is_consistent(name: str) -> None:
+    topo = parse(name)
+    shape = mig_shape(topo)
+    x, y, z = shape.dims
+    assert x * y * z == topo.chips == shape.vms * shape.chips_per_vm
+    assert shape.vms == topo.hosts
+    hx, hy, hz = (int(v) for v in shape.host_bounds.split(","))
+    cx, cy, cz = (int(v) for v in shape.chips_per_host_bounds.split(","))
+    assert (hx * cx, hy * cy, hz * cz) == (x, y, z) and hx * hy * hz == shape.vms
+    assert shape.accelerator_topology == (shape.topology if shape.vms > 1 else "")
+    assert shape.image_project == "ubuntu-os-accelerator-images"
+    assert shape.image_family.endswith("tpu7x" if topo.generation == "tpu7x" else "v5e-v5p-v6e")
+
+
+@pytest.mark.parametrize("name", ["v4-32", "v5litepod-16", "v3-8"])
+def test_generations_without_mig_are_refused(name: str) -> None:
+    with pytest.raises(BadInput, match="v5p, v6e, tpu7x only"):
+        mig_shape(parse(name))
+
+
+def test_undocumented_shape_is_refused() -> None:
+    with pytest.raises(BadInput, match="no documented MIG slice shape; use one of v5p-8"):
+        mig_shape(parse("v5p-384"))
+
+
+# ---- config ----
+
+def _fails(make_env: Callable[..., Path], **over: str | None) -> ConfigError:
+    with pytest.raises(ConfigError) as exc:
+        load(make_env(V6E, **over))
+    return exc.value
+
+
+def test_examples_load_as_mig() -> None:
+    s = load(V6E)
+    assert (s.arch, s.slice_provisioning, s.mig_shape.vms, s.runtime_version) == ("mig", "spot", 4, "")
+    t = load(TPU7X)
+    assert (t.mig_shape.machine_type, t.mig_shape.topology, t.slice_provisioning) == ("tpu7x-standard-4t", "4x4x4", "reservation")
+
+
+@pytest.mark.parametrize("over,key,what", [
+    ({"TPU_ACCELERATOR_TYPE": "v4-32"}, "TPU_ACCELERATOR_TYPE", "v5p, v6e, tpu7x only"),
+    ({"TPU_ACCELERATOR_TYPE": "v5p-384"}, "TPU_ACCELERATOR_TYPE", "no documented MIG slice shape"),
+    ({"TPU_RESERVED": "true"}, "TPU_RESERVED", "TPU_SPOT and TPU_RESERVED are both true"),
+    ({"TPU_SPOT": None, "TPU_PREEMPTIBLE": "true"}, "TPU_PREEMPTIBLE", "not a provisioning model"),
+    ({"TPU_RUNTIME_VERSION": "v2-alpha-tpuv6e"}, "TPU_RUNTIME_VERSION", "have no TPU runtime"),
+    ({"MIG_EXTERNAL_IP": "true"}, "MIG_EXTERNAL_IP", "TPU_EXTERNAL_IPS"),
+])
+def test_bad_mig_settings_are_one_located_line(make_env: Callable[..., Path], over: dict[str, str | None],
+                                               key: str, what: str) -> None:
+    err = _fails(make_env, **over)
+    assert err.key == key and what in str(err) and err.line
+
+
+# ---- dispatch ----
+
+def test_flags_mean_access_and_slice() -> None:
+    s = load(V6E)
+    assert module_dir(s, "tpu") == "modules/tpu_mig_access" and module_dir(s, "mig") == "modules/tpu_mig"
+    assert make_plan(s, "update", tpu=True).modules == ("tpu",)
+    assert make_plan(s, "update", mig=True).modules == ("mig",)
+    both = make_plan(s, "update", tpu=True, mig=True)
+    assert both.modules == ("tpu", "mig") and both.get("mig").after == ("tpu",)
+    create = make_plan(s, "create")
+    assert create.get("mig").after == ("filestore", "shared_pd", "tpu")
+    assert make_plan(s, "destroy").modules[:2] == ("mig", "tpu")
+    assert make_plan(s, "destroy", tpu=True, mig=True).modules == ("mig", "tpu")
+    with pytest.raises(BadInput, match="cut off the running TPU VMs"):
+        make_plan(s, "destroy", tpu=True)
+
+
+# ---- the resize pipeline ----
+
+def _build(config: dict) -> object:
+    from google.cloud.devtools import cloudbuild_v1
+    return cloudbuild_v1.Build.from_json(json.dumps(config))
+
+
+@pytest.mark.parametrize("flags", [{"mig": True}, {}, {"tpu": True, "mig": True}])
+def test_slice_steps_run_guard_drain_apply_resize(flags: dict[str, bool]) -> None:
+    s = load(V6E)
+    config = render(s, make_plan(s, "update", **flags))
+    build = _build(config)
+    ids = [st.id for st in build.steps]
+    order = ["mig-plan", "mig-guard", "mig-drain", "mig-apply", "mig-resize"]
+    assert [i for i in ids if i in order] == order
+    wait = {st.id: list(st.wait_for) for st in build.steps}
+    assert wait["mig-drain"] == ["mig-guard"] and wait["mig-apply"] == ["mig-drain"]
+    assert wait["mig-resize"] == ["mig-apply"] and "mig-resize" in wait["finalize"]
+    # nothing of the drain/resize touches Filestore or the disk
+    for sid in ("mig-drain", "mig-resize"):
+        text = step_script(config["steps"][ids.index(sid)], BUILTINS)
+        assert "filestore" not in text and "disks" not in text
+
+
+def test_no_slice_steps_without_the_slice() -> None:
+    s = load(V6E)
+    ids = [st["id"] for st in render(s, make_plan(s, "update", tpu=True))["steps"]]
+    assert "mig-drain" not in ids and "mig-resize" not in ids
+    ids = [st["id"] for st in render(s, make_plan(s, "destroy", tpu=True, mig=True))["steps"]]
+    assert "mig-drain" not in ids and "mig-resize" not in ids
+
+
+GCLOUD = """#!/usr/bin/env bash
+printf '%s\\n' "$*" >> "$STUB_DIR/calls.log"
+case "$*" in
+  *"managed list "*) printf '%s\\n' "${GROUP_EXISTS:-}" ;;
+  *"resourcePolicies.workloadPolicy"*) printf '%s\\n' "${CURRENT_POLICY:-}" ;;
+  *"value(targetSize)"*) printf '4\\n' ;;
+esac
+"""
+
+
+def _run_step(tmp_path: Path, accel: str, make_env: Callable[..., Path], step_id: str, **env: str) -> tuple[str, list[str]]:
+    s = load(make_env(V6E, TPU_ACCELERATOR_TYPE=accel))
+    config = render(s, make_plan(s, "update", mig=True))
+    [step] = [st for st in config["steps"] if st["id"] == step_id]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "gcloud").write_text(GCLOUD)
+    (bin_dir / "gcloud").chmod(0o755)
+    log = tmp_path / "calls.log"
+    log.unlink(missing_ok=True)
+    proc = subprocess.run(["bash", "-c", step_script(step, BUILTINS)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "STUB_DIR": str(tmp_path),
+                               "WORKSPACE": str(tmp_path), **env})
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout, log.read_text().splitlines() if log.exists() else []
+
+
+def test_topology_change_drains_the_group(tmp_path: Path, make_env: Callable[..., Path]) -> None:
+    """v6e-16 → v6e-64: the group runs policy tpu-v6e-slice-4x4; the new one is ...-8x8."""
+    out, calls = _run_step(tmp_path, "v6e-64", make_env, "mig-drain", GROUP_EXISTS="tpu-v6e-slice",
+                           CURRENT_POLICY="tpu-v6e-slice-4x4")
+    assert "training is interrupted; 4 VMs are deleted now and 16 VMs recreated" in out
+    resize = [c for c in calls if " resize " in f" {c} "]
+    assert resize and "--size=0" in resize[0]
+    assert any("wait-until" in c and "--stable" in c for c in calls)
+
+
+@pytest.mark.parametrize("env", [{"GROUP_EXISTS": ""}, {"GROUP_EXISTS": "tpu-v6e-slice", "CURRENT_POLICY": "tpu-v6e-slice-8x8"}])
+def test_same_topology_or_new_group_is_not_drained(tmp_path: Path, make_env: Callable[..., Path], env: dict[str, str]) -> None:
+    out, calls = _run_step(tmp_path, "v6e-64", make_env, "mig-drain", **env)
+    assert not [c for c in calls if "resize" in c] and "interrupted" not in out
+
+
+def test_resize_sets_the_slice_size_and_waits(tmp_path: Path, make_env: Callable[..., Path]) -> None:
+    out, calls = _run_step(tmp_path, "v6e-64", make_env, "mig-resize")
+    assert "resize tpu-v6e-slice" in calls[0] and "--size=16" in calls[0]
+    assert "wait-until tpu-v6e-slice" in calls[1] and "stable at 16 VMs" in out
