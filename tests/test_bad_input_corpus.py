@@ -25,6 +25,7 @@ pytestmark = pytest.mark.usefixtures("no_cloud")
 
 VM = EXAMPLES / "vm-v4-32.env"
 V5E = EXAMPLES / "vm-v5litepod-16.env"
+MIG = EXAMPLES / "mig-v6e-16-spot.env"
 MINIMAL = (
     'ENV_BUILD_NAME="env1"\nPROJECT_ID="my-tpu-project"\nZONE="europe-west4-a"\n'
     'TPU_ACCELERATOR_TYPE="v3-8"\nTPU_PYTORCH_VERSION="pytorch-nightly"\n'
@@ -116,6 +117,16 @@ CASES: list[Case] = [
          expect=("TPU_RUNTIME_VERSION:", "does not run on v3")),
     Case("vm-with-xrt-runtime", _env(TPU_ARCH="vm"), expect=("TPU_ARCH:", "contradicts")),
     Case("spot-node", _env(TPU_SPOT="true"), expect=("TPU_SPOT:", "only as TPU VMs")),
+    # TPU_ARCH="mig" (issue 13): wrong generation, impossible topology, spot + reservation, a runtime
+    Case("mig-v4", _env(TPU_ACCELERATOR_TYPE="v4-32"), base=MIG,
+         expect=("TPU_ACCELERATOR_TYPE:", "v5p, v6e, tpu7x only", 'TPU_ARCH="vm"'), sub=True),
+    Case("mig-v5p-384", _env(TPU_ACCELERATOR_TYPE="v5p-384"), base=MIG,
+         expect=("TPU_ACCELERATOR_TYPE:", "no documented MIG slice shape", "v5p-256")),
+    Case("mig-v6e-48", _env(TPU_ACCELERATOR_TYPE="v6e-48"), base=MIG, expect=("TPU_ACCELERATOR_TYPE:", "v6e-64")),
+    Case("mig-spot-and-reservation", _env(TPU_RESERVED="true"), base=MIG,
+         expect=("TPU_RESERVED:", "TPU_SPOT and TPU_RESERVED are both true", "choose one")),
+    Case("mig-runtime", _env(TPU_RUNTIME_VERSION="v2-alpha-tpuv6e"), base=MIG,
+         expect=("TPU_RUNTIME_VERSION:", "no TPU runtime", "remove TPU_RUNTIME_VERSION")),
     Case("reserved-node", _env(TPU_RESERVED="true"), expect=("TPU_RESERVED:", "TPU VM option", "TPU_PREEMPTIBLE", 'TPU_ARCH="vm"')),
     Case("ssd-too-small", _env(SHARED_FS_TIER="BASIC_SSD"), expect=("SHARED_FS_CAPACITY:", "2560")),
     Case("high-scale-too-small", _env(SHARED_FS_TIER="HIGH_SCALE_SSD"), expect=("SHARED_FS_CAPACITY:", "10240")),

@@ -202,3 +202,16 @@ def test_resize_sets_the_slice_size_and_waits(tmp_path: Path, make_env: Callable
     out, calls = _run_step(tmp_path, "v6e-64", make_env, "mig-resize")
     assert "resize tpu-v6e-slice" in calls[0] and "--size=16" in calls[0]
     assert "wait-until tpu-v6e-slice" in calls[1] and "stable at 16 VMs" in out
+
+
+def test_guard_announces_a_topology_change() -> None:
+    from builder.guard import evaluate
+    doc = {"format_version": "1.2", "applyable": True, "errored": False, "resource_changes": [
+        {"address": "google_compute_resource_policy.slice[0]", "type": "google_compute_resource_policy",
+         "mode": "managed", "change": {"actions": ["create", "delete"], "replace_paths": [["name"]]}},
+        {"address": "google_compute_instance_group_manager.slice", "type": "google_compute_instance_group_manager",
+         "mode": "managed", "change": {"actions": ["update"]}},
+    ]}
+    decision = evaluate(doc, "mig", "update", allow_data_loss=False)
+    assert decision.proceed
+    assert any("training is interrupted" in w and "mig-drain" in w for w in decision.warnings)
