@@ -215,3 +215,14 @@ def test_guard_announces_a_topology_change() -> None:
     decision = evaluate(doc, "mig", "update", allow_data_loss=False)
     assert decision.proceed
     assert any("training is interrupted" in w and "mig-drain" in w for w in decision.warnings)
+
+
+def test_hosts_in_worker_order_and_ssh_through_iap() -> None:
+    from builder.cloud import mig_hosts
+    s = load(V6E)
+    assert mig_hosts.list_argv(s)[:6] == ["gcloud", "compute", "instance-groups", "managed", "list-instances",
+                                          "tpu-v6e-slice"]
+    assert mig_hosts.hosts("tpu-v6e-slice-q7xd\ntpu-v6e-slice-a2bc\n\ntpu-v6e-slice-a2bc\n") == [
+        "tpu-v6e-slice-a2bc", "tpu-v6e-slice-q7xd"]
+    argv = mig_hosts.ssh_argv(s, "tpu-v6e-slice-a2bc", "bash -lc 'train.sh; echo $HOME'")
+    assert "--tunnel-through-iap" in argv and argv[-1] == "--command=bash -lc 'train.sh; echo $HOME'"
