@@ -156,7 +156,7 @@ def _tpu_mig(s: Settings) -> dict[str, Any]:
         "host_bounds": shape.host_bounds, "chips_per_host_bounds": shape.chips_per_host_bounds,
         "image_project": shape.image_project, "image_family": shape.image_family,
         "boot_disk_size_gb": s.boot_disk_size_gb, "external_ips": s.tpu_external_ips,
-        "provisioning": s.slice_provisioning, "reservation": s.slice_reservation,
+        "provisioning": s.provisioning, "reservation": s.reservation,
     }
 
 

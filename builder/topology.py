@@ -105,13 +105,25 @@ def parse(accelerator_type: str) -> Topology:
 #   https://docs.cloud.google.com/tpu/docs/tpu7x (2x2x1 on one host ... cubes of 4x4x4 = 16 hosts).
 # * OS images: project ubuntu-os-accelerator-images, families ubuntu-accel-2204-amd64-tpu-v5e-v5p-v6e
 #   and ubuntu-accel-2404-amd64-tpu-tpu7x (https://docs.cloud.google.com/tpu/docs/tpu-os-images).
-# tests/test_topology_mig.py checks every row against these tables, written out once more by hand.
+# * Cross-checked 2026-11-23 against Google's own provisioning tool, AI-Hypercomputer/xpk
+#   (src/xpk/core/system_characteristics.py @367c838: TPU name = <prefix>-<chips x TensorCores per
+#   chip>, 4 chips per VM, VMs = chips / 4, workload policy for multi-host TPU7x): every v5p and
+#   tpu7x row below is xpk's default topology for that name (which is where v5p-384 = 4x4x12 and
+#   v5p-6144 = 12x16x16 come from), and xpk's machine types are ct5p-hightpu-4t, ct6e-standard-1t
+#   (1x1) / -4t and tpu7x-standard-4t. TPU7x names count TensorCores, 2 per chip (tpu7x doc:
+#   "Each TPU7x chip contains two TensorCores"), so tpu7x-128 = 64 chips = 4x4x4 on 16 VMs.
+#   Not confirmed: v6e-8 (2x4) as one ct6e-standard-8t (the v6e page's single-host row; xpk
+#   instead builds 2x4 from two ct6e-standard-4t), tpu7x-2 / tpu7x-standard-1t (xpk has it, we
+#   do not offer it), and the image families, which we could read only in public code that
+#   boots these machine types (SkyPilot's GCP defaults, several launch scripts), not on the
+#   tpu-os-images page itself.
+# tests/test_mig_arch.py checks rows against these tables, written out once more by hand.
 
 #: accelerator type → accelerator_topology of the workload policy (the slice's chip grid).
 MIG_SHAPES: dict[str, str] = {
     "v5p-8": "2x2x1", "v5p-16": "2x2x2", "v5p-32": "2x2x4", "v5p-64": "2x4x4", "v5p-128": "4x4x4",
-    "v5p-256": "4x4x8", "v5p-512": "4x8x8", "v5p-1024": "8x8x8", "v5p-2048": "8x8x16",
-    "v5p-4096": "8x16x16", "v5p-8192": "16x16x16", "v5p-12288": "16x16x24",
+    "v5p-256": "4x4x8", "v5p-384": "4x4x12", "v5p-512": "4x8x8", "v5p-1024": "8x8x8", "v5p-2048": "8x8x16",
+    "v5p-4096": "8x16x16", "v5p-6144": "12x16x16", "v5p-8192": "16x16x16", "v5p-12288": "16x16x24",
     "v6e-1": "1x1", "v6e-4": "2x2", "v6e-8": "2x4", "v6e-16": "4x4", "v6e-32": "4x8", "v6e-64": "8x8",
     "v6e-128": "8x16", "v6e-256": "16x16",
     "tpu7x-8": "2x2x1", "tpu7x-16": "2x2x2", "tpu7x-32": "2x2x4", "tpu7x-64": "2x4x4",

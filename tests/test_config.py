@@ -244,7 +244,12 @@ def test_meaningless_seed_keys_are_silent(key: str) -> None:
     ("v5litepod-16", "v2-alpha-tpuv5-lite", "vm"), ("v5p-32", "v2-alpha-tpuv5", "vm"), ("v6e-8", "v2-alpha-tpuv6e", "vm"),
 ])
 def test_arch_is_inferred_from_the_runtime(accel: str, runtime: str, arch: str) -> None:
+    from builder.config.offers import zones_for
+    from builder.topology import parse
+
     text = MINIMAL.replace('"v3-8"', f'"{accel}"').replace('"pytorch-nightly"', f'"{runtime}"')
+    if arch == "vm":  # a zone that offers the generation (builder/data/tpu_offers.json)
+        text = text.replace('"europe-west4-a"', f'"{zones_for(parse(accel))[0]}"')
     assert load_text(text, "v.env").arch == arch
     assert load_text(text + f'TPU_ARCH="{arch}"\n', "v.env").arch == arch
 

@@ -52,7 +52,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 def _plan(args: argparse.Namespace) -> tuple[Settings, Plan]:
     from builder.plan import make_plan
 
+    from builder.legacy import refuse_unbuildable
+
     settings = load_settings(args)
+    refuse_unbuildable(settings, args.action)  # TPU Node is read-only legacy; see builder/legacy.py
     only = None
     if args.only is not None:
         only = frozenset(m.strip() for m in args.only.split(",") if m.strip())
@@ -104,12 +107,19 @@ def _what(settings: Settings, module: str) -> str:
             return f"slice access for {s.tpu_name} (service account {s.worker_service_account_id}, IAP-SSH firewall, MIG reader role)"
         sh = s.mig_shape
         policy = f"workload policy {s.tpu_name}-{sh.topology}" if sh.accelerator_topology else "no workload policy (one VM)"
-        return (f"MIG {s.tpu_name} ({sh.vms} x {sh.machine_type}, {policy}, {s.slice_provisioning}); "
+        return (f"MIG {s.tpu_name} ({sh.vms} x {sh.machine_type}, {policy}, {s.provisioning}); "
                 "drained first if the topology changes, then resized to the slice")
     if module == "tpu":
         kind = "TPU Node" if s.arch == "node" else "TPU VM"
         return f"{kind} {s.tpu_name} ({s.accelerator_type}, {s.runtime_version})"
     return f"MIG {s.mig_name} ({s.hosts} x {s.machine_type})"
+
+
+def provisioning_meaning(s: Settings) -> str:
+    """How the TPU is paid for and what that means (builder.config.offers.describe)."""
+    from builder.config.offers import describe as describe_provisioning
+
+    return describe_provisioning(s.provisioning, s.queued, s.queued_valid_for, s.reservation)
 
 
 def describe(settings: Settings, plan: Plan, *, allow_data_loss: bool = False) -> dict[str, Any]:
@@ -128,9 +138,12 @@ def describe(settings: Settings, plan: Plan, *, allow_data_loss: bool = False) -
         "generation": t.generation,
         "chips": t.chips,
         "runtime_version": s.runtime_version,
+        "provisioning": s.provisioning,
+        "queued": s.queued,
+        "provisioning_meaning": provisioning_meaning(s),
         **({"slice": {"machine_type": s.mig_shape.machine_type, "vms": s.mig_shape.vms,
-                      "topology": s.mig_shape.topology, "provisioning": s.slice_provisioning,
-                      "reservation": s.slice_reservation}} if s.arch == "mig" else {}),
+                      "topology": s.mig_shape.topology, "provisioning": s.provisioning,
+                      "reservation": s.reservation}} if s.arch == "mig" else {}),
         "operations": [{"module": o.module, "op": o.op, "after": list(o.after), "what": _what(s, o.module)}
                        for o in plan.operations],
         "stages": [[o.module for o in stage] for stage in plan.stages()],
@@ -196,6 +209,8 @@ def as_text(info: dict[str, Any], *, bold: bool) -> str:
     else:
         lines.append(f"  accelerator:  {info['accelerator_type']} ({info['generation']}, {info['chips']} chips), "
                      f"runtime {info['runtime_version']}")
+    if "provisioning_meaning" in info:
+        lines.append(f"  provisioning: {info['provisioning_meaning']}")
     per_host = {"node": "one MIG worker VM per host", "vm": "each host is a TPU VM",
                 "mig": "each host is a TPU VM of the MIG"}[info["arch"]]
     lines.append(f"  hosts:        {hosts} ({per_host})")

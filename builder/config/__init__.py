@@ -11,7 +11,7 @@ import difflib
 from pathlib import Path
 from typing import Any, NoReturn
 
-from builder.config import validate
+from builder.config import offers, validate
 from builder.config.keys import IGNORED_KEYS, KEYS, KeySpec
 from builder.config.loader import Entry, parse, read_text
 from builder.config.model_keys import MODEL_KEYS
@@ -101,6 +101,9 @@ def load_text(text: str, path: Path | str) -> Settings:
         values["arch"] = validate.infer_arch(values["arch"], runtime, fail, runtime_key=runtime_key)
         validate.runtime_for(runtime, values["arch"], topo, fail, runtime_key=runtime_key, arch_declared=arch_declared)
     validate.cross_checks(values, topo, fail, lines)
+    offers.resolve_provisioning(values, topo, fail, lines)
+    if values["arch"] != "node":
+        offers.check_zone(values["zone"], topo, fail)
     validate.name_lengths(values, fail)
     values["region"] = values["region"] or values["zone"].rsplit("-", 1)[0]
 

@@ -24,6 +24,10 @@ class Settings:
     tpu_preemptible: bool
     tpu_spot: bool
     tpu_reserved: bool
+    provisioning: str
+    reservation: str
+    queued: bool
+    queued_valid_for: str
     tpu_external_ips: bool
     network: str
     subnetwork: str
@@ -125,22 +129,3 @@ class Settings:
     def mig_shape(self) -> MigShape:
         """Machine type, VM count and workload-policy topology of the slice (builder/topology.py)."""
         return mig_shape(self.topology)
-
-    @property
-    def slice_provisioning(self) -> str:
-        """on-demand, spot or reservation: ``provisioning`` (TPU_PROVISIONING) when config has it,
-        else the legacy TPU_SPOT / TPU_RESERVED flags."""
-        declared = getattr(self, "provisioning", "")
-        if declared:
-            return "on-demand" if declared == "preemptible" else str(declared)
-        if self.tpu_spot:
-            return "spot"
-        if self.tpu_reserved:
-            return "reservation"
-        return "on-demand"
-
-    @property
-    def slice_reservation(self) -> str:
-        """The reservation a reservation-bound slice consumes (TPU_RESERVATION); empty: any
-        matching reservation in the zone."""
-        return str(getattr(self, "reservation", "") or "")

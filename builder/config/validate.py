@@ -7,16 +7,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from builder.config import offers
 from builder.errors import BadInput
 from builder.topology import Topology, mig_shape
 
 #: vm runtimes and the generations each one serves.
-VM_RUNTIMES: dict[str, tuple[str, ...]] = {
-    "tpu-ubuntu2204-base": ("v2", "v3", "v4"),
-    "v2-alpha-tpuv5-lite": ("v5e",),
-    "v2-alpha-tpuv5": ("v5p",),
-    "v2-alpha-tpuv6e": ("v6e",),
-}
+#: (One place: builder/data/tpu_offers.json, through builder.config.offers.)
+VM_RUNTIMES: dict[str, tuple[str, ...]] = offers.vm_runtimes()
 NODE_RUNTIME = re.compile(r"pytorch-(nightly|1\.\d{1,2}|2\.0|2\.1)")
 NODE_GENERATIONS = ("v2", "v3")
 
@@ -147,20 +144,19 @@ def name_lengths(v: dict[str, Any], fail: Fail) -> None:
 
 def mig_for(v: dict[str, Any], topo: Topology, fail: Fail) -> None:
     """TPU_ARCH="mig": a generation and size Google offers as a MIG of TPU VMs (builder/topology.py
-    MIG_SHAPES), on-demand, spot or reservation-bound capacity (no legacy preemptible VMs), and
-    none of the options that belong to the other architectures."""
+    MIG_SHAPES), no queued resource, and none of the options that belong to the other architectures."""
     try:
         mig_shape(topo)
     except BadInput as exc:
         fix = ('set TPU_ARCH="vm" (TPU API) for this generation' if topo.generation not in ("v5p", "v6e", "tpu7x")
                else "choose a size from that list")
         fail("TPU_ACCELERATOR_TYPE", str(exc), fix)
-    if v.get("provisioning") == "preemptible":  # TPU_PROVISIONING (issue 11), when config has it
-        fail("TPU_PROVISIONING", "preemptible is not a provisioning model for TPU VMs in a MIG",
-             'use TPU_PROVISIONING="spot" (spot VMs, deleted and recreated by the MIG on preemption)')
-    if v["tpu_preemptible"]:
-        fail("TPU_PREEMPTIBLE", "preemptible is not a provisioning model for TPU VMs in a MIG",
-             'use TPU_SPOT="true" (spot VMs, deleted and recreated by the MIG on preemption)')
+    # Provisioning (TPU_PROVISIONING, TPU_RESERVATION) is checked by offers.resolve_provisioning
+    # against builder/data/tpu_offers.json like every TPU VM: v5p/v6e/tpu7x offer on-demand, spot
+    # and reservation (preemptible is refused there). A queued resource is a TPU API object:
+    if v["queued"]:
+        fail("TPU_QUEUED", "a queued resource (google_tpu_v2_queued_resource) creates TPU API VMs, not the "
+             "Compute Engine VMs of a MIG", 'remove TPU_QUEUED (the MIG retries creating its VMs until capacity is free)')
     if v["mig_external_ip"]:
         fail("MIG_EXTERNAL_IP", "is a node option; on mig the hosts' external IPs are TPU_EXTERNAL_IPS",
              'use TPU_EXTERNAL_IPS="true" (off by default)')
