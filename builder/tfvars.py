@@ -155,7 +155,8 @@ def _tpu_mig(s: Settings) -> dict[str, Any]:
         "accelerator_topology": shape.accelerator_topology, "topology": shape.topology,
         "host_bounds": shape.host_bounds, "chips_per_host_bounds": shape.chips_per_host_bounds,
         "image_project": shape.image_project, "image_family": shape.image_family,
-        "boot_disk_size_gb": s.boot_disk_size_gb, "external_ips": s.tpu_external_ips,
+        "boot_disk_size_gb": s.boot_disk_size_gb, "boot_disk_type": shape.boot_disk_type,
+        "external_ips": s.tpu_external_ips,
         "provisioning": s.provisioning, "reservation": s.reservation,
     }
 

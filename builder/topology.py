@@ -137,6 +137,16 @@ MIG_GENERATIONS: dict[str, tuple[str, int, str, str]] = {
     "v6e": ("ct6e-standard-4t", 4, "ubuntu-os-accelerator-images", "ubuntu-accel-2204-amd64-tpu-v5e-v5p-v6e"),
     "tpu7x": ("tpu7x-standard-4t", 4, "ubuntu-os-accelerator-images", "ubuntu-accel-2404-amd64-tpu-tpu7x"),
 }
+#: generation → (boot disk type, disk types its VMs can attach READ_ONLY as the shared dataset
+#: PD). https://cloud.google.com/tpu/docs/setup-persistent-disk: v5p takes Balanced Persistent
+#: Disk only; v6e takes Hyperdisk Balanced and Hyperdisk ML only (no pd-*), and TPU7x VMs boot
+#: from hyperdisk-balanced in every public launch we found (no page lists TPU7x disks: unconfirmed,
+#: treated like v6e). modules/shared_pd makes pd-* disks, so ct6e/tpu7x slices cannot attach it.
+MIG_DISKS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "v5p": ("pd-balanced", ("pd-balanced",)),
+    "v6e": ("hyperdisk-balanced", ()),
+    "tpu7x": ("hyperdisk-balanced", ()),
+}
 #: Single-host v6e slices smaller or larger than 4 chips use their own machine type.
 _V6E_SINGLE_HOST: dict[int, str] = {1: "ct6e-standard-1t", 8: "ct6e-standard-8t"}
 
@@ -156,6 +166,15 @@ class MigShape:
     topology: str
     image_project: str
     image_family: str
+
+    @property
+    def boot_disk_type(self) -> str:
+        return MIG_DISKS[self.generation][0]
+
+    @property
+    def shared_pd_types(self) -> tuple[str, ...]:
+        """SHARED_PD_DISK_TYPE values these VMs can attach READ_ONLY (empty: none)."""
+        return MIG_DISKS[self.generation][1]
 
     @property
     def accelerator_topology(self) -> str:

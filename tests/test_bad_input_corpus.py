@@ -128,6 +128,8 @@ CASES: list[Case] = [
          expect=("TPU_RESERVED:", 'means reservation, but TPU_PROVISIONING is "spot"', "remove TPU_RESERVED")),
     Case("mig-spot-named-reservation", _env(TPU_RESERVATION="my-res"), base=MIG,
          expect=("TPU_RESERVATION:", "names a reservation but the TPU is spot")),
+    Case("mig-v6e-shared-pd", _env(SHARED_PD_DISK_ATTACH="true"), base=MIG,
+         expect=("SHARED_PD_DISK_ATTACH:", "attach only Hyperdisk", 'SHARED_PD_DISK_ATTACH="false"')),
     Case("mig-tpu7x-wrong-zone", _env(TPU_ACCELERATOR_TYPE="tpu7x-8"), base=MIG,
          expect=("ZONE:", "tpu7x-8 is not offered in us-east5-b", 'ZONE="us-central1-c"')),
     Case("mig-runtime", _env(TPU_RUNTIME_VERSION="v2-alpha-tpuv6e"), base=MIG,

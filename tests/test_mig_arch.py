@@ -122,6 +122,9 @@ def test_examples_load_as_mig() -> None:
     ({"TPU_ACCELERATOR_TYPE": "tpu7x-8"}, "ZONE", "tpu7x-8 is not offered in us-east5-b; it is offered in us-central1-c"),
     ({"TPU_RUNTIME_VERSION": "v2-alpha-tpuv6e"}, "TPU_RUNTIME_VERSION", "have no TPU runtime"),
     ({"MIG_EXTERNAL_IP": "true"}, "MIG_EXTERNAL_IP", "TPU_EXTERNAL_IPS"),
+    ({"SHARED_PD_DISK_ATTACH": "true"}, "SHARED_PD_DISK_ATTACH", "ct6e-standard-4t VMs attach only Hyperdisk"),
+    ({"SHARED_PD_DISK_ATTACH": "true", "TPU_ACCELERATOR_TYPE": "v5p-32", "ZONE": "us-east5-a",
+      "SHARED_PD_DISK_TYPE": "pd-ssd"}, "SHARED_PD_DISK_TYPE", "ct5p-hightpu-4t VMs attach only pd-balanced"),
 ])
 def test_bad_mig_settings_are_one_located_line(make_env: Callable[..., Path], over: dict[str, str | None],
                                                key: str, what: str) -> None:
@@ -249,3 +252,15 @@ def test_hosts_in_worker_order_and_ssh_through_iap() -> None:
         "tpu-v6e-slice-a2bc", "tpu-v6e-slice-q7xd"]
     argv = mig_hosts.ssh_argv(s, "tpu-v6e-slice-a2bc", "bash -lc 'train.sh; echo $HOME'")
     assert "--tunnel-through-iap" in argv and argv[-1] == "--command=bash -lc 'train.sh; echo $HOME'"
+
+
+# ---- disks (builder/topology.py MIG_DISKS) ----
+
+def test_shared_pd_attaches_to_v5p_and_boot_disks_follow_the_generation(make_env: Callable[..., Path]) -> None:
+    from builder.tfvars import for_module
+
+    v5p = load(make_env(V6E, TPU_ACCELERATOR_TYPE="v5p-32", ZONE="us-east5-a", SHARED_PD_DISK_ATTACH="true"))
+    tv = for_module(v5p, "mig")
+    assert (tv["shared_pd_attach"], tv["boot_disk_type"], tv["machine_type"]) == (True, "pd-balanced", "ct5p-hightpu-4t")
+    assert for_module(load(V6E), "mig")["boot_disk_type"] == "hyperdisk-balanced"
+    assert for_module(load(TPU7X), "mig")["boot_disk_type"] == "hyperdisk-balanced"

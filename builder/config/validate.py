@@ -146,11 +146,18 @@ def mig_for(v: dict[str, Any], topo: Topology, fail: Fail) -> None:
     """TPU_ARCH="mig": a generation and size Google offers as a MIG of TPU VMs (builder/topology.py
     MIG_SHAPES), no queued resource, and none of the options that belong to the other architectures."""
     try:
-        mig_shape(topo)
+        shape = mig_shape(topo)
     except BadInput as exc:
         fix = ('set TPU_ARCH="vm" (TPU API) for this generation' if topo.generation not in ("v5p", "v6e", "tpu7x")
                else "choose a size from that list")
         fail("TPU_ACCELERATOR_TYPE", str(exc), fix)
+    if v["shared_pd_attach"] and v["shared_pd_type"] not in shape.shared_pd_types:
+        if not shape.shared_pd_types:
+            fail("SHARED_PD_DISK_ATTACH", f"{shape.machine_type} VMs attach only Hyperdisk, so the {v['shared_pd_type']} "
+                 "dataset disk (modules/shared_pd) cannot be attached to the slice",
+                 'set SHARED_PD_DISK_ATTACH="false" and read the dataset from Filestore (SHARED_FS) or GCS_DATASET')
+        fail("SHARED_PD_DISK_TYPE", f"{shape.machine_type} VMs attach only {', '.join(shape.shared_pd_types)} disks",
+             f'set SHARED_PD_DISK_TYPE="{shape.shared_pd_types[0]}"')
     # Provisioning (TPU_PROVISIONING, TPU_RESERVATION) is checked by offers.resolve_provisioning
     # against builder/data/tpu_offers.json like every TPU VM: v5p/v6e/tpu7x offer on-demand, spot
     # and reservation (preemptible is refused there). A queued resource is a TPU API object:

@@ -110,7 +110,7 @@ resource "google_compute_instance_template" "slice" {
     auto_delete  = true
     source_image = "projects/${var.image_project}/global/images/family/${var.image_family}"
     disk_size_gb = var.boot_disk_size_gb
-    disk_type    = "hyperdisk-balanced"
+    disk_type    = var.boot_disk_type
     labels       = var.labels
   }
 

@@ -93,6 +93,16 @@ variable "boot_disk_size_gb" {
   }
 }
 
+variable "boot_disk_type" {
+  description = "Boot disk type of the slice's VMs: pd-balanced on ct5p, hyperdisk-balanced on ct6e and tpu7x, which take only Hyperdisk (builder/topology.py MIG_DISKS)."
+  type        = string
+
+  validation {
+    condition     = contains(["pd-balanced", "hyperdisk-balanced"], var.boot_disk_type)
+    error_message = "boot_disk_type must be pd-balanced or hyperdisk-balanced."
+  }
+}
+
 variable "labels" {
   description = "Labels put on the instance template, its VMs and their boot disks (tpubuild-env, managed-by)."
   type        = map(string)
