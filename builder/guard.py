@@ -36,7 +36,10 @@ PROTECTED_TYPES: dict[str, str] = {
     "google_compute_disk": "the shared persistent disk (the dataset)",
 }
 #: TPU resource types, by architecture: a replacement interrupts training.
-TPU_TYPES: dict[str, str] = {"google_tpu_node": "node", "google_tpu_v2_vm": "vm"}
+TPU_TYPES: dict[str, str] = {"google_tpu_node": "node", "google_tpu_v2_vm": "vm",
+                             # mig: a new workload policy is a new topology; the pipeline drains the
+                             # slice's MIG and recreates every VM (modules/tpu_mig)
+                             "google_compute_resource_policy": "mig"}
 
 OVERRIDE = "_ALLOW_DATA_LOSS=true"
 _KNOWN_ACTIONS = frozenset({"no-op", "create", "read", "update", "delete", "forget"})
@@ -185,6 +188,9 @@ def evaluate(doc: Any, module: str, action: str, *, allow_data_loss: bool = Fals
         if c.type in TPU_TYPES and c.destroys:
             if action == "destroy":
                 warnings.append(f"{c.address} will be destroyed: training on it stops")
+            elif TPU_TYPES[c.type] == "mig":
+                warnings.append(f"{c.describe()}: the slice's topology changes: training is interrupted; "
+                                "every VM of the MIG is deleted (mig-drain) and recreated (mig-resize)")
             else:
                 warnings.append(f"{c.describe()}: this interrupts training; running jobs stop and must "
                                 "resume from their last checkpoint")

@@ -59,6 +59,8 @@ TIMEOUTS: dict[str, int] = {
     "apply:mig": 3600,
     "apply:filestore": 3600,
     "apply:shared_pd": 1800,
+    "drain": 3600,
+    "resize": 3600,
     "restore": 300,
     "snapshot": 3600,
     "backup": 7200,
@@ -94,7 +96,7 @@ def check_duration(value: str) -> str:
 
 def attaches_disk(settings: Settings, module: str) -> bool:
     """Whether ``module``'s machines attach the shared PD (node: the MIG; vm: the TPU VM)."""
-    return settings.shared_pd_attach and module == ("mig" if settings.arch == "node" else "tpu")
+    return settings.shared_pd_attach and module == hosts_module(settings)
 
 
 def seeds(settings: Settings, plan: Plan) -> bool:
@@ -152,7 +154,19 @@ def preflight(settings: Settings, plan: Plan) -> None:
 
 def runs_setup_script(settings: Settings, module: str) -> bool:
     """Whether ``module``'s machines run the startup script (and so MIG_SETUP_SCRIPT)."""
-    return module == ("mig" if settings.arch == "node" else "tpu")
+    return module == hosts_module(settings)
+
+
+def hosts_module(settings: Settings) -> str:
+    """The plan module whose machines are the hosts: node's worker MIG, the TPU VM on vm, the
+    slice's MIG on mig."""
+    return "tpu" if settings.arch == "vm" else "mig"
+
+
+def resizes_slice(settings: Settings, plan: Plan) -> bool:
+    """TPU_ARCH=mig and the slice (plan module mig) is applied: mig-drain runs before its apply
+    and mig-resize after it (docs/pipeline.md, "Resize on mig")."""
+    return settings.arch == "mig" and plan.applies("mig")
 
 
 # ---- rendering ----
@@ -223,6 +237,15 @@ class _Steps:
         self.steps.append(step)
         return step_id
 
+    def slice_context(self) -> dict[str, Any]:
+        s = self.s
+        shape = s.mig_shape
+        return dict(project=s.project_id, zone=s.zone, group=s.tpu_name, vms=shape.vms,
+                    topology=shape.topology, accelerator_type=s.accelerator_type,
+                    # the workload policy's name (modules/tpu_mig: <name>-<topology>); none for one VM
+                    policy=f"{s.tpu_name}-{shape.topology}" if shape.accelerator_topology else "",
+                    wait_s=TIMEOUTS["resize"] - 300)
+
     def labels(self) -> str:
         return ",".join(f"{k}={v}" for k, v in self.s.labels.items())
 
@@ -259,8 +282,15 @@ class _Steps:
                      snapshot_name=restore if restore not in ("", "latest") else "", **tf)
             self.add(f"{m}-guard", "python", "guard.sh.j2", [f"{m}-plan", wheel], TIMEOUTS["guard"],
                      module=m, action=plan.action, allow_data_loss=self.allow_data_loss, wheels=WHEELS)
-            self.add(f"{m}-apply", "terraform", "tf_apply.sh.j2", [f"{m}-guard"],
+            slice_steps = m == "mig" and resizes_slice(s, plan)
+            if slice_steps:
+                self.add("mig-drain", "gcloud", "mig_drain.sh.j2", [f"{m}-guard"], TIMEOUTS["drain"],
+                         **self.slice_context())
+            self.add(f"{m}-apply", "terraform", "tf_apply.sh.j2", ["mig-drain" if slice_steps else f"{m}-guard"],
                      TIMEOUTS[f"apply:{m}"], **tf)
+            if slice_steps:
+                self.add("mig-resize", "gcloud", "mig_resize.sh.j2", ["mig-apply"], TIMEOUTS["resize"],
+                         **self.slice_context())
             if m == "shared_pd" and has_seed:
                 prep = s.mig_seed_data_prep_script
                 self.add("shared_pd-seed", "gcloud", "pd_seed.sh.j2", ["shared_pd-apply"], TIMEOUTS["seed"],

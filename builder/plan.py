@@ -41,25 +41,34 @@ OPS: tuple[str, ...] = ("apply", "destroy")
 MODULES: dict[str, tuple[str, ...]] = {
     "node": ("filestore", "shared_pd", "tpu", "mig"),
     "vm": ("filestore", "shared_pd", "tpu"),
+    # mig (issue 13): tpu = the slice's access (host identity, firewall, MIG reader role), mig = the
+    # slice itself (workload policy + instance template + MIG); docs/pipeline.md has why.
+    "mig": ("filestore", "shared_pd", "tpu", "mig"),
 }
 
 #: What each module waits for when it is created (the create DAG), per architecture.
 CREATE_AFTER: dict[str, dict[str, tuple[str, ...]]] = {
     "node": {"filestore": (), "shared_pd": (), "tpu": (), "mig": ("filestore", "shared_pd", "tpu")},
     "vm": {"filestore": (), "shared_pd": (), "tpu": ("filestore", "shared_pd")},
+    "mig": {"filestore": (), "shared_pd": (), "tpu": (), "mig": ("filestore", "shared_pd", "tpu")},
 }
 
 #: What each module waits for when it is destroyed (full destroy), per architecture.
 DESTROY_AFTER: dict[str, dict[str, tuple[str, ...]]] = {
     "node": {"mig": (), "tpu": ("mig",), "filestore": ("tpu",), "shared_pd": ("tpu",)},
     "vm": {"tpu": (), "filestore": ("tpu",), "shared_pd": ("tpu",)},
+    "mig": {"mig": (), "tpu": ("mig",), "filestore": ("mig",), "shared_pd": ("mig",)},
 }
 
 #: Order of a full destroy (a topological order of DESTROY_AFTER).
 DESTROY_ORDER: dict[str, tuple[str, ...]] = {
     "node": ("mig", "tpu", "filestore", "shared_pd"),
     "vm": ("tpu", "filestore", "shared_pd"),
+    "mig": ("mig", "tpu", "filestore", "shared_pd"),
 }
+
+#: Terraform directories of the mig architecture's two slice modules.
+_MIG_ARCH_DIRS: dict[str, str] = {"tpu": "modules/tpu_mig_access", "mig": "modules/tpu_mig"}
 
 _TERRAFORM_DIRS: dict[str, str] = {
     "filestore": "modules/filestore",
@@ -139,6 +148,8 @@ def parse_flag(raw: str, name: str) -> bool:
 
 def module_dir(settings: Settings, module: str) -> str:
     """The Terraform directory (repo-relative) of a plan module."""
+    if settings.arch == "mig" and module in _MIG_ARCH_DIRS:
+        return _MIG_ARCH_DIRS[module]
     if module == "tpu":
         return "modules/tpu_node" if settings.arch == "node" else "modules/tpu_vm"
     try:
@@ -209,7 +220,7 @@ def make_plan(
             raise BadInput("_TPU/_MIG: initialize takes no scope flags (it creates the buckets and the "
                            "workspace, no Terraform); drop the flags")
         return Plan(action, arch, ())
-    if mig and arch != "node":
+    if mig and arch == "vm":
         raise BadInput(f"_MIG: the vm architecture{_arch_where(settings)} has no MIG (the TPU VM hosts are the "
                        "workers); drop _MIG, and use _TPU to act on the TPU VM")
 
@@ -224,6 +235,10 @@ def make_plan(
         ops = _restrict(kept, CREATE_AFTER[arch])
         op = "apply"
     else:  # destroy
+        if arch == "mig" and tpu and not mig:
+            raise BadInput("_TPU: on the mig architecture the tpu module is the slice's service account and "
+                           "firewall; destroying it alone would cut off the running TPU VMs of the MIG; "
+                           "add _MIG=true (destroys the slice, then its access)")
         order = DESTROY_ORDER[arch]
         if tpu or mig:
             kept = tuple(m for m in order if (m == "tpu" and tpu) or (m == "mig" and mig))

@@ -25,6 +25,7 @@ pytestmark = pytest.mark.usefixtures("no_cloud")
 
 VM = EXAMPLES / "vm-v4-32.env"
 V5E = EXAMPLES / "vm-v5litepod-16.env"
+MIG = EXAMPLES / "mig-v6e-16-spot.env"
 MINIMAL = (
     'ENV_BUILD_NAME="env1"\nPROJECT_ID="my-tpu-project"\nZONE="europe-west4-a"\n'
     'TPU_ACCELERATOR_TYPE="v3-8"\nTPU_PYTORCH_VERSION="pytorch-nightly"\n'
@@ -117,6 +118,22 @@ CASES: list[Case] = [
     Case("vm-with-xrt-runtime", _env(TPU_ARCH="vm"), base=NODE, expect=("TPU_ARCH:", "contradicts")),
     Case("spot-node", _env(TPU_SPOT="true"), base=NODE, expect=("TPU_SPOT:", "only as TPU VMs")),
     Case("reserved-node", _env(TPU_RESERVED="true"), base=NODE, expect=("TPU_RESERVED:", "TPU VM option", "TPU_PREEMPTIBLE", 'TPU_ARCH="vm"')),
+    # TPU_ARCH="mig" (issue 13): wrong generation, impossible topology, spot + reservation, a runtime
+    Case("mig-v4", _env(TPU_ACCELERATOR_TYPE="v4-32"), base=MIG,
+         expect=("TPU_ACCELERATOR_TYPE:", "v5p, v6e, tpu7x only", 'TPU_ARCH="vm"'), sub=True),
+    Case("mig-v5p-24", _env(TPU_ACCELERATOR_TYPE="v5p-24"), base=MIG,
+         expect=("TPU_ACCELERATOR_TYPE:", "not a size Cloud TPU offers", "v5p-384")),
+    Case("mig-v6e-48", _env(TPU_ACCELERATOR_TYPE="v6e-48"), base=MIG, expect=("TPU_ACCELERATOR_TYPE:", "v6e-64")),
+    Case("mig-spot-and-reservation", _env(TPU_RESERVED="true"), base=MIG,
+         expect=("TPU_RESERVED:", 'means reservation, but TPU_PROVISIONING is "spot"', "remove TPU_RESERVED")),
+    Case("mig-spot-named-reservation", _env(TPU_RESERVATION="my-res"), base=MIG,
+         expect=("TPU_RESERVATION:", "names a reservation but the TPU is spot")),
+    Case("mig-v6e-shared-pd", _env(SHARED_PD_DISK_ATTACH="true"), base=MIG,
+         expect=("SHARED_PD_DISK_ATTACH:", "attach only Hyperdisk", 'SHARED_PD_DISK_ATTACH="false"')),
+    Case("mig-tpu7x-wrong-zone", _env(TPU_ACCELERATOR_TYPE="tpu7x-8"), base=MIG,
+         expect=("ZONE:", "tpu7x-8 is not offered in us-east5-b", 'ZONE="us-central1-c"')),
+    Case("mig-runtime", _env(TPU_RUNTIME_VERSION="v2-alpha-tpuv6e"), base=MIG,
+         expect=("TPU_RUNTIME_VERSION:", "no TPU runtime", "remove TPU_RUNTIME_VERSION")),
     Case("ssd-too-small", _env(SHARED_FS_TIER="BASIC_SSD"), expect=("SHARED_FS_CAPACITY:", "2560")),
     Case("high-scale-too-small", _env(SHARED_FS_TIER="HIGH_SCALE_SSD"), expect=("SHARED_FS_CAPACITY:", "10240")),
     Case("restore-without-disk", _env(SHARED_PD_RESTORE="latest", SHARED_PD_DISK_ATTACH="false"), expect=("SHARED_PD_RESTORE:", "needs the disk")),

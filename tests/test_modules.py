@@ -33,6 +33,7 @@ TF_FILES = sorted(MODULES.rglob("*.tf"))
 REMOTE_DIR = {
     "mig": {"tpu": "tpu_node", "filestore": "filestore", "shared_pd": "shared_pd"},
     "tpu_vm": {"filestore": "filestore", "shared_pd": "shared_pd"},
+    "tpu_mig": {"tpu": "tpu_mig_access", "filestore": "filestore", "shared_pd": "shared_pd"},
 }
 
 
@@ -212,6 +213,8 @@ CALLS = {
     "shared_pd": {"seeder_identity": "host_identity"},
     "tpu_node": {},
     "filestore": {},
+    "tpu_mig_access": {"slice_identity": "host_identity", "slice_firewall": "host_firewall"},
+    "tpu_mig": {},
 }
 
 
@@ -349,7 +352,7 @@ def test_moved_blocks_carry_every_former_address_into_the_child(name: str) -> No
     assert moved_errors(load_module(name), FORMER[name]) == []
 
 
-@pytest.mark.parametrize("name", sorted(set(MODULE_DIRS) - set(FORMER)))
+@pytest.mark.parametrize("name", sorted(set(MODULE_DIRS) - set(FORMER) - {"tpu_mig_access"}))  # born with children
 def test_modules_without_children_move_nothing(name: str) -> None:
     mod = load_module(name)
     assert mod.moved == [] and mod.calls == {}
@@ -609,15 +612,15 @@ def test_checkov_finds_no_failed_check(checkov_report: dict[str, Any]) -> None:
 
 @pytest.mark.checkov
 def test_every_checkov_skip_is_inline_and_justified(checkov_report: dict[str, Any]) -> None:
-    inline: dict[str, str] = {}
+    inline: dict[str, set[str]] = {}  # one check may be skipped in several modules, each with its reason
     for tf in TF_FILES:
         for m in INLINE_SKIP.finditer(tf.read_text()):
             reason = (m.group(2) or "").strip()
             assert len(reason) >= 30, f"{tf}: checkov:skip={m.group(1)} needs a real reason"
-            inline[m.group(1)] = reason
+            inline.setdefault(m.group(1), set()).add(reason)
     skipped = checkov_report["results"].get("skipped_checks", [])
     assert len(skipped) == checkov_report["summary"]["skipped"]
     for s in skipped:
         assert s["check_id"] in inline, f"{s['check_id']} skipped without an inline checkov:skip"
-        assert s["check_result"].get("suppress_comment", "").strip() == inline[s["check_id"]]
+        assert s["check_result"].get("suppress_comment", "").strip() in inline[s["check_id"]]
     assert {s["check_id"] for s in skipped} == set(inline), "an inline skip that checkov no longer needs: remove it"

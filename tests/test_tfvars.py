@@ -69,7 +69,7 @@ def _validation_verdicts(mod: Module, values: dict[str, Any]) -> list[tuple[str,
 def test_tfvars_set_exactly_the_declared_variables(env: Path) -> None:
     settings = load(env)
     generated = tfvars.all_for(settings)
-    assert set(generated) == ({"tpu", "filestore", "shared_pd", "mig"} if settings.arch == "node"
+    assert set(generated) == ({"tpu", "filestore", "shared_pd", "mig"} if settings.arch in ("node", "mig")
                               else {"tpu", "filestore", "shared_pd"})
     for plan_module, values in generated.items():
         mod = _module_for(settings, plan_module)
@@ -160,7 +160,7 @@ def test_tfvars_pass_the_child_modules_validations_through_the_calls(env: Path) 
             checked |= {f"{call}.{n}" for n, _ in verdicts}
     want = {"seeder_identity.account_id", "seeder_identity.workspace_condition_title", "seeder_identity.dataset_bucket"}
     assert want <= checked
-    hosts = "mig" if settings.arch == "node" else "tpu_vm"
+    hosts = {"node": "mig", "vm": "tpu_vm", "mig": "slice"}[settings.arch]
     assert {f"{hosts}_identity.account_id", f"{hosts}_identity.state_bucket", f"{hosts}_firewall.network",
             f"{hosts}_firewall.name", f"{hosts}_firewall.hosts"} <= checked
 

@@ -4,6 +4,9 @@
   runtime, endpoints.
 * Filestore: google-cloud-filestore ``GetInstance`` (zonal, or regional for REGIONAL/ENTERPRISE):
   state, IP, capacity.
+* Slice (mig architecture, no TPU API object): the MIG named like the TPU through the same REST
+  calls, plus its workload policy (the topology it was created for), set against the topology,
+  VM count, machine type and provisioning values.env asks for.
 * MIG (node): Compute Engine REST (``instanceGroupManagers.get`` and ``listManagedInstances``
   through google-auth's AuthorizedSession; no google-cloud-compute dependency): target size,
   running instances, stable.
@@ -67,22 +70,45 @@ def _filestore(settings: Settings) -> dict[str, Any]:
             "ip": ips[0] if ips else "", "shares": shares}
 
 
-def _mig(settings: Settings) -> dict[str, Any]:
+def _group(settings: Settings, name: str) -> dict[str, Any]:
+    """A zonal MIG: its manager resource and its instances (Compute Engine REST)."""
     session, base = clients.compute()
-    url = f"{base}/projects/{settings.project_id}/zones/{settings.zone}/instanceGroupManagers/{settings.mig_name}"
-    with cloud_call(f"reading MIG {settings.mig_name}"):
+    url = f"{base}/projects/{settings.project_id}/zones/{settings.zone}/instanceGroupManagers/{name}"
+    with cloud_call(f"reading MIG {name}"):
         resp = session.get(url, timeout=30)
         if resp.status_code == 404:
             return _absent()
-        _raise_for(resp, f"MIG {settings.mig_name}")
+        _raise_for(resp, f"MIG {name}")
         body = resp.json()
         listing = session.post(f"{url}/listManagedInstances", timeout=30)
-        _raise_for(listing, f"MIG {settings.mig_name} instances")
+        _raise_for(listing, f"MIG {name} instances")
         instances = listing.json().get("managedInstances", [])
     running = sum(1 for i in instances if i.get("instanceStatus") == "RUNNING")
-    return {"name": settings.mig_name, "state": "STABLE" if body.get("status", {}).get("isStable") else "UPDATING",
+    return {"name": name, "state": "STABLE" if body.get("status", {}).get("isStable") else "UPDATING",
             "target_size": int(body.get("targetSize", 0)), "instances": len(instances), "running": running,
-            "expected_size": settings.hosts}
+            "manager": body}
+
+
+def _mig(settings: Settings) -> dict[str, Any]:
+    out = _group(settings, settings.mig_name)
+    out.pop("manager", None)
+    if out["state"] != "ABSENT":
+        out["expected_size"] = settings.hosts
+    return out
+
+
+def _slice(settings: Settings) -> dict[str, Any]:
+    """mig architecture: the slice's MIG (named like the TPU, modules/tpu_mig) and its policy."""
+    out = _group(settings, settings.tpu_name)
+    manager = out.pop("manager", None)
+    if manager is None:
+        return out
+    shape = settings.mig_shape
+    policy_url = (manager.get("resourcePolicies") or {}).get("workloadPolicy", "")
+    out.update({"policy": policy_url.rsplit("/", 1)[-1] if policy_url else "",
+                "topology": shape.topology, "vms": shape.vms, "machine_type": shape.machine_type,
+                "provisioning": settings.provisioning})
+    return out
 
 
 def _raise_for(resp: Any, what: str) -> None:
@@ -125,7 +151,7 @@ def _state(settings: Settings) -> dict[str, Any]:
 
 def gather(settings: Settings) -> dict[str, Any]:
     parts: list[tuple[str, Callable[[Settings], dict[str, Any]]]] = [
-        ("tpu", _tpu), ("filestore", _filestore), ("terraform", _state)]
+        ("slice", _slice) if settings.arch == "mig" else ("tpu", _tpu), ("filestore", _filestore), ("terraform", _state)]
     if settings.arch == "node":
         parts.insert(2, ("mig", _mig))
     report: dict[str, Any] = {"env": settings.env_name, "project": settings.project_id, "zone": settings.zone,
@@ -156,8 +182,19 @@ def _missing_line(label: str, part: dict[str, Any]) -> str:
 
 def text(report: dict[str, Any]) -> list[str]:
     lines = [f"{report['env']} ({report['project']}, {report['zone']}, {report['arch']} architecture)"]
-    tpu = report["tpu"]
-    if _missing(tpu):
+    if "slice" in report:
+        sl = report["slice"]
+        if _missing(sl):
+            lines.append(_missing_line("slice", sl))
+        else:
+            policy = f"policy {sl['policy']}" if sl["policy"] else "no workload policy"
+            lines.append(f"  slice      {sl['name']}: {sl['running']}/{sl['target_size']} running "
+                         f"(values.env: {sl['vms']} x {sl['machine_type']}, topology {sl['topology']}, "
+                         f"{sl['provisioning']}), {policy}, {sl['state']}")
+    tpu = report.get("tpu")
+    if tpu is None:
+        pass
+    elif _missing(tpu):
         lines.append(_missing_line("tpu", tpu))
     else:
         lines.append(f"  tpu        {tpu['name']}: {tpu['state']}, health {tpu['health']}, {tpu['accelerator_type']}, "

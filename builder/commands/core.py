@@ -17,5 +17,6 @@ def run_validate(args: argparse.Namespace) -> int:
     t = s.topology
     print(f"{s.source}: ok: {s.env_name} in {s.project_id}/{s.zone}, {s.arch} architecture, "
           f"{s.accelerator_type} ({t.generation}, {t.chips} chips, {t.hosts} host{'s' if t.hosts != 1 else ''}), "
-          f"runtime {s.runtime_version}")
+          + (f"{s.mig_shape.vms} x {s.mig_shape.machine_type}, topology {s.mig_shape.topology}, "
+             f"{s.provisioning}" if s.arch == "mig" else f"runtime {s.runtime_version}"))
     return 0

@@ -102,6 +102,13 @@ def _what(settings: Settings, module: str) -> str:
     if module == "shared_pd":
         use = "attached to every host" if s.shared_pd_attach else "not attached"
         return f"disk {s.shared_pd_name} ({s.shared_pd_type}, {s.shared_pd_size_gb} GB, {use})"
+    if s.arch == "mig" and module in ("tpu", "mig"):
+        if module == "tpu":
+            return f"slice access for {s.tpu_name} (service account {s.worker_service_account_id}, IAP-SSH firewall, MIG reader role)"
+        sh = s.mig_shape
+        policy = f"workload policy {s.tpu_name}-{sh.topology}" if sh.accelerator_topology else "no workload policy (one VM)"
+        return (f"MIG {s.tpu_name} ({sh.vms} x {sh.machine_type}, {policy}, {s.provisioning}); "
+                "drained first if the topology changes, then resized to the slice")
     if module == "tpu":
         kind = "TPU Node" if s.arch == "node" else "TPU VM"
         return f"{kind} {s.tpu_name} ({s.accelerator_type}, {s.runtime_version})"
@@ -134,6 +141,9 @@ def describe(settings: Settings, plan: Plan, *, allow_data_loss: bool = False) -
         "provisioning": s.provisioning,
         "queued": s.queued,
         "provisioning_meaning": provisioning_meaning(s),
+        **({"slice": {"machine_type": s.mig_shape.machine_type, "vms": s.mig_shape.vms,
+                      "topology": s.mig_shape.topology, "provisioning": s.provisioning,
+                      "reservation": s.reservation}} if s.arch == "mig" else {}),
         "operations": [{"module": o.module, "op": o.op, "after": list(o.after), "what": _what(s, o.module)}
                        for o in plan.operations],
         "stages": [[o.module for o in stage] for stage in plan.stages()],
@@ -187,13 +197,22 @@ def as_text(info: dict[str, Any], *, bold: bool) -> str:
 
     hosts = info["hosts"]
     lines = [f"tpubuild plan: {info['action']} {info['env']} in {info['project_id']}/{info['zone']}"]
-    arch = "node (TPU Node + MIG of worker VMs, XRT)" if info["arch"] == "node" else "vm (TPU VM pod, PJRT)"
+    arch = {"node": "node (TPU Node + MIG of worker VMs, XRT)", "vm": "vm (TPU VM pod, PJRT)",
+            "mig": "mig (Compute Engine MIG of TPU VMs with a workload policy, PJRT)"}[info["arch"]]
     lines.append(f"  architecture: {arch}")
-    lines.append(f"  accelerator:  {info['accelerator_type']} ({info['generation']}, {info['chips']} chips), "
-                 f"runtime {info['runtime_version']}")
+    if "slice" in info:
+        sl = info["slice"]
+        lines.append(f"  accelerator:  {info['accelerator_type']} ({info['generation']}, {info['chips']} chips), "
+                     f"topology {sl['topology']}")
+        lines.append(f"  slice:        {sl['vms']} x {sl['machine_type']}, {sl['provisioning']}"
+                     + (f" (reservation {sl['reservation']})" if sl["reservation"] else ""))
+    else:
+        lines.append(f"  accelerator:  {info['accelerator_type']} ({info['generation']}, {info['chips']} chips), "
+                     f"runtime {info['runtime_version']}")
     if "provisioning_meaning" in info:
         lines.append(f"  provisioning: {info['provisioning_meaning']}")
-    per_host = "one MIG worker VM per host" if info["arch"] == "node" else "each host is a TPU VM"
+    per_host = {"node": "one MIG worker VM per host", "vm": "each host is a TPU VM",
+                "mig": "each host is a TPU VM of the MIG"}[info["arch"]]
     lines.append(f"  hosts:        {hosts} ({per_host})")
     lines.append("")
     if not info["operations"]:

@@ -83,6 +83,13 @@ def load_launcher(settings: Settings, model: str) -> tuple[ModuleType, Path]:
 # ---------------------------------------------------------------- running
 
 def _job(settings: Settings, launcher: ModuleType) -> Any:
+    if settings.arch == "mig":
+        # The launchers know vm (tpu-vm ssh --worker) and node (xla_dist on the leader); a mig slice
+        # would silently get the node path. Its transport is builder/cloud/mig_hosts.py (IAP ssh per
+        # instance, PJRT worker order) and is wired with the shared host transport (issue 16).
+        raise BadInput(f'train/stop/logs: TPU_ARCH="mig" ({settings.source}) is not supported by the {settings.model or "model"} '
+                       "launcher yet; reach the slice's VMs with `gcloud compute ssh INSTANCE --tunnel-through-iap` "
+                       "(`tpubuild status` lists the group), or use TPU_ARCH=\"vm\" for v5p/v6e")
     return launcher.Job.from_settings(settings)
 
 

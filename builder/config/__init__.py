@@ -82,7 +82,11 @@ def load_text(text: str, path: Path | str) -> Settings:
         fail("TPU_RUNTIME_VERSION", f"says {alias!r} but TPU_PYTORCH_VERSION says {runtime!r}", "set only one of them")
     runtime_key = "TPU_PYTORCH_VERSION" if runtime else "TPU_RUNTIME_VERSION"
     runtime = runtime or alias
-    if not runtime:
+    mig = values["arch"] == "mig"  # TPU VMs as Compute Engine instances boot an OS image: no TPU runtime
+    if mig and runtime:
+        fail(runtime_key, f"{runtime!r} is a TPU runtime, but TPU_ARCH=\"mig\" hosts boot the accelerator OS image "
+             "(builder/topology.py MIG_GENERATIONS) and have no TPU runtime", f"remove {runtime_key}")
+    if not runtime and not mig:
         fail("TPU_PYTORCH_VERSION", "is required but not set",
              'add TPU_PYTORCH_VERSION="pytorch-nightly" (node) or "tpu-ubuntu2204-base" (vm)')
     values["runtime_version"] = runtime
@@ -92,8 +96,11 @@ def load_text(text: str, path: Path | str) -> Settings:
     except BadInput as exc:
         fail("TPU_ACCELERATOR_TYPE", str(exc), "")
     arch_declared = bool(values["arch"])
-    values["arch"] = validate.infer_arch(values["arch"], runtime, fail, runtime_key=runtime_key)
-    validate.runtime_for(runtime, values["arch"], topo, fail, runtime_key=runtime_key, arch_declared=arch_declared)
+    if mig:
+        validate.mig_for(values, topo, fail)
+    else:
+        values["arch"] = validate.infer_arch(values["arch"], runtime, fail, runtime_key=runtime_key)
+        validate.runtime_for(runtime, values["arch"], topo, fail, runtime_key=runtime_key, arch_declared=arch_declared)
     validate.cross_checks(values, topo, fail, lines)
     offers.resolve_provisioning(values, topo, fail, lines)
     if values["arch"] != "node":

@@ -196,8 +196,9 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("REGION", "region", "",
             pattern(r"[a-z]+-[a-z]+[0-9]+", "a region", "europe-west4", allow_empty=True),
             "Region; derived from ZONE when empty, and must agree with it."),
-    KeySpec("TPU_ARCH", "arch", "", choice(("node", "vm", "")),
-            "node (TPU Node + MIG, XRT) or vm (TPU VM pod, PJRT); inferred from the runtime when empty."),
+    KeySpec("TPU_ARCH", "arch", "", choice(("node", "vm", "mig", "")),
+            "node (TPU Node + MIG, XRT), vm (TPU VM pod, PJRT) or mig (v5p/v6e/TPU7x slice as a Compute Engine "
+            "MIG of TPU VMs with a workload policy, PJRT); inferred from the runtime when empty."),
     KeySpec("TPU_ACCELERATOR_TYPE", "accelerator_type", None, text,
             "TPU slice type, e.g. v3-32, v4-32, v5litepod-16.", required=True),
     KeySpec("TPU_PYTORCH_VERSION", "runtime_version", "", text,

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from builder.topology import Topology
+from builder.topology import MigShape, Topology, mig_shape
 
 
 @dataclass(frozen=True)
@@ -123,3 +123,9 @@ class Settings:
 
     def line_of(self, key: str) -> int | None:
         return self.lines.get(key)
+
+    # ---- TPU_ARCH="mig" (issue 13): the slice as a Compute Engine MIG of TPU VMs ----
+    @property
+    def mig_shape(self) -> MigShape:
+        """Machine type, VM count and workload-policy topology of the slice (builder/topology.py)."""
+        return mig_shape(self.topology)

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from builder.config import offers
-from builder.topology import Topology
+from builder.errors import BadInput
+from builder.topology import Topology, mig_shape
 
 #: vm runtimes and the generations each one serves.
 #: (One place: builder/data/tpu_offers.json, through builder.config.offers.)
@@ -139,3 +140,30 @@ def name_lengths(v: dict[str, Any], fail: Fail) -> None:
     if len(worker) + MIG_SUFFIX > MAX_GCE_NAME:
         fail("ENV_BUILD_NAME", f"{len(env)} characters makes worker VM names longer than {MAX_GCE_NAME}",
              f"shorten ENV_BUILD_NAME to at most {MAX_GCE_NAME - MIG_SUFFIX - len('worker-')} characters")
+
+
+def mig_for(v: dict[str, Any], topo: Topology, fail: Fail) -> None:
+    """TPU_ARCH="mig": a generation and size Google offers as a MIG of TPU VMs (builder/topology.py
+    MIG_SHAPES), no queued resource, and none of the options that belong to the other architectures."""
+    try:
+        shape = mig_shape(topo)
+    except BadInput as exc:
+        fix = ('set TPU_ARCH="vm" (TPU API) for this generation' if topo.generation not in ("v5p", "v6e", "tpu7x")
+               else "choose a size from that list")
+        fail("TPU_ACCELERATOR_TYPE", str(exc), fix)
+    if v["shared_pd_attach"] and v["shared_pd_type"] not in shape.shared_pd_types:
+        if not shape.shared_pd_types:
+            fail("SHARED_PD_DISK_ATTACH", f"{shape.machine_type} VMs attach only Hyperdisk, so the {v['shared_pd_type']} "
+                 "dataset disk (modules/shared_pd) cannot be attached to the slice",
+                 'set SHARED_PD_DISK_ATTACH="false" and read the dataset from Filestore (SHARED_FS) or GCS_DATASET')
+        fail("SHARED_PD_DISK_TYPE", f"{shape.machine_type} VMs attach only {', '.join(shape.shared_pd_types)} disks",
+             f'set SHARED_PD_DISK_TYPE="{shape.shared_pd_types[0]}"')
+    # Provisioning (TPU_PROVISIONING, TPU_RESERVATION) is checked by offers.resolve_provisioning
+    # against builder/data/tpu_offers.json like every TPU VM: v5p/v6e/tpu7x offer on-demand, spot
+    # and reservation (preemptible is refused there). A queued resource is a TPU API object:
+    if v["queued"]:
+        fail("TPU_QUEUED", "a queued resource (google_tpu_v2_queued_resource) creates TPU API VMs, not the "
+             "Compute Engine VMs of a MIG", 'remove TPU_QUEUED (the MIG retries creating its VMs until capacity is free)')
+    if v["mig_external_ip"]:
+        fail("MIG_EXTERNAL_IP", "is a node option; on mig the hosts' external IPs are TPU_EXTERNAL_IPS",
+             'use TPU_EXTERNAL_IPS="true" (off by default)')
