@@ -24,6 +24,7 @@ from builder.config import load_text
 from builder.pipeline import QUEUE_SLACK_S, render
 from builder.plan import make_plan
 from tests.conftest import REPO, SHIPPED, require, rewrite_env
+from tests.fakes.fixtures import fakes  # noqa: F401 - fixture
 from tests.pipeline_support import step_script
 
 QUEUED = {"TPU_QUEUED": "true", "TPU_QUEUED_VALID_FOR": "6h", "TPU_PROVISIONING": "spot"}
@@ -313,3 +314,31 @@ def test_queue_scripts_pass_shellcheck(tmp_path: Path) -> None:
         path.write_text("#!/usr/bin/env bash\n" + step_script(step(render(s, make_plan(s, action)), sid)))
         proc = subprocess.run([shellcheck, "-s", "bash", "-f", "gcc", str(path)], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout
+
+
+# ---- tpubuild status: the queued resource's state through the real google-cloud-tpu v2 client ----
+
+def test_status_shows_the_queued_resource_state(fakes, tmp_path: Path, cli, monkeypatch) -> None:
+    from builder.config import load
+    from tests.fakes.fixtures import make_repo, unique_env
+
+    env = unique_env()
+    values = make_repo(tmp_path / "r", env)
+    values.write_text(rewrite_env(Path(SHIPPED).read_text(), ENV_BUILD_NAME=env, **QUEUED))
+    monkeypatch.chdir(values.parent)
+    s = load(values)
+    name = f"projects/{s.project_id}/locations/{s.zone}/queuedResources/{s.tpu_name}"
+    code, out, err = cli("--values", values, "status")
+    assert "  queued     absent" in out, out + err
+    fakes.google.queued_resources[name] = {
+        "name": name, "state": {"state": "WAITING_FOR_RESOURCES"}, "spot": {},
+        "queueingPolicy": {"validUntilTime": "2026-11-23T18:00:00Z"},
+        "tpu": {"nodeSpec": [{"parent": f"projects/{s.project_id}/locations/{s.zone}", "nodeId": s.tpu_name,
+                              "node": {"acceleratorType": s.accelerator_type, "runtimeVersion": s.runtime_version}}]}}
+    code, out, err = cli("--values", values, "status", "--format", "json")
+    report = json.loads(out)
+    assert report["queued"]["state"] == "WAITING_FOR_RESOURCES" and report["queued"]["accelerator_type"] == s.accelerator_type
+    code, out, err = cli("--values", values, "status")
+    assert (f"  queued     {s.tpu_name}: WAITING_FOR_RESOURCES, {s.accelerator_type}, valid until 2026-11-23T18:00:00"
+            in out), out
+    assert any(p == f"/v2/{name}" for _m, p in fakes.google.requests)
