@@ -208,6 +208,7 @@ CASES: list[Case] = [
     Case("queued-valid-for-too-long", _env(TPU_QUEUED="true", TPU_QUEUED_VALID_FOR="45d"), expect=("TPU_QUEUED_VALID_FOR:", "out of range", "30d")),
     Case("queued-valid-for-too-short", _env(TPU_QUEUED="true", TPU_QUEUED_VALID_FOR="30s"), expect=("TPU_QUEUED_VALID_FOR:", "out of range")),
     Case("queued-valid-for-alone", _env(TPU_QUEUED_VALID_FOR="6h"), expect=("TPU_QUEUED_VALID_FOR:", "TPU_QUEUED is false")),
+    Case("zone-check-bad", _env(TPU_ZONE_CHECK="off"), expect=("TPU_ZONE_CHECK:", "not allowed", "error, warn")),
     Case("queued-valid-for-zero", _env(TPU_QUEUED="true", TPU_QUEUED_VALID_FOR="0h"), expect=("TPU_QUEUED_VALID_FOR:", "out of range")),
     Case("queued-valid-for-negative", _env(TPU_QUEUED="true", TPU_QUEUED_VALID_FOR="-6h"), expect=("TPU_QUEUED_VALID_FOR:",)),
     Case("queued-valid-for-iso", _env(TPU_QUEUED="true", TPU_QUEUED_VALID_FOR="PT6H"), expect=("TPU_QUEUED_VALID_FOR:",)),

@@ -342,3 +342,25 @@ def test_status_shows_the_queued_resource_state(fakes, tmp_path: Path, cli, monk
     assert (f"  queued     {s.tpu_name}: WAITING_FOR_RESOURCES, {s.accelerator_type}, valid until 2026-11-23T18:00:00"
             in out), out
     assert any(p == f"/v2/{name}" for _m, p in fakes.google.requests)
+
+
+# ---- TPU_ZONE_CHECK: a stale zone table must not block a valid zone ----
+
+def test_zone_missing_from_the_table_is_refused_unless_zone_check_warns(cli, make_env) -> None:
+    path = make_env(SHIPPED, ZONE="us-central1-a", REGION=None)  # v3-32 is listed in europe-west4-a only
+    code, out, err = cli("validate", "--values", path)
+    assert code == 2 and "ZONE:" in err and 'TPU_ZONE_CHECK="warn"' in err and len(err.strip().splitlines()) == 1
+    path = make_env(SHIPPED, ZONE="us-central1-a", REGION=None, TPU_ZONE_CHECK="warn")
+    s = load_text(path.read_text(), path)
+    assert s.zone == "us-central1-a" and s.zone_check == "warn"
+    assert any("v3-32 is not offered in us-central1-a" in w and "TPU_ZONE_CHECK" in w for w in s.warnings)
+    code, out, err = cli("plan", "--values", path)
+    assert code == 0, err
+
+
+def test_unconfirmed_zones_are_marked_in_the_data_file() -> None:
+    from builder.config import offers
+
+    evidence = offers.table()["_zone_evidence"]
+    for gen, zones in evidence["unconfirmed"].items():
+        assert set(zones) <= set(offers.generations()[gen]["zones"]["*"]), gen
