@@ -57,34 +57,6 @@ def refuse_node(settings: Settings, action: str) -> None:
     )
 
 
-#: What a TPU VM needs from tpubuild that google-beta 6.50's google_tpu_v2_queued_resource cannot
-#: carry (its node_spec.node has only accelerator_type, runtime_version, description and
-#: network_config; tests/data/provider_schema.json, checked by tests/test_provisioning.py).
-QUEUED_MISSING: tuple[str, ...] = ("metadata", "service_account", "data_disks", "scheduling_config", "labels")
-
-
-def refuse_queued_vm(settings: Settings, action: str) -> None:
-    """A queued TPU VM cannot be applied with the pinned provider: refuse it in one line.
-
-    google-beta 6.50's ``google_tpu_v2_queued_resource`` has no metadata (so no startup script:
-    the hosts would never mount Filestore or the shared PD), no service account (the hosts would
-    run as the default compute account, not least privilege), no data disks, no scheduling (spot,
-    reserved) and no valid-until duration. Applying one would make a TPU that tpubuild cannot set
-    up; the key is validated (and kept for ``mig``) so a provider upgrade is the only change needed.
-    """
-    if settings.arch != "vm" or not settings.queued or action.strip().lower() not in APPLYING:
-        return
-    raise ConfigError(
-        "a queued TPU VM cannot be set up with the pinned provider (google-beta 6.50's "
-        f"google_tpu_v2_queued_resource has no {', '.join(QUEUED_MISSING)} or valid-until duration, so the "
-        "hosts would get no startup script, no least-privilege account and no shared PD)",
-        'remove TPU_QUEUED (or set it "false") and create the slice directly, e.g. with '
-        'TPU_PROVISIONING="reservation" for capacity you reserved',
-        path=settings.source, line=settings.line_of("TPU_QUEUED"), key="TPU_QUEUED",
-    )
-
-
 def refuse_unbuildable(settings: Settings, action: str) -> None:
     """Every refusal of an action that config alone cannot decide, before any cloud call."""
     refuse_node(settings, action)
-    refuse_queued_vm(settings, action)

@@ -66,7 +66,13 @@ TIMEOUTS: dict[str, int] = {
     "backup": 7200,
     "seed": 14400,
     "finalize": 600,
+    "unqueue": 1800,
 }
+#: TPU_QUEUED: how long tpu-queue waits for ACTIVE without TPU_QUEUED_VALID_FOR, and at most (a
+#: Cloud Build build lasts at most 24 h); its step timeout adds QUEUE_SLACK_S to the wait.
+QUEUE_WAIT_S = 4 * 3600
+MAX_QUEUE_WAIT_S = 20 * 3600
+QUEUE_SLACK_S = 900
 #: Slack added to the longest path through the steps for the whole build's timeout.
 BUILD_TIMEOUT_SLACK = 900
 #: Cloud Build's maximum build timeout (24 h).
@@ -120,6 +126,22 @@ def backs_up_before_destroy(settings: Settings, plan: Plan) -> bool:
 def loses_share_on_destroy(settings: Settings, plan: Plan) -> bool:
     """Filestore is destroyed on a tier without backups: the share's data is gone for good."""
     return plan.destroys("filestore") and settings.shared_fs_tier not in FS_BACKUP_TIERS
+
+
+def queues(settings: Settings) -> bool:
+    """TPU_QUEUED on vm: the slice is a queued resource that tpu-queue requests with gcloud after
+    tpu-apply (which then creates only the hosts' identity and firewall), and tpu-unqueue deletes
+    before the tpu module's Terraform destroy."""
+    return settings.arch == "vm" and settings.queued
+
+
+def queue_wait_s(settings: Settings) -> int:
+    """Seconds tpu-queue waits for ACTIVE: TPU_QUEUED_VALID_FOR (the request expires then
+    anyway), else QUEUE_WAIT_S; at most MAX_QUEUE_WAIT_S."""
+    from builder.config.keys import duration_seconds
+
+    valid = duration_seconds(settings.queued_valid_for) if settings.queued_valid_for else QUEUE_WAIT_S
+    return min(valid, MAX_QUEUE_WAIT_S)
 
 
 def _repo_script(settings: Settings, key: str, rel: str) -> str:
@@ -253,9 +275,10 @@ class _Steps:
         s, plan = self.s, self.plan
         wheel = self.add("tpubuild-wheel", "python", "wheel.sh.j2", [], TIMEOUTS["wheel"], wheels=WHEELS)
         has_seed = seeds(s, plan)
+        last: dict[str, str] = {}  # module → its last step, which the modules after it wait for
         for op in plan.operations:
             m = op.module
-            deps = [f"{a}-apply" for a in op.after]
+            deps = [last.get(a, f"{a}-apply") for a in op.after]
             if op.op == "apply" and has_seed and attaches_disk(s, m):
                 deps.append("shared_pd-seed")
             pre: list[str] = []
@@ -275,6 +298,10 @@ class _Steps:
                     instance_location_flag="--instance-location" if regional else "--instance-zone",
                     instance=s.filestore_name, share=s.shared_fs_name, tier=s.shared_fs_tier,
                     labels=self.labels()))
+            queued = m == "tpu" and queues(s)
+            if queued and op.op == "destroy":
+                pre.append(self.add("tpu-unqueue", "gcloud", "tpu_unqueue.sh.j2", deps, TIMEOUTS["unqueue"],
+                                    project=s.project_id, zone=s.zone, name=s.tpu_name))
             tf = dict(module=m, op=op.op, tfdir=module_dir(s, m), bucket=s.state_bucket,
                       prefix=f"{s.env_name}/{m}", lock_timeout=LOCK_TIMEOUT)
             self.add(f"{m}-plan", "terraform", "tf_plan.sh.j2", [*deps, *pre], TIMEOUTS["plan"],
@@ -286,11 +313,21 @@ class _Steps:
             if slice_steps:
                 self.add("mig-drain", "gcloud", "mig_drain.sh.j2", [f"{m}-guard"], TIMEOUTS["drain"],
                          **self.slice_context())
-            self.add(f"{m}-apply", "terraform", "tf_apply.sh.j2", ["mig-drain" if slice_steps else f"{m}-guard"],
-                     TIMEOUTS[f"apply:{m}"], **tf)
+            last[m] = self.add(f"{m}-apply", "terraform", "tf_apply.sh.j2",
+                               ["mig-drain" if slice_steps else f"{m}-guard"], TIMEOUTS[f"apply:{m}"],
+                               queued_request=queued and op.op == "apply", **tf)
             if slice_steps:
-                self.add("mig-resize", "gcloud", "mig_resize.sh.j2", ["mig-apply"], TIMEOUTS["resize"],
-                         **self.slice_context())
+                last[m] = self.add("mig-resize", "gcloud", "mig_resize.sh.j2", ["mig-apply"], TIMEOUTS["resize"],
+                                   **self.slice_context())
+            if queued and op.op == "apply":
+                wait_s = queue_wait_s(s)
+                last[m] = self.add(
+                    "tpu-queue", "gcloud", "tpu_queue.sh.j2", [last[m]], wait_s + QUEUE_SLACK_S,
+                    project=s.project_id, zone=s.zone, name=s.tpu_name, accelerator_type=s.accelerator_type,
+                    runtime_version=s.runtime_version, valid_for=s.queued_valid_for, provisioning=s.provisioning,
+                    network=s.network, subnetwork=s.subnetwork, external_ips=s.tpu_external_ips,
+                    labels=self.labels(), shared_pd_attach=s.shared_pd_attach, wait_s=wait_s,
+                    replace=plan.action != "create")
             if m == "shared_pd" and has_seed:
                 prep = s.mig_seed_data_prep_script
                 self.add("shared_pd-seed", "gcloud", "pd_seed.sh.j2", ["shared_pd-apply"], TIMEOUTS["seed"],

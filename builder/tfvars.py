@@ -123,6 +123,7 @@ def _tpu_vm(s: Settings) -> dict[str, Any]:
         **_common(s), **_workers(s), "name": s.tpu_name, "accelerator_type": s.accelerator_type,
         "runtime_version": s.runtime_version, "external_ips": s.tpu_external_ips,
         "preemptible": s.tpu_preemptible, "spot": s.tpu_spot, "reserved": s.tpu_reserved,
+        "queued": s.queued,
     }
 
 

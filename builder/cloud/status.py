@@ -1,7 +1,8 @@
 """``tpubuild status``: what is running, asked of the APIs themselves.
 
 * TPU: google-cloud-tpu, v1 ``GetNode`` for the node architecture, v2 for TPU VMs: state, health,
-  runtime, endpoints.
+  runtime, endpoints. With TPU_QUEUED (vm) also v2 ``GetQueuedResource``: the queued resource's
+  state (WAITING_FOR_RESOURCES, ACTIVE, FAILED, ...), shown on its own ``queued`` line.
 * Filestore: google-cloud-filestore ``GetInstance`` (zonal, or regional for REGIONAL/ENTERPRISE):
   state, IP, capacity.
 * Slice (mig architecture, no TPU API object): the MIG named like the TPU through the same REST
@@ -47,6 +48,23 @@ def _tpu(settings: Settings) -> dict[str, Any]:
     return {"name": settings.tpu_name, "api": "tpu v1" if settings.arch == "node" else "tpu v2",
             "state": node.state.name, "health": node.health.name, "accelerator_type": node.accelerator_type,
             "runtime_version": version, "endpoints": endpoints}
+
+
+def _queued(settings: Settings) -> dict[str, Any]:
+    from google.api_core import exceptions as gexc
+
+    client = clients.tpu("vm")
+    name = f"projects/{settings.project_id}/locations/{settings.zone}/queuedResources/{settings.tpu_name}"
+    with cloud_call(f"reading queued resource {settings.tpu_name}"):
+        try:
+            qr = client.get_queued_resource(name=name)
+        except gexc.NotFound:
+            return _absent()
+    spec = qr.tpu.node_spec[0].node if qr.tpu.node_spec else None
+    valid = qr.queueing_policy.valid_until_time
+    return {"name": settings.tpu_name, "state": qr.state.state.name,
+            "accelerator_type": spec.accelerator_type if spec else "",
+            "valid_until": valid.isoformat() if valid else ""}
 
 
 def filestore_location(settings: Settings) -> str:
@@ -154,6 +172,8 @@ def gather(settings: Settings) -> dict[str, Any]:
         ("slice", _slice) if settings.arch == "mig" else ("tpu", _tpu), ("filestore", _filestore), ("terraform", _state)]
     if settings.arch == "node":
         parts.insert(2, ("mig", _mig))
+    if settings.arch == "vm" and settings.queued:
+        parts.insert(1, ("queued", _queued))
     report: dict[str, Any] = {"env": settings.env_name, "project": settings.project_id, "zone": settings.zone,
                               "arch": settings.arch, "errors": []}
     for key, fn in parts:
@@ -199,6 +219,13 @@ def text(report: dict[str, Any]) -> list[str]:
     else:
         lines.append(f"  tpu        {tpu['name']}: {tpu['state']}, health {tpu['health']}, {tpu['accelerator_type']}, "
                      f"{tpu['runtime_version']} ({tpu['api']})")
+    if "queued" in report:
+        qr = report["queued"]
+        if _missing(qr):
+            lines.append(_missing_line("queued", qr))
+        else:
+            until = f", valid until {qr['valid_until']}" if qr["valid_until"] else ""
+            lines.append(f"  queued     {qr['name']}: {qr['state']}, {qr['accelerator_type']}{until} (queued resource)")
     fs = report["filestore"]
     if _missing(fs):
         lines.append(_missing_line("filestore", fs))

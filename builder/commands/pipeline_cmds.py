@@ -181,6 +181,19 @@ def describe(settings: Settings, plan: Plan, *, allow_data_loss: bool = False) -
     if plan.applies("tpu") and plan.action == "update":
         notes.append("tpu: if the change replaces the TPU (a new accelerator type or runtime), training is "
                      "interrupted; the guard announces it")
+    if pipeline.queues(s) and plan.applies("tpu"):
+        wait = pipeline.queue_wait_s(s)
+        limit = f"up to TPU_QUEUED_VALID_FOR={s.queued_valid_for}" if s.queued_valid_for else "until capacity is free"
+        notes.append(f"tpu: queued: after tpu-apply (the hosts' identity and firewall), tpu-queue requests {s.tpu_name} "
+                     f"with `gcloud compute tpus queued-resources create`; it may wait {limit}, and the build waits "
+                     f"for it to become ACTIVE for at most {wait // 3600}h{wait % 3600 // 60:02d}m (then the build fails "
+                     "and the request stays queued: run update to wait again)")
+        if plan.action == "update":
+            notes.append(f"tpu: queued: if the accelerator type or runtime changed, queued resource {s.tpu_name} is "
+                         "replaced: training interrupted; the new slice waits in the queue")
+    if pipeline.queues(s) and plan.destroys("tpu"):
+        notes.append(f"tpu: queued resource {s.tpu_name} (and its TPU VM) is deleted by tpu-unqueue before the "
+                     "tpu module's Terraform destroy")
     if plan.action in ("create", "update"):
         if allow_data_loss:
             warnings.append("data loss is allowed: the guards let plans destroy or replace Filestore and the "

@@ -103,7 +103,13 @@ def load_text(text: str, path: Path | str) -> Settings:
         validate.runtime_for(runtime, values["arch"], topo, fail, runtime_key=runtime_key, arch_declared=arch_declared)
     validate.cross_checks(values, topo, fail, lines)
     offers.resolve_provisioning(values, topo, fail, lines)
-    if values["arch"] != "node":
+    if values["arch"] != "node" and values["zone_check"] == "warn":  # TPU_ZONE_CHECK="warn": a stale table must not block
+        def zone_warning(key: str, what: str, fix: str) -> None:
+            warnings.append(f"{path}:{lines.get(key, 0)}: {key}: {what}; TPU_ZONE_CHECK=\"warn\" lets it through "
+                            "(the create fails in the cloud if the zone really has no such TPU)")
+
+        offers.check_zone(values["zone"], topo, zone_warning)
+    elif values["arch"] != "node":
         offers.check_zone(values["zone"], topo, fail)
     validate.name_lengths(values, fail)
     values["region"] = values["region"] or values["zone"].rsplit("-", 1)[0]

@@ -222,6 +222,9 @@ KEYS: tuple[KeySpec, ...] = (
             "vm/mig: request the TPU as a queued resource (google_tpu_v2_queued_resource) that waits for capacity."),
     KeySpec("TPU_QUEUED_VALID_FOR", "queued_valid_for", "", duration,
             "With TPU_QUEUED: how long the request waits before it expires, e.g. 6h, 90m, 2d (empty: no limit)."),
+    KeySpec("TPU_ZONE_CHECK", "zone_check", "error", choice(("error", "warn")),
+            "error (default): a ZONE that builder/data/tpu_offers.json does not list for the generation is refused; "
+            "warn: only warned about (for a zone Google added after the table's date)."),
     KeySpec("TPU_EXTERNAL_IPS", "tpu_external_ips", False, boolean,
             "vm only: give TPU VM hosts external IPs (off by default)."),
     KeySpec("NETWORK", "network", "default",

@@ -90,7 +90,8 @@ def check_zone(zone: str, topo: Topology, fail: Fail, *, key: str = "ZONE") -> N
         return
     fail(key, f"{topo.accelerator_type} is not offered in {zone}; it is offered in {', '.join(offered)} "
          f"(builder/data/tpu_offers.json, from Cloud TPU regions and zones, checked {table()['_checked']})",
-         f'set ZONE="{offered[0]}" (and REGION to match, or leave REGION out)')
+         f'set ZONE="{offered[0]}" (and REGION to match, or leave REGION out); if Google offers it in {zone} '
+         'now, TPU_ZONE_CHECK="warn" lets it through')
 
 
 def resolve_provisioning(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int]) -> None:

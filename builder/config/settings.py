@@ -53,6 +53,7 @@ class Settings:
     raw: dict[str, str] = field(default_factory=dict)
     lines: dict[str, int] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    zone_check: str = "error"  # TPU_ZONE_CHECK: "warn" turns the zone-table refusal into a warning
 
     # ---- derived names: computed here once so every stage agrees ----
     @property

@@ -154,6 +154,12 @@ variable "reserved" {
   type        = bool
 }
 
+variable "queued" {
+  description = "Request the slice as a queued resource (TPU_QUEUED): Terraform then creates only the hosts' identity and firewall, and the pipeline's tpu-queue step requests the slice with gcloud from the queued_request output."
+  type        = bool
+  default     = false
+}
+
 variable "labels" {
   description = "Labels put on the TPU VM (tpubuild-env, managed-by)."
   type        = map(string)

@@ -34,6 +34,7 @@ class FakeGoogle:
         self.builds: dict[str, dict[str, Any]] = {}
         self.requests: list[tuple[str, str]] = []
         self.tpu_nodes: dict[str, dict[str, Any]] = {}  # full resource name → Node JSON
+        self.queued_resources: dict[str, dict[str, Any]] = {}  # full resource name → QueuedResource JSON
         self.filestore: dict[str, dict[str, Any]] = {}  # full resource name → Instance JSON
         self.migs: dict[str, dict[str, Any]] = {}  # URL path → {"manager": {...}, "instances": [...]}
         self.on_done: Callable[[str, str], None] | None = None
@@ -93,6 +94,7 @@ class FakeGoogle:
             self.requests.clear()
             self._outcomes.clear()
             self.tpu_nodes.clear()
+            self.queued_resources.clear()
             self.filestore.clear()
             self.migs.clear()
             self.fail.clear()
@@ -115,6 +117,10 @@ class FakeGoogle:
         if m and method == "GET":
             node = self.tpu_nodes.get(m.group(1))
             return h._send(200, node) if node else h._send(404, _error(404, "node not found"))
+        m = re.fullmatch(r"/v2/(projects/[^/]+/locations/[^/]+/queuedResources/[^/]+)", path)
+        if m and method == "GET":
+            qr = self.queued_resources.get(m.group(1))
+            return h._send(200, qr) if qr else h._send(404, _error(404, "queued resource not found"))
         m = re.fullmatch(r"/v1/(projects/[^/]+/locations/[^/]+/instances/[^/]+)", path)
         if m and method == "GET":
             inst = self.filestore.get(m.group(1))
