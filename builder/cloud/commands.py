@@ -93,6 +93,15 @@ def _scope(plan: Any) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- submit
 
+def _live(cb: Any, settings: Settings) -> Any:
+    """The lock's question to Cloud Build: which builds of this environment are QUEUED or WORKING
+    (leaving out the root build we run in, when we do)."""
+    import os
+
+    own = tuple(b for b in [os.environ.get("TPUBUILD_DISPATCH_BUILD", "").strip()] if b)
+    return lambda: builds.live(cb, settings.project_id, settings.env_name, exclude=own)
+
+
 #: How each input is called in messages: submit's flags, or the root build's substitutions.
 SUBMIT_NAMES = {"action": "--action", "tpu": "--tpu", "mig": "--mig", "allow_data_loss": "--allow-data-loss",
                 "allow_wipe": "--allow-wipe"}
@@ -195,7 +204,7 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> in
 
     held = lock.acquire(bucket, lock.Lock(env=settings.env_name, action=plan.action, holder=lock.who(),
                                           created=lock.now(), scope=_scope(plan)),
-                        lookup=lookup, warn=warn)
+                        lookup=lookup, live=_live(cb, settings), warn=warn)
     try:
         blob = bucket.blob(src.object_name)
         with cloud_call(f"uploading gs://{settings.state_bucket}/{src.object_name}"):
@@ -270,7 +279,7 @@ def _wait_for_build_id(bucket: Any, env: str, build_id: str) -> lock.Lock | None
     for _ in range(30):
         if current is None or current.build_id:
             return current
-        time.sleep(2)
+        time.sleep(min(2.0, builds.poll_seconds()))
         current = lock.read(bucket, env)
     return current
 
@@ -286,7 +295,14 @@ def cmd_finalize(args: argparse.Namespace) -> int:
         raise BadInput(f"--action: {args.action!r} is not a pipeline action; use initialize, create, update or destroy")
     bucket = clients.storage(settings.project_id).bucket(settings.state_bucket)
     held = _wait_for_build_id(bucket, env, build_id)
-    if held is not None and held.build_id == build_id and held.scope.get("operations") is not None:
+    if held is None or held.build_id != build_id or held.state != "held":
+        # Recording now could overwrite what the lock's real holder applies: fail loudly instead.
+        now = "nobody holds it" if held is None else f"it is held by {held.describe()}"
+        raise WorldError(
+            f"environment {env}: build {build_id} no longer holds the lock ({now}), so its {action} is NOT "
+            "recorded in the applied snapshot; run `tpubuild status`, then dispatch again (auto re-applies "
+            "what is not recorded)")
+    if held.scope.get("operations") is not None:
         ops = [(m, op) for m, op in held.scope["operations"]]
     else:
         ops = [(o.module, o.op) for o in make_plan(settings, action).operations]
@@ -331,11 +347,15 @@ def _record(settings: Settings, bucket: Any, build_id: str, action: str, ops: li
 def cmd_unlock(args: argparse.Namespace) -> int:
     settings = load_settings(args)
     if not args.force:
-        raise BadInput("unlock: breaking the lock needs --force; make sure no build of this environment is running")
+        also = " (--even-if-running alone is not enough)" if args.even_if_running else ""
+        raise BadInput(f"unlock: breaking the lock needs --force{also}; make sure no build of this environment "
+                       "is running")
     client = clients.storage(settings.project_id)
     if not buckets.exists(client, settings.state_bucket):
         raise WorldError(f"the state bucket gs://{settings.state_bucket} does not exist; nothing is locked")
-    removed = lock.force_unlock(client.bucket(settings.state_bucket), settings.env_name)
+    removed = lock.force_unlock(client.bucket(settings.state_bucket), settings.env_name,
+                                live=_live(clients.cloudbuild(), settings),
+                                even_if_running=args.even_if_running)
     if removed is None:
         say(f"environment {settings.env_name}: not locked")
     else:

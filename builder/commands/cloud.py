@@ -46,7 +46,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.set_defaults(func=_run("finalize"))
 
     p = sub.add_parser("unlock", parents=[common], help="break the environment lock")
-    p.add_argument("--force", action="store_true", help="required: you are sure no build is running")
+    p.add_argument("--force", action="store_true",
+                   help="required; refused while Cloud Build reports a build of this environment QUEUED or WORKING")
+    p.add_argument("--even-if-running", action="store_true",
+                   help="with --force: break the lock even while a build of this environment runs")
     p.set_defaults(func=_run("unlock"))
 
     p = sub.add_parser("status", parents=[common],
