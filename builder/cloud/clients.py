@@ -22,7 +22,7 @@ import functools
 import os
 from typing import Any
 
-from builder.errors import WorldError
+from builder.errors import BadInput, WorldError
 
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 NO_CREDENTIALS = (
@@ -42,13 +42,41 @@ def credentials() -> Any:
     import google.auth
     from google.auth.exceptions import DefaultCredentialsError, GoogleAuthError
 
+    check_credentials_file()
     try:
         creds, _project = google.auth.default(scopes=list(SCOPES))
     except DefaultCredentialsError:
         raise WorldError(NO_CREDENTIALS) from None
     except GoogleAuthError as exc:
         raise WorldError(f"cannot load Google Cloud credentials ({_first_line(exc)}); {NO_CREDENTIALS[30:]}") from None
+    except (OSError, ValueError) as exc:  # a key file google-auth could open but not use
+        raise BadInput(f"GOOGLE_APPLICATION_CREDENTIALS: cannot be used ({_first_line(exc)}); point it at a "
+                       "service-account key file, or unset it and run `gcloud auth application-default login`") from None
     return creds
+
+
+def check_credentials_file() -> None:
+    """GOOGLE_APPLICATION_CREDENTIALS, when set, names a readable JSON key file of at most 1 MiB
+    (a directory, /dev/zero or a binary file is bad input, exit 2, naming the variable)."""
+    import json
+    from pathlib import Path
+
+    from builder.files import MAX_CREDENTIALS, read_file
+
+    raw = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
+    if raw is None:
+        return
+    fix = ("point GOOGLE_APPLICATION_CREDENTIALS at a service-account key file, or unset it and run "
+           "`gcloud auth application-default login`")
+    if not raw.strip():
+        raise BadInput(f"GOOGLE_APPLICATION_CREDENTIALS: is set but empty; {fix}")
+    data = read_file(Path(raw), MAX_CREDENTIALS, what="a credentials file", fix=fix)
+    try:
+        body = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        body = None
+    if not isinstance(body, dict) or not isinstance(body.get("type"), str):
+        raise BadInput(f"GOOGLE_APPLICATION_CREDENTIALS: {raw} is not a JSON credentials file (no \"type\"); {fix}")
 
 
 def _anonymous() -> Any:

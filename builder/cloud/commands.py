@@ -23,6 +23,13 @@ from builder.errors import BadInput, WorldError
 ACTIONS = ("initialize", "create", "update", "destroy", "auto")
 
 
+def _values_bytes(settings: Settings) -> bytes:
+    from builder.config.loader import MAX_BYTES
+    from builder.files import read_file
+
+    return read_file(settings.source, MAX_BYTES, what="a values file", fix="keep it under 1 MiB")
+
+
 def say(message: str) -> None:
     print(message, flush=True)
 
@@ -162,7 +169,7 @@ def prepare(settings: Settings, action: str, *, tpu: bool = False, mig: bool = F
                        f"never runs and there is nothing to wipe; drop {names['allow_wipe']}")
     config = None if plan is None else pipeline.render(settings, plan, allow_data_loss=allow_data_loss,
                                                        allow_wipe=allow_wipe)
-    src = source.pack(source.collect(repo, settings.source.read_bytes(), tfvars.all_for(settings)))
+    src = source.pack(source.collect(repo, _values_bytes(settings), tfvars.all_for(settings)))
     return Prepared(action, plan, config, src, repo, allow_data_loss, allow_wipe)
 
 
@@ -329,7 +336,7 @@ def _record(settings: Settings, bucket: Any, build_id: str, action: str, ops: li
     outstanding = ((before.outstanding if before else frozenset()) | changed) - applied_mods - absent
     sources = {m: now_sources[m] if m in applied_mods or before is None else before.sources.get(m, now_sources[m])
                for m in every}
-    record = snapshot.Applied(values=settings.source.read_bytes(), build_id=build_id, action=action,
+    record = snapshot.Applied(values=_values_bytes(settings), build_id=build_id, action=action,
                               time=lock.now(), outstanding=frozenset(outstanding) & set(every),
                               absent=frozenset(absent) & set(every), sources=sources)
     snapshot.write(bucket, env, record, expected_generation=before.generation if before else 0)

@@ -41,11 +41,17 @@ def boolean(value: str) -> bool:
     raise ValueError(f"{value!r} is not a boolean; write true or false")
 
 
+#: Longest integer any key accepts, in digits (the largest maximum has 9).
+MAX_INT_DIGITS = 18
+
+
 def integer(minimum: int, maximum: int, unit: str) -> Parser:
     def parse(value: str) -> int:
         v = value.strip()
-        if not re.fullmatch(r"\d+", v):
+        if not re.fullmatch(r"[0-9]+", v):  # ASCII digits only: int() would also take '３２'
             raise ValueError(f"{value!r} is not a whole number of {unit}; write digits only, e.g. {minimum}")
+        if len(v) > MAX_INT_DIGITS:  # never hand int() thousands of digits (its own limit's message leaks)
+            raise ValueError(f"{v[:12]}... ({len(v)} digits) is out of range; use {minimum} to {maximum}")
         n = int(v)
         if not minimum <= n <= maximum:
             raise ValueError(f"{n} {unit} is out of range; use {minimum} to {maximum}")
@@ -136,7 +142,7 @@ def image_date(value: str) -> str:
     if v == "":
         return v
     try:
-        if not re.fullmatch(r"\d{8}", v):
+        if not re.fullmatch(r"[0-9]{8}", v):
             raise ValueError
         datetime.date(int(v[:4]), int(v[4:6]), int(v[6:]))
     except ValueError:
