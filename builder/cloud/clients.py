@@ -9,6 +9,9 @@ Endpoints for local emulators and fakes (tests, offline work) come from the envi
   anonymous credentials. google-cloud-tpu's v1 API (TPU Node) has no REST transport, so for the
   node architecture ``TPUBUILD_TPU_V1_ENDPOINT`` (``127.0.0.1:PORT``) names a plaintext gRPC
   endpoint instead.
+* ``TPUBUILD_RESOURCEMANAGER_ENDPOINT`` (REST, like the above) and ``TPUBUILD_IAM_ENDPOINT``
+  (``127.0.0.1:PORT``, plaintext gRPC: iam_admin_v1 has no REST transport) for the builder
+  service account (``builder/cloud/iam.py``).
 * ``TPUBUILD_COMPUTE_ENDPOINT`` (``http://127.0.0.1:PORT/compute/v1``): the Compute Engine REST
   base used for the MIG (no google-cloud-compute dependency: google-auth's AuthorizedSession).
 
@@ -129,6 +132,29 @@ def tpu(arch: str) -> Any:
         target = target.split("://", 1)[-1]
         return tpu_v1.TpuClient(transport=TpuGrpcTransport(channel=grpc.insecure_channel(target)))
     return tpu_v1.TpuClient(credentials=credentials())
+
+
+def iam_admin() -> Any:
+    """IAM admin client (service accounts). google-cloud-iam's iam_admin_v1 has no REST
+    transport, so for tests ``TPUBUILD_IAM_ENDPOINT`` (``127.0.0.1:PORT``) names a plaintext gRPC
+    endpoint."""
+    from google.cloud import iam_admin_v1
+
+    target = emulated("TPUBUILD_IAM_ENDPOINT")
+    if target:
+        import grpc
+        from google.cloud.iam_admin_v1.services.iam.transports import IAMGrpcTransport
+
+        target = target.split("://", 1)[-1]
+        return iam_admin_v1.IAMClient(transport=IAMGrpcTransport(channel=grpc.insecure_channel(target)))
+    return iam_admin_v1.IAMClient(credentials=credentials())
+
+
+def projects() -> Any:
+    """Resource Manager v3 projects client (the project's IAM policy), REST."""
+    from google.cloud import resourcemanager_v3
+
+    return resourcemanager_v3.ProjectsClient(**_rest_options("TPUBUILD_RESOURCEMANAGER_ENDPOINT"))
 
 
 def compute() -> tuple[Any, str]:

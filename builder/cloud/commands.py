@@ -45,6 +45,10 @@ def initialize(settings: Settings) -> int:
     client = clients.storage(settings.project_id)
     for spec in buckets.specs(settings):
         say(buckets.create_or_adopt(client, settings, spec))
+    from builder.cloud import iam
+
+    say(iam.ensure_account(clients.iam_admin(), settings))
+    say(iam.grant(clients.projects(), settings))
     up, same, gone = workspace.sync(client.bucket(settings.state_bucket), settings, repo)
     say(f"gs://{settings.state_bucket}/{workspace.prefix(settings)}: workspace uploaded "
         f"({up} new or changed, {same} unchanged, {gone} removed)")
@@ -390,7 +394,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_bootstrap(args: argparse.Namespace) -> int:
     from builder.cloud.render import root_cloudbuild
 
-    text = root_cloudbuild()
+    text = root_cloudbuild(load_settings(args))
     if args.output == "-":
         sys.stdout.write(text)
         return 0
@@ -418,6 +422,7 @@ def cmd_trigger(args: argparse.Namespace) -> int:
     from builder.cloud.render import trigger
 
     settings = load_settings(args)
-    body = trigger(settings.env_name, args.repo_owner, args.repo_name, args.branch)
+    body = trigger(settings.env_name, args.repo_owner, args.repo_name, args.branch,
+                   settings.builder_service_account_resource)
     sys.stdout.write(yaml.safe_dump(body, sort_keys=False, default_flow_style=False))
     return 0

@@ -58,7 +58,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.set_defaults(func=_run("status"))
 
     p = sub.add_parser("bootstrap", parents=[common],
-                       help="write the root cloudbuild.yaml (the file users submit)")
+                       help="write the root cloudbuild.yaml (the file users submit) for values.env's environment")
     p.add_argument("--output", default="cloudbuild.yaml", metavar="PATH",
                    help="where to write it ('-' for stdout; default ./cloudbuild.yaml)")
     p.add_argument("--check", action="store_true",
@@ -66,7 +66,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.set_defaults(func=_run("bootstrap"))
 
     p = sub.add_parser("trigger", parents=[common],
-                       help="print a GitHub push trigger (auto) for `gcloud builds triggers import --source=-`")
+                       help="print a GitHub push trigger (auto): tpubuild trigger ... | "
+                       "gcloud builds triggers import --source=/dev/stdin")
     p.add_argument("--repo-owner", required=True, metavar="OWNER")
     p.add_argument("--repo-name", required=True, metavar="NAME")
     p.add_argument("--branch", default="main")

@@ -150,6 +150,24 @@ def image_date(value: str) -> str:
     return v
 
 
+def service_account_email(value: str) -> str:
+    """A user-managed service account's email (``<id>@<project>.iam.gserviceaccount.com``; account
+    IDs per https://cloud.google.com/iam/docs/reference/rest/v1/projects.serviceAccounts/create).
+    Google-managed defaults (Compute Engine, legacy Cloud Build) are refused: builds must run as a
+    least-privilege account of their own."""
+    v = value.strip()
+    if v == "":
+        return v
+    if v.endswith(("@developer.gserviceaccount.com", "@cloudbuild.gserviceaccount.com")):
+        raise ValueError(f"{value!r} is a default Google-managed account (broad roles); name a dedicated account, "
+                         "or leave it empty and `tpubuild initialize` creates one")
+    if not re.fullmatch(r"[a-z]([-a-z0-9]{4,28}[a-z0-9])@[a-z][-a-z0-9]{4,28}[a-z0-9]\.iam\.gserviceaccount\.com",
+                        v, re.ASCII):
+        raise ValueError(f"{value!r} is not a service account email; write it like "
+                         "'builder@my-tpu-project.iam.gserviceaccount.com', or leave it empty")
+    return v
+
+
 _NAME_RE = r"[a-z0-9]([a-z0-9-]*[a-z0-9])?"
 
 KEYS: tuple[KeySpec, ...] = (
@@ -222,6 +240,8 @@ KEYS: tuple[KeySpec, ...] = (
             choice(("pd-standard", "pd-balanced", "pd-ssd")), "Shared PD type."),
     KeySpec("SHARED_PD_RESTORE", "shared_pd_restore", "", restore,
             "Create the shared PD from a snapshot: 'latest' or a snapshot name."),
+    KeySpec("BUILD_SERVICE_ACCOUNT", "build_service_account", "", service_account_email,
+            "Service account the Cloud Builds run as; empty: tpubuild-created tb-<ENV>-cb (see README)."),
     KeySpec("MODEL", "model", "roberta",
             pattern(r"[a-z][a-z0-9_]*", "a model folder name", "roberta", allow_empty=True),
             "The model package under models/ the hosts are prepared for."),

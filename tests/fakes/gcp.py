@@ -49,6 +49,10 @@ class FakeGoogle:
         self.on_create: Callable[[str], None] | None = None
         self.hold_working = False
         self.list_filters: list[str] = []
+        #: Resource Manager v3: project → IAM policy JSON (REST shape: version, etag, bindings).
+        self.policies: dict[str, dict[str, Any]] = {}
+        self.policy_writes: list[dict[str, Any]] = []
+        self.policy_conflicts = 0  # answer this many setIamPolicy calls with 409 ABORTED first
         self.fail: dict[str, int] = {}  # URL path → HTTP error code to answer with
         self._outcomes: list[tuple[str, str]] = []
         self._lock = threading.Lock()
@@ -96,6 +100,7 @@ class FakeGoogle:
 
     def env(self) -> dict[str, str]:
         return {"TPUBUILD_CLOUDBUILD_ENDPOINT": self.url, "TPUBUILD_TPU_ENDPOINT": self.url,
+                "TPUBUILD_RESOURCEMANAGER_ENDPOINT": self.url,
                 "TPUBUILD_FILESTORE_ENDPOINT": self.url, "TPUBUILD_COMPUTE_ENDPOINT": f"{self.url}/compute/v1"}
 
     def next_outcome(self, status: str, failing_step: str = "") -> None:
@@ -115,6 +120,9 @@ class FakeGoogle:
             self.on_create = None
             self.hold_working = False
             self.list_filters.clear()
+            self.policies.clear()
+            self.policy_writes.clear()
+            self.policy_conflicts = 0
 
     # ------------------------------------------------------------ routing
     def _route(self, h: Any, method: str, body: dict[str, Any]) -> None:
@@ -137,6 +145,9 @@ class FakeGoogle:
         if m and method == "GET":
             build = self._tick(m.group(1), m.group(2))
             return h._send(200, build) if build else h._send(404, _error(404, f"build {m.group(2)} not found"))
+        m = re.fullmatch(r"/v3/projects/([^/:]+):(getIamPolicy|setIamPolicy)", path)
+        if m and method == "POST":
+            return self._iam_policy(h, m.group(1), m.group(2), body)
         m = re.fullmatch(r"/v2/(projects/[^/]+/locations/[^/]+/nodes/[^/]+)", path)
         if m and method == "GET":
             node = self.tpu_nodes.get(m.group(1))
@@ -219,6 +230,28 @@ class FakeGoogle:
         return build
 
 
+    def _iam_policy(self, h: Any, project: str, verb: str, body: dict[str, Any]) -> None:
+        """getIamPolicy / setIamPolicy with etags: a write whose etag is not the current one is
+        409 ABORTED, as the real API answers a concurrent change."""
+        import base64
+
+        with self._lock:
+            current = self.policies.setdefault(project, {"version": 1, "etag": base64.b64encode(b"0").decode(),
+                                                         "bindings": []})
+            if verb == "getIamPolicy":
+                return h._send(200, current)
+            policy = body.get("policy", {})
+            if self.policy_conflicts > 0:
+                self.policy_conflicts -= 1
+                current["etag"] = base64.b64encode(f"{len(self.policy_writes)}x".encode()).decode()
+                return h._send(409, _error(409, "There were concurrent policy changes.", "ABORTED"))
+            if policy.get("etag") and policy["etag"] != current["etag"]:
+                return h._send(409, _error(409, "There were concurrent policy changes.", "ABORTED"))
+            self.policy_writes.append(policy)
+            stored = {**policy, "etag": base64.b64encode(str(len(self.policy_writes)).encode()).decode()}
+            self.policies[project] = stored
+            return h._send(200, stored)
+
     def _state(self, record: dict[str, Any]) -> str:
         """A build's current status, without moving it along (what ListBuilds reports)."""
         if "status" in record:
@@ -293,8 +326,8 @@ def build_filter(text: str) -> Callable[[dict[str, Any]], bool]:
     return predicate
 
 
-def _error(code: int, message: str) -> dict[str, Any]:
-    status = {404: "NOT_FOUND", 403: "PERMISSION_DENIED", 409: "ALREADY_EXISTS"}.get(code, "UNKNOWN")
+def _error(code: int, message: str, status: str = "") -> dict[str, Any]:
+    status = status or {404: "NOT_FOUND", 403: "PERMISSION_DENIED", 409: "ALREADY_EXISTS"}.get(code, "UNKNOWN")
     return {"error": {"code": code, "message": message, "status": status}}
 
 
@@ -324,6 +357,59 @@ class FakeTpuV1:
         self.target = f"127.0.0.1:{self.port}"
 
     def start(self) -> FakeTpuV1:
+        self.server.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.stop(0)
+
+
+class FakeIam:
+    """IAM admin's gRPC ``GetServiceAccount`` / ``CreateServiceAccount`` on 127.0.0.1 (plaintext;
+    google-cloud-iam's iam_admin_v1 has no REST transport). ``accounts[email]`` holds the
+    ``iam_admin_v1.ServiceAccount``; ``calls`` records (method, name or account id)."""
+
+    def __init__(self) -> None:
+        import grpc
+        from google.cloud import iam_admin_v1
+
+        self.accounts: dict[str, Any] = {}
+        self.calls: list[tuple[str, str]] = []
+
+        def get(request: Any, context: Any) -> Any:
+            self.calls.append(("GetServiceAccount", request.name))
+            email = request.name.rsplit("/", 1)[-1]
+            account = self.accounts.get(email)
+            if account is None:
+                context.abort(grpc.StatusCode.NOT_FOUND, f"Service account {email} does not exist.")
+            return account
+
+        def create(request: Any, context: Any) -> Any:
+            self.calls.append(("CreateServiceAccount", request.account_id))
+            project = request.name.rsplit("/", 1)[-1]
+            email = f"{request.account_id}@{project}.iam.gserviceaccount.com"
+            if email in self.accounts:
+                context.abort(grpc.StatusCode.ALREADY_EXISTS, f"Service account {request.account_id} already exists")
+            account = iam_admin_v1.ServiceAccount(
+                name=f"projects/{project}/serviceAccounts/{email}", project_id=project, email=email,
+                display_name=request.service_account.display_name, description=request.service_account.description)
+            self.accounts[email] = account
+            return account
+
+        handler = grpc.method_handlers_generic_handler("google.iam.admin.v1.IAM", {
+            "GetServiceAccount": grpc.unary_unary_rpc_method_handler(
+                get, request_deserializer=iam_admin_v1.GetServiceAccountRequest.deserialize,
+                response_serializer=iam_admin_v1.ServiceAccount.serialize),
+            "CreateServiceAccount": grpc.unary_unary_rpc_method_handler(
+                create, request_deserializer=iam_admin_v1.CreateServiceAccountRequest.deserialize,
+                response_serializer=iam_admin_v1.ServiceAccount.serialize),
+        })
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+        self.server.add_generic_rpc_handlers((handler,))
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.target = f"127.0.0.1:{self.port}"
+
+    def start(self) -> FakeIam:
         self.server.start()
         return self
 
