@@ -66,8 +66,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.set_defaults(func=_run("bootstrap"))
 
     p = sub.add_parser("trigger", parents=[common],
-                       help="print a GitHub push trigger (auto): tpubuild trigger ... | "
-                       "gcloud builds triggers import --source=/dev/stdin")
+                       help="print a GitHub push trigger (auto) to pipe into gcloud builds triggers import",
+                       description="Print a GitHub push trigger (_BUILD_ACTION=auto) as YAML. Import it with: "
+                       "tpubuild trigger --repo-owner O --repo-name N | "
+                       "gcloud builds triggers import --source=/dev/stdin (gcloud reads --source as a path, "
+                       "so --source=- does not work)")
     p.add_argument("--repo-owner", required=True, metavar="OWNER")
     p.add_argument("--repo-name", required=True, metavar="NAME")
     p.add_argument("--branch", default="main")
