@@ -47,10 +47,10 @@ def bucket_problem(name: str) -> str | None:
     if "." in name:
         if len(name) > 222:
             return f"is {len(name)} characters; a bucket name with dots allows at most 222"
-        if any(len(part) > 63 or not part for part in name.split(".")):
-            return "has an empty or longer than 63 characters dot-separated part"
         if ".." in name or "-." in name or ".-" in name:
             return "has '..', '-.' or '.-'"
+        if any(len(part) > 63 for part in name.split(".")):
+            return "has a dot-separated part longer than 63 characters"
     elif not 3 <= len(name) <= 63:
         return f"is {len(name)} characters; a bucket name has 3 to 63"
     try:
@@ -107,9 +107,14 @@ def derived(settings: Any) -> list[tuple[str, str, str]]:
 
 
 def supplied(settings: Any) -> list[tuple[str, str, str]]:
-    """(kind, name, key) for the names a user writes in values.env that are not checked by the key's
-    own pattern already: the buckets inside gs:// URIs."""
-    out = []
+    """(kind, name, key) for the names a user writes in values.env: networks, subnetworks, image
+    families and snapshots (Compute Engine resource names; their keys' patterns agree) and the
+    buckets inside gs:// URIs."""
+    out = [("gce", settings.network, "NETWORK"), ("gce", settings.source_image_family, "SOURCE_IMAGE_FAMILY")]
+    if settings.subnetwork:
+        out.append(("gce", settings.subnetwork, "SUBNETWORK"))
+    if settings.shared_pd_restore and settings.shared_pd_restore != "latest":
+        out.append(("gce", settings.shared_pd_restore, "SHARED_PD_RESTORE"))
     for key, uri in (("GCS_DATASET", settings.gcs_dataset),
                      ("ROBERTA_DATA_SOURCE", settings.model_options.get("roberta_data_source", ""))):
         if isinstance(uri, str) and uri.startswith("gs://"):
@@ -121,6 +126,6 @@ def check(settings: Any, fail: Fail) -> None:
     for kind, name, key in [*supplied(settings), *derived(settings)]:
         problem = RULES[kind](name)
         if problem:
-            origin = "" if key in ("GCS_DATASET", "ROBERTA_DATA_SOURCE") else " (made from ENV_BUILD_NAME and PROJECT_ID)"
+            origin = "" if key not in ("ENV_BUILD_NAME", "PROJECT_ID") else " (made from ENV_BUILD_NAME and PROJECT_ID)"
             fail(key, f"{KIND_NAMES[kind]} name {name!r}{origin} {problem}",
                  f"change {key} so that the name follows Google's rules")
