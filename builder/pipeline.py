@@ -127,6 +127,12 @@ def _repo_script(settings: Settings, key: str, rel: str) -> str:
     for candidate in (rel, f"models/{rel}"):
         if (root / candidate).is_file():
             return Path(candidate).as_posix()
+    from builder.legacy import SEED_SCRIPTS
+
+    if rel in SEED_SCRIPTS:  # the seed repository's own script, which this product replaced
+        raise ConfigError(f"{rel!r} is {SEED_SCRIPTS[rel]}, not a script of this repository",
+                          "run tpubuild migrate (it clears the seed's script paths)",
+                          path=settings.source, line=settings.line_of(key), key=key)
     raise ConfigError(f"{rel!r} does not exist (looked in {root} and {root / 'models'})",
                       "add the script to the repository or clear the key",
                       path=settings.source, line=settings.line_of(key), key=key)

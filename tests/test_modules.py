@@ -268,9 +268,9 @@ def test_child_modules_are_not_plan_modules() -> None:
     its caller, so no plan module may map to a child's directory."""
     from builder import plan
     from builder.config import load
-    from tests.conftest import EXAMPLES, SHIPPED
+    from tests.conftest import EXAMPLES, NODE, SHIPPED
     seen = set()
-    for env in [SHIPPED, *sorted(EXAMPLES.glob("*.env"))]:
+    for env in [SHIPPED, NODE, *sorted(EXAMPLES.glob("*.env"))]:
         settings = load(env)
         for module in plan.make_plan(settings, "create").modules:
             seen.add(plan.module_dir(settings, module).removeprefix("modules/"))

@@ -224,8 +224,8 @@ CLI_REFUSED = [
     (["render", "--values", NODE_ENV, "--action", "initialize", "--mig"], "initialize"),
     (["plan", "--values", NODE_ENV, "--action", "nuke"], "'nuke' is not an action"),
     (["render", "--values", NODE_ENV, "--action", "Apply"], "is not an action"),
-    (["plan", "--values", NODE_ENV, "--action", "create", "--only", "tpu"], "only"),
-    (["render", "--values", NODE_ENV, "--action", "update", "--only", "tpu,gpu"], "gpu is not"),
+    (["plan", "--values", VM_ENV, "--action", "create", "--only", "tpu"], "only"),
+    (["render", "--values", VM_ENV, "--action", "update", "--only", "tpu,gpu"], "gpu is not"),
     (["plan", "--values", NODE_ENV, "--format", "yaml"], "invalid choice"),
     (["render", "--values", NODE_ENV, "--format", "text"], "invalid choice"),
 ]

@@ -6,11 +6,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import EXAMPLES
+import pytest
+
+from tests.conftest import EXAMPLES, NODE
 from tests.fakes.fixtures import Fakes, fakes, make_repo, repo, unique_env  # noqa: F401 - fixtures
 
 
-def test_status_node_reports_tpu_filestore_mig_state_lock_and_snapshot(fakes: Fakes, repo: Path, cli) -> None:
+@pytest.fixture
+def node_repo(tmp_path: Path) -> Path:
+    """A repository whose values.env is a TPU Node file (legacy: status must keep working)."""
+    return make_repo(tmp_path / "node", unique_env(), base=NODE)
+
+
+def test_status_node_reports_tpu_filestore_mig_state_lock_and_snapshot(fakes: Fakes, node_repo: Path, cli) -> None:
+    repo = node_repo
     from google.cloud import tpu_v1
 
     from builder.cloud import lock, snapshot
@@ -83,7 +92,8 @@ def test_status_vm_uses_tpu_v2_and_reports_absent_resources(fakes: Fakes, tmp_pa
     assert any("/nodes/" in p for _m, p in fakes.google.requests if p.startswith("/v2/"))
 
 
-def test_status_part_that_fails_is_reported_and_exits_1(fakes: Fakes, repo: Path, cli) -> None:
+def test_status_part_that_fails_is_reported_and_exits_1(fakes: Fakes, node_repo: Path, cli) -> None:
+    repo = node_repo
     from builder.config import load
 
     s = load(repo)

@@ -79,7 +79,10 @@ def collect() -> list[Script]:
         base = ENVS[arch]
         settings = load_text(rewrite_env(base.read_text(), **overrides), REPO / base.name)
         for case in all_cases():
-            if case.arch != arch or not case.valid or case.action == "initialize":
+            # node create/update are refused by the CLI (legacy) but still render: their step
+            # scripts are the same templates, so they stay in the collection
+            renderable = case.valid or (case.arch == "node" and case.action in ("create", "update"))
+            if case.arch != arch or not renderable or case.action == "initialize":
                 continue
             plan = make_plan(settings, case.action, tpu=case.tpu, mig=case.mig)
             for allow in (False, True):

@@ -154,7 +154,10 @@ def prepare(settings: Settings, action: str, *, tpu: bool = False, mig: bool = F
     from builder import pipeline, tfvars
     from builder.plan import make_plan
 
+    from builder.legacy import refuse_unbuildable
+
     action = parse_action(action, names)
+    refuse_unbuildable(settings, action)  # before any client: TPU Nodes can no longer be created
     if action == "initialize":
         make_plan(settings, "initialize", tpu=tpu, mig=mig)  # refuses the scope flags
         for key, on in (("allow_data_loss", allow_data_loss), ("allow_wipe", allow_wipe)):

@@ -52,7 +52,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 def _plan(args: argparse.Namespace) -> tuple[Settings, Plan]:
     from builder.plan import make_plan
 
+    from builder.legacy import refuse_unbuildable
+
     settings = load_settings(args)
+    refuse_unbuildable(settings, args.action)  # TPU Node is read-only legacy; see builder/legacy.py
     only = None
     if args.only is not None:
         only = frozenset(m.strip() for m in args.only.split(",") if m.strip())
@@ -105,6 +108,13 @@ def _what(settings: Settings, module: str) -> str:
     return f"MIG {s.mig_name} ({s.hosts} x {s.machine_type})"
 
 
+def provisioning_meaning(s: Settings) -> str:
+    """How the TPU is paid for and what that means (builder.config.offers.describe)."""
+    from builder.config.offers import describe as describe_provisioning
+
+    return describe_provisioning(s.provisioning, s.queued, s.queued_valid_for, s.reservation)
+
+
 def describe(settings: Settings, plan: Plan, *, allow_data_loss: bool = False) -> dict[str, Any]:
     """The plan as data: the JSON of ``tpubuild plan --format json`` and the source of its text."""
     from builder import pipeline
@@ -121,6 +131,9 @@ def describe(settings: Settings, plan: Plan, *, allow_data_loss: bool = False) -
         "generation": t.generation,
         "chips": t.chips,
         "runtime_version": s.runtime_version,
+        "provisioning": s.provisioning,
+        "queued": s.queued,
+        "provisioning_meaning": provisioning_meaning(s),
         "operations": [{"module": o.module, "op": o.op, "after": list(o.after), "what": _what(s, o.module)}
                        for o in plan.operations],
         "stages": [[o.module for o in stage] for stage in plan.stages()],
@@ -178,6 +191,8 @@ def as_text(info: dict[str, Any], *, bold: bool) -> str:
     lines.append(f"  architecture: {arch}")
     lines.append(f"  accelerator:  {info['accelerator_type']} ({info['generation']}, {info['chips']} chips), "
                  f"runtime {info['runtime_version']}")
+    if "provisioning_meaning" in info:
+        lines.append(f"  provisioning: {info['provisioning_meaning']}")
     per_host = "one MIG worker VM per host" if info["arch"] == "node" else "each host is a TPU VM"
     lines.append(f"  hosts:        {hosts} ({per_host})")
     lines.append("")

@@ -11,10 +11,11 @@ import difflib
 from pathlib import Path
 from typing import Any, NoReturn
 
-from builder.config import hardening, names, validate
+from builder.config import hardening, names, offers, validate
 from builder.config.keys import IGNORED_KEYS, KEYS, KeySpec
 from builder.config.loader import Entry, parse, read_text
 from builder.config.model_keys import MODEL_KEYS
+from builder.legacy import SEED_SCRIPTS
 from builder.config.settings import Settings
 from builder.errors import BadInput, ConfigError
 from builder.topology import parse as parse_topology
@@ -94,6 +95,9 @@ def load_text(text: str, path: Path | str) -> Settings:
     values["arch"] = validate.infer_arch(values["arch"], runtime, fail, runtime_key=runtime_key)
     validate.runtime_for(runtime, values["arch"], topo, fail, runtime_key=runtime_key, arch_declared=arch_declared)
     validate.cross_checks(values, topo, fail, lines)
+    offers.resolve_provisioning(values, topo, fail, lines)
+    if values["arch"] != "node":
+        offers.check_zone(values["zone"], topo, fail)
     validate.name_lengths(values, fail)
     values["region"] = values["region"] or values["zone"].rsplit("-", 1)[0]
 
@@ -101,6 +105,10 @@ def load_text(text: str, path: Path | str) -> Settings:
     for key, field in (("MIG_SETUP_SCRIPT", "mig_setup_script"), ("MIG_SEED_DATA_PREP_SCRIPT", "mig_seed_data_prep_script")):
         rel = values[field]
         if rel and not (root / rel).is_file() and not (root / "models" / rel).is_file():
+            if rel in SEED_SCRIPTS:
+                warnings.append(f"{path}:{lines[key]}: {key}={rel!r} is the seed repository's own script, which "
+                                "tpubuild replaces; run tpubuild migrate to clear it")
+                continue
             warnings.append(
                 f"{path}:{lines[key]}: {key}={rel!r} does not exist in this repository "
                 "(a seed-era path?); it is an error only when a pipeline uses it"

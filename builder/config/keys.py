@@ -168,6 +168,43 @@ def service_account_email(value: str) -> str:
     return v
 
 
+_DURATION_UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+#: Longest TPU_QUEUED_VALID_FOR accepted (a queued request older than this is not worth keeping).
+MAX_QUEUED_SECONDS = 30 * 86400
+
+
+def duration(value: str) -> str:
+    """``6h``, ``90m``, ``1h30m``, ``2d``, ``3600s`` → the same text, normalised to lowercase;
+    empty stays empty. ``duration_seconds`` turns it into seconds."""
+    v = value.strip().lower()
+    if v == "":
+        return v
+    if not re.fullmatch(r"([0-9]{1,9}[dhms])+", v):  # ASCII, and never thousands of digits for int()
+        raise ValueError(f"{value!r} is not a duration; write it like '6h', '90m', '1h30m' or '2d'")
+    seconds = duration_seconds(v)
+    if not 60 <= seconds <= MAX_QUEUED_SECONDS:
+        raise ValueError(f"{value!r} is out of range; use at least 1m and at most 30d")
+    return v
+
+
+def duration_seconds(value: str) -> int:
+    return sum(int(n) * _DURATION_UNITS[u] for n, u in re.findall(r"([0-9]+)([dhms])", value))
+
+
+def reservation_name(value: str) -> str:
+    """A reservation name (``my-res``) or its full path
+    (``projects/P/zones/Z/reservations/NAME``); empty stays empty."""
+    v = value.strip()
+    if v == "":
+        return v
+    name = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
+    full = rf"projects/[a-z][a-z0-9-]{{4,28}}[a-z0-9]/(zones|locations)/[a-z]+-[a-z]+[0-9]+-[a-z]/reservations/{name}"
+    if not (re.fullmatch(name, v) or re.fullmatch(full, v)):
+        raise ValueError(f"{value!r} is not a reservation; write its name like 'my-tpu-reservation' or its path "
+                         "'projects/PROJECT/zones/ZONE/reservations/NAME'")
+    return v
+
+
 _NAME_RE = r"[a-z0-9]([a-z0-9-]*[a-z0-9])?"
 
 KEYS: tuple[KeySpec, ...] = (
@@ -196,6 +233,18 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("TPU_PREEMPTIBLE", "tpu_preemptible", False, boolean, "Preemptible TPU."),
     KeySpec("TPU_SPOT", "tpu_spot", False, boolean, "Spot TPU (vm only)."),
     KeySpec("TPU_RESERVED", "tpu_reserved", False, boolean, "Use reserved capacity (vm only: google_tpu_v2_vm's scheduling_config.reserved)."),
+    KeySpec("TPU_PROVISIONING", "provisioning", "",
+            choice(("on-demand", "spot", "preemptible", "reservation", ""),
+                   {"ondemand": "on-demand", "on_demand": "on-demand", "standard": "on-demand",
+                    "reserved": "reservation"}),
+            "How the TPU is paid for: on-demand (default), spot, preemptible (v2-v4) or reservation; "
+            "the legacy TPU_SPOT/TPU_PREEMPTIBLE/TPU_RESERVED booleans map onto it."),
+    KeySpec("TPU_RESERVATION", "reservation", "", reservation_name,
+            "With TPU_PROVISIONING=reservation: the reservation's name or full path; empty = any matching reservation."),
+    KeySpec("TPU_QUEUED", "queued", False, boolean,
+            "vm/mig: request the TPU as a queued resource (google_tpu_v2_queued_resource) that waits for capacity."),
+    KeySpec("TPU_QUEUED_VALID_FOR", "queued_valid_for", "", duration,
+            "With TPU_QUEUED: how long the request waits before it expires, e.g. 6h, 90m, 2d (empty: no limit)."),
     KeySpec("TPU_EXTERNAL_IPS", "tpu_external_ips", False, boolean,
             "vm only: give TPU VM hosts external IPs (off by default)."),
     KeySpec("NETWORK", "network", "default",

@@ -24,6 +24,10 @@ class Settings:
     tpu_preemptible: bool
     tpu_spot: bool
     tpu_reserved: bool
+    provisioning: str
+    reservation: str
+    queued: bool
+    queued_valid_for: str
     tpu_external_ips: bool
     network: str
     subnetwork: str

@@ -8,15 +8,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from builder.config import offers
 from builder.topology import Topology
 
 #: vm runtimes and the generations each one serves.
-VM_RUNTIMES: dict[str, tuple[str, ...]] = {
-    "tpu-ubuntu2204-base": ("v2", "v3", "v4"),
-    "v2-alpha-tpuv5-lite": ("v5e",),
-    "v2-alpha-tpuv5": ("v5p",),
-    "v2-alpha-tpuv6e": ("v6e",),
-}
+#: (One place: builder/data/tpu_offers.json, through builder.config.offers.)
+VM_RUNTIMES: dict[str, tuple[str, ...]] = offers.vm_runtimes()
 NODE_RUNTIME = re.compile(r"pytorch-(nightly|1\.\d{1,2}|2\.0|2\.1)", re.ASCII)
 NODE_GENERATIONS = ("v2", "v3")
 

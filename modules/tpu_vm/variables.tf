@@ -140,17 +140,17 @@ variable "external_ips" {
 }
 
 variable "preemptible" {
-  description = "Create a preemptible TPU VM (TPU_PREEMPTIBLE)."
+  description = "Create a preemptible TPU VM (TPU_PROVISIONING=preemptible, or legacy TPU_PREEMPTIBLE; v2-v4 only)."
   type        = bool
 }
 
 variable "spot" {
-  description = "Create a Spot TPU VM (TPU_SPOT)."
+  description = "Create a Spot TPU VM (TPU_PROVISIONING=spot, or legacy TPU_SPOT)."
   type        = bool
 }
 
 variable "reserved" {
-  description = "Use reserved capacity (TPU_RESERVED)."
+  description = "Use the project's matching TPU reservation (TPU_PROVISIONING=reservation, or legacy TPU_RESERVED)."
   type        = bool
 }
 

@@ -75,8 +75,8 @@ def fakes(monkeypatch: pytest.MonkeyPatch) -> Fakes:
     return Fakes(servers["gcs"].url, servers["google"], servers["tpu1"], servers["iam"])
 
 
-def make_repo(root: Path, env_name: str, **overrides: str | None) -> Path:
-    """A minimal repository at ``root``; returns its values.env."""
+def make_repo(root: Path, env_name: str, *, base: Path | None = None, **overrides: str | None) -> Path:
+    """A minimal repository at ``root``; returns its values.env (the shipped one, or ``base``)."""
     (root / "builder").mkdir(parents=True)
     (root / "builder" / "__init__.py").write_text("# packed, not imported\n")
     for name in ("setup.cfg", "pyproject.toml", "README.md"):
@@ -94,7 +94,7 @@ def make_repo(root: Path, env_name: str, **overrides: str | None) -> Path:
     (root / "models" / "roberta" / "train.sh").write_bytes(b"#!/bin/sh\n# bytes \xe2\x9c\x93 kept as is\r\n")
     (root / "models" / "roberta" / "__pycache__").mkdir()
     (root / "models" / "roberta" / "__pycache__" / "x.pyc").write_bytes(b"\0junk")
-    text = rewrite_env((REPO / "values.env").read_text(), ENV_BUILD_NAME=env_name, **overrides)
+    text = rewrite_env((base or REPO / "values.env").read_text(), ENV_BUILD_NAME=env_name, **overrides)
     values = root / "values.env"
     values.write_text("# local comment kept byte for byte\n" + text)
     return values
