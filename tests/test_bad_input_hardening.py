@@ -68,6 +68,8 @@ CASES: list[Case] = [
     Case("int-5000-digits", {"SHARED_PD_DISK_SIZE": "9" * 5000}, expect=("SHARED_PD_DISK_SIZE:", "5000 digits", "use 10 to 65536"), sub=True),
     Case("int-full-width", {"BOOT_DISK_SIZE_GB": "２００"}, expect=("BOOT_DISK_SIZE_GB:", "not a whole number")),
     Case("int-arabic-indic", {"SHARED_PD_DISK_SIZE": "٢٠٠"}, expect=("SHARED_PD_DISK_SIZE:", "not a whole number")),
+    Case("duration-5000-digits", {"TPU_QUEUED_VALID_FOR": "9" * 5000 + "h"}, expect=("TPU_QUEUED_VALID_FOR:", "not a duration")),
+    Case("duration-full-width", {"TPU_QUEUED_VALID_FOR": "６h"}, expect=("TPU_QUEUED_VALID_FOR:", "not a duration")),
     Case("values-encoded-surrogate", MINIMAL.encode() + b'MOUNT_POINT="/mnt/\xed\xa0\x80"\n', expect=("{values}:6:", "not UTF-8")),
     # ---------------------------------------------------------------- accelerator names
     Case("accelerator-leading-zero", {"TPU_ACCELERATOR_TYPE": "v3-032"}, expect=("TPU_ACCELERATOR_TYPE:", "'v3-032' is not canonical", "'v3-32'"), sub=True),
