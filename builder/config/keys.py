@@ -180,7 +180,8 @@ def duration(value: str) -> str:
     if v == "":
         return v
     if not re.fullmatch(r"([0-9]{1,9}[dhms])+", v):  # ASCII, and never thousands of digits for int()
-        raise ValueError(f"{value!r} is not a duration; write it like '6h', '90m', '1h30m' or '2d'")
+        shown = repr(v) if len(v) <= 40 else repr(v[:37] + "...")
+        raise ValueError(f"{shown} is not a duration; write it like '6h', '90m', '1h30m' or '2d'")
     seconds = duration_seconds(v)
     if not 60 <= seconds <= MAX_QUEUED_SECONDS:
         raise ValueError(f"{value!r} is out of range; use at least 1m and at most 30d")
