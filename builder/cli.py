@@ -61,13 +61,26 @@ def build_parser() -> argparse.ArgumentParser:
 def one_line(text: str, limit: int = 2000) -> str:
     """Messages are one line: whatever newlines a message carries (a path, a cloud error) become spaces."""
     flat = " ".join(part.strip() for part in text.splitlines() if part.strip())
+    # a lone surrogate (a non-UTF-8 byte in a path or argument) must not crash the print itself
+    flat = flat.encode("utf-8", "backslashreplace").decode("utf-8")
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def check_text_args(argv: Sequence[str]) -> None:
+    """Arguments are UTF-8 text: Python hands non-UTF-8 bytes of argv over as lone surrogates."""
+    for index, arg in enumerate(argv, 1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = arg.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+            raise BadInput(f"argument {index} ({shown}) is not UTF-8 text; pass names and paths in UTF-8") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     try:
+        check_text_args(argv)
         args = build_parser().parse_args(argv)
         for name, default in COMMON_DEFAULTS.items():
             if not hasattr(args, name):

@@ -365,6 +365,8 @@ def render(settings: Settings, plan: Plan, *, allow_data_loss: bool = False, all
     return {
         "steps": steps,
         "timeout": check_duration(f"{build_timeout(steps)}s"),
+        # a user-specified service account requires logs in Cloud Logging (or a logs bucket)
+        "serviceAccount": settings.builder_service_account_resource,
         "options": {"logging": "CLOUD_LOGGING_ONLY"},
         "tags": ["tpubuild", f"tpubuild-env-{settings.env_name}", f"tpubuild-{plan.action}"],
     }

@@ -63,7 +63,12 @@ def valid_types() -> list[str]:
 
 def parse(accelerator_type: str) -> Topology:
     """Map an accelerator type such as ``v3-32`` to its :class:`Topology`."""
-    match = _NAME.match(accelerator_type.strip())
+    stripped = accelerator_type.strip()
+    if re.fullmatch(r"\w+-\w+", stripped) and not re.fullmatch(r"[a-z0-9]+-[1-9][0-9]{0,5}", stripped, re.ASCII):
+        # canonical ASCII only: '３２' and '032' would parse as 32 and then go into resource names
+        raise BadInput(f"{accelerator_type!r} is not canonical (lowercase ASCII letters and digits, a size without "
+                       "leading zeros); write it the way Cloud TPU names it, e.g. 'v3-32' or 'v5litepod-16'")
+    match = _NAME.match(stripped)
     family = match.group("family") if match else None
     if family not in _FAMILIES:
         guess = difflib.get_close_matches(accelerator_type, valid_types(), n=1)

@@ -70,7 +70,8 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str
 #: Environment variables that point tpubuild's clients at emulators or at credentials.
 NO_CLOUD = ("STORAGE_EMULATOR_HOST", "TPUBUILD_CLOUDBUILD_ENDPOINT", "TPUBUILD_TPU_ENDPOINT",
             "TPUBUILD_TPU_V1_ENDPOINT", "TPUBUILD_FILESTORE_ENDPOINT", "TPUBUILD_COMPUTE_ENDPOINT",
-            "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT")
+            "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT",
+            "TPUBUILD_IAM_ENDPOINT", "TPUBUILD_RESOURCEMANAGER_ENDPOINT")
 
 
 @pytest.fixture

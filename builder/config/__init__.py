@@ -11,7 +11,7 @@ import difflib
 from pathlib import Path
 from typing import Any, NoReturn
 
-from builder.config import offers, validate
+from builder.config import hardening, names, offers, validate
 from builder.config.keys import IGNORED_KEYS, KEYS, KeySpec
 from builder.config.loader import Entry, parse, read_text
 from builder.config.model_keys import MODEL_KEYS
@@ -127,7 +127,10 @@ def load_text(text: str, path: Path | str) -> Settings:
                 "(a seed-era path?); it is an error only when a pipeline uses it"
             )
 
-    return Settings(
+    settings = Settings(
         source=path, topology=topo, model_options=model_options,
         raw={k: e.value for k, e in by_key.items()}, lines=lines, warnings=tuple(warnings), **values,
     )
+    names.check(settings, fail)  # Google's naming rules, for every derived and supplied name
+    hardening.cross_checks(settings, fail)
+    return settings

@@ -41,11 +41,17 @@ def boolean(value: str) -> bool:
     raise ValueError(f"{value!r} is not a boolean; write true or false")
 
 
+#: Longest integer any key accepts, in digits (the largest maximum has 9).
+MAX_INT_DIGITS = 18
+
+
 def integer(minimum: int, maximum: int, unit: str) -> Parser:
     def parse(value: str) -> int:
         v = value.strip()
-        if not re.fullmatch(r"\d+", v):
+        if not re.fullmatch(r"[0-9]+", v):  # ASCII digits only: int() would also take '３２'
             raise ValueError(f"{value!r} is not a whole number of {unit}; write digits only, e.g. {minimum}")
+        if len(v) > MAX_INT_DIGITS:  # never hand int() thousands of digits (its own limit's message leaks)
+            raise ValueError(f"{v[:12]}... ({len(v)} digits) is out of range; use {minimum} to {maximum}")
         n = int(v)
         if not minimum <= n <= maximum:
             raise ValueError(f"{n} {unit} is out of range; use {minimum} to {maximum}")
@@ -136,11 +142,29 @@ def image_date(value: str) -> str:
     if v == "":
         return v
     try:
-        if not re.fullmatch(r"\d{8}", v):
+        if not re.fullmatch(r"[0-9]{8}", v):
             raise ValueError
         datetime.date(int(v[:4]), int(v[4:6]), int(v[6:]))
     except ValueError:
         raise ValueError(f"{value!r} is not a YYYYMMDD image date; write it like '20200527', or leave it empty") from None
+    return v
+
+
+def service_account_email(value: str) -> str:
+    """A user-managed service account's email (``<id>@<project>.iam.gserviceaccount.com``; account
+    IDs per https://cloud.google.com/iam/docs/reference/rest/v1/projects.serviceAccounts/create).
+    Google-managed defaults (Compute Engine, legacy Cloud Build) are refused: builds must run as a
+    least-privilege account of their own."""
+    v = value.strip()
+    if v == "":
+        return v
+    if v.endswith(("@developer.gserviceaccount.com", "@cloudbuild.gserviceaccount.com")):
+        raise ValueError(f"{value!r} is a default Google-managed account (broad roles); name a dedicated account, "
+                         "or leave it empty and `tpubuild initialize` creates one")
+    if not re.fullmatch(r"[a-z]([-a-z0-9]{4,28}[a-z0-9])@[a-z][-a-z0-9]{4,28}[a-z0-9]\.iam\.gserviceaccount\.com",
+                        v, re.ASCII):
+        raise ValueError(f"{value!r} is not a service account email; write it like "
+                         "'builder@my-tpu-project.iam.gserviceaccount.com', or leave it empty")
     return v
 
 
@@ -155,8 +179,9 @@ def duration(value: str) -> str:
     v = value.strip().lower()
     if v == "":
         return v
-    if not re.fullmatch(r"(\d+[dhms])+", v):
-        raise ValueError(f"{value!r} is not a duration; write it like '6h', '90m', '1h30m' or '2d'")
+    if not re.fullmatch(r"([0-9]{1,9}[dhms])+", v):  # ASCII, and never thousands of digits for int()
+        shown = repr(v) if len(v) <= 40 else repr(v[:37] + "...")
+        raise ValueError(f"{shown} is not a duration; write it like '6h', '90m', '1h30m' or '2d'")
     seconds = duration_seconds(v)
     if not 60 <= seconds <= MAX_QUEUED_SECONDS:
         raise ValueError(f"{value!r} is out of range; use at least 1m and at most 30d")
@@ -164,7 +189,7 @@ def duration(value: str) -> str:
 
 
 def duration_seconds(value: str) -> int:
-    return sum(int(n) * _DURATION_UNITS[u] for n, u in re.findall(r"(\d+)([dhms])", value))
+    return sum(int(n) * _DURATION_UNITS[u] for n, u in re.findall(r"([0-9]+)([dhms])", value))
 
 
 def reservation_name(value: str) -> str:
@@ -269,6 +294,8 @@ KEYS: tuple[KeySpec, ...] = (
             choice(("pd-standard", "pd-balanced", "pd-ssd")), "Shared PD type."),
     KeySpec("SHARED_PD_RESTORE", "shared_pd_restore", "", restore,
             "Create the shared PD from a snapshot: 'latest' or a snapshot name."),
+    KeySpec("BUILD_SERVICE_ACCOUNT", "build_service_account", "", service_account_email,
+            "Service account the Cloud Builds run as; empty: tpubuild-created tb-<ENV>-cb (see README)."),
     KeySpec("MODEL", "model", "roberta",
             pattern(r"[a-z][a-z0-9_]*", "a model folder name", "roberta", allow_empty=True),
             "The model package under models/ the hosts are prepared for."),

@@ -33,7 +33,9 @@ def read_text(path: Path) -> str:
     try:
         if path.is_dir():
             raise BadInput(f"{path}: is a directory; pass the values.env file itself with --values")
-        data = path.read_bytes()
+        from builder.files import read_capped
+
+        data = read_capped(path, MAX_BYTES)
     except FileNotFoundError:
         raise BadInput(
             f"{path}: no such file; create it (copy the shipped values.env) or pass --values PATH"
@@ -42,8 +44,11 @@ def read_text(path: Path) -> str:
         raise BadInput(f"{path}: permission denied; make the file readable (chmod u+r {path})") from None
     except OSError as exc:
         raise BadInput(f"{path}: cannot read ({exc.strerror}); pass a readable file with --values") from None
+    except ValueError:  # a NUL byte in the path
+        raise BadInput(f"{path!r}: is not a usable path; pass the values.env file with --values") from None
     if len(data) > MAX_BYTES:
-        raise BadInput(f"{path}: {len(data)} bytes is too large for a values file; keep it under 1 MiB")
+        raise BadInput(f"{path}: more than {MAX_BYTES} bytes is too large for a values file (an endless stream "
+                       "such as /dev/zero?); keep it under 1 MiB")
     if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark, as some Windows editors write
         data = data[3:]
     try:

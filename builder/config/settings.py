@@ -54,6 +54,7 @@ class Settings:
     lines: dict[str, int] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     zone_check: str = "error"  # TPU_ZONE_CHECK: "warn" turns the zone-table refusal into a warning
+    build_service_account: str = ""  # BUILD_SERVICE_ACCOUNT; see builder_service_account
 
     # ---- derived names: computed here once so every stage agrees ----
     @property
@@ -112,6 +113,22 @@ class Settings:
         """The email Google gives a service account created in this project (PROJECT_ID has no
         domain prefix, so it is always ``<id>@<project>.iam.gserviceaccount.com``)."""
         return f"{account_id}@{self.project_id}.iam.gserviceaccount.com"
+
+    @property
+    def builder_service_account_id(self) -> str:
+        """account_id of the account builds run as when BUILD_SERVICE_ACCOUNT is empty
+        (``tb-<env>-cb``, created by ``tpubuild initialize``); "" when one is named."""
+        return "" if self.build_service_account else f"tb-{self.env_name}-cb"
+
+    @property
+    def builder_service_account(self) -> str:
+        """The email the root build, every pipeline and the trigger run as."""
+        return self.build_service_account or self.service_account_email(self.builder_service_account_id)
+
+    @property
+    def builder_service_account_resource(self) -> str:
+        """The ``serviceAccount`` value of a Build or BuildTrigger."""
+        return f"projects/{self.project_id}/serviceAccounts/{self.builder_service_account}"
 
     @property
     def labels(self) -> dict[str, str]:

@@ -3,6 +3,7 @@ Filestore tier minimums, scheduling options, and the length of every derived res
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable
 from typing import Any
@@ -14,7 +15,7 @@ from builder.topology import Topology, mig_shape
 #: vm runtimes and the generations each one serves.
 #: (One place: builder/data/tpu_offers.json, through builder.config.offers.)
 VM_RUNTIMES: dict[str, tuple[str, ...]] = offers.vm_runtimes()
-NODE_RUNTIME = re.compile(r"pytorch-(nightly|1\.\d{1,2}|2\.0|2\.1)")
+NODE_RUNTIME = re.compile(r"pytorch-(nightly|1\.\d{1,2}|2\.0|2\.1)", re.ASCII)
 NODE_GENERATIONS = ("v2", "v3")
 
 #: Filestore minimum capacity (GiB) per tier.
@@ -71,10 +72,19 @@ def runtime_for(runtime: str, arch: str, topo: Topology, fail: Fail, *,
              f"use {want[0]}")
 
 
+def _known_runtime(runtime: str) -> bool:
+    return runtime in VM_RUNTIMES or bool(NODE_RUNTIME.fullmatch(runtime))
+
+
 def infer_arch(declared: str, runtime: str, fail: Fail, *, runtime_key: str = "TPU_PYTORCH_VERSION") -> str:
     """``pytorch-*`` runtimes mean node, anything else vm; a declared TPU_ARCH must agree."""
-    del runtime_key  # the contradiction is reported on TPU_ARCH's line, which the user wrote
     inferred = "node" if runtime.startswith("pytorch-") else "vm"
+    if declared and declared != inferred and not _known_runtime(runtime):
+        # a runtime that is no runtime at all (a typo) is what the user must change, not TPU_ARCH
+        known = [*VM_RUNTIMES, "pytorch-1.13", "pytorch-2.0", "pytorch-2.1", "pytorch-nightly"]
+        guess = difflib.get_close_matches(runtime, known, n=1, cutoff=0.6)
+        hint = f"did you mean {guess[0]}?" if guess else f"use a {declared} runtime"
+        fail(runtime_key, f"{runtime!r} is not a TPU runtime", hint)
     if declared and declared != inferred:
         fail("TPU_ARCH", f'TPU_ARCH="{declared}" contradicts runtime {runtime!r}, which means {inferred}',
              f'set TPU_ARCH="{inferred}" or pick a {declared} runtime')

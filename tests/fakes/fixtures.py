@@ -27,7 +27,7 @@ _STARTED: dict[str, Any] = {}
 
 def _servers() -> dict[str, Any]:
     if not _STARTED:
-        from tests.fakes.gcp import FakeGoogle, FakeTpuV1
+        from tests.fakes.gcp import FakeGoogle, FakeIam, FakeTpuV1
         from tests.fakes.gcs import MemoryFakeGCS
 
         gcs = MemoryFakeGCS()
@@ -38,7 +38,9 @@ def _servers() -> dict[str, Any]:
         atexit.register(google.stop)
         tpu1 = FakeTpuV1().start()
         atexit.register(tpu1.stop)
-        _STARTED.update(gcs=gcs, google=google, tpu1=tpu1)
+        iam = FakeIam().start()
+        atexit.register(iam.stop)
+        _STARTED.update(gcs=gcs, google=google, tpu1=tpu1, iam=iam)
     return _STARTED
 
 
@@ -47,6 +49,7 @@ class Fakes:
     gcs_url: str
     google: Any
     tpu1: Any
+    iam: Any = None
 
     def storage(self, project: str = "my-tpu-project") -> Any:
         from google.auth.credentials import AnonymousCredentials
@@ -62,11 +65,14 @@ def fakes(monkeypatch: pytest.MonkeyPatch) -> Fakes:
     for key, value in servers["google"].env().items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("TPUBUILD_TPU_V1_ENDPOINT", servers["tpu1"].target)
+    monkeypatch.setenv("TPUBUILD_IAM_ENDPOINT", servers["iam"].target)
     monkeypatch.setenv("TPUBUILD_POLL_SECONDS", "0")
     monkeypatch.delenv("TPUBUILD_DISPATCH_BUILD", raising=False)
     servers["google"].reset()
     servers["tpu1"].nodes.clear()
-    return Fakes(servers["gcs"].url, servers["google"], servers["tpu1"])
+    servers["iam"].accounts.clear()
+    servers["iam"].calls.clear()
+    return Fakes(servers["gcs"].url, servers["google"], servers["tpu1"], servers["iam"])
 
 
 def make_repo(root: Path, env_name: str, *, base: Path | None = None, **overrides: str | None) -> Path:
