@@ -213,10 +213,21 @@ def _conform_type(cty: Any, value: Any) -> Any:
 # ---- the service ------------------------------------------------------------------------------
 
 class Provider(rpc.ProviderServicer):
-    def __init__(self, schema: dict[str, Any], stop: threading.Event) -> None:
-        self.schema = schema
-        self.stop = stop
+    """The Provider service over one schema file (JSON from schema.py). The JSON is read on the
+    first call that needs it; the GetProviderSchema answer is cached beside it as serialized
+    protobuf (``<schema>.pb``), so most plugin starts (Terraform starts each provider several times
+    per command) answer it without building 1,600 schemas."""
+
+    def __init__(self, schema_path: Path) -> None:
+        self.schema_path = schema_path
+        self._schema: dict[str, Any] | None = None
         self._schema_response: pb.GetProviderSchema.Response | None = None
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        if self._schema is None:
+            self._schema = json.loads(self.schema_path.read_text())
+        return self._schema
 
     def _block(self, kind: str, type_name: str) -> dict[str, Any]:
         return self.schema[kind][type_name]
@@ -228,6 +239,9 @@ class Provider(rpc.ProviderServicer):
             data_sources=[pb.GetMetadata.DataSourceMetadata(type_name=t) for t in self.schema["data_sources"]])
 
     def GetProviderSchema(self, request: Any, context: Any) -> Any:
+        cached = self.schema_path.with_suffix(".pb")
+        if self._schema_response is None and cached.exists():
+            self._schema_response = pb.GetProviderSchema.Response.FromString(cached.read_bytes())
         if self._schema_response is None:
             resp = pb.GetProviderSchema.Response(provider=pb.Schema(block=block_pb(self.schema["provider"])))
             resp.server_capabilities.plan_destroy = False
@@ -236,6 +250,9 @@ class Provider(rpc.ProviderServicer):
             for type_name, block in self.schema["data_sources"].items():
                 resp.data_source_schemas[type_name].CopyFrom(pb.Schema(block=block_pb(block)))
             self._schema_response = resp
+            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(resp.SerializeToString())
+            os.replace(tmp, cached)
         return self._schema_response
 
     def ValidateProviderConfig(self, request: Any, context: Any) -> Any:
@@ -332,10 +349,9 @@ def serve(schema_path: Path) -> int:
     if os.environ.get("TF_PLUGIN_MAGIC_COOKIE") != "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2":
         print("This binary is a Terraform plugin (tpubuild's stand-in provider): Terraform starts it.", file=sys.stderr)
         return 1
-    schema = json.loads(schema_path.read_text())
     stop = threading.Event()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-    rpc.add_ProviderServicer_to_server(Provider(schema, stop), server)
+    rpc.add_ProviderServicer_to_server(Provider(schema_path), server)
 
     class Controller(controller_rpc.GRPCControllerServicer):
         def Shutdown(self, request: Any, context: Any) -> Any:
