@@ -13,8 +13,8 @@ Terraform starts it as ``terraform-provider-<name>`` from the filesystem mirror 
   planned unknown; no attribute is ever marked "requires replace" (the stand-in does not know
   ForceNew), so a plan never shows a replacement;
 * ``ApplyResourceChange`` (fake apply): the planned state with each unknown replaced by a plausible
-  value (ids and names derived from the resource's name, one element for a computed list of
-  objects, empty primitive collections); ``ReadResource`` returns the state unchanged;
+  value (ids and names derived from the resource's name, one element for a computed list or set,
+  an empty map); ``ReadResource`` returns the state unchanged;
   ``ReadDataSource`` fills the computed attributes the same way.
 """
 
@@ -168,7 +168,7 @@ class Filler:
         kind, elem = cty[0], cty[1]
         if kind == "object":
             return {k: self.value(k, t, UNKNOWN) for k, t in elem.items()}
-        if kind in ("list", "set") and isinstance(elem, list) and elem[0] == "object":
+        if kind in ("list", "set") and elem != "dynamic":
             return [self.value(attr, elem, UNKNOWN)]
         return {} if kind == "map" else []
 
