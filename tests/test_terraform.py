@@ -295,5 +295,5 @@ def _old_values(old_dir: Path, values: dict[str, Any]) -> dict[str, Any]:
     for tf_file in old_dir.glob("*.tf"):
         with tf_file.open() as handle:
             for block in hcl2.load(handle).get("variable", []):
-                declared |= set(block)
+                declared |= {name.strip('"') for name in block}
     return {k: v for k, v in values.items() if k in declared}
