@@ -20,6 +20,7 @@ import json
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -164,8 +165,7 @@ def _spot_check(settings: Any, module: str, plan: dict[str, Any]) -> list[str]:
 def applied(tf: Terraform, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Per values file: plan → guard → fake apply of every plan module in order, then a plan of
     the applied state. Done once for the file's tests; a failure is recorded per values file."""
-    out: dict[str, Any] = {}
-    for env in ENV_FILES:
+    def one(env: Path) -> dict[str, Any]:
         settings = load(env)
         ws = Workspace(tmp_path_factory.mktemp(env.stem))
         record: dict[str, Any] = {"settings": settings, "ws": ws, "modules": {}}
@@ -179,7 +179,12 @@ def applied(tf: Terraform, tmp_path_factory: pytest.TempPathFactory) -> dict[str
                 record["modules"][module] = {"work": work, "create": create, "after": after, "values": values}
         except AssertionError as exc:
             record["error"] = str(exc)
-        out[env.name] = record
+        return record
+
+    # values files are independent (own workspace and state): two at a time (Terraform mostly waits
+    # on plugin start-ups)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        out = dict(zip((env.name for env in ENV_FILES), pool.map(one, ENV_FILES)))
     return out
 
 
