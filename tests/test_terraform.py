@@ -302,3 +302,29 @@ def _old_values(old_dir: Path, values: dict[str, Any]) -> dict[str, Any]:
             for block in hcl2.load(handle).get("variable", []):
                 declared |= {name.strip('"') for name in block}
     return {k: v for k, v in values.items() if k in declared}
+
+
+# ---- the schema the stand-in serves ------------------------------------------------------------
+
+def test_stand_in_schema_is_the_full_provider_with_nesting_and_flags(tf: Terraform) -> None:
+    """The schema rebuilt from the cdktf package has what Terraform's checks rely on (a parse
+    regression in tools/tfstandin/schema.py shows here, and in the negative control)."""
+    schemas = {}
+    for provider in ("google", "google-beta"):
+        path = next((Path(tf.env["TF_CLI_CONFIG_FILE"]).parent.parent / "schema").glob(f"{provider}-6.50.0-*.json"))
+        schemas[provider] = json.loads(path.read_text())
+    ga, beta = schemas["google"], schemas["google-beta"]
+    assert len(ga["resources"]) > 1000 and len(beta["resources"]) > len(ga["resources"]) and len(ga["data_sources"]) > 300
+    assert "google_tpu_v2_vm" in beta["resources"] and "google_tpu_v2_vm" not in ga["resources"]
+    vm = beta["resources"]["google_tpu_v2_vm"]
+    assert vm["attributes"]["name"] == {"type": "string", "required": True}
+    assert vm["attributes"]["id"] == {"type": "string", "optional": True, "computed": True}
+    assert vm["attributes"]["network_endpoints"]["computed"] and vm["attributes"]["network_endpoints"]["type"][0] == "list"
+    assert vm["block_types"]["accelerator_config"]["max_items"] == 1
+    assert vm["block_types"]["data_disks"]["max_items"] == 0 and vm["block_types"]["timeouts"]["nesting"] == "single"
+    fw = ga["resources"]["google_compute_firewall"]
+    assert fw["block_types"]["allow"]["nesting"] == "set"
+    assert fw["attributes"]["source_ranges"]["type"] == ["set", "string"]
+    tmpl = ga["resources"]["google_compute_instance_template"]
+    assert tmpl["block_types"]["disk"]["min_items"] == 1
+    assert ga["provider"]["attributes"]["project"] == {"type": "string", "optional": True}
