@@ -27,7 +27,7 @@ from typing import Any
 from builder.errors import BadInput
 
 #: Plan modules (see builder.plan) and the actions whose pipelines apply Terraform plans.
-MODULES: tuple[str, ...] = ("tpu", "filestore", "shared_pd", "mig")
+MODULES: tuple[str, ...] = ("tpu", "filestore", "shared_pd", "mig", "dashboard")
 ACTIONS: tuple[str, ...] = ("create", "update", "auto", "destroy")
 
 #: Resource types that hold data, with what the user would lose.

@@ -59,6 +59,7 @@ TIMEOUTS: dict[str, int] = {
     "apply:mig": 3600,
     "apply:filestore": 3600,
     "apply:shared_pd": 1800,
+    "apply:dashboard": 600,
     "restore": 300,
     "snapshot": 3600,
     "backup": 7200,

@@ -212,6 +212,7 @@ CALLS = {
     "shared_pd": {"seeder_identity": "host_identity"},
     "tpu_node": {},
     "filestore": {},
+    "dashboard": {},
 }
 
 
