@@ -157,6 +157,11 @@ _ENTRY = re.compile(r"^(Metric|Counter): (\S+)\s*$")
 _FIELD = re.compile(r"^\s+(\w+): (.*)$")
 
 
+def warmup_ready(report: Any) -> bool:
+    """Whether the warm-up snapshot beside ``report`` (a Path) exists (models/xla_observe.py)."""
+    return report.with_name(report.name.replace(".metrics.txt", ".metrics.warmup.txt")).exists()
+
+
 def parse_report(text: str) -> dict[str, dict[str, dict[str, str]]]:
     """torch_xla's ``metrics_report()`` → ``{"metrics": {name: fields}, "counters": {name: fields}}``
     (fields as written: ``TotalSamples``, ``Accumulator``, ``Value``, ...)."""

@@ -85,4 +85,4 @@ def run_logs_metrics(settings: Settings, log_dir: str, dry_run: bool) -> int:
 def refuse_flags(args: Any, *names: str) -> None:
     bad = [n for n in names if getattr(args, n, False)]
     if bad:
-        raise BadInput(f"--metrics cannot be combined with --{bad[0].replace('_', '-')}")
+        raise BadInput(f"--metrics cannot be combined with --{bad[0].replace('_', '-')}; drop one of them (the reports are files, not a stream)")
