@@ -52,7 +52,8 @@ from typing import Any
 COLUMNS = 48
 TILE_WIDTH = 24
 TILE_HEIGHT = 16
-#: The log (``logName`` suffix) that the hosts write training progress to; see models/xla_observe.py.
+#: The log (``logName`` suffix) that the hosts write training progress to: the syslog tag of
+#: models/roberta/lib.sh send_train_steps and the Ops Agent receiver id in env_setup/scripts/startup.sh.
 TRAIN_LOG = "tpubuild-train"
 #: The log-based metric the module creates (``logging.googleapis.com/user/<name>``).
 STEP_METRIC_PREFIX = "tpubuild_train_steps_"
@@ -66,9 +67,16 @@ def step_metric_name(env: str) -> str:
 
 def step_log_filter(project: str, env: str) -> str:
     """The log entries counted as training steps: fairseq's ``train_inner`` progress lines that
-    the hosts send to the ``tpubuild-train`` log, labelled with the environment."""
-    return (f'logName="projects/{project}/logs/{TRAIN_LOG}" AND labels.tpubuild_env="{env}" '
-            'AND textPayload:"train_inner"')
+    the hosts send to syslog tagged ``tpubuild-train`` and prefixed ``[tpubuild_env=<env>]``
+    (models/roberta/lib.sh ``send_train_steps``); rsyslog files them in
+    /var/log/tpubuild-train.log and the Ops Agent's files receiver ``tpubuild-train`` ships that
+    file as the log ``projects/<project>/logs/tpubuild-train`` (env_setup/scripts/startup.sh).
+    The line is matched in ``textPayload`` or ``jsonPayload.message``: Google's Ops Agent docs we
+    could read do not say which of the two an unparsed files-receiver line lands in."""
+    tag = f"[tpubuild_env={env}]"
+    def has(text: str) -> str:
+        return f'(textPayload:"{text}" OR jsonPayload.message:"{text}")'
+    return f'logName="projects/{project}/logs/{TRAIN_LOG}" AND {has(tag)} AND {has("train_inner")}'
 
 
 def _series(filter_: str, aligner: str, group_by: list[str], reducer: str) -> dict[str, Any]:

@@ -34,7 +34,13 @@ esac
 host_id=${host_id:-$(hostname)}
 
 mkdir -p "$log_dir"
-exec > >(tee -a "$log_dir/host-$host_id.log") 2>&1
+# fairseq's train_inner progress lines also go to syslog for the dashboard's step-rate tile
+# (lib.sh send_train_steps; TPUBUILD_ENV comes from the host's profile, host_env above)
+if [[ -n ${TPUBUILD_ENV:-} ]]; then
+  exec > >(tee -a "$log_dir/host-$host_id.log" >(send_train_steps "$TPUBUILD_ENV")) 2>&1
+else
+  exec > >(tee -a "$log_dir/host-$host_id.log") 2>&1
+fi
 log "host $host_id starts fairseq-train $*"
 export TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="${TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD:-1}"
 # torch_xla's profiler server (TPUBUILD_PROFILER_PORT) and metrics report, beside the log
