@@ -30,6 +30,10 @@ training step rate                 the log-based metric ``step_rate_metric`` (mo
                                    hosts' ``tpubuild-train`` log lines
 =================================  ==============================  =========================================
 
+Verification (modules/dashboard/README.md, "Verification of the metric names"): the tpu_worker
+metrics are confirmed in Google's TPU monitoring docs; GceTpuWorker, the Filestore, Compute Engine
+disk and Ops Agent memory names are NOT confirmed from the docs we could read.
+
 Decisions:
 
 * Per host means grouped by the resource's worker label (``worker_id`` on TPU VMs) or by the
