@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "builder.commands.pipeline_cmds",
     "builder.commands.train",
     "builder.commands.migrate",
+    "builder.commands.observe",
 )
 
 

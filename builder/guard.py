@@ -37,7 +37,7 @@ from builder import guard_classes
 from builder.errors import BadInput
 
 #: Plan modules (see builder.plan) and the actions whose pipelines apply Terraform plans.
-MODULES: tuple[str, ...] = ("tpu", "filestore", "shared_pd", "mig")
+MODULES: tuple[str, ...] = ("tpu", "filestore", "shared_pd", "mig", "dashboard")
 ACTIONS: tuple[str, ...] = ("create", "update", "auto", "destroy")
 
 #: The data holders a ``destroy`` deletes on purpose, after the pipeline snapshotted/backed them up.

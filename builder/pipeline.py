@@ -61,6 +61,7 @@ TIMEOUTS: dict[str, int] = {
     "apply:shared_pd": 1800,
     "drain": 3600,
     "resize": 3600,
+    "apply:dashboard": 600,
     "restore": 300,
     "snapshot": 3600,
     "backup": 7200,

@@ -16,6 +16,10 @@ destroy       none         mig, then tpu, then filestore ‖ shared_pd (buckets 
 destroy       tpu/mig      only the named modules, mig before tpu
 ============  ===========  ===============================================================
 
+``dashboard`` (modules/dashboard: the Cloud Monitoring dashboard and the log-based step metric,
+issue 18) depends on nothing and nothing depends on it: create/update apply it in the first stage,
+a full destroy removes it in the first stage; the scope flags never touch it.
+
 In the ``vm`` architecture there is no MIG, and the TPU VM attaches the shared PD and mounts the
 share at creation, so ``tpu`` is applied *after* ``filestore`` and ``shared_pd`` and destroyed
 *before* them.
@@ -39,32 +43,32 @@ OPS: tuple[str, ...] = ("apply", "destroy")
 
 #: Plan modules per architecture, in create's order.
 MODULES: dict[str, tuple[str, ...]] = {
-    "node": ("filestore", "shared_pd", "tpu", "mig"),
-    "vm": ("filestore", "shared_pd", "tpu"),
+    "node": ("filestore", "shared_pd", "tpu", "mig", "dashboard"),
+    "vm": ("filestore", "shared_pd", "tpu", "dashboard"),
     # mig (issue 13): tpu = the slice's access (host identity, firewall, MIG reader role), mig = the
     # slice itself (workload policy + instance template + MIG); docs/pipeline.md has why.
-    "mig": ("filestore", "shared_pd", "tpu", "mig"),
+    "mig": ("filestore", "shared_pd", "tpu", "mig", "dashboard"),
 }
 
 #: What each module waits for when it is created (the create DAG), per architecture.
 CREATE_AFTER: dict[str, dict[str, tuple[str, ...]]] = {
-    "node": {"filestore": (), "shared_pd": (), "tpu": (), "mig": ("filestore", "shared_pd", "tpu")},
-    "vm": {"filestore": (), "shared_pd": (), "tpu": ("filestore", "shared_pd")},
-    "mig": {"filestore": (), "shared_pd": (), "tpu": (), "mig": ("filestore", "shared_pd", "tpu")},
+    "node": {"filestore": (), "shared_pd": (), "tpu": (), "mig": ("filestore", "shared_pd", "tpu"), "dashboard": ()},
+    "vm": {"filestore": (), "shared_pd": (), "tpu": ("filestore", "shared_pd"), "dashboard": ()},
+    "mig": {"filestore": (), "shared_pd": (), "tpu": (), "mig": ("filestore", "shared_pd", "tpu"), "dashboard": ()},
 }
 
 #: What each module waits for when it is destroyed (full destroy), per architecture.
 DESTROY_AFTER: dict[str, dict[str, tuple[str, ...]]] = {
-    "node": {"mig": (), "tpu": ("mig",), "filestore": ("tpu",), "shared_pd": ("tpu",)},
-    "vm": {"tpu": (), "filestore": ("tpu",), "shared_pd": ("tpu",)},
-    "mig": {"mig": (), "tpu": ("mig",), "filestore": ("mig",), "shared_pd": ("mig",)},
+    "node": {"mig": (), "tpu": ("mig",), "filestore": ("tpu",), "shared_pd": ("tpu",), "dashboard": ()},
+    "vm": {"tpu": (), "filestore": ("tpu",), "shared_pd": ("tpu",), "dashboard": ()},
+    "mig": {"mig": (), "tpu": ("mig",), "filestore": ("mig",), "shared_pd": ("mig",), "dashboard": ()},
 }
 
 #: Order of a full destroy (a topological order of DESTROY_AFTER).
 DESTROY_ORDER: dict[str, tuple[str, ...]] = {
-    "node": ("mig", "tpu", "filestore", "shared_pd"),
-    "vm": ("tpu", "filestore", "shared_pd"),
-    "mig": ("mig", "tpu", "filestore", "shared_pd"),
+    "node": ("mig", "tpu", "filestore", "shared_pd", "dashboard"),
+    "vm": ("tpu", "filestore", "shared_pd", "dashboard"),
+    "mig": ("mig", "tpu", "filestore", "shared_pd", "dashboard"),
 }
 
 #: Terraform directories of the mig architecture's two slice modules.
@@ -74,6 +78,7 @@ _TERRAFORM_DIRS: dict[str, str] = {
     "filestore": "modules/filestore",
     "shared_pd": "modules/shared_pd",
     "mig": "modules/mig",
+    "dashboard": "modules/dashboard",
 }
 
 _FLAG_TRUE = frozenset({"true"})
@@ -155,7 +160,7 @@ def module_dir(settings: Settings, module: str) -> str:
     try:
         return _TERRAFORM_DIRS[module]
     except KeyError:
-        raise BadInput(f"{module!r} is not a plan module; use one of tpu, filestore, shared_pd, mig") from None
+        raise BadInput(f"{module!r} is not a plan module; use one of tpu, filestore, shared_pd, mig, dashboard") from None
 
 
 def _arch_where(settings: Settings) -> str:

@@ -38,9 +38,9 @@ from builder.errors import BadInput, ConfigError
 #: Plan modules per architecture (the same set and order as ``builder.plan``; not imported from
 #: there because tfvars and plan are sibling stages).
 PLAN_MODULES: dict[str, tuple[str, ...]] = {
-    "node": ("filestore", "shared_pd", "tpu", "mig"),
-    "vm": ("filestore", "shared_pd", "tpu"),
-    "mig": ("filestore", "shared_pd", "tpu", "mig"),
+    "node": ("filestore", "shared_pd", "tpu", "mig", "dashboard"),
+    "vm": ("filestore", "shared_pd", "tpu", "dashboard"),
+    "mig": ("filestore", "shared_pd", "tpu", "mig", "dashboard"),
 }
 
 
@@ -162,6 +162,18 @@ def _tpu_mig(s: Settings) -> dict[str, Any]:
     }
 
 
+def _dashboard(s: Settings) -> dict[str, Any]:
+    """The dashboard JSON is rendered by builder.dashboard (the one place it is made)."""
+    from builder import dashboard
+
+    return {
+        "project_id": s.project_id, "env_name": s.env_name,
+        "dashboard_json": dashboard.to_json(dashboard.for_settings(s)),
+        "step_metric_name": dashboard.step_metric_name(s.env_name),
+        "step_log_filter": dashboard.step_log_filter(s.project_id, s.env_name),
+    }
+
+
 def for_module(settings: Settings, module: str) -> dict[str, Any]:
     """Exactly the variables of the Terraform module behind plan module ``module``."""
     modules = PLAN_MODULES[settings.arch]
@@ -173,7 +185,7 @@ def for_module(settings: Settings, module: str) -> dict[str, Any]:
             return _tpu_mig_access(settings) if module == "tpu" else _tpu_mig(settings)
     if module == "tpu":
         return _tpu_node(settings) if settings.arch == "node" else _tpu_vm(settings)
-    return {"filestore": _filestore, "shared_pd": _shared_pd, "mig": _mig}[module](settings)
+    return {"filestore": _filestore, "shared_pd": _shared_pd, "mig": _mig, "dashboard": _dashboard}[module](settings)
 
 
 def all_for(settings: Settings) -> dict[str, dict[str, Any]]:

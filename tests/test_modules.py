@@ -215,6 +215,7 @@ CALLS = {
     "filestore": {},
     "tpu_mig_access": {"slice_identity": "host_identity", "slice_firewall": "host_firewall"},
     "tpu_mig": {},
+    "dashboard": {},
 }
 
 

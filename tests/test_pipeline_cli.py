@@ -44,10 +44,10 @@ def test_plan_text_shipped_create(cli):
     lines = out.splitlines()
     s1 = lines.index("  stage 1, in parallel:")
     s2 = lines.index("  stage 2:")
-    assert [ln.split()[1] for ln in lines[s1 + 1:s2]] == ["filestore", "shared_pd"]
+    assert [ln.split()[1] for ln in lines[s1 + 1:s2]] == ["filestore", "shared_pd", "dashboard"]
     assert lines[s2 + 1].split()[:2] == ["apply", "tpu"]
     assert "(after filestore, shared_pd)" in lines[s2 + 1]
-    assert "Created: filestore, shared_pd, tpu" in out
+    assert "Created: filestore, shared_pd, tpu, dashboard" in out
     assert "copied onto pd-tpu-dev1" in out          # the seed is announced
     assert "a guard checks every Terraform plan" in out
 
@@ -118,9 +118,10 @@ def test_plan_json_shape(cli):
         {"module": "filestore", "op": "apply", "after": []},
         {"module": "shared_pd", "op": "apply", "after": []},
         {"module": "tpu", "op": "apply", "after": ["filestore", "shared_pd"]},
+        {"module": "dashboard", "op": "apply", "after": []},
     ]
-    assert data["stages"] == [["filestore", "shared_pd"], ["tpu"]]
-    assert data["created"] == ["filestore", "shared_pd", "tpu"] and data["destroyed"] == []
+    assert data["stages"] == [["filestore", "shared_pd", "dashboard"], ["tpu"]]
+    assert data["created"] == ["filestore", "shared_pd", "tpu", "dashboard"] and data["destroyed"] == []
 
 
 def test_plan_initialize(cli):

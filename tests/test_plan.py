@@ -33,14 +33,15 @@ def ops(plan) -> list[tuple[str, str, tuple[str, ...]]]:
 NODE_ROWS = [
     # action, tpu, mig, operations
     ("create", False, False, [("filestore", "apply", ()), ("shared_pd", "apply", ()), ("tpu", "apply", ()),
-                              ("mig", "apply", ("filestore", "shared_pd", "tpu"))]),
+                              ("mig", "apply", ("filestore", "shared_pd", "tpu")), ("dashboard", "apply", ())]),
     ("update", True, False, [("tpu", "apply", ())]),
     ("update", False, True, [("mig", "apply", ())]),
     ("update", True, True, [("tpu", "apply", ()), ("mig", "apply", ("tpu",))]),
     ("update", False, False, [("filestore", "apply", ()), ("shared_pd", "apply", ()), ("tpu", "apply", ()),
-                              ("mig", "apply", ("filestore", "shared_pd", "tpu"))]),
+                              ("mig", "apply", ("filestore", "shared_pd", "tpu")), ("dashboard", "apply", ())]),
     ("destroy", False, False, [("mig", "destroy", ()), ("tpu", "destroy", ("mig",)),
-                               ("filestore", "destroy", ("tpu",)), ("shared_pd", "destroy", ("tpu",))]),
+                               ("filestore", "destroy", ("tpu",)), ("shared_pd", "destroy", ("tpu",)),
+                               ("dashboard", "destroy", ())]),
     ("destroy", True, False, [("tpu", "destroy", ())]),
     ("destroy", False, True, [("mig", "destroy", ())]),
     ("destroy", True, True, [("mig", "destroy", ()), ("tpu", "destroy", ("mig",))]),
@@ -48,12 +49,12 @@ NODE_ROWS = [
 
 VM_ROWS = [
     ("create", False, False, [("filestore", "apply", ()), ("shared_pd", "apply", ()),
-                              ("tpu", "apply", ("filestore", "shared_pd"))]),
+                              ("tpu", "apply", ("filestore", "shared_pd")), ("dashboard", "apply", ())]),
     ("update", True, False, [("tpu", "apply", ())]),
     ("update", False, False, [("filestore", "apply", ()), ("shared_pd", "apply", ()),
-                              ("tpu", "apply", ("filestore", "shared_pd"))]),
+                              ("tpu", "apply", ("filestore", "shared_pd")), ("dashboard", "apply", ())]),
     ("destroy", False, False, [("tpu", "destroy", ()), ("filestore", "destroy", ("tpu",)),
-                               ("shared_pd", "destroy", ("tpu",))]),
+                               ("shared_pd", "destroy", ("tpu",)), ("dashboard", "destroy", ())]),
     ("destroy", True, False, [("tpu", "destroy", ())]),
 ]
 
@@ -208,10 +209,10 @@ def test_stages_group_parallel_work(node, vm):
     def names(plan):
         return [[o.module for o in st] for st in plan.stages()]
 
-    assert names(make_plan(node, "create")) == [["filestore", "shared_pd", "tpu"], ["mig"]]
-    assert names(make_plan(vm, "create")) == [["filestore", "shared_pd"], ["tpu"]]
-    assert names(make_plan(node, "destroy")) == [["mig"], ["tpu"], ["filestore", "shared_pd"]]
-    assert names(make_plan(vm, "destroy")) == [["tpu"], ["filestore", "shared_pd"]]
+    assert names(make_plan(node, "create")) == [["filestore", "shared_pd", "tpu", "dashboard"], ["mig"]]
+    assert names(make_plan(vm, "create")) == [["filestore", "shared_pd", "dashboard"], ["tpu"]]
+    assert names(make_plan(node, "destroy")) == [["mig", "dashboard"], ["tpu"], ["filestore", "shared_pd"]]
+    assert names(make_plan(vm, "destroy")) == [["tpu", "dashboard"], ["filestore", "shared_pd"]]
     assert names(make_plan(node, "update", tpu=True, mig=True)) == [["tpu"], ["mig"]]
 
 

@@ -52,7 +52,7 @@ def test_status_node_reports_tpu_filestore_mig_state_lock_and_snapshot(fakes: Fa
     assert f"tpu        {s.tpu_name}: READY, health HEALTHY, v3-32, pytorch-1.13 (tpu v1)" in out
     assert f"filestore  {s.filestore_name}: READY, 10.0.0.2:/tpushare (1024 GiB, BASIC_HDD)" in out
     assert f"mig        {s.mig_name}: 3/4 running (target 4, 4 TPU hosts), UPDATING" in out
-    assert "filestore no, shared_pd no, tpu yes, mig no" in out
+    assert "filestore no, shared_pd no, tpu yes, mig no, dashboard no" in out
     assert "lock       held by build b-run (update, since 2026-01-02T00:00:00Z, by ci)" in out
     assert "applied    build b-ok (create, 2026-01-01T00:00:00Z); absent: mig" in out
 
@@ -62,7 +62,8 @@ def test_status_node_reports_tpu_filestore_mig_state_lock_and_snapshot(fakes: Fa
     assert report["tpu"]["endpoints"] == ["10.3.0.2:8470"]
     assert report["filestore"]["ip"] == "10.0.0.2"
     assert report["mig"]["target_size"] == 4 and report["mig"]["running"] == 3
-    assert report["terraform"]["modules"] == {"filestore": False, "shared_pd": False, "tpu": True, "mig": False}
+    assert report["terraform"]["modules"] == {"filestore": False, "shared_pd": False, "tpu": True, "mig": False,
+                                              "dashboard": False}
     assert report["terraform"]["lock"]["build_id"] == "b-run"
     assert report["errors"] == []
 

@@ -7,6 +7,7 @@ real values.env files through builder.config.load.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -69,8 +70,8 @@ def _validation_verdicts(mod: Module, values: dict[str, Any]) -> list[tuple[str,
 def test_tfvars_set_exactly_the_declared_variables(env: Path) -> None:
     settings = load(env)
     generated = tfvars.all_for(settings)
-    assert set(generated) == ({"tpu", "filestore", "shared_pd", "mig"} if settings.arch in ("node", "mig")
-                              else {"tpu", "filestore", "shared_pd"})
+    assert set(generated) == ({"tpu", "filestore", "shared_pd", "mig", "dashboard"} if settings.arch in ("node", "mig")
+                              else {"tpu", "filestore", "shared_pd", "dashboard"})
     for plan_module, values in generated.items():
         mod = _module_for(settings, plan_module)
         declared = set(mod.variables)
@@ -186,7 +187,8 @@ def test_resize_changes_only_tpu_and_mig_size(make_env: Callable[..., Path]) -> 
     small = tfvars.all_for(load(make_env(NODE, TPU_ACCELERATOR_TYPE="v3-32")))
     big = tfvars.all_for(load(make_env(NODE, TPU_ACCELERATOR_TYPE="v3-128")))
     changed = {m: {k for k in small[m] if small[m][k] != big[m][k]} for m in small}
-    assert changed == {"tpu": {"accelerator_type"}, "filestore": set(), "shared_pd": set(), "mig": {"target_size"}}
+    assert changed == {"tpu": {"accelerator_type"}, "filestore": set(), "shared_pd": set(), "mig": {"target_size"},
+                       "dashboard": set()}
     assert (small["mig"]["target_size"], big["mig"]["target_size"]) == (4, 16)
 
     mig = load_module("mig")
@@ -247,7 +249,8 @@ def test_names_and_derived_values(make_env: Callable[..., Path]) -> None:
     v = tfvars.all_for(s)
     assert v["tpu"]["name"] == s.tpu_name and v["filestore"]["name"] == s.filestore_name
     assert v["shared_pd"]["name"] == s.shared_pd_name and v["mig"]["name"] == s.mig_name
-    assert all(values["labels"] == s.labels for values in v.values())
+    assert all(values["labels"] == s.labels for m, values in v.items() if m != "dashboard")
+    assert json.loads(v["dashboard"]["dashboard_json"])["labels"] == s.labels  # the dashboard's own labels
     assert v["mig"]["state_bucket"] == s.state_bucket and v["mig"]["env_name"] == s.env_name
     assert v["mig"]["service_account_id"] == f"tb-{s.env_name}-wk"
     assert v["mig"]["target_size"] == s.hosts

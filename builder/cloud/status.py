@@ -13,6 +13,8 @@
   running instances, stable.
 * Terraform state: whether ``gs://<state_bucket>/<ENV>/<module>/default.tfstate`` exists.
 * The lock holder and the applied snapshot's build.
+* The dashboard's console URL: the ``console_url`` output of ``modules/dashboard``, read from its
+  state object (``<ENV>/dashboard/default.tfstate``); "not created" while that state has none.
 
 Every part is asked separately; a part that fails is reported as ``error`` with one line and the
 command exits 1 after printing everything (absent resources are not errors).
@@ -160,11 +162,25 @@ def _state(settings: Settings) -> dict[str, Any]:
         "build_id": held.build_id, "action": held.action, "holder": held.holder, "since": held.created,
         "state": held.state, "outcome": held.outcome, "failed_step": held.failed_step, "log_url": held.log_url,
         "describe": held.describe()}
+    out["dashboard_url"] = _dashboard_url(bucket, settings.env_name) if out["modules"].get("dashboard") else None
     applied = snapshot.read(bucket, settings.env_name)
     out["applied"] = None if applied is None else {
         "build_id": applied.build_id, "action": applied.action, "time": applied.time,
         "outstanding": sorted(applied.outstanding), "absent": sorted(applied.absent)}
     return out
+
+
+def _dashboard_url(bucket: Any, env: str) -> str | None:
+    """``console_url`` from the dashboard module's Terraform state (None when it has none)."""
+    import json
+
+    with cloud_call(f"reading the dashboard state of {env}"):
+        raw = bucket.blob(f"{env}/dashboard/default.tfstate").download_as_bytes()
+    try:
+        url = json.loads(raw).get("outputs", {}).get("console_url", {}).get("value")
+    except (ValueError, AttributeError):
+        return None
+    return url if isinstance(url, str) and url.startswith("https://") else None
 
 
 def gather(settings: Settings) -> dict[str, Any]:
@@ -255,6 +271,8 @@ def text(report: dict[str, Any]) -> list[str]:
             lines.append(f"  lock       stale (the next dispatch takes it over): {held['describe']}")
         else:
             lines.append(f"  lock       held by {held['describe']}")
+        url = tf.get("dashboard_url")
+        lines.append(f"  dashboard  {url}" if url else "  dashboard  not created yet (tpubuild create applies it)")
         applied = tf["applied"]
         if applied is None:
             lines.append("  applied    none (no successful build yet)")

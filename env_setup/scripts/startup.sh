@@ -44,6 +44,9 @@
 #   TPUBUILD_ATTEMPTS       attempts for metadata, apt-get, gcloud and device waits (default 5)
 #   TPUBUILD_PEER_ATTEMPTS  mig: listings of the MIG until every VM of the slice is there (default 60)
 #   TPUBUILD_TCP_TIMEOUT_S  timeout of one TCP connect to a TPU endpoint (default 5)
+#   TPUBUILD_CONF_ROOT      prefix put before /etc/rsyslog.d, /etc/google-cloud-ops-agent and
+#                           /var/log of the training-log shipping (tests only; default empty)
+#   TPUBUILD_OPS_AGENT_SCRIPT_URL  Google's Ops Agent repo script (tests: a file:// stand-in)
 set -euo pipefail
 
 readonly SELF="tpubuild-startup"
@@ -60,6 +63,8 @@ TPU_ATTEMPTS="${TPUBUILD_TPU_ATTEMPTS:-10}"
 ATTEMPTS="${TPUBUILD_ATTEMPTS:-5}"
 TCP_TIMEOUT_S="${TPUBUILD_TCP_TIMEOUT_S:-5}"
 PEER_ATTEMPTS="${TPUBUILD_PEER_ATTEMPTS:-60}"
+CONF_ROOT="${TPUBUILD_CONF_ROOT:-}"
+OPS_AGENT_SCRIPT_URL="${TPUBUILD_OPS_AGENT_SCRIPT_URL:-https://dl.google.com/cloudagents/add-google-cloud-ops-agent-repo.sh}"
 if [[ -n "${TPUBUILD_LOG:-}" ]]; then
   LOG_FILE="$TPUBUILD_LOG"
 elif [[ -w /dev/console ]]; then
@@ -144,6 +149,68 @@ retry() {
     delay="$(next_delay "$delay")"
     n=$((n + 1))
   done
+}
+
+# ---------------------------------------------------------------------------------------------
+# training log -> Cloud Logging (modules/dashboard's step-rate tile)
+#
+# models/roberta/train.sh sends each fairseq `train_inner` line to syslog with the tag
+# tpubuild-train and the prefix "[tpubuild_env=<env>] ". rsyslog files those lines (and only
+# those: `stop`) in /var/log/tpubuild-train.log; the Ops Agent's files receiver `tpubuild-train`
+# ships that file as the log projects/<project>/logs/tpubuild-train, which the log-based metric
+# of builder/dashboard.py step_log_filter() counts. The Ops Agent is Google's documented agent
+# for Compute Engine VMs (logging/docs/agent/ops-agent/installation); it also publishes the
+# agent.googleapis.com memory metric of the dashboard's host tiles. Best effort: a host that
+# cannot install it (no route to dl.google.com / packages.cloud.google.com) trains all the
+# same, with a WARNING on the console; only the dashboard's step-rate tile stays empty.
+readonly TRAIN_LOG_TAG="tpubuild-train"
+
+ops_agent_installed() { dpkg-query -W -f='${Status}' google-cloud-ops-agent 2>/dev/null | grep -q "install ok installed"; }
+
+install_ops_agent() {
+  curl -fsS --connect-timeout 5 --max-time 120 -o "$TMP_DIR/add-ops-agent-repo.sh" "$OPS_AGENT_SCRIPT_URL" &&
+    bash "$TMP_DIR/add-ops-agent-repo.sh" --also-install
+}
+
+ship_train_log() {
+  local rsyslog_d="${CONF_ROOT}/etc/rsyslog.d" agent_d="${CONF_ROOT}/etc/google-cloud-ops-agent"
+  local file="/var/log/${TRAIN_LOG_TAG}.log" tmp
+  mkdir -p "$rsyslog_d" "$agent_d" "${CONF_ROOT}/var/log"
+  tmp="$(mktemp "${rsyslog_d}/.tpubuild.XXXXXX")"
+  {
+    echo "# Written by tpubuild's startup.sh: training progress lines for the Ops Agent (edits are lost)."
+    echo ":programname, isequal, \"${TRAIN_LOG_TAG}\" ${file}"
+    echo "& stop"
+  } >"$tmp"
+  chmod 644 "$tmp"
+  mv -f "$tmp" "${rsyslog_d}/30-${TRAIN_LOG_TAG}.conf"
+  tmp="$(mktemp "${agent_d}/.tpubuild.XXXXXX")"
+  {
+    echo "# Written by tpubuild's startup.sh (edits are lost): the built-in syslog and host metrics"
+    echo "# stay; this adds the training progress log ${TRAIN_LOG_TAG} (modules/dashboard)."
+    echo "logging:"
+    echo "  receivers:"
+    echo "    ${TRAIN_LOG_TAG}:"
+    echo "      type: files"
+    echo "      include_paths: [${file}]"
+    echo "  service:"
+    echo "    pipelines:"
+    echo "      ${TRAIN_LOG_TAG}:"
+    echo "        receivers: [${TRAIN_LOG_TAG}]"
+  } >"$tmp"
+  chmod 644 "$tmp"
+  mv -f "$tmp" "${agent_d}/config.yaml"
+  log "wrote ${rsyslog_d}/30-${TRAIN_LOG_TAG}.conf and ${agent_d}/config.yaml"
+  if ! ops_agent_installed; then
+    if ! retry "installing the Ops Agent" "$ATTEMPTS" install_ops_agent; then
+      log "WARNING: the Ops Agent could not be installed; training logs stay on the host and the dashboard's step-rate tile stays empty"
+      return 0
+    fi
+  fi
+  if ! systemctl restart rsyslog google-cloud-ops-agent; then
+    log "WARNING: could not restart rsyslog and the Ops Agent; the dashboard's step-rate tile may stay empty"
+  fi
+  return 0
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -542,6 +609,9 @@ main() {
 
   step "mount Filestore"
   mount_nfs "$NFS_DIR" "${nfs_ip}:/${nfs_share}"
+
+  step "ship the training log"
+  ship_train_log
 
   step "mount shared PD"
   PD_DIR_MOUNTED=""
