@@ -41,6 +41,9 @@ DATA: dict[str, str] = {
     "google_storage_bucket_object": "a Cloud Storage object",
     "google_storage_folder": "a Cloud Storage folder and the objects under it",
     "google_storage_managed_folder": "a Cloud Storage managed folder and the objects under it",
+    # Cloud Logging: a log bucket keeps the logs routed to it
+    **{f"google_logging_{parent}_bucket_config": "a Cloud Logging bucket and the logs kept in it"
+       for parent in ("project", "folder", "organization", "billing_account")},
 }
 
 TPU: dict[str, str] = {"google_tpu_node": "node", "google_tpu_v2_vm": "vm", "google_tpu_v2_queued_resource": "vm",
@@ -70,6 +73,11 @@ NO_DATA: frozenset[str] = frozenset({
     "google_compute_firewall", "google_compute_instance_template", "google_compute_instance_group_manager",
     "google_project_iam_member", "google_project_iam_custom_role", "google_service_account",
     "google_storage_bucket_iam_member",
+    # observability (modules/dashboard): views and counters over logs and metrics Google keeps
+    "google_monitoring_dashboard", "google_logging_metric",
+    # log routing and settings (the logs stay in their buckets); a linked dataset is a BigQuery view
+    "google_logging_folder_exclusion", "google_logging_folder_settings", "google_logging_folder_sink",
+    "google_logging_linked_dataset",
 })
 
 #: Words in a type's name that mean it probably holds data (for types nobody classified yet).
