@@ -132,11 +132,11 @@ def prepare(settings: Settings, action: str, *, tpu: bool = False, mig: bool = F
     flag (it applies no Terraform), ``auto`` with ``tpu``/``mig`` (auto decides the modules), and
     ``allow_wipe`` for a plan that does not apply ``shared_pd`` (nothing would be seeded)."""
     from builder import pipeline, tfvars
-    from builder.plan import make_plan
+    from builder.plan import make_plan, refuse_idle_allow_flags
 
     action = parse_action(action, names)
     if action == "initialize":
-        make_plan(settings, "initialize", tpu=tpu, mig=mig)  # refuses the scope flags
+        make_plan(settings, "initialize", tpu=tpu, mig=mig, names=names)  # refuses the scope flags
         for key, on in (("allow_data_loss", allow_data_loss), ("allow_wipe", allow_wipe)):
             if on:
                 raise BadInput(f"{names[key]}: initialize applies no Terraform and seeds nothing, so there is "
@@ -146,11 +146,9 @@ def prepare(settings: Settings, action: str, *, tpu: bool = False, mig: bool = F
         raise BadInput(f"{names['tpu']}/{names['mig']}: auto decides the modules itself; "
                        f"leave {names['tpu']} and {names['mig']} out (or at default)")
     repo = workspace.find_repo(settings)
-    plan = None if action == "auto" else make_plan(settings, action, tpu=tpu, mig=mig)
-    if plan is not None and allow_wipe and not plan.applies("shared_pd"):
-        ops = ", ".join(f"{o.op} {o.module}" for o in plan.operations)
-        raise BadInput(f"{names['allow_wipe']}: this {action} ({ops}) does not apply shared_pd, so the seeder "
-                       f"never runs and there is nothing to wipe; drop {names['allow_wipe']}")
+    plan = None if action == "auto" else make_plan(settings, action, tpu=tpu, mig=mig, names=names)
+    if plan is not None:
+        refuse_idle_allow_flags(plan, allow_data_loss=allow_data_loss, allow_wipe=allow_wipe, names=names)
     config = None if plan is None else pipeline.render(settings, plan, allow_data_loss=allow_data_loss,
                                                        allow_wipe=allow_wipe)
     src = source.pack(source.collect(repo, settings.source.read_bytes(), tfvars.all_for(settings)))
