@@ -158,11 +158,11 @@ CASES: list[Case] = [
          expect=("--module", "'filestor' is not a plan module", "filestore")),
     Case("dispatch-flag-maybe", args=("dispatch", "--values", "{values}", "--action", "create", "--tpu", "maybe"),
          expect=("_TPU", "'maybe'", "true, false, default"), sub=True),
-    Case("dispatch-bogus-action", args=("dispatch", "--values", "{values}", "--action", "bogus"), expect=("--action", "'bogus'")),
+    Case("dispatch-bogus-action", args=("dispatch", "--values", "{values}", "--action", "bogus"), expect=("_BUILD_ACTION", "'bogus'")),
     Case("submit-bogus-action", args=("submit", "--values", "{values}", "--action", "bogus"), expect=("--action", "'bogus'")),
     # dispatch/submit refuse a bad combination before building any client (no credentials here: no_cloud)
     Case("dispatch-initialize-tpu", args=("dispatch", "--values", "{values}", "--action", "initialize", "--tpu", "true"),
-         expect=("--tpu/--mig", "initialize takes no scope flags", "drop the flags"), sub=True),
+         expect=("_TPU/_MIG", "initialize takes no scope flags", "drop the flags"), sub=True),
     Case("dispatch-initialize-allow-wipe", args=("dispatch", "--values", "{values}", "--action", "initialize",
                                                  "--allow-wipe", "true"), expect=("_ALLOW_WIPE", "initialize applies no Terraform")),
     Case("dispatch-auto-mig", args=("dispatch", "--values", "{values}", "--action", "auto", "--mig", "true"),
