@@ -28,6 +28,23 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+#: Verbs the pipeline runs, not people: they work, but the top-level help does not list them.
+HIDDEN_COMMANDS: frozenset[str] = frozenset({"dispatch", "guard", "finalize"})
+
+DESCRIPTION = ("Turn one values.env into a Google Cloud TPU training environment for PyTorch/XLA, "
+               "and keep it right as the file changes.")
+
+EPILOG = """examples:
+  tpubuild validate                           check values.env (every problem, one line each)
+  tpubuild plan                               what create does, before -> after, and its hourly cost
+  tpubuild plan --action update --tpu         what changing the TPU does (replaced? hosts recreated?)
+  tpubuild initialize && tpubuild submit --action create --wait
+  tpubuild status                             what is running, the lock, the TTL
+  tpubuild ttl extend 4h                      push the environment's TTL back
+
+Run 'tpubuild COMMAND --help' for a command's options and examples. Exit codes: 0 ok,
+1 a failure in the world (a cloud call, a build), 2 bad input."""
+
 #: Defaults of the options every command shares (see build_parser).
 COMMON_DEFAULTS: dict[str, object] = {"values": "values.env", "debug": False}
 
@@ -47,13 +64,14 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--values", metavar="PATH",
                         help="the environment's values file (default: ./values.env)")
     common.add_argument("--debug", action="store_true", help="show the full trace of unexpected errors")
-    parser = _Parser(prog="tpubuild", description=__doc__.splitlines()[0] if __doc__ else None,
-                     parents=[common])
+    parser = _Parser(prog="tpubuild", description=DESCRIPTION, epilog=EPILOG, parents=[common],
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"tpubuild {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub, common)
+    sub._choices_actions = [a for a in sub._choices_actions if a.dest not in HIDDEN_COMMANDS]
     return parser
 
 

@@ -228,7 +228,7 @@ def test_escaped_dollar_in_double_quotes_is_a_literal_dollar() -> None:
 ])
 def test_unknown_key_warns_with_did_you_mean(key: str, hint: str) -> None:
     s = load_text(MINIMAL + f'{key}="x"\n', "v.env")
-    assert s.warnings == (f"v.env:6: {key} is not a tpubuild key; {hint}",)
+    assert s.warnings == (f"v.env:6: {key} is not a tpubuild key; {hint} (an error with --strict)",)
 
 
 @pytest.mark.parametrize("key", ["DOCKER_CONTAINER", "GCS_RAW_DATASET", "SOURCE_IMAGE_BASE", "RED", "GREEN", "NC"])

@@ -12,6 +12,7 @@ import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dotenv.parser import parse_stream
 from dotenv.variables import Literal, parse_variables
@@ -59,45 +60,60 @@ _UNSUPPORTED = re.compile(r"(?<!\\)(\$[A-Za-z_(]|`)")
 _KEY = re.compile(r"[A-Z][A-Z0-9_]*")
 
 
-def parse(text: str, path: Path) -> list[Entry]:
-    """Parse and interpolate; one ``ConfigError`` for the first line that is wrong."""
+def parse(text: str, path: Path, errors: list[ConfigError] | None = None) -> list[Entry]:
+    """Parse and interpolate; one ``ConfigError`` for the first line that is wrong, or, given
+    ``errors``, every wrong line appended there (and the good lines returned)."""
     if "\x00" in text:
         line = text[: text.index("\x00")].count("\n") + 1
         raise ConfigError("contains a NUL byte", "save values.env as plain text", path=path, line=line)
     seen: dict[str, str] = {}
     entries: list[Entry] = []
     for binding in parse_stream(io.StringIO(text)):
-        line = binding.original.line
-        raw_line = binding.original.string.strip()
-        if binding.error:
-            shown = raw_line if len(raw_line) <= 60 else raw_line[:57] + "..."
-            raise ConfigError(
-                f"cannot parse {shown!r}",
-                'write KEY="value" (close every quote; comments start with #)',
-                path=path, line=line,
-            )
-        if binding.key is None:
-            continue
-        key = binding.key
-        if not _KEY.fullmatch(key):
-            raise ConfigError(
-                f"{key!r} is not a valid key name",
-                "use UPPER_CASE letters, digits and '_' as in the shipped values.env",
-                path=path, line=line,
-            )
-        if binding.value is None:
-            raise ConfigError(
-                "has no value", f'write {key}="value" (or {key}="" for empty)', path=path, line=line, key=key
-            )
-        value = binding.value
-        m = _ASSIGN.match(binding.original.string)
-        quote = m.group("quote") if m else ""
-        if quote != "'":
-            _check_unsupported(value, quote, path=path, line=line, key=key)
-            value = _interpolate(value, seen, path=path, line=line, key=key).replace("\\$", "$")
-        seen[key] = value
-        entries.append(Entry(key, value, line))
+        if errors is None:
+            entry = _entry(binding, seen, path)
+        else:
+            try:
+                entry = _entry(binding, seen, path)
+            except ConfigError as exc:
+                errors.append(exc)
+                continue
+        if entry is not None:
+            seen[entry.key] = entry.value
+            entries.append(entry)
     return entries
+
+
+def _entry(binding: Any, seen: dict[str, str], path: Path) -> Entry | None:
+    """One parsed binding as an Entry (None for a blank or comment line), or its ConfigError."""
+    line = binding.original.line
+    raw_line = binding.original.string.strip()
+    if binding.error:
+        shown = raw_line if len(raw_line) <= 60 else raw_line[:57] + "..."
+        raise ConfigError(
+            f"cannot parse {shown!r}",
+            'write KEY="value" (close every quote; comments start with #)',
+            path=path, line=line,
+        )
+    if binding.key is None:
+        return None
+    key = binding.key
+    if not _KEY.fullmatch(key):
+        raise ConfigError(
+            f"{key!r} is not a valid key name",
+            "use UPPER_CASE letters, digits and '_' as in the shipped values.env",
+            path=path, line=line,
+        )
+    if binding.value is None:
+        raise ConfigError(
+            "has no value", f'write {key}="value" (or {key}="" for empty)', path=path, line=line, key=key
+        )
+    value = binding.value
+    m = _ASSIGN.match(binding.original.string)
+    quote = m.group("quote") if m else ""
+    if quote != "'":
+        _check_unsupported(value, quote, path=path, line=line, key=key)
+        value = _interpolate(value, seen, path=path, line=line, key=key).replace("\\$", "$")
+    return Entry(key, value, line)
 
 
 def _check_unsupported(value: str, quote: str, *, path: Path, line: int, key: str) -> None:
