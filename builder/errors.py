@@ -65,7 +65,8 @@ class ConfigErrors(ConfigError):
     It is a ``ConfigError`` whose message is the first problem, plus how many more there are, so
     callers that report one line still can; ``errors`` holds them all."""
 
-    def __init__(self, errors: list[ConfigError]) -> None:
+    def __init__(self, errors: list[ConfigError], warnings: tuple[str, ...] = ()) -> None:
+        self.warnings = tuple(warnings)
         errors = sorted(errors, key=lambda e: e.line or 0)  # file order; stable for one line
         first = errors[0]
         more = len(errors) - 1

@@ -30,6 +30,8 @@ def run_validate(args: argparse.Namespace) -> int:
     try:
         s = load_settings(args, strict=args.strict)
     except ConfigErrors as exc:
+        for warning in exc.warnings:
+            print(f"tpubuild: warning: {warning}", file=sys.stderr)
         for error in exc.errors:
             print(f"tpubuild: error: {' '.join(str(error).split())}", file=sys.stderr)
         print(f"tpubuild: {len(exc.errors)} problem{'s' if len(exc.errors) != 1 else ''} in {exc.path}",

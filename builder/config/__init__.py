@@ -90,7 +90,7 @@ def load_text(text: str, path: Path | str, *, strict: bool = False) -> Settings:
                 errors.append(ConfigError(what, fix, path=path, line=entry.line, key=name))
                 target[spec.field] = spec.default
     if errors:  # the rules between keys need every value; report what is wrong so far
-        raise ConfigErrors(errors)
+        raise ConfigErrors(errors, tuple(warnings))
 
     try:
         topo = _rules(values, fail)
@@ -103,7 +103,7 @@ def load_text(text: str, path: Path | str, *, strict: bool = False) -> Settings:
             except _Stop:
                 pass
     if errors:
-        raise ConfigErrors(errors)
+        raise ConfigErrors(errors, tuple(warnings))
     values["region"] = values["region"] or values["zone"].rsplit("-", 1)[0]
     assert topo is not None
     return _finish(path, values, model_options, by_key, lines, warnings, topo)
