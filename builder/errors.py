@@ -67,7 +67,7 @@ class ConfigErrors(ConfigError):
 
     def __init__(self, errors: list[ConfigError], warnings: tuple[str, ...] = ()) -> None:
         self.warnings = tuple(warnings)
-        errors = sorted(errors, key=lambda e: e.line or 0)  # file order; stable for one line
+        errors = sorted(errors, key=lambda e: e.line or 1 << 30)  # file order; keys not in the file last
         first = errors[0]
         more = len(errors) - 1
         super().__init__(first.what, first.fix, path=first.path, line=first.line, key=first.key)

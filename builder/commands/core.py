@@ -34,8 +34,8 @@ def run_validate(args: argparse.Namespace) -> int:
             print(f"tpubuild: warning: {warning}", file=sys.stderr)
         for error in exc.errors:
             print(f"tpubuild: error: {' '.join(str(error).split())}", file=sys.stderr)
-        print(f"tpubuild: {len(exc.errors)} problem{'s' if len(exc.errors) != 1 else ''} in {exc.path}",
-              file=sys.stderr)
+        if len(exc.errors) > 1:
+            print(f"tpubuild: {len(exc.errors)} problems in {exc.path}", file=sys.stderr)
         return 2
     t = s.topology
     print(f"{s.source}: ok: {s.env_name} in {s.project_id}/{s.zone}, {s.arch} architecture, "

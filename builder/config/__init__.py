@@ -70,13 +70,14 @@ def load_text(text: str, path: Path | str, *, strict: bool = False) -> Settings:
         hint = f"did you mean {guess[0]}?" if guess else "it is ignored"
         warnings.append(f"{path}:{e.line}: {key} is not a tpubuild key; {hint} (an error with --strict)")
 
+    unparsed = {e.key for e in errors if e.key}  # already reported: a line that did not parse
     values: dict[str, Any] = {}
     model_options: dict[str, Any] = {}
     for specs, target in ((_SPECS, values), (_MODEL_SPECS, model_options)):
         for name, spec in specs.items():
             entry = by_key.get(name)
             if entry is None or (spec.required and entry.value.strip() == ""):
-                if spec.required:
+                if spec.required and name not in unparsed:
                     errors.append(ConfigError(
                         "is required but not set", f'add {name}="..." ({spec.doc})', path=path,
                         line=entry.line if entry else None, key=name,

@@ -216,6 +216,8 @@ KEYS: tuple[KeySpec, ...] = (
             choice(("pd-standard", "pd-balanced", "pd-ssd")), "Shared PD type."),
     KeySpec("SHARED_PD_RESTORE", "shared_pd_restore", "", restore,
             "Create the shared PD from a snapshot: 'latest' or a snapshot name."),
+    KeySpec("ENV_TTL_HOURS", "env_ttl_hours", 0, integer(0, 8760, "hours"),
+            "Destroy the TPU (only the TPU) this many hours after it is created; 0 or unset: no TTL."),
     KeySpec("MODEL", "model", "roberta",
             pattern(r"[a-z][a-z0-9_]*", "a model folder name", "roberta", allow_empty=True),
             "The model package under models/ the hosts are prepared for."),

@@ -49,6 +49,7 @@ class Settings:
     raw: dict[str, str] = field(default_factory=dict)
     lines: dict[str, int] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    env_ttl_hours: int = 0
 
     # ---- derived names: computed here once so every stage agrees ----
     @property

@@ -32,3 +32,8 @@ output "network_tag" {
   description = "Network tag of the hosts (the firewall rules target it)."
   value       = local.tag
 }
+
+output "ttl_job" {
+  description = "The TTL's Cloud Scheduler job (empty without ENV_TTL_HOURS)."
+  value       = var.ttl_hours > 0 ? module.ttl[0].job : ""
+}
