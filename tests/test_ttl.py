@@ -1,0 +1,53 @@
+"""The TTL: the build the Scheduler job creates loads into the real Cloud Build type, the job's
+HTTP target into the real Cloud Scheduler type, and it destroys only the TPU."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import json
+
+import pytest
+
+from builder import tfvars, ttl
+from builder.config import load
+from builder.errors import BadInput
+from tests.test_plan_preview import write
+
+
+def test_build_request_is_a_real_build_that_destroys_only_the_tpu(tmp_path):
+    from google.cloud.devtools.cloudbuild_v1.types import Build
+
+    path = write(tmp_path, "values.env")
+    path.write_text(path.read_text() + 'ENV_TTL_HOURS="6"\n')
+    s = load(path)
+    body = tfvars.for_module(s, "tpu")["ttl_build_body"]
+    build = Build.from_json(body)
+    assert build.source.storage_source.bucket == s.state_bucket
+    script = build.steps[0].args[1]
+    assert "tpubuild dispatch --action destroy --tpu true" in script
+    assert "filestore" not in script and "shared_pd" not in script
+    scheduler = pytest.importorskip("google.cloud.scheduler_v1")
+    job = scheduler.Job(name=ttl.job_name(s), schedule=ttl.cron_for(datetime.datetime(2026, 11, 23, 14, 5,
+                                                                                      tzinfo=datetime.timezone.utc)),
+                        time_zone="Etc/UTC",
+                        http_target=scheduler.HttpTarget(
+                            uri=f"https://cloudbuild.googleapis.com/v1/projects/{s.project_id}/builds",
+                            http_method=scheduler.HttpMethod.POST, body=body.encode(),
+                            oauth_token=scheduler.OAuthToken(service_account_email="x@y.iam.gserviceaccount.com")))
+    assert job.schedule == "5 14 23 11 *" and json.loads(job.http_target.body)["steps"][0]["id"] == "ttl-dispatch"
+    assert base64.b64encode(job.http_target.body)
+
+
+def test_no_ttl_means_no_body(tmp_path):
+    s = load(write(tmp_path, "values.env"))
+    assert tfvars.for_module(s, "tpu")["ttl_hours"] == 0 and tfvars.for_module(s, "tpu")["ttl_build_body"] == ""
+
+
+def test_extend_and_next_fire():
+    assert ttl.parse_extension("4h") == datetime.timedelta(hours=4)
+    assert ttl.parse_extension("2d") == datetime.timedelta(days=2)
+    with pytest.raises(BadInput):
+        ttl.parse_extension("soon")
+    now = datetime.datetime(2026, 11, 23, 12, 0, tzinfo=datetime.timezone.utc)
+    assert ttl.next_fire("5 14 23 11 *", now) == datetime.datetime(2026, 11, 23, 14, 5, tzinfo=datetime.timezone.utc)
