@@ -205,6 +205,7 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> in
                 except gexc.PreconditionFailed:
                     pass  # the same content, uploaded by someone else meanwhile
         workspace.sync(bucket, settings, repo, source_sha256=src.sha256)
+        _keep_ttl_source(bucket, settings, plan.action, src)
         subs = {name: value for name, value in (("_ALLOW_DATA_LOSS", allow_data_loss), ("_ALLOW_WIPE", allow_wipe))
                 for value in ["true" if value else "false"] if builds.referenced(config, name)}
         build = builds.to_build(config, bucket=settings.state_bucket, object_name=src.object_name,
@@ -231,6 +232,20 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> in
                  "the next dispatch takes it over and names this build")
         raise
     return 0
+
+
+def _keep_ttl_source(bucket: Any, settings: Settings, action: str, src: source.Source) -> None:
+    """With ``ENV_TTL_HOURS``, the tarball this build runs from is also kept at
+    ``workspace/<env>/ttl/source.tgz`` (builder/ttl.py): the TTL's destroy build, started by Cloud
+    Scheduler long after this laptop is gone, runs ``tpubuild dispatch`` from it, so it carries the
+    values.env last submitted. A destroy leaves it as it is (the TPU's job goes with the TPU)."""
+    if not settings.env_ttl_hours or action == "destroy":
+        return
+    from builder import ttl
+
+    name = ttl.source_object(settings.env_name)
+    with cloud_call(f"uploading gs://{settings.state_bucket}/{name}"):
+        bucket.blob(name).upload_from_string(src.tgz, content_type="application/gzip")
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
