@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "builder.commands.cloud",
     "builder.commands.pipeline_cmds",
     "builder.commands.train",
+    "builder.commands.ttl",
 )
 
 

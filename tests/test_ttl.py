@@ -27,7 +27,13 @@ def test_build_request_is_a_real_build_that_destroys_only_the_tpu(tmp_path):
     script = build.steps[0].args[1]
     assert "tpubuild dispatch --action destroy --tpu true" in script
     assert "filestore" not in script and "shared_pd" not in script
-    scheduler = pytest.importorskip("google.cloud.scheduler_v1")
+    import importlib.util
+
+    from tests.conftest import require
+
+    require("google-cloud-scheduler", importlib.util.find_spec("google.cloud.scheduler_v1") is not None,
+            "pip install google-cloud-scheduler")
+    from google.cloud import scheduler_v1 as scheduler
     job = scheduler.Job(name=ttl.job_name(s), schedule=ttl.cron_for(datetime.datetime(2026, 11, 23, 14, 5,
                                                                                       tzinfo=datetime.timezone.utc)),
                         time_zone="Etc/UTC",

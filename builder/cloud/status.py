@@ -9,6 +9,7 @@
   running instances, stable.
 * Terraform state: whether ``gs://<state_bucket>/<ENV>/<module>/default.tfstate`` exists.
 * The lock holder and the applied snapshot's build.
+* With ``ENV_TTL_HOURS``: the TTL's Cloud Scheduler job (google-cloud-scheduler) and when it fires.
 
 Every part is asked separately; a part that fails is reported as ``error`` with one line and the
 command exits 1 after printing everything (absent resources are not errors).
@@ -123,11 +124,19 @@ def _state(settings: Settings) -> dict[str, Any]:
     return out
 
 
+def _ttl(settings: Settings) -> dict[str, Any]:
+    from builder.cloud import ttl
+
+    return ttl.read(settings)
+
+
 def gather(settings: Settings) -> dict[str, Any]:
     parts: list[tuple[str, Callable[[Settings], dict[str, Any]]]] = [
         ("tpu", _tpu), ("filestore", _filestore), ("terraform", _state)]
     if settings.arch == "node":
         parts.insert(2, ("mig", _mig))
+    if settings.env_ttl_hours:
+        parts.append(("ttl", _ttl))
     report: dict[str, Any] = {"env": settings.env_name, "project": settings.project_id, "zone": settings.zone,
                               "arch": settings.arch, "errors": []}
     for key, fn in parts:
@@ -176,6 +185,13 @@ def text(report: dict[str, Any]) -> list[str]:
         else:
             lines.append(f"  mig        {mig['name']}: {mig['running']}/{mig['target_size']} running "
                          f"(target {mig['target_size']}, {mig['expected_size']} TPU hosts), {mig['state']}")
+    if "ttl" in report:
+        ttl = report["ttl"]
+        if _missing(ttl):
+            lines.append(_missing_line("ttl", ttl))
+        else:
+            lines.append(f"  ttl        destroys the TPU at {ttl['fires']} (in {ttl['in']}; job {ttl['state'].lower()}; "
+                         "`tpubuild ttl extend 4h` pushes it back)")
     tf = report["terraform"]
     if tf.get("state") == "ERROR":
         lines.append(f"  terraform  error: {tf['error']}")
