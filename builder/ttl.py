@@ -105,3 +105,18 @@ def expires_text(settings: Settings) -> str:
     return (f"the TPU is destroyed {hours} h after it is created (Cloud Scheduler job "
             f"tpubuild-{settings.env_name}-ttl; Filestore, the disk and the buckets stay); "
             "`tpubuild ttl extend 4h` pushes it back, `tpubuild status` shows when it fires")
+
+
+def plan_info(settings: Settings, *, applies_tpu: bool, now: datetime.datetime | None = None) -> dict[str, Any]:
+    """What ``tpubuild plan`` says about the TTL: when it fires if this plan creates the TPU now
+    (a TPU that already exists keeps its job, and ``tpubuild status`` reads when that fires)."""
+    hours = settings.env_ttl_hours
+    now = (now or datetime.datetime.now(datetime.timezone.utc)).astimezone(datetime.timezone.utc)
+    info: dict[str, Any] = {"hours": hours, "job": job_name(settings), "fires_if_created_now": None}
+    text = expires_text(settings)
+    if applies_tpu:
+        fires = now.replace(second=0, microsecond=0) + datetime.timedelta(hours=hours)
+        info["fires_if_created_now"] = fires.strftime("%Y-%m-%dT%H:%MZ")
+        text += f"; a TPU created now is destroyed at about {info['fires_if_created_now']}"
+    info["text"] = text
+    return info

@@ -57,3 +57,30 @@ def test_extend_and_next_fire():
         ttl.parse_extension("soon")
     now = datetime.datetime(2026, 11, 23, 12, 0, tzinfo=datetime.timezone.utc)
     assert ttl.next_fire("5 14 23 11 *", now) == datetime.datetime(2026, 11, 23, 14, 5, tzinfo=datetime.timezone.utc)
+
+
+def test_plan_says_when_the_ttl_fires(tmp_path, cli):
+    path = write(tmp_path, "values.env")
+    path.write_text(path.read_text() + 'ENV_TTL_HOURS="6"\n')
+    before = datetime.datetime.now(datetime.timezone.utc)
+    code, out, err = cli("--values", path, "plan", "--applied", "none", "--format", "json")
+    assert code == 0, err
+    info = json.loads(out)["ttl"]
+    fires = datetime.datetime.strptime(info["fires_if_created_now"], "%Y-%m-%dT%H:%MZ").replace(
+        tzinfo=datetime.timezone.utc)
+    assert datetime.timedelta(hours=5, minutes=58) < fires - before <= datetime.timedelta(hours=6, minutes=1)
+    code, out, _ = cli("--values", path, "plan", "--applied", "none")
+    assert f"destroyed at about {info['fires_if_created_now']}" in out
+    code, out, _ = cli("--values", path, "plan", "--action", "update", "--applied", "none")
+    assert "ttl" not in json.loads(cli("--values", write(tmp_path, "plain.env"), "plan", "--applied", "none",
+                                       "--format", "json")[1])
+
+
+def test_ttl_on_node_is_refused(tmp_path, cli):
+    from tests.conftest import REPO, rewrite_env
+
+    path = tmp_path / "node.env"
+    path.write_text(rewrite_env((REPO / "values.env").read_text(), TPU_ARCH="node", TPU_RUNTIME_VERSION=None,
+                                TPU_PYTORCH_VERSION="pytorch-1.13", TPU_ACCELERATOR_TYPE="v3-32", ENV_TTL_HOURS="6"))
+    code, _, err = cli("--values", path, "validate")
+    assert code == 2 and "ENV_TTL_HOURS" in err

@@ -348,6 +348,11 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
     if plan.applies("tpu") and plan.action == "update":
         notes.append("tpu: if the change replaces the TPU (a new accelerator type or runtime), training is "
                      "interrupted; the guard announces it")
+    if s.env_ttl_hours and s.arch != "node":
+        from builder import ttl
+
+        info["ttl"] = ttl.plan_info(s, applies_tpu=plan.applies("tpu") and plan.action != "destroy")
+        notes.append(f"ttl: {info['ttl']['text']}")
     if plan.action in ("create", "update"):
         if allow_data_loss:
             warnings.append("data loss is allowed: the guards let plans destroy or replace Filestore and the "
