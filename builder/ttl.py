@@ -57,6 +57,8 @@ def build_request(settings: Settings) -> dict[str, Any]:
             "args": ["-c", script],
         }],
         "timeout": f"{TIMEOUT_S}s",
+        # modules/ttl adds serviceAccount (the pipelines' own account), which needs an explicit logging option
+        "options": {"logging": "CLOUD_LOGGING_ONLY"},
         "tags": ["tpubuild", f"tpubuild-{settings.env_name}", "tpubuild-ttl"],
     }
 

@@ -84,3 +84,29 @@ def test_ttl_on_node_is_refused(tmp_path, cli):
                                 TPU_PYTORCH_VERSION="pytorch-1.13", TPU_ACCELERATOR_TYPE="v3-32", ENV_TTL_HOURS="6"))
     code, _, err = cli("--values", path, "validate")
     assert code == 2 and "ENV_TTL_HOURS" in err
+
+
+def test_the_ttl_build_runs_as_the_pipelines_account_and_the_invoker_may_act_only_as_it(tmp_path):
+    """modules/ttl adds serviceAccount (the applying identity) to the body; with it, a build needs an
+    explicit logging option, and the result still loads into the real Build."""
+    import hcl2
+    from google.cloud.devtools.cloudbuild_v1.types import Build
+
+    from tests.conftest import REPO
+
+    path = write(tmp_path, "values.env")
+    path.write_text(path.read_text() + 'ENV_TTL_HOURS="6"\n')
+    s = load(path)
+    body = json.loads(tfvars.for_module(s, "tpu")["ttl_build_body"])
+    body["serviceAccount"] = f"projects/{s.project_id}/serviceAccounts/builder@{s.project_id}.iam.gserviceaccount.com"
+    build = Build.from_json(json.dumps(body))
+    assert build.options.logging.name == "CLOUD_LOGGING_ONLY" and build.service_account.endswith("gserviceaccount.com")
+    tf = hcl2.loads((REPO / "modules/ttl/main.tf").read_text())
+    resources = {k.strip('"'): v for r in tf["resource"] for k, v in r.items()}
+    [acts] = resources["google_service_account_iam_member"].values()
+    assert acts["role"].strip('"') == "roles/iam.serviceAccountUser" and "local.builder_sa" in acts["service_account_id"]
+    assert "google_service_account.invoker.email" in acts["member"]
+    [job] = resources["google_cloud_scheduler_job"].values()
+    assert "local.build_body" in job["http_target"][0]["body"]
+    text = (REPO / "modules/ttl/main.tf").read_text()
+    assert "merge(jsondecode(var.build_body), { serviceAccount = local.builder_sa })" in text

@@ -10,6 +10,17 @@ locals {
   schedule   = formatdate("m H D M *", local.expires_at)
 }
 
+# Who the TTL's build runs as: the identity applying this module, i.e. the service account the
+# environment's pipelines run as (they apply the TPU, so they can destroy it). Set explicitly on
+# the build, so it is the same whatever the project's default build account is (legacy Cloud Build
+# or Compute Engine default); the invoker may act as it (iam.serviceAccounts.actAs), nothing more.
+data "google_client_openid_userinfo" "builder" {}
+
+locals {
+  builder_sa = "projects/${var.project_id}/serviceAccounts/${data.google_client_openid_userinfo.builder.email}"
+  build_body = jsonencode(merge(jsondecode(var.build_body), { serviceAccount = local.builder_sa }))
+}
+
 resource "google_service_account" "invoker" {
   project      = var.project_id
   account_id   = var.invoker_account_id
@@ -21,6 +32,12 @@ resource "google_project_iam_member" "invoker_builds" {
   project = var.project_id
   role    = "roles/cloudbuild.builds.editor"
   member  = "serviceAccount:${google_service_account.invoker.email}"
+}
+
+resource "google_service_account_iam_member" "invoker_acts_as_builder" {
+  service_account_id = local.builder_sa
+  role               = "roles/iam.serviceAccountUser"
+  member             = "serviceAccount:${google_service_account.invoker.email}"
 }
 
 resource "terraform_data" "tpu" {
@@ -43,7 +60,7 @@ resource "google_cloud_scheduler_job" "ttl" {
   http_target {
     http_method = "POST"
     uri         = "https://cloudbuild.googleapis.com/v1/projects/${var.project_id}/builds"
-    body        = base64encode(var.build_body)
+    body        = base64encode(local.build_body)
     headers = {
       "Content-Type" = "application/json"
     }
@@ -60,5 +77,5 @@ resource "google_cloud_scheduler_job" "ttl" {
     replace_triggered_by = [terraform_data.tpu]
   }
 
-  depends_on = [google_project_iam_member.invoker_builds]
+  depends_on = [google_project_iam_member.invoker_builds, google_service_account_iam_member.invoker_acts_as_builder]
 }
