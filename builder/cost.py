@@ -6,6 +6,8 @@ Filestore per GiB-month; the shared PD per GB-month; monthly prices are divided 
 ``hours_per_month``). A price the table does not have is *unknown*: the item says so and names
 the source page, and the total is a lower bound marked ``+ unknown``; nothing is ever priced $0.
 Prices for a region the table does not list are the ``default_region``'s, marked ``~``.
+A price that is not listed in the file's ``verification.confirmed`` (found in Google's own page
+text, with the quote) is shown as ``(unconfirmed)``: an estimate, never a fact.
 
 The lookup is keyed by ``(generation, provisioning, region)``: ``provisioning(settings)`` reads
 ``TPU_PROVISIONING`` when values.env has it, else the TPU_SPOT / TPU_PREEMPTIBLE /
@@ -42,11 +44,12 @@ class Item:
     hourly: float | None  # None: unknown
     approximate: bool = False
     unknown_why: str = ""
+    confirmed: bool = False  # every price it uses was found in Google's own page text (prices.json "verification")
 
     def text(self) -> str:
         if self.hourly is None:
             return f"{self.what}: price unknown ({self.unknown_why})"
-        return f"{self.what}: {money(self.hourly, self.approximate)}/h"
+        return f"{self.what}: {money(self.hourly, self.approximate)}/h{'' if self.confirmed else ' (unconfirmed)'}"
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,10 @@ class Estimate:
     def approximate(self) -> bool:
         return any(i.approximate for i in self.items)
 
+    @property
+    def unconfirmed(self) -> tuple[Item, ...]:
+        return tuple(i for i in self.items if i.hourly is not None and not i.confirmed)
+
     def total_text(self) -> str:
         if not self.items:
             return "$0.00/h (nothing billed by the hour)"
@@ -75,7 +82,8 @@ class Estimate:
 
     def as_dict(self) -> dict[str, Any]:
         return {"items": [asdict(i) for i in self.items], "hourly_known": round(self.known, 4),
-                "complete": not self.unknown, "approximate": self.approximate, "total": self.total_text()}
+                "complete": not self.unknown, "approximate": self.approximate, "total": self.total_text(),
+                "unconfirmed": [i.module for i in self.unconfirmed]}
 
 
 def money(value: float, approximate: bool = False) -> str:
@@ -102,12 +110,24 @@ def generation_key(generation: str) -> str:
 
 
 def _regional(prices: dict[str, Any], region: str, default_region: str) -> tuple[float | None, bool]:
+    value, approx, _key = _regional_key(prices, region, default_region)
+    return value, approx
+
+
+def _regional_key(prices: dict[str, Any], region: str, default_region: str) -> tuple[float | None, bool, str]:
+    """(price, approximate, the region key it came from: the region, or the default region)."""
     if region in prices and prices[region] is not None:
-        return float(prices[region]), False
+        return float(prices[region]), False, region
     value = prices.get("default")
     if value is None:
-        return None, False
-    return float(value), region != default_region
+        return None, False, ""
+    return float(value), region != default_region, default_region
+
+
+def confirmed(path: str) -> bool:
+    """Whether the price at ``path`` (``filestore_gib_month.BASIC_HDD.us-west1``) was found in
+    Google's own page text (prices.json ``verification.confirmed``)."""
+    return path in table().get("verification", {}).get("confirmed", {})
 
 
 def tpu_chip_hour(generation: str, region: str, model: str) -> tuple[float | None, bool, str]:
@@ -158,6 +178,29 @@ def _monthly(kind: str, name: str, region: str) -> tuple[float | None, bool, str
     return value / data["hours_per_month"], approx, ""
 
 
+def _confirmed_at(kind: str, name: str, field: str, region: str) -> bool:
+    """Whether the price ``estimate`` takes from ``data[kind][name][field]`` for ``region`` (the
+    region's own, else the default region's) is a confirmed one."""
+    row = table()[kind].get(name) or {}
+    prices = row.get(field) or {}
+    _value, _approx, key = _regional_key(prices, region, row.get("default_region", ""))
+    return bool(key) and confirmed(f"{kind}.{name}.{field}.{key}")
+
+
+def _confirmed_item(s: Settings, module: str) -> bool:
+    data = table()
+    if module == "tpu":
+        gen = generation_key(s.topology.generation)
+        rate = data["tpu_provisioning"].get(provisioning(s), "")
+        return _confirmed_at("tpu_chip_hour", gen, rate, s.region)
+    if module == "mig":
+        family = s.machine_type.split("-", 1)[0]
+        return all(_confirmed_at("compute_hour", family, f, s.region) for f in ("vcpu", "gb"))
+    kind, name = (("filestore_gib_month", s.shared_fs_tier) if module == "filestore"
+                  else ("disk_gb_month", s.shared_pd_type))
+    return _confirmed_at(kind, name, "price", s.region)
+
+
 def estimate(settings: Settings, modules: tuple[str, ...] | frozenset[str]) -> Estimate:
     """The hourly cost of ``modules`` (plan modules that exist) with these settings."""
     s, t = settings, settings.topology
@@ -181,7 +224,9 @@ def estimate(settings: Settings, modules: tuple[str, ...] | frozenset[str]) -> E
         price, approx, why = _monthly("disk_gb_month", s.shared_pd_type, s.region)
         what = f"shared PD {s.shared_pd_type} {s.shared_pd_size_gb} GB{'' if s.shared_pd_attach else ' (not attached)'}"
         items.append(Item("shared_pd", what, None if price is None else price * s.shared_pd_size_gb, approx, why))
-    return Estimate(tuple(items))
+    from dataclasses import replace
+
+    return Estimate(tuple(replace(i, confirmed=i.hourly is not None and _confirmed_item(s, i.module)) for i in items))
 
 
 def change_text(before: Estimate | None, after: Estimate) -> str:

@@ -245,6 +245,10 @@ def _what(settings: Settings, module: str) -> str:
     return f"MIG {s.mig_name} ({s.hosts} x {s.machine_type})"
 
 
+#: Which prices.json source page a cost item's module is priced from.
+_SOURCE_OF = {"tpu": "tpu", "mig": "compute", "filestore": "filestore", "shared_pd": "disk"}
+
+
 def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[str, Any]:
     """The before → after and the cost sections of ``describe``."""
     from builder import cost, diff
@@ -273,6 +277,10 @@ def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[s
         "cost": {"before": before.as_dict() if before is not None else None, "after": after.as_dict(),
                  "change": cost.change_text(before, after),
                  "prices": {"file": "builder/data/prices.json", "retrieved": table["retrieved"],
+                            "checked": table.get("verification", {}).get("checked", "never"),
+                            "check_at": sorted({table["sources"][k] for k in _SOURCE_OF
+                                                if k in {i.module for i in after.unconfirmed}
+                                                for k in [_SOURCE_OF[k]]}),
                             "currency": table["currency"], "sources": table["sources"]}},
     }
 
@@ -397,15 +405,20 @@ def as_text(info: dict[str, Any], *, bold: bool) -> str:
     lines.extend(f"  {line}" for line in ba["lines"])
     lines.append("")
     c = info["cost"]
-    lines.append(f"Cost per hour: {c['change']}")
+    caveat = " (estimate from unconfirmed list prices)" if c["after"]["unconfirmed"] else ""
+    lines.append(f"Cost per hour: {c['change']}{caveat}")
     for item in c["after"]["items"]:
         if item["hourly"] is None:
             lines.append(f"  {item['what']}: price unknown ({item['unknown_why']})")
         else:
-            lines.append(f"  {item['what']}: {'~' if item['approximate'] else ''}${item['hourly']:,.2f}/h")
+            lines.append(f"  {item['what']}: {'~' if item['approximate'] else ''}${item['hourly']:,.2f}/h"
+                         f"{'' if item['confirmed'] else ' (unconfirmed)'}")
     approx = " (~: the list price of another region)" if c["after"]["approximate"] else ""
     lines.append(f"  list prices in {c['prices']['currency']} from {c['prices']['file']}, retrieved "
                  f"{c['prices']['retrieved']}{approx}; your bill may differ")
+    if c["after"]["unconfirmed"]:
+        lines.append(f"  (unconfirmed): not found in Google's price pages when last checked "
+                     f"({c['prices']['checked']}); check {', '.join(c['prices']['check_at'])} before relying on it")
     lines.append("")
     lines.append("Operations, in order:")
     ops = {o["module"]: o for o in info["operations"]}
