@@ -29,6 +29,33 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+#: Which module registers each command: a run imports only its own command's module, so
+#: ``render``/``plan``/``validate`` never pay for the others' imports (benchmarks/cli_startup.py).
+#: A command not listed here, and every help or error path, imports them all.
+COMMAND_OWNERS: dict[str, str] = {
+    "validate": "builder.commands.core",
+    "guard": "builder.commands.guard",
+    **dict.fromkeys(("initialize", "submit", "dispatch", "finalize", "unlock", "status", "bootstrap", "trigger"),
+                    "builder.commands.cloud"),
+    "plan": "builder.commands.pipeline_cmds", "render": "builder.commands.pipeline_cmds",
+    **dict.fromkeys(("train", "stop", "logs"), "builder.commands.train"),
+    "ttl": "builder.commands.ttl",
+}
+
+
+def _command_word(argv: Sequence[str]) -> str | None:
+    """The sub-command named in ``argv`` (skipping the shared options), or None."""
+    args = iter(argv)
+    for arg in args:
+        if arg in ("--values",):
+            next(args, None)
+        elif arg in ("-h", "--help", "--version"):
+            return None
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
 #: Verbs the pipeline runs, not people: they work, but the top-level help does not list them.
 HIDDEN_COMMANDS: frozenset[str] = frozenset({"dispatch", "guard", "finalize"})
 
@@ -57,7 +84,8 @@ class _Parser(argparse.ArgumentParser):
         raise BadInput(f"{self.prog}: {message}; see '{self.prog} --help'")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given ``argv``, with only the module of the command it names (when known)."""
     # SUPPRESS, not a default: the same options sit on the top parser and on every sub-command,
     # and a sub-command's default would silently replace `tpubuild --values X validate`'s X.
     # main() fills in the defaults after parsing (COMMON_DEFAULTS).
@@ -70,7 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tpubuild {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name in COMMAND_MODULES:
+    word = _command_word(argv) if argv is not None else None
+    owner = COMMAND_OWNERS.get(word or "")
+    for name in (owner,) if owner else COMMAND_MODULES:
         importlib.import_module(name).register(sub, common)
     sub._choices_actions = [a for a in sub._choices_actions if a.dest not in HIDDEN_COMMANDS]
     return parser
@@ -86,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(argv).parse_args(argv)
         for name, default in COMMON_DEFAULTS.items():
             if not hasattr(args, name):
                 setattr(args, name, default)

@@ -307,7 +307,13 @@ def to_json(config: dict[str, Any]) -> str:
 
 def to_yaml(config: dict[str, Any]) -> str:
     """YAML with scripts as literal blocks, so `tpubuild render` output reads like a hand-written
-    cloudbuild.yaml."""
+    cloudbuild.yaml: builder/yamlout.py (no PyYAML import: start-up time), else PyYAML."""
+    from builder import yamlout
+
+    try:
+        return yamlout.dump(config)
+    except yamlout.Unsupported:
+        pass
     import yaml
 
     class Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]  # libyaml when present

@@ -59,7 +59,7 @@ class Case:
 
     @property
     def valid(self) -> bool:
-        if self.action == "initialize":
+        if self.action in ("initialize", "create"):  # create applies everything: a scope is refused
             return not (self.tpu or self.mig)
         return not (self.mig and self.arch == "vm")
 

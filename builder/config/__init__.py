@@ -12,7 +12,6 @@ warnings are kept in ``Settings.warnings``.
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -62,6 +61,8 @@ def load_text(text: str, path: Path | str, *, strict: bool = False) -> Settings:
     for key, e in by_key.items():
         if key in _SPECS or key in _MODEL_SPECS or key in IGNORED_KEYS:
             continue
+        import difflib  # only on a typo: not at start-up
+
         guess = difflib.get_close_matches(key, known_keys(), n=1, cutoff=0.75)
         if strict:
             hint = f"did you mean {guess[0]}?" if guess else "remove it, or run without --strict to ignore it"

@@ -8,8 +8,6 @@ Cross-key rules (zone vs region, tier vs capacity, runtime vs generation) live i
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -105,6 +103,8 @@ def gcs_uri(value: str) -> str:
 def cidr29(value: str) -> str:
     v = value.strip()
     try:
+        import ipaddress  # lazily: start-up time (benchmarks/cli_startup.py)
+
         net = ipaddress.IPv4Network(v, strict=True)
     except ValueError:
         raise ValueError(f"{value!r} is not a network in CIDR form; write it like '10.3.0.0/29'") from None
@@ -138,6 +138,8 @@ def image_date(value: str) -> str:
     try:
         if not re.fullmatch(r"\d{8}", v):
             raise ValueError
+        import datetime
+
         datetime.date(int(v[:4]), int(v[4:6]), int(v[6:]))
     except ValueError:
         raise ValueError(f"{value!r} is not a YYYYMMDD image date; write it like '20200527', or leave it empty") from None

@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dotenv.parser import parse_stream
-from dotenv.variables import Literal, parse_variables
 
 from builder.errors import BadInput, ConfigError
 
@@ -68,7 +66,7 @@ def parse(text: str, path: Path, errors: list[ConfigError] | None = None) -> lis
         raise ConfigError("contains a NUL byte", "save values.env as plain text", path=path, line=line)
     seen: dict[str, str] = {}
     entries: list[Entry] = []
-    for binding in parse_stream(io.StringIO(text)):
+    for binding in _dotenv("parser").parse_stream(io.StringIO(text)):
         if errors is None:
             entry = _entry(binding, seen, path)
         else:
@@ -144,8 +142,9 @@ def _check_unsupported(value: str, quote: str, *, path: Path, line: int, key: st
 
 def _interpolate(value: str, seen: dict[str, str], *, path: Path, line: int, key: str) -> str:
     out: list[str] = []
-    for atom in parse_variables(value):
-        if isinstance(atom, Literal):
+    variables = _dotenv("variables")
+    for atom in variables.parse_variables(value):
+        if isinstance(atom, variables.Literal):
             if "${" in atom.value.replace("\\${", ""):
                 raise ConfigError(
                     "has a '${' that is not closed", "write ${NAME} with a closing brace, or single-quote a literal $",
@@ -172,3 +171,26 @@ def _interpolate(value: str, seen: dict[str, str], *, path: Path, line: int, key
                 path=path, line=line, key=key,
             )
     return "".join(out)
+
+
+_DOTENV: dict[str, Any] = {}
+
+
+def _dotenv(name: str) -> Any:
+    """python-dotenv's ``parser`` or ``variables`` module, loaded from its file without running the
+    package's ``__init__``: that imports ``dotenv.main`` (logging, tempfile, random, ...), a third of
+    ``tpubuild render``'s start-up (benchmarks/cli_startup.py). Both modules import only the standard
+    library. Loaded under private names, so a later ``import dotenv`` is unaffected."""
+    if name not in _DOTENV:
+        import importlib.util
+
+        spec = importlib.util.find_spec("dotenv")
+        if spec is None or not spec.submodule_search_locations:
+            raise ModuleNotFoundError("python-dotenv is not installed (pip install python-dotenv)")
+        path = Path(next(iter(spec.submodule_search_locations))) / f"{name}.py"
+        mod_spec = importlib.util.spec_from_file_location(f"_tpubuild_dotenv_{name}", path)
+        assert mod_spec is not None and mod_spec.loader is not None
+        module = importlib.util.module_from_spec(mod_spec)
+        mod_spec.loader.exec_module(module)
+        _DOTENV[name] = module
+    return _DOTENV[name]
