@@ -102,6 +102,9 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     owner = COMMAND_OWNERS.get(word or "")
     for name in (owner,) if owner else COMMAND_MODULES:
         importlib.import_module(name).register(sub, common)
+    from builder.commands import helptext
+
+    helptext.apply(sub)
     sub._choices_actions = [a for a in sub._choices_actions if a.dest not in HIDDEN_COMMANDS]
     return parser
 
