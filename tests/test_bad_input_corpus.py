@@ -218,7 +218,10 @@ def _check(case: Case, code: int, out: str, err: str, subs: dict[str, str]) -> N
     assert code == 2, f"{case.id}: exit {code}\n{err}"
     assert "Traceback" not in err and "Traceback" not in out
     lines = err.splitlines()
-    assert len(lines) == 1, f"{case.id}: stderr is not one line:\n{err}"
+    if len(lines) > 1:  # validate reports every problem: one line each, then "N problems in FILE"
+        assert re.fullmatch(rf"tpubuild: {len(lines) - 1} problems in .+", lines[-1]), f"{case.id}:\n{err}"
+        lines = lines[:-1]
+        assert all(ln.startswith("tpubuild: error: ") and "; " in ln for ln in lines), f"{case.id}:\n{err}"
     line = lines[0]
     assert line.startswith("tpubuild: error: "), line
     for fragment in case.expect:

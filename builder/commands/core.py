@@ -37,6 +37,10 @@ def run_validate(args: argparse.Namespace) -> int:
         if len(exc.errors) > 1:
             print(f"tpubuild: {len(exc.errors)} problems in {exc.path}", file=sys.stderr)
         return 2
+    from builder.config.readiness import train_warnings
+
+    for warning in train_warnings(s):
+        print(f"tpubuild: warning: {warning}", file=sys.stderr)
     t = s.topology
     print(f"{s.source}: ok: {s.env_name} in {s.project_id}/{s.zone}, {s.arch} architecture, "
           f"{s.accelerator_type} ({t.generation}, {t.chips} chips, {t.hosts} host{'s' if t.hosts != 1 else ''}), "

@@ -146,9 +146,6 @@ def _finish(path: Path, values: dict[str, Any], model_options: dict[str, Any], b
                 "(a seed-era path?); it is an error only when a pipeline uses it"
             )
 
-    from builder.config.readiness import train_warnings
-
-    warnings.extend(train_warnings(path, values, model_options, lines))
     return Settings(
         source=path, topology=topo, model_options=model_options,
         raw={k: e.value for k, e in by_key.items()}, lines=lines, warnings=tuple(warnings), **values,
