@@ -110,3 +110,17 @@ def test_the_ttl_build_runs_as_the_pipelines_account_and_the_invoker_may_act_onl
     assert "local.build_body" in job["http_target"][0]["body"]
     text = (REPO / "modules/ttl/main.tf").read_text()
     assert "merge(jsondecode(var.build_body), { serviceAccount = local.builder_sa })" in text
+
+
+def test_the_ttl_invoker_is_least_privilege():
+    """The TTL's own account: creates builds, may act as the one account the build runs as; nothing
+    else, and no authoritative IAM (tests/test_security.py checks the hosts' account without it)."""
+    from tests.test_modules_hcl import effective_resources, load_module
+
+    res = {k: v for k, v in effective_resources(load_module("tpu_vm")).items() if k[1].startswith("module.ttl.")}
+    assert not [t for t, _ in res if t.endswith(("_iam_binding", "_iam_policy"))]
+    roles = {(t, v["role"].strip('"')) for (t, _), v in res.items() if t.endswith("_iam_member")}
+    assert roles == {("google_project_iam_member", "roles/cloudbuild.builds.editor"),
+                     ("google_service_account_iam_member", "roles/iam.serviceAccountUser")}
+    members = {v["member"].strip('"') for (t, _), v in res.items() if t.endswith("_iam_member")}
+    assert members == {"serviceAccount:${google_service_account.invoker.email}"}
