@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.config.validate import FS_BACKUP_TIERS
 from builder.errors import BadInput, ConfigError
-from builder.plan import Plan, module_dir
+from builder.plan import Plan, hosts_module, module_dir
 
 if TYPE_CHECKING:  # pragma: no cover
     from jinja2 import Environment
@@ -103,7 +103,7 @@ def check_duration(value: str) -> str:
 
 def attaches_disk(settings: Settings, module: str) -> bool:
     """Whether ``module``'s machines attach the shared PD (node: the MIG; vm: the TPU VM)."""
-    return settings.shared_pd_attach and module == hosts_module(settings)
+    return settings.shared_pd_attach and module == hosts_module(settings.arch)
 
 
 def seeds(settings: Settings, plan: Plan) -> bool:
@@ -177,13 +177,7 @@ def preflight(settings: Settings, plan: Plan) -> None:
 
 def runs_setup_script(settings: Settings, module: str) -> bool:
     """Whether ``module``'s machines run the startup script (and so MIG_SETUP_SCRIPT)."""
-    return module == hosts_module(settings)
-
-
-def hosts_module(settings: Settings) -> str:
-    """The plan module whose machines are the hosts: node's worker MIG, the TPU VM on vm, the
-    slice's MIG on mig."""
-    return "tpu" if settings.arch == "vm" else "mig"
+    return module == hosts_module(settings.arch)
 
 
 def resizes_slice(settings: Settings, plan: Plan) -> bool:
@@ -383,7 +377,13 @@ def to_json(config: dict[str, Any]) -> str:
 
 def to_yaml(config: dict[str, Any]) -> str:
     """YAML with scripts as literal blocks, so `tpubuild render` output reads like a hand-written
-    cloudbuild.yaml."""
+    cloudbuild.yaml: builder/yamlout.py (no PyYAML import: start-up time), else PyYAML."""
+    from builder import yamlout
+
+    try:
+        return yamlout.dump(config)
+    except yamlout.Unsupported:
+        pass
     import yaml
 
     class Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]  # libyaml when present

@@ -81,6 +81,10 @@ _TERRAFORM_DIRS: dict[str, str] = {
     "dashboard": "modules/dashboard",
 }
 
+#: How make_plan names its inputs in messages: Cloud Build substitutions (default) or CLI flags.
+SUBSTITUTION_NAMES: dict[str, str] = {"action": "_BUILD_ACTION", "tpu": "_TPU", "mig": "_MIG", "only": "only"}
+CLI_NAMES: dict[str, str] = {"action": "--action", "tpu": "--tpu", "mig": "--mig", "only": "--only"}
+
 _FLAG_TRUE = frozenset({"true"})
 _FLAG_FALSE = frozenset({"false", "default", ""})
 
@@ -151,6 +155,12 @@ def parse_flag(raw: str, name: str) -> bool:
     raise BadInput(f"{name}: {raw!r} is not a flag value; use true, false, default or leave it empty")
 
 
+def hosts_module(arch: str) -> str:
+    """The plan module whose machines are the hosts (they boot with env_setup and run the
+    training): the TPU VMs on vm, the worker MIG on node, the slice's MIG on mig."""
+    return "tpu" if arch == "vm" else "mig"
+
+
 def module_dir(settings: Settings, module: str) -> str:
     """The Terraform directory (repo-relative) of a plan module."""
     if settings.arch == "mig" and module in _MIG_ARCH_DIRS:
@@ -199,35 +209,45 @@ def make_plan(
     tpu: bool = False,
     mig: bool = False,
     only: frozenset[str] | None = None,
+    names: dict[str, str] | None = None,
 ) -> Plan:
-    """The operations of ``action`` for these settings; refuses every meaningless combination."""
+    """The operations of ``action`` for these settings; refuses every meaningless combination.
+
+    ``names`` says how the caller spells the inputs in messages (``CLI_NAMES`` for the command
+    line, the default ``SUBSTITUTION_NAMES`` for Cloud Build's substitutions)."""
+    n = {**SUBSTITUTION_NAMES, **(names or {})}
     arch = settings.arch
     action_in = action
     action = action.strip().lower()
     if action not in ACTIONS:
-        raise BadInput(f"_BUILD_ACTION: {action_in!r} is not an action; use one of {', '.join(ACTIONS)}")
+        raise BadInput(f"{n['action']}: {action_in!r} is not an action; use one of {', '.join(ACTIONS)}")
+    scope = f"{n['tpu']}/{n['mig']}"
     if only is not None:
         if action != "update":
-            raise BadInput(f"only: a module selection applies to update (GitOps auto), not {action}; "
+            raise BadInput(f"{n['only']}: a module selection applies to update (GitOps auto), not {action}; "
                            "drop the selection or use action update")
         if tpu or mig:
-            raise BadInput("only: a module selection cannot be combined with _TPU/_MIG; use one or the other")
+            raise BadInput(f"{n['only']}: a module selection cannot be combined with {scope}; use one or the other")
         unknown = sorted(set(only) - set(MODULES[arch]))
         if unknown:
-            raise BadInput(f"only: {', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not "
+            raise BadInput(f"{n['only']}: {', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not "
                            f"{arch}-architecture module{'s' if len(unknown) > 1 else ''}; "
                            f"use some of {', '.join(MODULES[arch])}")
         if not only:
-            raise BadInput("only: the module selection is empty, so the update would do nothing; "
+            raise BadInput(f"{n['only']}: the module selection is empty, so the update would do nothing; "
                            "name at least one module, or run no build")
     if action == "initialize":
         if tpu or mig:
-            raise BadInput("_TPU/_MIG: initialize takes no scope flags (it creates the buckets and the "
+            raise BadInput(f"{scope}: initialize takes no scope flags (it creates the buckets and the "
                            "workspace, no Terraform); drop the flags")
         return Plan(action, arch, ())
     if mig and arch == "vm":
-        raise BadInput(f"_MIG: the vm architecture{_arch_where(settings)} has no MIG (the TPU VM hosts are the "
-                       "workers); drop _MIG, and use _TPU to act on the TPU VM")
+        raise BadInput(f"{n['mig']}: the vm architecture{_arch_where(settings)} has no MIG (the TPU VM hosts are the "
+                       f"workers); drop {n['mig']}, and use {n['tpu']} to act on the TPU VM")
+    if action == "create" and (tpu or mig):
+        used = " and ".join(x for x, on in ((n["tpu"], tpu), (n["mig"], mig)) if on)
+        raise BadInput(f"{used}: create applies every module, so a scope would be ignored; drop {used}, "
+                       f"or use {n['action']} update to apply only the scoped modules")
 
     if action in ("create", "update"):
         order = MODULES[arch]
@@ -253,3 +273,21 @@ def make_plan(
         op = "destroy"
     operations = tuple(Operation(o.module, op, o.after) for o in ops)
     return Plan(action, arch, operations, tpu=tpu, mig=mig, only=frozenset(only) if only is not None else None)
+
+
+def refuse_idle_allow_flags(plan: Plan, *, allow_data_loss: bool = False, allow_wipe: bool = False,
+                            names: dict[str, str] | None = None) -> None:
+    """Refuse an allow flag that this plan would silently ignore (``submit``, ``dispatch`` and
+    ``render`` share it): ``initialize`` applies no Terraform; ``allow_wipe`` needs an apply of
+    shared_pd (only its seeder wipes)."""
+    n = {"allow_data_loss": "_ALLOW_DATA_LOSS", "allow_wipe": "_ALLOW_WIPE", **(names or {})}
+    if plan.action == "initialize":
+        for key, on in (("allow_data_loss", allow_data_loss), ("allow_wipe", allow_wipe)):
+            if on:
+                raise BadInput(f"{n[key]}: initialize applies no Terraform and seeds nothing, so there is "
+                               f"nothing to allow; drop {n[key]}")
+        return
+    if allow_wipe and not plan.applies("shared_pd"):
+        ops = ", ".join(f"{o.op} {o.module}" for o in plan.operations)
+        raise BadInput(f"{n['allow_wipe']}: this {plan.action} ({ops}) does not apply shared_pd, so the seeder "
+                       f"never runs and there is nothing to wipe; drop {n['allow_wipe']}")

@@ -124,7 +124,18 @@ def _tpu_vm(s: Settings) -> dict[str, Any]:
         "runtime_version": s.runtime_version, "external_ips": s.tpu_external_ips,
         "preemptible": s.tpu_preemptible, "spot": s.tpu_spot, "reserved": s.tpu_reserved,
         "queued": s.queued,
+        **_ttl(s),
     }
+
+
+def _ttl(s: Settings) -> dict[str, Any]:
+    """modules/ttl's inputs, through the TPU module (builder/ttl.py renders the build)."""
+    import json
+
+    from builder import ttl
+
+    body = json.dumps(ttl.build_request(s), sort_keys=True, separators=(",", ":")) if s.env_ttl_hours else ""
+    return {"ttl_hours": s.env_ttl_hours, "ttl_build_body": body}
 
 
 def _mig(s: Settings) -> dict[str, Any]:

@@ -13,7 +13,6 @@ valid sizes listed.
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 
@@ -71,6 +70,8 @@ def parse(accelerator_type: str) -> Topology:
     match = _NAME.match(stripped)
     family = match.group("family") if match else None
     if family not in _FAMILIES:
+        import difflib  # only on a typo: not at start-up
+
         guess = difflib.get_close_matches(accelerator_type, valid_types(), n=1)
         hint = f"did you mean {guess[0]}? " if guess else ""
         families = ", ".join(f"{f}-N" for f in _FAMILIES)

@@ -60,7 +60,7 @@ class Case:
 
     @property
     def valid(self) -> bool:
-        if self.action == "initialize":
+        if self.action in ("initialize", "create"):  # create applies everything: a scope is refused
             return not (self.tpu or self.mig)
         if self.arch == "mig" and self.action == "destroy" and self.tpu and not self.mig:
             return False  # the slice's access may not go while its VMs run

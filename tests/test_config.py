@@ -103,7 +103,8 @@ def test_seed_file_loads_with_only_script_path_warnings(tmp_path: Path, cli) -> 
     # Through the CLI: exit 0, the warnings on stderr, the summary on stdout.
     code, out, err = cli("validate", "--values", path)
     assert code == 0 and "20200430" in out and "node architecture" in out
-    assert err.count("tpubuild: warning:") == 2 and "Traceback" not in err
+    # (plus validate's own: the seed's unattached disk means `tpubuild train` cannot prepare data)
+    assert err.count("tpubuild: warning:") == 3 and "`tpubuild train` cannot run" in err and "Traceback" not in err
 
 
 def test_existing_script_path_is_not_a_warning(tmp_path: Path) -> None:
@@ -228,7 +229,7 @@ def test_escaped_dollar_in_double_quotes_is_a_literal_dollar() -> None:
 ])
 def test_unknown_key_warns_with_did_you_mean(key: str, hint: str) -> None:
     s = load_text(MINIMAL + f'{key}="x"\n', "v.env")
-    assert s.warnings == (f"v.env:6: {key} is not a tpubuild key; {hint}",)
+    assert s.warnings == (f"v.env:6: {key} is not a tpubuild key; {hint} (an error with --strict)",)
 
 
 @pytest.mark.parametrize("key", ["DOCKER_CONTAINER", "GCS_RAW_DATASET", "SOURCE_IMAGE_BASE", "RED", "GREEN", "NC"])

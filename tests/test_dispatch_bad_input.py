@@ -58,7 +58,7 @@ CASES = [
      ["--allow-data-loss: initialize applies no Terraform", "drop --allow-data-loss"]),
     ("submit-auto-tpu", "vm", {}, ["submit", "--action", "auto", "--tpu", "--wait"],
      ["--tpu/--mig: auto decides the modules itself", "leave --tpu and --mig out"]),
-    ("submit-update-mig-on-vm", "vm", {}, ["submit", "--action", "update", "--mig"], ["_MIG: the vm architecture"]),
+    ("submit-update-mig-on-vm", "vm", {}, ["submit", "--action", "update", "--mig"], ["--mig: the vm architecture"]),
     ("submit-wipe-without-seeder", "vm", {}, ["submit", "--action", "update", "--tpu", "--allow-wipe"],
      ["--allow-wipe: this update (apply tpu) does not apply shared_pd"]),
     # TPU Node is read-only legacy (issue 11): anything that would apply one is refused first

@@ -219,8 +219,8 @@ def test_stages_group_parallel_work(node, vm):
 # ---- through the CLI: exit 2, one line, no traceback ----
 
 CLI_REFUSED = [
-    (["plan", "--values", VM_ENV, "--action", "update", "--mig"], "_MIG"),
-    (["render", "--values", VM_ENV, "--action", "destroy", "--mig"], "_MIG"),
+    (["plan", "--values", VM_ENV, "--action", "update", "--mig"], "--mig"),
+    (["render", "--values", VM_ENV, "--action", "destroy", "--mig"], "--mig"),
     (["plan", "--values", NODE_ENV, "--action", "initialize", "--tpu"], "initialize"),
     (["render", "--values", NODE_ENV, "--action", "initialize", "--mig"], "initialize"),
     (["plan", "--values", NODE_ENV, "--action", "nuke"], "'nuke' is not an action"),
@@ -246,7 +246,7 @@ def test_cli_refusal_in_a_real_process():
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
-    assert "_MIG" in proc.stderr
+    assert "--mig" in proc.stderr
 
 
 def test_cli_plan_json_matches_make_plan(cli, node):

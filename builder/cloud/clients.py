@@ -4,8 +4,8 @@ Endpoints for local emulators and fakes (tests, offline work) come from the envi
 
 * ``STORAGE_EMULATOR_HOST`` (``http://127.0.0.1:PORT``): google-cloud-storage talks to it with
   anonymous credentials; the project comes from values.env.
-* ``TPUBUILD_CLOUDBUILD_ENDPOINT``, ``TPUBUILD_FILESTORE_ENDPOINT``, ``TPUBUILD_TPU_ENDPOINT``
-  (``http://127.0.0.1:PORT``): the client's ``api_endpoint`` with the REST transport and
+* ``TPUBUILD_CLOUDBUILD_ENDPOINT``, ``TPUBUILD_FILESTORE_ENDPOINT``, ``TPUBUILD_TPU_ENDPOINT``,
+  ``TPUBUILD_SCHEDULER_ENDPOINT`` (``http://127.0.0.1:PORT``): the client's ``api_endpoint`` with the REST transport and
   anonymous credentials. google-cloud-tpu's v1 API (TPU Node) has no REST transport, so for the
   node architecture ``TPUBUILD_TPU_V1_ENDPOINT`` (``127.0.0.1:PORT``) names a plaintext gRPC
   endpoint instead.
@@ -108,6 +108,13 @@ def cloudbuild() -> Any:
     from google.cloud.devtools import cloudbuild_v1
 
     return cloudbuild_v1.CloudBuildClient(**_rest_options("TPUBUILD_CLOUDBUILD_ENDPOINT"))
+
+
+def scheduler() -> Any:
+    """Cloud Scheduler (the TTL's job); ``TPUBUILD_SCHEDULER_ENDPOINT`` points it at a local fake."""
+    from google.cloud import scheduler_v1
+
+    return scheduler_v1.CloudSchedulerClient(**_rest_options("TPUBUILD_SCHEDULER_ENDPOINT"))
 
 
 def filestore() -> Any:

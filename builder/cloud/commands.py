@@ -152,14 +152,14 @@ def prepare(settings: Settings, action: str, *, tpu: bool = False, mig: bool = F
     flag (it applies no Terraform), ``auto`` with ``tpu``/``mig`` (auto decides the modules), and
     ``allow_wipe`` for a plan that does not apply ``shared_pd`` (nothing would be seeded)."""
     from builder import pipeline, tfvars
-    from builder.plan import make_plan
+    from builder.plan import make_plan, refuse_idle_allow_flags
 
     from builder.legacy import refuse_unbuildable
 
     action = parse_action(action, names)
     refuse_unbuildable(settings, action)  # before any client: TPU Nodes can no longer be created
     if action == "initialize":
-        make_plan(settings, "initialize", tpu=tpu, mig=mig)  # refuses the scope flags
+        make_plan(settings, "initialize", tpu=tpu, mig=mig, names=names)  # refuses the scope flags
         for key, on in (("allow_data_loss", allow_data_loss), ("allow_wipe", allow_wipe)):
             if on:
                 raise BadInput(f"{names[key]}: initialize applies no Terraform and seeds nothing, so there is "
@@ -169,11 +169,9 @@ def prepare(settings: Settings, action: str, *, tpu: bool = False, mig: bool = F
         raise BadInput(f"{names['tpu']}/{names['mig']}: auto decides the modules itself; "
                        f"leave {names['tpu']} and {names['mig']} out (or at default)")
     repo = workspace.find_repo(settings)
-    plan = None if action == "auto" else make_plan(settings, action, tpu=tpu, mig=mig)
-    if plan is not None and allow_wipe and not plan.applies("shared_pd"):
-        ops = ", ".join(f"{o.op} {o.module}" for o in plan.operations)
-        raise BadInput(f"{names['allow_wipe']}: this {action} ({ops}) does not apply shared_pd, so the seeder "
-                       f"never runs and there is nothing to wipe; drop {names['allow_wipe']}")
+    plan = None if action == "auto" else make_plan(settings, action, tpu=tpu, mig=mig, names=names)
+    if plan is not None:
+        refuse_idle_allow_flags(plan, allow_data_loss=allow_data_loss, allow_wipe=allow_wipe, names=names)
     config = None if plan is None else pipeline.render(settings, plan, allow_data_loss=allow_data_loss,
                                                        allow_wipe=allow_wipe)
     src = source.pack(source.collect(repo, _values_bytes(settings), tfvars.all_for(settings)))
@@ -230,6 +228,7 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> in
                 except gexc.PreconditionFailed:
                     pass  # the same content, uploaded by someone else meanwhile
         workspace.sync(bucket, settings, repo, source_sha256=src.sha256)
+        _keep_ttl_source(bucket, settings, plan.action, src)
         subs = {name: value for name, value in (("_ALLOW_DATA_LOSS", allow_data_loss), ("_ALLOW_WIPE", allow_wipe))
                 for value in ["true" if value else "false"] if builds.referenced(config, name)}
         build = builds.to_build(config, bucket=settings.state_bucket, object_name=src.object_name,
@@ -256,6 +255,20 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> in
                  "the next dispatch takes it over and names this build")
         raise
     return 0
+
+
+def _keep_ttl_source(bucket: Any, settings: Settings, action: str, src: source.Source) -> None:
+    """With ``ENV_TTL_HOURS``, the tarball this build runs from is also kept at
+    ``workspace/<env>/ttl/source.tgz`` (builder/ttl.py): the TTL's destroy build, started by Cloud
+    Scheduler long after this laptop is gone, runs ``tpubuild dispatch`` from it, so it carries the
+    values.env last submitted. A destroy leaves it as it is (the TPU's job goes with the TPU)."""
+    if not settings.env_ttl_hours or action == "destroy":
+        return
+    from builder import ttl
+
+    name = ttl.source_object(settings.env_name)
+    with cloud_call(f"uploading gs://{settings.state_bucket}/{name}"):
+        bucket.blob(name).upload_from_string(src.tgz, content_type="application/gzip")
 
 
 def cmd_submit(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@
 * The lock holder and the applied snapshot's build.
 * The dashboard's console URL: the ``console_url`` output of ``modules/dashboard``, read from its
   state object (``<ENV>/dashboard/default.tfstate``); "not created" while that state has none.
+* With ``ENV_TTL_HOURS``: the TTL's Cloud Scheduler job (google-cloud-scheduler) and when it fires.
 
 Every part is asked separately; a part that fails is reported as ``error`` with one line and the
 command exits 1 after printing everything (absent resources are not errors).
@@ -183,6 +184,12 @@ def _dashboard_url(bucket: Any, env: str) -> str | None:
     return url if isinstance(url, str) and url.startswith("https://") else None
 
 
+def _ttl(settings: Settings) -> dict[str, Any]:
+    from builder.cloud import ttl
+
+    return ttl.read(settings)
+
+
 def gather(settings: Settings) -> dict[str, Any]:
     parts: list[tuple[str, Callable[[Settings], dict[str, Any]]]] = [
         ("slice", _slice) if settings.arch == "mig" else ("tpu", _tpu), ("filestore", _filestore), ("terraform", _state)]
@@ -190,6 +197,8 @@ def gather(settings: Settings) -> dict[str, Any]:
         parts.insert(2, ("mig", _mig))
     if settings.arch == "vm" and settings.queued:
         parts.insert(1, ("queued", _queued))
+    if settings.env_ttl_hours:
+        parts.append(("ttl", _ttl))
     report: dict[str, Any] = {"env": settings.env_name, "project": settings.project_id, "zone": settings.zone,
                               "arch": settings.arch, "errors": []}
     for key, fn in parts:
@@ -256,6 +265,13 @@ def text(report: dict[str, Any]) -> list[str]:
         else:
             lines.append(f"  mig        {mig['name']}: {mig['running']}/{mig['target_size']} running "
                          f"(target {mig['target_size']}, {mig['expected_size']} TPU hosts), {mig['state']}")
+    if "ttl" in report:
+        ttl = report["ttl"]
+        if _missing(ttl):
+            lines.append(_missing_line("ttl", ttl))
+        else:
+            lines.append(f"  ttl        destroys the TPU at {ttl['fires']} (in {ttl['in']}; job {ttl['state'].lower()}; "
+                         "`tpubuild ttl extend 4h` pushes it back)")
     tf = report["terraform"]
     if tf.get("state") == "ERROR":
         lines.append(f"  terraform  error: {tf['error']}")

@@ -8,8 +8,6 @@ Cross-key rules (zone vs region, tier vs capacity, runtime vs generation) live i
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -111,6 +109,8 @@ def gcs_uri(value: str) -> str:
 def cidr29(value: str) -> str:
     v = value.strip()
     try:
+        import ipaddress  # lazily: start-up time (benchmarks/cli_startup.py)
+
         net = ipaddress.IPv4Network(v, strict=True)
     except ValueError:
         raise ValueError(f"{value!r} is not a network in CIDR form; write it like '10.3.0.0/29'") from None
@@ -144,6 +144,8 @@ def image_date(value: str) -> str:
     try:
         if not re.fullmatch(r"[0-9]{8}", v):
             raise ValueError
+        import datetime
+
         datetime.date(int(v[:4]), int(v[4:6]), int(v[6:]))
     except ValueError:
         raise ValueError(f"{value!r} is not a YYYYMMDD image date; write it like '20200527', or leave it empty") from None
@@ -296,6 +298,8 @@ KEYS: tuple[KeySpec, ...] = (
             "Create the shared PD from a snapshot: 'latest' or a snapshot name."),
     KeySpec("BUILD_SERVICE_ACCOUNT", "build_service_account", "", service_account_email,
             "Service account the Cloud Builds run as; empty: tpubuild-created tb-<ENV>-cb (see README)."),
+    KeySpec("ENV_TTL_HOURS", "env_ttl_hours", 0, integer(0, 8760, "hours"),
+            "Destroy the TPU (only the TPU) this many hours after it is created; 0 or unset: no TTL."),
     KeySpec("MODEL", "model", "roberta",
             pattern(r"[a-z][a-z0-9_]*", "a model folder name", "roberta", allow_empty=True),
             "The model package under models/ the hosts are prepared for."),

@@ -55,6 +55,7 @@ class Settings:
     warnings: tuple[str, ...] = ()
     zone_check: str = "error"  # TPU_ZONE_CHECK: "warn" turns the zone-table refusal into a warning
     build_service_account: str = ""  # BUILD_SERVICE_ACCOUNT; see builder_service_account
+    env_ttl_hours: int = 0
 
     # ---- derived names: computed here once so every stage agrees ----
     @property

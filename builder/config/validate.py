@@ -130,6 +130,9 @@ def cross_checks(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str,
     if v["shared_pd_restore"] and not v["shared_pd_attach"]:
         fail("SHARED_PD_RESTORE", "restoring the shared PD needs the disk",
              'set SHARED_PD_DISK_ATTACH="true" or remove SHARED_PD_RESTORE')
+    if arch == "node" and v.get("env_ttl_hours"):
+        fail("ENV_TTL_HOURS", "the TTL (modules/ttl) is created with a TPU VM; the legacy node architecture "
+             "has none", 'remove ENV_TTL_HOURS or use TPU_ARCH="vm"')
 
 
 def name_lengths(v: dict[str, Any], fail: Fail) -> None:

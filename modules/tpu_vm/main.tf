@@ -148,3 +148,19 @@ resource "google_tpu_v2_vm" "this" {
     module.tpu_vm_firewall,
   ]
 }
+
+# ---- the environment's TTL (ENV_TTL_HOURS; modules/ttl): created and destroyed with the TPU ----
+
+module "ttl" {
+  source = "../ttl"
+  count  = var.ttl_hours > 0 ? 1 : 0
+
+  project_id         = var.project_id
+  region             = join("-", slice(split("-", var.zone), 0, 2))
+  env_name           = var.env_name
+  name               = "tpubuild-${var.env_name}-ttl"
+  invoker_account_id = "tb-${var.env_name}-tl"
+  ttl_hours          = var.ttl_hours
+  build_body         = var.ttl_build_body
+  tpu_id             = google_tpu_v2_vm.this.id
+}

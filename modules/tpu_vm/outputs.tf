@@ -47,3 +47,8 @@ output "queued_request" {
     data_disk             = local.shared_pd_id
   }
 }
+
+output "ttl_job" {
+  description = "The TTL's Cloud Scheduler job (empty without ENV_TTL_HOURS)."
+  value       = var.ttl_hours > 0 ? module.ttl[0].job : ""
+}
