@@ -73,6 +73,9 @@ NO_DATA: frozenset[str] = frozenset({
     "google_compute_firewall", "google_compute_instance_template", "google_compute_instance_group_manager",
     "google_project_iam_member", "google_project_iam_custom_role", "google_service_account",
     "google_storage_bucket_iam_member",
+    # the TTL (modules/ttl): a schedule that starts a build, and who may run it as whom
+    "google_cloud_scheduler_job", "google_service_account_iam_member",
+    "google_cloud_asset_folder_feed",  # a change feed to Pub/Sub ("folder" is the GCP folder it watches)
     # observability (modules/dashboard): views and counters over logs and metrics Google keeps
     "google_monitoring_dashboard", "google_logging_metric",
     # log routing and settings (the logs stay in their buckets); a linked dataset is a BigQuery view

@@ -60,12 +60,12 @@ class Case:
 
     @property
     def valid(self) -> bool:
+        if self.arch == "node" and self.action in ("create", "update"):
+            return False  # TPU Node is read-only legacy (builder/legacy.py): destroy only
         if self.action in ("initialize", "create"):  # create applies everything: a scope is refused
             return not (self.tpu or self.mig)
         if self.arch == "mig" and self.action == "destroy" and self.tpu and not self.mig:
             return False  # the slice's access may not go while its VMs run
-        if self.arch == "node" and self.action in ("create", "update"):
-            return False  # TPU Node is read-only legacy (builder/legacy.py): destroy only
         return not (self.mig and self.arch == "vm")
 
     @property

@@ -205,7 +205,7 @@ CASES: list[Case] = [
          expect=("--duration", "'2h'")),
     Case("profile-host-out-of-range", VM.read_text(), args=("profile", "--values", "{values}", "--host", "7", "--dry-run"),
          expect=("--host 7", "0 to 3")),
-    Case("profile-node-legacy", args=("profile", "--values", "{values}", "--dry-run"), expect=("node architecture", "TPU_ARCH=vm")),
+    Case("profile-node-legacy", base=NODE, args=("profile", "--values", "{values}", "--dry-run"), expect=("node architecture", "TPU_ARCH=vm")),
     Case("logs-metrics-follow", VM.read_text(), args=("logs", "--values", "{values}", "--metrics", "--follow", "--dry-run"),
          expect=("--metrics", "--follow")),
     Case("trigger-missing-flag", args=("trigger", "--values", "{values}", "--repo-owner", "a"), expect=("--repo-name",)),

@@ -44,7 +44,7 @@ CASES = [
                                                   "--allow-wipe", "true"],
      ["_ALLOW_WIPE: this update (apply tpu) does not apply shared_pd", "drop _ALLOW_WIPE"]),
     ("dispatch-wipe-on-destroy", "vm", {}, ["dispatch", "--action", "destroy", "--allow-wipe", "true"],
-     ["_ALLOW_WIPE: this destroy (destroy tpu, destroy filestore, destroy shared_pd)", "nothing to wipe"]),
+     ["_ALLOW_WIPE: this destroy (destroy tpu, destroy filestore, destroy shared_pd, destroy dashboard)", "nothing to wipe"]),
     ("dispatch-flag-maybe", "node", {}, ["dispatch", "--action", "create", "--mig", "maybe"],
      ["_MIG: 'maybe' is not a flag value"]),
     ("dispatch-bogus-action", "node", {}, ["dispatch", "--action", "apply"], ["_BUILD_ACTION: 'apply' is not an action"]),

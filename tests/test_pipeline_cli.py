@@ -7,10 +7,11 @@ import os
 import pty
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, SHIPPED, tpubuild_cmd
+from tests.conftest import EXAMPLES, NODE, REPO, SHIPPED, tpubuild_cmd
 from tests.pipeline_support import NODE_ENV, VM_ENV
 
 
@@ -175,3 +176,17 @@ def test_no_google_imports(args, jinja, env):
     assert proc.returncode == (2 if refused else 0), proc.stderr
     assert "GOOGLE=\n" in proc.stderr, proc.stderr
     assert f"JINJA={jinja and not refused}" in proc.stderr
+
+
+@pytest.mark.parametrize("values", [SHIPPED, NODE, *sorted(EXAMPLES.glob("*.env"))], ids=lambda p: p.name)
+def test_every_operation_line_describes_its_own_module(cli, values: Path) -> None:
+    """Each `apply <module>` line names what that module is (a fall-through once described the
+    dashboard as the node MIG)."""
+    code, out, err = cli("plan", "--values", values, "--action", "destroy")
+    assert code == 0, err
+    kinds = {"filestore": "Filestore", "shared_pd": "disk", "dashboard": "dashboard", "tpu": "TPU", "mig": "MIG"}
+    rows = [ln.split(None, 2) for ln in out.splitlines() if ln.strip().startswith("destroy ")]
+    assert rows, out
+    for _, module, what in rows:
+        want = "slice access" if (module == "tpu" and "mig (" in out) else kinds[module]
+        assert want in what, (module, what)

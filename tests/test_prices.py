@@ -29,7 +29,8 @@ def test_every_confirmed_price_exists_and_names_a_google_page():
 
 def test_plan_marks_unconfirmed_prices_and_not_confirmed_ones(tmp_path, cli):
     path = write(tmp_path, "values.env")
-    path.write_text(rewrite_env(path.read_text(), ZONE="us-west1-a", REGION="us-west1", SHARED_FS_TIER="BASIC_HDD"))
+    path.write_text(rewrite_env(path.read_text(), ZONE="us-west1-a", REGION="us-west1", SHARED_FS_TIER="BASIC_HDD",
+                                       TPU_ZONE_CHECK="warn"))  # the Filestore price checked is us-west1's
     s = load(path)
     est = cost.estimate(s, ("filestore", "tpu"))
     by = {i.module: i for i in est.items}

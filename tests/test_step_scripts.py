@@ -81,7 +81,9 @@ def collect() -> list[Script]:
         for case in all_cases():
             # node create/update are refused by the CLI (legacy) but still render: their step
             # scripts are the same templates, so they stay in the collection
-            renderable = case.valid or (case.arch == "node" and case.action in ("create", "update"))
+            legacy = case.arch == "node" and (case.action == "update" or (case.action == "create"
+                                                                          and not (case.tpu or case.mig)))
+            renderable = case.valid or legacy
             if case.arch != arch or not renderable or case.action == "initialize":
                 continue
             plan = make_plan(settings, case.action, tpu=case.tpu, mig=case.mig)
@@ -108,10 +110,11 @@ class Sandbox:
             path.chmod(0o755)
         (self.ws / "tfvars").mkdir(parents=True)
         (self.ws / "plans").mkdir()
-        for module in {"tpu", "filestore", "shared_pd", "mig"}:
+        for module in {"tpu", "filestore", "shared_pd", "mig", "dashboard"}:
             (self.ws / "tfvars" / f"{module}.tfvars.json").write_text("{}\n")
             (self.ws / "plans" / f"{module}.tfplan").write_text("saved plan\n")
         for d in ("modules/tpu_node", "modules/tpu_vm", "modules/filestore", "modules/shared_pd", "modules/mig",
+                  "modules/tpu_mig", "modules/tpu_mig_access", "modules/dashboard",
                   ".tpubuild/wheels", "env_setup/seeder"):
             (self.ws / d).mkdir(parents=True, exist_ok=True)
         (self.ws / "plans" / "shared_pd.snapshot").write_text("snap-from-restore\n")

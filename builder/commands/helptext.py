@@ -64,6 +64,19 @@ HELP: dict[str, tuple[str, str]] = {
     "logs": (
         "Show one host's training log, kept on Filestore.",
         "examples:\n  tpubuild logs                  host 0, last 200 lines\n  tpubuild logs --host 3 -f"),
+    "migrate": (
+        "Rewrite a seed-era or TPU Node values.env as its TPU VM equivalent: same environment, project, "
+        "zone, Filestore and disk settings and comments; the runtime mapped to the generation's TPU VM "
+        "runtime; node-only keys commented out with the reason. Keeps a .bak (or writes --output); "
+        "prints a before/after summary; running it twice changes nothing.",
+        "examples:\n  tpubuild migrate                          rewrite ./values.env (values.env.bak kept)\n"
+        "  tpubuild migrate --values old.env --output new.env"),
+    "profile": (
+        "Capture an XLA profile of the running training on one host (torch_xla's profiler server, port "
+        "9012) into <MOUNT_POINT>/nfs_share/profiles/<env>/<timestamp>/ and the state bucket, in "
+        "TensorBoard's plugins/profile layout, and print how to open it.",
+        "examples:\n  tpubuild profile                          10 s on host 0\n"
+        "  tpubuild profile --host 2 --duration 30s\n  tpubuild profile --dry-run"),
 }
 
 

@@ -242,6 +242,8 @@ def _what(settings: Settings, module: str) -> str:
     if module == "shared_pd":
         use = "attached to every host" if s.shared_pd_attach else "not attached"
         return f"disk {s.shared_pd_name} ({s.shared_pd_type}, {s.shared_pd_size_gb} GB, {use})"
+    if module == "dashboard":
+        return f"Cloud Monitoring dashboard and step-rate metric of {s.env_name} (modules/dashboard)"
     if s.arch == "mig" and module in ("tpu", "mig"):
         if module == "tpu":
             return f"slice access for {s.tpu_name} (service account {s.worker_service_account_id}, IAP-SSH firewall, MIG reader role)"
