@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Per host: run fairseq-train with the launcher's arguments, everything the host prints teed to
+# Per host: run fairseq-train with the launcher's arguments through pjrt_compat.py (fairseq 0.12
+# under PJRT: spawn, ordinals, memory statistics, resume position; a no-op without PJRT, e.g.
+# node's XRT images or --cpu), everything the host prints teed to
 # <log-dir>/host-<N>.log on Filestore (N: TPU worker number on vm, xla_dist's ordinal on node).
 # usage: train.sh --log-dir DIR --arch node|vm|local [--conda-env ENV] -- FAIRSEQ_ARGS...
 set -euo pipefail
@@ -37,4 +39,4 @@ mkdir -p "$log_dir"
 exec > >(tee -a "$log_dir/host-$host_id.log") 2>&1
 log "host $host_id starts fairseq-train $*"
 export TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="${TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD:-1}"
-exec "$py" -m fairseq_cli.train "$@"
+exec "$py" "$here/pjrt_compat.py" "$@"
