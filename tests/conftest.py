@@ -112,3 +112,17 @@ def require(what: str, available: bool, how: str) -> None:
     if os.environ.get("TPUBUILD_REQUIRE_ALL") == "1":
         pytest.fail(message + "; CI must install it", pytrace=False)
     pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def gcloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """The real gcloud, offline (``tests.support.gcloud.Gcloud``): ``gcloud.parse(argv)`` tells
+    whether a command line we emit parses. One throwaway config and fake per test session."""
+    import shutil
+
+    from tests.support.gcloud import Gcloud
+
+    require("gcloud", shutil.which("gcloud") is not None, "apt-get install google-cloud-cli")
+    g = Gcloud(tmp_path_factory.mktemp("gcloud"))
+    yield g
+    g.close()

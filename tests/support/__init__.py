@@ -1,0 +1,1 @@
+"""Test support shared by every test area: harnesses around real tools (see each module)."""
