@@ -40,7 +40,7 @@ def values(make_env, mount: Path, max_updates: int) -> Path:
     return make_env(EXAMPLES / "vm-v5litepod-16.env", TPU_ACCELERATOR_TYPE="v5litepod-1", MOUNT_POINT=str(mount),
                     ROBERTA_BPE="none", ROBERTA_TOTAL_BATCH=str(BATCH * FREQ), ROBERTA_BATCH_PER_DEVICE=str(BATCH),
                     ROBERTA_SEQ_LEN="32", ROBERTA_WARMUP_UPDATES="1", ROBERTA_SAVE_INTERVAL_UPDATES="2",
-                    ROBERTA_MAX_UPDATES=str(max_updates), ROBERTA_BF16="false", ROBERTA_EXTRA_ARGS=TINY)
+                    ROBERTA_MAX_UPDATES=str(max_updates), ROBERTA_EXTRA_ARGS=TINY)  # bf16 (default true): --bf16
 
 
 def printed_host_line(path: Path) -> list[str]:

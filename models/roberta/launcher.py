@@ -37,13 +37,24 @@ MODEL = "roberta"
 
 #: vm: the torch / torch_xla release installed for each TPU VM runtime. The base images carry no
 #: PyTorch; torch and torch_xla must be the same release, and these support Python 3.10 (Ubuntu
-#: 22.04's) and the runtime's TPU generations. ROBERTA_TORCH_XLA_VERSION overrides it.
+#: 22.04's) and the runtime's TPU generations. 2.9.0 is the newest that models/roberta/pjrt_compat.py
+#: is proven with; its ``torch_xla[tpu]`` extra takes ``libtpu`` from PyPI (2.6.0's needed a
+#: libtpu-nightly build only on Google's bucket). ROBERTA_TORCH_XLA_VERSION overrides it.
+#: tests/test_pins.py resolves each set with pip for Python 3.10 / manylinux x86_64.
 VM_TORCH_XLA: dict[str, str] = {
-    "tpu-ubuntu2204-base": "2.6.0",  # v2, v3, v4
-    "v2-alpha-tpuv5-lite": "2.6.0",  # v5e
-    "v2-alpha-tpuv5": "2.6.0",  # v5p
-    "v2-alpha-tpuv6e": "2.6.0",  # v6e
+    "tpu-ubuntu2204-base": "2.9.0",  # v2, v3, v4
+    "v2-alpha-tpuv5-lite": "2.9.0",  # v5e
+    "v2-alpha-tpuv5": "2.9.0",  # v5p
+    "v2-alpha-tpuv6e": "2.9.0",  # v6e
 }
+
+#: vm: fairseq for ROBERTA_FAIRSEQ_VERSION=auto (fairseq 0.12.2 pins omegaconf 2.0, which no
+#: longer installs with current pip; the fork 0.12.3.1 is what the real-torch_xla tests run).
+VM_FAIRSEQ = "fairseq-fixed==0.12.3.1"
+
+#: vm: torch (and torchaudio, which fairseq requires) come from PyTorch's CPU wheel index: PyPI's
+#: Linux torch is the CUDA build with ~2.6 GB of nvidia-* wheels that a TPU never uses.
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 #: XLA devices per chip under PyTorch/XLA (megacore generations expose one device per chip).
 DEVICES_PER_CHIP: dict[str, int] = {"v2": 2, "v3": 2, "v4": 1, "v5p": 1, "v5e": 1, "v6e": 1}
@@ -175,6 +186,19 @@ def torch_xla_version(job: Job) -> str:
     return VM_TORCH_XLA[job.runtime] if pinned == "auto" else pinned
 
 
+def fairseq_requirement(job: Job) -> str:
+    """The fairseq pip requirement install.sh gets (``auto`` stays for node: it depends on the
+    conda env's Python, which install.sh reads on the host)."""
+    pinned = job.opt("fairseq")
+    return VM_FAIRSEQ if pinned == "auto" and job.arch == "vm" else pinned
+
+
+def wheelhouse(job: Job) -> str:
+    """vm: the wheels of one environment on Filestore: the first host downloads torch/torch_xla
+    and their dependencies and builds fairseq once; every host installs from here."""
+    return f"{nfs(job)}/wheelhouse/{job.env}"
+
+
 # ---------------------------------------------------------------- fairseq
 
 def fairseq_args(job: Job) -> list[str]:
@@ -200,6 +224,10 @@ def fairseq_args(job: Job) -> list[str]:
     ]
     if scheduler == "polynomial_decay":
         args += ["--total-num-update", str(max_update)]
+    if job.opt("bf16") and job.arch == "vm":
+        # torch_xla 2.9 dropped XLA_USE_BF16: fairseq casts the model to bfloat16 itself and keeps
+        # fp32 master weights in its optimizer wrapper.
+        args += ["--bf16"]
     args += [
         "--tpu", "--distributed-world-size", str(world),
         "--save-dir", save_dir(job), "--restore-file", "checkpoint_last.pt",
@@ -219,7 +247,7 @@ def sequences_per_update(args: list[str]) -> int:
 
 def train_env(job: Job) -> dict[str, str]:
     env = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}  # fairseq 0.12's checkpoints under torch >= 2.6
-    if job.opt("bf16"):
+    if job.opt("bf16") and job.arch == "node":  # XRT's torch_xla 1.x; vm: fairseq's --bf16 instead
         env["XLA_USE_BF16"] = "1"
     if job.arch == "vm":
         env = {"PJRT_DEVICE": "TPU", **env}
@@ -234,9 +262,10 @@ def _sh(words: list[str]) -> str:
 
 def install_line(job: Job) -> str:
     code = code_dir(job)
-    words = ["bash", f"{code}/install.sh", "--arch", job.arch, "--fairseq", job.opt("fairseq")]
+    words = ["bash", f"{code}/install.sh", "--arch", job.arch, "--fairseq", fairseq_requirement(job)]
     if job.arch == "vm":
-        words += ["--torch-xla", torch_xla_version(job)]
+        words += ["--torch-xla", torch_xla_version(job), "--torch-index", TORCH_CPU_INDEX,
+                  "--wheelhouse", wheelhouse(job)]
     else:
         words += ["--conda-env", conda_env(job)]
     return _sh(words)
@@ -337,7 +366,7 @@ def node_instances(job: Job, *, limit: int | None = None) -> str:
 
 def _dirs_line(job: Job) -> str:
     parent = f"{nfs(job)}/tpubuild/{job.env}"
-    dirs = [save_dir(job), data_bin(job), log_dir(job)] + ([parent] if job.arch == "node" else [])
+    dirs = [save_dir(job), data_bin(job), log_dir(job)] + ([parent] if job.arch == "node" else [wheelhouse(job)])
     # Refuse to write checkpoints to a local disk when the share is not mounted; Filestore's root
     # is root-owned and the training user (any uid) needs these folders.
     check = (f"if ! mountpoint -q {shlex.quote(nfs(job))}; then "
