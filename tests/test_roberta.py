@@ -239,7 +239,7 @@ def test_train_dry_run_vm_runs_every_worker_with_pjrt(make_env):
     launch = [line for line in r.stdout.splitlines() if line.startswith("gcloud") and "train.sh" in line]
     assert len(launch) == 1
     words = shlex.split(launch[0])
-    assert words[:6] == ["gcloud", "compute", "tpus", "tpu-vm", "ssh", "tpu-v4-pod"]
+    assert words[:7] == ["gcloud", "alpha", "compute", "tpus", "tpu-vm", "ssh", "tpu-v4-pod"]  # IAP: alpha track
     assert "--worker=all" in words and "--zone=us-central2-b" in words
     command = next(w for w in words if w.startswith("--command="))[len("--command="):]
     # the host's profile first (a non-login ssh shell never reads it), PJRT_DEVICE=TPU still explicit

@@ -29,9 +29,27 @@ The training runs detached on the hosts (``setsid nohup``): closing the terminal
 
 from __future__ import annotations
 
+import importlib.util
 import shlex
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+
+def _load_hosts() -> Any:
+    """models/hosts.py (host transport shared with ``tpubuild run``), loaded by path as this file is."""
+    name = "tpubuild_models_hosts"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "hosts.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+hosts = _load_hosts()
 
 MODEL = "roberta"
 
@@ -304,64 +322,40 @@ def leader_launch_line(job: Job) -> str:
 
 
 def _detached(line: str) -> str:
-    return f"setsid nohup {line} >/dev/null 2>&1 </dev/null &"
+    return hosts.detached(line)
 
 
 # ---------------------------------------------------------------- on the hosts
 
-#: What env_setup/scripts/startup.sh leaves on every host at each boot (docs/env_setup.md): the
-#: XLA runtime environment (PJRT_DEVICE, XRT_TPU_CONFIG, TPUBUILD_*), the marker of a finished
-#: boot, and the reason of a failed one.
-HOST_PROFILE = "/etc/profile.d/tpubuild.sh"
-HOST_READY = "/run/tpubuild/ready"
-HOST_FAILED = "/run/tpubuild/failed"
-
-
-def on_host(command: str, *, ready: bool = True) -> str:
-    """``command`` as an ssh ``--command`` (POSIX sh). gcloud's ssh runs it in a non-login shell,
-    which reads no /etc/profile, so the environment startup.sh wrote is sourced first, when
-    present. With ``ready`` (everything but ``stop``, which must work on any host) a host whose
-    boot has not finished, or failed, stops here with one line naming the host, the reason
-    (``/run/tpubuild/failed``) and where to look, and the command fails."""
-    load = f"if [ -r {HOST_PROFILE} ]; then . {HOST_PROFILE}; fi; "
-    if not ready:
-        return load + command
-    check = (f"if [ ! -e {HOST_READY} ]; then echo \"tpubuild: $(hostname) is not ready: {HOST_READY} is missing "
-             f"($(cat {HOST_FAILED} 2>/dev/null || echo startup.sh has not finished)); check its serial console "
-             f"(docs/env_setup.md, Logs and debugging)\" >&2; exit 1; fi; ")
-    return check + load + command
+#: What env_setup/scripts/startup.sh leaves on every host at each boot (models/hosts.py).
+HOST_PROFILE = hosts.HOST_PROFILE
+HOST_READY = hosts.HOST_READY
+HOST_FAILED = hosts.HOST_FAILED
+on_host = hosts.on_host
 
 
 # ---------------------------------------------------------------- gcloud wrappers
 
-def _zone(job: Job) -> list[str]:
-    return [f"--zone={job.zone}", f"--project={job.project}"]
-
-
-def _iap(job: Job) -> list[str]:
-    return ["--tunnel-through-iap"] if job.iap else []
+def access(job: Job) -> Any:
+    """How gcloud reaches this job's hosts (models/hosts.py)."""
+    if job.arch == "vm":
+        return hosts.TpuVmHosts(job.project, job.zone, job.iap, job.hosts, tpu_name=job.tpu_name)
+    return hosts.MigHosts(job.project, job.zone, job.iap, job.hosts, mig_name=job.mig_name)
 
 
 def vm_ssh(job: Job, worker: str, command: str, *, ready: bool = True) -> str:
     """``command`` on TPU VM worker ``worker`` (a number or ``all``), through :func:`on_host`."""
-    return _sh(["gcloud", "compute", "tpus", "tpu-vm", "ssh", job.tpu_name, *_zone(job), *_iap(job),
-                f"--worker={worker}", f"--command={on_host(command, ready=ready)}"])
+    return access(job).ssh(worker, command, ready=ready)
 
 
 def node_ssh(job: Job, instance: str, command: str, *, ready: bool = True) -> str:
     """``command`` on a MIG worker, through :func:`on_host`. ``instance`` may be a shell variable
     reference such as ``"$LEADER"`` (left unquoted here)."""
-    line = _sh(["gcloud", "compute", "ssh", "INSTANCE", *_zone(job), *_iap(job),
-                f"--command={on_host(command, ready=ready)}"])
-    return line.replace("INSTANCE", instance, 1)
+    return access(job).ssh(instance, command, ready=ready)
 
 
 def node_instances(job: Job, *, limit: int | None = None) -> str:
-    words = ["gcloud", "compute", "instance-groups", "managed", "list-instances", job.mig_name, *_zone(job),
-             "--format=value(instance.basename())", "--sort-by=instance"]
-    if limit:
-        words.append(f"--limit={limit}")
-    return _sh(words)
+    return access(job).instances(limit=limit)
 
 
 def _dirs_line(job: Job) -> str:
@@ -394,8 +388,7 @@ def _stage(job: Job, repo_models: str, *, stop: bool = False) -> list[Step]:
         return [
             first,
             Step(f"copy models/{MODEL} to ~/{code_dir(job)} on every host",
-                 (_sh(["gcloud", "compute", "tpus", "tpu-vm", "scp", "--recurse", src, f"{job.tpu_name}:.tpubuild/",
-                       *_zone(job), *_iap(job), "--worker=all"]),)),
+                 (access(job).scp(src, ".tpubuild/"),)),
         ]
     parent = f"{nfs(job)}/tpubuild/{job.env}"
     return [
@@ -403,8 +396,7 @@ def _stage(job: Job, repo_models: str, *, stop: bool = False) -> list[Step]:
                                                             'test -n "$LEADER"')),
         Step("folders on Filestore", (node_ssh(job, '"$LEADER"', _dirs_line(job)),)),
         Step(f"copy models/{MODEL} to Filestore ({code_dir(job)})",
-             (_sh(["gcloud", "compute", "scp", "--recurse", src, f"LEADER:{parent}/", *_zone(job), *_iap(job)])
-              .replace("LEADER:", '"$LEADER":', 1),)),
+             (access(job).scp(src, f'"$LEADER":{parent}/'),)),
     ]
 
 
