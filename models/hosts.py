@@ -45,31 +45,27 @@ _RUN_SCRIPT = (
 #: ``tpubuild stop`` on one host: the run's whole process group (TERM, 20 s, KILL), then whatever
 #: still holds the TPU (/dev/accel*, /dev/vfio/*: TERM, 10 s, KILL, by fuser), then libtpu's lock
 #: file once nothing holds the devices; fails (exit 1) when the TPU is still held.
-_STOP = Template(r"""pidfile=$pidfile
-if [ -s "$$pidfile" ]; then
-  pg=$$(cat "$$pidfile")
-  if kill -0 -- "-$$pg" 2>/dev/null; then
-    echo "tpubuild: stopping process group $$pg on $$(hostname)"
-    kill -TERM -- "-$$pg" 2>/dev/null || true
-    i=0; while kill -0 -- "-$$pg" 2>/dev/null && [ $$i -lt 20 ]; do sleep 1; i=$$((i + 1)); done
-    kill -KILL -- "-$$pg" 2>/dev/null || true
-  fi
-  rm -f "$$pidfile"
-fi
-devs=$$(ls /dev/accel* /dev/vfio/[0-9]* 2>/dev/null || true)
-if [ -n "$$devs" ]; then
-  if sudo fuser -s $$devs 2>/dev/null; then
-    echo "tpubuild: freeing the TPU on $$(hostname): $$(sudo fuser $$devs 2>&1 | tr -s ' ')"
-    sudo fuser -k -TERM $$devs >/dev/null 2>&1 || true
-    i=0; while sudo fuser -s $$devs 2>/dev/null && [ $$i -lt 10 ]; do sleep 1; i=$$((i + 1)); done
-    sudo fuser -k -KILL $$devs >/dev/null 2>&1 || true
-    sleep 1
-  fi
-  if sudo fuser -s $$devs 2>/dev/null; then echo "tpubuild: the TPU on $$(hostname) is still held" >&2; exit 1; fi
-fi
-sudo rm -f /tmp/libtpu_lockfile
-echo "tpubuild: $$(hostname) is free"
-""")
+#: TPUBUILD_TPU_DEVICES replaces the device list (tests), as TPUBUILD_RUN_DIR does for startup.sh.
+_STOP = Template(
+    'pidfile=$pidfile; if [ -s "$$pidfile" ]; then pg=$$(cat "$$pidfile"); if kill -0 "-$$pg" 2>/dev'
+    '/null; then echo "tpubuild: stopping process group $$pg on $$(hostname)"; kill -TERM "-$$pg" 2>'
+    '/dev/null || true; i=0; while kill -0 "-$$pg" 2>/dev/null && [ $$i -lt 20 ]; do sleep 1; i=$$(('
+    'i + 1)); done; kill -KILL "-$$pg" 2>/dev/null || true; fi; rm -f "$$pidfile"; fi; devs=$$(ls $$'
+    '{TPUBUILD_TPU_DEVICES:-/dev/accel* /dev/vfio/[0-9]*} 2>/dev/null || true); if [ -n "$$devs" ]; '
+    'then if sudo fuser -s $$devs 2>/dev/null; then echo "tpubuild: freeing the TPU on $$(hostname):'
+    ' $$(sudo fuser $$devs 2>&1 | tr -s \' \')"; sudo fuser -k -TERM $$devs >/dev/null 2>&1 || true; i'
+    '=0; while sudo fuser -s $$devs 2>/dev/null && [ $$i -lt 10 ]; do sleep 1; i=$$((i + 1)); done; '
+    'sudo fuser -k -KILL $$devs >/dev/null 2>&1 || true; sleep 1; fi; if sudo fuser -s $$devs 2>/dev'
+    '/null; then echo "tpubuild: the TPU on $$(hostname) is still held" >&2; exit 1; fi; fi; sudo rm'
+    ' -f /tmp/libtpu_lockfile; echo "tpubuild: $$(hostname) is free"')
+
+
+
+#: The folders a job writes on Filestore: refused when the share is not mounted (never a boot
+#: disk), created mode 1777 (Filestore's root belongs to root; hosts may use different uids).
+_DIRS = Template(
+    'if ! mountpoint -q $share; then echo $share" is not mounted on $$(hostname)" >&2; exit 1; fi; '
+    "sudo mkdir -p $dirs && sudo chmod 1777 $dirs")
 
 
 def _q(word: str) -> str:
@@ -96,6 +92,11 @@ def run_line(words: list[str], log_dir: str) -> str:
     ``<log_dir>/host-<worker>.log``, its process group id saved in ``~/.tpubuild/run.pgid``."""
     return _RUN.substitute(script=_q(_RUN_SCRIPT), log_dir=_q(log_dir), pidfile=_q(RUN_PIDFILE),
                            words=shlex.join(words))
+
+
+def dirs_line(share: str, dirs: list[str]) -> str:
+    """Make ``dirs`` on the Filestore share ``share`` (refused when it is not mounted)."""
+    return _DIRS.substitute(share=_q(share), dirs=shlex.join(dirs))
 
 
 def stop_line() -> str:
