@@ -176,7 +176,6 @@ def test_spawn_takes_a_child_process_and_pjrt_ordinals(tmp_path):
         "import os, sys, json\n"
         f"sys.path.insert(0, {str(SCRIPTS)!r})\n"
         "import pjrt_compat\n"
-        "from omegaconf import OmegaConf\n"
         "from fairseq.distributed import utils as du\n"
         "def main(cfg, **kw):\n"
         "    import torch_xla.runtime as xr\n"
@@ -184,9 +183,11 @@ def test_spawn_takes_a_child_process_and_pjrt_ordinals(tmp_path):
         "        'world': du.get_global_world_size(), 'global': du.get_global_rank(), 'xr': xr.world_size()}))\n"
         "if __name__ == '__main__':\n"
         "    assert pjrt_compat.install()\n"
-        "    from fairseq.dataclass.configs import FairseqConfig\n"
-        "    cfg = OmegaConf.structured(FairseqConfig)\n"
-        "    cfg.common.tpu = True; cfg.distributed_training.distributed_world_size = 1\n"
+        "    from fairseq import options\n"
+        "    from fairseq.dataclass.utils import convert_namespace_to_omegaconf\n"
+        "    args = options.parse_args_and_arch(options.get_training_parser(), input_args=[\n"
+        "        'data-bin', '--task', 'masked_lm', '--arch', 'roberta_base', '--tpu', '--distributed-world-size', '1'])\n"
+        "    cfg = convert_namespace_to_omegaconf(args)  # as fairseq_cli.train.cli_main builds it\n"
         "    print('parent', os.getpid())\n"
         "    du.call_main(cfg, main)\n")
     r = subprocess.run([str(python), str(script)], capture_output=True, text=True, timeout=300,
