@@ -76,14 +76,19 @@ def test_every_runtime_pins_one_supported_release():
 @pytest.mark.parametrize("release", sorted(set(launcher().VM_TORCH_XLA.values())))
 def test_stack_resolves_for_python_310_from_public_indexes(tmp_path, release):
     fairseq = [r for r in fairseq_requirements() if not r.lower().startswith(tuple(SDIST_ONLY))]
-    # hydra-core pulls antlr4-python3-runtime 4.9.x, an sdist: resolved without it, checked below
-    fairseq = [r for r in fairseq if not r.lower().startswith("hydra-core")]
+    # hydra-core and omegaconf pull antlr4-python3-runtime 4.9.x, an sdist: resolved without them
+    # here, their own wheels below (no deps), antlr's presence in test_source_only_pins_are_on_pypi
+    held = [r for r in fairseq if r.lower().startswith(("hydra-core", "omegaconf"))]
+    assert sorted(held) == ["hydra-core==1.3.2", "omegaconf==2.3.0"], held
+    fairseq = [r for r in fairseq if r not in held]
     wanted = [f"torch=={release}", f"torch_xla[tpu]=={release}", f"torchaudio=={release}", *fairseq]
     got = resolve(wanted, tmp_path)
     assert got["torch"] == release and got["torch-xla"] == release and got["torchaudio"] == release
     assert "libtpu" in got, got  # the [tpu] extra: libtpu from PyPI, no find-links needed
     assert "libtpu-nightly" not in got
-    assert got["omegaconf"] == "2.3.0"
+    assert {"numpy", "sacrebleu", "bitarray", "scikit-learn"} <= set(got)
+    got = resolve(["--no-deps", *held], tmp_path)
+    assert got == {"hydra-core": "1.3.2", "omegaconf": "2.3.0"}
 
 
 @pytest.mark.parametrize("package,version", [("fairseq-fixed", "0.12.3.1"), ("antlr4-python3-runtime", "4.9.3"),
