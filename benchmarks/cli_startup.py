@@ -3,14 +3,18 @@
     python benchmarks/cli_startup.py [--runs N] [--values PATH] [--command render|plan|validate]
 
 Both are run as fresh subprocesses N times each, interleaved so that machine noise hits both
-alike; the medians and their ratio are printed. The aim (issue 2 §7) is a ratio of 6 or less:
-`render` must not import the Google Cloud client libraries, and `plan`/`validate` not even
-jinja2. This is a measurement, not a test: it prints and exits 0.
+alike; the medians and their ratio are printed. The aim (issue 15) is a ratio of 4 or less for
+`render` (it was 6 in issue 2): `render` must not import the Google Cloud client libraries,
+`plan`/`validate` not even jinja2, the CLI imports only the module of the command it runs
+(builder/cli.py COMMAND_OWNERS) and nothing does work at import time. Both commands run with
+bytecode caching on (PYTHONDONTWRITEBYTECODE is dropped for them), as an installed tpubuild does:
+pip compiles the package at install. This is a measurement, not a test: it prints and exits 0.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -19,7 +23,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-AIM = 6.0
+AIM = 4.0
 
 
 def tpubuild_command() -> list[str]:
@@ -32,7 +36,8 @@ def tpubuild_command() -> list[str]:
 
 def timed(cmd: list[str]) -> float:
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    proc = subprocess.run(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()}")

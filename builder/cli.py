@@ -25,8 +25,57 @@ COMMAND_MODULES: tuple[str, ...] = (
     "builder.commands.cloud",
     "builder.commands.pipeline_cmds",
     "builder.commands.train",
+    "builder.commands.migrate",
+    "builder.commands.observe",
+    "builder.commands.ttl",
 )
 
+
+#: Which module registers each command: a run imports only its own command's module, so
+#: ``render``/``plan``/``validate`` never pay for the others' imports (benchmarks/cli_startup.py).
+#: A command not listed here, and every help or error path, imports them all.
+COMMAND_OWNERS: dict[str, str] = {
+    "validate": "builder.commands.core",
+    "guard": "builder.commands.guard",
+    **dict.fromkeys(("initialize", "submit", "dispatch", "finalize", "unlock", "status", "bootstrap", "trigger"),
+                    "builder.commands.cloud"),
+    "plan": "builder.commands.pipeline_cmds", "render": "builder.commands.pipeline_cmds",
+    **dict.fromkeys(("train", "stop", "logs"), "builder.commands.train"),
+    "ttl": "builder.commands.ttl",
+    "migrate": "builder.commands.migrate",
+    "profile": "builder.commands.observe",
+}
+
+
+def _command_word(argv: Sequence[str]) -> str | None:
+    """The sub-command named in ``argv`` (skipping the shared options), or None."""
+    args = iter(argv)
+    for arg in args:
+        if arg in ("--values",):
+            next(args, None)
+        elif arg in ("-h", "--help", "--version"):
+            return None
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+#: Verbs the pipeline runs, not people: they work, but the top-level help does not list them.
+HIDDEN_COMMANDS: frozenset[str] = frozenset({"dispatch", "guard", "finalize"})
+
+DESCRIPTION = ("Turn one values.env into a Google Cloud TPU training environment for PyTorch/XLA, "
+               "and keep it right as the file changes.")
+
+EPILOG = """examples:
+  tpubuild validate                           check values.env (every problem, one line each)
+  tpubuild plan                               what create does, before -> after, and its hourly cost
+  tpubuild plan --action update --tpu         what changing the TPU does (replaced? hosts recreated?)
+  tpubuild initialize && tpubuild submit --action create --wait
+  tpubuild status                             what is running, the lock, the TTL
+  tpubuild ttl extend 4h                      push the environment's TTL back
+
+Run 'tpubuild COMMAND --help' for a command's options and examples. Exit codes: 0 ok,
+1 a failure in the world (a cloud call, a build), 2 bad input."""
 
 #: Defaults of the options every command shares (see build_parser).
 COMMON_DEFAULTS: dict[str, object] = {"values": "values.env", "debug": False}
@@ -39,7 +88,8 @@ class _Parser(argparse.ArgumentParser):
         raise BadInput(f"{self.prog}: {message}; see '{self.prog} --help'")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given ``argv``, with only the module of the command it names (when known)."""
     # SUPPRESS, not a default: the same options sit on the top parser and on every sub-command,
     # and a sub-command's default would silently replace `tpubuild --values X validate`'s X.
     # main() fills in the defaults after parsing (COMMON_DEFAULTS).
@@ -47,27 +97,46 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--values", metavar="PATH",
                         help="the environment's values file (default: ./values.env)")
     common.add_argument("--debug", action="store_true", help="show the full trace of unexpected errors")
-    parser = _Parser(prog="tpubuild", description=__doc__.splitlines()[0] if __doc__ else None,
-                     parents=[common])
+    parser = _Parser(prog="tpubuild", description=DESCRIPTION, epilog=EPILOG, parents=[common],
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"tpubuild {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name in COMMAND_MODULES:
+    word = _command_word(argv) if argv is not None else None
+    owner = COMMAND_OWNERS.get(word or "")
+    for name in (owner,) if owner else COMMAND_MODULES:
         importlib.import_module(name).register(sub, common)
+    from builder.commands import helptext
+
+    helptext.apply(sub)
+    sub._choices_actions = [a for a in sub._choices_actions if a.dest not in HIDDEN_COMMANDS]
     return parser
 
 
 def one_line(text: str, limit: int = 2000) -> str:
     """Messages are one line: whatever newlines a message carries (a path, a cloud error) become spaces."""
     flat = " ".join(part.strip() for part in text.splitlines() if part.strip())
+    # a lone surrogate (a non-UTF-8 byte in a path or argument) must not crash the print itself
+    flat = flat.encode("utf-8", "backslashreplace").decode("utf-8")
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def check_text_args(argv: Sequence[str]) -> None:
+    """Arguments are UTF-8 text: Python hands non-UTF-8 bytes of argv over as lone surrogates."""
+    for index, arg in enumerate(argv, 1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = arg.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+            raise BadInput(f"argument {index} ({shown}) is not UTF-8 text; pass names and paths in UTF-8") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     try:
-        args = build_parser().parse_args(argv)
+        check_text_args(argv)
+        args = build_parser(argv).parse_args(argv)
         for name, default in COMMON_DEFAULTS.items():
             if not hasattr(args, name):
                 setattr(args, name, default)

@@ -57,3 +57,20 @@ class ConfigError(BadInput):
         self.key = key
         self.what = what
         self.fix = fix
+
+
+class ConfigErrors(ConfigError):
+    """Every problem found in values.env at once (``tpubuild validate`` prints one line each).
+
+    It is a ``ConfigError`` whose message is the first problem, plus how many more there are, so
+    callers that report one line still can; ``errors`` holds them all."""
+
+    def __init__(self, errors: list[ConfigError], warnings: tuple[str, ...] = ()) -> None:
+        self.warnings = tuple(warnings)
+        errors = sorted(errors, key=lambda e: e.line or 1 << 30)  # file order; keys not in the file last
+        first = errors[0]
+        more = len(errors) - 1
+        super().__init__(first.what, first.fix, path=first.path, line=first.line, key=first.key)
+        if more:
+            self.message = f"{first.message} (and {more} more problem{'s' if more > 1 else ''}: run tpubuild validate)"
+        self.errors = list(errors)

@@ -6,13 +6,22 @@ job (``builder/commands/guard.py``).
 
 Rules (see docs/safety.md):
 
+* What a resource holds decides, not which module it is in: :mod:`builder.guard_classes` is the
+  one table (disks of every kind, snapshots, images, Filestore instances, backups and snapshots,
+  buckets, objects and folders hold data; unclassified types whose names sound like data count too).
 * During ``create``, ``update`` and ``auto``, a plan that destroys or replaces a data-holding
-  resource (:data:`PROTECTED_TYPES`: the Filestore instance and the shared persistent disk) is
-  refused unless ``allow_data_loss`` is set. "Destroys or replaces" means the resource change's
+  resource is refused unless ``allow_data_loss`` is set. "Destroys or replaces" means the resource change's
   ``actions`` contain ``"delete"``: ``["delete"]``, ``["delete", "create"]`` (replace) and
   ``["create", "delete"]`` (create-before-destroy replace).
-* During ``destroy`` deleting them is the point (the pipeline snapshots the shared PD and backs up
-  Filestore on tiers with backups first); a destroy plan must not create or update anything.
+* ``forget`` (Terraform >= 1.7 ``removed`` blocks with ``destroy = false``; ``["forget"]`` or
+  ``["create", "forget"]``) of a data holder is refused like a delete, in every action, with its
+  own message: the data keeps existing but no tpubuild step (destroy, snapshot, backup, status)
+  knows it any more. ``allow_data_loss`` accepts it.
+* An action combination Terraform does not document (:data:`KNOWN_ACTIONS`) is refused.
+* During ``destroy`` deleting the Filestore instance and the shared PD (:data:`PROTECTED_TYPES`)
+  is the point (the pipeline snapshots the shared PD and backs up Filestore on tiers with backups
+  first); deleting any other data holder (a snapshot, a backup, a bucket: the copies themselves)
+  is refused without ``allow_data_loss``. A destroy plan must not create or update anything.
 * Replacing or deleting a TPU (:data:`TPU_TYPES`) is allowed but announced: it interrupts training.
 * A plan Terraform marked ``errored`` (or not ``applyable`` when there is something to do) is
   refused; a document that is not a Terraform plan is bad input.
@@ -24,19 +33,29 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from builder import guard_classes
 from builder.errors import BadInput
 
 #: Plan modules (see builder.plan) and the actions whose pipelines apply Terraform plans.
-MODULES: tuple[str, ...] = ("tpu", "filestore", "shared_pd", "mig")
+MODULES: tuple[str, ...] = ("tpu", "filestore", "shared_pd", "mig", "dashboard")
 ACTIONS: tuple[str, ...] = ("create", "update", "auto", "destroy")
 
-#: Resource types that hold data, with what the user would lose.
+#: The data holders a ``destroy`` deletes on purpose, after the pipeline snapshotted/backed them up.
 PROTECTED_TYPES: dict[str, str] = {
     "google_filestore_instance": "the Filestore share (checkpoints and preprocessed data)",
     "google_compute_disk": "the shared persistent disk (the dataset)",
 }
 #: TPU resource types, by architecture: a replacement interrupts training.
-TPU_TYPES: dict[str, str] = {"google_tpu_node": "node", "google_tpu_v2_vm": "vm"}
+TPU_TYPES: dict[str, str] = guard_classes.TPU
+#: Every action list ``terraform show -json`` writes (Terraform 1.11: plans.Action's JSON forms).
+KNOWN_ACTIONS: frozenset[tuple[str, ...]] = frozenset({
+    ("no-op",), ("create",), ("read",), ("update",), ("delete",), ("delete", "create"), ("create", "delete"),
+    ("forget",), ("create", "forget"),
+})
+
+
+def loses(rtype: str) -> str:
+    return PROTECTED_TYPES.get(rtype) or guard_classes.what(rtype)
 
 OVERRIDE = "_ALLOW_DATA_LOSS=true"
 _KNOWN_ACTIONS = frozenset({"no-op", "create", "read", "update", "delete", "forget"})
@@ -58,6 +77,8 @@ class Change:
         """``create``, ``update``, ``replace``, ``delete``, ``no-op``, ``read`` or ``forget``."""
         if "delete" in self.actions and "create" in self.actions:
             return "replace"
+        if "forget" in self.actions:
+            return "forget"
         if "delete" in self.actions:
             return "delete"
         return self.actions[0] if self.actions else "no-op"
@@ -66,8 +87,16 @@ class Change:
     def destroys(self) -> bool:
         return "delete" in self.actions
 
+    @property
+    def forgets(self) -> bool:
+        return "forget" in self.actions
+
+    @property
+    def holds_data(self) -> bool:
+        return guard_classes.holds_data(self.type)
+
     def describe(self) -> str:
-        verb = {"replace": "replaced", "delete": "destroyed"}.get(self.kind, self.kind)
+        verb = {"replace": "replaced", "delete": "destroyed", "forget": "forgotten"}.get(self.kind, self.kind)
         why = f" ({', '.join(self.replace_paths)} forces replacement)" if self.replace_paths else ""
         deposed = " (a deposed object left by an earlier failed apply)" if self.deposed else ""
         return f"{self.address} would be {verb}{why}{deposed}"
@@ -85,7 +114,7 @@ class Decision:
     warnings: tuple[str, ...] = ()
 
     def counts(self) -> dict[str, int]:
-        out = {"create": 0, "update": 0, "replace": 0, "delete": 0}
+        out = {"create": 0, "update": 0, "replace": 0, "delete": 0, "forget": 0}
         for c in self.changes:
             if c.kind in out:
                 out[c.kind] += 1
@@ -94,8 +123,9 @@ class Decision:
     def summary(self) -> str:
         n = self.counts()
         verdict = "proceed" if self.proceed else "REFUSED"
+        forget = f", {n['forget']} to forget" if n["forget"] else ""
         return (f"guard: {self.module} ({self.action}): {n['create']} to add, {n['update']} to change, "
-                f"{n['replace']} to replace, {n['delete']} to destroy; {verdict}")
+                f"{n['replace']} to replace, {n['delete']} to destroy{forget}; {verdict}")
 
 
 def check_args(module: str, action: str) -> None:
@@ -162,29 +192,58 @@ def evaluate(doc: Any, module: str, action: str, *, allow_data_loss: bool = Fals
         return refuse(f"{source}: Terraform marked this plan as not applyable; fix the {module}-plan step's "
                       "errors and run the build again")
 
+    unknown = [c for c in changes if c.actions not in KNOWN_ACTIONS]
+    if unknown:
+        c = unknown[0]
+        return refuse(f"{source}: {c.address}: change.actions {list(c.actions)} is not an action combination "
+                      "Terraform documents, so the guard cannot tell what it does to the resource; refusing. "
+                      "Produce the plan with Terraform 1.x and pass its unmodified 'terraform show -json' output")
+
     warnings: list[str] = []
+    forgotten = [c for c in changes if c.holds_data and c.forgets]
+    if forgotten and not allow_data_loss:
+        more = f" (and {len(forgotten) - 1} more)" if len(forgotten) > 1 else ""
+        c = forgotten[0]
+        return refuse(f"{module}: {c.address} would be forgotten{more} during {action}: Terraform would drop it "
+                      f"from its state and leave it running, orphaning {loses(c.type)}: no later destroy, snapshot "
+                      "or backup would know it; refusing. Remove the 'removed' block (or put the resource back), "
+                      f"or rerun with {OVERRIDE} to accept orphaning it")
+    for c in forgotten:
+        warnings.append(f"DATA ORPHANED ({OVERRIDE}): {c.describe()}; {loses(c.type)} is left outside Terraform")
     if action == "destroy":
         building = [c for c in changes if c.kind in ("create", "update", "replace")]
         if building:
             return refuse(f"{source}: {building[0].address} would be {building[0].kind}d by a destroy; "
                           "a destroy plan must only delete; produce it with 'terraform plan -destroy'")
+        copies = [c for c in changes if c.holds_data and c.destroys and c.type not in PROTECTED_TYPES]
+        if copies and not allow_data_loss:
+            c = copies[0]
+            more = f" (and {len(copies) - 1} more)" if len(copies) > 1 else ""
+            return refuse(f"{module}: {c.describe()}{more} during destroy, losing {loses(c.type)}; destroy only "
+                          "removes the Filestore share and the shared PD (after backing them up) and keeps "
+                          f"snapshots, backups and buckets; refusing. Rerun with {OVERRIDE} to accept the loss")
         for c in changes:
             if c.type in PROTECTED_TYPES and c.destroys:
                 warnings.append(f"{c.address} will be destroyed: {PROTECTED_TYPES[c.type]} goes away with it "
                                 "(the pipeline snapshotted or backed it up first where it could)")
+        for c in copies:
+            warnings.append(f"DATA LOSS ALLOWED ({OVERRIDE}): {c.describe()}; {loses(c.type)} is lost")
     else:
-        lost = [c for c in changes if c.type in PROTECTED_TYPES and c.destroys]
+        lost = [c for c in changes if c.holds_data and c.destroys]
         if lost and not allow_data_loss:
             more = f" (and {len(lost) - 1} more)" if len(lost) > 1 else ""
             first = lost[0]
-            return refuse(f"{module}: {first.describe()}{more} during {action}, losing {PROTECTED_TYPES[first.type]}; "
+            return refuse(f"{module}: {first.describe()}{more} during {action}, losing {loses(first.type)}; "
                           f"refusing. Revert the change that forces this, or rerun with {OVERRIDE} to accept the loss")
         for c in lost:
-            warnings.append(f"DATA LOSS ALLOWED ({OVERRIDE}): {c.describe()}; {PROTECTED_TYPES[c.type]} is lost")
+            warnings.append(f"DATA LOSS ALLOWED ({OVERRIDE}): {c.describe()}; {loses(c.type)} is lost")
     for c in changes:
         if c.type in TPU_TYPES and c.destroys:
             if action == "destroy":
                 warnings.append(f"{c.address} will be destroyed: training on it stops")
+            elif TPU_TYPES[c.type] == "mig":
+                warnings.append(f"{c.describe()}: the slice's topology changes: training is interrupted; "
+                                "every VM of the MIG is deleted (mig-drain) and recreated (mig-resize)")
             else:
                 warnings.append(f"{c.describe()}: this interrupts training; running jobs stop and must "
                                 "resume from their last checkpoint")

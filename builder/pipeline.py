@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.config.validate import FS_BACKUP_TIERS
 from builder.errors import BadInput, ConfigError
-from builder.plan import Plan, module_dir
+from builder.plan import Plan, hosts_module, module_dir
 
 if TYPE_CHECKING:  # pragma: no cover
     from jinja2 import Environment
@@ -59,12 +59,21 @@ TIMEOUTS: dict[str, int] = {
     "apply:mig": 3600,
     "apply:filestore": 3600,
     "apply:shared_pd": 1800,
+    "drain": 3600,
+    "resize": 3600,
+    "apply:dashboard": 600,
     "restore": 300,
     "snapshot": 3600,
     "backup": 7200,
     "seed": 14400,
     "finalize": 600,
+    "unqueue": 1800,
 }
+#: TPU_QUEUED: how long tpu-queue waits for ACTIVE without TPU_QUEUED_VALID_FOR, and at most (a
+#: Cloud Build build lasts at most 24 h); its step timeout adds QUEUE_SLACK_S to the wait.
+QUEUE_WAIT_S = 4 * 3600
+MAX_QUEUE_WAIT_S = 20 * 3600
+QUEUE_SLACK_S = 900
 #: Slack added to the longest path through the steps for the whole build's timeout.
 BUILD_TIMEOUT_SLACK = 900
 #: Cloud Build's maximum build timeout (24 h).
@@ -94,7 +103,7 @@ def check_duration(value: str) -> str:
 
 def attaches_disk(settings: Settings, module: str) -> bool:
     """Whether ``module``'s machines attach the shared PD (node: the MIG; vm: the TPU VM)."""
-    return settings.shared_pd_attach and module == ("mig" if settings.arch == "node" else "tpu")
+    return settings.shared_pd_attach and module == hosts_module(settings.arch)
 
 
 def seeds(settings: Settings, plan: Plan) -> bool:
@@ -120,6 +129,22 @@ def loses_share_on_destroy(settings: Settings, plan: Plan) -> bool:
     return plan.destroys("filestore") and settings.shared_fs_tier not in FS_BACKUP_TIERS
 
 
+def queues(settings: Settings) -> bool:
+    """TPU_QUEUED on vm: the slice is a queued resource that tpu-queue requests with gcloud after
+    tpu-apply (which then creates only the hosts' identity and firewall), and tpu-unqueue deletes
+    before the tpu module's Terraform destroy."""
+    return settings.arch == "vm" and settings.queued
+
+
+def queue_wait_s(settings: Settings) -> int:
+    """Seconds tpu-queue waits for ACTIVE: TPU_QUEUED_VALID_FOR (the request expires then
+    anyway), else QUEUE_WAIT_S; at most MAX_QUEUE_WAIT_S."""
+    from builder.config.keys import duration_seconds
+
+    valid = duration_seconds(settings.queued_valid_for) if settings.queued_valid_for else QUEUE_WAIT_S
+    return min(valid, MAX_QUEUE_WAIT_S)
+
+
 def _repo_script(settings: Settings, key: str, rel: str) -> str:
     """Repo-relative path of a script named in values.env (relative to the repo or to models/);
     an error now, because a pipeline is about to use it."""
@@ -127,6 +152,12 @@ def _repo_script(settings: Settings, key: str, rel: str) -> str:
     for candidate in (rel, f"models/{rel}"):
         if (root / candidate).is_file():
             return Path(candidate).as_posix()
+    from builder.legacy import SEED_SCRIPTS
+
+    if rel in SEED_SCRIPTS:  # the seed repository's own script, which this product replaced
+        raise ConfigError(f"{rel!r} is {SEED_SCRIPTS[rel]}, not a script of this repository",
+                          "run tpubuild migrate (it clears the seed's script paths)",
+                          path=settings.source, line=settings.line_of(key), key=key)
     raise ConfigError(f"{rel!r} does not exist (looked in {root} and {root / 'models'})",
                       "add the script to the repository or clear the key",
                       path=settings.source, line=settings.line_of(key), key=key)
@@ -146,7 +177,13 @@ def preflight(settings: Settings, plan: Plan) -> None:
 
 def runs_setup_script(settings: Settings, module: str) -> bool:
     """Whether ``module``'s machines run the startup script (and so MIG_SETUP_SCRIPT)."""
-    return module == ("mig" if settings.arch == "node" else "tpu")
+    return module == hosts_module(settings.arch)
+
+
+def resizes_slice(settings: Settings, plan: Plan) -> bool:
+    """TPU_ARCH=mig and the slice (plan module mig) is applied: mig-drain runs before its apply
+    and mig-resize after it (docs/pipeline.md, "Resize on mig")."""
+    return settings.arch == "mig" and plan.applies("mig")
 
 
 # ---- rendering ----
@@ -217,6 +254,15 @@ class _Steps:
         self.steps.append(step)
         return step_id
 
+    def slice_context(self) -> dict[str, Any]:
+        s = self.s
+        shape = s.mig_shape
+        return dict(project=s.project_id, zone=s.zone, group=s.tpu_name, vms=shape.vms,
+                    topology=shape.topology, accelerator_type=s.accelerator_type,
+                    # the workload policy's name (modules/tpu_mig: <name>-<topology>); none for one VM
+                    policy=f"{s.tpu_name}-{shape.topology}" if shape.accelerator_topology else "",
+                    wait_s=TIMEOUTS["resize"] - 300)
+
     def labels(self) -> str:
         return ",".join(f"{k}={v}" for k, v in self.s.labels.items())
 
@@ -224,9 +270,10 @@ class _Steps:
         s, plan = self.s, self.plan
         wheel = self.add("tpubuild-wheel", "python", "wheel.sh.j2", [], TIMEOUTS["wheel"], wheels=WHEELS)
         has_seed = seeds(s, plan)
+        last: dict[str, str] = {}  # module → its last step, which the modules after it wait for
         for op in plan.operations:
             m = op.module
-            deps = [f"{a}-apply" for a in op.after]
+            deps = [last.get(a, f"{a}-apply") for a in op.after]
             if op.op == "apply" and has_seed and attaches_disk(s, m):
                 deps.append("shared_pd-seed")
             pre: list[str] = []
@@ -246,6 +293,10 @@ class _Steps:
                     instance_location_flag="--instance-location" if regional else "--instance-zone",
                     instance=s.filestore_name, share=s.shared_fs_name, tier=s.shared_fs_tier,
                     labels=self.labels()))
+            queued = m == "tpu" and queues(s)
+            if queued and op.op == "destroy":
+                pre.append(self.add("tpu-unqueue", "gcloud", "tpu_unqueue.sh.j2", deps, TIMEOUTS["unqueue"],
+                                    project=s.project_id, zone=s.zone, name=s.tpu_name))
             tf = dict(module=m, op=op.op, tfdir=module_dir(s, m), bucket=s.state_bucket,
                       prefix=f"{s.env_name}/{m}", lock_timeout=LOCK_TIMEOUT)
             self.add(f"{m}-plan", "terraform", "tf_plan.sh.j2", [*deps, *pre], TIMEOUTS["plan"],
@@ -253,8 +304,25 @@ class _Steps:
                      snapshot_name=restore if restore not in ("", "latest") else "", **tf)
             self.add(f"{m}-guard", "python", "guard.sh.j2", [f"{m}-plan", wheel], TIMEOUTS["guard"],
                      module=m, action=plan.action, allow_data_loss=self.allow_data_loss, wheels=WHEELS)
-            self.add(f"{m}-apply", "terraform", "tf_apply.sh.j2", [f"{m}-guard"],
-                     TIMEOUTS[f"apply:{m}"], **tf)
+            slice_steps = m == "mig" and resizes_slice(s, plan)
+            if slice_steps:
+                self.add("mig-drain", "gcloud", "mig_drain.sh.j2", [f"{m}-guard"], TIMEOUTS["drain"],
+                         **self.slice_context())
+            last[m] = self.add(f"{m}-apply", "terraform", "tf_apply.sh.j2",
+                               ["mig-drain" if slice_steps else f"{m}-guard"], TIMEOUTS[f"apply:{m}"],
+                               queued_request=queued and op.op == "apply", **tf)
+            if slice_steps:
+                last[m] = self.add("mig-resize", "gcloud", "mig_resize.sh.j2", ["mig-apply"], TIMEOUTS["resize"],
+                                   **self.slice_context())
+            if queued and op.op == "apply":
+                wait_s = queue_wait_s(s)
+                last[m] = self.add(
+                    "tpu-queue", "gcloud", "tpu_queue.sh.j2", [last[m]], wait_s + QUEUE_SLACK_S,
+                    project=s.project_id, zone=s.zone, name=s.tpu_name, accelerator_type=s.accelerator_type,
+                    runtime_version=s.runtime_version, valid_for=s.queued_valid_for, provisioning=s.provisioning,
+                    network=s.network, subnetwork=s.subnetwork, external_ips=s.tpu_external_ips,
+                    labels=self.labels(), shared_pd_attach=s.shared_pd_attach, wait_s=wait_s,
+                    replace=plan.action != "create")
             if m == "shared_pd" and has_seed:
                 prep = s.mig_seed_data_prep_script
                 self.add("shared_pd-seed", "gcloud", "pd_seed.sh.j2", ["shared_pd-apply"], TIMEOUTS["seed"],
@@ -292,6 +360,8 @@ def render(settings: Settings, plan: Plan, *, allow_data_loss: bool = False, all
     return {
         "steps": steps,
         "timeout": check_duration(f"{build_timeout(steps)}s"),
+        # a user-specified service account requires logs in Cloud Logging (or a logs bucket)
+        "serviceAccount": settings.builder_service_account_resource,
         "options": {"logging": "CLOUD_LOGGING_ONLY"},
         "tags": ["tpubuild", f"tpubuild-env-{settings.env_name}", f"tpubuild-{plan.action}"],
     }
@@ -307,7 +377,13 @@ def to_json(config: dict[str, Any]) -> str:
 
 def to_yaml(config: dict[str, Any]) -> str:
     """YAML with scripts as literal blocks, so `tpubuild render` output reads like a hand-written
-    cloudbuild.yaml."""
+    cloudbuild.yaml: builder/yamlout.py (no PyYAML import: start-up time), else PyYAML."""
+    from builder import yamlout
+
+    try:
+        return yamlout.dump(config)
+    except yamlout.Unsupported:
+        pass
     import yaml
 
     class Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]  # libyaml when present

@@ -16,6 +16,10 @@ destroy       none         mig, then tpu, then filestore ‖ shared_pd (buckets 
 destroy       tpu/mig      only the named modules, mig before tpu
 ============  ===========  ===============================================================
 
+``dashboard`` (modules/dashboard: the Cloud Monitoring dashboard and the log-based step metric,
+issue 18) depends on nothing and nothing depends on it: create/update apply it in the first stage,
+a full destroy removes it in the first stage; the scope flags never touch it.
+
 In the ``vm`` architecture there is no MIG, and the TPU VM attaches the shared PD and mounts the
 share at creation, so ``tpu`` is applied *after* ``filestore`` and ``shared_pd`` and destroyed
 *before* them.
@@ -39,33 +43,47 @@ OPS: tuple[str, ...] = ("apply", "destroy")
 
 #: Plan modules per architecture, in create's order.
 MODULES: dict[str, tuple[str, ...]] = {
-    "node": ("filestore", "shared_pd", "tpu", "mig"),
-    "vm": ("filestore", "shared_pd", "tpu"),
+    "node": ("filestore", "shared_pd", "tpu", "mig", "dashboard"),
+    "vm": ("filestore", "shared_pd", "tpu", "dashboard"),
+    # mig (issue 13): tpu = the slice's access (host identity, firewall, MIG reader role), mig = the
+    # slice itself (workload policy + instance template + MIG); docs/pipeline.md has why.
+    "mig": ("filestore", "shared_pd", "tpu", "mig", "dashboard"),
 }
 
 #: What each module waits for when it is created (the create DAG), per architecture.
 CREATE_AFTER: dict[str, dict[str, tuple[str, ...]]] = {
-    "node": {"filestore": (), "shared_pd": (), "tpu": (), "mig": ("filestore", "shared_pd", "tpu")},
-    "vm": {"filestore": (), "shared_pd": (), "tpu": ("filestore", "shared_pd")},
+    "node": {"filestore": (), "shared_pd": (), "tpu": (), "mig": ("filestore", "shared_pd", "tpu"), "dashboard": ()},
+    "vm": {"filestore": (), "shared_pd": (), "tpu": ("filestore", "shared_pd"), "dashboard": ()},
+    "mig": {"filestore": (), "shared_pd": (), "tpu": (), "mig": ("filestore", "shared_pd", "tpu"), "dashboard": ()},
 }
 
 #: What each module waits for when it is destroyed (full destroy), per architecture.
 DESTROY_AFTER: dict[str, dict[str, tuple[str, ...]]] = {
-    "node": {"mig": (), "tpu": ("mig",), "filestore": ("tpu",), "shared_pd": ("tpu",)},
-    "vm": {"tpu": (), "filestore": ("tpu",), "shared_pd": ("tpu",)},
+    "node": {"mig": (), "tpu": ("mig",), "filestore": ("tpu",), "shared_pd": ("tpu",), "dashboard": ()},
+    "vm": {"tpu": (), "filestore": ("tpu",), "shared_pd": ("tpu",), "dashboard": ()},
+    "mig": {"mig": (), "tpu": ("mig",), "filestore": ("mig",), "shared_pd": ("mig",), "dashboard": ()},
 }
 
 #: Order of a full destroy (a topological order of DESTROY_AFTER).
 DESTROY_ORDER: dict[str, tuple[str, ...]] = {
-    "node": ("mig", "tpu", "filestore", "shared_pd"),
-    "vm": ("tpu", "filestore", "shared_pd"),
+    "node": ("mig", "tpu", "filestore", "shared_pd", "dashboard"),
+    "vm": ("tpu", "filestore", "shared_pd", "dashboard"),
+    "mig": ("mig", "tpu", "filestore", "shared_pd", "dashboard"),
 }
+
+#: Terraform directories of the mig architecture's two slice modules.
+_MIG_ARCH_DIRS: dict[str, str] = {"tpu": "modules/tpu_mig_access", "mig": "modules/tpu_mig"}
 
 _TERRAFORM_DIRS: dict[str, str] = {
     "filestore": "modules/filestore",
     "shared_pd": "modules/shared_pd",
     "mig": "modules/mig",
+    "dashboard": "modules/dashboard",
 }
+
+#: How make_plan names its inputs in messages: Cloud Build substitutions (default) or CLI flags.
+SUBSTITUTION_NAMES: dict[str, str] = {"action": "_BUILD_ACTION", "tpu": "_TPU", "mig": "_MIG", "only": "only"}
+CLI_NAMES: dict[str, str] = {"action": "--action", "tpu": "--tpu", "mig": "--mig", "only": "--only"}
 
 _FLAG_TRUE = frozenset({"true"})
 _FLAG_FALSE = frozenset({"false", "default", ""})
@@ -137,14 +155,22 @@ def parse_flag(raw: str, name: str) -> bool:
     raise BadInput(f"{name}: {raw!r} is not a flag value; use true, false, default or leave it empty")
 
 
+def hosts_module(arch: str) -> str:
+    """The plan module whose machines are the hosts (they boot with env_setup and run the
+    training): the TPU VMs on vm, the worker MIG on node, the slice's MIG on mig."""
+    return "tpu" if arch == "vm" else "mig"
+
+
 def module_dir(settings: Settings, module: str) -> str:
     """The Terraform directory (repo-relative) of a plan module."""
+    if settings.arch == "mig" and module in _MIG_ARCH_DIRS:
+        return _MIG_ARCH_DIRS[module]
     if module == "tpu":
         return "modules/tpu_node" if settings.arch == "node" else "modules/tpu_vm"
     try:
         return _TERRAFORM_DIRS[module]
     except KeyError:
-        raise BadInput(f"{module!r} is not a plan module; use one of tpu, filestore, shared_pd, mig") from None
+        raise BadInput(f"{module!r} is not a plan module; use one of tpu, filestore, shared_pd, mig, dashboard") from None
 
 
 def _arch_where(settings: Settings) -> str:
@@ -183,35 +209,45 @@ def make_plan(
     tpu: bool = False,
     mig: bool = False,
     only: frozenset[str] | None = None,
+    names: dict[str, str] | None = None,
 ) -> Plan:
-    """The operations of ``action`` for these settings; refuses every meaningless combination."""
+    """The operations of ``action`` for these settings; refuses every meaningless combination.
+
+    ``names`` says how the caller spells the inputs in messages (``CLI_NAMES`` for the command
+    line, the default ``SUBSTITUTION_NAMES`` for Cloud Build's substitutions)."""
+    n = {**SUBSTITUTION_NAMES, **(names or {})}
     arch = settings.arch
     action_in = action
     action = action.strip().lower()
     if action not in ACTIONS:
-        raise BadInput(f"_BUILD_ACTION: {action_in!r} is not an action; use one of {', '.join(ACTIONS)}")
+        raise BadInput(f"{n['action']}: {action_in!r} is not an action; use one of {', '.join(ACTIONS)}")
+    scope = f"{n['tpu']}/{n['mig']}"
     if only is not None:
         if action != "update":
-            raise BadInput(f"only: a module selection applies to update (GitOps auto), not {action}; "
+            raise BadInput(f"{n['only']}: a module selection applies to update (GitOps auto), not {action}; "
                            "drop the selection or use action update")
         if tpu or mig:
-            raise BadInput("only: a module selection cannot be combined with _TPU/_MIG; use one or the other")
+            raise BadInput(f"{n['only']}: a module selection cannot be combined with {scope}; use one or the other")
         unknown = sorted(set(only) - set(MODULES[arch]))
         if unknown:
-            raise BadInput(f"only: {', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not "
+            raise BadInput(f"{n['only']}: {', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not "
                            f"{arch}-architecture module{'s' if len(unknown) > 1 else ''}; "
                            f"use some of {', '.join(MODULES[arch])}")
         if not only:
-            raise BadInput("only: the module selection is empty, so the update would do nothing; "
+            raise BadInput(f"{n['only']}: the module selection is empty, so the update would do nothing; "
                            "name at least one module, or run no build")
     if action == "initialize":
         if tpu or mig:
-            raise BadInput("_TPU/_MIG: initialize takes no scope flags (it creates the buckets and the "
+            raise BadInput(f"{scope}: initialize takes no scope flags (it creates the buckets and the "
                            "workspace, no Terraform); drop the flags")
         return Plan(action, arch, ())
-    if mig and arch != "node":
-        raise BadInput(f"_MIG: the vm architecture{_arch_where(settings)} has no MIG (the TPU VM hosts are the "
-                       "workers); drop _MIG, and use _TPU to act on the TPU VM")
+    if mig and arch == "vm":
+        raise BadInput(f"{n['mig']}: the vm architecture{_arch_where(settings)} has no MIG (the TPU VM hosts are the "
+                       f"workers); drop {n['mig']}, and use {n['tpu']} to act on the TPU VM")
+    if action == "create" and (tpu or mig):
+        used = " and ".join(x for x, on in ((n["tpu"], tpu), (n["mig"], mig)) if on)
+        raise BadInput(f"{used}: create applies every module, so a scope would be ignored; drop {used}, "
+                       f"or use {n['action']} update to apply only the scoped modules")
 
     if action in ("create", "update"):
         order = MODULES[arch]
@@ -224,6 +260,10 @@ def make_plan(
         ops = _restrict(kept, CREATE_AFTER[arch])
         op = "apply"
     else:  # destroy
+        if arch == "mig" and tpu and not mig:
+            raise BadInput("_TPU: on the mig architecture the tpu module is the slice's service account and "
+                           "firewall; destroying it alone would cut off the running TPU VMs of the MIG; "
+                           "add _MIG=true (destroys the slice, then its access)")
         order = DESTROY_ORDER[arch]
         if tpu or mig:
             kept = tuple(m for m in order if (m == "tpu" and tpu) or (m == "mig" and mig))
@@ -233,3 +273,21 @@ def make_plan(
         op = "destroy"
     operations = tuple(Operation(o.module, op, o.after) for o in ops)
     return Plan(action, arch, operations, tpu=tpu, mig=mig, only=frozenset(only) if only is not None else None)
+
+
+def refuse_idle_allow_flags(plan: Plan, *, allow_data_loss: bool = False, allow_wipe: bool = False,
+                            names: dict[str, str] | None = None) -> None:
+    """Refuse an allow flag that this plan would silently ignore (``submit``, ``dispatch`` and
+    ``render`` share it): ``initialize`` applies no Terraform; ``allow_wipe`` needs an apply of
+    shared_pd (only its seeder wipes)."""
+    n = {"allow_data_loss": "_ALLOW_DATA_LOSS", "allow_wipe": "_ALLOW_WIPE", **(names or {})}
+    if plan.action == "initialize":
+        for key, on in (("allow_data_loss", allow_data_loss), ("allow_wipe", allow_wipe)):
+            if on:
+                raise BadInput(f"{n[key]}: initialize applies no Terraform and seeds nothing, so there is "
+                               f"nothing to allow; drop {n[key]}")
+        return
+    if allow_wipe and not plan.applies("shared_pd"):
+        ops = ", ".join(f"{o.op} {o.module}" for o in plan.operations)
+        raise BadInput(f"{n['allow_wipe']}: this {plan.action} ({ops}) does not apply shared_pd, so the seeder "
+                       f"never runs and there is nothing to wipe; drop {n['allow_wipe']}")

@@ -38,8 +38,9 @@ from builder.errors import BadInput, ConfigError
 #: Plan modules per architecture (the same set and order as ``builder.plan``; not imported from
 #: there because tfvars and plan are sibling stages).
 PLAN_MODULES: dict[str, tuple[str, ...]] = {
-    "node": ("filestore", "shared_pd", "tpu", "mig"),
-    "vm": ("filestore", "shared_pd", "tpu"),
+    "node": ("filestore", "shared_pd", "tpu", "mig", "dashboard"),
+    "vm": ("filestore", "shared_pd", "tpu", "dashboard"),
+    "mig": ("filestore", "shared_pd", "tpu", "mig", "dashboard"),
 }
 
 
@@ -122,7 +123,19 @@ def _tpu_vm(s: Settings) -> dict[str, Any]:
         **_common(s), **_workers(s), "name": s.tpu_name, "accelerator_type": s.accelerator_type,
         "runtime_version": s.runtime_version, "external_ips": s.tpu_external_ips,
         "preemptible": s.tpu_preemptible, "spot": s.tpu_spot, "reserved": s.tpu_reserved,
+        "queued": s.queued,
+        **_ttl(s),
     }
+
+
+def _ttl(s: Settings) -> dict[str, Any]:
+    """modules/ttl's inputs, through the TPU module (builder/ttl.py renders the build)."""
+    import json
+
+    from builder import ttl
+
+    body = json.dumps(ttl.build_request(s), sort_keys=True, separators=(",", ":")) if s.env_ttl_hours else ""
+    return {"ttl_hours": s.env_ttl_hours, "ttl_build_body": body}
 
 
 def _mig(s: Settings) -> dict[str, Any]:
@@ -134,15 +147,56 @@ def _mig(s: Settings) -> dict[str, Any]:
     }
 
 
+def _tpu_mig_access(s: Settings) -> dict[str, Any]:
+    """mig architecture, plan module tpu: the slice's identity and network access."""
+    return {
+        "project_id": s.project_id, "env_name": s.env_name, "state_bucket": s.state_bucket,
+        "service_account_id": service_account_id(s), "network": s.network, "name": s.tpu_name,
+        "dataset_bucket": dataset_bucket(s.gcs_dataset),
+    }
+
+
+def _tpu_mig(s: Settings) -> dict[str, Any]:
+    """mig architecture, plan module mig: workload policy, instance template and the MIG."""
+    shape = s.mig_shape
+    return {
+        **_common(s), "env_name": s.env_name, "state_bucket": s.state_bucket, "network": s.network,
+        "subnetwork": s.subnetwork, "shared_pd_attach": s.shared_pd_attach, "mount_point": s.mount_point,
+        "setup_script": setup_script(s), "name": s.tpu_name, "accelerator_type": s.accelerator_type,
+        "machine_type": shape.machine_type, "vm_count": shape.vms,
+        "accelerator_topology": shape.accelerator_topology, "topology": shape.topology,
+        "host_bounds": shape.host_bounds, "chips_per_host_bounds": shape.chips_per_host_bounds,
+        "image_project": shape.image_project, "image_family": shape.image_family,
+        "boot_disk_size_gb": s.boot_disk_size_gb, "boot_disk_type": shape.boot_disk_type,
+        "external_ips": s.tpu_external_ips,
+        "provisioning": s.provisioning, "reservation": s.reservation,
+    }
+
+
+def _dashboard(s: Settings) -> dict[str, Any]:
+    """The dashboard JSON is rendered by builder.dashboard (the one place it is made)."""
+    from builder import dashboard
+
+    return {
+        "project_id": s.project_id, "env_name": s.env_name,
+        "dashboard_json": dashboard.to_json(dashboard.for_settings(s)),
+        "step_metric_name": dashboard.step_metric_name(s.env_name),
+        "step_log_filter": dashboard.step_log_filter(s.project_id, s.env_name),
+    }
+
+
 def for_module(settings: Settings, module: str) -> dict[str, Any]:
     """Exactly the variables of the Terraform module behind plan module ``module``."""
     modules = PLAN_MODULES[settings.arch]
     if module not in modules:
         raise BadInput(f"{module!r} is not a Terraform module of the {settings.arch} architecture; "
                        f"use one of {', '.join(modules)}")
+    if settings.arch == "mig":
+        if module in ("tpu", "mig"):
+            return _tpu_mig_access(settings) if module == "tpu" else _tpu_mig(settings)
     if module == "tpu":
         return _tpu_node(settings) if settings.arch == "node" else _tpu_vm(settings)
-    return {"filestore": _filestore, "shared_pd": _shared_pd, "mig": _mig}[module](settings)
+    return {"filestore": _filestore, "shared_pd": _shared_pd, "mig": _mig, "dashboard": _dashboard}[module](settings)
 
 
 def all_for(settings: Settings) -> dict[str, dict[str, Any]]:

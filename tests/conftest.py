@@ -23,6 +23,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = REPO / "values.env"
+#: The shipped values.env as it was before issue 11 (a TPU Node file): tests of node behaviour
+#: (legacy: destroy/status only) and of `tpubuild migrate` use it.
+NODE = REPO / "tests" / "data" / "node-values.env"
 EXAMPLES = REPO / "examples"
 
 
@@ -67,7 +70,8 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str
 #: Environment variables that point tpubuild's clients at emulators or at credentials.
 NO_CLOUD = ("STORAGE_EMULATOR_HOST", "TPUBUILD_CLOUDBUILD_ENDPOINT", "TPUBUILD_TPU_ENDPOINT",
             "TPUBUILD_TPU_V1_ENDPOINT", "TPUBUILD_FILESTORE_ENDPOINT", "TPUBUILD_COMPUTE_ENDPOINT",
-            "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT")
+            "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT",
+            "TPUBUILD_IAM_ENDPOINT", "TPUBUILD_RESOURCEMANAGER_ENDPOINT")
 
 
 @pytest.fixture

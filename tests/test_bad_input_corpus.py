@@ -19,12 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, SHIPPED, rewrite_env, run_tpubuild
+from tests.conftest import EXAMPLES, NODE, SHIPPED, rewrite_env, run_tpubuild
 
 pytestmark = pytest.mark.usefixtures("no_cloud")
 
 VM = EXAMPLES / "vm-v4-32.env"
 V5E = EXAMPLES / "vm-v5litepod-16.env"
+MIG = EXAMPLES / "mig-v6e-16-spot.env"
 MINIMAL = (
     'ENV_BUILD_NAME="env1"\nPROJECT_ID="my-tpu-project"\nZONE="europe-west4-a"\n'
     'TPU_ACCELERATOR_TYPE="v3-8"\nTPU_PYTORCH_VERSION="pytorch-nightly"\n'
@@ -109,14 +110,30 @@ CASES: list[Case] = [
     Case("v5litepod-3", _env(TPU_ACCELERATOR_TYPE="v5litepod-3"), base=V5E, expect=("TPU_ACCELERATOR_TYPE:", "v5litepod-4")),
     Case("v2-1024", _env(TPU_ACCELERATOR_TYPE="v2-1024"), expect=("TPU_ACCELERATOR_TYPE:", "v2-512")),
     Case("gpu-type", _env(TPU_ACCELERATOR_TYPE="nvidia-tesla-v100"), expect=("TPU_ACCELERATOR_TYPE:", "unknown accelerator type")),
-    Case("node-v4", _env(TPU_ACCELERATOR_TYPE="v4-32"), expect=("TPU_ARCH:", "v2 and v3 only", 'TPU_ARCH="vm"')),
-    Case("node-v5p-inferred", _env(TPU_ARCH=None, TPU_ACCELERATOR_TYPE="v5p-32"), expect=("TPU_PYTORCH_VERSION:", "v2-alpha-tpuv5")),
+    Case("node-v4", _env(TPU_ACCELERATOR_TYPE="v4-32"), base=NODE, expect=("TPU_ARCH:", "v2 and v3 only", 'TPU_ARCH="vm"')),
+    Case("node-v5p-inferred", _env(TPU_ARCH=None, TPU_ACCELERATOR_TYPE="v5p-32"), base=NODE, expect=("TPU_PYTORCH_VERSION:", "v2-alpha-tpuv5")),
     Case("v6e-ubuntu", _env(TPU_ACCELERATOR_TYPE="v6e-16"), base=VM, expect=("TPU_RUNTIME_VERSION:", "use v2-alpha-tpuv6e")),
     Case("v3-on-v6e-runtime", _env(TPU_ACCELERATOR_TYPE="v3-8", TPU_RUNTIME_VERSION="v2-alpha-tpuv6e"), base=VM,
          expect=("TPU_RUNTIME_VERSION:", "does not run on v3")),
-    Case("vm-with-xrt-runtime", _env(TPU_ARCH="vm"), expect=("TPU_ARCH:", "contradicts")),
-    Case("spot-node", _env(TPU_SPOT="true"), expect=("TPU_SPOT:", "only as TPU VMs")),
-    Case("reserved-node", _env(TPU_RESERVED="true"), expect=("TPU_RESERVED:", "TPU VM option", "TPU_PREEMPTIBLE", 'TPU_ARCH="vm"')),
+    Case("vm-with-xrt-runtime", _env(TPU_ARCH="vm"), base=NODE, expect=("TPU_ARCH:", "contradicts")),
+    Case("spot-node", _env(TPU_SPOT="true"), base=NODE, expect=("TPU_SPOT:", "only as TPU VMs")),
+    Case("reserved-node", _env(TPU_RESERVED="true"), base=NODE, expect=("TPU_RESERVED:", "TPU VM option", "TPU_PREEMPTIBLE", 'TPU_ARCH="vm"')),
+    # TPU_ARCH="mig" (issue 13): wrong generation, impossible topology, spot + reservation, a runtime
+    Case("mig-v4", _env(TPU_ACCELERATOR_TYPE="v4-32"), base=MIG,
+         expect=("TPU_ACCELERATOR_TYPE:", "v5p, v6e, tpu7x only", 'TPU_ARCH="vm"'), sub=True),
+    Case("mig-v5p-24", _env(TPU_ACCELERATOR_TYPE="v5p-24"), base=MIG,
+         expect=("TPU_ACCELERATOR_TYPE:", "not a size Cloud TPU offers", "v5p-384")),
+    Case("mig-v6e-48", _env(TPU_ACCELERATOR_TYPE="v6e-48"), base=MIG, expect=("TPU_ACCELERATOR_TYPE:", "v6e-64")),
+    Case("mig-spot-and-reservation", _env(TPU_RESERVED="true"), base=MIG,
+         expect=("TPU_RESERVED:", 'means reservation, but TPU_PROVISIONING is "spot"', "remove TPU_RESERVED")),
+    Case("mig-spot-named-reservation", _env(TPU_RESERVATION="my-res"), base=MIG,
+         expect=("TPU_RESERVATION:", "names a reservation but the TPU is spot")),
+    Case("mig-v6e-shared-pd", _env(SHARED_PD_DISK_ATTACH="true"), base=MIG,
+         expect=("SHARED_PD_DISK_ATTACH:", "attach only Hyperdisk", 'SHARED_PD_DISK_ATTACH="false"')),
+    Case("mig-tpu7x-wrong-zone", _env(TPU_ACCELERATOR_TYPE="tpu7x-8"), base=MIG,
+         expect=("ZONE:", "tpu7x-8 is not offered in us-east5-b", 'ZONE="us-central1-c"')),
+    Case("mig-runtime", _env(TPU_RUNTIME_VERSION="v2-alpha-tpuv6e"), base=MIG,
+         expect=("TPU_RUNTIME_VERSION:", "no TPU runtime", "remove TPU_RUNTIME_VERSION")),
     Case("ssd-too-small", _env(SHARED_FS_TIER="BASIC_SSD"), expect=("SHARED_FS_CAPACITY:", "2560")),
     Case("high-scale-too-small", _env(SHARED_FS_TIER="HIGH_SCALE_SSD"), expect=("SHARED_FS_CAPACITY:", "10240")),
     Case("restore-without-disk", _env(SHARED_PD_RESTORE="latest", SHARED_PD_DISK_ATTACH="false"), expect=("SHARED_PD_RESTORE:", "needs the disk")),
@@ -135,18 +152,18 @@ CASES: list[Case] = [
     Case("snapshot-name", _env(SHARED_PD_RESTORE="Bad_Snap"), expect=("SHARED_PD_RESTORE:", "snapshot name")),
     # ---------------------------------------------------------------- flag combinations
     Case("plan-initialize-tpu", args=("plan", "--values", "{values}", "--action", "initialize", "--tpu"),
-         expect=("_TPU/_MIG", "initialize takes no scope flags", "drop the flags"), sub=True),
+         expect=("--tpu/--mig", "initialize takes no scope flags", "drop the flags"), sub=True),
     Case("render-initialize-mig", args=("render", "--values", "{values}", "--action", "initialize", "--mig"),
-         expect=("_TPU/_MIG", "initialize takes no scope flags")),
-    Case("plan-bogus-action", args=("plan", "--values", "{values}", "--action", "bogus"), expect=("_BUILD_ACTION", "'bogus' is not an action", "use one of")),
+         expect=("--tpu/--mig", "initialize takes no scope flags")),
+    Case("plan-bogus-action", args=("plan", "--values", "{values}", "--action", "bogus"), expect=("--action", "'bogus' is not an action", "use one of")),
     Case("render-mig-on-vm", base=VM, args=("render", "--values", "{values}", "--action", "update", "--mig"),
-         expect=("_MIG", "has no MIG", "use _TPU"), sub=True),
+         expect=("--mig", "has no MIG", "use --tpu"), sub=True),
     Case("render-format-xml", args=("render", "--values", "{values}", "--format", "xml"), expect=("--format", "invalid choice: 'xml'", "--help")),
     Case("plan-format-yaml", args=("plan", "--values", "{values}", "--format", "yaml"), expect=("--format", "invalid choice: 'yaml'")),
     Case("only-on-create", args=("plan", "--values", "{values}", "--only", "tpu"), expect=("only:", "applies to update")),
-    Case("only-unknown", args=("plan", "--values", "{values}", "--action", "update", "--only", "gpu"), expect=("only:", "gpu", "filestore, shared_pd, tpu, mig")),
+    Case("only-unknown", args=("plan", "--values", "{values}", "--action", "update", "--only", "gpu"), expect=("only:", "gpu", "filestore, shared_pd, tpu")),
     Case("only-with-tpu", args=("render", "--values", "{values}", "--action", "update", "--only", "tpu", "--tpu"),
-         expect=("only:", "cannot be combined", "_TPU/_MIG")),
+         expect=("only:", "cannot be combined", "--tpu/--mig")),
     Case("only-empty", args=("plan", "--values", "{values}", "--action", "update", "--only", ","), expect=("only:", "selection is empty")),
     Case("unknown-flag", args=("validate", "--values", "{values}", "--frobnicate"), expect=("unrecognized arguments: --frobnicate",)),
     Case("no-command", args=(), expect=("required: COMMAND", "--help")),
@@ -181,9 +198,56 @@ CASES: list[Case] = [
     Case("train-unknown-model", args=("train", "--values", "{values}", "gpt5", "--dry-run"), expect=("'gpt5'", "roberta")),
     Case("logs-host-out-of-range", args=("logs", "--values", "{values}", "--host", "99", "--dry-run"), expect=("--host", "99", "0 to 3")),
     Case("logs-lines-not-int", args=("logs", "--values", "{values}", "--lines", "abc"), expect=("--lines", "invalid int value")),
+    # ---------------------------------------------------------------- watch it (issue 18)
+    Case("profile-bad-duration", VM.read_text(), args=("profile", "--values", "{values}", "--duration", "10x", "--dry-run"),
+         expect=("--duration", "'10x'", "10s")),
+    Case("profile-duration-too-long", VM.read_text(), args=("profile", "--values", "{values}", "--duration", "2h", "--dry-run"),
+         expect=("--duration", "'2h'")),
+    Case("profile-host-out-of-range", VM.read_text(), args=("profile", "--values", "{values}", "--host", "7", "--dry-run"),
+         expect=("--host 7", "0 to 3")),
+    Case("profile-node-legacy", args=("profile", "--values", "{values}", "--dry-run"), expect=("node architecture", "TPU_ARCH=vm")),
+    Case("logs-metrics-follow", VM.read_text(), args=("logs", "--values", "{values}", "--metrics", "--follow", "--dry-run"),
+         expect=("--metrics", "--follow")),
     Case("trigger-missing-flag", args=("trigger", "--values", "{values}", "--repo-owner", "a"), expect=("--repo-name",)),
     Case("bootstrap-unwritable", args=("bootstrap", "--values", "{values}", "--output", "{tmp}/no/such/dir/cloudbuild.yaml"),
          expect=("{tmp}/no/such/dir/cloudbuild.yaml", "--output")),
+    # ---------------------------------------------------------------- issue 11: provisioning, zones, node legacy, migrate
+    Case("provisioning-unknown", _env(TPU_PROVISIONING="cheap"), expect=("TPU_PROVISIONING:", "'cheap' is not allowed", "on-demand, spot")),
+    Case("provisioning-vs-legacy", _env(TPU_PROVISIONING="reservation", TPU_SPOT="true"),
+         expect=("TPU_SPOT:", "means spot", 'TPU_PROVISIONING is "reservation"', "remove TPU_SPOT")),
+    Case("provisioning-preemptible-v5e", _env(TPU_PROVISIONING="preemptible"), base=V5E,
+         expect=("TPU_PROVISIONING:", "not offered for v5e", "spot")),
+    Case("provisioning-legacy-preemptible-v5e", _env(TPU_PREEMPTIBLE="true", TPU_PROVISIONING=None), base=V5E,
+         expect=("TPU_PREEMPTIBLE:", "preemptible is not offered for v5e")),
+    Case("provisioning-spot-node", _env(TPU_PROVISIONING="spot"), base=NODE, expect=("TPU_PROVISIONING:", "TPU Nodes", "tpubuild migrate")),
+    Case("reservation-bad-name", _env(TPU_PROVISIONING="reservation", TPU_RESERVATION="My Res"),
+         expect=("TPU_RESERVATION:", "not a reservation", "projects/PROJECT/zones/ZONE/reservations/NAME")),
+    Case("reservation-without-provisioning", _env(TPU_RESERVATION="r1"), expect=("TPU_RESERVATION:", "names a reservation", 'TPU_PROVISIONING="reservation"')),
+    Case("reservation-named-on-vm", _env(TPU_PROVISIONING="reservation", TPU_RESERVATION="r1"),
+         expect=("TPU_RESERVATION:", "google-beta 6.50", "leave TPU_RESERVATION empty")),
+    Case("reservation-other-zone", _env(TPU_PROVISIONING="reservation", TPU_RESERVATION="projects/my-tpu-project/zones/us-east1-d/reservations/r1"),
+         expect=("TPU_RESERVATION:", "us-east1-d", "europe-west4-a")),
+    Case("queued-not-bool", _env(TPU_QUEUED="maybe"), expect=("TPU_QUEUED:", "not a boolean")),
+    Case("queued-on-node", _env(TPU_QUEUED="true"), base=NODE, expect=("TPU_QUEUED:", "not TPU Nodes")),
+    Case("queued-preemptible", _env(TPU_QUEUED="true", TPU_PROVISIONING="preemptible", TPU_SPOT=None), base=VM,
+         expect=("TPU_QUEUED:", "not preemptible")),
+    Case("queued-valid-for-words", _env(TPU_QUEUED="true", TPU_QUEUED_VALID_FOR="6 hours"), expect=("TPU_QUEUED_VALID_FOR:", "not a duration", "6h")),
+    Case("queued-valid-for-too-long", _env(TPU_QUEUED="true", TPU_QUEUED_VALID_FOR="45d"), expect=("TPU_QUEUED_VALID_FOR:", "out of range", "30d")),
+    Case("queued-valid-for-too-short", _env(TPU_QUEUED="true", TPU_QUEUED_VALID_FOR="30s"), expect=("TPU_QUEUED_VALID_FOR:", "out of range")),
+    Case("queued-valid-for-alone", _env(TPU_QUEUED_VALID_FOR="6h"), expect=("TPU_QUEUED_VALID_FOR:", "TPU_QUEUED is false")),
+    Case("zone-check-bad", _env(TPU_ZONE_CHECK="off"), expect=("TPU_ZONE_CHECK:", "not allowed", "error, warn")),
+    Case("queued-valid-for-zero", _env(TPU_QUEUED="true", TPU_QUEUED_VALID_FOR="0h"), expect=("TPU_QUEUED_VALID_FOR:", "out of range")),
+    Case("queued-valid-for-negative", _env(TPU_QUEUED="true", TPU_QUEUED_VALID_FOR="-6h"), expect=("TPU_QUEUED_VALID_FOR:",)),
+    Case("queued-valid-for-iso", _env(TPU_QUEUED="true", TPU_QUEUED_VALID_FOR="PT6H"), expect=("TPU_QUEUED_VALID_FOR:",)),
+    Case("zone-v3-32-us-central2-b", _env(ZONE="us-central2-b", REGION=None), expect=("ZONE:", "v3-32 is not offered in us-central2-b", "europe-west4-a")),
+    Case("zone-v4-32-europe-west4-a", _env(ZONE="europe-west4-a"), base=VM, expect=("ZONE:", "v4-32 is not offered in europe-west4-a", "us-central2-b")),
+    Case("node-plan-create", None, base=NODE, args=("plan", "--values", "{values}"),
+         expect=("{values}:18: TPU_ARCH:", "2025-04-25", "tpubuild migrate"), sub=True),
+    Case("node-render-update", _env(TPU_ARCH=None), base=NODE, args=("render", "--values", "{values}", "--action", "update", "--tpu"),
+         expect=("TPU_PYTORCH_VERSION:", "pytorch-1.13 is a TPU Node runtime", "2025-04-25", "tpubuild migrate")),
+    Case("migrate-output-directory", None, base=NODE, args=("migrate", "--values", "{values}", "--output", "{tmp}/values.env.d"),
+         expect=("{tmp}/values.env.d: is a directory", "--output"), setup=_dir),
+    Case("migrate-missing", args=("migrate", "--values", "{tmp}/nope.env"), expect=("{tmp}/nope.env: no such file",)),
     # ---------------------------------------------------------------- missing and unreadable files
     Case("values-missing", args=("validate", "--values", "{tmp}/nope.env"), expect=("{tmp}/nope.env: no such file", "--values PATH"), sub=True),
     Case("values-missing-before-command", args=("--values", "{tmp}/nope.env", "plan"), expect=("{tmp}/nope.env: no such file",)),
@@ -218,7 +282,10 @@ def _check(case: Case, code: int, out: str, err: str, subs: dict[str, str]) -> N
     assert code == 2, f"{case.id}: exit {code}\n{err}"
     assert "Traceback" not in err and "Traceback" not in out
     lines = err.splitlines()
-    assert len(lines) == 1, f"{case.id}: stderr is not one line:\n{err}"
+    if len(lines) > 1:  # validate reports every problem: one line each, then "N problems in FILE"
+        assert re.fullmatch(rf"tpubuild: {len(lines) - 1} problems in .+", lines[-1]), f"{case.id}:\n{err}"
+        lines = lines[:-1]
+        assert all(ln.startswith("tpubuild: error: ") and "; " in ln for ln in lines), f"{case.id}:\n{err}"
     line = lines[0]
     assert line.startswith("tpubuild: error: "), line
     for fragment in case.expect:

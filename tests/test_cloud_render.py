@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import EXAMPLES, REPO
+from tests.conftest import EXAMPLES, NODE, REPO
 from tests.fakes.fixtures import make_repo, unique_env
 
 
@@ -114,7 +114,7 @@ def test_tarball_is_deterministic_and_content_addressed(tmp_path: Path) -> None:
 def _settings(tmp_path: Path, **overrides: str):
     from builder.config import load
 
-    return load(make_repo(tmp_path / unique_env(), "t1", **overrides))
+    return load(make_repo(tmp_path / unique_env(), "t1", base=NODE, **overrides))  # node: MIG keys
 
 
 def test_auto_key_map(tmp_path: Path) -> None:
@@ -188,7 +188,7 @@ def test_digests_follow_local_child_modules(tmp_path: Path) -> None:
     for folder in ("modules", "env_setup"):
         shutil.copytree(REPO / folder, tmp_path / folder)
     values = tmp_path / "values.env"
-    values.write_bytes((REPO / "values.env").read_bytes())
+    values.write_bytes(NODE.read_bytes())  # node: mig and shared_pd both call host_identity
     settings = load(values)
     every = ("filestore", "shared_pd", "tpu", "mig")
     assert "modules/host_identity" in auto.terraform_dirs(tmp_path, "modules/mig")

@@ -60,7 +60,7 @@ def test_dispatch_create_submits_the_pipeline_from_a_content_addressed_tarball(e
     members = _tar_names(tgz)
     assert {"values.env", "setup.cfg", "pyproject.toml", "README.md", "builder/__init__.py",
             "modules/tpu_node/main.tf", "env_setup/scripts/startup.sh", "models/roberta/train.sh",
-            "tfvars/tpu.tfvars.json", "tfvars/mig.tfvars.json", "tfvars/filestore.tfvars.json"} <= set(members)
+            "tfvars/tpu.tfvars.json", "tfvars/filestore.tfvars.json"} <= set(members)
     assert not any("__pycache__" in n for n in members)
     assert all(m.mtime == 0 and m.uid == 0 and m.uname == "" for m in members.values())
     assert members["env_setup/scripts/startup.sh"].mode == 0o755
@@ -212,7 +212,10 @@ def test_auto_without_snapshot_creates_then_nothing_then_the_changed_module(env,
 def test_auto_refuses_to_move_the_environment(env, fakes: Fakes, repo: Path, cli):
     _finalize_on_success(fakes, cli, repo, "create")
     assert cli("--values", repo, "dispatch", "--action", "create")[0] == 0
-    repo.write_text(repo.read_text().replace('ZONE="europe-west4-a"', 'ZONE="europe-west4-b"'))
+    # europe-west4-b offers v5e, not v3 (builder/data/tpu_offers.json): move and change generation
+    repo.write_text(repo.read_text().replace('ZONE="europe-west4-a"', 'ZONE="europe-west4-b"')
+                    .replace('TPU_ACCELERATOR_TYPE="v3-32"', 'TPU_ACCELERATOR_TYPE="v5litepod-16"')
+                    .replace('TPU_RUNTIME_VERSION="tpu-ubuntu2204-base"', 'TPU_RUNTIME_VERSION="v2-alpha-tpuv5-lite"'))
     code, out, err = cli("--values", repo, "dispatch", "--action", "auto")
     assert code == 2
     assert "ZONE: changed from 'europe-west4-a' to 'europe-west4-b' since build" in err
@@ -226,10 +229,10 @@ def test_scoped_update_keeps_other_changes_outstanding_for_auto(env, fakes: Fake
     s, bucket = env
     _finalize_on_success(fakes, cli, repo, "create")
     assert cli("--values", repo, "dispatch", "--action", "create")[0] == 0
-    repo.write_text(repo.read_text().replace('MACHINE_TYPE="n1-standard-16"', 'MACHINE_TYPE="n1-standard-32"')
+    repo.write_text(repo.read_text().replace('TPU_ACCELERATOR_TYPE="v3-32"', 'TPU_ACCELERATOR_TYPE="v3-128"')
                     .replace('SHARED_FS_CAPACITY="1024"', 'SHARED_FS_CAPACITY="2048"'))
     _finalize_on_success(fakes, cli, repo, "update")
-    assert cli("--values", repo, "dispatch", "--action", "update", "--mig", "true")[0] == 0
+    assert cli("--values", repo, "dispatch", "--action", "update", "--tpu", "true")[0] == 0
     assert snapshot.read(bucket, s.env_name).outstanding == frozenset({"filestore"})
     code, out, err = cli("--values", repo, "dispatch", "--action", "auto")
     assert code == 0, err
@@ -243,9 +246,9 @@ def test_scoped_destroy_leaves_the_module_absent_for_auto(env, fakes: Fakes, rep
     _finalize_on_success(fakes, cli, repo, "create")
     assert cli("--values", repo, "dispatch", "--action", "create")[0] == 0
     _finalize_on_success(fakes, cli, repo, "destroy")
-    assert cli("--values", repo, "dispatch", "--action", "destroy", "--mig", "true")[0] == 0
-    assert snapshot.read(bucket, s.env_name).absent == frozenset({"mig"})
-    repo.write_text(repo.read_text().replace('MACHINE_TYPE="n1-standard-16"', 'MACHINE_TYPE="n1-standard-32"'))
+    assert cli("--values", repo, "dispatch", "--action", "destroy", "--tpu", "true")[0] == 0
+    assert snapshot.read(bucket, s.env_name).absent == frozenset({"tpu"})
+    repo.write_text(repo.read_text().replace('TPU_ACCELERATOR_TYPE="v3-32"', 'TPU_ACCELERATOR_TYPE="v3-128"'))
     code, out, err = cli("--values", repo, "dispatch", "--action", "auto")
     assert code == 0, err
     assert "auto leaves it absent" in out and "nothing to do" in out

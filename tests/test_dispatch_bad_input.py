@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, rewrite_env
+from tests.conftest import EXAMPLES, NODE, rewrite_env
 from tests.fakes.fixtures import make_repo, unique_env
 
 NO_CREDENTIALS = ("tpubuild: error: no Google Cloud credentials found; run `gcloud auth application-default login` "
@@ -34,13 +34,13 @@ CASES = [
      ["_ALLOW_DATA_LOSS: initialize applies no Terraform", "drop _ALLOW_DATA_LOSS"]),
     ("dispatch-initialize-wipe", "vm", {}, ["dispatch", "--action", "initialize", "--allow-wipe", "true"],
      ["_ALLOW_WIPE: initialize applies no Terraform", "drop _ALLOW_WIPE"]),
-    ("dispatch-auto-mig", "node", {}, ["dispatch", "--action", "auto", "--mig", "true"],
+    ("dispatch-auto-mig", "vm", {}, ["dispatch", "--action", "auto", "--mig", "true"],
      ["_TPU/_MIG: auto decides the modules itself", "leave _TPU and _MIG out"]),
     ("dispatch-update-mig-on-vm", "vm", {}, ["dispatch", "--action", "update", "--mig", "true"],
      ["_MIG: the vm architecture", "has no MIG", "use _TPU"]),
     ("dispatch-destroy-mig-on-vm", "vm", {}, ["dispatch", "--action", "destroy", "--tpu", "true", "--mig", "true"],
      ["_MIG: the vm architecture", "has no MIG"]),
-    ("dispatch-wipe-without-seeder", "node", {}, ["dispatch", "--action", "update", "--tpu", "true",
+    ("dispatch-wipe-without-seeder", "vm", {}, ["dispatch", "--action", "update", "--tpu", "true",
                                                   "--allow-wipe", "true"],
      ["_ALLOW_WIPE: this update (apply tpu) does not apply shared_pd", "drop _ALLOW_WIPE"]),
     ("dispatch-wipe-on-destroy", "vm", {}, ["dispatch", "--action", "destroy", "--allow-wipe", "true"],
@@ -50,7 +50,7 @@ CASES = [
     ("dispatch-bogus-action", "node", {}, ["dispatch", "--action", "apply"], ["_BUILD_ACTION: 'apply' is not an action"]),
     ("dispatch-bad-values", "node", {"SHARED_FS_CAPACITY": "lots"}, ["dispatch", "--action", "create"],
      ["SHARED_FS_CAPACITY:", "not a whole number"]),
-    ("dispatch-pipeline-refuses", "node", {"MIG_SETUP_SCRIPT": "env_setup/scripts/setup_mig.sh"},
+    ("dispatch-pipeline-refuses", "vm", {"MIG_SETUP_SCRIPT": "env_setup/scripts/setup_mig.sh"},
      ["dispatch", "--action", "create"], ["MIG_SETUP_SCRIPT"]),
     ("submit-initialize-tpu", "node", {}, ["submit", "--action", "initialize", "--tpu"],
      ["initialize takes no scope flags"]),
@@ -58,16 +58,21 @@ CASES = [
      ["--allow-data-loss: initialize applies no Terraform", "drop --allow-data-loss"]),
     ("submit-auto-tpu", "vm", {}, ["submit", "--action", "auto", "--tpu", "--wait"],
      ["--tpu/--mig: auto decides the modules itself", "leave --tpu and --mig out"]),
-    ("submit-update-mig-on-vm", "vm", {}, ["submit", "--action", "update", "--mig"], ["_MIG: the vm architecture"]),
-    ("submit-wipe-without-seeder", "node", {}, ["submit", "--action", "update", "--mig", "--allow-wipe"],
-     ["--allow-wipe: this update (apply mig) does not apply shared_pd"]),
+    ("submit-update-mig-on-vm", "vm", {}, ["submit", "--action", "update", "--mig"], ["--mig: the vm architecture"]),
+    ("submit-wipe-without-seeder", "vm", {}, ["submit", "--action", "update", "--tpu", "--allow-wipe"],
+     ["--allow-wipe: this update (apply tpu) does not apply shared_pd"]),
+    # TPU Node is read-only legacy (issue 11): anything that would apply one is refused first
+    ("dispatch-node-create", "node", {}, ["dispatch", "--action", "create"],
+     ['TPU_ARCH: TPU_ARCH="node"', "2025-04-25", "tpubuild migrate"]),
+    ("submit-node-update", "node", {}, ["submit", "--action", "update", "--tpu"], ["2025-04-25", "tpubuild migrate"]),
+    ("submit-node-auto", "node", {}, ["submit", "--action", "auto"], ["2025-04-25", "tpubuild migrate"]),
     ("submit-bogus-action", "node", {}, ["submit", "--action", "deploy"], ["--action: 'deploy' is not an action"]),
 ]
 
 
 def _values(tmp_path: Path, arch: str, overrides: dict[str, str]) -> Path:
     """values.env of a throw-away repository: the shipped node file, or the v4-32 vm example."""
-    values = make_repo(tmp_path / "repo", unique_env(), **overrides)
+    values = make_repo(tmp_path / "repo", unique_env(), base=NODE, **overrides)
     if arch == "vm":
         values.write_text(rewrite_env((EXAMPLES / "vm-v4-32.env").read_text(), ENV_BUILD_NAME=unique_env(),
                                       **overrides))
@@ -99,7 +104,7 @@ def test_bad_dispatch_and_submit_exit_2_before_any_client(no_cloud, cli, tmp_pat
 def test_good_input_without_credentials_stops_at_the_first_client(no_cloud, cli, tmp_path: Path,
                                                                   monkeypatch) -> None:
     """The same environment with good input: the refusals above are not luck."""
-    values = _values(tmp_path, "node", {})
+    values = _values(tmp_path, "vm", {})
     monkeypatch.chdir(values.parent)
     for command in (["dispatch", "--action", "initialize"], ["dispatch", "--action", "update", "--tpu", "true"],
                     ["submit", "--action", "auto"]):

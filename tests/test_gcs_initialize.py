@@ -65,7 +65,8 @@ def test_initialize_adopts_an_existing_bucket_and_turns_versioning_on(fakes: Fak
 def test_existing_bucket_in_another_location_is_one_clear_line(fakes: Fakes, repo: Path, cli) -> None:
     assert cli("--values", repo, "initialize")[0] == 0
     moved = repo.parent / "moved.env"
-    moved.write_text(repo.read_text().replace("europe-west4", "us-central1"))
+    # v2-32 is offered in us-central1-a (v3-32 only in europe-west4-a: builder/data/tpu_offers.json)
+    moved.write_text(repo.read_text().replace("europe-west4", "us-central1").replace('"v3-32"', '"v2-32"'))
     code, out, err = cli("--values", moved, "initialize")
     assert code == 1
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err

@@ -17,7 +17,7 @@ import pytest
 from builder.config import load
 from builder.pipeline import render
 from builder.plan import make_plan
-from tests.conftest import EXAMPLES, SHIPPED
+from tests.conftest import EXAMPLES, NODE
 
 PLANS = Path(__file__).resolve().parent / "data" / "plans"
 BIN = Path(sys.executable).parent
@@ -49,12 +49,12 @@ def run_step(script: str, tmp_path: Path, module: str, fixture: str) -> subproce
 
 
 @pytest.mark.parametrize("values, action, module, fixture, allow, code, said", [
-    (SHIPPED, "update", "filestore", "filestore_replace_tier", False, 2, "_ALLOW_DATA_LOSS=true"),
-    (SHIPPED, "update", "filestore", "filestore_replace_tier", True, 0, "DATA LOSS ALLOWED"),
-    (SHIPPED, "create", "shared_pd", "shared_pd_replace_create_before_destroy", False, 2, "google_compute_disk.this"),
-    (SHIPPED, "update", "shared_pd", "shared_pd_resize", False, 0, "1 to change"),
-    (SHIPPED, "update", "tpu", "tpu_node_replace", False, 0, "interrupts training"),
-    (SHIPPED, "destroy", "shared_pd", "shared_pd_destroy", False, 0, "will be destroyed"),
+    (NODE, "update", "filestore", "filestore_replace_tier", False, 2, "_ALLOW_DATA_LOSS=true"),
+    (NODE, "update", "filestore", "filestore_replace_tier", True, 0, "DATA LOSS ALLOWED"),
+    (NODE, "create", "shared_pd", "shared_pd_replace_create_before_destroy", False, 2, "google_compute_disk.this"),
+    (NODE, "update", "shared_pd", "shared_pd_resize", False, 0, "1 to change"),
+    (NODE, "update", "tpu", "tpu_node_replace", False, 0, "interrupts training"),
+    (NODE, "destroy", "shared_pd", "shared_pd_destroy", False, 0, "will be destroyed"),
     (EXAMPLES / "vm-v4-32.env", "update", "tpu", "tpu_vm_replace", False, 0, "interrupts training"),
     (EXAMPLES / "vm-v4-32.env", "update", "filestore", "filestore_destroy", False, 2, "google_filestore_instance.this"),
 ], ids=["fs-replace", "fs-replace-allowed", "pd-replace-on-create", "pd-resize", "node-tpu-replace",

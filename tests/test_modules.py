@@ -33,6 +33,7 @@ TF_FILES = sorted(MODULES.rglob("*.tf"))
 REMOTE_DIR = {
     "mig": {"tpu": "tpu_node", "filestore": "filestore", "shared_pd": "shared_pd"},
     "tpu_vm": {"filestore": "filestore", "shared_pd": "shared_pd"},
+    "tpu_mig": {"tpu": "tpu_mig_access", "filestore": "filestore", "shared_pd": "shared_pd"},
 }
 
 
@@ -208,10 +209,13 @@ def test_remote_state_check_catches_a_missing_output(tmp_path: Path) -> None:
 #: (module.<call>.<type>.<name>), so two roots with the same call name would leave one unreported.
 CALLS = {
     "mig": {"mig_identity": "host_identity", "mig_firewall": "host_firewall"},
-    "tpu_vm": {"tpu_vm_identity": "host_identity", "tpu_vm_firewall": "host_firewall"},
+    "tpu_vm": {"tpu_vm_identity": "host_identity", "tpu_vm_firewall": "host_firewall", "ttl": "ttl"},
     "shared_pd": {"seeder_identity": "host_identity"},
     "tpu_node": {},
     "filestore": {},
+    "tpu_mig_access": {"slice_identity": "host_identity", "slice_firewall": "host_firewall"},
+    "tpu_mig": {},
+    "dashboard": {},
 }
 
 
@@ -268,9 +272,9 @@ def test_child_modules_are_not_plan_modules() -> None:
     its caller, so no plan module may map to a child's directory."""
     from builder import plan
     from builder.config import load
-    from tests.conftest import EXAMPLES, SHIPPED
+    from tests.conftest import EXAMPLES, NODE, SHIPPED
     seen = set()
-    for env in [SHIPPED, *sorted(EXAMPLES.glob("*.env"))]:
+    for env in [SHIPPED, NODE, *sorted(EXAMPLES.glob("*.env"))]:
         settings = load(env)
         for module in plan.make_plan(settings, "create").modules:
             seen.add(plan.module_dir(settings, module).removeprefix("modules/"))
@@ -298,6 +302,10 @@ _TO = re.compile(r'^module\.(\w+)\.(google_\w+)\.(\w+)(?:\["([^"]+)"\])?$')
 
 def _repetition(body: dict[str, Any]) -> str:
     return "for_each" if "for_each" in body else "count" if "count" in body else ""
+
+
+#: Module calls added after the split into child modules: nothing existed before them to move.
+NEW_CALLS = frozenset({"ttl"})
 
 
 def moved_errors(mod: Module, former: dict[str, str]) -> list[str]:
@@ -338,6 +346,8 @@ def moved_errors(mod: Module, former: dict[str, str]) -> list[str]:
             if former[old] or not isinstance(keys, list) or f'"{key}"' not in keys:
                 errors.append(f"{where}: [{key!r}] is not an instance the call creates")
     for call in mod.calls:
+        if call in NEW_CALLS:
+            continue
         for new_type, new_name in child_of(mod, call).resources:
             if (call, new_type, new_name) not in targets:
                 errors.append(f"{name}: module.{call}.{new_type}.{new_name} is new: nothing moves into it")
@@ -349,7 +359,7 @@ def test_moved_blocks_carry_every_former_address_into_the_child(name: str) -> No
     assert moved_errors(load_module(name), FORMER[name]) == []
 
 
-@pytest.mark.parametrize("name", sorted(set(MODULE_DIRS) - set(FORMER)))
+@pytest.mark.parametrize("name", sorted(set(MODULE_DIRS) - set(FORMER) - {"tpu_mig_access"}))  # born with children
 def test_modules_without_children_move_nothing(name: str) -> None:
     mod = load_module(name)
     assert mod.moved == [] and mod.calls == {}
@@ -609,15 +619,15 @@ def test_checkov_finds_no_failed_check(checkov_report: dict[str, Any]) -> None:
 
 @pytest.mark.checkov
 def test_every_checkov_skip_is_inline_and_justified(checkov_report: dict[str, Any]) -> None:
-    inline: dict[str, str] = {}
+    inline: dict[str, set[str]] = {}  # one check may be skipped in several modules, each with its reason
     for tf in TF_FILES:
         for m in INLINE_SKIP.finditer(tf.read_text()):
             reason = (m.group(2) or "").strip()
             assert len(reason) >= 30, f"{tf}: checkov:skip={m.group(1)} needs a real reason"
-            inline[m.group(1)] = reason
+            inline.setdefault(m.group(1), set()).add(reason)
     skipped = checkov_report["results"].get("skipped_checks", [])
     assert len(skipped) == checkov_report["summary"]["skipped"]
     for s in skipped:
         assert s["check_id"] in inline, f"{s['check_id']} skipped without an inline checkov:skip"
-        assert s["check_result"].get("suppress_comment", "").strip() == inline[s["check_id"]]
+        assert s["check_result"].get("suppress_comment", "").strip() in inline[s["check_id"]]
     assert {s["check_id"] for s in skipped} == set(inline), "an inline skip that checkov no longer needs: remove it"

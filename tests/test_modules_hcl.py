@@ -21,9 +21,9 @@ from tests.conftest import REPO
 
 MODULES = REPO / "modules"
 #: Root modules: each has a backend and its own state, and is a plan module's directory.
-MODULE_DIRS = ("tpu_node", "tpu_vm", "filestore", "shared_pd", "mig")
+MODULE_DIRS = ("tpu_node", "tpu_vm", "filestore", "shared_pd", "mig", "tpu_mig_access", "tpu_mig", "dashboard")
 #: Child modules: called with ``source = "../<dir>"`` from roots; no backend, no tfvars.
-CHILD_DIRS = ("host_identity", "host_firewall")
+CHILD_DIRS = ("host_identity", "host_firewall", "ttl")
 ALL_DIRS = MODULE_DIRS + CHILD_DIRS
 #: Meta-arguments of a ``module`` block; every other argument must be a variable of the child.
 MODULE_META = frozenset({"source", "version", "count", "for_each", "providers", "depends_on"})

@@ -211,14 +211,14 @@ def test_no_seed_without_disk_dataset_or_shared_pd_apply(make_env):
     assert "shared_pd-seed" not in by_id(render(s, make_plan(s, "update", tpu=True, mig=True)))
     assert "shared_pd-seed" not in by_id(render(s, make_plan(s, "destroy")))
     for overrides in ({"GCS_DATASET": ""}, {"SHARED_PD_DISK_ATTACH": "false"}):
-        s2 = load(make_env(**overrides))
+        s2 = load(make_env(NODE_ENV, **overrides))
         config = render(s2, make_plan(s2, "create"))
         assert "shared_pd-seed" not in by_id(config)
         assert by_id(config)["mig-plan"]["waitFor"] == ["filestore-apply", "shared_pd-apply", "tpu-apply"]
 
 
 def test_allow_wipe_reaches_the_seeder(cli):
-    code, out, _ = cli("render", "--values", NODE_ENV, "--allow-wipe", "--format", "json")
+    code, out, _ = cli("render", "--values", VM_ENV, "--allow-wipe", "--format", "json")
     assert code == 0
     assert "export ALLOW_WIPE=true\n" in step_script(by_id(json.loads(out))["shared_pd-seed"])
 
@@ -237,16 +237,17 @@ def test_seed_prep_script_must_exist_when_seeding(make_env, tmp_path):
 
 
 def test_mig_setup_script_must_exist_when_machines_boot(make_env, cli, tmp_path):
-    env = make_env(MIG_SETUP_SCRIPT="setup/workers.sh")
+    env = make_env(MIG_SETUP_SCRIPT="setup/workers.sh")  # the shipped TPU VM file: its hosts boot it
     s = load(env)
-    for action, kw in (("create", {}), ("update", {"mig": True})):
+    for action, kw in (("create", {}), ("update", {"tpu": True})):
         with pytest.raises(ConfigError) as err:
             render(s, make_plan(s, action, **kw))
         assert err.value.key == "MIG_SETUP_SCRIPT"
     code, _, err_text = cli("plan", "--values", env)
     assert code == 2 and f"{env}:{s.line_of('MIG_SETUP_SCRIPT')}: MIG_SETUP_SCRIPT:" in err_text
     render(s, make_plan(s, "destroy"))          # destroy boots nothing
-    render(s, make_plan(s, "update", tpu=True))  # the TPU Node runs no startup script
+    node = load(make_env(NODE_ENV, MIG_SETUP_SCRIPT="setup/workers.sh"))
+    render(node, make_plan(node, "update", tpu=True))  # the TPU Node runs no startup script
     (tmp_path / "setup").mkdir()
     (tmp_path / "setup" / "workers.sh").write_text("true\n")
     render(s, make_plan(s, "create"))

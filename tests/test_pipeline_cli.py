@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO, tpubuild_cmd
+from tests.conftest import REPO, SHIPPED, tpubuild_cmd
 from tests.pipeline_support import NODE_ENV, VM_ENV
 
 
@@ -21,19 +21,33 @@ def plan_json(cli, *args: str) -> dict:
 
 
 def test_plan_text_node_create(cli):
-    code, out, _ = cli("plan", "--values", NODE_ENV)
+    """A TPU Node can no longer be created: plan shows the refusal (one line, exit 2), not a plan;
+    the same file's destroy still plans (people must be able to clean up)."""
+    code, out, err = cli("plan", "--values", NODE_ENV)
+    assert code == 2 and out == ""
+    [line] = err.strip().splitlines()
+    assert line.startswith(f"tpubuild: error: {NODE_ENV}:18: TPU_ARCH:")
+    assert "2025-04-25" in line and "tpubuild migrate" in line
+    code, out, _ = cli("plan", "--values", NODE_ENV, "--action", "destroy")
+    assert code == 0 and "architecture: node" in out
+    assert "Destroyed: mig, tpu, filestore, shared_pd" in out
+
+
+def test_plan_text_shipped_create(cli):
+    code, out, _ = cli("plan", "--values", SHIPPED)
     assert code == 0
     assert "tpubuild plan: create tpu-dev1 in my-tpu-project/europe-west4-a" in out
-    assert "architecture: node" in out
-    assert "accelerator:  v3-32 (v3, 16 chips)" in out
+    assert "architecture: vm" in out
+    assert "accelerator:  v3-32 (v3, 16 chips), runtime tpu-ubuntu2204-base" in out
+    assert "provisioning: on-demand" in out
     assert "hosts:        4" in out
     lines = out.splitlines()
     s1 = lines.index("  stage 1, in parallel:")
     s2 = lines.index("  stage 2:")
-    assert [ln.split()[1] for ln in lines[s1 + 1:s2]] == ["filestore", "shared_pd", "tpu"]
-    assert lines[s2 + 1].split()[:2] == ["apply", "mig"]
-    assert "(after filestore, shared_pd, tpu)" in lines[s2 + 1]
-    assert "Created: filestore, shared_pd, tpu, mig" in out
+    assert [ln.split()[1] for ln in lines[s1 + 1:s2]] == ["filestore", "shared_pd", "dashboard"]
+    assert lines[s2 + 1].split()[:2] == ["apply", "tpu"]
+    assert "(after filestore, shared_pd)" in lines[s2 + 1]
+    assert "Created: filestore, shared_pd, tpu, dashboard" in out
     assert "copied onto pd-tpu-dev1" in out          # the seed is announced
     assert "a guard checks every Terraform plan" in out
 
@@ -104,9 +118,10 @@ def test_plan_json_shape(cli):
         {"module": "filestore", "op": "apply", "after": []},
         {"module": "shared_pd", "op": "apply", "after": []},
         {"module": "tpu", "op": "apply", "after": ["filestore", "shared_pd"]},
+        {"module": "dashboard", "op": "apply", "after": []},
     ]
-    assert data["stages"] == [["filestore", "shared_pd"], ["tpu"]]
-    assert data["created"] == ["filestore", "shared_pd", "tpu"] and data["destroyed"] == []
+    assert data["stages"] == [["filestore", "shared_pd", "dashboard"], ["tpu"]]
+    assert data["created"] == ["filestore", "shared_pd", "tpu", "dashboard"] and data["destroyed"] == []
 
 
 def test_plan_initialize(cli):
@@ -118,10 +133,10 @@ def test_plan_initialize(cli):
 
 
 def test_plan_allow_data_loss_is_shown(cli):
-    data = plan_json(cli, "--values", str(NODE_ENV), "--action", "update", "--allow-data-loss")
+    data = plan_json(cli, "--values", str(VM_ENV), "--action", "update", "--allow-data-loss")
     assert data["allow_data_loss"] is True
     assert any("data loss is allowed" in w for w in data["warnings"])
-    code, out, _ = cli("plan", "--values", NODE_ENV, "--action", "update", "--allow-data-loss")
+    code, out, _ = cli("plan", "--values", VM_ENV, "--action", "update", "--allow-data-loss")
     assert "**WARNING: data loss is allowed" in out
 
 
@@ -156,6 +171,7 @@ raise SystemExit(rc)
 def test_no_google_imports(args, jinja, env):
     proc = subprocess.run([sys.executable, "-c", PROBE, *args[:1], "--values", str(env), *args[1:]],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    refused = env == NODE_ENV and args[0] != "validate" and args[2] in ("create", "update")  # node: legacy
+    assert proc.returncode == (2 if refused else 0), proc.stderr
     assert "GOOGLE=\n" in proc.stderr, proc.stderr
-    assert f"JINJA={jinja}" in proc.stderr
+    assert f"JINJA={jinja and not refused}" in proc.stderr

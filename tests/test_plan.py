@@ -33,14 +33,15 @@ def ops(plan) -> list[tuple[str, str, tuple[str, ...]]]:
 NODE_ROWS = [
     # action, tpu, mig, operations
     ("create", False, False, [("filestore", "apply", ()), ("shared_pd", "apply", ()), ("tpu", "apply", ()),
-                              ("mig", "apply", ("filestore", "shared_pd", "tpu"))]),
+                              ("mig", "apply", ("filestore", "shared_pd", "tpu")), ("dashboard", "apply", ())]),
     ("update", True, False, [("tpu", "apply", ())]),
     ("update", False, True, [("mig", "apply", ())]),
     ("update", True, True, [("tpu", "apply", ()), ("mig", "apply", ("tpu",))]),
     ("update", False, False, [("filestore", "apply", ()), ("shared_pd", "apply", ()), ("tpu", "apply", ()),
-                              ("mig", "apply", ("filestore", "shared_pd", "tpu"))]),
+                              ("mig", "apply", ("filestore", "shared_pd", "tpu")), ("dashboard", "apply", ())]),
     ("destroy", False, False, [("mig", "destroy", ()), ("tpu", "destroy", ("mig",)),
-                               ("filestore", "destroy", ("tpu",)), ("shared_pd", "destroy", ("tpu",))]),
+                               ("filestore", "destroy", ("tpu",)), ("shared_pd", "destroy", ("tpu",)),
+                               ("dashboard", "destroy", ())]),
     ("destroy", True, False, [("tpu", "destroy", ())]),
     ("destroy", False, True, [("mig", "destroy", ())]),
     ("destroy", True, True, [("mig", "destroy", ()), ("tpu", "destroy", ("mig",))]),
@@ -48,12 +49,12 @@ NODE_ROWS = [
 
 VM_ROWS = [
     ("create", False, False, [("filestore", "apply", ()), ("shared_pd", "apply", ()),
-                              ("tpu", "apply", ("filestore", "shared_pd"))]),
+                              ("tpu", "apply", ("filestore", "shared_pd")), ("dashboard", "apply", ())]),
     ("update", True, False, [("tpu", "apply", ())]),
     ("update", False, False, [("filestore", "apply", ()), ("shared_pd", "apply", ()),
-                              ("tpu", "apply", ("filestore", "shared_pd"))]),
+                              ("tpu", "apply", ("filestore", "shared_pd")), ("dashboard", "apply", ())]),
     ("destroy", False, False, [("tpu", "destroy", ()), ("filestore", "destroy", ("tpu",)),
-                               ("shared_pd", "destroy", ("tpu",))]),
+                               ("shared_pd", "destroy", ("tpu",)), ("dashboard", "destroy", ())]),
     ("destroy", True, False, [("tpu", "destroy", ())]),
 ]
 
@@ -208,24 +209,24 @@ def test_stages_group_parallel_work(node, vm):
     def names(plan):
         return [[o.module for o in st] for st in plan.stages()]
 
-    assert names(make_plan(node, "create")) == [["filestore", "shared_pd", "tpu"], ["mig"]]
-    assert names(make_plan(vm, "create")) == [["filestore", "shared_pd"], ["tpu"]]
-    assert names(make_plan(node, "destroy")) == [["mig"], ["tpu"], ["filestore", "shared_pd"]]
-    assert names(make_plan(vm, "destroy")) == [["tpu"], ["filestore", "shared_pd"]]
+    assert names(make_plan(node, "create")) == [["filestore", "shared_pd", "tpu", "dashboard"], ["mig"]]
+    assert names(make_plan(vm, "create")) == [["filestore", "shared_pd", "dashboard"], ["tpu"]]
+    assert names(make_plan(node, "destroy")) == [["mig", "dashboard"], ["tpu"], ["filestore", "shared_pd"]]
+    assert names(make_plan(vm, "destroy")) == [["tpu", "dashboard"], ["filestore", "shared_pd"]]
     assert names(make_plan(node, "update", tpu=True, mig=True)) == [["tpu"], ["mig"]]
 
 
 # ---- through the CLI: exit 2, one line, no traceback ----
 
 CLI_REFUSED = [
-    (["plan", "--values", VM_ENV, "--action", "update", "--mig"], "_MIG"),
-    (["render", "--values", VM_ENV, "--action", "destroy", "--mig"], "_MIG"),
+    (["plan", "--values", VM_ENV, "--action", "update", "--mig"], "--mig"),
+    (["render", "--values", VM_ENV, "--action", "destroy", "--mig"], "--mig"),
     (["plan", "--values", NODE_ENV, "--action", "initialize", "--tpu"], "initialize"),
     (["render", "--values", NODE_ENV, "--action", "initialize", "--mig"], "initialize"),
     (["plan", "--values", NODE_ENV, "--action", "nuke"], "'nuke' is not an action"),
     (["render", "--values", NODE_ENV, "--action", "Apply"], "is not an action"),
-    (["plan", "--values", NODE_ENV, "--action", "create", "--only", "tpu"], "only"),
-    (["render", "--values", NODE_ENV, "--action", "update", "--only", "tpu,gpu"], "gpu is not"),
+    (["plan", "--values", VM_ENV, "--action", "create", "--only", "tpu"], "only"),
+    (["render", "--values", VM_ENV, "--action", "update", "--only", "tpu,gpu"], "gpu is not"),
     (["plan", "--values", NODE_ENV, "--format", "yaml"], "invalid choice"),
     (["render", "--values", NODE_ENV, "--format", "text"], "invalid choice"),
 ]
@@ -245,7 +246,7 @@ def test_cli_refusal_in_a_real_process():
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
-    assert "_MIG" in proc.stderr
+    assert "--mig" in proc.stderr
 
 
 def test_cli_plan_json_matches_make_plan(cli, node):

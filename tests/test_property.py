@@ -35,7 +35,7 @@ def check(text: str) -> None:
         assert exc.exit_code == 2
         return
     assert isinstance(result, Settings)
-    assert result.hosts >= 1 and result.arch in ("node", "vm")
+    assert result.hosts >= 1 and result.arch in ("node", "vm", "mig")
 
 
 # Pieces bash users (and their editors) put in values files.

@@ -21,7 +21,7 @@ from hypothesis import given, settings as hsettings, strategies as st
 
 from builder.commands.train import load_launcher
 from builder.config import load
-from tests.conftest import EXAMPLES, REPO, SHIPPED, require, run_tpubuild
+from tests.conftest import EXAMPLES, NODE, REPO, SHIPPED, require, run_tpubuild
 
 VM_EXAMPLE = EXAMPLES / "vm-v4-32.env"
 FAIRSEQ_HOW = "pip install torch==2.13.0 && pip install --no-build-isolation fairseq-fixed==0.12.3.1"
@@ -107,7 +107,7 @@ def test_update_freq_is_exact_or_refuses(world, per, total):
 
 
 def _shipped_launcher() -> tuple[ModuleType, Any]:
-    return launcher_and_job(SHIPPED)
+    return launcher_and_job(NODE)
 
 
 _LAUNCHER = _shipped_launcher()
@@ -116,8 +116,8 @@ _LAUNCHER = _shipped_launcher()
 # ------------------------------------------------------------------ (a) real fairseq parses our arguments
 
 PARSE_CASES = [
-    ("v3-32 node", SHIPPED, {}, "tpu-dev1", 32, 4),
-    ("v3-128 node", SHIPPED, {"TPU_ACCELERATOR_TYPE": "v3-128"}, "tpu-dev1", 128, 1),
+    ("v3-32 node", NODE, {}, "tpu-dev1", 32, 4),
+    ("v3-128 node", NODE, {"TPU_ACCELERATOR_TYPE": "v3-128"}, "tpu-dev1", 128, 1),
     ("v4-32 vm", VM_EXAMPLE, {}, "v4-pod", 16, 8),
 ]
 
@@ -201,7 +201,7 @@ def _fairseq_part(line: str) -> list[str]:
 
 
 def test_train_dry_run_node_runs_xla_dist_from_the_leader(make_env):
-    path = make_env()
+    path = make_env(NODE)
     launcher, job = launcher_and_job(path)
     r = run_tpubuild("train", "roberta", "--dry-run", "--values", path)
     assert r.returncode == 0, r.stderr
@@ -267,7 +267,7 @@ def test_stop_dry_run_frees_every_host(make_env, cli):
     stop_sh = (REPO / "models/roberta/stop.sh").read_text()
     assert "lsof -t" in stop_sh and "/dev/accel*" in stop_sh and "/dev/vfio/*" in stop_sh
 
-    code, out, _ = cli("stop", "--dry-run", "--values", make_env())
+    code, out, _ = cli("stop", "--dry-run", "--values", make_env(NODE))
     assert code == 0
     assert "stop.sh --arch node --leader" in out  # xla_dist on the leader first
     loop = next(line for line in out.splitlines() if line.startswith("for vm in $("))
@@ -299,7 +299,7 @@ if "list-instances" in sys.argv:
 """
 
 
-@pytest.mark.parametrize("base", [SHIPPED, VM_EXAMPLE], ids=["node", "vm"])
+@pytest.mark.parametrize("base", [NODE, VM_EXAMPLE], ids=["node", "vm"])
 def test_train_runs_the_printed_script_through_bash(make_env, tmp_path, base):
     """Without --dry-run the same script runs: gcloud (a recording stand-in on PATH) receives
     exactly the per-host command lines the dry run printed."""
@@ -352,7 +352,7 @@ def _remote_commands(script: str) -> list[str]:
             for w in shlex.split(line) if w.startswith("--command=")]
 
 
-@pytest.mark.parametrize("base", [SHIPPED, VM_EXAMPLE], ids=["node", "vm"])
+@pytest.mark.parametrize("base", [NODE, VM_EXAMPLE], ids=["node", "vm"])
 def test_every_remote_command_loads_the_host_environment(make_env, cli, base):
     """gcloud's `ssh --command` runs a non-login shell that never reads /etc/profile: every
     remote command sources the profile startup.sh wrote; all but stop's also require a finished

@@ -18,7 +18,7 @@ import pytest
 
 from builder.commands.train import load_launcher
 from builder.config import load
-from tests.conftest import REPO, require
+from tests.conftest import NODE, REPO, require
 
 SCRIPTS = REPO / "models/roberta"
 TINY = ["--encoder-layers", "1", "--encoder-embed-dim", "16", "--encoder-ffn-embed-dim", "32",
@@ -68,7 +68,7 @@ def test_prepare_train_two_updates_then_resume_to_four(make_env, tmp_path):
                 ROBERTA_BPE="none", ROBERTA_TOTAL_BATCH="32", ROBERTA_BATCH_PER_DEVICE="2",
                 ROBERTA_SEQ_LEN="32", ROBERTA_WARMUP_UPDATES="1", ROBERTA_SAVE_INTERVAL_UPDATES="1",
                 ROBERTA_BF16="false")
-    settings = load(make_env(ROBERTA_MAX_UPDATES="2", **keys))
+    settings = load(make_env(NODE, ROBERTA_MAX_UPDATES="2", **keys))
     launcher, _ = load_launcher(settings, "roberta")
     job = launcher.Job.from_settings(settings)
     env = {**os.environ, "PYTHON": sys.executable, "TPUBUILD_HOST_ID": "0", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
@@ -97,7 +97,7 @@ def test_prepare_train_two_updates_then_resume_to_four(make_env, tmp_path):
     assert host_log.is_file() and "num_updates: 2 >= max_update: 2" in host_log.read_text()
 
     # relaunch with max_update 4: resumes at update 2 from the launcher's save dir
-    job4 = launcher.Job.from_settings(load(make_env(ROBERTA_MAX_UPDATES="4", **keys)))
+    job4 = launcher.Job.from_settings(load(make_env(NODE, ROBERTA_MAX_UPDATES="4", **keys)))
     assert launcher.save_dir(job4) == str(save_dir)
     r = train(launcher, job4, env)
     assert r.returncode == 0, r.stdout[-3000:]

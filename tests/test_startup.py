@@ -349,7 +349,7 @@ def test_every_step_is_logged_with_a_timestamp(tmp_path, md, tpu):
     lines = box.console().splitlines()
     assert lines and all(re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ tpubuild-startup: ", x) for x in lines)
     steps = [x.split("step: ", 1)[1] for x in lines if "step: " in x]
-    assert steps == ["read metadata", "NFS client", "mount Filestore", "mount shared PD",
+    assert steps == ["read metadata", "NFS client", "mount Filestore", "ship the training log", "mount shared PD",
                      "elect leader", "XLA runtime environment", "check TPU", "seed models", "ready"]
 
 

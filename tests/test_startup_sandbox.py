@@ -172,7 +172,21 @@ printf 'TYPE=ext4\\n' >"$STUB_STATE/blkid/$(basename "$dev")"
 if [[ -n "${STUB_DISK_DIR:-}" ]]; then find "$STUB_DISK_DIR" -mindepth 1 -delete; fi
 """,
     "sync": _LOG,
+    # dpkg-query -W ... google-cloud-ops-agent: installed once state/ops-agent exists.
+    "dpkg-query": _LOG + """
+[[ -f "$STUB_STATE/ops-agent" ]] && { printf 'install ok installed'; exit 0; }
+exit 1
+""",
+    "systemctl": _LOG,
 }
+
+# Stand-in for Google's add-google-cloud-ops-agent-repo.sh (fetched by curl from a file:// URL).
+OPS_AGENT_REPO_SCRIPT = """#!/usr/bin/env bash
+printf '%s\\n' "add-google-cloud-ops-agent-repo.sh $*" >>"$STUB_STATE/calls.log"
+[[ -f "$STUB_STATE/ops_agent_fail" ]] && exit 1
+[[ " $* " == *" --also-install "* ]] && touch "$STUB_STATE/ops-agent"
+exit 0
+"""
 
 # `gcloud storage cp [-r] SRC... DEST` against the local GCS stand-in state/gcs/<bucket>/<path>
 # (wildcards in SRC work as in GCS); a SRC matching nothing fails as gcloud does.
@@ -216,6 +230,7 @@ class Sandbox:
             self.write_stub(name, body)
         self.write_stub("gcloud", GCLOUD_MACHINE)
         self.write_stub("gcs-cp", GCS_CP)
+        (self.state / "add-ops-agent-repo.sh").write_text(OPS_AGENT_REPO_SCRIPT)
         self.fstab = self.root / "etc" / "fstab"
         self.profile_d = self.root / "etc" / "profile.d"
         self.run_dir = self.root / "run" / "tpubuild"
@@ -261,6 +276,8 @@ class Sandbox:
             "TPUBUILD_TPU_ATTEMPTS": "2",
             "TPUBUILD_ATTEMPTS": "2",
             "TPUBUILD_TCP_TIMEOUT_S": "2",
+            "TPUBUILD_CONF_ROOT": str(self.root),
+            "TPUBUILD_OPS_AGENT_SCRIPT_URL": (self.state / "add-ops-agent-repo.sh").as_uri(),
             **self.extra_env,
             **extra,
         }

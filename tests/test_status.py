@@ -6,11 +6,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import EXAMPLES
+import pytest
+
+from tests.conftest import EXAMPLES, NODE
 from tests.fakes.fixtures import Fakes, fakes, make_repo, repo, unique_env  # noqa: F401 - fixtures
 
 
-def test_status_node_reports_tpu_filestore_mig_state_lock_and_snapshot(fakes: Fakes, repo: Path, cli) -> None:
+@pytest.fixture
+def node_repo(tmp_path: Path) -> Path:
+    """A repository whose values.env is a TPU Node file (legacy: status must keep working)."""
+    return make_repo(tmp_path / "node", unique_env(), base=NODE)
+
+
+def test_status_node_reports_tpu_filestore_mig_state_lock_and_snapshot(fakes: Fakes, node_repo: Path, cli) -> None:
+    repo = node_repo
     from google.cloud import tpu_v1
 
     from builder.cloud import lock, snapshot
@@ -43,7 +52,7 @@ def test_status_node_reports_tpu_filestore_mig_state_lock_and_snapshot(fakes: Fa
     assert f"tpu        {s.tpu_name}: READY, health HEALTHY, v3-32, pytorch-1.13 (tpu v1)" in out
     assert f"filestore  {s.filestore_name}: READY, 10.0.0.2:/tpushare (1024 GiB, BASIC_HDD)" in out
     assert f"mig        {s.mig_name}: 3/4 running (target 4, 4 TPU hosts), UPDATING" in out
-    assert "filestore no, shared_pd no, tpu yes, mig no" in out
+    assert "filestore no, shared_pd no, tpu yes, mig no, dashboard no" in out
     assert "lock       held by build b-run (update, since 2026-01-02T00:00:00Z, by ci)" in out
     assert "applied    build b-ok (create, 2026-01-01T00:00:00Z); absent: mig" in out
 
@@ -53,7 +62,8 @@ def test_status_node_reports_tpu_filestore_mig_state_lock_and_snapshot(fakes: Fa
     assert report["tpu"]["endpoints"] == ["10.3.0.2:8470"]
     assert report["filestore"]["ip"] == "10.0.0.2"
     assert report["mig"]["target_size"] == 4 and report["mig"]["running"] == 3
-    assert report["terraform"]["modules"] == {"filestore": False, "shared_pd": False, "tpu": True, "mig": False}
+    assert report["terraform"]["modules"] == {"filestore": False, "shared_pd": False, "tpu": True, "mig": False,
+                                              "dashboard": False}
     assert report["terraform"]["lock"]["build_id"] == "b-run"
     assert report["errors"] == []
 
@@ -83,7 +93,8 @@ def test_status_vm_uses_tpu_v2_and_reports_absent_resources(fakes: Fakes, tmp_pa
     assert any("/nodes/" in p for _m, p in fakes.google.requests if p.startswith("/v2/"))
 
 
-def test_status_part_that_fails_is_reported_and_exits_1(fakes: Fakes, repo: Path, cli) -> None:
+def test_status_part_that_fails_is_reported_and_exits_1(fakes: Fakes, node_repo: Path, cli) -> None:
+    repo = node_repo
     from builder.config import load
 
     s = load(repo)

@@ -7,6 +7,7 @@ real values.env files through builder.config.load.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -18,10 +19,10 @@ from builder import tfvars
 from builder.config import load
 from builder.errors import BadInput, ConfigError
 from builder.plan import module_dir
-from tests.conftest import EXAMPLES, SHIPPED
+from tests.conftest import EXAMPLES, NODE, SHIPPED
 from tests.test_modules_hcl import CHILD_DIRS, Module, body_parts, call_args, child_of, load_module, unquote
 
-ENV_FILES = [SHIPPED, *sorted(EXAMPLES.glob("*.env"))]
+ENV_FILES = [SHIPPED, NODE, *sorted(EXAMPLES.glob("*.env"))]
 
 
 def _module_for(settings: Any, plan_module: str) -> Module:
@@ -69,8 +70,8 @@ def _validation_verdicts(mod: Module, values: dict[str, Any]) -> list[tuple[str,
 def test_tfvars_set_exactly_the_declared_variables(env: Path) -> None:
     settings = load(env)
     generated = tfvars.all_for(settings)
-    assert set(generated) == ({"tpu", "filestore", "shared_pd", "mig"} if settings.arch == "node"
-                              else {"tpu", "filestore", "shared_pd"})
+    assert set(generated) == ({"tpu", "filestore", "shared_pd", "mig", "dashboard"} if settings.arch in ("node", "mig")
+                              else {"tpu", "filestore", "shared_pd", "dashboard"})
     for plan_module, values in generated.items():
         mod = _module_for(settings, plan_module)
         declared = set(mod.variables)
@@ -95,7 +96,7 @@ def test_tfvars_pass_the_modules_own_validations(env: Path) -> None:
 
 def test_validation_evaluator_rejects_a_bad_value() -> None:
     mod = load_module("filestore")
-    values = tfvars.for_module(load(SHIPPED), "filestore")
+    values = tfvars.for_module(load(NODE), "filestore")
     assert all(ok for _, ok in _validation_verdicts(mod, values))
     bad = {**values, "tier": "PREMIUM", "name": "Nfs_1", "zone": "europe-west4"}
     assert {n for n, ok in _validation_verdicts(mod, bad) if not ok} == {"tier", "name", "zone"}
@@ -109,7 +110,7 @@ def test_strict_rule_fails_when_either_side_changes(tmp_path: Path) -> None:
     (tmp_path / "variables.tf").write_text(src.replace('variable "size_gb"', 'variable "disk_size_gb"')
                                            + 'variable "extra" {\n  type = string\n}\n')
     declared = set(load_dir(tmp_path).variables)
-    values = set(tfvars.for_module(load(SHIPPED), "shared_pd"))
+    values = set(tfvars.for_module(load(NODE), "shared_pd"))
     assert values - declared == {"size_gb"} and declared - values == {"disk_size_gb", "extra"}
 
 
@@ -160,7 +161,7 @@ def test_tfvars_pass_the_child_modules_validations_through_the_calls(env: Path) 
             checked |= {f"{call}.{n}" for n, _ in verdicts}
     want = {"seeder_identity.account_id", "seeder_identity.workspace_condition_title", "seeder_identity.dataset_bucket"}
     assert want <= checked
-    hosts = "mig" if settings.arch == "node" else "tpu_vm"
+    hosts = {"node": "mig", "vm": "tpu_vm", "mig": "slice"}[settings.arch]
     assert {f"{hosts}_identity.account_id", f"{hosts}_identity.state_bucket", f"{hosts}_firewall.network",
             f"{hosts}_firewall.name", f"{hosts}_firewall.hosts"} <= checked
 
@@ -183,10 +184,11 @@ def _template_inputs(mod: Module) -> set[str]:
 
 
 def test_resize_changes_only_tpu_and_mig_size(make_env: Callable[..., Path]) -> None:
-    small = tfvars.all_for(load(make_env(TPU_ACCELERATOR_TYPE="v3-32")))
-    big = tfvars.all_for(load(make_env(TPU_ACCELERATOR_TYPE="v3-128")))
+    small = tfvars.all_for(load(make_env(NODE, TPU_ACCELERATOR_TYPE="v3-32")))
+    big = tfvars.all_for(load(make_env(NODE, TPU_ACCELERATOR_TYPE="v3-128")))
     changed = {m: {k for k in small[m] if small[m][k] != big[m][k]} for m in small}
-    assert changed == {"tpu": {"accelerator_type"}, "filestore": set(), "shared_pd": set(), "mig": {"target_size"}}
+    assert changed == {"tpu": {"accelerator_type"}, "filestore": set(), "shared_pd": set(), "mig": {"target_size"},
+                       "dashboard": set()}
     assert (small["mig"]["target_size"], big["mig"]["target_size"]) == (4, 16)
 
     mig = load_module("mig")
@@ -243,18 +245,19 @@ resource "google_compute_instance_template" "t" {
 # ---- values and refusals ----
 
 def test_names_and_derived_values(make_env: Callable[..., Path]) -> None:
-    s = load(SHIPPED)
+    s = load(NODE)
     v = tfvars.all_for(s)
     assert v["tpu"]["name"] == s.tpu_name and v["filestore"]["name"] == s.filestore_name
     assert v["shared_pd"]["name"] == s.shared_pd_name and v["mig"]["name"] == s.mig_name
-    assert all(values["labels"] == s.labels for values in v.values())
+    assert all(values["labels"] == s.labels for m, values in v.items() if m != "dashboard")
+    assert json.loads(v["dashboard"]["dashboard_json"])["labels"] == s.labels  # the dashboard's own labels
     assert v["mig"]["state_bucket"] == s.state_bucket and v["mig"]["env_name"] == s.env_name
     assert v["mig"]["service_account_id"] == f"tb-{s.env_name}-wk"
     assert v["mig"]["target_size"] == s.hosts
     vm = tfvars.all_for(load(EXAMPLES / "vm-v4-32.env"))
     assert vm["tpu"]["service_account_id"] == "tb-v4-pod-vm"
     assert vm["tpu"]["dataset_bucket"] == "my-tpu-project-datasets"
-    longest = load(make_env(ENV_BUILD_NAME="a" * 24))
+    longest = load(make_env(NODE, ENV_BUILD_NAME="a" * 24))
     assert 6 <= len(tfvars.service_account_id(longest)) <= 30
     # the seeder's account (shared_pd) and the hosts' (mig/tpu_vm) come from Settings, once
     assert v["shared_pd"]["seeder_service_account_id"] == s.seeder_service_account_id == f"tb-{s.env_name}-sd"
@@ -275,14 +278,14 @@ def test_mig_reader_role_id_is_legal_for_any_env_name() -> None:
 
 @pytest.mark.parametrize(("restore", "snapshot"), [("", ""), ("latest", ""), ("pd-tpu-dev1-20240101", "pd-tpu-dev1-20240101")])
 def test_snapshot_from_shared_pd_restore(make_env: Callable[..., Path], restore: str, snapshot: str) -> None:
-    values = tfvars.for_module(load(make_env(SHARED_PD_RESTORE=restore)), "shared_pd")
+    values = tfvars.for_module(load(make_env(NODE, SHARED_PD_RESTORE=restore)), "shared_pd")
     assert values["snapshot"] == snapshot
 
 
 def test_dataset_bucket_and_empty_dataset(make_env: Callable[..., Path]) -> None:
     assert tfvars.dataset_bucket("gs://b-1/x/y/*") == "b-1"
     assert tfvars.dataset_bucket("gs://b-1") == "b-1"
-    assert tfvars.for_module(load(make_env(GCS_DATASET="")), "mig")["dataset_bucket"] == ""
+    assert tfvars.for_module(load(make_env(NODE, GCS_DATASET="")), "mig")["dataset_bucket"] == ""
 
 
 def test_setup_script_paths(make_env: Callable[..., Path], tmp_path: Path) -> None:
@@ -290,9 +293,9 @@ def test_setup_script_paths(make_env: Callable[..., Path], tmp_path: Path) -> No
     (tmp_path / "scripts" / "setup.sh").write_text("#!/bin/bash\n")
     (tmp_path / "models" / "roberta").mkdir(parents=True)
     (tmp_path / "models" / "roberta" / "prep.sh").write_text("#!/bin/bash\n")
-    assert tfvars.for_module(load(make_env(MIG_SETUP_SCRIPT="scripts/setup.sh")), "mig")["setup_script"] == "scripts/setup.sh"
-    assert tfvars.for_module(load(make_env(MIG_SETUP_SCRIPT="roberta/prep.sh")), "mig")["setup_script"] == "models/roberta/prep.sh"
-    env = make_env(MIG_SETUP_SCRIPT="scripts/missing.sh")
+    assert tfvars.for_module(load(make_env(NODE, MIG_SETUP_SCRIPT="scripts/setup.sh")), "mig")["setup_script"] == "scripts/setup.sh"
+    assert tfvars.for_module(load(make_env(NODE, MIG_SETUP_SCRIPT="roberta/prep.sh")), "mig")["setup_script"] == "models/roberta/prep.sh"
+    env = make_env(NODE, MIG_SETUP_SCRIPT="scripts/missing.sh")
     with pytest.raises(ConfigError) as exc:
         tfvars.for_module(load(env), "mig")
     assert str(exc.value).startswith(f"{env}:") and "MIG_SETUP_SCRIPT" in str(exc.value)
@@ -306,7 +309,7 @@ def test_reserved_goes_to_the_tpu_vm_and_is_refused_on_node(make_env: Callable[.
     values = tfvars.for_module(settings, "tpu")
     assert (values["reserved"], values["spot"], values["preemptible"]) == (True, False, False)
     assert all(ok for _, ok in _validation_verdicts(_module_for(settings, "tpu"), values))
-    node = make_env(TPU_RESERVED="true")
+    node = make_env(NODE, TPU_RESERVED="true")
     with pytest.raises(ConfigError) as exc:
         load(node)
     message = str(exc.value)

@@ -54,6 +54,10 @@ CDKTF_VERSION = "16.12.1"
 PACKAGES: dict[str, str] = {"google": "@cdktf/provider-google", "google-beta": "@cdktf/provider-google-beta"}
 REPO = Path(__file__).resolve().parents[1]
 
+#: Types kept even though no module declares them: builder checks its refusals against them
+#: (google_tpu_v2_queued_resource: what 6.50 lets a queued TPU VM carry, builder/legacy.py).
+ALWAYS: set[tuple[str, str]] = {("resources", "google_tpu_v2_queued_resource")}
+
 _TYPE_LINK = re.compile(r"registry\.terraform\.io/providers/hashicorp/([\w-]+)/([\d.]+)/docs/(resources|data-sources)/\w+ (\w+)\}")
 _ANCHOR = re.compile(r"#(\w+) \w+#(\w+)\}")
 _TF_DECL = re.compile(r'^\s*(resource|data)\s+"((?:google)_[a-z0-9_]+)"', re.M)
@@ -225,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--type", action="append", default=[], metavar="resource:T|data:T", help="also keep this type")
     args = ap.parse_args(argv)
 
-    wanted = used_types(args.modules)
+    wanted = used_types(args.modules) | ALWAYS
     for extra in args.type:
         kind, _, tf_type = extra.partition(":")
         wanted.add(("data_sources" if kind == "data" else "resources", tf_type))

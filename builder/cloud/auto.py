@@ -1,90 +1,24 @@
-"""GitOps ``auto``: what changed since the applied snapshot, and which modules that touches.
-
-Pure, except ``digests`` (reads the repository's files). The rules (docs/cloud.md has the table):
-
-* no applied snapshot → ``create``;
-* a key that moves the whole environment (``MOVING_KEYS``: project, name, zone/region, network,
-  architecture) changed → refused (``BadInput``, exit 2): auto never relocates an environment;
-  destroy it and create it again, or put the value back;
-* otherwise every changed key maps to plan modules (``modules_for_key``), every module whose
-  Terraform or boot sources changed (digests recorded in the snapshot) is added, and so is every
-  module the snapshot marks *outstanding* (changed outside the scope of an earlier build);
-  modules the snapshot marks *absent* (destroyed on purpose) stay absent, and an environment
-  whose every module is absent (a full destroy) is left alone;
-* nothing left → nothing to do (exit 0); else ``update`` restricted to those modules.
-
-Values are compared after parsing with ``builder.config`` (so ``STANDARD`` and ``BASIC_HDD``,
-``"true"`` and ``"yes"``, or a changed comment are no change).
-"""
+"""GitOps ``auto`` in the cloud: the decision itself is pure and lives in ``builder.auto`` (so
+``tpubuild plan --action auto`` previews it offline); here are the digests of each module's
+Terraform and boot sources, which read the repository's files."""
 
 from __future__ import annotations
 
 import hashlib
 import posixpath
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from builder.auto import (  # noqa: F401 - re-exported: callers and tests use builder.cloud.auto
+    MOVING_KEYS,
+    Decision,
+    changed_keys,
+    decide,
+    hosts_module,
+    modules_for_key,
+    touched,
+)
 from builder.config import Settings
-from builder.config.keys import KEYS
-from builder.config.model_keys import MODEL_KEYS
-from builder.errors import BadInput
-
-#: Changing one of these moves the environment; auto refuses.
-MOVING_KEYS: tuple[str, ...] = ("PROJECT_ID", "ENV_BUILD_NAME", "ZONE", "REGION", "NETWORK", "SUBNETWORK", "TPU_ARCH")
-
-_TPU = ("TPU_ACCELERATOR_TYPE", "TPU_PYTORCH_VERSION", "TPU_RUNTIME_VERSION", "TPU_CIDR_BLOCK",
-        "TPU_PREEMPTIBLE", "TPU_SPOT", "TPU_RESERVED", "TPU_EXTERNAL_IPS")
-_MIG = ("MACHINE_TYPE", "GCE_IMAGE_VERSION", "SOURCE_IMAGE_FAMILY", "SOURCE_IMAGE_PROJECT", "BOOT_DISK_SIZE_GB",
-        "MIG_EXTERNAL_IP")
-_HOSTS = ("MIG_SETUP_SCRIPT", "MOUNT_POINT")  # read at boot by every host: the MIG (node) or the TPU VMs
-_FILESTORE = ("SHARED_FS", "SHARED_FS_CAPACITY", "SHARED_FS_TIER")
-_SHARED_PD = ("SHARED_PD_DISK_ATTACH", "SHARED_PD_DISK_SIZE", "SHARED_PD_DISK_TYPE", "SHARED_PD_RESTORE",
-              "GCS_DATASET", "MIG_SEED_DATA_PREP_SCRIPT")
-#: Keys whose change also changes what the hosts are told (metadata, attached disk, endpoints) or
-#: may read: the workers' service account is granted read on GCS_DATASET's bucket in mig/tpu_vm.
-_ALSO_HOSTS = ("SHARED_FS", "SHARED_FS_TIER", "SHARED_PD_DISK_ATTACH", "SHARED_PD_DISK_TYPE", "GCS_DATASET")
-
-
-def hosts_module(arch: str) -> str:
-    """The plan module whose machines boot with env_setup: the MIG (node) or the TPU VMs."""
-    return "mig" if arch == "node" else "tpu"
-
-
-def modules_for_key(key: str, arch: str) -> frozenset[str]:
-    """The plan modules a change of ``key`` must re-apply (before restricting to the plan's)."""
-    hosts = hosts_module(arch)
-    out: set[str] = set()
-    if key in _TPU:
-        out.add("tpu")
-        if arch == "node" and key in ("TPU_ACCELERATOR_TYPE", "TPU_CIDR_BLOCK"):
-            out.add("mig")  # one worker per TPU host; workers are told the TPU's endpoints
-    if key in _MIG:
-        out.add("mig")
-    if key in _HOSTS:
-        out.add(hosts)
-    if key in _FILESTORE:
-        out.add("filestore")
-    if key in _SHARED_PD:
-        out.add("shared_pd")
-    if key in _ALSO_HOSTS:
-        out.add(hosts)
-    return frozenset(out)
-
-
-def _value(settings: Settings, key: str) -> Any:
-    if key == "TPU_RUNTIME_VERSION":
-        return settings.runtime_version
-    spec = next(k for k in (*KEYS, *MODEL_KEYS) if k.name == key)
-    if key in {k.name for k in MODEL_KEYS}:
-        return settings.model_options.get(spec.field)
-    return getattr(settings, spec.field)
-
-
-def changed_keys(old: Settings, new: Settings) -> list[str]:
-    """Keys whose parsed value differs, in the order of the key table."""
-    return [k.name for k in (*KEYS, *MODEL_KEYS) if _value(old, k.name) != _value(new, k.name)]
 
 
 def terraform_dirs(repo: Path, top: str) -> list[str]:
@@ -130,89 +64,3 @@ def digests(settings: Settings, repo: Path, modules: Iterable[str]) -> dict[str,
             h.update(rel.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
         out[module] = h.hexdigest()[:16]
     return out
-
-
-@dataclass(frozen=True)
-class Decision:
-    action: str  # create | update | none
-    only: frozenset[str] | None
-    reasons: tuple[str, ...]
-
-    def summary(self) -> str:
-        if self.action == "none":
-            return "auto: nothing changed since the applied snapshot; nothing to do"
-        if self.action == "create":
-            return "auto: create"
-        return f"auto: update {', '.join(sorted(self.only or ()))}"
-
-
-def decide(
-    current: Settings,
-    applied: Settings | None,
-    *,
-    plan_modules: tuple[str, ...],
-    build_id: str = "",
-    outstanding: frozenset[str] = frozenset(),
-    absent: frozenset[str] = frozenset(),
-    sources_then: dict[str, str] | None = None,
-    sources_now: dict[str, str] | None = None,
-) -> Decision:
-    if applied is None:
-        return Decision("create", None, ("no applied snapshot: this environment has no successful build yet",))
-    since = f" since build {build_id}" if build_id else " since the applied snapshot"
-    if set(plan_modules) <= absent:
-        return Decision("none", None, (f"the environment was destroyed by build {build_id or '?'}; auto leaves it "
-                                       "destroyed: run _BUILD_ACTION=create to bring it back",))
-    keys = changed_keys(applied, current)
-    for key in keys:
-        if key in MOVING_KEYS:
-            where = f"{current.source}:{current.line_of(key)}: " if current.line_of(key) else f"{current.source}: "
-            raise BadInput(
-                f"{where}{key}: changed from {_value(applied, key)!r} to {_value(current, key)!r}{since}; "
-                "auto does not move an environment: put the value back, or run destroy and then create"
-            )
-    wanted: dict[str, list[str]] = {}
-    reasons: list[str] = []
-    for key in keys:
-        mods = sorted(modules_for_key(key, current.arch) & set(plan_modules))
-        shown = f"{key}: {_value(applied, key)!r} → {_value(current, key)!r}"
-        if mods:
-            reasons.append(f"{shown} ({', '.join(mods)})")
-            for m in mods:
-                wanted.setdefault(m, []).append(key)
-        else:
-            reasons.append(f"{shown} (no infrastructure change: read at training time)")
-    then, now = sources_then or {}, sources_now or {}
-    for m in plan_modules:
-        if m in then and m in now and then[m] != now[m]:
-            reasons.append(f"{m}: its Terraform or boot sources changed{since}")
-            wanted.setdefault(m, []).append("sources")
-    for m in sorted(outstanding & set(plan_modules)):
-        reasons.append(f"{m}: outstanding (destroyed, or changed outside the scope of build {build_id or '?'})")
-        wanted.setdefault(m, []).append("outstanding")
-    for m in sorted(set(wanted) & absent):
-        reasons.append(f"{m}: destroyed by a scoped destroy; auto leaves it absent "
-                       f"(run update with _{m.upper()}=true to bring it back)" if m in ("tpu", "mig") else
-                       f"{m}: destroyed; auto leaves it absent (run create to bring it back)")
-        del wanted[m]
-    if not wanted:
-        return Decision("none", None, tuple(reasons) or (f"values.env is unchanged{since}",))
-    return Decision("update", frozenset(wanted), tuple(reasons))
-
-
-def touched(old: Settings | None, new: Settings, *, plan_modules: tuple[str, ...],
-            sources_then: dict[str, str] | None = None, sources_now: dict[str, str] | None = None) -> frozenset[str]:
-    """Plan modules whose values or sources differ between ``old`` and ``new`` (all when unknown or
-    when a moving key changed). ``finalize`` uses it to keep what a scoped build left out."""
-    every = frozenset(plan_modules)
-    if old is None:
-        return every
-    keys = changed_keys(old, new)
-    if any(k in MOVING_KEYS for k in keys):
-        return every
-    out: set[str] = set()
-    for key in keys:
-        out |= modules_for_key(key, new.arch)
-    then, now = sources_then or {}, sources_now or {}
-    out |= {m for m in plan_modules if m in then and m in now and then[m] != now[m]}
-    return frozenset(out) & every

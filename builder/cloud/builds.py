@@ -68,6 +68,48 @@ def create(client: Any, project: str, build: Any) -> Created:
     return Created(meta.build.id, meta.build.log_url)
 
 
+def env_tag(env: str) -> str:
+    """The tag every build of environment ``env`` carries (pipelines and their lookups agree on it)."""
+    return f"tpubuild-env-{env}"
+
+
+LIVE = ("QUEUED", "WORKING")
+
+
+def live_filter(env: str) -> str:
+    """ListBuilds filter for the builds of ``env`` that are still queued or running.
+
+    Syntax: https://cloud.google.com/build/docs/view-build-results#filtering_build_results_using_queries
+    (``field="value"`` terms joined by AND/OR, parentheses allowed)."""
+    states = " OR ".join(f'status="{s}"' for s in LIVE)
+    return f'tags="{env_tag(env)}" AND ({states})'
+
+
+@dataclass(frozen=True)
+class Live:
+    id: str
+    status: str
+    log_url: str
+
+    def describe(self) -> str:
+        return f"build {self.id} ({self.status}; logs: {self.log_url})"
+
+
+def live(client: Any, project: str, env: str, *, exclude: tuple[str, ...] = ()) -> list[Live]:
+    """Builds of ``env`` that Cloud Build reports QUEUED or WORKING (ListBuilds with a filter),
+    newest first, leaving out ``exclude`` (our own build, when we run in one)."""
+    with cloud_call(f"listing the running builds of environment {env} in project {project}"):
+        from google.cloud.devtools import cloudbuild_v1
+
+        request = cloudbuild_v1.ListBuildsRequest(project_id=project, filter=live_filter(env), page_size=50)
+        found = list(client.list_builds(request=request))
+    # the filter is the server's; trust but verify (a server ignoring it must not hide a live build
+    # behind a finished one, nor make a finished one block)
+    tag = env_tag(env)
+    return [Live(b.id, status_name(b), b.log_url) for b in found
+            if status_name(b) in LIVE and tag in b.tags and b.id not in exclude]
+
+
 def get(client: Any, project: str, build_id: str) -> Any:
     with cloud_call(f"reading build {build_id}"):
         return client.get_build(project_id=project, id=build_id)

@@ -4,11 +4,14 @@ Endpoints for local emulators and fakes (tests, offline work) come from the envi
 
 * ``STORAGE_EMULATOR_HOST`` (``http://127.0.0.1:PORT``): google-cloud-storage talks to it with
   anonymous credentials; the project comes from values.env.
-* ``TPUBUILD_CLOUDBUILD_ENDPOINT``, ``TPUBUILD_FILESTORE_ENDPOINT``, ``TPUBUILD_TPU_ENDPOINT``
-  (``http://127.0.0.1:PORT``): the client's ``api_endpoint`` with the REST transport and
+* ``TPUBUILD_CLOUDBUILD_ENDPOINT``, ``TPUBUILD_FILESTORE_ENDPOINT``, ``TPUBUILD_TPU_ENDPOINT``,
+  ``TPUBUILD_SCHEDULER_ENDPOINT`` (``http://127.0.0.1:PORT``): the client's ``api_endpoint`` with the REST transport and
   anonymous credentials. google-cloud-tpu's v1 API (TPU Node) has no REST transport, so for the
   node architecture ``TPUBUILD_TPU_V1_ENDPOINT`` (``127.0.0.1:PORT``) names a plaintext gRPC
   endpoint instead.
+* ``TPUBUILD_RESOURCEMANAGER_ENDPOINT`` (REST, like the above) and ``TPUBUILD_IAM_ENDPOINT``
+  (``127.0.0.1:PORT``, plaintext gRPC: iam_admin_v1 has no REST transport) for the builder
+  service account (``builder/cloud/iam.py``).
 * ``TPUBUILD_COMPUTE_ENDPOINT`` (``http://127.0.0.1:PORT/compute/v1``): the Compute Engine REST
   base used for the MIG (no google-cloud-compute dependency: google-auth's AuthorizedSession).
 
@@ -22,7 +25,7 @@ import functools
 import os
 from typing import Any
 
-from builder.errors import WorldError
+from builder.errors import BadInput, WorldError
 
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 NO_CREDENTIALS = (
@@ -42,13 +45,41 @@ def credentials() -> Any:
     import google.auth
     from google.auth.exceptions import DefaultCredentialsError, GoogleAuthError
 
+    check_credentials_file()
     try:
         creds, _project = google.auth.default(scopes=list(SCOPES))
     except DefaultCredentialsError:
         raise WorldError(NO_CREDENTIALS) from None
     except GoogleAuthError as exc:
         raise WorldError(f"cannot load Google Cloud credentials ({_first_line(exc)}); {NO_CREDENTIALS[30:]}") from None
+    except (OSError, ValueError) as exc:  # a key file google-auth could open but not use
+        raise BadInput(f"GOOGLE_APPLICATION_CREDENTIALS: cannot be used ({_first_line(exc)}); point it at a "
+                       "service-account key file, or unset it and run `gcloud auth application-default login`") from None
     return creds
+
+
+def check_credentials_file() -> None:
+    """GOOGLE_APPLICATION_CREDENTIALS, when set, names a readable JSON key file of at most 1 MiB
+    (a directory, /dev/zero or a binary file is bad input, exit 2, naming the variable)."""
+    import json
+    from pathlib import Path
+
+    from builder.files import MAX_CREDENTIALS, read_file
+
+    raw = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
+    if raw is None:
+        return
+    fix = ("point GOOGLE_APPLICATION_CREDENTIALS at a service-account key file, or unset it and run "
+           "`gcloud auth application-default login`")
+    if not raw.strip():
+        raise BadInput(f"GOOGLE_APPLICATION_CREDENTIALS: is set but empty; {fix}")
+    data = read_file(Path(raw), MAX_CREDENTIALS, what="a credentials file", fix=fix)
+    try:
+        body = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        body = None
+    if not isinstance(body, dict) or not isinstance(body.get("type"), str):
+        raise BadInput(f"GOOGLE_APPLICATION_CREDENTIALS: {raw} is not a JSON credentials file (no \"type\"); {fix}")
 
 
 def _anonymous() -> Any:
@@ -79,6 +110,13 @@ def cloudbuild() -> Any:
     return cloudbuild_v1.CloudBuildClient(**_rest_options("TPUBUILD_CLOUDBUILD_ENDPOINT"))
 
 
+def scheduler() -> Any:
+    """Cloud Scheduler (the TTL's job); ``TPUBUILD_SCHEDULER_ENDPOINT`` points it at a local fake."""
+    from google.cloud import scheduler_v1
+
+    return scheduler_v1.CloudSchedulerClient(**_rest_options("TPUBUILD_SCHEDULER_ENDPOINT"))
+
+
 def filestore() -> Any:
     from google.cloud import filestore_v1
 
@@ -101,6 +139,29 @@ def tpu(arch: str) -> Any:
         target = target.split("://", 1)[-1]
         return tpu_v1.TpuClient(transport=TpuGrpcTransport(channel=grpc.insecure_channel(target)))
     return tpu_v1.TpuClient(credentials=credentials())
+
+
+def iam_admin() -> Any:
+    """IAM admin client (service accounts). google-cloud-iam's iam_admin_v1 has no REST
+    transport, so for tests ``TPUBUILD_IAM_ENDPOINT`` (``127.0.0.1:PORT``) names a plaintext gRPC
+    endpoint."""
+    from google.cloud import iam_admin_v1
+
+    target = emulated("TPUBUILD_IAM_ENDPOINT")
+    if target:
+        import grpc
+        from google.cloud.iam_admin_v1.services.iam.transports import IAMGrpcTransport
+
+        target = target.split("://", 1)[-1]
+        return iam_admin_v1.IAMClient(transport=IAMGrpcTransport(channel=grpc.insecure_channel(target)))
+    return iam_admin_v1.IAMClient(credentials=credentials())
+
+
+def projects() -> Any:
+    """Resource Manager v3 projects client (the project's IAM policy), REST."""
+    from google.cloud import resourcemanager_v3
+
+    return resourcemanager_v3.ProjectsClient(**_rest_options("TPUBUILD_RESOURCEMANAGER_ENDPOINT"))
 
 
 def compute() -> tuple[Any, str]:

@@ -23,6 +23,13 @@ from builder.errors import BadInput, WorldError
 ACTIONS = ("initialize", "create", "update", "destroy", "auto")
 
 
+def _values_bytes(settings: Settings) -> bytes:
+    from builder.config.loader import MAX_BYTES
+    from builder.files import read_file
+
+    return read_file(settings.source, MAX_BYTES, what="a values file", fix="keep it under 1 MiB")
+
+
 def say(message: str) -> None:
     print(message, flush=True)
 
@@ -38,6 +45,10 @@ def initialize(settings: Settings) -> int:
     client = clients.storage(settings.project_id)
     for spec in buckets.specs(settings):
         say(buckets.create_or_adopt(client, settings, spec))
+    from builder.cloud import iam
+
+    say(iam.ensure_account(clients.iam_admin(), settings))
+    say(iam.grant(clients.projects(), settings))
     up, same, gone = workspace.sync(client.bucket(settings.state_bucket), settings, repo)
     say(f"gs://{settings.state_bucket}/{workspace.prefix(settings)}: workspace uploaded "
         f"({up} new or changed, {same} unchanged, {gone} removed)")
@@ -93,6 +104,15 @@ def _scope(plan: Any) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- submit
 
+def _live(cb: Any, settings: Settings) -> Any:
+    """The lock's question to Cloud Build: which builds of this environment are QUEUED or WORKING
+    (leaving out the root build we run in, when we do)."""
+    import os
+
+    own = tuple(b for b in [os.environ.get("TPUBUILD_DISPATCH_BUILD", "").strip()] if b)
+    return lambda: builds.live(cb, settings.project_id, settings.env_name, exclude=own)
+
+
 #: How each input is called in messages: submit's flags, or the root build's substitutions.
 SUBMIT_NAMES = {"action": "--action", "tpu": "--tpu", "mig": "--mig", "allow_data_loss": "--allow-data-loss",
                 "allow_wipe": "--allow-wipe"}
@@ -132,11 +152,14 @@ def prepare(settings: Settings, action: str, *, tpu: bool = False, mig: bool = F
     flag (it applies no Terraform), ``auto`` with ``tpu``/``mig`` (auto decides the modules), and
     ``allow_wipe`` for a plan that does not apply ``shared_pd`` (nothing would be seeded)."""
     from builder import pipeline, tfvars
-    from builder.plan import make_plan
+    from builder.plan import make_plan, refuse_idle_allow_flags
+
+    from builder.legacy import refuse_unbuildable
 
     action = parse_action(action, names)
+    refuse_unbuildable(settings, action)  # before any client: TPU Nodes can no longer be created
     if action == "initialize":
-        make_plan(settings, "initialize", tpu=tpu, mig=mig)  # refuses the scope flags
+        make_plan(settings, "initialize", tpu=tpu, mig=mig, names=names)  # refuses the scope flags
         for key, on in (("allow_data_loss", allow_data_loss), ("allow_wipe", allow_wipe)):
             if on:
                 raise BadInput(f"{names[key]}: initialize applies no Terraform and seeds nothing, so there is "
@@ -146,14 +169,12 @@ def prepare(settings: Settings, action: str, *, tpu: bool = False, mig: bool = F
         raise BadInput(f"{names['tpu']}/{names['mig']}: auto decides the modules itself; "
                        f"leave {names['tpu']} and {names['mig']} out (or at default)")
     repo = workspace.find_repo(settings)
-    plan = None if action == "auto" else make_plan(settings, action, tpu=tpu, mig=mig)
-    if plan is not None and allow_wipe and not plan.applies("shared_pd"):
-        ops = ", ".join(f"{o.op} {o.module}" for o in plan.operations)
-        raise BadInput(f"{names['allow_wipe']}: this {action} ({ops}) does not apply shared_pd, so the seeder "
-                       f"never runs and there is nothing to wipe; drop {names['allow_wipe']}")
+    plan = None if action == "auto" else make_plan(settings, action, tpu=tpu, mig=mig, names=names)
+    if plan is not None:
+        refuse_idle_allow_flags(plan, allow_data_loss=allow_data_loss, allow_wipe=allow_wipe, names=names)
     config = None if plan is None else pipeline.render(settings, plan, allow_data_loss=allow_data_loss,
                                                        allow_wipe=allow_wipe)
-    src = source.pack(source.collect(repo, settings.source.read_bytes(), tfvars.all_for(settings)))
+    src = source.pack(source.collect(repo, _values_bytes(settings), tfvars.all_for(settings)))
     return Prepared(action, plan, config, src, repo, allow_data_loss, allow_wipe)
 
 
@@ -195,7 +216,7 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> in
 
     held = lock.acquire(bucket, lock.Lock(env=settings.env_name, action=plan.action, holder=lock.who(),
                                           created=lock.now(), scope=_scope(plan)),
-                        lookup=lookup, warn=warn)
+                        lookup=lookup, live=_live(cb, settings), warn=warn)
     try:
         blob = bucket.blob(src.object_name)
         with cloud_call(f"uploading gs://{settings.state_bucket}/{src.object_name}"):
@@ -207,6 +228,7 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> in
                 except gexc.PreconditionFailed:
                     pass  # the same content, uploaded by someone else meanwhile
         workspace.sync(bucket, settings, repo, source_sha256=src.sha256)
+        _keep_ttl_source(bucket, settings, plan.action, src)
         subs = {name: value for name, value in (("_ALLOW_DATA_LOSS", allow_data_loss), ("_ALLOW_WIPE", allow_wipe))
                 for value in ["true" if value else "false"] if builds.referenced(config, name)}
         build = builds.to_build(config, bucket=settings.state_bucket, object_name=src.object_name,
@@ -233,6 +255,20 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> in
                  "the next dispatch takes it over and names this build")
         raise
     return 0
+
+
+def _keep_ttl_source(bucket: Any, settings: Settings, action: str, src: source.Source) -> None:
+    """With ``ENV_TTL_HOURS``, the tarball this build runs from is also kept at
+    ``workspace/<env>/ttl/source.tgz`` (builder/ttl.py): the TTL's destroy build, started by Cloud
+    Scheduler long after this laptop is gone, runs ``tpubuild dispatch`` from it, so it carries the
+    values.env last submitted. A destroy leaves it as it is (the TPU's job goes with the TPU)."""
+    if not settings.env_ttl_hours or action == "destroy":
+        return
+    from builder import ttl
+
+    name = ttl.source_object(settings.env_name)
+    with cloud_call(f"uploading gs://{settings.state_bucket}/{name}"):
+        bucket.blob(name).upload_from_string(src.tgz, content_type="application/gzip")
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
@@ -270,7 +306,7 @@ def _wait_for_build_id(bucket: Any, env: str, build_id: str) -> lock.Lock | None
     for _ in range(30):
         if current is None or current.build_id:
             return current
-        time.sleep(2)
+        time.sleep(min(2.0, builds.poll_seconds()))
         current = lock.read(bucket, env)
     return current
 
@@ -286,7 +322,14 @@ def cmd_finalize(args: argparse.Namespace) -> int:
         raise BadInput(f"--action: {args.action!r} is not a pipeline action; use initialize, create, update or destroy")
     bucket = clients.storage(settings.project_id).bucket(settings.state_bucket)
     held = _wait_for_build_id(bucket, env, build_id)
-    if held is not None and held.build_id == build_id and held.scope.get("operations") is not None:
+    if held is None or held.build_id != build_id or held.state != "held":
+        # Recording now could overwrite what the lock's real holder applies: fail loudly instead.
+        now = "nobody holds it" if held is None else f"it is held by {held.describe()}"
+        raise WorldError(
+            f"environment {env}: build {build_id} no longer holds the lock ({now}), so its {action} is NOT "
+            "recorded in the applied snapshot; run `tpubuild status`, then dispatch again (auto re-applies "
+            "what is not recorded)")
+    if held.scope.get("operations") is not None:
         ops = [(m, op) for m, op in held.scope["operations"]]
     else:
         ops = [(o.module, o.op) for o in make_plan(settings, action).operations]
@@ -313,7 +356,7 @@ def _record(settings: Settings, bucket: Any, build_id: str, action: str, ops: li
     outstanding = ((before.outstanding if before else frozenset()) | changed) - applied_mods - absent
     sources = {m: now_sources[m] if m in applied_mods or before is None else before.sources.get(m, now_sources[m])
                for m in every}
-    record = snapshot.Applied(values=settings.source.read_bytes(), build_id=build_id, action=action,
+    record = snapshot.Applied(values=_values_bytes(settings), build_id=build_id, action=action,
                               time=lock.now(), outstanding=frozenset(outstanding) & set(every),
                               absent=frozenset(absent) & set(every), sources=sources)
     snapshot.write(bucket, env, record, expected_generation=before.generation if before else 0)
@@ -331,11 +374,15 @@ def _record(settings: Settings, bucket: Any, build_id: str, action: str, ops: li
 def cmd_unlock(args: argparse.Namespace) -> int:
     settings = load_settings(args)
     if not args.force:
-        raise BadInput("unlock: breaking the lock needs --force; make sure no build of this environment is running")
+        also = " (--even-if-running alone is not enough)" if args.even_if_running else ""
+        raise BadInput(f"unlock: breaking the lock needs --force{also}; make sure no build of this environment "
+                       "is running")
     client = clients.storage(settings.project_id)
     if not buckets.exists(client, settings.state_bucket):
         raise WorldError(f"the state bucket gs://{settings.state_bucket} does not exist; nothing is locked")
-    removed = lock.force_unlock(client.bucket(settings.state_bucket), settings.env_name)
+    removed = lock.force_unlock(client.bucket(settings.state_bucket), settings.env_name,
+                                live=_live(clients.cloudbuild(), settings),
+                                even_if_running=args.even_if_running)
     if removed is None:
         say(f"environment {settings.env_name}: not locked")
     else:
@@ -363,7 +410,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_bootstrap(args: argparse.Namespace) -> int:
     from builder.cloud.render import root_cloudbuild
 
-    text = root_cloudbuild()
+    text = root_cloudbuild(load_settings(args))
     if args.output == "-":
         sys.stdout.write(text)
         return 0
@@ -391,6 +438,7 @@ def cmd_trigger(args: argparse.Namespace) -> int:
     from builder.cloud.render import trigger
 
     settings = load_settings(args)
-    body = trigger(settings.env_name, args.repo_owner, args.repo_name, args.branch)
+    body = trigger(settings.env_name, args.repo_owner, args.repo_name, args.branch,
+                   settings.builder_service_account_resource)
     sys.stdout.write(yaml.safe_dump(body, sort_keys=False, default_flow_style=False))
     return 0

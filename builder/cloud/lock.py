@@ -11,7 +11,15 @@
   names that build; a lock whose build is still queued or working, or whose build cannot be looked
   up, refuses the dispatch (exit 1) naming its holder. A lock that never got a build id (its
   submit died before creating the build) is stale after ``ORPHAN_SECONDS``.
-* ``tpubuild unlock --force`` deletes it whatever it says.
+* Before taking over a stale or build-less lock, the taker asks Cloud Build for the builds of
+  this environment that are QUEUED or WORKING (``live``: ListBuilds on the ``tpubuild-env-<env>``
+  tag). A lock can look stale while its build lives: its submit died after ``CreateBuild`` and
+  before ``set_build`` (SIGKILL, a cancelled root build, a lost write). While one lives, the
+  takeover is refused naming it.
+* ``tpubuild unlock --force`` asks the same question and refuses while a build of the environment
+  lives; ``--even-if-running`` is the explicit override.
+* Every replace and delete of the lock object carries the generation it was read at
+  (``if_generation_match``): nothing ever removes a lock it has not seen.
 """
 
 from __future__ import annotations
@@ -35,6 +43,19 @@ ORPHAN_SECONDS = 30 * 60
 
 #: build id → its Cloud Build status name ("WORKING", "FAILURE", ...), or None when unknown.
 BuildLookup = Callable[[str], "str | None"]
+#: The builds of the environment that are still QUEUED or WORKING (``builder.cloud.builds.Live``:
+#: ``id``, ``status``, ``describe()``).
+LiveLookup = Callable[[], "list[Any]"]
+
+
+def _running_refusal(env: str, running: list[Any], what: str) -> WorldError:
+    first = running[0]
+    more = f" (and {len(running) - 1} more)" if len(running) > 1 else ""
+    return WorldError(
+        f"environment {env}: {what}, but {first.describe()}{more} of this environment is still "
+        f"{first.status}; wait for it to finish or cancel it (gcloud builds cancel {first.id}), "
+        "or run `tpubuild unlock --force --even-if-running` if you are sure it must be ignored"
+    )
 
 
 def path(env: str) -> str:
@@ -138,9 +159,12 @@ def finished_state(lock: Lock, lookup: BuildLookup | None) -> str | None:
     return state if state in FINISHED else None
 
 
-def acquire(bucket: Any, lock: Lock, *, lookup: BuildLookup | None = None,
+def acquire(bucket: Any, lock: Lock, *, lookup: BuildLookup | None = None, live: LiveLookup | None = None,
             warn: Callable[[str], None] = lambda _m: None) -> Lock:
-    """Take the lock or raise ``WorldError`` naming who holds it."""
+    """Take the lock or raise ``WorldError`` naming who holds it.
+
+    ``live`` lists the environment's QUEUED/WORKING builds; a stale or build-less lock is taken
+    over only when it lists none (the dispatch always passes it)."""
     for _attempt in range(5):
         won = _write(bucket, lock, 0)
         if won is not None:
@@ -156,6 +180,10 @@ def acquire(bucket: Any, lock: Lock, *, lookup: BuildLookup | None = None,
                 f"environment {lock.env} is locked by {current.describe()}; wait for that build to finish, "
                 f"or run `tpubuild unlock --force` if you are sure it is gone"
             )
+        if live is not None:
+            running = live()
+            if running:
+                raise _running_refusal(lock.env, running, f"the lock of {current.describe()} looks stale")
         if current.state != "stale" and current.build_id:
             current = replace(current, state="stale", outcome=reason)
         warn(f"taking over the stale lock of environment {lock.env}: {current.describe()}")
@@ -204,17 +232,27 @@ def release(bucket: Any, env: str, build_id: str) -> str:
     return f"environment {env}: lock of build {build_id} released"
 
 
-def force_unlock(bucket: Any, env: str) -> Lock | None:
+def force_unlock(bucket: Any, env: str, *, live: LiveLookup | None = None,
+                 even_if_running: bool = False) -> Lock | None:
+    """Delete the lock (the generation read, nothing newer); refuse while ``live`` lists a running
+    build of the environment unless ``even_if_running``. The removed lock, or None when unlocked."""
     from google.api_core import exceptions as gexc
 
     current = read(bucket, env)
     if current is None:
         return None
+    if live is not None and not even_if_running:
+        running = live()
+        if running:
+            raise _running_refusal(env, running, f"refusing to break the lock of {current.describe()}")
     with cloud_call(f"deleting gs://{bucket.name}/{path(env)}"):
         try:
-            bucket.blob(path(env)).delete()
+            bucket.blob(path(env)).delete(if_generation_match=current.generation)
         except gexc.NotFound:
-            pass
+            return None
+        except gexc.PreconditionFailed:
+            raise WorldError(f"environment {env}: the lock changed while breaking it (another dispatch took or "
+                             "updated it); run `tpubuild status` and unlock again if you still must") from None
     return current
 
 

@@ -25,13 +25,15 @@ DEFAULTS: dict[str, str] = {
 TRIGGER_FILES: tuple[str, ...] = ("values.env", "modules/**", "env_setup/**", "models/**")
 
 
-def root_cloudbuild() -> str:
+def root_cloudbuild(settings: Any) -> str:
+    """The root cloudbuild.yaml of ``settings``' environment (it names the builder account)."""
     from jinja2 import Environment, PackageLoader, StrictUndefined
 
     env = Environment(loader=PackageLoader("builder", "templates"), undefined=StrictUndefined,
                       keep_trailing_newline=True, autoescape=False)
     return env.get_template("root_cloudbuild.yaml.j2").render(
-        defaults=DEFAULTS, image=DISPATCH_IMAGE, timeout_s=DISPATCH_TIMEOUT_S)
+        defaults=DEFAULTS, image=DISPATCH_IMAGE, timeout_s=DISPATCH_TIMEOUT_S,
+        service_account=settings.builder_service_account_resource)
 
 
 _OWNER = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")
@@ -39,8 +41,10 @@ _REPO = re.compile(r"[A-Za-z0-9._-]{1,100}")
 _BRANCH = re.compile(r"[A-Za-z0-9._/-]{1,200}")
 
 
-def trigger(env_name: str, owner: str, repo: str, branch: str) -> dict[str, Any]:
-    """A BuildTrigger resource (the YAML `gcloud builds triggers import --source=-` reads)."""
+def trigger(env_name: str, owner: str, repo: str, branch: str, service_account: str = "") -> dict[str, Any]:
+    """A BuildTrigger resource (the YAML `gcloud builds triggers import --source=/dev/stdin` reads;
+    gcloud reads ``--source`` as a path, so ``-`` does not mean stdin). ``service_account`` is the
+    ``projects/P/serviceAccounts/EMAIL`` its builds run as."""
     if not _OWNER.fullmatch(owner):
         raise BadInput(f"--repo-owner: {owner!r} is not a GitHub owner; write the user or organisation, e.g. my-org")
     if not _REPO.fullmatch(repo) or repo in (".", ".."):
@@ -55,4 +59,5 @@ def trigger(env_name: str, owner: str, repo: str, branch: str) -> dict[str, Any]
         "includedFiles": list(TRIGGER_FILES),
         "substitutions": {**DEFAULTS, "_BUILD_ACTION": "auto"},
         "tags": ["tpubuild", f"tpubuild-{env_name}"],
+        **({"serviceAccount": service_account} if service_account else {}),
     }

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from builder.cloud.workspace import walk
+from builder.files import MAX_SOURCE_FILE, read_file
 
 FILES = ("setup.cfg", "pyproject.toml", "README.md")
 TREES = ("builder", "modules", "env_setup", "models")
@@ -42,16 +43,19 @@ def tfvars_json(values: dict) -> bytes:
     return (json.dumps(values, indent=2, sort_keys=True) + "\n").encode()
 
 
+_FIX = "keep repository files under 64 MiB (data belongs in GCS_DATASET)"
+
+
 def collect(repo: Path, values_env: bytes, tfvars: dict[str, dict]) -> dict[str, tuple[bytes, bool]]:
     """arcname → (bytes, executable) for everything the tarball holds."""
     files: dict[str, tuple[bytes, bool]] = {}
     for name in FILES:
         path = repo / name
         if path.is_file():
-            files[name] = (path.read_bytes(), False)
+            files[name] = (read_file(path, MAX_SOURCE_FILE, what="a repository file", fix=_FIX), False)
     for top in TREES:
         for rel, path in walk(repo, top):
-            files[rel] = (path.read_bytes(), os.access(path, os.X_OK))
+            files[rel] = (read_file(path, MAX_SOURCE_FILE, what="a repository file", fix=_FIX), os.access(path, os.X_OK))
     files["values.env"] = (values_env, False)
     for module, values in tfvars.items():
         files[f"tfvars/{module}.tfvars.json"] = (tfvars_json(values), False)

@@ -1,14 +1,21 @@
 """``tpubuild status``: what is running, asked of the APIs themselves.
 
 * TPU: google-cloud-tpu, v1 ``GetNode`` for the node architecture, v2 for TPU VMs: state, health,
-  runtime, endpoints.
+  runtime, endpoints. With TPU_QUEUED (vm) also v2 ``GetQueuedResource``: the queued resource's
+  state (WAITING_FOR_RESOURCES, ACTIVE, FAILED, ...), shown on its own ``queued`` line.
 * Filestore: google-cloud-filestore ``GetInstance`` (zonal, or regional for REGIONAL/ENTERPRISE):
   state, IP, capacity.
+* Slice (mig architecture, no TPU API object): the MIG named like the TPU through the same REST
+  calls, plus its workload policy (the topology it was created for), set against the topology,
+  VM count, machine type and provisioning values.env asks for.
 * MIG (node): Compute Engine REST (``instanceGroupManagers.get`` and ``listManagedInstances``
   through google-auth's AuthorizedSession; no google-cloud-compute dependency): target size,
   running instances, stable.
 * Terraform state: whether ``gs://<state_bucket>/<ENV>/<module>/default.tfstate`` exists.
 * The lock holder and the applied snapshot's build.
+* The dashboard's console URL: the ``console_url`` output of ``modules/dashboard``, read from its
+  state object (``<ENV>/dashboard/default.tfstate``); "not created" while that state has none.
+* With ``ENV_TTL_HOURS``: the TTL's Cloud Scheduler job (google-cloud-scheduler) and when it fires.
 
 Every part is asked separately; a part that fails is reported as ``error`` with one line and the
 command exits 1 after printing everything (absent resources are not errors).
@@ -46,6 +53,23 @@ def _tpu(settings: Settings) -> dict[str, Any]:
             "runtime_version": version, "endpoints": endpoints}
 
 
+def _queued(settings: Settings) -> dict[str, Any]:
+    from google.api_core import exceptions as gexc
+
+    client = clients.tpu("vm")
+    name = f"projects/{settings.project_id}/locations/{settings.zone}/queuedResources/{settings.tpu_name}"
+    with cloud_call(f"reading queued resource {settings.tpu_name}"):
+        try:
+            qr = client.get_queued_resource(name=name)
+        except gexc.NotFound:
+            return _absent()
+    spec = qr.tpu.node_spec[0].node if qr.tpu.node_spec else None
+    valid = qr.queueing_policy.valid_until_time
+    return {"name": settings.tpu_name, "state": qr.state.state.name,
+            "accelerator_type": spec.accelerator_type if spec else "",
+            "valid_until": valid.isoformat() if valid else ""}
+
+
 def filestore_location(settings: Settings) -> str:
     return settings.region if settings.shared_fs_tier in ("REGIONAL", "ENTERPRISE") else settings.zone
 
@@ -67,22 +91,45 @@ def _filestore(settings: Settings) -> dict[str, Any]:
             "ip": ips[0] if ips else "", "shares": shares}
 
 
-def _mig(settings: Settings) -> dict[str, Any]:
+def _group(settings: Settings, name: str) -> dict[str, Any]:
+    """A zonal MIG: its manager resource and its instances (Compute Engine REST)."""
     session, base = clients.compute()
-    url = f"{base}/projects/{settings.project_id}/zones/{settings.zone}/instanceGroupManagers/{settings.mig_name}"
-    with cloud_call(f"reading MIG {settings.mig_name}"):
+    url = f"{base}/projects/{settings.project_id}/zones/{settings.zone}/instanceGroupManagers/{name}"
+    with cloud_call(f"reading MIG {name}"):
         resp = session.get(url, timeout=30)
         if resp.status_code == 404:
             return _absent()
-        _raise_for(resp, f"MIG {settings.mig_name}")
+        _raise_for(resp, f"MIG {name}")
         body = resp.json()
         listing = session.post(f"{url}/listManagedInstances", timeout=30)
-        _raise_for(listing, f"MIG {settings.mig_name} instances")
+        _raise_for(listing, f"MIG {name} instances")
         instances = listing.json().get("managedInstances", [])
     running = sum(1 for i in instances if i.get("instanceStatus") == "RUNNING")
-    return {"name": settings.mig_name, "state": "STABLE" if body.get("status", {}).get("isStable") else "UPDATING",
+    return {"name": name, "state": "STABLE" if body.get("status", {}).get("isStable") else "UPDATING",
             "target_size": int(body.get("targetSize", 0)), "instances": len(instances), "running": running,
-            "expected_size": settings.hosts}
+            "manager": body}
+
+
+def _mig(settings: Settings) -> dict[str, Any]:
+    out = _group(settings, settings.mig_name)
+    out.pop("manager", None)
+    if out["state"] != "ABSENT":
+        out["expected_size"] = settings.hosts
+    return out
+
+
+def _slice(settings: Settings) -> dict[str, Any]:
+    """mig architecture: the slice's MIG (named like the TPU, modules/tpu_mig) and its policy."""
+    out = _group(settings, settings.tpu_name)
+    manager = out.pop("manager", None)
+    if manager is None:
+        return out
+    shape = settings.mig_shape
+    policy_url = (manager.get("resourcePolicies") or {}).get("workloadPolicy", "")
+    out.update({"policy": policy_url.rsplit("/", 1)[-1] if policy_url else "",
+                "topology": shape.topology, "vms": shape.vms, "machine_type": shape.machine_type,
+                "provisioning": settings.provisioning})
+    return out
 
 
 def _raise_for(resp: Any, what: str) -> None:
@@ -116,6 +163,7 @@ def _state(settings: Settings) -> dict[str, Any]:
         "build_id": held.build_id, "action": held.action, "holder": held.holder, "since": held.created,
         "state": held.state, "outcome": held.outcome, "failed_step": held.failed_step, "log_url": held.log_url,
         "describe": held.describe()}
+    out["dashboard_url"] = _dashboard_url(bucket, settings.env_name) if out["modules"].get("dashboard") else None
     applied = snapshot.read(bucket, settings.env_name)
     out["applied"] = None if applied is None else {
         "build_id": applied.build_id, "action": applied.action, "time": applied.time,
@@ -123,11 +171,34 @@ def _state(settings: Settings) -> dict[str, Any]:
     return out
 
 
+def _dashboard_url(bucket: Any, env: str) -> str | None:
+    """``console_url`` from the dashboard module's Terraform state (None when it has none)."""
+    import json
+
+    with cloud_call(f"reading the dashboard state of {env}"):
+        raw = bucket.blob(f"{env}/dashboard/default.tfstate").download_as_bytes()
+    try:
+        url = json.loads(raw).get("outputs", {}).get("console_url", {}).get("value")
+    except (ValueError, AttributeError):
+        return None
+    return url if isinstance(url, str) and url.startswith("https://") else None
+
+
+def _ttl(settings: Settings) -> dict[str, Any]:
+    from builder.cloud import ttl
+
+    return ttl.read(settings)
+
+
 def gather(settings: Settings) -> dict[str, Any]:
     parts: list[tuple[str, Callable[[Settings], dict[str, Any]]]] = [
-        ("tpu", _tpu), ("filestore", _filestore), ("terraform", _state)]
+        ("slice", _slice) if settings.arch == "mig" else ("tpu", _tpu), ("filestore", _filestore), ("terraform", _state)]
     if settings.arch == "node":
         parts.insert(2, ("mig", _mig))
+    if settings.arch == "vm" and settings.queued:
+        parts.insert(1, ("queued", _queued))
+    if settings.env_ttl_hours:
+        parts.append(("ttl", _ttl))
     report: dict[str, Any] = {"env": settings.env_name, "project": settings.project_id, "zone": settings.zone,
                               "arch": settings.arch, "errors": []}
     for key, fn in parts:
@@ -156,12 +227,30 @@ def _missing_line(label: str, part: dict[str, Any]) -> str:
 
 def text(report: dict[str, Any]) -> list[str]:
     lines = [f"{report['env']} ({report['project']}, {report['zone']}, {report['arch']} architecture)"]
-    tpu = report["tpu"]
-    if _missing(tpu):
+    if "slice" in report:
+        sl = report["slice"]
+        if _missing(sl):
+            lines.append(_missing_line("slice", sl))
+        else:
+            policy = f"policy {sl['policy']}" if sl["policy"] else "no workload policy"
+            lines.append(f"  slice      {sl['name']}: {sl['running']}/{sl['target_size']} running "
+                         f"(values.env: {sl['vms']} x {sl['machine_type']}, topology {sl['topology']}, "
+                         f"{sl['provisioning']}), {policy}, {sl['state']}")
+    tpu = report.get("tpu")
+    if tpu is None:
+        pass
+    elif _missing(tpu):
         lines.append(_missing_line("tpu", tpu))
     else:
         lines.append(f"  tpu        {tpu['name']}: {tpu['state']}, health {tpu['health']}, {tpu['accelerator_type']}, "
                      f"{tpu['runtime_version']} ({tpu['api']})")
+    if "queued" in report:
+        qr = report["queued"]
+        if _missing(qr):
+            lines.append(_missing_line("queued", qr))
+        else:
+            until = f", valid until {qr['valid_until']}" if qr["valid_until"] else ""
+            lines.append(f"  queued     {qr['name']}: {qr['state']}, {qr['accelerator_type']}{until} (queued resource)")
     fs = report["filestore"]
     if _missing(fs):
         lines.append(_missing_line("filestore", fs))
@@ -176,6 +265,13 @@ def text(report: dict[str, Any]) -> list[str]:
         else:
             lines.append(f"  mig        {mig['name']}: {mig['running']}/{mig['target_size']} running "
                          f"(target {mig['target_size']}, {mig['expected_size']} TPU hosts), {mig['state']}")
+    if "ttl" in report:
+        ttl = report["ttl"]
+        if _missing(ttl):
+            lines.append(_missing_line("ttl", ttl))
+        else:
+            lines.append(f"  ttl        destroys the TPU at {ttl['fires']} (in {ttl['in']}; job {ttl['state'].lower()}; "
+                         "`tpubuild ttl extend 4h` pushes it back)")
     tf = report["terraform"]
     if tf.get("state") == "ERROR":
         lines.append(f"  terraform  error: {tf['error']}")
@@ -191,6 +287,8 @@ def text(report: dict[str, Any]) -> list[str]:
             lines.append(f"  lock       stale (the next dispatch takes it over): {held['describe']}")
         else:
             lines.append(f"  lock       held by {held['describe']}")
+        url = tf.get("dashboard_url")
+        lines.append(f"  dashboard  {url}" if url else "  dashboard  not created yet (tpubuild create applies it)")
         applied = tf["applied"]
         if applied is None:
             lines.append("  applied    none (no successful build yet)")

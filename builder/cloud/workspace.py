@@ -66,9 +66,14 @@ class Entry:
 
 
 def entries(settings: Settings, repo: Path) -> list[Entry]:
-    out = [Entry("values.env", settings.source.read_bytes())]
+    from builder.config.loader import MAX_BYTES
+    from builder.files import MAX_SOURCE_FILE, read_file
+
+    fix = "keep repository files under 64 MiB (data belongs in GCS_DATASET)"
+    out = [Entry("values.env", read_file(settings.source, MAX_BYTES, what="a values file", fix="keep it under 1 MiB"))]
     for top in TREES:
-        out.extend(Entry(rel, path.read_bytes()) for rel, path in walk(repo, top))
+        out.extend(Entry(rel, read_file(path, MAX_SOURCE_FILE, what="a repository file", fix=fix))
+                   for rel, path in walk(repo, top))
     return out
 
 

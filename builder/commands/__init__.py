@@ -8,9 +8,9 @@ import sys
 from builder.config import Settings, load
 
 
-def load_settings(args: argparse.Namespace) -> Settings:
+def load_settings(args: argparse.Namespace, *, strict: bool = False) -> Settings:
     """Load ``--values`` and print its warnings to stderr."""
-    settings = load(args.values)
+    settings = load(args.values, strict=strict)
     for warning in settings.warnings:
         print(f"tpubuild: warning: {warning}", file=sys.stderr)
     return settings

@@ -46,7 +46,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.set_defaults(func=_run("finalize"))
 
     p = sub.add_parser("unlock", parents=[common], help="break the environment lock")
-    p.add_argument("--force", action="store_true", help="required: you are sure no build is running")
+    p.add_argument("--force", action="store_true",
+                   help="required; refused while Cloud Build reports a build of this environment QUEUED or WORKING")
+    p.add_argument("--even-if-running", action="store_true",
+                   help="with --force: break the lock even while a build of this environment runs")
     p.set_defaults(func=_run("unlock"))
 
     p = sub.add_parser("status", parents=[common],
@@ -55,7 +58,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.set_defaults(func=_run("status"))
 
     p = sub.add_parser("bootstrap", parents=[common],
-                       help="write the root cloudbuild.yaml (the file users submit)")
+                       help="write the root cloudbuild.yaml (the file users submit) for values.env's environment")
     p.add_argument("--output", default="cloudbuild.yaml", metavar="PATH",
                    help="where to write it ('-' for stdout; default ./cloudbuild.yaml)")
     p.add_argument("--check", action="store_true",
@@ -63,7 +66,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.set_defaults(func=_run("bootstrap"))
 
     p = sub.add_parser("trigger", parents=[common],
-                       help="print a GitHub push trigger (auto) for `gcloud builds triggers import --source=-`")
+                       help="print a GitHub push trigger (auto) to pipe into gcloud builds triggers import",
+                       description="Print a GitHub push trigger (_BUILD_ACTION=auto) as YAML. Import it with: "
+                       "tpubuild trigger --repo-owner O --repo-name N | "
+                       "gcloud builds triggers import --source=/dev/stdin (gcloud reads --source as a path, "
+                       "so --source=- does not work)")
     p.add_argument("--repo-owner", required=True, metavar="OWNER")
     p.add_argument("--repo-name", required=True, metavar="NAME")
     p.add_argument("--branch", default="main")

@@ -3,19 +3,47 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from builder.commands import load_settings
+from builder.errors import ConfigErrors
+
+_EXAMPLES = """examples:
+  tpubuild validate                         check ./values.env
+  tpubuild validate --values examples/vm-v4-32.env --strict
+
+Every problem is printed, one line each (file:line: KEY: what is wrong; how to fix it), and the
+exit code is 2 when there is any. Unknown keys are warnings unless --strict makes them errors
+(the default keeps seed-era files working)."""
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("validate", parents=[common], help="check values.env and print a summary")
+    p = sub.add_parser("validate", parents=[common], help="check values.env: every problem, one line each",
+                       description="Check values.env and print a one-line summary of the environment, or "
+                                   "every problem found (exit 2).",
+                       epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--strict", action="store_true", help="unknown keys are errors, not warnings")
     p.set_defaults(func=run_validate)
 
 
 def run_validate(args: argparse.Namespace) -> int:
-    s = load_settings(args)
+    try:
+        s = load_settings(args, strict=args.strict)
+    except ConfigErrors as exc:
+        for warning in exc.warnings:
+            print(f"tpubuild: warning: {warning}", file=sys.stderr)
+        for error in exc.errors:
+            print(f"tpubuild: error: {' '.join(str(error).split())}", file=sys.stderr)
+        if len(exc.errors) > 1:
+            print(f"tpubuild: {len(exc.errors)} problems in {exc.path}", file=sys.stderr)
+        return 2
+    from builder.config.readiness import train_warnings
+
+    for warning in train_warnings(s):
+        print(f"tpubuild: warning: {warning}", file=sys.stderr)
     t = s.topology
     print(f"{s.source}: ok: {s.env_name} in {s.project_id}/{s.zone}, {s.arch} architecture, "
           f"{s.accelerator_type} ({t.generation}, {t.chips} chips, {t.hosts} host{'s' if t.hosts != 1 else ''}), "
-          f"runtime {s.runtime_version}")
+          + (f"{s.mig_shape.vms} x {s.mig_shape.machine_type}, topology {s.mig_shape.topology}, "
+             f"{s.provisioning}" if s.arch == "mig" else f"runtime {s.runtime_version}"))
     return 0

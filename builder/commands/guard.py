@@ -36,29 +36,45 @@ def read_plan_json(path: Path) -> Any:
     try:
         if path.is_dir():
             raise BadInput(f"{path}: is a directory; pass the file written by 'terraform show -json PLANFILE'")
-        data = path.read_bytes()
+        from builder.files import read_capped
+
+        data = read_capped(path, MAX_PLAN_BYTES)
     except FileNotFoundError:
         raise BadInput(f"{path}: no such file; run 'terraform show -json PLANFILE > {path}' first") from None
     except PermissionError:
         raise BadInput(f"{path}: permission denied; make the plan JSON readable") from None
     except OSError as exc:
         raise BadInput(f"{path}: cannot read ({exc.strerror}); pass a readable plan JSON file") from None
+    except ValueError:  # a NUL byte in the path
+        raise BadInput(f"{path!r}: is not a usable path; pass the plan JSON file") from None
     if not data.strip():
         raise BadInput(f"{path}: is empty; did 'terraform show -json' fail? Rerun the plan step")
     if len(data) > MAX_PLAN_BYTES:
-        raise BadInput(f"{path}: {len(data)} bytes is too large for a plan JSON; pass the output of one module's plan")
+        raise BadInput(f"{path}: more than {MAX_PLAN_BYTES >> 20} MiB is too large for a plan JSON (an endless "
+                       "stream such as /dev/zero?); pass the output of one module's plan")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise BadInput(f"{path}: is not UTF-8 text, so not 'terraform show -json' output; "
                        "pass the JSON, not the binary plan file") from None
     try:
-        return json.loads(text)
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BadInput(f"{path}:{exc.lineno}: invalid JSON ({exc.msg}); pass the output of "
                        "'terraform show -json PLANFILE', not the plan file or the text output") from None
     except RecursionError:
         raise BadInput(f"{path}: JSON nested too deeply; pass unmodified 'terraform show -json' output") from None
+    except ValueError:  # an integer of more digits than Python converts (sys.int_info.str_digits_check_threshold)
+        raise BadInput(f"{path}: JSON holds a number too long to be Terraform's; pass unmodified "
+                       "'terraform show -json' output") from None
+    try:
+        json.dumps(doc, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:  # "\ud800" escapes decode to lone surrogates, which no text may hold
+        raise BadInput(f"{path}: JSON holds a lone UTF-16 surrogate escape, which is not text; pass unmodified "
+                       "'terraform show -json' output") from None
+    except RecursionError:
+        raise BadInput(f"{path}: JSON nested too deeply; pass unmodified 'terraform show -json' output") from None
+    return doc
 
 
 def run_guard(args: argparse.Namespace) -> int:

@@ -10,9 +10,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.commands import load_settings
+from builder.errors import BadInput, TpuBuildError
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
@@ -24,10 +27,26 @@ _INITIALIZE_NOTE = ("initialize runs no pipeline: it creates the state bucket, t
 _VERB = {("create", "apply"): "create", ("update", "apply"): "create or change", ("destroy", "destroy"): "destroy"}
 
 
+_PLAN_EXAMPLES = """examples:
+  tpubuild plan                                  what create does, with its hourly cost
+  tpubuild plan --action update --tpu            what update --tpu changes against the applied snapshot
+  tpubuild plan --action auto --applied old.env  what GitOps auto would do, offline
+  tpubuild plan --format json | jq .before_after
+
+The comparison (before -> after) uses --applied FILE (a values.env as last applied), else the
+applied snapshot read from the state bucket when Google credentials exist (read-only, no lock),
+else none (every module is shown as created)."""
+
+_RENDER_EXAMPLES = """examples:
+  tpubuild render --action create > pipeline.yaml
+  tpubuild render --action update --tpu --format json
+  tpubuild render --action auto --applied old.env  the pipeline auto would submit (nothing: exit 0)"""
+
+
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     def scope(p: argparse.ArgumentParser) -> None:
         p.add_argument("--action", default="create", metavar="ACTION",
-                       help="initialize, create, update or destroy (default: create)")
+                       help="initialize, create, update, destroy or auto (default: create)")
         p.add_argument("--tpu", action="store_true", help="scope update/destroy to the TPU (_TPU=true)")
         p.add_argument("--mig", action="store_true", help="scope update/destroy to the MIG, node only (_MIG=true)")
         p.add_argument("--only", metavar="MODULES", default=None,
@@ -35,13 +54,21 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         p.add_argument("--allow-data-loss", action="store_true",
                        help="let the guards pass plans that destroy or replace Filestore or the shared PD "
                             "(_ALLOW_DATA_LOSS=true)")
+        p.add_argument("--applied", metavar="FILE", default=None,
+                       help="compare with this values.env as last applied ('none': compare with nothing); "
+                            "default: the applied snapshot in the state bucket when credentials exist")
 
-    p = sub.add_parser("plan", parents=[common], help="show what an action will do, in what order")
+    p = sub.add_parser("plan", parents=[common], help="show what an action will change, in what order, and its cost",
+                       description="Show what an action will do: every module before -> after, which hosts are "
+                                   "recreated, the order of the steps, and the environment's hourly cost.",
+                       epilog=_PLAN_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     scope(p)
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     p.set_defaults(func=run_plan)
 
-    r = sub.add_parser("render", parents=[common], help="print the Cloud Build config of an action")
+    r = sub.add_parser("render", parents=[common], help="print the Cloud Build config of an action",
+                       description="Print the exact Cloud Build config an action submits (offline, no credentials).",
+                       epilog=_RENDER_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     scope(r)
     r.add_argument("--allow-wipe", action="store_true",
                    help="let the seeder wipe a shared PD that already holds data (_ALLOW_WIPE=true)")
@@ -49,20 +76,136 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     r.set_defaults(func=run_render)
 
 
-def _plan(args: argparse.Namespace) -> tuple[Settings, Plan]:
-    from builder.plan import make_plan
+def _plan(args: argparse.Namespace, *, compare: bool = False) -> tuple[Settings, Plan | None, Previous | None]:
+    from builder.plan import CLI_NAMES, make_plan, refuse_idle_allow_flags
+
+    from builder.legacy import refuse_unbuildable
 
     settings = load_settings(args)
+    refuse_unbuildable(settings, args.action)  # TPU Node is read-only legacy; see builder/legacy.py
     only = None
     if args.only is not None:
         only = frozenset(m.strip() for m in args.only.split(",") if m.strip())
-    return settings, make_plan(settings, args.action, tpu=args.tpu, mig=args.mig, only=only)
+    action = args.action.strip().lower()
+    if action == "auto":
+        if args.tpu or args.mig or only is not None:
+            raise BadInput("--tpu/--mig/--only: auto decides the modules itself; drop them")
+        prev = previous(settings, args.applied, need=True)
+        plan = auto_plan(settings, prev)
+    else:
+        plan = make_plan(settings, args.action, tpu=args.tpu, mig=args.mig, only=only, names=CLI_NAMES)
+        prev = previous(settings, args.applied, need=False) if compare else None
+    if plan is not None:
+        refuse_idle_allow_flags(plan, allow_data_loss=args.allow_data_loss,
+                                allow_wipe=getattr(args, "allow_wipe", False),
+                                names={"allow_data_loss": "--allow-data-loss", "allow_wipe": "--allow-wipe"})
+    return settings, plan, prev
+
+
+@dataclass
+class Previous:
+    """What the plan is compared with: the applied values (None: nothing applied, or unknown)
+    and, from the state bucket, the snapshot's record; ``decision`` is auto's, once made."""
+
+    settings: Settings | None
+    source: str
+    build_id: str = ""
+    outstanding: frozenset[str] = frozenset()
+    absent: frozenset[str] = frozenset()
+    sources: dict[str, str] | None = None
+    known: bool = True  # False: there was nothing to compare with (no file, no credentials)
+    decision: Any = None
+
+
+def _has_credentials() -> bool:
+    """Whether Google credentials are configured, without importing google.auth (plan stays fast)."""
+    if os.environ.get("STORAGE_EMULATOR_HOST") or os.environ.get("GOOGLE_APPLICATION_CREDENTIALS"):
+        return True
+    config = os.environ.get("CLOUDSDK_CONFIG") or os.path.join(os.path.expanduser("~"), ".config", "gcloud")
+    return os.path.isfile(os.path.join(config, "application_default_credentials.json"))
+
+
+def previous(settings: Settings, applied: str | None, *, need: bool) -> Previous:
+    """The applied values to compare with: ``--applied FILE``, ``--applied none``, else the state
+    bucket's snapshot (read-only, no lock) when credentials exist. ``need`` (auto): no source is
+    bad input; otherwise the plan goes on without a comparison."""
+    from builder.config import load, load_text
+
+    if applied is not None and applied.strip().lower() == "none":
+        if need:
+            raise BadInput("--applied: auto needs the applied values to decide; pass --applied FILE "
+                           "(an empty file means nothing was applied yet)")
+        return Previous(None, "nothing (--applied none)", known=False)
+    if applied is not None:
+        path = Path(applied)
+        if path.is_file() and not path.read_text(encoding="utf-8", errors="replace").strip():
+            return Previous(None, f"{path} (empty: nothing applied yet)")
+        try:
+            return Previous(load(path), str(path))
+        except TpuBuildError as exc:
+            raise BadInput(f"--applied: {exc}") from None
+    if not _has_credentials():
+        if need:
+            raise BadInput("--applied: auto needs the applied snapshot; pass --applied FILE, or sign in "
+                           "(gcloud auth application-default login) so it is read from the state bucket")
+        return Previous(None, "nothing (no credentials to read the applied snapshot; pass --applied FILE)",
+                        known=False)
+    where = f"gs://{settings.state_bucket}"
+    try:
+        from builder.cloud import buckets, clients, snapshot
+
+        client = clients.storage(settings.project_id)
+        if not buckets.exists(client, settings.state_bucket):
+            return Previous(None, f"{where} (no state bucket: nothing applied yet)")
+        record = snapshot.read(client.bucket(settings.state_bucket), settings.env_name)
+    except TpuBuildError as exc:
+        if need:
+            raise
+        print(f"tpubuild: warning: could not read the applied snapshot ({exc}); no comparison", file=sys.stderr)
+        return Previous(None, f"nothing (the applied snapshot could not be read)", known=False)
+    if record is None:
+        return Previous(None, f"{where}/{snapshot.values_path(settings.env_name)} (none: nothing applied yet)")
+    shown = f"{where}/{snapshot.values_path(settings.env_name)} (build {record.build_id or '?'})"
+    try:
+        old = load_text(record.values.decode("utf-8"), Path(settings.source.parent, "applied.values.env"))
+    except (TpuBuildError, UnicodeDecodeError) as exc:
+        if need:
+            raise BadInput(f"{shown} no longer parses ({exc}); pass --applied FILE") from None
+        return Previous(None, f"{shown}: no longer parses", known=False)
+    return Previous(old, shown, record.build_id, record.outstanding, record.absent, record.sources or None)
+
+
+def auto_plan(settings: Settings, prev: Previous) -> Plan | None:
+    """What GitOps ``auto`` would run (the same ``builder.auto.decide`` the cloud uses); None:
+    nothing to do. The decision is kept in ``prev.decision``."""
+    from builder import auto
+    from builder.plan import make_plan
+
+    every = make_plan(settings, "create").modules
+    now = None
+    if prev.sources:
+        from builder.cloud.auto import digests
+        from builder.cloud.workspace import find_repo
+
+        now = digests(settings, find_repo(settings), every)
+    prev.decision = auto.decide(settings, prev.settings, plan_modules=every, build_id=prev.build_id,
+                                outstanding=prev.outstanding, absent=prev.absent,
+                                sources_then=prev.sources, sources_now=now)
+    if prev.decision.action == "none":
+        return None
+    if prev.decision.action == "create":
+        return make_plan(settings, "create")
+    return make_plan(settings, "update", only=prev.decision.only)
 
 
 def run_render(args: argparse.Namespace) -> int:
     from builder import pipeline
 
-    settings, plan = _plan(args)
+    settings, plan, prev = _plan(args)
+    if plan is None:
+        assert prev is not None and prev.decision is not None
+        print(f"tpubuild: {prev.decision.summary()}; nothing to render", file=sys.stderr)
+        return 0
     if not plan.operations:
         print(f"tpubuild: {_INITIALIZE_NOTE}; nothing to render", file=sys.stderr)
         return 0
@@ -75,10 +218,10 @@ def run_render(args: argparse.Namespace) -> int:
 def run_plan(args: argparse.Namespace) -> int:
     from builder import pipeline
 
-    settings, plan = _plan(args)
-    if plan.operations:
+    settings, plan, prev = _plan(args, compare=True)
+    if plan is not None and plan.operations:
         pipeline.preflight(settings, plan)
-    info = describe(settings, plan, allow_data_loss=args.allow_data_loss)
+    info = describe(settings, plan, allow_data_loss=args.allow_data_loss, previous=prev)
     if args.format == "json":
         import json
 
@@ -99,17 +242,84 @@ def _what(settings: Settings, module: str) -> str:
     if module == "shared_pd":
         use = "attached to every host" if s.shared_pd_attach else "not attached"
         return f"disk {s.shared_pd_name} ({s.shared_pd_type}, {s.shared_pd_size_gb} GB, {use})"
+    if s.arch == "mig" and module in ("tpu", "mig"):
+        if module == "tpu":
+            return f"slice access for {s.tpu_name} (service account {s.worker_service_account_id}, IAP-SSH firewall, MIG reader role)"
+        sh = s.mig_shape
+        policy = f"workload policy {s.tpu_name}-{sh.topology}" if sh.accelerator_topology else "no workload policy (one VM)"
+        return (f"MIG {s.tpu_name} ({sh.vms} x {sh.machine_type}, {policy}, {s.provisioning}); "
+                "drained first if the topology changes, then resized to the slice")
     if module == "tpu":
         kind = "TPU Node" if s.arch == "node" else "TPU VM"
         return f"{kind} {s.tpu_name} ({s.accelerator_type}, {s.runtime_version})"
     return f"MIG {s.mig_name} ({s.hosts} x {s.machine_type})"
 
 
-def describe(settings: Settings, plan: Plan, *, allow_data_loss: bool = False) -> dict[str, Any]:
-    """The plan as data: the JSON of ``tpubuild plan --format json`` and the source of its text."""
+def provisioning_meaning(s: Settings) -> str:
+    """How the TPU is paid for and what that means (builder.config.offers.describe)."""
+    from builder.config.offers import describe as describe_provisioning
+
+    return describe_provisioning(s.provisioning, s.queued, s.queued_valid_for, s.reservation)
+
+
+#: Which prices.json source page a cost item's module is priced from.
+_SOURCE_OF = {"tpu": "tpu", "mig": "compute", "filestore": "filestore", "shared_pd": "disk"}
+
+
+def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[str, Any]:
+    """The before → after and the cost sections of ``describe``."""
+    from builder import cost, diff
+    from builder.plan import MODULES
+
+    applied = prev.settings if prev is not None else None
+    absent = prev.absent if prev is not None else frozenset()
+    d = diff.compare(applied, settings, plan, absent=absent)
+    every = MODULES[settings.arch]
+    if applied is not None and applied.arch == settings.arch:
+        existed = frozenset(m for m in every if m not in absent)
+        before = cost.estimate(applied, existed)
+    else:
+        existed, before = frozenset(), None
+    applied_now = frozenset(o.module for o in plan.operations if o.op == "apply")
+    destroyed = frozenset(o.module for o in plan.operations if o.op == "destroy")
+    kept = existed - applied_now - destroyed
+    after_items = cost.estimate(settings, applied_now).items
+    if applied is not None and kept:
+        after_items = cost.estimate(applied, kept).items + after_items
+    after = cost.Estimate(tuple(sorted(after_items, key=lambda i: every.index(i.module))))
+    table = cost.table()
+    return {
+        "before_after": {"compared_with": prev.source if prev is not None else "nothing", **d.as_dict(),
+                         "lines": diff.lines(d)},
+        "cost": {"before": before.as_dict() if before is not None else None, "after": after.as_dict(),
+                 "change": cost.change_text(before, after),
+                 "prices": {"file": "builder/data/prices.json", "retrieved": table["retrieved"],
+                            "checked": table.get("verification", {}).get("checked", "never"),
+                            "check_at": sorted({table["sources"][k] for k in _SOURCE_OF
+                                                if k in {i.module for i in after.unconfirmed}
+                                                for k in [_SOURCE_OF[k]]}),
+                            "currency": table["currency"], "sources": table["sources"]}},
+    }
+
+
+def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = False,
+             previous: Previous | None = None) -> dict[str, Any]:
+    """The plan as data: the JSON of ``tpubuild plan --format json`` and the source of its text.
+
+    ``plan`` is None when ``auto`` has nothing to do (``previous.decision`` says why)."""
     from builder import pipeline
 
     s, t = settings, settings.topology
+    decision = previous.decision if previous is not None else None
+    auto_info = None
+    if decision is not None:
+        auto_info = {"decision": decision.action, "summary": decision.summary(),
+                     "modules": sorted(decision.only) if decision.only else [], "reasons": list(decision.reasons),
+                     "compared_with": previous.source if previous is not None else ""}
+    if plan is None:
+        return {"action": "auto", "env": s.env_name, "project_id": s.project_id, "zone": s.zone, "arch": s.arch,
+                "accelerator_type": s.accelerator_type, "hosts": s.hosts, "auto": auto_info,
+                "nothing_to_do": True, "operations": [], "notes": [], "warnings": []}
     info: dict[str, Any] = {
         "action": plan.action,
         "arch": s.arch,
@@ -121,6 +331,12 @@ def describe(settings: Settings, plan: Plan, *, allow_data_loss: bool = False) -
         "generation": t.generation,
         "chips": t.chips,
         "runtime_version": s.runtime_version,
+        "provisioning": s.provisioning,
+        "queued": s.queued,
+        "provisioning_meaning": provisioning_meaning(s),
+        **({"slice": {"machine_type": s.mig_shape.machine_type, "vms": s.mig_shape.vms,
+                      "topology": s.mig_shape.topology, "provisioning": s.provisioning,
+                      "reservation": s.reservation}} if s.arch == "mig" else {}),
         "operations": [{"module": o.module, "op": o.op, "after": list(o.after), "what": _what(s, o.module)}
                        for o in plan.operations],
         "stages": [[o.module for o in stage] for stage in plan.stages()],
@@ -131,6 +347,11 @@ def describe(settings: Settings, plan: Plan, *, allow_data_loss: bool = False) -
         "notes": [],
         "warnings": [],
     }
+    if auto_info is not None:
+        info["auto"] = auto_info
+    if plan.operations:
+        info.update(_comparison(s, plan, previous))
+        info["nothing_to_do"] = info["before_after"]["nothing_to_do"]
     notes: list[str] = info["notes"]
     warnings: list[str] = info["warnings"]
     if not plan.operations:
@@ -158,6 +379,24 @@ def describe(settings: Settings, plan: Plan, *, allow_data_loss: bool = False) -
     if plan.applies("tpu") and plan.action == "update":
         notes.append("tpu: if the change replaces the TPU (a new accelerator type or runtime), training is "
                      "interrupted; the guard announces it")
+    if pipeline.queues(s) and plan.applies("tpu"):
+        wait = pipeline.queue_wait_s(s)
+        limit = f"up to TPU_QUEUED_VALID_FOR={s.queued_valid_for}" if s.queued_valid_for else "until capacity is free"
+        notes.append(f"tpu: queued: after tpu-apply (the hosts' identity and firewall), tpu-queue requests {s.tpu_name} "
+                     f"with `gcloud compute tpus queued-resources create`; it may wait {limit}, and the build waits "
+                     f"for it to become ACTIVE for at most {wait // 3600}h{wait % 3600 // 60:02d}m (then the build fails "
+                     "and the request stays queued: run update to wait again)")
+        if plan.action == "update":
+            notes.append(f"tpu: queued: if the accelerator type or runtime changed, queued resource {s.tpu_name} is "
+                         "replaced: training interrupted; the new slice waits in the queue")
+    if pipeline.queues(s) and plan.destroys("tpu"):
+        notes.append(f"tpu: queued resource {s.tpu_name} (and its TPU VM) is deleted by tpu-unqueue before the "
+                     "tpu module's Terraform destroy")
+    if s.env_ttl_hours and s.arch != "node":
+        from builder import ttl
+
+        info["ttl"] = ttl.plan_info(s, applies_tpu=plan.applies("tpu") and plan.action != "destroy")
+        notes.append(f"ttl: {info['ttl']['text']}")
     if plan.action in ("create", "update"):
         if allow_data_loss:
             warnings.append("data loss is allowed: the guards let plans destroy or replace Filestore and the "
@@ -173,17 +412,61 @@ def as_text(info: dict[str, Any], *, bold: bool) -> str:
         return f"\033[1m{text}\033[0m" if bold else f"**{text}**"
 
     hosts = info["hosts"]
+    auto_info = info.get("auto")
+    if auto_info is not None and auto_info["decision"] == "none":
+        lines = [f"tpubuild plan: auto {info['env']} in {info['project_id']}/{info['zone']}",
+                 f"  compared with: {auto_info['compared_with']}", "",
+                 "auto: nothing to do"]
+        lines.extend(f"  - {r}" for r in auto_info["reasons"])
+        return "\n".join(lines) + "\n"
     lines = [f"tpubuild plan: {info['action']} {info['env']} in {info['project_id']}/{info['zone']}"]
-    arch = "node (TPU Node + MIG of worker VMs, XRT)" if info["arch"] == "node" else "vm (TPU VM pod, PJRT)"
+    if auto_info is not None:
+        lines[0] = f"tpubuild plan: auto → {info['action']} {info['env']} in {info['project_id']}/{info['zone']}"
+    arch = {"node": "node (TPU Node + MIG of worker VMs, XRT)", "vm": "vm (TPU VM pod, PJRT)",
+            "mig": "mig (Compute Engine MIG of TPU VMs with a workload policy, PJRT)"}[info["arch"]]
     lines.append(f"  architecture: {arch}")
-    lines.append(f"  accelerator:  {info['accelerator_type']} ({info['generation']}, {info['chips']} chips), "
-                 f"runtime {info['runtime_version']}")
-    per_host = "one MIG worker VM per host" if info["arch"] == "node" else "each host is a TPU VM"
+    if "slice" in info:
+        sl = info["slice"]
+        lines.append(f"  accelerator:  {info['accelerator_type']} ({info['generation']}, {info['chips']} chips), "
+                     f"topology {sl['topology']}")
+        lines.append(f"  slice:        {sl['vms']} x {sl['machine_type']}, {sl['provisioning']}"
+                     + (f" (reservation {sl['reservation']})" if sl["reservation"] else ""))
+    else:
+        lines.append(f"  accelerator:  {info['accelerator_type']} ({info['generation']}, {info['chips']} chips), "
+                     f"runtime {info['runtime_version']}")
+    if "provisioning_meaning" in info:
+        lines.append(f"  provisioning: {info['provisioning_meaning']}")
+    per_host = {"node": "one MIG worker VM per host", "vm": "each host is a TPU VM",
+                "mig": "each host is a TPU VM of the MIG"}[info["arch"]]
     lines.append(f"  hosts:        {hosts} ({per_host})")
     lines.append("")
     if not info["operations"]:
         lines.extend(f"  {n}" for n in info["notes"])
         return "\n".join(lines) + "\n"
+    if auto_info is not None:
+        lines.append(auto_info["summary"])
+        lines.extend(f"  - {r}" for r in auto_info["reasons"])
+        lines.append("")
+    ba = info["before_after"]
+    lines.append(f"Before → after (compared with {ba['compared_with']}):")
+    lines.extend(f"  {line}" for line in ba["lines"])
+    lines.append("")
+    c = info["cost"]
+    caveat = " (estimate from unconfirmed list prices)" if c["after"]["unconfirmed"] else ""
+    lines.append(f"Cost per hour: {c['change']}{caveat}")
+    for item in c["after"]["items"]:
+        if item["hourly"] is None:
+            lines.append(f"  {item['what']}: price unknown ({item['unknown_why']})")
+        else:
+            lines.append(f"  {item['what']}: {'~' if item['approximate'] else ''}${item['hourly']:,.2f}/h"
+                         f"{'' if item['confirmed'] else ' (unconfirmed)'}")
+    approx = " (~: the list price of another region)" if c["after"]["approximate"] else ""
+    lines.append(f"  list prices in {c['prices']['currency']} from {c['prices']['file']}, retrieved "
+                 f"{c['prices']['retrieved']}{approx}; your bill may differ")
+    if c["after"]["unconfirmed"]:
+        lines.append(f"  (unconfirmed): not found in Google's price pages when last checked "
+                     f"({c['prices']['checked']}); check {', '.join(c['prices']['check_at'])} before relying on it")
+    lines.append("")
     lines.append("Operations, in order:")
     ops = {o["module"]: o for o in info["operations"]}
     for n, stage in enumerate(info["stages"], 1):

@@ -23,6 +23,7 @@ to the TPU VMs / MIG workers through IAP).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import shlex
 import shutil
@@ -43,6 +44,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p = sub.add_parser("train", parents=[common], help="launch a model (models/<MODEL>) on every host of the TPU")
     p.add_argument("model", metavar="MODEL", help="a folder under models/, e.g. roberta")
     p.add_argument("--dry-run", action="store_true", help="print the exact per-host command lines and the script")
+    p.add_argument("--metrics", action="store_true",
+                   help="every host rewrites torch_xla's metrics report every minute (default: at the end of the run)")
     p.set_defaults(func=run_train)
 
     p = sub.add_parser("run", parents=[common], help="run a command on the TPU hosts, detached, logged on Filestore")
@@ -64,6 +67,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--model", default=None, help="model package (default: MODEL in values.env)")
     p.add_argument("--run", action="store_true", help="the log of 'tpubuild run' instead of the model's")
     p.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
+    p.add_argument("--metrics", action="store_true",
+                   help="summarise torch_xla's metrics reports of every host (compiles, CPU fallbacks)")
     p.set_defaults(func=run_logs)
 
 
@@ -101,6 +106,13 @@ def load_launcher(settings: Settings, model: str) -> tuple[ModuleType, Path]:
 # ---------------------------------------------------------------- running
 
 def _job(settings: Settings, launcher: ModuleType) -> Any:
+    if settings.arch == "mig":
+        # The launchers know vm (tpu-vm ssh --worker) and node (xla_dist on the leader); a mig slice
+        # would silently get the node path. Its transport is builder/cloud/mig_hosts.py (IAP ssh per
+        # instance, PJRT worker order) and is wired with the shared host transport (issue 16).
+        raise BadInput(f'train/stop/logs: TPU_ARCH="mig" ({settings.source}) is not supported by the {settings.model or "model"} '
+                       "launcher yet; reach the slice's VMs with `gcloud compute ssh INSTANCE --tunnel-through-iap` "
+                       "(`tpubuild status` lists the group), or use TPU_ARCH=\"vm\" for v5p/v6e")
     return launcher.Job.from_settings(settings)
 
 
@@ -133,6 +145,10 @@ def run_train(args: argparse.Namespace) -> int:
     settings = load_settings(args)
     launcher, root = load_launcher(settings, args.model)
     job = _job(settings, launcher)
+    if getattr(args, "metrics", False):  # models/xla_observe.py: TPUBUILD_METRICS_INTERVAL
+        from builder.observe import METRICS_INTERVAL_S
+
+        job = dataclasses.replace(job, options={**job.options, "metrics_interval": METRICS_INTERVAL_S})
     steps = _plan(settings, launcher, lambda: launcher.plan_train(job, str(root)))
     script = launcher.render(steps)
     if args.dry_run:
@@ -287,6 +303,11 @@ def run_logs(args: argparse.Namespace) -> int:
     model = _model(args, settings)
     launcher, _ = load_launcher(settings, model)
     job = _job(settings, launcher)
+    if getattr(args, "metrics", False):
+        from builder.commands.observe import refuse_flags, run_logs_metrics
+
+        refuse_flags(args, "follow")
+        return run_logs_metrics(settings, launcher.log_dir(job), args.dry_run)
     steps = _plan(settings, launcher, lambda: launcher.plan_logs(job, args.host, follow=args.follow, lines=args.lines))
     script = launcher.render(steps)
     if args.dry_run:

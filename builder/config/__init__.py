@@ -1,22 +1,27 @@
 """values.env → typed, validated :class:`Settings`.
 
-``load(path)`` is the only entry point. It raises :class:`builder.errors.ConfigError` (exit 2)
-for the first problem, located at ``file:line`` and naming the key and the fix. Unknown keys and
-missing seed-era script paths are warnings, kept in ``Settings.warnings``.
+``load(path)`` is the only entry point. It checks everything and raises one
+:class:`builder.errors.ConfigErrors` (a ``ConfigError``, exit 2) carrying every problem found, each
+located at ``file:line`` and naming the key and the fix (``tpubuild validate`` prints one line
+each; other commands print the first and the count). Every key is parsed on its own, so all bad
+values are reported together; a rule between keys that fails stops only its own group of rules.
+Unknown keys are warnings by default (a seed-era file keeps working) and errors with
+``strict=True`` (``tpubuild validate --strict``); missing seed-era script paths are warnings;
+warnings are kept in ``Settings.warnings``.
 """
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any, NoReturn
 
-from builder.config import validate
+from builder.config import hardening, names, offers, validate
 from builder.config.keys import IGNORED_KEYS, KEYS, KeySpec
 from builder.config.loader import Entry, parse, read_text
 from builder.config.model_keys import MODEL_KEYS
+from builder.legacy import SEED_SCRIPTS
 from builder.config.settings import Settings
-from builder.errors import BadInput, ConfigError
+from builder.errors import BadInput, ConfigError, ConfigErrors
 from builder.topology import parse as parse_topology
 
 __all__ = ["Settings", "load", "load_text", "known_keys"]
@@ -29,14 +34,19 @@ def known_keys() -> list[str]:
     return [*_SPECS, *_MODEL_SPECS]
 
 
-def load(path: Path | str) -> Settings:
+def load(path: Path | str, *, strict: bool = False) -> Settings:
     path = Path(path)
-    return load_text(read_text(path), path)
+    return load_text(read_text(path), path, strict=strict)
 
 
-def load_text(text: str, path: Path | str) -> Settings:
+class _Stop(Exception):
+    """A rule failed (its ConfigError is collected); the rest of its group is skipped."""
+
+
+def load_text(text: str, path: Path | str, *, strict: bool = False) -> Settings:
     path = Path(path)
-    entries = parse(text, path)
+    errors: list[ConfigError] = []
+    entries = parse(text, path, errors)
     by_key: dict[str, Entry] = {}
     warnings: list[str] = []
     for e in entries:
@@ -46,34 +56,83 @@ def load_text(text: str, path: Path | str) -> Settings:
     lines = {k: e.line for k, e in by_key.items()}
 
     def fail(key: str, what: str, fix: str) -> NoReturn:
-        raise ConfigError(what, fix, path=path, line=lines.get(key), key=key)
+        errors.append(ConfigError(what, fix, path=path, line=lines.get(key), key=key))
+        raise _Stop
 
     for key, e in by_key.items():
         if key in _SPECS or key in _MODEL_SPECS or key in IGNORED_KEYS:
             continue
-        guess = difflib.get_close_matches(key, known_keys(), n=1, cutoff=0.75)
-        hint = f"did you mean {guess[0]}?" if guess else "it is ignored"
-        warnings.append(f"{path}:{e.line}: {key} is not a tpubuild key; {hint}")
+        import difflib  # only on a typo: not at start-up
 
+        guess = difflib.get_close_matches(key, known_keys(), n=1, cutoff=0.75)
+        if strict:
+            hint = f"did you mean {guess[0]}?" if guess else "remove it, or run without --strict to ignore it"
+            errors.append(ConfigError(f"is not a tpubuild key", hint, path=path, line=e.line, key=key))
+            continue
+        hint = f"did you mean {guess[0]}?" if guess else "it is ignored"
+        warnings.append(f"{path}:{e.line}: {key} is not a tpubuild key; {hint} (an error with --strict)")
+
+    unparsed = {e.key for e in errors if e.key}  # already reported: a line that did not parse
     values: dict[str, Any] = {}
     model_options: dict[str, Any] = {}
     for specs, target in ((_SPECS, values), (_MODEL_SPECS, model_options)):
         for name, spec in specs.items():
             entry = by_key.get(name)
             if entry is None or (spec.required and entry.value.strip() == ""):
-                if spec.required:
-                    raise ConfigError(
+                if spec.required and name not in unparsed:
+                    errors.append(ConfigError(
                         "is required but not set", f'add {name}="..." ({spec.doc})', path=path,
                         line=entry.line if entry else None, key=name,
-                    )
+                    ))
                 target[spec.field] = spec.default
                 continue
             try:
                 target[spec.field] = spec.parse(entry.value)
             except ValueError as exc:
                 what, _, fix = str(exc).partition("; ")
-                raise ConfigError(what, fix, path=path, line=entry.line, key=name) from None
+                errors.append(ConfigError(what, fix, path=path, line=entry.line, key=name))
+                target[spec.field] = spec.default
+    if errors:  # the rules between keys need every value; report what is wrong so far
+        raise ConfigErrors(errors, tuple(warnings))
 
+    try:
+        topo = _rules(values, fail)
+    except _Stop:
+        topo = None
+    if topo is not None:
+        def zone_warning(key: str, what: str, fix: str) -> None:
+            warnings.append(f"{path}:{lines.get(key, 0)}: {key}: {what}; TPU_ZONE_CHECK=\"warn\" lets it through "
+                            "(the create fails in the cloud if the zone really has no such TPU)")
+
+        def zone() -> None:
+            if values["arch"] != "node":  # TPU_ZONE_CHECK="warn": a stale table must not block
+                offers.check_zone(values["zone"], topo, zone_warning if values["zone_check"] == "warn" else fail)
+
+        for group in (lambda: validate.cross_checks(values, topo, fail, lines),
+                      lambda: offers.resolve_provisioning(values, topo, fail, lines), zone,
+                      lambda: validate.name_lengths(values, fail)):
+            try:
+                group()
+            except _Stop:
+                pass
+    if errors:
+        raise ConfigErrors(errors, tuple(warnings))
+    values["region"] = values["region"] or values["zone"].rsplit("-", 1)[0]
+    assert topo is not None
+    settings = _finish(path, values, model_options, by_key, lines, warnings, topo)
+    # Google's naming rules for every derived and supplied name, then the rules on the whole Settings
+    for group in (lambda: names.check(settings, fail), lambda: hardening.cross_checks(settings, fail)):
+        try:
+            group()
+        except _Stop:
+            pass
+    if errors:
+        raise ConfigErrors(errors, tuple(warnings))
+    return settings
+
+
+def _rules(values: dict[str, Any], fail: Any) -> Any:
+    """Runtime (one key, two names), accelerator type, architecture and runtime rules."""
     # One runtime key, two names.
     alias = values.pop("runtime_version_alias")
     runtime = values["runtime_version"]
@@ -81,7 +140,11 @@ def load_text(text: str, path: Path | str) -> Settings:
         fail("TPU_RUNTIME_VERSION", f"says {alias!r} but TPU_PYTORCH_VERSION says {runtime!r}", "set only one of them")
     runtime_key = "TPU_PYTORCH_VERSION" if runtime else "TPU_RUNTIME_VERSION"
     runtime = runtime or alias
-    if not runtime:
+    mig = values["arch"] == "mig"  # TPU VMs as Compute Engine instances boot an OS image: no TPU runtime
+    if mig and runtime:
+        fail(runtime_key, f"{runtime!r} is a TPU runtime, but TPU_ARCH=\"mig\" hosts boot the accelerator OS image "
+             "(builder/topology.py MIG_GENERATIONS) and have no TPU runtime", f"remove {runtime_key}")
+    if not runtime and not mig:
         fail("TPU_PYTORCH_VERSION", "is required but not set",
              'add TPU_PYTORCH_VERSION="pytorch-nightly" (node) or "tpu-ubuntu2204-base" (vm)')
     values["runtime_version"] = runtime
@@ -91,16 +154,24 @@ def load_text(text: str, path: Path | str) -> Settings:
     except BadInput as exc:
         fail("TPU_ACCELERATOR_TYPE", str(exc), "")
     arch_declared = bool(values["arch"])
-    values["arch"] = validate.infer_arch(values["arch"], runtime, fail, runtime_key=runtime_key)
-    validate.runtime_for(runtime, values["arch"], topo, fail, runtime_key=runtime_key, arch_declared=arch_declared)
-    validate.cross_checks(values, topo, fail, lines)
-    validate.name_lengths(values, fail)
-    values["region"] = values["region"] or values["zone"].rsplit("-", 1)[0]
+    if mig:
+        validate.mig_for(values, topo, fail)
+    else:
+        values["arch"] = validate.infer_arch(values["arch"], runtime, fail, runtime_key=runtime_key)
+        validate.runtime_for(runtime, values["arch"], topo, fail, runtime_key=runtime_key, arch_declared=arch_declared)
+    return topo
 
+
+def _finish(path: Path, values: dict[str, Any], model_options: dict[str, Any], by_key: dict[str, Entry],
+            lines: dict[str, int], warnings: list[str], topo: Any) -> Settings:
     root = path.resolve().parent
     for key, field in (("MIG_SETUP_SCRIPT", "mig_setup_script"), ("MIG_SEED_DATA_PREP_SCRIPT", "mig_seed_data_prep_script")):
         rel = values[field]
         if rel and not (root / rel).is_file() and not (root / "models" / rel).is_file():
+            if rel in SEED_SCRIPTS:
+                warnings.append(f"{path}:{lines[key]}: {key}={rel!r} is the seed repository's own script, which "
+                                "tpubuild replaces; run tpubuild migrate to clear it")
+                continue
             warnings.append(
                 f"{path}:{lines[key]}: {key}={rel!r} does not exist in this repository "
                 "(a seed-era path?); it is an error only when a pipeline uses it"

@@ -8,8 +8,6 @@ Cross-key rules (zone vs region, tier vs capacity, runtime vs generation) live i
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,11 +39,17 @@ def boolean(value: str) -> bool:
     raise ValueError(f"{value!r} is not a boolean; write true or false")
 
 
+#: Longest integer any key accepts, in digits (the largest maximum has 9).
+MAX_INT_DIGITS = 18
+
+
 def integer(minimum: int, maximum: int, unit: str) -> Parser:
     def parse(value: str) -> int:
         v = value.strip()
-        if not re.fullmatch(r"\d+", v):
+        if not re.fullmatch(r"[0-9]+", v):  # ASCII digits only: int() would also take '３２'
             raise ValueError(f"{value!r} is not a whole number of {unit}; write digits only, e.g. {minimum}")
+        if len(v) > MAX_INT_DIGITS:  # never hand int() thousands of digits (its own limit's message leaks)
+            raise ValueError(f"{v[:12]}... ({len(v)} digits) is out of range; use {minimum} to {maximum}")
         n = int(v)
         if not minimum <= n <= maximum:
             raise ValueError(f"{n} {unit} is out of range; use {minimum} to {maximum}")
@@ -105,6 +109,8 @@ def gcs_uri(value: str) -> str:
 def cidr29(value: str) -> str:
     v = value.strip()
     try:
+        import ipaddress  # lazily: start-up time (benchmarks/cli_startup.py)
+
         net = ipaddress.IPv4Network(v, strict=True)
     except ValueError:
         raise ValueError(f"{value!r} is not a network in CIDR form; write it like '10.3.0.0/29'") from None
@@ -136,11 +142,69 @@ def image_date(value: str) -> str:
     if v == "":
         return v
     try:
-        if not re.fullmatch(r"\d{8}", v):
+        if not re.fullmatch(r"[0-9]{8}", v):
             raise ValueError
+        import datetime
+
         datetime.date(int(v[:4]), int(v[4:6]), int(v[6:]))
     except ValueError:
         raise ValueError(f"{value!r} is not a YYYYMMDD image date; write it like '20200527', or leave it empty") from None
+    return v
+
+
+def service_account_email(value: str) -> str:
+    """A user-managed service account's email (``<id>@<project>.iam.gserviceaccount.com``; account
+    IDs per https://cloud.google.com/iam/docs/reference/rest/v1/projects.serviceAccounts/create).
+    Google-managed defaults (Compute Engine, legacy Cloud Build) are refused: builds must run as a
+    least-privilege account of their own."""
+    v = value.strip()
+    if v == "":
+        return v
+    if v.endswith(("@developer.gserviceaccount.com", "@cloudbuild.gserviceaccount.com")):
+        raise ValueError(f"{value!r} is a default Google-managed account (broad roles); name a dedicated account, "
+                         "or leave it empty and `tpubuild initialize` creates one")
+    if not re.fullmatch(r"[a-z]([-a-z0-9]{4,28}[a-z0-9])@[a-z][-a-z0-9]{4,28}[a-z0-9]\.iam\.gserviceaccount\.com",
+                        v, re.ASCII):
+        raise ValueError(f"{value!r} is not a service account email; write it like "
+                         "'builder@my-tpu-project.iam.gserviceaccount.com', or leave it empty")
+    return v
+
+
+_DURATION_UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+#: Longest TPU_QUEUED_VALID_FOR accepted (a queued request older than this is not worth keeping).
+MAX_QUEUED_SECONDS = 30 * 86400
+
+
+def duration(value: str) -> str:
+    """``6h``, ``90m``, ``1h30m``, ``2d``, ``3600s`` → the same text, normalised to lowercase;
+    empty stays empty. ``duration_seconds`` turns it into seconds."""
+    v = value.strip().lower()
+    if v == "":
+        return v
+    if not re.fullmatch(r"([0-9]{1,9}[dhms])+", v):  # ASCII, and never thousands of digits for int()
+        shown = repr(v) if len(v) <= 40 else repr(v[:37] + "...")
+        raise ValueError(f"{shown} is not a duration; write it like '6h', '90m', '1h30m' or '2d'")
+    seconds = duration_seconds(v)
+    if not 60 <= seconds <= MAX_QUEUED_SECONDS:
+        raise ValueError(f"{value!r} is out of range; use at least 1m and at most 30d")
+    return v
+
+
+def duration_seconds(value: str) -> int:
+    return sum(int(n) * _DURATION_UNITS[u] for n, u in re.findall(r"([0-9]+)([dhms])", value))
+
+
+def reservation_name(value: str) -> str:
+    """A reservation name (``my-res``) or its full path
+    (``projects/P/zones/Z/reservations/NAME``); empty stays empty."""
+    v = value.strip()
+    if v == "":
+        return v
+    name = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
+    full = rf"projects/[a-z][a-z0-9-]{{4,28}}[a-z0-9]/(zones|locations)/[a-z]+-[a-z]+[0-9]+-[a-z]/reservations/{name}"
+    if not (re.fullmatch(name, v) or re.fullmatch(full, v)):
+        raise ValueError(f"{value!r} is not a reservation; write its name like 'my-tpu-reservation' or its path "
+                         "'projects/PROJECT/zones/ZONE/reservations/NAME'")
     return v
 
 
@@ -159,8 +223,9 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("REGION", "region", "",
             pattern(r"[a-z]+-[a-z]+[0-9]+", "a region", "europe-west4", allow_empty=True),
             "Region; derived from ZONE when empty, and must agree with it."),
-    KeySpec("TPU_ARCH", "arch", "", choice(("node", "vm", "")),
-            "node (TPU Node + MIG, XRT) or vm (TPU VM pod, PJRT); inferred from the runtime when empty."),
+    KeySpec("TPU_ARCH", "arch", "", choice(("node", "vm", "mig", "")),
+            "node (TPU Node + MIG, XRT), vm (TPU VM pod, PJRT) or mig (v5p/v6e/TPU7x slice as a Compute Engine "
+            "MIG of TPU VMs with a workload policy, PJRT); inferred from the runtime when empty."),
     KeySpec("TPU_ACCELERATOR_TYPE", "accelerator_type", None, text,
             "TPU slice type, e.g. v3-32, v4-32, v5litepod-16.", required=True),
     KeySpec("TPU_PYTORCH_VERSION", "runtime_version", "", text,
@@ -172,6 +237,21 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("TPU_PREEMPTIBLE", "tpu_preemptible", False, boolean, "Preemptible TPU."),
     KeySpec("TPU_SPOT", "tpu_spot", False, boolean, "Spot TPU (vm only)."),
     KeySpec("TPU_RESERVED", "tpu_reserved", False, boolean, "Use reserved capacity (vm only: google_tpu_v2_vm's scheduling_config.reserved)."),
+    KeySpec("TPU_PROVISIONING", "provisioning", "",
+            choice(("on-demand", "spot", "preemptible", "reservation", ""),
+                   {"ondemand": "on-demand", "on_demand": "on-demand", "standard": "on-demand",
+                    "reserved": "reservation"}),
+            "How the TPU is paid for: on-demand (default), spot, preemptible (v2-v4) or reservation; "
+            "the legacy TPU_SPOT/TPU_PREEMPTIBLE/TPU_RESERVED booleans map onto it."),
+    KeySpec("TPU_RESERVATION", "reservation", "", reservation_name,
+            "With TPU_PROVISIONING=reservation: the reservation's name or full path; empty = any matching reservation."),
+    KeySpec("TPU_QUEUED", "queued", False, boolean,
+            "vm/mig: request the TPU as a queued resource (google_tpu_v2_queued_resource) that waits for capacity."),
+    KeySpec("TPU_QUEUED_VALID_FOR", "queued_valid_for", "", duration,
+            "With TPU_QUEUED: how long the request waits before it expires, e.g. 6h, 90m, 2d (empty: no limit)."),
+    KeySpec("TPU_ZONE_CHECK", "zone_check", "error", choice(("error", "warn")),
+            "error (default): a ZONE that builder/data/tpu_offers.json does not list for the generation is refused; "
+            "warn: only warned about (for a zone Google added after the table's date)."),
     KeySpec("TPU_EXTERNAL_IPS", "tpu_external_ips", False, boolean,
             "vm only: give TPU VM hosts external IPs (off by default)."),
     KeySpec("NETWORK", "network", "default",
@@ -216,6 +296,10 @@ KEYS: tuple[KeySpec, ...] = (
             choice(("pd-standard", "pd-balanced", "pd-ssd")), "Shared PD type."),
     KeySpec("SHARED_PD_RESTORE", "shared_pd_restore", "", restore,
             "Create the shared PD from a snapshot: 'latest' or a snapshot name."),
+    KeySpec("BUILD_SERVICE_ACCOUNT", "build_service_account", "", service_account_email,
+            "Service account the Cloud Builds run as; empty: tpubuild-created tb-<ENV>-cb (see README)."),
+    KeySpec("ENV_TTL_HOURS", "env_ttl_hours", 0, integer(0, 8760, "hours"),
+            "Destroy the TPU (only the TPU) this many hours after it is created; 0 or unset: no TTL."),
     KeySpec("MODEL", "model", "roberta",
             pattern(r"[a-z][a-z0-9_]*", "a model folder name", "roberta", allow_empty=True),
             "The model package under models/ the hosts are prepared for."),

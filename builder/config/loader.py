@@ -12,9 +12,8 @@ import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from dotenv.parser import parse_stream
-from dotenv.variables import Literal, parse_variables
 
 from builder.errors import BadInput, ConfigError
 
@@ -33,7 +32,9 @@ def read_text(path: Path) -> str:
     try:
         if path.is_dir():
             raise BadInput(f"{path}: is a directory; pass the values.env file itself with --values")
-        data = path.read_bytes()
+        from builder.files import read_capped
+
+        data = read_capped(path, MAX_BYTES)
     except FileNotFoundError:
         raise BadInput(
             f"{path}: no such file; create it (copy the shipped values.env) or pass --values PATH"
@@ -42,8 +43,11 @@ def read_text(path: Path) -> str:
         raise BadInput(f"{path}: permission denied; make the file readable (chmod u+r {path})") from None
     except OSError as exc:
         raise BadInput(f"{path}: cannot read ({exc.strerror}); pass a readable file with --values") from None
+    except ValueError:  # a NUL byte in the path
+        raise BadInput(f"{path!r}: is not a usable path; pass the values.env file with --values") from None
     if len(data) > MAX_BYTES:
-        raise BadInput(f"{path}: {len(data)} bytes is too large for a values file; keep it under 1 MiB")
+        raise BadInput(f"{path}: more than {MAX_BYTES} bytes is too large for a values file (an endless stream "
+                       "such as /dev/zero?); keep it under 1 MiB")
     if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark, as some Windows editors write
         data = data[3:]
     try:
@@ -59,45 +63,60 @@ _UNSUPPORTED = re.compile(r"(?<!\\)(\$[A-Za-z_(]|`)")
 _KEY = re.compile(r"[A-Z][A-Z0-9_]*")
 
 
-def parse(text: str, path: Path) -> list[Entry]:
-    """Parse and interpolate; one ``ConfigError`` for the first line that is wrong."""
+def parse(text: str, path: Path, errors: list[ConfigError] | None = None) -> list[Entry]:
+    """Parse and interpolate; one ``ConfigError`` for the first line that is wrong, or, given
+    ``errors``, every wrong line appended there (and the good lines returned)."""
     if "\x00" in text:
         line = text[: text.index("\x00")].count("\n") + 1
         raise ConfigError("contains a NUL byte", "save values.env as plain text", path=path, line=line)
     seen: dict[str, str] = {}
     entries: list[Entry] = []
-    for binding in parse_stream(io.StringIO(text)):
-        line = binding.original.line
-        raw_line = binding.original.string.strip()
-        if binding.error:
-            shown = raw_line if len(raw_line) <= 60 else raw_line[:57] + "..."
-            raise ConfigError(
-                f"cannot parse {shown!r}",
-                'write KEY="value" (close every quote; comments start with #)',
-                path=path, line=line,
-            )
-        if binding.key is None:
-            continue
-        key = binding.key
-        if not _KEY.fullmatch(key):
-            raise ConfigError(
-                f"{key!r} is not a valid key name",
-                "use UPPER_CASE letters, digits and '_' as in the shipped values.env",
-                path=path, line=line,
-            )
-        if binding.value is None:
-            raise ConfigError(
-                "has no value", f'write {key}="value" (or {key}="" for empty)', path=path, line=line, key=key
-            )
-        value = binding.value
-        m = _ASSIGN.match(binding.original.string)
-        quote = m.group("quote") if m else ""
-        if quote != "'":
-            _check_unsupported(value, quote, path=path, line=line, key=key)
-            value = _interpolate(value, seen, path=path, line=line, key=key).replace("\\$", "$")
-        seen[key] = value
-        entries.append(Entry(key, value, line))
+    for binding in _dotenv("parser").parse_stream(io.StringIO(text)):
+        if errors is None:
+            entry = _entry(binding, seen, path)
+        else:
+            try:
+                entry = _entry(binding, seen, path)
+            except ConfigError as exc:
+                errors.append(exc)
+                continue
+        if entry is not None:
+            seen[entry.key] = entry.value
+            entries.append(entry)
     return entries
+
+
+def _entry(binding: Any, seen: dict[str, str], path: Path) -> Entry | None:
+    """One parsed binding as an Entry (None for a blank or comment line), or its ConfigError."""
+    line = binding.original.line
+    raw_line = binding.original.string.strip()
+    if binding.error:
+        shown = raw_line if len(raw_line) <= 60 else raw_line[:57] + "..."
+        raise ConfigError(
+            f"cannot parse {shown!r}",
+            'write KEY="value" (close every quote; comments start with #)',
+            path=path, line=line,
+        )
+    if binding.key is None:
+        return None
+    key = binding.key
+    if not _KEY.fullmatch(key):
+        raise ConfigError(
+            f"{key!r} is not a valid key name",
+            "use UPPER_CASE letters, digits and '_' as in the shipped values.env",
+            path=path, line=line,
+        )
+    if binding.value is None:
+        raise ConfigError(
+            "has no value", f'write {key}="value" (or {key}="" for empty)', path=path, line=line, key=key
+        )
+    value = binding.value
+    m = _ASSIGN.match(binding.original.string)
+    quote = m.group("quote") if m else ""
+    if quote != "'":
+        _check_unsupported(value, quote, path=path, line=line, key=key)
+        value = _interpolate(value, seen, path=path, line=line, key=key).replace("\\$", "$")
+    return Entry(key, value, line)
 
 
 def _check_unsupported(value: str, quote: str, *, path: Path, line: int, key: str) -> None:
@@ -128,8 +147,9 @@ def _check_unsupported(value: str, quote: str, *, path: Path, line: int, key: st
 
 def _interpolate(value: str, seen: dict[str, str], *, path: Path, line: int, key: str) -> str:
     out: list[str] = []
-    for atom in parse_variables(value):
-        if isinstance(atom, Literal):
+    variables = _dotenv("variables")
+    for atom in variables.parse_variables(value):
+        if isinstance(atom, variables.Literal):
             if "${" in atom.value.replace("\\${", ""):
                 raise ConfigError(
                     "has a '${' that is not closed", "write ${NAME} with a closing brace, or single-quote a literal $",
@@ -156,3 +176,26 @@ def _interpolate(value: str, seen: dict[str, str], *, path: Path, line: int, key
                 path=path, line=line, key=key,
             )
     return "".join(out)
+
+
+_DOTENV: dict[str, Any] = {}
+
+
+def _dotenv(name: str) -> Any:
+    """python-dotenv's ``parser`` or ``variables`` module, loaded from its file without running the
+    package's ``__init__``: that imports ``dotenv.main`` (logging, tempfile, random, ...), a third of
+    ``tpubuild render``'s start-up (benchmarks/cli_startup.py). Both modules import only the standard
+    library. Loaded under private names, so a later ``import dotenv`` is unaffected."""
+    if name not in _DOTENV:
+        import importlib.util
+
+        spec = importlib.util.find_spec("dotenv")
+        if spec is None or not spec.submodule_search_locations:
+            raise ModuleNotFoundError("python-dotenv is not installed (pip install python-dotenv)")
+        path = Path(next(iter(spec.submodule_search_locations))) / f"{name}.py"
+        mod_spec = importlib.util.spec_from_file_location(f"_tpubuild_dotenv_{name}", path)
+        assert mod_spec is not None and mod_spec.loader is not None
+        module = importlib.util.module_from_spec(mod_spec)
+        mod_spec.loader.exec_module(module)
+        _DOTENV[name] = module
+    return _DOTENV[name]

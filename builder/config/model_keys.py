@@ -13,7 +13,6 @@ when ``tpubuild train`` builds the launch, because they need the topology.
 from __future__ import annotations
 
 import re
-import shlex
 
 from builder.config.keys import KeySpec, boolean, choice, integer
 
@@ -79,6 +78,8 @@ def torch_xla_version(value: str) -> str:
 def extra_args(value: str) -> tuple[str, ...]:
     v = value.strip()
     try:
+        import shlex
+
         words = tuple(shlex.split(v))
     except ValueError as exc:
         raise ValueError(f"{value!r} cannot be split into words ({exc}); close every quote") from None

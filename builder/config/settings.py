@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from builder.topology import Topology
+from builder.topology import MigShape, Topology, mig_shape
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,10 @@ class Settings:
     tpu_preemptible: bool
     tpu_spot: bool
     tpu_reserved: bool
+    provisioning: str
+    reservation: str
+    queued: bool
+    queued_valid_for: str
     tpu_external_ips: bool
     network: str
     subnetwork: str
@@ -49,6 +53,9 @@ class Settings:
     raw: dict[str, str] = field(default_factory=dict)
     lines: dict[str, int] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    zone_check: str = "error"  # TPU_ZONE_CHECK: "warn" turns the zone-table refusal into a warning
+    build_service_account: str = ""  # BUILD_SERVICE_ACCOUNT; see builder_service_account
+    env_ttl_hours: int = 0
 
     # ---- derived names: computed here once so every stage agrees ----
     @property
@@ -109,6 +116,22 @@ class Settings:
         return f"{account_id}@{self.project_id}.iam.gserviceaccount.com"
 
     @property
+    def builder_service_account_id(self) -> str:
+        """account_id of the account builds run as when BUILD_SERVICE_ACCOUNT is empty
+        (``tb-<env>-cb``, created by ``tpubuild initialize``); "" when one is named."""
+        return "" if self.build_service_account else f"tb-{self.env_name}-cb"
+
+    @property
+    def builder_service_account(self) -> str:
+        """The email the root build, every pipeline and the trigger run as."""
+        return self.build_service_account or self.service_account_email(self.builder_service_account_id)
+
+    @property
+    def builder_service_account_resource(self) -> str:
+        """The ``serviceAccount`` value of a Build or BuildTrigger."""
+        return f"projects/{self.project_id}/serviceAccounts/{self.builder_service_account}"
+
+    @property
     def labels(self) -> dict[str, str]:
         return {"tpubuild-env": self.env_name, "managed-by": "tpubuild"}
 
@@ -119,3 +142,9 @@ class Settings:
 
     def line_of(self, key: str) -> int | None:
         return self.lines.get(key)
+
+    # ---- TPU_ARCH="mig" (issue 13): the slice as a Compute Engine MIG of TPU VMs ----
+    @property
+    def mig_shape(self) -> MigShape:
+        """Machine type, VM count and workload-policy topology of the slice (builder/topology.py)."""
+        return mig_shape(self.topology)

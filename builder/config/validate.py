@@ -3,20 +3,19 @@ Filestore tier minimums, scheduling options, and the length of every derived res
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable
 from typing import Any
 
-from builder.topology import Topology
+from builder.config import offers
+from builder.errors import BadInput
+from builder.topology import Topology, mig_shape
 
 #: vm runtimes and the generations each one serves.
-VM_RUNTIMES: dict[str, tuple[str, ...]] = {
-    "tpu-ubuntu2204-base": ("v2", "v3", "v4"),
-    "v2-alpha-tpuv5-lite": ("v5e",),
-    "v2-alpha-tpuv5": ("v5p",),
-    "v2-alpha-tpuv6e": ("v6e",),
-}
-NODE_RUNTIME = re.compile(r"pytorch-(nightly|1\.\d{1,2}|2\.0|2\.1)")
+#: (One place: builder/data/tpu_offers.json, through builder.config.offers.)
+VM_RUNTIMES: dict[str, tuple[str, ...]] = offers.vm_runtimes()
+NODE_RUNTIME = re.compile(r"pytorch-(nightly|1\.\d{1,2}|2\.0|2\.1)", re.ASCII)
 NODE_GENERATIONS = ("v2", "v3")
 
 #: Filestore minimum capacity (GiB) per tier.
@@ -73,10 +72,19 @@ def runtime_for(runtime: str, arch: str, topo: Topology, fail: Fail, *,
              f"use {want[0]}")
 
 
+def _known_runtime(runtime: str) -> bool:
+    return runtime in VM_RUNTIMES or bool(NODE_RUNTIME.fullmatch(runtime))
+
+
 def infer_arch(declared: str, runtime: str, fail: Fail, *, runtime_key: str = "TPU_PYTORCH_VERSION") -> str:
     """``pytorch-*`` runtimes mean node, anything else vm; a declared TPU_ARCH must agree."""
-    del runtime_key  # the contradiction is reported on TPU_ARCH's line, which the user wrote
     inferred = "node" if runtime.startswith("pytorch-") else "vm"
+    if declared and declared != inferred and not _known_runtime(runtime):
+        # a runtime that is no runtime at all (a typo) is what the user must change, not TPU_ARCH
+        known = [*VM_RUNTIMES, "pytorch-1.13", "pytorch-2.0", "pytorch-2.1", "pytorch-nightly"]
+        guess = difflib.get_close_matches(runtime, known, n=1, cutoff=0.6)
+        hint = f"did you mean {guess[0]}?" if guess else f"use a {declared} runtime"
+        fail(runtime_key, f"{runtime!r} is not a TPU runtime", hint)
     if declared and declared != inferred:
         fail("TPU_ARCH", f'TPU_ARCH="{declared}" contradicts runtime {runtime!r}, which means {inferred}',
              f'set TPU_ARCH="{inferred}" or pick a {declared} runtime')
@@ -122,6 +130,9 @@ def cross_checks(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str,
     if v["shared_pd_restore"] and not v["shared_pd_attach"]:
         fail("SHARED_PD_RESTORE", "restoring the shared PD needs the disk",
              'set SHARED_PD_DISK_ATTACH="true" or remove SHARED_PD_RESTORE')
+    if arch == "node" and v.get("env_ttl_hours"):
+        fail("ENV_TTL_HOURS", "the TTL (modules/ttl) is created with a TPU VM; the legacy node architecture "
+             "has none", 'remove ENV_TTL_HOURS or use TPU_ARCH="vm"')
 
 
 def name_lengths(v: dict[str, Any], fail: Fail) -> None:
@@ -142,3 +153,30 @@ def name_lengths(v: dict[str, Any], fail: Fail) -> None:
     if len(worker) + MIG_SUFFIX > MAX_GCE_NAME:
         fail("ENV_BUILD_NAME", f"{len(env)} characters makes worker VM names longer than {MAX_GCE_NAME}",
              f"shorten ENV_BUILD_NAME to at most {MAX_GCE_NAME - MIG_SUFFIX - len('worker-')} characters")
+
+
+def mig_for(v: dict[str, Any], topo: Topology, fail: Fail) -> None:
+    """TPU_ARCH="mig": a generation and size Google offers as a MIG of TPU VMs (builder/topology.py
+    MIG_SHAPES), no queued resource, and none of the options that belong to the other architectures."""
+    try:
+        shape = mig_shape(topo)
+    except BadInput as exc:
+        fix = ('set TPU_ARCH="vm" (TPU API) for this generation' if topo.generation not in ("v5p", "v6e", "tpu7x")
+               else "choose a size from that list")
+        fail("TPU_ACCELERATOR_TYPE", str(exc), fix)
+    if v["shared_pd_attach"] and v["shared_pd_type"] not in shape.shared_pd_types:
+        if not shape.shared_pd_types:
+            fail("SHARED_PD_DISK_ATTACH", f"{shape.machine_type} VMs attach only Hyperdisk, so the {v['shared_pd_type']} "
+                 "dataset disk (modules/shared_pd) cannot be attached to the slice",
+                 'set SHARED_PD_DISK_ATTACH="false" and read the dataset from Filestore (SHARED_FS) or GCS_DATASET')
+        fail("SHARED_PD_DISK_TYPE", f"{shape.machine_type} VMs attach only {', '.join(shape.shared_pd_types)} disks",
+             f'set SHARED_PD_DISK_TYPE="{shape.shared_pd_types[0]}"')
+    # Provisioning (TPU_PROVISIONING, TPU_RESERVATION) is checked by offers.resolve_provisioning
+    # against builder/data/tpu_offers.json like every TPU VM: v5p/v6e/tpu7x offer on-demand, spot
+    # and reservation (preemptible is refused there). A queued resource is a TPU API object:
+    if v["queued"]:
+        fail("TPU_QUEUED", "a queued resource (google_tpu_v2_queued_resource) creates TPU API VMs, not the "
+             "Compute Engine VMs of a MIG", 'remove TPU_QUEUED (the MIG retries creating its VMs until capacity is free)')
+    if v["mig_external_ip"]:
+        fail("MIG_EXTERNAL_IP", "is a node option; on mig the hosts' external IPs are TPU_EXTERNAL_IPS",
+             'use TPU_EXTERNAL_IPS="true" (off by default)')

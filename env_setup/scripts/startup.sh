@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
-# tpubuild startup script: runs as root at every boot on the MIG workers (node architecture) and
-# on every TPU VM host (vm architecture), and leaves the machine ready to train or clearly failed.
+# tpubuild startup script: runs as root at every boot on the MIG workers (node architecture), on
+# every TPU VM host (vm architecture) and on every TPU VM of a slice MIG (mig architecture), and
+# leaves the machine ready to train or clearly failed.
 #
 # Inputs come ONLY from the instance metadata that Terraform sets (docs/architecture.md,
 # "Instance metadata"): tpubuild-arch, tpubuild-env, tpubuild-mount-point, tpubuild-nfs-ip,
 # tpubuild-nfs-share, tpubuild-shared-pd-device, tpubuild-tpu-name, tpubuild-tpu-endpoints,
 # tpubuild-workspace, tpubuild-setup-script; plus what Google sets itself: instance/name,
 # instance/zone, project/project-id, attributes/created-by (MIG workers) and
-# attributes/agent-worker-number (TPU VM hosts).
+# attributes/agent-worker-number (TPU VM hosts). mig adds tpubuild-accelerator-type,
+# tpubuild-topology, tpubuild-vm-count, tpubuild-host-bounds, tpubuild-chips-per-host-bounds.
 #
 # Steps (each logged with a UTC timestamp to the serial console):
 #   1. read the metadata;  2. install the NFS client if mount.nfs is missing;
 #   3. mount Filestore at ${MOUNT_POINT}/nfs_share (one fstab line, retried with backoff);
 #   4. mount the shared PD read-only at ${MOUNT_POINT}/shared_pd when it is attached;
-#   5. elect the leader (vm: worker 0; node: the lexically first instance of the MIG);
-#   6. write /etc/profile.d/tpubuild.sh (node: XRT_TPU_CONFIG; vm: PJRT_DEVICE=TPU);
+#   5. elect the leader (vm: worker 0; node: the lexically first instance of the MIG; mig: wait
+#      until the MIG lists tpubuild-vm-count live VMs, sort their names: this VM's index is its
+#      PJRT worker id, the sorted names are the peers, worker 0 leads);
+#   6. write /etc/profile.d/tpubuild.sh (node: XRT_TPU_CONFIG; vm: PJRT_DEVICE=TPU; mig: PJRT_DEVICE=TPU
+#      plus TPU_WORKER_ID, TPU_WORKER_HOSTNAMES, TPU_ACCELERATOR_TYPE, TPU_TOPOLOGY, TPU_HOST_BOUNDS,
+#      TPU_CHIPS_PER_HOST_BOUNDS and TPU_SKIP_MDS_QUERY, as GKE sets them: a Compute Engine TPU VM
+#      has no TPU-API tpu-env metadata);
 #   7. check the TPU on the spot (node: every endpoint's port answers; vm: /dev/accel* or /dev/vfio);
 #   8. leader only: copy ${workspace}/models to ${MOUNT_POINT}/nfs_share/models;
 #   9. run MIG_SETUP_SCRIPT (tpubuild-setup-script) from the workspace;
@@ -35,7 +42,11 @@
 #   TPUBUILD_NFS_ATTEMPTS   NFS mount attempts                   (default 12, about 8 minutes)
 #   TPUBUILD_TPU_ATTEMPTS   TPU check attempts                   (default 10)
 #   TPUBUILD_ATTEMPTS       attempts for metadata, apt-get, gcloud and device waits (default 5)
+#   TPUBUILD_PEER_ATTEMPTS  mig: listings of the MIG until every VM of the slice is there (default 60)
 #   TPUBUILD_TCP_TIMEOUT_S  timeout of one TCP connect to a TPU endpoint (default 5)
+#   TPUBUILD_CONF_ROOT      prefix put before /etc/rsyslog.d, /etc/google-cloud-ops-agent and
+#                           /var/log of the training-log shipping (tests only; default empty)
+#   TPUBUILD_OPS_AGENT_SCRIPT_URL  Google's Ops Agent repo script (tests: a file:// stand-in)
 set -euo pipefail
 
 readonly SELF="tpubuild-startup"
@@ -51,6 +62,9 @@ NFS_ATTEMPTS="${TPUBUILD_NFS_ATTEMPTS:-12}"
 TPU_ATTEMPTS="${TPUBUILD_TPU_ATTEMPTS:-10}"
 ATTEMPTS="${TPUBUILD_ATTEMPTS:-5}"
 TCP_TIMEOUT_S="${TPUBUILD_TCP_TIMEOUT_S:-5}"
+PEER_ATTEMPTS="${TPUBUILD_PEER_ATTEMPTS:-60}"
+CONF_ROOT="${TPUBUILD_CONF_ROOT:-}"
+OPS_AGENT_SCRIPT_URL="${TPUBUILD_OPS_AGENT_SCRIPT_URL:-https://dl.google.com/cloudagents/add-google-cloud-ops-agent-repo.sh}"
 if [[ -n "${TPUBUILD_LOG:-}" ]]; then
   LOG_FILE="$TPUBUILD_LOG"
 elif [[ -w /dev/console ]]; then
@@ -135,6 +149,68 @@ retry() {
     delay="$(next_delay "$delay")"
     n=$((n + 1))
   done
+}
+
+# ---------------------------------------------------------------------------------------------
+# training log -> Cloud Logging (modules/dashboard's step-rate tile)
+#
+# models/roberta/train.sh sends each fairseq `train_inner` line to syslog with the tag
+# tpubuild-train and the prefix "[tpubuild_env=<env>] ". rsyslog files those lines (and only
+# those: `stop`) in /var/log/tpubuild-train.log; the Ops Agent's files receiver `tpubuild-train`
+# ships that file as the log projects/<project>/logs/tpubuild-train, which the log-based metric
+# of builder/dashboard.py step_log_filter() counts. The Ops Agent is Google's documented agent
+# for Compute Engine VMs (logging/docs/agent/ops-agent/installation); it also publishes the
+# agent.googleapis.com memory metric of the dashboard's host tiles. Best effort: a host that
+# cannot install it (no route to dl.google.com / packages.cloud.google.com) trains all the
+# same, with a WARNING on the console; only the dashboard's step-rate tile stays empty.
+readonly TRAIN_LOG_TAG="tpubuild-train"
+
+ops_agent_installed() { dpkg-query -W -f='${Status}' google-cloud-ops-agent 2>/dev/null | grep -q "install ok installed"; }
+
+install_ops_agent() {
+  curl -fsS --connect-timeout 5 --max-time 120 -o "$TMP_DIR/add-ops-agent-repo.sh" "$OPS_AGENT_SCRIPT_URL" &&
+    bash "$TMP_DIR/add-ops-agent-repo.sh" --also-install
+}
+
+ship_train_log() {
+  local rsyslog_d="${CONF_ROOT}/etc/rsyslog.d" agent_d="${CONF_ROOT}/etc/google-cloud-ops-agent"
+  local file="/var/log/${TRAIN_LOG_TAG}.log" tmp
+  mkdir -p "$rsyslog_d" "$agent_d" "${CONF_ROOT}/var/log"
+  tmp="$(mktemp "${rsyslog_d}/.tpubuild.XXXXXX")"
+  {
+    echo "# Written by tpubuild's startup.sh: training progress lines for the Ops Agent (edits are lost)."
+    echo ":programname, isequal, \"${TRAIN_LOG_TAG}\" ${file}"
+    echo "& stop"
+  } >"$tmp"
+  chmod 644 "$tmp"
+  mv -f "$tmp" "${rsyslog_d}/30-${TRAIN_LOG_TAG}.conf"
+  tmp="$(mktemp "${agent_d}/.tpubuild.XXXXXX")"
+  {
+    echo "# Written by tpubuild's startup.sh (edits are lost): the built-in syslog and host metrics"
+    echo "# stay; this adds the training progress log ${TRAIN_LOG_TAG} (modules/dashboard)."
+    echo "logging:"
+    echo "  receivers:"
+    echo "    ${TRAIN_LOG_TAG}:"
+    echo "      type: files"
+    echo "      include_paths: [${file}]"
+    echo "  service:"
+    echo "    pipelines:"
+    echo "      ${TRAIN_LOG_TAG}:"
+    echo "        receivers: [${TRAIN_LOG_TAG}]"
+  } >"$tmp"
+  chmod 644 "$tmp"
+  mv -f "$tmp" "${agent_d}/config.yaml"
+  log "wrote ${rsyslog_d}/30-${TRAIN_LOG_TAG}.conf and ${agent_d}/config.yaml"
+  if ! ops_agent_installed; then
+    if ! retry "installing the Ops Agent" "$ATTEMPTS" install_ops_agent; then
+      log "WARNING: the Ops Agent could not be installed; training logs stay on the host and the dashboard's step-rate tile stays empty"
+      return 0
+    fi
+  fi
+  if ! systemctl restart rsyslog google-cloud-ops-agent; then
+    log "WARNING: could not restart rsyslog and the Ops Agent; the dashboard's step-rate tile may stay empty"
+  fi
+  return 0
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -283,6 +359,23 @@ list_members() {
     --format='value(instance.basename(),currentAction)' >"$TMP_DIR/members"
 }
 
+# live_members: the names of the MIG's instances that are not going away, sorted (C locale).
+live_members() {
+  awk '$2 != "DELETING" && $2 != "ABANDONING" && $1 != "" { print $1 }' "$TMP_DIR/members" | LC_ALL=C sort -u
+}
+
+# slice_complete: lists the MIG and succeeds when it has VM_COUNT live VMs, this one among them.
+slice_complete() {
+  list_members || return 1
+  local n
+  n="$(live_members | wc -l)"
+  if [[ "$n" -ne "$VM_COUNT" ]]; then
+    log "MIG ${GROUP} lists ${n} of ${VM_COUNT} VMs"
+    return 1
+  fi
+  live_members | grep -qxF -- "$NAME" || { log "this VM (${NAME}) is not in MIG ${GROUP}'s list yet"; return 1; }
+}
+
 # Sets LEADER to 1 when this host is the leader, else 0 (and WORKER_NUMBER on TPU VMs).
 elect_leader() {
   local name zone created_by first
@@ -304,9 +397,19 @@ elect_leader() {
     zone="$(md instance/zone)"
     need instance/zone "$zone"
     GROUP_SCOPE="zones/${zone##*/}"
-    GROUP="worker-${ENV_NAME}"
+    if [[ "$ARCH" == mig ]]; then GROUP="tpu-${ENV_NAME}"; else GROUP="worker-${ENV_NAME}"; fi
   fi
   command -v gcloud >/dev/null 2>&1 || die "gcloud is not installed; cannot list the MIG to elect the leader"
+  if [[ "$ARCH" == mig ]]; then
+    NAME="$name"
+    retry "waiting for the ${VM_COUNT} VMs of MIG ${GROUP}" "$PEER_ATTEMPTS" slice_complete ||
+      die "MIG ${GROUP} does not list ${VM_COUNT} live VMs including ${name}; PJRT needs every worker of the slice (the service account needs compute.instanceGroupManagers.get: modules/tpu_mig_access grants it with the custom role tpubuild_<env>_slice_reader)"
+    WORKER_HOSTNAMES="$(live_members | paste -sd, -)"
+    WORKER_NUMBER="$(live_members | awk -v n="$name" '$1 == n { print NR - 1 }')"
+    log "slice ${GROUP}: worker ${WORKER_NUMBER} of ${VM_COUNT}; peers ${WORKER_HOSTNAMES}"
+    if [[ "$WORKER_NUMBER" -eq 0 ]]; then LEADER=1; else LEADER=0; fi
+    return 0
+  fi
   retry "listing the members of MIG ${GROUP}" "$ATTEMPTS" list_members ||
     die "cannot list the instances of MIG ${GROUP} (${GROUP_SCOPE}); the worker service account needs compute.instanceGroupManagers.get (modules/mig grants it with the custom role tpubuild_<env>_mig_reader; was the mig module applied?)"
   first="$(awk '$2 != "DELETING" && $2 != "ABANDONING" && $1 != "" { print $1 }' "$TMP_DIR/members" |
@@ -371,6 +474,16 @@ write_profile() {
     else
       echo "export TPUBUILD_WORKER_NUMBER=$(squote "$WORKER_NUMBER")"
       echo "export PJRT_DEVICE=TPU"
+    fi
+    if [[ "$ARCH" == mig ]]; then
+      echo "# PJRT multi-host on Compute Engine TPU VMs: the worker id and peers come from the slice's MIG."
+      echo "export TPU_SKIP_MDS_QUERY=true"
+      echo "export TPU_WORKER_ID=$(squote "$WORKER_NUMBER")"
+      echo "export TPU_WORKER_HOSTNAMES=$(squote "$WORKER_HOSTNAMES")"
+      echo "export TPU_ACCELERATOR_TYPE=$(squote "$ACCELERATOR_TYPE")"
+      echo "export TPU_TOPOLOGY=$(squote "$TOPOLOGY")"
+      echo "export TPU_HOST_BOUNDS=$(squote "$HOST_BOUNDS")"
+      echo "export TPU_CHIPS_PER_HOST_BOUNDS=$(squote "$CHIPS_PER_HOST_BOUNDS")"
     fi
   } >"$tmp"
   chmod 644 "$tmp"
@@ -464,8 +577,23 @@ main() {
   need tpubuild-nfs-share "$nfs_share"
   need tpubuild-tpu-name "$TPU_NAME"
   need tpubuild-workspace "$WORKSPACE"
-  [[ "$ARCH" == node || "$ARCH" == vm ]] || die "metadata tpubuild-arch is '${ARCH}'; expected node or vm"
-  [[ "$ARCH" == vm ]] || need tpubuild-tpu-endpoints "$ENDPOINTS"
+  [[ "$ARCH" == node || "$ARCH" == vm || "$ARCH" == mig ]] ||
+    die "metadata tpubuild-arch is '${ARCH}'; expected node, vm or mig"
+  [[ "$ARCH" != node ]] || need tpubuild-tpu-endpoints "$ENDPOINTS"
+  if [[ "$ARCH" == mig ]]; then
+    ACCELERATOR_TYPE="$(attr tpubuild-accelerator-type)"
+    TOPOLOGY="$(attr tpubuild-topology)"
+    VM_COUNT="$(attr tpubuild-vm-count)"
+    HOST_BOUNDS="$(attr tpubuild-host-bounds)"
+    CHIPS_PER_HOST_BOUNDS="$(attr tpubuild-chips-per-host-bounds)"
+    [[ "$ACCELERATOR_TYPE" =~ ^(v5p|v6e|tpu7x)-[0-9]+$ ]] ||
+      die "metadata tpubuild-accelerator-type '${ACCELERATOR_TYPE}' is not a v5p, v6e or tpu7x slice"
+    [[ "$TOPOLOGY" =~ ^[0-9]+x[0-9]+(x[0-9]+)?$ ]] || die "metadata tpubuild-topology '${TOPOLOGY}' is not like 4x4 or 2x2x2"
+    [[ "$VM_COUNT" =~ ^[1-9][0-9]*$ ]] || die "metadata tpubuild-vm-count '${VM_COUNT}' is not a positive number"
+    [[ "$HOST_BOUNDS" =~ ^[0-9]+,[0-9]+,[0-9]+$ ]] || die "metadata tpubuild-host-bounds '${HOST_BOUNDS}' is not like 2,2,1"
+    [[ "$CHIPS_PER_HOST_BOUNDS" =~ ^[0-9]+,[0-9]+,[0-9]+$ ]] ||
+      die "metadata tpubuild-chips-per-host-bounds '${CHIPS_PER_HOST_BOUNDS}' is not like 2,2,1"
+  fi
   [[ "$mount_point" =~ ^/[A-Za-z0-9._/-]*$ ]] ||
     die "metadata tpubuild-mount-point '${mount_point}' must be an absolute path of letters, digits, '.', '_', '-', '/'"
   [[ "$nfs_ip" =~ ^[0-9.]+$ ]] || die "metadata tpubuild-nfs-ip '${nfs_ip}' is not an IPv4 address"
@@ -482,12 +610,16 @@ main() {
   step "mount Filestore"
   mount_nfs "$NFS_DIR" "${nfs_ip}:/${nfs_share}"
 
+  step "ship the training log"
+  ship_train_log
+
   step "mount shared PD"
   PD_DIR_MOUNTED=""
   mount_shared_pd "${MP_DIR}/shared_pd" "$pd_device"
 
   step "elect leader"
   WORKER_NUMBER=""
+  WORKER_HOSTNAMES=""
   LEADER=0
   elect_leader
   log "leader: $([[ "$LEADER" == 1 ]] && echo "this host" || echo "another host")"

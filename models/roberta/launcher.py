@@ -52,6 +52,8 @@ def _load_hosts() -> Any:
 hosts = _load_hosts()
 
 MODEL = "roberta"
+#: Port of torch_xla's profiler server on every host (builder/observe.py PROFILER_PORT).
+PROFILER_PORT = 9012
 
 #: vm: the torch / torch_xla release installed for each TPU VM runtime. The base images carry no
 #: PyTorch; torch and torch_xla must be the same release, and these support Python 3.10 (Ubuntu
@@ -268,7 +270,11 @@ def train_env(job: Job) -> dict[str, str]:
     if job.opt("bf16") and job.arch == "node":  # XRT's torch_xla 1.x; vm: fairseq's --bf16 instead
         env["XLA_USE_BF16"] = "1"
     if job.arch == "vm":
-        env = {"PJRT_DEVICE": "TPU", **env}
+        # models/xla_observe.py (train.sh runs fairseq through it): the profiler server that
+        # `tpubuild profile` captures from, and the metrics report beside the host's log
+        env = {"PJRT_DEVICE": "TPU", **env, "TPUBUILD_PROFILER_PORT": str(PROFILER_PORT)}
+        if job.options.get("metrics_interval"):
+            env["TPUBUILD_METRICS_INTERVAL"] = str(job.options["metrics_interval"])
     return env
 
 

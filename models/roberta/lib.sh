@@ -53,3 +53,22 @@ host_env() {
   fi
   return 0
 }
+
+# send_train_steps ENV: copies stdin's fairseq `train_inner` progress lines to syslog, tagged
+# tpubuild-train and prefixed "[tpubuild_env=ENV] " (env_setup/scripts/startup.sh has rsyslog
+# and the Ops Agent ship them to the Cloud Logging log tpubuild-train, which the dashboard's
+# log-based step metric counts: builder/dashboard.py step_log_filter). Reads stdin to its end
+# and never fails: a host without logger (or syslog) only loses the dashboard's step-rate tile.
+send_train_steps() {
+  local env=$1 line
+  if ! command -v logger >/dev/null 2>&1; then
+    cat >/dev/null
+    return 0
+  fi
+  while IFS= read -r line; do
+    if [[ $line == *train_inner* ]]; then
+      logger -t tpubuild-train -- "[tpubuild_env=${env}] ${line}" 2>/dev/null || true
+    fi
+  done
+  return 0
+}

@@ -36,7 +36,20 @@ esac
 host_id=${host_id:-$(hostname)}
 
 mkdir -p "$log_dir"
-exec > >(tee -a "$log_dir/host-$host_id.log") 2>&1
+# fairseq's train_inner progress lines also go to syslog for the dashboard's step-rate tile
+# (lib.sh send_train_steps; TPUBUILD_ENV comes from the host's profile, host_env above)
+if [[ -n ${TPUBUILD_ENV:-} ]]; then
+  exec > >(tee -a "$log_dir/host-$host_id.log" >(send_train_steps "$TPUBUILD_ENV")) 2>&1
+else
+  exec > >(tee -a "$log_dir/host-$host_id.log") 2>&1
+fi
 log "host $host_id starts fairseq-train $*"
 export TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="${TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD:-1}"
+# torch_xla's profiler server (TPUBUILD_PROFILER_PORT) and metrics report, beside the log
+# (models/xla_observe.py; `tpubuild profile`, `tpubuild logs --metrics`), around pjrt_compat.py
+# (fairseq under PJRT), which then runs fairseq_cli.train
+export TPUBUILD_METRICS_REPORT="${TPUBUILD_METRICS_REPORT:-$log_dir/host-$host_id.metrics.txt}"
+if [[ -r $here/xla_observe.py ]]; then
+  exec "$py" "$here/xla_observe.py" "$here/pjrt_compat.py" "$@"
+fi
 exec "$py" "$here/pjrt_compat.py" "$@"

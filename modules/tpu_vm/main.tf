@@ -49,6 +49,8 @@ locals {
     "tpubuild-workspace"        = "gs://${var.state_bucket}/workspace/${var.env_name}"
     "tpubuild-setup-script"     = var.setup_script
   }
+
+  shared_pd_id = var.shared_pd_attach ? data.terraform_remote_state.shared_pd[0].outputs.id : ""
 }
 
 # ---- the hosts' own, least-privilege identity (modules/host_identity) ----
@@ -80,8 +82,14 @@ module "tpu_vm_firewall" {
 }
 
 # ---- the TPU VM slice ----
+# With queued = true the slice is not a Terraform resource: google-beta 6.50's
+# google_tpu_v2_queued_resource cannot carry metadata, a service account, data disks, scheduling,
+# labels or a valid-until duration, so the pipeline's tpu-queue step requests it with
+# `gcloud compute tpus queued-resources create` from this module's queued_request output
+# (docs/pipeline.md). The identity and firewall above are created either way.
 
 resource "google_tpu_v2_vm" "this" {
+  count    = var.queued ? 0 : 1
   provider = google-beta
 
   name             = var.name
@@ -117,7 +125,7 @@ resource "google_tpu_v2_vm" "this" {
   dynamic "data_disks" {
     for_each = var.shared_pd_attach ? [true] : []
     content {
-      source_disk = data.terraform_remote_state.shared_pd[0].outputs.id
+      source_disk = local.shared_pd_id
       mode        = "READ_ONLY"
     }
   }
@@ -139,4 +147,20 @@ resource "google_tpu_v2_vm" "this" {
     module.tpu_vm_identity,
     module.tpu_vm_firewall,
   ]
+}
+
+# ---- the environment's TTL (ENV_TTL_HOURS; modules/ttl): created and destroyed with the TPU ----
+
+module "ttl" {
+  source = "../ttl"
+  count  = var.ttl_hours > 0 ? 1 : 0
+
+  project_id         = var.project_id
+  region             = join("-", slice(split("-", var.zone), 0, 2))
+  env_name           = var.env_name
+  name               = "tpubuild-${var.env_name}-ttl"
+  invoker_account_id = "tb-${var.env_name}-tl"
+  ttl_hours          = var.ttl_hours
+  build_body         = var.ttl_build_body
+  tpu_id             = google_tpu_v2_vm.this.id
 }

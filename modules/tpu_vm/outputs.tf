@@ -1,26 +1,26 @@
 output "name" {
-  description = "Name of the TPU VM slice."
-  value       = google_tpu_v2_vm.this.name
+  description = "Name of the TPU VM slice (also the queued resource's node id when queued)."
+  value       = var.name
 }
 
 output "accelerator_type" {
   description = "Accelerator type of the slice."
-  value       = google_tpu_v2_vm.this.accelerator_type
+  value       = var.accelerator_type
 }
 
 output "worker_ips" {
-  description = "Internal IP address of each host, in worker order (worker 0 first)."
-  value       = google_tpu_v2_vm.this.network_endpoints[*].ip_address
+  description = "Internal IP address of each host, in worker order (worker 0 first); empty when queued (Terraform does not own the slice then: ask the TPU API)."
+  value       = flatten([for vm in google_tpu_v2_vm.this : vm.network_endpoints[*].ip_address])
 }
 
 output "external_ips" {
-  description = "External IP address of each host; empty strings unless external_ips is true."
-  value       = [for e in google_tpu_v2_vm.this.network_endpoints : try(e.access_config[0].external_ip, "")]
+  description = "External IP address of each host; empty strings unless external_ips is true; empty when queued."
+  value       = flatten([for vm in google_tpu_v2_vm.this : [for e in vm.network_endpoints : try(e.access_config[0].external_ip, "")]])
 }
 
 output "hosts" {
-  description = "Number of hosts in the slice."
-  value       = length(google_tpu_v2_vm.this.network_endpoints)
+  description = "Number of hosts in the slice (0 when queued: Terraform does not own the slice then)."
+  value       = length(flatten([for vm in google_tpu_v2_vm.this : vm.network_endpoints]))
 }
 
 output "service_account_email" {
@@ -31,4 +31,24 @@ output "service_account_email" {
 output "network_tag" {
   description = "Network tag of the hosts (the firewall rules target it)."
   value       = local.tag
+}
+
+output "queued" {
+  description = "Whether the slice is requested as a queued resource by the pipeline (var.queued)."
+  value       = var.queued
+}
+
+output "queued_request" {
+  description = "What the tpu-queue step needs for `gcloud compute tpus queued-resources create`: metadata (every key and value the direct TPU VM would get, startup script included), service_account_email, network_tag, data_disk (the shared PD's id, or \"\")."
+  value = {
+    metadata              = local.metadata
+    service_account_email = module.tpu_vm_identity.email
+    network_tag           = local.tag
+    data_disk             = local.shared_pd_id
+  }
+}
+
+output "ttl_job" {
+  description = "The TTL's Cloud Scheduler job (empty without ENV_TTL_HOURS)."
+  value       = var.ttl_hours > 0 ? module.ttl[0].job : ""
 }

@@ -140,18 +140,24 @@ variable "external_ips" {
 }
 
 variable "preemptible" {
-  description = "Create a preemptible TPU VM (TPU_PREEMPTIBLE)."
+  description = "Create a preemptible TPU VM (TPU_PROVISIONING=preemptible, or legacy TPU_PREEMPTIBLE; v2-v4 only)."
   type        = bool
 }
 
 variable "spot" {
-  description = "Create a Spot TPU VM (TPU_SPOT)."
+  description = "Create a Spot TPU VM (TPU_PROVISIONING=spot, or legacy TPU_SPOT)."
   type        = bool
 }
 
 variable "reserved" {
-  description = "Use reserved capacity (TPU_RESERVED)."
+  description = "Use the project's matching TPU reservation (TPU_PROVISIONING=reservation, or legacy TPU_RESERVED)."
   type        = bool
+}
+
+variable "queued" {
+  description = "Request the slice as a queued resource (TPU_QUEUED): Terraform then creates only the hosts' identity and firewall, and the pipeline's tpu-queue step requests the slice with gcloud from the queued_request output."
+  type        = bool
+  default     = false
 }
 
 variable "labels" {
@@ -163,5 +169,27 @@ variable "labels" {
       for k, v in var.labels : can(regex("^[a-z][a-z0-9_-]{0,62}$", k)) && can(regex("^[a-z0-9_-]{0,63}$", v))
     ])
     error_message = "label keys must start with a lowercase letter; keys and values hold lowercase letters, digits, _ and - (at most 63)."
+  }
+}
+
+variable "ttl_hours" {
+  description = "ENV_TTL_HOURS: hours after the TPU's creation when modules/ttl destroys it (0: no TTL)."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.ttl_hours >= 0 && var.ttl_hours <= 8760 && floor(var.ttl_hours) == var.ttl_hours
+    error_message = "ttl_hours is a whole number of hours from 0 (no TTL) to 8760."
+  }
+}
+
+variable "ttl_build_body" {
+  description = "JSON of the destroy-scoped Build the TTL job creates (builder/ttl.py); empty without a TTL."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.ttl_build_body == "" || can(jsondecode(var.ttl_build_body))
+    error_message = "ttl_build_body is empty or the JSON of a Cloud Build Build."
   }
 }

@@ -27,7 +27,7 @@ _STARTED: dict[str, Any] = {}
 
 def _servers() -> dict[str, Any]:
     if not _STARTED:
-        from tests.fakes.gcp import FakeGoogle, FakeTpuV1
+        from tests.fakes.gcp import FakeGoogle, FakeIam, FakeTpuV1
         from tests.fakes.gcs import MemoryFakeGCS
 
         gcs = MemoryFakeGCS()
@@ -38,7 +38,9 @@ def _servers() -> dict[str, Any]:
         atexit.register(google.stop)
         tpu1 = FakeTpuV1().start()
         atexit.register(tpu1.stop)
-        _STARTED.update(gcs=gcs, google=google, tpu1=tpu1)
+        iam = FakeIam().start()
+        atexit.register(iam.stop)
+        _STARTED.update(gcs=gcs, google=google, tpu1=tpu1, iam=iam)
     return _STARTED
 
 
@@ -47,6 +49,7 @@ class Fakes:
     gcs_url: str
     google: Any
     tpu1: Any
+    iam: Any = None
 
     def storage(self, project: str = "my-tpu-project") -> Any:
         from google.auth.credentials import AnonymousCredentials
@@ -62,15 +65,18 @@ def fakes(monkeypatch: pytest.MonkeyPatch) -> Fakes:
     for key, value in servers["google"].env().items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("TPUBUILD_TPU_V1_ENDPOINT", servers["tpu1"].target)
+    monkeypatch.setenv("TPUBUILD_IAM_ENDPOINT", servers["iam"].target)
     monkeypatch.setenv("TPUBUILD_POLL_SECONDS", "0")
     monkeypatch.delenv("TPUBUILD_DISPATCH_BUILD", raising=False)
     servers["google"].reset()
     servers["tpu1"].nodes.clear()
-    return Fakes(servers["gcs"].url, servers["google"], servers["tpu1"])
+    servers["iam"].accounts.clear()
+    servers["iam"].calls.clear()
+    return Fakes(servers["gcs"].url, servers["google"], servers["tpu1"], servers["iam"])
 
 
-def make_repo(root: Path, env_name: str, **overrides: str | None) -> Path:
-    """A minimal repository at ``root``; returns its values.env."""
+def make_repo(root: Path, env_name: str, *, base: Path | None = None, **overrides: str | None) -> Path:
+    """A minimal repository at ``root``; returns its values.env (the shipped one, or ``base``)."""
     (root / "builder").mkdir(parents=True)
     (root / "builder" / "__init__.py").write_text("# packed, not imported\n")
     for name in ("setup.cfg", "pyproject.toml", "README.md"):
@@ -88,7 +94,7 @@ def make_repo(root: Path, env_name: str, **overrides: str | None) -> Path:
     (root / "models" / "roberta" / "train.sh").write_bytes(b"#!/bin/sh\n# bytes \xe2\x9c\x93 kept as is\r\n")
     (root / "models" / "roberta" / "__pycache__").mkdir()
     (root / "models" / "roberta" / "__pycache__" / "x.pyc").write_bytes(b"\0junk")
-    text = rewrite_env((REPO / "values.env").read_text(), ENV_BUILD_NAME=env_name, **overrides)
+    text = rewrite_env((base or REPO / "values.env").read_text(), ENV_BUILD_NAME=env_name, **overrides)
     values = root / "values.env"
     values.write_text("# local comment kept byte for byte\n" + text)
     return values

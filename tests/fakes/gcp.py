@@ -10,7 +10,16 @@ answered with the long-running Operation whose metadata is a ``BuildOperationMet
 ``GetBuild`` moves the build one tick along a script: QUEUED, then each step WORKING in turn, then
 the outcome queued with ``next_outcome(status, failing_step)`` (default SUCCESS). ``on_done`` runs
 once when a build reaches its outcome (a test uses it to run ``tpubuild finalize`` as the last
-step would). ``builds[id] = {...}`` presets a build that was not created here.
+step would). ``builds[id] = {...}`` presets a build that was not created here (``{"status":
+"WORKING", "tags": [...]}``).
+
+``ListBuilds`` (``GET /v1/projects/P/builds?filter=...``) answers every build of the project whose
+current state and tags satisfy the filter (Cloud Build's syntax: ``field="value"`` terms on
+``status``, ``tags`` and ``id``, joined by AND/OR, parentheses; see :func:`build_filter`), without
+moving any build along; the filters are recorded in ``list_filters``. ``hold_working = True``
+keeps the builds created from then on WORKING forever. ``on_create(build_id)`` runs after a
+build is recorded and before ``CreateBuild`` is answered (a test blocks there and kills the
+caller: a build that exists though its submitter never heard of it).
 """
 
 from __future__ import annotations
@@ -34,9 +43,17 @@ class FakeGoogle:
         self.builds: dict[str, dict[str, Any]] = {}
         self.requests: list[tuple[str, str]] = []
         self.tpu_nodes: dict[str, dict[str, Any]] = {}  # full resource name → Node JSON
+        self.queued_resources: dict[str, dict[str, Any]] = {}  # full resource name → QueuedResource JSON
         self.filestore: dict[str, dict[str, Any]] = {}  # full resource name → Instance JSON
         self.migs: dict[str, dict[str, Any]] = {}  # URL path → {"manager": {...}, "instances": [...]}
         self.on_done: Callable[[str, str], None] | None = None
+        self.on_create: Callable[[str], None] | None = None
+        self.hold_working = False
+        self.list_filters: list[str] = []
+        #: Resource Manager v3: project → IAM policy JSON (REST shape: version, etag, bindings).
+        self.policies: dict[str, dict[str, Any]] = {}
+        self.policy_writes: list[dict[str, Any]] = []
+        self.policy_conflicts = 0  # answer this many setIamPolicy calls with 409 ABORTED first
         self.fail: dict[str, int] = {}  # URL path → HTTP error code to answer with
         self._outcomes: list[tuple[str, str]] = []
         self._lock = threading.Lock()
@@ -49,11 +66,14 @@ class FakeGoogle:
 
             def _send(self, code: int, body: dict[str, Any]) -> None:
                 data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(code)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the caller is gone (a test killed it): nobody to answer
 
             def _body(self) -> dict[str, Any]:
                 size = int(self.headers.get("Content-Length") or 0)
@@ -81,6 +101,7 @@ class FakeGoogle:
 
     def env(self) -> dict[str, str]:
         return {"TPUBUILD_CLOUDBUILD_ENDPOINT": self.url, "TPUBUILD_TPU_ENDPOINT": self.url,
+                "TPUBUILD_RESOURCEMANAGER_ENDPOINT": self.url,
                 "TPUBUILD_FILESTORE_ENDPOINT": self.url, "TPUBUILD_COMPUTE_ENDPOINT": f"{self.url}/compute/v1"}
 
     def next_outcome(self, status: str, failing_step: str = "") -> None:
@@ -93,28 +114,50 @@ class FakeGoogle:
             self.requests.clear()
             self._outcomes.clear()
             self.tpu_nodes.clear()
+            self.queued_resources.clear()
             self.filestore.clear()
             self.migs.clear()
             self.fail.clear()
             self.on_done = None
+            self.on_create = None
+            self.hold_working = False
+            self.list_filters.clear()
+            self.policies.clear()
+            self.policy_writes.clear()
+            self.policy_conflicts = 0
 
     # ------------------------------------------------------------ routing
     def _route(self, h: Any, method: str, body: dict[str, Any]) -> None:
-        path = h.path.split("?", 1)[0]
+        from urllib.parse import parse_qs
+
+        path, _, query = h.path.partition("?")
+        params = {k: v[-1] for k, v in parse_qs(query).items()}
         self.requests.append((method, path))
         if path in self.fail:
             return h._send(self.fail[path], _error(self.fail[path], f"fake: refused {path}"))
         m = re.fullmatch(r"/v1/projects/([^/]+)/builds", path)
         if m and method == "POST":
-            return h._send(200, self._create(m.group(1), body))
+            answer = self._create(m.group(1), body)
+            if self.on_create is not None:
+                self.on_create(answer["metadata"]["build"]["id"])
+            return h._send(200, answer)
+        if m and method == "GET":
+            return h._send(200, self._list(m.group(1), params.get("filter", "")))
         m = re.fullmatch(r"/v1/projects/([^/]+)/builds/([^/:]+)", path)
         if m and method == "GET":
             build = self._tick(m.group(1), m.group(2))
             return h._send(200, build) if build else h._send(404, _error(404, f"build {m.group(2)} not found"))
+        m = re.fullmatch(r"/v3/projects/([^/:]+):(getIamPolicy|setIamPolicy)", path)
+        if m and method == "POST":
+            return self._iam_policy(h, m.group(1), m.group(2), body)
         m = re.fullmatch(r"/v2/(projects/[^/]+/locations/[^/]+/nodes/[^/]+)", path)
         if m and method == "GET":
             node = self.tpu_nodes.get(m.group(1))
             return h._send(200, node) if node else h._send(404, _error(404, "node not found"))
+        m = re.fullmatch(r"/v2/(projects/[^/]+/locations/[^/]+/queuedResources/[^/]+)", path)
+        if m and method == "GET":
+            qr = self.queued_resources.get(m.group(1))
+            return h._send(200, qr) if qr else h._send(404, _error(404, "queued resource not found"))
         m = re.fullmatch(r"/v1/(projects/[^/]+/locations/[^/]+/instances/[^/]+)", path)
         if m and method == "GET":
             inst = self.filestore.get(m.group(1))
@@ -138,7 +181,9 @@ class FakeGoogle:
             outcome = self._outcomes.pop(0) if self._outcomes else ("SUCCESS", "")
             self.created.append(body)
             self.builds[build_id] = {"project": project, "body": body, "tick": 0, "outcome": outcome,
-                                     "done_hook": False}
+                                     "done_hook": False, "tags": list(body.get("tags", []))}
+            if self.hold_working:
+                self.builds[build_id]["status"] = "WORKING"
         build = {**body, "id": build_id, "projectId": project, "status": "QUEUED",
                  "logUrl": self.log_url(project, build_id)}
         return {"name": f"operations/build/{project}/{build_id}",
@@ -156,7 +201,7 @@ class FakeGoogle:
                 return None
             if "status" in record:  # preset
                 return {"id": build_id, "projectId": project, "status": record["status"],
-                        "logUrl": self.log_url(project, build_id)}
+                        "tags": record.get("tags", []), "logUrl": self.log_url(project, build_id)}
             tick = record["tick"]
             record["tick"] = tick + 1
         ids = _step_ids(record["body"])
@@ -191,8 +236,104 @@ class FakeGoogle:
         return build
 
 
-def _error(code: int, message: str) -> dict[str, Any]:
-    status = {404: "NOT_FOUND", 403: "PERMISSION_DENIED", 409: "ALREADY_EXISTS"}.get(code, "UNKNOWN")
+    def _iam_policy(self, h: Any, project: str, verb: str, body: dict[str, Any]) -> None:
+        """getIamPolicy / setIamPolicy with etags: a write whose etag is not the current one is
+        409 ABORTED, as the real API answers a concurrent change."""
+        import base64
+
+        with self._lock:
+            current = self.policies.setdefault(project, {"version": 1, "etag": base64.b64encode(b"0").decode(),
+                                                         "bindings": []})
+            if verb == "getIamPolicy":
+                return h._send(200, current)
+            policy = body.get("policy", {})
+            if self.policy_conflicts > 0:
+                self.policy_conflicts -= 1
+                current["etag"] = base64.b64encode(f"{len(self.policy_writes)}x".encode()).decode()
+                return h._send(409, _error(409, "There were concurrent policy changes.", "ABORTED"))
+            if policy.get("etag") and policy["etag"] != current["etag"]:
+                return h._send(409, _error(409, "There were concurrent policy changes.", "ABORTED"))
+            self.policy_writes.append(policy)
+            stored = {**policy, "etag": base64.b64encode(str(len(self.policy_writes)).encode()).decode()}
+            self.policies[project] = stored
+            return h._send(200, stored)
+
+    def _state(self, record: dict[str, Any]) -> str:
+        """A build's current status, without moving it along (what ListBuilds reports)."""
+        if "status" in record:
+            return record["status"]
+        ids = _step_ids(record["body"])
+        status, failing = record["outcome"]
+        stop = ids.index(failing) if failing in ids else len(ids)
+        tick = record["tick"]
+        return "QUEUED" if tick == 0 else "WORKING" if tick <= stop else status
+
+    def _list(self, project: str, filter_text: str) -> dict[str, Any]:
+        with self._lock:
+            self.list_filters.append(filter_text)
+            rows = [(bid, self._state(r), r.get("tags", [])) for bid, r in self.builds.items()
+                    if r.get("project", project) == project]
+        match = build_filter(filter_text)
+        found = [{"id": bid, "projectId": project, "status": state, "tags": tags,
+                  "logUrl": self.log_url(project, bid)}
+                 for bid, state, tags in reversed(rows) if match({"id": bid, "status": state, "tags": tags})]
+        return {"builds": found}
+
+
+def build_filter(text: str) -> Callable[[dict[str, Any]], bool]:
+    """A predicate for Cloud Build's list filter: ``field="value"`` (``tags`` matches any tag),
+    ``AND``, ``OR`` (AND binds tighter), parentheses. Anything else is a 400 in the real API, so
+    here a ``ValueError`` (the test fails loudly rather than matching everything)."""
+    tokens = re.findall(r'\(|\)|AND|OR|[a-zA-Z_]+="[^"]*"|\S+', text)
+    pos = 0
+
+    def peek() -> str | None:
+        return tokens[pos] if pos < len(tokens) else None
+
+    def take() -> str:
+        nonlocal pos
+        pos += 1
+        return tokens[pos - 1]
+
+    def atom() -> Callable[[dict[str, Any]], bool]:
+        token = take()
+        if token == "(":
+            inner = disjunction()
+            if take() != ")":
+                raise ValueError(f"unbalanced parentheses in filter {text!r}")
+            return inner
+        m = re.fullmatch(r'([a-zA-Z_]+)="([^"]*)"', token)
+        if not m or m.group(1) not in ("status", "tags", "id"):
+            raise ValueError(f"fake: unsupported filter term {token!r} in {text!r}")
+        name, value = m.groups()
+        if name == "tags":
+            return lambda b: value in b["tags"]
+        return lambda b: b[name] == value
+
+    def conjunction() -> Callable[[dict[str, Any]], bool]:
+        terms = [atom()]
+        while peek() == "AND":
+            take()
+            terms.append(atom())
+        return lambda b: all(t(b) for t in terms)
+
+    def disjunction() -> Callable[[dict[str, Any]], bool]:
+        terms = [conjunction()]
+        while peek() == "OR":
+            take()
+            terms.append(conjunction())
+        return lambda b: any(t(b) for t in terms)
+
+    if not tokens:
+        return lambda b: True
+    predicate = disjunction()
+    if peek() is not None:
+        raise ValueError(f"fake: trailing {peek()!r} in filter {text!r}")
+    return predicate
+
+
+def _error(code: int, message: str, status: str = "") -> dict[str, Any]:
+    status = status or {404: "NOT_FOUND", 403: "PERMISSION_DENIED", 409: "ALREADY_EXISTS"}.get(code, "UNKNOWN")
     return {"error": {"code": code, "message": message, "status": status}}
 
 
@@ -222,6 +363,59 @@ class FakeTpuV1:
         self.target = f"127.0.0.1:{self.port}"
 
     def start(self) -> FakeTpuV1:
+        self.server.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.stop(0)
+
+
+class FakeIam:
+    """IAM admin's gRPC ``GetServiceAccount`` / ``CreateServiceAccount`` on 127.0.0.1 (plaintext;
+    google-cloud-iam's iam_admin_v1 has no REST transport). ``accounts[email]`` holds the
+    ``iam_admin_v1.ServiceAccount``; ``calls`` records (method, name or account id)."""
+
+    def __init__(self) -> None:
+        import grpc
+        from google.cloud import iam_admin_v1
+
+        self.accounts: dict[str, Any] = {}
+        self.calls: list[tuple[str, str]] = []
+
+        def get(request: Any, context: Any) -> Any:
+            self.calls.append(("GetServiceAccount", request.name))
+            email = request.name.rsplit("/", 1)[-1]
+            account = self.accounts.get(email)
+            if account is None:
+                context.abort(grpc.StatusCode.NOT_FOUND, f"Service account {email} does not exist.")
+            return account
+
+        def create(request: Any, context: Any) -> Any:
+            self.calls.append(("CreateServiceAccount", request.account_id))
+            project = request.name.rsplit("/", 1)[-1]
+            email = f"{request.account_id}@{project}.iam.gserviceaccount.com"
+            if email in self.accounts:
+                context.abort(grpc.StatusCode.ALREADY_EXISTS, f"Service account {request.account_id} already exists")
+            account = iam_admin_v1.ServiceAccount(
+                name=f"projects/{project}/serviceAccounts/{email}", project_id=project, email=email,
+                display_name=request.service_account.display_name, description=request.service_account.description)
+            self.accounts[email] = account
+            return account
+
+        handler = grpc.method_handlers_generic_handler("google.iam.admin.v1.IAM", {
+            "GetServiceAccount": grpc.unary_unary_rpc_method_handler(
+                get, request_deserializer=iam_admin_v1.GetServiceAccountRequest.deserialize,
+                response_serializer=iam_admin_v1.ServiceAccount.serialize),
+            "CreateServiceAccount": grpc.unary_unary_rpc_method_handler(
+                create, request_deserializer=iam_admin_v1.CreateServiceAccountRequest.deserialize,
+                response_serializer=iam_admin_v1.ServiceAccount.serialize),
+        })
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+        self.server.add_generic_rpc_handlers((handler,))
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.target = f"127.0.0.1:{self.port}"
+
+    def start(self) -> FakeIam:
         self.server.start()
         return self
 

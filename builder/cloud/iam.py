@@ -1,0 +1,165 @@
+"""The builder service account: who the root build, every pipeline and the trigger run as.
+
+Since 2024 Cloud Build runs builds as the Compute Engine default service account (often Editor)
+or the legacy Cloud Build account, depending on the organisation's settings; Google recommends a
+user-specified, least-privilege account
+(https://cloud.google.com/build/docs/securing-builds/configure-user-specified-service-accounts).
+tpubuild therefore names one in every build (``serviceAccount``), with
+``options.logging: CLOUD_LOGGING_ONLY`` (a user-specified account needs its logs in Cloud Logging
+or a user bucket).
+
+``tpubuild initialize`` (run from a workstation: the account must exist before any build uses it)
+
+* creates ``tb-<ENV>-cb@<PROJECT>.iam.gserviceaccount.com`` when BUILD_SERVICE_ACCOUNT is empty
+  (IAM ``GetServiceAccount``, then ``CreateServiceAccount`` only when absent), or checks that the
+  account BUILD_SERVICE_ACCOUNT names exists (never creates it);
+* grants it on the project exactly the roles of :data:`ROLES` (read-modify-write of the
+  project's IAM policy with its etag, retried on a concurrent change; nothing is written when
+  every binding is already there). ``roles/storage.admin`` is conditioned on the environment's
+  buckets and Cloud Build's source bucket (IAM conditions on ``resource.name``:
+  https://cloud.google.com/storage/docs/access-control/iam#conditions); the other roles act on
+  resources whose names tpubuild does not know before Terraform creates them, or on services
+  whose IAM conditions do not cover them, so they are granted unconditioned.
+
+README.md's role list is rendered from :data:`ROLES` (:func:`roles_markdown`; a test compares).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from builder.cloud.errors import cloud_call
+from builder.errors import WorldError
+
+
+@dataclass(frozen=True)
+class Role:
+    role: str
+    why: str
+    conditioned: bool = False
+
+
+ROLES: tuple[Role, ...] = (
+    Role("roles/cloudbuild.builds.editor", "dispatch creates the pipeline build, follows it and lists the "
+         "environment's running builds (the lock)"),
+    Role("roles/storage.admin", "the state and dataset buckets: state, lock, snapshot, workspace and source "
+         "objects; Cloud Build's source bucket for the root build", conditioned=True),
+    Role("roles/tpu.admin", "create/update/delete the TPU Node or TPU VM"),
+    Role("roles/file.editor", "the Filestore instance and its backups"),
+    Role("roles/compute.instanceAdmin.v1", "instance template, MIG, shared PD, its snapshots, the seeder VM"),
+    Role("roles/compute.securityAdmin", "the IAP-SSH and internal firewall rules"),
+    Role("roles/iam.serviceAccountAdmin", "the workers' service account (modules/mig, modules/tpu_vm) and the "
+         "seeder's (modules/shared_pd)"),
+    Role("roles/iam.serviceAccountUser", "attach those accounts to VMs and TPUs, and run the pipeline builds "
+         "as this account"),
+    Role("roles/iam.roleAdmin", "the custom role that lets MIG workers list their group (modules/mig)"),
+    Role("roles/resourcemanager.projectIamAdmin", "grant the workers' and the seeder's accounts their project roles"),
+    Role("roles/logging.logWriter", "build logs (CLOUD_LOGGING_ONLY)"),
+)
+
+
+def buckets_condition(settings: Any) -> dict[str, str]:
+    """The IAM condition of the conditioned roles: the environment's buckets and objects, and
+    Cloud Build's default source bucket (``<PROJECT>_cloudbuild``) that the root build reads."""
+    names = (settings.state_bucket, settings.dataset_bucket, f"{settings.project_id}_cloudbuild")
+    expression = " || ".join(f'resource.name.startsWith("projects/_/buckets/{b}")' for b in names)
+    return {"title": f"tpubuild-{settings.env_name}-buckets",
+            "description": f"only the buckets of tpubuild environment {settings.env_name}",
+            "expression": expression}
+
+
+def wanted(settings: Any) -> list[tuple[str, dict[str, str] | None]]:
+    """(role, condition or None) for every binding the builder account gets."""
+    return [(r.role, buckets_condition(settings) if r.conditioned else None) for r in ROLES]
+
+
+def roles_markdown() -> str:
+    """The table README.md and docs/cloud.md show between their ``builder-roles`` markers."""
+    rows = ["| role | why |", "|---|---|"]
+    for r in ROLES:
+        cond = " (conditioned on the environment's buckets)" if r.conditioned else ""
+        rows.append(f"| `{r.role}`{cond} | {r.why} |")
+    return "\n".join(rows) + "\n"
+
+
+# ---------------------------------------------------------------- the account
+
+def ensure_account(client: Any, settings: Any) -> str:
+    """Create the dedicated account when absent (or check the named one exists); one line."""
+    from google.api_core import exceptions as gexc
+    from google.cloud import iam_admin_v1
+
+    email = settings.builder_service_account
+    name = f"projects/{settings.project_id}/serviceAccounts/{email}"
+    with cloud_call(f"reading service account {email}"):
+        try:
+            client.get_service_account(request=iam_admin_v1.GetServiceAccountRequest(name=name))
+            return f"service account {email}: exists"
+        except gexc.NotFound:
+            pass
+    if settings.build_service_account:
+        raise WorldError(f"service account {email} (BUILD_SERVICE_ACCOUNT) does not exist in project "
+                         f"{settings.project_id}; create it, or leave BUILD_SERVICE_ACCOUNT empty and "
+                         "`tpubuild initialize` creates a dedicated one")
+    account = iam_admin_v1.ServiceAccount(
+        display_name=f"tpubuild {settings.env_name} builds",
+        description=f"Runs the Cloud Builds of tpubuild environment {settings.env_name} (least privilege)")
+    with cloud_call(f"creating service account {email}"):
+        try:
+            client.create_service_account(request=iam_admin_v1.CreateServiceAccountRequest(
+                name=f"projects/{settings.project_id}", account_id=settings.builder_service_account_id,
+                service_account=account))
+        except gexc.AlreadyExists:
+            return f"service account {email}: exists"
+    return f"service account {email}: created"
+
+
+# ---------------------------------------------------------------- the project's IAM policy
+
+def add_bindings(policy: Any, member: str, bindings: list[tuple[str, dict[str, str] | None]]) -> int:
+    """Add ``member`` to each (role, condition) binding of the ``google.iam.v1.Policy`` protobuf;
+    the number of bindings that changed. Conditions need policy version 3."""
+    from google.type import expr_pb2
+
+    added = 0
+    for role, condition in bindings:
+        expression = condition["expression"] if condition else ""
+        match = next((b for b in policy.bindings
+                      if b.role == role and (b.condition.expression if b.HasField("condition") else "") == expression),
+                     None)
+        if match is None:
+            match = policy.bindings.add(role=role)
+            if condition:
+                match.condition.CopyFrom(expr_pb2.Expr(**condition))
+        if member not in match.members:
+            match.members.append(member)
+            added += 1
+    if any(b.HasField("condition") for b in policy.bindings):
+        policy.version = 3
+    return added
+
+
+def grant(client: Any, settings: Any, *, attempts: int = 5) -> str:
+    """Grant the builder account :data:`ROLES` on the project; one line."""
+    from google.api_core import exceptions as gexc
+    from google.iam.v1 import iam_policy_pb2, options_pb2
+
+    resource = f"projects/{settings.project_id}"
+    member = f"serviceAccount:{settings.builder_service_account}"
+    for _attempt in range(attempts):
+        with cloud_call(f"reading the IAM policy of project {settings.project_id}"):
+            policy = client.get_iam_policy(request=iam_policy_pb2.GetIamPolicyRequest(
+                resource=resource, options=options_pb2.GetPolicyOptions(requested_policy_version=3)))
+        added = add_bindings(policy, member, wanted(settings))
+        if not added:
+            return f"project {settings.project_id}: {settings.builder_service_account} has its {len(ROLES)} roles"
+        with cloud_call(f"writing the IAM policy of project {settings.project_id}"):
+            try:
+                client.set_iam_policy(request=iam_policy_pb2.SetIamPolicyRequest(resource=resource, policy=policy))
+            except (gexc.Aborted, gexc.Conflict):
+                continue  # someone changed the policy since we read it (etag): read it again
+        return (f"project {settings.project_id}: granted {settings.builder_service_account} {added} of its "
+                f"{len(ROLES)} roles ({len(ROLES) - added} were there)")
+    raise WorldError(f"project {settings.project_id}: the IAM policy kept changing while granting "
+                     f"{settings.builder_service_account} its roles; run `tpubuild initialize` again")

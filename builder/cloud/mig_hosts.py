@@ -1,0 +1,32 @@
+"""TPU_ARCH="mig": how `tpubuild train/stop/logs` reach the slice's TPU VMs (issue 13).
+
+The hosts are the instances of the MIG ``Settings.tpu_name``; PJRT worker N is the N-th name in
+C-locale order (env_setup/scripts/startup.sh derives TPU_WORKER_ID the same way), so the list is
+sorted here too. Each host is reached with ``gcloud compute ssh --tunnel-through-iap`` (the
+firewall allows tcp:22 only from IAP). Pure argv builders: no shell strings, the caller runs them
+(builder/commands/train.py owns the transport; engineer M wires this in).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from builder.config import Settings
+
+
+def list_argv(settings: Settings) -> list[str]:
+    """gcloud argv that prints one instance name per line (the MIG's VMs)."""
+    return ["gcloud", "compute", "instance-groups", "managed", "list-instances", settings.tpu_name,
+            f"--zone={settings.zone}", f"--project={settings.project_id}", "--format=value(instance.basename())"]
+
+
+def hosts(listing: str) -> list[str]:
+    """The worker order: instance names from ``list_argv``'s output, sorted as startup.sh sorts."""
+    return sorted({line.strip() for line in listing.splitlines() if line.strip()}, key=lambda n: n.encode())
+
+
+def ssh_argv(settings: Settings, host: str, command: str) -> list[str]:
+    """gcloud argv that runs ``command`` (one argument, not re-split) on ``host`` through IAP."""
+    return ["gcloud", "compute", "ssh", host, f"--zone={settings.zone}", f"--project={settings.project_id}",
+            "--tunnel-through-iap", f"--command={command}"]

@@ -1,0 +1,78 @@
+"""Descriptions and examples for the commands whose modules register them without (one place,
+so ``tpubuild COMMAND --help`` always says what the command does and how it is used).
+``builder.cli`` applies them after registration, to sub-parsers that have none of their own."""
+
+from __future__ import annotations
+
+import argparse
+
+#: command → (description, examples epilog)
+HELP: dict[str, tuple[str, str]] = {
+    "initialize": (
+        "Create the environment's state bucket (Terraform state, lock, applied snapshot) and dataset "
+        "bucket, versioned with uniform access and public access prevention, and upload the workspace "
+        "the hosts read at boot. Runs in-process, no Terraform; safe to run again.",
+        "examples:\n  tpubuild initialize\n  tpubuild initialize --values examples/vm-v4-32.env"),
+    "submit": (
+        "Pack the source (content-addressed tarball in the state bucket) and run an action's pipeline "
+        "on Cloud Build under the environment lock. Without --wait it returns once the build is created.",
+        "examples:\n  tpubuild submit --action create --wait\n  tpubuild submit --action update --tpu --wait\n"
+        "  tpubuild submit --action auto          apply what values.env changed since the last build\n"
+        "  tpubuild submit --action destroy --allow-data-loss --wait\n\n"
+        "Run `tpubuild plan` with the same flags first: it shows before -> after and the cost."),
+    "dispatch": (
+        "The step of the root cloudbuild.yaml (run by Cloud Build, not by people): takes the raw "
+        "substitution strings, checks them, and runs the action like `submit --wait`.",
+        "example (what cloudbuild.yaml runs):\n  tpubuild dispatch --action \"$_BUILD_ACTION\" --tpu \"$_TPU\" "
+        "--mig \"$_MIG\" --allow-data-loss \"$_ALLOW_DATA_LOSS\" --allow-wipe \"$_ALLOW_WIPE\""),
+    "finalize": (
+        "The pipeline's last step (run by Cloud Build): record the applied snapshot and release the lock.",
+        "example (what the pipeline runs):\n  tpubuild finalize --build-id \"$BUILD_ID\" --action create"),
+    "guard": (
+        "Read a saved Terraform plan (terraform show -json) and refuse it (exit 1) when it destroys or "
+        "replaces Filestore or the shared PD without --allow-data-loss (run by the pipeline).",
+        "example (what the pipeline runs):\n  tpubuild guard --plan-json plans/filestore.json --module filestore "
+        "--action update"),
+    "unlock": (
+        "Remove the environment lock left by a build that is gone. Only with --force: make sure no build "
+        "of this environment is running (Cloud Build console, or `tpubuild status`).",
+        "examples:\n  tpubuild status                 who holds the lock, and since when\n"
+        "  tpubuild unlock --force"),
+    "status": (
+        "Ask the APIs what is running: the TPU, Filestore, the MIG (node), the Terraform state, the lock, "
+        "the applied snapshot and, with ENV_TTL_HOURS, when the TTL destroys the TPU. Exit 1 when a part "
+        "could not be read (everything readable is still shown).",
+        "examples:\n  tpubuild status\n  tpubuild status --format json | jq .ttl"),
+    "bootstrap": (
+        "Write the root cloudbuild.yaml, the file users submit with `gcloud builds submit` (its one "
+        "step runs `tpubuild dispatch`).",
+        "examples:\n  tpubuild bootstrap\n  tpubuild bootstrap --check       exit 1 when cloudbuild.yaml is stale\n"
+        "  tpubuild bootstrap --output -     print it"),
+    "trigger": (
+        "Print a Cloud Build GitHub push trigger that runs `auto` on every push, for "
+        "`gcloud builds triggers import`.",
+        "example:\n  tpubuild trigger --repo-owner me --repo-name tpu-env > trigger.yaml\n"
+        "  gcloud builds triggers import --source=trigger.yaml"),
+    "train": (
+        "Launch a model (models/<MODEL>/launcher.py) on every host of the TPU: its software, its data "
+        "preparation and the training itself (docs/models.md).",
+        "examples:\n  tpubuild train roberta --dry-run   the exact per-host command lines\n"
+        "  tpubuild train roberta\n  tpubuild logs --host 0 -f"),
+    "stop": (
+        "Stop the training on every host and free the TPU (the environment stays up).",
+        "examples:\n  tpubuild stop\n  tpubuild stop --dry-run"),
+    "logs": (
+        "Show one host's training log, kept on Filestore.",
+        "examples:\n  tpubuild logs                  host 0, last 200 lines\n  tpubuild logs --host 3 -f"),
+}
+
+
+def apply(sub: argparse._SubParsersAction) -> None:
+    """Give every registered sub-parser without a description or examples the ones above."""
+    for name, parser in sub.choices.items():
+        description, examples = HELP.get(name, (None, None))
+        if description and not parser.description:
+            parser.description = description
+        if examples and not parser.epilog:
+            parser.epilog = examples
+            parser.formatter_class = argparse.RawDescriptionHelpFormatter

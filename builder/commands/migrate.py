@@ -1,0 +1,65 @@
+"""``tpubuild migrate [--output FILE]``: rewrite a seed-era or TPU Node values.env as TPU VM.
+
+In place by default, keeping the original as ``<file>.bak``; ``--output FILE`` writes there and
+leaves the original alone. Prints a before/after summary. A file with nothing to migrate is left
+untouched (no .bak either), so running it twice changes nothing. See builder/migrate.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from builder.config.loader import read_text
+from builder.errors import BadInput
+
+
+def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("migrate", parents=[common],
+                       help="rewrite a seed-era or TPU Node values.env as its TPU VM equivalent (keeps a .bak)")
+    p.add_argument("--output", metavar="FILE", default=None,
+                   help="write the migrated file here instead of in place (no .bak then)")
+    p.set_defaults(func=run_migrate)
+
+
+def _write(path: Path, text: str) -> None:
+    """Write through a temporary file in the same folder and rename: never a half-written file."""
+    tmp = path.with_name(f".{path.name}.tpubuild-tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except IsADirectoryError:
+        raise BadInput(f"{path}: is a directory; pass a file path to --output") from None
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise BadInput(f"{path}: cannot write ({exc.strerror}); choose a writable --output") from None
+
+
+def run_migrate(args: argparse.Namespace) -> int:
+    from builder.migrate import migrate_text
+
+    source = Path(args.values)
+    text = read_text(source)
+    result = migrate_text(text, source)
+    target = Path(args.output) if args.output else source
+    if not result.changed:
+        print(f"{source}: nothing to migrate (already a TPU VM file without seed-era script paths)")
+        if args.output and target.resolve() != source.resolve():
+            _write(target, text)
+            print(f"copied unchanged to {target}")
+        return 0
+    if not args.output:
+        backup = source.with_name(source.name + ".bak")
+        _write(backup, text)
+    _write(target, result.text)
+    print(f"{source}: migrated to TPU VM{'' if not args.output else f' into {target}'}"
+          f"{'' if args.output else f' (original kept as {backup})'}")
+    print("before → after:")
+    for change in result.changes:
+        print(f"  {change}")
+    for note in result.notes:
+        print(f"note: {note}")
+    print(f"next: tpubuild validate --values {target} && tpubuild plan --values {target}", file=sys.stdout)
+    return 0

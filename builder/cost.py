@@ -1,0 +1,241 @@
+"""What an environment costs per hour, from the list prices in ``builder/data/prices.json``.
+
+``estimate(settings, modules)`` returns the hourly cost of the given plan modules (the TPU per
+chip-hour by generation, region and provisioning model; the node architecture's worker VMs;
+Filestore per GiB-month; the shared PD per GB-month; monthly prices are divided by
+``hours_per_month``). A price the table does not have is *unknown*: the item says so and names
+the source page, and the total is a lower bound marked ``+ unknown``; nothing is ever priced $0.
+Prices for a region the table does not list are the ``default_region``'s, marked ``~``.
+A price that is not listed in the file's ``verification.confirmed`` (found in Google's own page
+text, with the quote) is shown as ``(unconfirmed)``: an estimate, never a fact.
+
+The lookup is keyed by ``(generation, provisioning, region)``: ``provisioning(settings)`` reads
+``TPU_PROVISIONING`` when values.env has it, else the TPU_SPOT / TPU_PREEMPTIBLE /
+TPU_RESERVED flags. Pure: reads only the packaged data file (once).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from builder.config import Settings
+
+PRICES = Path(__file__).resolve().parent / "data" / "prices.json"
+
+#: Generation names other engineers' tables may use for the same chip.
+_GENERATION_ALIASES = {"v7x": "tpu7x", "ironwood": "tpu7x", "v5litepod": "v5e", "trillium": "v6e"}
+
+
+@lru_cache(maxsize=1)
+def table() -> dict[str, Any]:
+    return json.loads(PRICES.read_text(encoding="utf-8"))
+
+
+@dataclass(frozen=True)
+class Item:
+    module: str
+    what: str
+    hourly: float | None  # None: unknown
+    approximate: bool = False
+    unknown_why: str = ""
+    confirmed: bool = False  # every price it uses was found in Google's own page text (prices.json "verification")
+
+    def text(self) -> str:
+        if self.hourly is None:
+            return f"{self.what}: price unknown ({self.unknown_why})"
+        return f"{self.what}: {money(self.hourly, self.approximate)}/h{'' if self.confirmed else ' (unconfirmed)'}"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    items: tuple[Item, ...]
+
+    @property
+    def known(self) -> float:
+        return sum(i.hourly for i in self.items if i.hourly is not None)
+
+    @property
+    def unknown(self) -> tuple[Item, ...]:
+        return tuple(i for i in self.items if i.hourly is None)
+
+    @property
+    def approximate(self) -> bool:
+        return any(i.approximate for i in self.items)
+
+    @property
+    def unconfirmed(self) -> tuple[Item, ...]:
+        return tuple(i for i in self.items if i.hourly is not None and not i.confirmed)
+
+    def total_text(self) -> str:
+        if not self.items:
+            return "$0.00/h (nothing billed by the hour)"
+        if self.unknown and not any(i.hourly is not None for i in self.items):
+            return "unknown"
+        tail = " + unknown" if self.unknown else ""
+        return f"{money(self.known, self.approximate)}/h{tail}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"items": [asdict(i) for i in self.items], "hourly_known": round(self.known, 4),
+                "complete": not self.unknown, "approximate": self.approximate, "total": self.total_text(),
+                "unconfirmed": [i.module for i in self.unconfirmed]}
+
+
+def money(value: float, approximate: bool = False) -> str:
+    return f"{'~' if approximate else ''}${value:,.2f}"
+
+
+def provisioning(settings: Settings) -> str:
+    """The TPU's provisioning model: on-demand, spot, preemptible, reservation, queued, ..."""
+    declared = str(getattr(settings, "tpu_provisioning", "") or "").strip().lower()
+    if declared:
+        return declared
+    if settings.tpu_spot:
+        return "spot"
+    if settings.tpu_preemptible:
+        return "preemptible"
+    if settings.tpu_reserved:
+        return "reservation"
+    return "on-demand"
+
+
+def generation_key(generation: str) -> str:
+    g = generation.strip().lower()
+    return _GENERATION_ALIASES.get(g, g)
+
+
+def _regional(prices: dict[str, Any], region: str, default_region: str) -> tuple[float | None, bool]:
+    value, approx, _key = _regional_key(prices, region, default_region)
+    return value, approx
+
+
+def _regional_key(prices: dict[str, Any], region: str, default_region: str) -> tuple[float | None, bool, str]:
+    """(price, approximate, the region key it came from: the region, or the default region)."""
+    if region in prices and prices[region] is not None:
+        return float(prices[region]), False, region
+    value = prices.get("default")
+    if value is None:
+        return None, False, ""
+    return float(value), region != default_region, default_region
+
+
+def confirmed(path: str) -> bool:
+    """Whether the price at ``path`` (``filestore_gib_month.BASIC_HDD.us-west1``) was found in
+    Google's own page text (prices.json ``verification.confirmed``)."""
+    return path in table().get("verification", {}).get("confirmed", {})
+
+
+def tpu_chip_hour(generation: str, region: str, model: str) -> tuple[float | None, bool, str]:
+    """(price per chip-hour or None, approximate, why unknown) for one TPU generation."""
+    data = table()
+    gen = data["tpu_chip_hour"].get(generation_key(generation))
+    source = data["sources"]["tpu"]
+    if gen is None:
+        return None, False, f"no {generation} prices in tpubuild's table; see {source}"
+    rate = data["tpu_provisioning"].get(model)
+    if rate is None:
+        return None, False, f"provisioning model {model!r} has no price rule; see {source}"
+    prices = gen.get(rate)
+    if prices is None:
+        return None, False, f"no {rate} price for {generation} in tpubuild's table; see {source}"
+    value, approx = _regional(prices, region, gen["default_region"])
+    if value is None:
+        why = gen.get("_unpublished") or f"no {rate} price for {generation} in {region}; see {source}"
+        return None, False, why
+    return value, approx, ""
+
+
+def _machine_hour(machine_type: str, region: str) -> tuple[float | None, bool, str]:
+    data = table()
+    m = re.fullmatch(r"([a-z0-9]+)-(standard|highmem|highcpu)-(\d+)", machine_type)
+    per_gb = {"standard": {"n1": 3.75}, "highmem": {"n1": 6.5}, "highcpu": {"n1": 0.9}}
+    if not m or m.group(1) not in data["compute_hour"]:
+        return None, False, f"no price for machine type {machine_type}; see {data['sources']['compute']}"
+    family, shape, vcpus = m.group(1), m.group(2), int(m.group(3))
+    gb = vcpus * per_gb[shape].get(family, {"standard": 4.0, "highmem": 8.0, "highcpu": 1.0}[shape])
+    fam = data["compute_hour"][family]
+    vcpu, a1 = _regional(fam["vcpu"], region, fam["default_region"])
+    mem, a2 = _regional(fam["gb"], region, fam["default_region"])
+    if vcpu is None or mem is None:
+        return None, False, f"no price for {machine_type} in {region}"
+    return vcpus * vcpu + gb * mem, a1 or a2, ""
+
+
+def _monthly(kind: str, name: str, region: str) -> tuple[float | None, bool, str]:
+    data = table()
+    row = data[kind].get(name)
+    source = data["sources"]["filestore" if kind.startswith("filestore") else "disk"]
+    if row is None:
+        return None, False, f"no price for {name}; see {source}"
+    value, approx = _regional(row["price"], region, row["default_region"])
+    if value is None:
+        return None, False, f"no price for {name} in {region}; see {source}"
+    return value / data["hours_per_month"], approx, ""
+
+
+def _confirmed_at(kind: str, name: str, field: str, region: str) -> bool:
+    """Whether the price ``estimate`` takes from ``data[kind][name][field]`` for ``region`` (the
+    region's own, else the default region's) is a confirmed one."""
+    row = table()[kind].get(name) or {}
+    prices = row.get(field) or {}
+    _value, _approx, key = _regional_key(prices, region, row.get("default_region", ""))
+    return bool(key) and confirmed(f"{kind}.{name}.{field}.{key}")
+
+
+def _confirmed_item(s: Settings, module: str) -> bool:
+    data = table()
+    if module == "tpu":
+        gen = generation_key(s.topology.generation)
+        rate = data["tpu_provisioning"].get(provisioning(s), "")
+        return _confirmed_at("tpu_chip_hour", gen, rate, s.region)
+    if module == "mig":
+        family = s.machine_type.split("-", 1)[0]
+        return all(_confirmed_at("compute_hour", family, f, s.region) for f in ("vcpu", "gb"))
+    kind, name = (("filestore_gib_month", s.shared_fs_tier) if module == "filestore"
+                  else ("disk_gb_month", s.shared_pd_type))
+    return _confirmed_at(kind, name, "price", s.region)
+
+
+def estimate(settings: Settings, modules: tuple[str, ...] | frozenset[str]) -> Estimate:
+    """The hourly cost of ``modules`` (plan modules that exist) with these settings."""
+    s, t = settings, settings.topology
+    items: list[Item] = []
+    if "tpu" in modules:
+        model = provisioning(s)
+        price, approx, why = tpu_chip_hour(t.generation, s.region, model)
+        what = f"TPU {s.accelerator_type} ({t.chips} chips, {model}, {s.region})"
+        if price is not None:
+            what = f"TPU {s.accelerator_type} ({t.chips} chips × {money(price, approx)}/chip-h {model}, {s.region})"
+        items.append(Item("tpu", what, None if price is None else price * t.chips, approx, why))
+    if "mig" in modules and s.arch == "node":
+        price, approx, why = _machine_hour(s.machine_type, s.region)
+        what = f"{s.hosts} worker VMs {s.machine_type}"
+        items.append(Item("mig", what, None if price is None else price * s.hosts, approx, why))
+    if "filestore" in modules:
+        price, approx, why = _monthly("filestore_gib_month", s.shared_fs_tier, s.region)
+        what = f"Filestore {s.shared_fs_tier} {s.shared_fs_capacity_gb} GiB"
+        items.append(Item("filestore", what, None if price is None else price * s.shared_fs_capacity_gb, approx, why))
+    if "shared_pd" in modules:  # the disk exists (and is billed) whether or not hosts attach it
+        price, approx, why = _monthly("disk_gb_month", s.shared_pd_type, s.region)
+        what = f"shared PD {s.shared_pd_type} {s.shared_pd_size_gb} GB{'' if s.shared_pd_attach else ' (not attached)'}"
+        items.append(Item("shared_pd", what, None if price is None else price * s.shared_pd_size_gb, approx, why))
+    from dataclasses import replace
+
+    return Estimate(tuple(replace(i, confirmed=i.hourly is not None and _confirmed_item(s, i.module)) for i in items))
+
+
+def change_text(before: Estimate | None, after: Estimate) -> str:
+    """``$8.80/h → $35.20/h (+$26.40/h)``, or the after alone when nothing is applied."""
+    if before is None:
+        return after.total_text()
+    if before.unknown or after.unknown:
+        return f"{before.total_text()} → {after.total_text()}"
+    delta = after.known - before.known
+    sign = "+" if delta >= 0 else "-"
+    approx = "~" if before.approximate or after.approximate else ""
+    return f"{before.total_text()} → {after.total_text()} ({approx}{sign}${abs(delta):,.2f}/h)"

@@ -1,0 +1,62 @@
+"""TPU Node (the ``node`` architecture) is read-only legacy.
+
+Google Cloud stopped creating TPU Nodes ("2VM TPU") on 2025-04-25: a create is answered "Your
+request to provision TPU Node has been denied. Please migrate to TPU VM Architecture", and the
+google provider deprecated ``google_tpu_node`` in 6.33 and removed it in 7.0. So every action that
+would *apply* a node (``create``, ``update``, and ``auto``, which ends in one of them) is refused
+here, before any cloud call, with exit 2 and one line that names the values.env line that makes
+the file a node file and the fix, ``tpubuild migrate``. ``destroy``, ``status``, ``initialize``,
+``validate`` and ``render --action destroy`` keep working, so people can clean up.
+
+Pure: no I/O. Called by ``tpubuild plan``/``render`` (builder/commands/pipeline_cmds.py) and by
+``submit``/``dispatch`` (builder/cloud/commands.py ``prepare``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from builder.errors import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from builder.config import Settings
+
+NODE_END_OF_LIFE = "2025-04-25"
+
+#: Actions that would apply (create or change) the TPU.
+APPLYING: frozenset[str] = frozenset({"create", "update", "auto"})
+
+#: Seed-era script paths: the seed repository's own scripts, which this product replaces.
+SEED_SCRIPTS: dict[str, str] = {
+    "env_setup/scripts/setup_mig.sh": "the seed's MIG setup (env_setup/scripts/startup.sh does it now)",
+    "roberta/env_setup/data_prep_seed_shared_disk_pd.sh":
+        "the seed's shared-PD preparation (the shared_pd-seed step copies GCS_DATASET now)",
+}
+
+
+def node_reason(settings: Settings) -> tuple[str, str]:
+    """(key, what) of the line that makes this a node file."""
+    if settings.line_of("TPU_ARCH"):
+        return "TPU_ARCH", 'TPU_ARCH="node" asks for a TPU Node'
+    key = "TPU_PYTORCH_VERSION" if settings.line_of("TPU_PYTORCH_VERSION") else "TPU_RUNTIME_VERSION"
+    return key, f"{settings.runtime_version} is a TPU Node runtime, so this file describes a TPU Node"
+
+
+def refuse_node(settings: Settings, action: str) -> None:
+    """Raise the one-line refusal when ``action`` would apply a TPU Node."""
+    if settings.arch != "node" or action.strip().lower() not in APPLYING:
+        return
+    key, what = node_reason(settings)
+    seed = any(p in SEED_SCRIPTS for p in (settings.mig_setup_script, settings.mig_seed_data_prep_script))
+    era = "this seed-era file" if seed else "this file"
+    raise ConfigError(
+        f"{what}; Google Cloud stopped creating TPU Nodes on {NODE_END_OF_LIFE}, so {action} is refused "
+        f"(destroy and status still work for an existing node)",
+        f"run tpubuild migrate to turn {era} into its TPU VM equivalent (a .bak copy is kept)",
+        path=settings.source, line=settings.line_of(key), key=key,
+    )
+
+
+def refuse_unbuildable(settings: Settings, action: str) -> None:
+    """Every refusal of an action that config alone cannot decide, before any cloud call."""
+    refuse_node(settings, action)

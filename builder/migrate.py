@@ -1,0 +1,133 @@
+"""``tpubuild migrate``: a seed-era or TPU Node values.env → its TPU VM equivalent.
+
+Pure text in, text out (``migrate_text``); the command (builder/commands/migrate.py) reads and
+writes the files. What it does, line by line, keeping every other line and every comment:
+
+* ``TPU_ARCH`` becomes ``vm`` (inserted above TPU_ACCELERATOR_TYPE when the file left it to be
+  inferred);
+* a TPU Node runtime (``pytorch-*``) becomes the TPU VM runtime of the generation
+  (``builder.config.offers``: v2/v3/v4 → tpu-ubuntu2204-base), written as TPU_RUNTIME_VERSION;
+* keys that only meant something for the node's worker MIG (MACHINE_TYPE, SOURCE_IMAGE_FAMILY,
+  SOURCE_IMAGE_PROJECT, GCE_IMAGE_VERSION, BOOT_DISK_SIZE_GB, TPU_CIDR_BLOCK) are commented out
+  with a one-line reason, and so is any line that refers to one of them with ``${...}``;
+* MIG_EXTERNAL_IP becomes TPU_EXTERNAL_IPS (the same meaning for TPU VM hosts);
+* MIG_SETUP_SCRIPT keeps its value: on TPU VMs the boot script (env_setup/scripts/startup.sh) runs
+  it on every host after the mounts; the seed's own scripts (``builder.legacy.SEED_SCRIPTS``) in
+  MIG_SETUP_SCRIPT / MIG_SEED_DATA_PREP_SCRIPT are cleared with a note, since this product does
+  their work itself.
+
+Name, project, zone, Filestore and PD settings are untouched. A file that is already TPU VM and
+holds no seed script path comes back unchanged, so running migrate twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from builder.config import load_text
+from builder.config.validate import VM_RUNTIMES
+from builder.legacy import SEED_SCRIPTS
+
+MARK = "# tpubuild migrate:"
+
+#: Node-only keys → why they are commented out.
+NODE_ONLY: dict[str, str] = {
+    "MACHINE_TYPE": "the node's worker MIG machine type; TPU VM hosts are the TPU's own machines",
+    "SOURCE_IMAGE_FAMILY": "the node's worker image; TPU VMs boot the image of their runtime",
+    "SOURCE_IMAGE_PROJECT": "the node's worker image project; TPU VMs boot the image of their runtime",
+    "GCE_IMAGE_VERSION": "pinned the node's worker image; TPU VMs boot the image of their runtime",
+    "BOOT_DISK_SIZE_GB": "the node's worker boot disk; TPU VM boot disks are sized by Cloud TPU",
+    "TPU_CIDR_BLOCK": "the node's /29 for its TPU workers; TPU VMs take addresses from the subnetwork",
+}
+RENAMED: dict[str, str] = {"MIG_EXTERNAL_IP": "TPU_EXTERNAL_IPS"}
+SCRIPT_KEYS = ("MIG_SETUP_SCRIPT", "MIG_SEED_DATA_PREP_SCRIPT")
+
+_ASSIGN = re.compile(
+    r"""^(?P<lead>\s*(?:export\s+)?)(?P<key>[A-Za-z_][A-Za-z0-9_]*)(?P<eq>\s*=\s*)"""
+    r"""(?P<value>"(?:[^"\\]|\\.)*"|'[^']*'|[^\s#'"]*)(?P<tail>\s*(?:#.*)?)$""")
+_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)")
+
+
+@dataclass
+class Result:
+    text: str
+    changes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.changes)
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return value[1:-1]
+    return value
+
+
+def migrate_text(text: str, path: Path | str) -> Result:
+    """The migrated text and what changed. Raises ConfigError when the file does not load."""
+    settings = load_text(text, path)
+    lines = text.splitlines()
+    out: list[str] = []
+    result = Result(text)
+    node = settings.arch == "node"
+    gen = settings.topology.generation
+    vm_runtime = next((r for r, gens in VM_RUNTIMES.items() if gen in gens), "")
+    commented: set[str] = set()
+    arch_written = False
+    for line in lines:
+        m = _ASSIGN.match(line)
+        if not m:
+            out.append(line)
+            continue
+        key, value, tail = m["key"], m["value"], m["tail"]
+        raw = _unquote(value)
+        refs = set(_REF.findall(value)) & commented
+        if node and (key in NODE_ONLY or refs):
+            why = NODE_ONLY.get(key) or f"refers to {', '.join(sorted(refs))}, commented out above"
+            out.append(f"{MARK} {why}")
+            out.append(f"# {line.lstrip()}")
+            commented.add(key)
+            result.changes.append(f"{key}={raw!r}: commented out ({why})")
+            continue
+        if node and key == "TPU_ARCH":
+            out.append(f'{m["lead"]}TPU_ARCH{m["eq"]}"vm"{tail}')
+            arch_written = True
+            result.changes.append(f"TPU_ARCH: {raw!r} → 'vm'")
+            continue
+        if node and key in ("TPU_PYTORCH_VERSION", "TPU_RUNTIME_VERSION") and raw.startswith("pytorch-"):
+            if not arch_written and settings.line_of("TPU_ARCH") is None:
+                out.append('TPU_ARCH="vm" # TPU VM pod (PJRT); written by tpubuild migrate')
+                arch_written = True
+                result.changes.append("TPU_ARCH: (inferred node) → 'vm'")
+            note = f" # was {raw} (TPU Node); the {gen} TPU VM runtime, written by tpubuild migrate"
+            out.append(f'{m["lead"]}TPU_RUNTIME_VERSION{m["eq"]}"{vm_runtime}"{note}')
+            result.changes.append(f"{key}={raw!r} → TPU_RUNTIME_VERSION={vm_runtime!r} (the {gen} TPU VM runtime)")
+            continue
+        if node and key in RENAMED:
+            new = RENAMED[key]
+            out.append(f'{m["lead"]}{new}{m["eq"]}{value}{tail}')
+            result.changes.append(f"{key} → {new} (same meaning for TPU VM hosts)")
+            continue
+        if key in SCRIPT_KEYS and raw in SEED_SCRIPTS:
+            out.append(f"{MARK} {raw} was {SEED_SCRIPTS[raw]}; cleared")
+            out.append(f'{m["lead"]}{key}{m["eq"]}""{tail}')
+            result.changes.append(f"{key}: {raw!r} → '' (seed script: {SEED_SCRIPTS[raw]})")
+            continue
+        out.append(line)
+    if not result.changes:
+        return result
+    new_text = "\n".join(out) + ("\n" if text.endswith("\n") or not text else "")
+    migrated = load_text(new_text, path)  # the result must load; a ConfigError here is a bug report
+    if node and settings.mig_setup_script and settings.mig_setup_script not in SEED_SCRIPTS:
+        result.notes.append(f"MIG_SETUP_SCRIPT={settings.mig_setup_script!r} now runs on every TPU VM host "
+                            "after the mounts (env_setup/scripts/startup.sh)")
+    if node:
+        result.notes.append(f"{migrated.accelerator_type} is now a TPU VM pod ({migrated.hosts} host(s), "
+                            f"runtime {migrated.runtime_version}, {migrated.provisioning}); "
+                            "Filestore, the shared PD and their settings are unchanged")
+    result.text = new_text
+    return result

@@ -1,0 +1,241 @@
+"""Watching a training: what ``tpubuild profile`` and ``tpubuild logs --metrics`` run, and the
+parser of torch_xla's metrics report. Pure (no I/O); the commands are in builder/commands/observe.py.
+
+Decisions (README "Watch it", docs/models.md):
+
+* The launch starts torch_xla's profiler server in the local master process of every host on
+  :data:`PROFILER_PORT` (9012) through ``models/xla_observe.py``. The port is reached on the host
+  itself: ``tpubuild profile`` runs the capture there over SSH (IAP), so no firewall rule opens.
+* A capture goes to ``<MOUNT_POINT>/nfs_share/profiles/<env>/<UTC timestamp>/`` on Filestore,
+  which ``torch_xla.debug.profiler.trace`` fills as ``plugins/profile/<run>/<host>.xplane.pb``:
+  TensorBoard's (XProf's) layout with that folder as ``--logdir``. It is then copied, by the
+  user's own credentials (the hosts may only read buckets), to
+  ``gs://<state bucket>/profiles/<env>/<timestamp>/`` through the user's machine.
+* The metrics report: each host's local master writes ``host-<N>.metrics.txt`` beside its log
+  (at the end of the run; every ``--metrics`` seconds with ``tpubuild train --metrics``) and a
+  snapshot ``host-<N>.metrics.warmup.txt`` once the warm-up is over (:data:`WARMUP_S`). "Compiles
+  after warm-up" is the difference of their ``UncachedCompile`` counters; CPU fallbacks are the
+  ``aten::*`` counters (torch_xla counts every op it ran on the CPU instead of the device).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from builder.errors import BadInput
+
+PROFILER_PORT = 9012
+#: Longest capture accepted (a trace of minutes is gigabytes on a pod).
+MAX_DURATION_S = 300
+#: Seconds after the start of a run when the warm-up snapshot of the metrics report is taken.
+WARMUP_S = 300
+#: Seconds between reports with ``tpubuild train --metrics``.
+METRICS_INTERVAL_S = 60
+HELPER = "xla_observe.py"
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m)?$")
+
+
+def parse_duration(raw: str) -> int:
+    """``10s``, ``1500ms``, ``2m`` or a bare number of seconds → milliseconds (1 ms .. 5 min)."""
+    m = _DURATION.fullmatch(raw.strip())
+    if not m:
+        raise BadInput(f"--duration {raw!r}: not a duration; write it like 10s, 1500ms or 2m")
+    value, unit = float(m.group(1)), m.group(2) or "s"
+    ms = int(value * {"ms": 1, "s": 1000, "m": 60000}[unit])
+    if not 100 <= ms <= MAX_DURATION_S * 1000:
+        raise BadInput(f"--duration {raw!r}: must be between 100ms and {MAX_DURATION_S}s")
+    return ms
+
+
+def check_host(host: int, hosts: int, accelerator: str) -> None:
+    if not 0 <= host < hosts:
+        raise BadInput(f"--host {host}: {accelerator} has {hosts} host(s); use --host 0 to {hosts - 1}")
+
+
+def nfs(mount_point: str) -> str:
+    return f"{mount_point.rstrip('/')}/nfs_share"
+
+
+def profile_dir(mount_point: str, env: str, stamp: str) -> str:
+    return f"{nfs(mount_point)}/profiles/{env}/{stamp}"
+
+
+def profile_gcs(state_bucket: str, env: str, stamp: str) -> str:
+    return f"gs://{state_bucket}/profiles/{env}/{stamp}"
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the commands go: one environment's TPU VM hosts."""
+
+    arch: str
+    project: str
+    zone: str
+    tpu: str
+    env: str
+    iap: bool
+    hosts: int
+    accelerator: str
+    mount_point: str
+    code_dir: str = ".tpubuild/roberta"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _refuse_node(t: Target, what: str) -> None:
+    if t.arch == "node":
+        raise BadInput(f"{what} needs PJRT (torch_xla 2.x on TPU VMs); the node architecture is legacy XRT "
+                       "(TPU Nodes): migrate to TPU_ARCH=vm")
+
+
+def ssh(t: Target, worker: int, command: str) -> list[str]:
+    """argv of an SSH to TPU VM worker ``worker``. Through IAP the flag exists only in
+    ``gcloud alpha`` (gcloud 528)."""
+    base = ["gcloud", "alpha"] if t.iap else ["gcloud"]
+    return [*base, "compute", "tpus", "tpu-vm", "ssh", t.tpu, f"--zone={t.zone}", f"--project={t.project}",
+            *(["--tunnel-through-iap"] if t.iap else []), f"--worker={worker}", f"--command={command}"]
+
+
+def scp_back(t: Target, worker: int, remote: str, local: str) -> list[str]:
+    base = ["gcloud", "alpha"] if t.iap else ["gcloud"]
+    return [*base, "compute", "tpus", "tpu-vm", "scp", "--recurse", f"{t.tpu}:{remote}", local,
+            f"--zone={t.zone}", f"--project={t.project}", *(["--tunnel-through-iap"] if t.iap else []),
+            f"--worker={worker}"]
+
+
+def host_python(code_dir: str) -> str:
+    """A POSIX sh fragment that runs on a host: load the host's environment and the training
+    Python (train.sh's), then the helper with the arguments that follow."""
+    return (f"if [ -r /etc/profile.d/tpubuild.sh ]; then . /etc/profile.d/tpubuild.sh; fi; "
+            f"PATH=\"$HOME/.local/bin:$PATH\" python3 {shlex.quote(code_dir + '/' + HELPER)}")
+
+
+def profile_commands(t: Target, host: int, duration_ms: int, stamp: str, state_bucket: str,
+                     local_dir: str) -> list[list[str]]:
+    """The capture on host ``host`` (into Filestore), the copy back to ``local_dir`` and the upload."""
+    _refuse_node(t, "tpubuild profile")
+    check_host(host, t.hosts, t.accelerator)
+    remote = profile_dir(t.mount_point, t.env, stamp)
+    capture = (host_python(t.code_dir) + " capture "
+               + shlex.join(["--port", str(PROFILER_PORT), "--duration-ms", str(duration_ms), "--logdir", remote]))
+    return [
+        ssh(t, host, capture),
+        scp_back(t, host, remote, local_dir),
+        ["gcloud", "storage", "cp", "--recursive", f"{local_dir}/{stamp}/*",
+         profile_gcs(state_bucket, t.env, stamp) + "/", f"--project={t.project}"],
+    ]
+
+
+def open_hints(t: Target, host: int, stamp: str, state_bucket: str) -> list[str]:
+    remote = profile_dir(t.mount_point, t.env, stamp)
+    gcs = profile_gcs(state_bucket, t.env, stamp)
+    tunnel = shlex.join([*ssh(t, 0, f"python3 -m tensorboard.main --logdir {shlex.quote(remote)} --port 6006"),
+                         "--", "-L", "6006:localhost:6006"])
+    return [
+        f"profile of host {host} ({t.tpu}): {remote} (Filestore) and {gcs}",
+        "open it in TensorBoard's Profile tab (pip install tensorboard xprof):",
+        f"  locally, from GCS:   tensorboard --logdir {gcs}",
+        f"  on the pod, through IAP: {tunnel}   then http://localhost:6006",
+    ]
+
+
+def metrics_command(t: Target, log_dir: str) -> list[str]:
+    """Print every host's metrics reports (read on worker 0 from Filestore), each after a
+    ``==> <path>`` line."""
+    _refuse_node(t, "tpubuild logs --metrics")
+    script = (f"for f in {shlex.quote(log_dir)}/host-*.metrics*.txt; do "
+              "[ -e \"$f\" ] || { echo 'no metrics report yet' >&2; exit 3; }; echo \"==> $f\"; cat \"$f\"; done")
+    return ssh(t, 0, script)
+
+
+# ---------------------------------------------------------------- the metrics report
+
+_ENTRY = re.compile(r"^(Metric|Counter): (\S+)\s*$")
+_FIELD = re.compile(r"^\s+(\w+): (.*)$")
+
+
+def warmup_ready(report: Any) -> bool:
+    """Whether the warm-up snapshot beside ``report`` (a Path) exists (models/xla_observe.py)."""
+    return report.with_name(report.name.replace(".metrics.txt", ".metrics.warmup.txt")).exists()
+
+
+def parse_report(text: str) -> dict[str, dict[str, dict[str, str]]]:
+    """torch_xla's ``metrics_report()`` → ``{"metrics": {name: fields}, "counters": {name: fields}}``
+    (fields as written: ``TotalSamples``, ``Accumulator``, ``Value``, ...)."""
+    out: dict[str, dict[str, dict[str, str]]] = {"metrics": {}, "counters": {}}
+    current: dict[str, str] | None = None
+    for line in text.splitlines():
+        if m := _ENTRY.match(line):
+            current = out["metrics" if m.group(1) == "Metric" else "counters"].setdefault(m.group(2), {})
+        elif current is not None and (f := _FIELD.match(line)):
+            current[f.group(1)] = f.group(2).strip()
+    return out
+
+
+def _int(fields: dict[str, str] | None, key: str) -> int:
+    try:
+        return int(float((fields or {}).get(key, "0")))
+    except ValueError:
+        return 0
+
+
+def compiles(report: dict[str, dict[str, dict[str, str]]]) -> int:
+    """Graphs compiled: the UncachedCompile counter (CompileTime's samples when absent)."""
+    if "UncachedCompile" in report["counters"]:
+        return _int(report["counters"]["UncachedCompile"], "Value")
+    return _int(report["metrics"].get("CompileTime"), "TotalSamples")
+
+
+def fallbacks(report: dict[str, dict[str, dict[str, str]]]) -> dict[str, int]:
+    return {name: _int(f, "Value") for name, f in report["counters"].items() if name.startswith("aten::")}
+
+
+def split_dump(text: str) -> dict[str, str]:
+    """The output of :func:`metrics_command` → ``{file name: report text}``."""
+    files: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        if line.startswith("==> "):
+            current = files.setdefault(line[4:].rsplit("/", 1)[-1], [])
+        elif current is not None:
+            current.append(line)
+    return {name: "\n".join(lines) for name, lines in files.items()}
+
+
+_HOST_FILE = re.compile(r"^host-(.+?)\.metrics(\.warmup)?\.txt$")
+
+
+def summarise(files: dict[str, str]) -> list[str]:
+    """One line per host, then the CPU fallbacks across hosts."""
+    hosts: dict[str, dict[str, Any]] = {}
+    for name, text in files.items():
+        m = _HOST_FILE.match(name)
+        if m:
+            hosts.setdefault(m.group(1), {})["warmup" if m.group(2) else "last"] = parse_report(text)
+    if not any("last" in h for h in hosts.values()):
+        return ["no metrics report yet: the hosts write one at the end of the run, or every minute with "
+                "'tpubuild train --metrics'"]
+    lines = []
+    ops: dict[str, list[tuple[str, int]]] = {}
+    for host in sorted(hosts, key=lambda h: (len(h), h)):
+        rep = hosts[host]
+        if "last" not in rep:
+            continue
+        total = compiles(rep["last"])
+        after = (f"{total - compiles(rep['warmup'])} after warm-up" if "warmup" in rep
+                 else "warm-up snapshot not taken yet")
+        falls = fallbacks(rep["last"])
+        for op, n in falls.items():
+            ops.setdefault(op, []).append((host, n))
+        lines.append(f"host {host}: {total} compiles ({after}); {sum(falls.values())} CPU fallback calls "
+                     f"in {len(falls)} op(s)")
+    if ops:
+        lines.append("ops that fell back to the CPU (calls, summed over hosts):")
+        for op, seen in sorted(ops.items(), key=lambda kv: -sum(n for _, n in kv[1])):
+            lines.append(f"  {op}: {sum(n for _, n in seen)} on {len(seen)} host(s)")
+    else:
+        lines.append("no op fell back to the CPU")
+    return lines

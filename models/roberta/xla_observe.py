@@ -1,0 +1,1 @@
+../xla_observe.py

@@ -1,0 +1,26 @@
+provider "google" {
+  project = var.project_id
+}
+
+# The dashboard JSON is made in one place, builder/dashboard.py (tpubuild passes it as a string);
+# this module only applies it, so `tpubuild render`/`plan` and the tests see exactly what is created.
+resource "google_monitoring_dashboard" "this" {
+  project        = var.project_id
+  dashboard_json = var.dashboard_json
+}
+
+# Training progress as a metric: every fairseq `train_inner` line that a host sends to the
+# tpubuild-train log (models/xla_observe.py) counts once; the dashboard plots its rate.
+resource "google_logging_metric" "steps" {
+  project     = var.project_id
+  name        = var.step_metric_name
+  description = "Training progress lines (fairseq train_inner) logged by the hosts of ${var.env_name}."
+  filter      = var.step_log_filter
+
+  metric_descriptor {
+    metric_kind  = "DELTA"
+    value_type   = "INT64"
+    unit         = "1"
+    display_name = "tpubuild ${var.env_name} training log steps"
+  }
+}

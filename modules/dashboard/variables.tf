@@ -1,0 +1,49 @@
+variable "project_id" {
+  description = "Google Cloud project that holds the environment."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]$", var.project_id))
+    error_message = "project_id must be 6-30 lowercase letters, digits or hyphens, starting with a letter."
+  }
+}
+
+variable "env_name" {
+  description = "ENV_BUILD_NAME of the environment (named in the step metric's description)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{0,23}$", var.env_name))
+    error_message = "env_name must be 1-24 lowercase letters, digits or hyphens, starting with a letter."
+  }
+}
+
+variable "dashboard_json" {
+  description = "The dashboard (REST JSON of google.monitoring.dashboard.v1.Dashboard), rendered by builder/dashboard.py."
+  type        = string
+
+  validation {
+    condition     = can(jsondecode(var.dashboard_json).displayName) && can(jsondecode(var.dashboard_json).mosaicLayout.tiles)
+    error_message = "dashboard_json must be a JSON dashboard with a displayName and mosaicLayout tiles."
+  }
+}
+
+variable "step_metric_name" {
+  description = "Name of the log-based metric that counts training progress lines (tpubuild_train_steps_<env>)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^tpubuild_train_steps_[a-z0-9_]{1,24}$", var.step_metric_name))
+    error_message = "step_metric_name must be tpubuild_train_steps_ followed by the environment name with _ for -."
+  }
+}
+
+variable "step_log_filter" {
+  description = "Cloud Logging filter of the entries the step metric counts (the tpubuild-train log of this environment)."
+  type        = string
+
+  validation {
+    condition     = can(regex("logs/tpubuild-train", var.step_log_filter))
+    error_message = "step_log_filter must select the tpubuild-train log."
+  }
+}

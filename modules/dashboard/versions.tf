@@ -1,0 +1,13 @@
+terraform {
+  required_version = ">= 1.5"
+
+  # bucket and prefix come from `terraform init -backend-config=...` (prefix <ENV_BUILD_NAME>/dashboard).
+  backend "gcs" {}
+
+  required_providers {
+    google = {
+      source  = "hashicorp/google"
+      version = ">= 5, < 7"
+    }
+  }
+}

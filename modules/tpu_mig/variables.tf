@@ -1,0 +1,243 @@
+variable "project_id" {
+  description = "Google Cloud project that holds the environment."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]$", var.project_id))
+    error_message = "project_id must be 6-30 lowercase letters, digits or hyphens, starting with a letter."
+  }
+}
+
+variable "zone" {
+  description = "Zone of the environment (ZONE)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z]+-[a-z]+[0-9]+-[a-z]$", var.zone))
+    error_message = "zone must look like europe-west4-a."
+  }
+}
+
+variable "env_name" {
+  description = "ENV_BUILD_NAME: names the remote-state prefixes (<env_name>/<module>) and the workspace."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z0-9]([-a-z0-9]{0,22}[a-z0-9])?$", var.env_name))
+    error_message = "env_name must be 1-24 lowercase letters, digits or hyphens, not starting or ending with a hyphen."
+  }
+}
+
+variable "state_bucket" {
+  description = "The environment's Terraform state bucket: the other modules' state and the workspace/<env_name>/ objects are read from it."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z0-9][-a-z0-9_.]{1,61}[a-z0-9]$", var.state_bucket))
+    error_message = "state_bucket must be a bucket name (3-63 lowercase letters, digits, -, _ or .)."
+  }
+}
+
+variable "network" {
+  description = "VPC network of the slice's VMs (name, e.g. default); modules/tpu_mig_access holds its firewall rules."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", var.network))
+    error_message = "network must be a network name such as default."
+  }
+}
+
+variable "subnetwork" {
+  description = "Subnetwork of the slice's VMs; empty uses the network's subnet in the region (auto-mode networks)."
+  type        = string
+
+  validation {
+    condition     = var.subnetwork == "" || can(regex("^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", var.subnetwork))
+    error_message = "subnetwork must be empty or a subnetwork name."
+  }
+}
+
+variable "shared_pd_attach" {
+  description = "Attach the shared dataset disk (modules/shared_pd) READ_ONLY (SHARED_PD_DISK_ATTACH)."
+  type        = bool
+}
+
+variable "mount_point" {
+  description = "Where startup.sh mounts nfs_share/ and shared_pd/ (MOUNT_POINT)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^/[^[:space:]]*$", var.mount_point)) && var.mount_point != "/"
+    error_message = "mount_point must be an absolute path other than /, without spaces."
+  }
+}
+
+variable "setup_script" {
+  description = "MIG_SETUP_SCRIPT: repo-relative path, inside the workspace, of a script startup.sh runs after the mounts; empty for none."
+  type        = string
+
+  validation {
+    condition     = var.setup_script == "" || (!startswith(var.setup_script, "/") && !contains(split("/", var.setup_script), ".."))
+    error_message = "setup_script must be empty or a relative path without '..'."
+  }
+}
+
+variable "boot_disk_size_gb" {
+  description = "Boot disk size of the slice's VMs in GB (BOOT_DISK_SIZE_GB)."
+  type        = number
+
+  validation {
+    condition     = var.boot_disk_size_gb >= 10 && floor(var.boot_disk_size_gb) == var.boot_disk_size_gb
+    error_message = "boot_disk_size_gb must be a whole number, at least 10."
+  }
+}
+
+variable "boot_disk_type" {
+  description = "Boot disk type of the slice's VMs: pd-balanced on ct5p, hyperdisk-balanced on ct6e and tpu7x, which take only Hyperdisk (builder/topology.py MIG_DISKS)."
+  type        = string
+
+  validation {
+    condition     = contains(["pd-balanced", "hyperdisk-balanced"], var.boot_disk_type)
+    error_message = "boot_disk_type must be pd-balanced or hyperdisk-balanced."
+  }
+}
+
+variable "labels" {
+  description = "Labels put on the instance template, its VMs and their boot disks (tpubuild-env, managed-by)."
+  type        = map(string)
+
+  validation {
+    condition = alltrue([
+      for k, v in var.labels : can(regex("^[a-z][a-z0-9_-]{0,62}$", k)) && can(regex("^[a-z0-9_-]{0,63}$", v))
+    ])
+    error_message = "label keys must start with a lowercase letter; keys and values hold lowercase letters, digits, _ and - (at most 63)."
+  }
+}
+
+variable "name" {
+  description = "Name of the slice (tpu-<ENV_BUILD_NAME>): the MIG, its VMs' prefix, the template's prefix and, with the topology, the workload policy."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z]([-a-z0-9]{0,44}[a-z0-9])?$", var.name))
+    error_message = "name must be 1-46 lowercase letters, digits or hyphens, starting with a letter."
+  }
+}
+
+variable "accelerator_type" {
+  description = "The slice's accelerator type (TPU_ACCELERATOR_TYPE), e.g. v6e-16; recorded in metadata for PJRT (TPU_ACCELERATOR_TYPE)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^(v5p|v6e|tpu7x)-[0-9]+$", var.accelerator_type))
+    error_message = "accelerator_type must be a v5p, v6e or tpu7x slice such as v6e-16."
+  }
+}
+
+variable "machine_type" {
+  description = "TPU machine type of every VM (builder/topology.py MIG_GENERATIONS): ct5p-hightpu-4t, ct6e-standard-1t/4t/8t or tpu7x-standard-4t."
+  type        = string
+
+  validation {
+    condition     = contains(["ct5p-hightpu-4t", "ct6e-standard-1t", "ct6e-standard-4t", "ct6e-standard-8t", "tpu7x-standard-4t"], var.machine_type)
+    error_message = "machine_type must be one of ct5p-hightpu-4t, ct6e-standard-1t, ct6e-standard-4t, ct6e-standard-8t, tpu7x-standard-4t."
+  }
+}
+
+variable "vm_count" {
+  description = "TPU VMs in the slice (chips / chips per VM): the MIG's size."
+  type        = number
+
+  validation {
+    condition     = var.vm_count >= 1 && floor(var.vm_count) == var.vm_count
+    error_message = "vm_count must be a whole number, at least 1."
+  }
+}
+
+variable "topology" {
+  description = "The slice's chip grid, e.g. 4x4 (v6e-16) or 2x2x2 (v5p-16); part of the workload policy's name."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[0-9]+x[0-9]+(x[0-9]+)?$", var.topology))
+    error_message = "topology must look like 4x4 or 2x2x2."
+  }
+}
+
+variable "accelerator_topology" {
+  description = "accelerator_topology of the workload policy (the topology for a multi-host slice); empty for a single-host slice, which gets no policy."
+  type        = string
+
+  validation {
+    condition     = var.accelerator_topology == "" || can(regex("^[0-9]+x[0-9]+(x[0-9]+)?$", var.accelerator_topology))
+    error_message = "accelerator_topology must be empty or look like 4x4 or 2x2x2."
+  }
+}
+
+variable "host_bounds" {
+  description = "The grid of VMs, x,y,z (PJRT TPU_HOST_BOUNDS), e.g. 2,2,1 for v6e-16."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[0-9]+,[0-9]+,[0-9]+$", var.host_bounds))
+    error_message = "host_bounds must look like 2,2,1."
+  }
+}
+
+variable "chips_per_host_bounds" {
+  description = "The grid of chips on one VM, x,y,z (PJRT TPU_CHIPS_PER_HOST_BOUNDS), e.g. 2,2,1."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[0-9]+,[0-9]+,[0-9]+$", var.chips_per_host_bounds))
+    error_message = "chips_per_host_bounds must look like 2,2,1."
+  }
+}
+
+variable "image_project" {
+  description = "Project of the accelerator OS image (ubuntu-os-accelerator-images)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9.:-]{4,61}[a-z0-9]$", var.image_project))
+    error_message = "image_project must be a project ID such as ubuntu-os-accelerator-images."
+  }
+}
+
+variable "image_family" {
+  description = "Image family of the accelerator OS image for the generation, e.g. ubuntu-accel-2204-amd64-tpu-v5e-v5p-v6e."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", var.image_family))
+    error_message = "image_family must be an image family name."
+  }
+}
+
+variable "external_ips" {
+  description = "Give each TPU VM an ephemeral external IP (TPU_EXTERNAL_IPS). Off by default: the VMs then need Cloud NAT for the internet and Private Google Access for Google APIs."
+  type        = bool
+  default     = false
+}
+
+variable "provisioning" {
+  description = "How the VMs get capacity: on-demand, spot (deleted on preemption, recreated by the MIG) or reservation (reservation-bound)."
+  type        = string
+
+  validation {
+    condition     = contains(["on-demand", "spot", "reservation"], var.provisioning)
+    error_message = "provisioning must be on-demand, spot or reservation."
+  }
+}
+
+variable "reservation" {
+  description = "Name of the reservation a reservation-bound slice consumes (TPU_RESERVATION); empty: any matching reservation in the zone. Only with provisioning = reservation."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.reservation == "" || can(regex("^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", var.reservation))
+    error_message = "reservation must be empty or a reservation name."
+  }
+}

@@ -1,0 +1,81 @@
+# The environment's TTL: a Cloud Scheduler job that, once, asks the Cloud Build API to run the
+# destroy-scoped build (_BUILD_ACTION=destroy, _TPU=true) of this environment. It is called by
+# the TPU module, so it is created with the TPU and removed when the TPU is destroyed; Filestore,
+# the shared PD and the buckets are never in its scope.
+
+locals {
+  # Cloud Scheduler has no one-shot schedule: a cron on the expiry's minute, hour, day and month
+  # fires once a year; the build it starts destroys this job with the TPU.
+  expires_at = timeadd(timestamp(), "${var.ttl_hours}h")
+  schedule   = formatdate("m H D M *", local.expires_at)
+}
+
+# Who the TTL's build runs as: the identity applying this module, i.e. the service account the
+# environment's pipelines run as (they apply the TPU, so they can destroy it). Set explicitly on
+# the build, so it is the same whatever the project's default build account is (legacy Cloud Build
+# or Compute Engine default); the invoker may act as it (iam.serviceAccounts.actAs), nothing more.
+data "google_client_openid_userinfo" "builder" {}
+
+locals {
+  builder_sa = "projects/${var.project_id}/serviceAccounts/${data.google_client_openid_userinfo.builder.email}"
+  build_body = jsonencode(merge(jsondecode(var.build_body), { serviceAccount = local.builder_sa }))
+}
+
+resource "google_service_account" "invoker" {
+  project      = var.project_id
+  account_id   = var.invoker_account_id
+  display_name = "tpubuild ${var.env_name} TTL"
+  description  = "Runs the TTL's destroy-scoped Cloud Build build of ${var.env_name}; nothing else."
+}
+
+resource "google_project_iam_member" "invoker_builds" {
+  project = var.project_id
+  role    = "roles/cloudbuild.builds.editor"
+  member  = "serviceAccount:${google_service_account.invoker.email}"
+}
+
+resource "google_service_account_iam_member" "invoker_acts_as_builder" {
+  service_account_id = local.builder_sa
+  role               = "roles/iam.serviceAccountUser"
+  member             = "serviceAccount:${google_service_account.invoker.email}"
+}
+
+resource "terraform_data" "tpu" {
+  input = var.tpu_id
+}
+
+resource "google_cloud_scheduler_job" "ttl" {
+  project     = var.project_id
+  region      = var.region
+  name        = var.name
+  description = "tpubuild TTL of ${var.env_name}: destroys the TPU (not Filestore, the disk or the buckets)"
+  schedule    = local.schedule
+  time_zone   = "Etc/UTC"
+
+  retry_config {
+    retry_count          = 3
+    min_backoff_duration = "60s"
+  }
+
+  http_target {
+    http_method = "POST"
+    uri         = "https://cloudbuild.googleapis.com/v1/projects/${var.project_id}/builds"
+    body        = base64encode(local.build_body)
+    headers = {
+      "Content-Type" = "application/json"
+    }
+    oauth_token {
+      service_account_email = google_service_account.invoker.email
+      scope                 = "https://www.googleapis.com/auth/cloud-platform"
+    }
+  }
+
+  lifecycle {
+    # `tpubuild ttl extend` moves the schedule; a later apply must not move it back. A new TPU
+    # (replaced) gets a new job, counted from its own creation.
+    ignore_changes       = [schedule, description]
+    replace_triggered_by = [terraform_data.tpu]
+  }
+
+  depends_on = [google_project_iam_member.invoker_builds, google_service_account_iam_member.invoker_acts_as_builder]
+}

@@ -1,0 +1,49 @@
+"""Every command explains itself (description + examples), and the CLI's lazy command loading
+(builder/cli.py COMMAND_OWNERS) builds the same command as the full parser."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from builder import cli
+
+
+def _commands() -> dict:
+    parser = cli.build_parser()
+    [sub] = [a for a in parser._actions if a.dest == "command"]
+    return sub.choices
+
+
+@pytest.mark.parametrize("name", sorted(_commands()))
+def test_every_command_has_a_description_and_examples(name):
+    parser = _commands()[name]
+    assert parser.description and len(parser.description) > 30
+    assert parser.epilog and "example" in parser.epilog and f"tpubuild {name}" in parser.epilog
+
+
+@pytest.mark.parametrize("name", sorted(cli.COMMAND_OWNERS))
+def test_each_command_is_registered_by_its_owner(name):
+    parser = cli.build_parser([name])
+    [sub] = [a for a in parser._actions if a.dest == "command"]
+    assert name in sub.choices
+    full = _commands()[name]
+    assert [a.dest for a in sub.choices[name]._actions] == [a.dest for a in full._actions]
+
+
+def test_unknown_commands_still_list_every_command(cli):
+    code, _, err = cli("rendr")
+    assert code == 2 and "'render'" in err and "'ttl'" in err and "'validate'" in err
+
+
+def test_render_imports_neither_other_commands_nor_pyyaml():
+    code = ("import sys; from builder.cli import main; import io, contextlib\n"
+            "with contextlib.redirect_stdout(io.StringIO()): main(['render', '--action', 'create', "
+            "'--values', 'examples/vm-v4-32.env'])\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('yaml', 'builder.commands.', 'google', 'dotenv'))))")
+    from tests.conftest import REPO
+
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['builder.commands.helptext', 'builder.commands.pipeline_cmds']"

@@ -1,0 +1,384 @@
+"""The stand-in provider process: a Terraform plugin (protocol 6) that serves a real provider's
+schema and plans/applies without any cloud.
+
+Terraform starts it as ``terraform-provider-<name>`` from the filesystem mirror that
+``tools/tfstandin/install.py`` writes; the executable there runs ``server.py SCHEMA.json``.
+
+* handshake (go-plugin): one line on stdout ``1|6|unix|<socket>|grpc|<server cert, base64 DER>``;
+  Terraform (AutoMTLS) trusts exactly that certificate;
+* ``GetProviderSchema`` serves every resource and data source of the schema file (built by
+  ``schema.py`` from the cdktf package: types, nesting, min/max items, required/optional/computed);
+  Terraform core then type-checks the configuration against it;
+* ``PlanResourceChange``: the proposed new state, with every computed attribute it leaves null
+  planned unknown; no attribute is ever marked "requires replace" (the stand-in does not know
+  ForceNew), so a plan never shows a replacement;
+* ``ApplyResourceChange`` (fake apply): the planned state with each unknown replaced by a plausible
+  value (ids and names derived from the resource's name, one element for a computed list or set,
+  an empty map); ``ReadResource`` returns the state unchanged;
+  ``ReadDataSource`` fills the computed attributes the same way.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import sys
+import tempfile
+import threading
+from concurrent import futures
+from pathlib import Path
+from typing import Any
+
+import grpc
+import msgpack
+
+from tf.gen import grpc_controller_pb2 as controller_pb
+from tf.gen import grpc_controller_pb2_grpc as controller_rpc
+from tf.gen import grpc_stdio_pb2_grpc as stdio_rpc
+from tf.gen import tfplugin_pb2 as pb
+from tf.gen import tfplugin_pb2_grpc as rpc
+
+
+class _Unknown:
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN = _Unknown()
+
+
+def _ext_hook(code: int, data: bytes) -> Any:
+    if code in (0, 12):  # cty unknown value (12: unknown with refinements)
+        return UNKNOWN
+    return msgpack.ExtType(code, data)
+
+
+def _default(obj: Any) -> Any:
+    if obj is UNKNOWN:
+        return msgpack.ExtType(0, b"\x00")
+    raise TypeError(f"cannot encode {obj!r}")
+
+
+def decode(dv: pb.DynamicValue) -> Any:
+    if dv.msgpack:
+        return msgpack.unpackb(dv.msgpack, ext_hook=_ext_hook, raw=False, strict_map_key=False)
+    if dv.json:
+        return json.loads(dv.json)
+    return None
+
+
+def encode(value: Any) -> pb.DynamicValue:
+    return pb.DynamicValue(msgpack=msgpack.packb(value, default=_default, use_bin_type=True))
+
+
+# ---- schema → protobuf ------------------------------------------------------------------------
+
+_NESTING = {"single": pb.Schema.NestedBlock.SINGLE, "list": pb.Schema.NestedBlock.LIST,
+            "set": pb.Schema.NestedBlock.SET, "map": pb.Schema.NestedBlock.MAP}
+
+
+def block_pb(block: dict[str, Any]) -> pb.Schema.Block:
+    out = pb.Schema.Block()
+    for name, attr in block["attributes"].items():
+        out.attributes.append(pb.Schema.Attribute(
+            name=name, type=json.dumps(attr["type"]).encode(), required=attr.get("required", False),
+            optional=attr.get("optional", False), computed=attr.get("computed", False)))
+    for name, nested in block["block_types"].items():
+        out.block_types.append(pb.Schema.NestedBlock(
+            type_name=name, block=block_pb(nested["block"]), nesting=_NESTING[nested["nesting"]],
+            min_items=nested["min_items"], max_items=nested["max_items"]))
+    return out
+
+
+# ---- values -----------------------------------------------------------------------------------
+
+def mark_unknown(block: dict[str, Any], value: Any) -> Any:
+    """Computed attributes that ``value`` leaves null become unknown (what a real provider
+    plans for a value only the API knows)."""
+    if not isinstance(value, dict):
+        return value
+    out = dict(value)
+    for name, attr in block["attributes"].items():
+        if attr.get("computed") and out.get(name) is None:
+            out[name] = UNKNOWN
+    for name, nested in block["block_types"].items():
+        out[name] = _each_block(nested, out.get(name), lambda v, b=nested["block"]: mark_unknown(b, v))
+    return out
+
+
+def _each_block(nested: dict[str, Any], value: Any, fn: Any) -> Any:
+    if value is None or value is UNKNOWN:
+        return value
+    if nested["nesting"] == "single":
+        return fn(value)
+    if nested["nesting"] == "map":
+        return {k: fn(v) for k, v in value.items()}
+    return [fn(v) for v in value]
+
+
+class Filler:
+    """Plausible known values for what the plan left unknown (the fake apply)."""
+
+    def __init__(self, type_name: str, top: dict[str, Any]) -> None:
+        self.type_name = type_name
+        self.top = top
+
+    def _name(self) -> str:
+        for key in ("name", "account_id", "role_id", "display_name"):
+            if isinstance(self.top.get(key), str):
+                return self.top[key]
+        return "standin"
+
+    def string(self, attr: str) -> str:
+        name, project = self._name(), self.top.get("project") if isinstance(self.top.get("project"), str) else "standin-project"
+        if attr == "email":
+            return f"{name}@{project}.iam.gserviceaccount.com"
+        if attr == "member":
+            return f"serviceAccount:{name}@{project}.iam.gserviceaccount.com"
+        if attr == "id":
+            return f"projects/{project}/{self.type_name.removeprefix('google_')}/{name}"
+        if attr in ("self_link", "self_link_unique"):
+            return f"https://www.googleapis.com/standin/v1/projects/{project}/{self.type_name}/{name}"
+        if "ip" in attr.split("_") or attr.endswith("ip_address") or attr == "network_ip":
+            return "10.0.0.2"
+        if attr in ("etag", "fingerprint", "label_fingerprint", "metadata_fingerprint", "tags_fingerprint"):
+            return "BwXstandin="
+        return f"{attr}-{name}"
+
+    def value(self, attr: str, cty: Any, current: Any) -> Any:
+        if current is not UNKNOWN:
+            if isinstance(cty, list) and current is not None:
+                kind, elem = cty[0], cty[1]
+                if kind in ("list", "set"):
+                    return [self.value(attr, elem, v) for v in current]
+                if kind == "map":
+                    return {k: self.value(attr, elem, v) for k, v in current.items()}
+                if kind == "object":
+                    return {k: self.value(k, t, current.get(k)) for k, t in elem.items()}
+            return current
+        if cty == "string":
+            return self.string(attr)
+        if cty == "number":
+            return 1
+        if cty == "bool":
+            return False
+        if cty == "dynamic":
+            return None
+        kind, elem = cty[0], cty[1]
+        if kind == "object":
+            return {k: self.value(k, t, UNKNOWN) for k, t in elem.items()}
+        if kind in ("list", "set") and elem != "dynamic":
+            return [self.value(attr, elem, UNKNOWN)]
+        return {} if kind == "map" else []
+
+    def block(self, block: dict[str, Any], value: Any) -> Any:
+        if value is UNKNOWN:
+            value = None
+        if not isinstance(value, dict):
+            return value
+        out = dict(value)
+        for name, attr in block["attributes"].items():
+            out[name] = self.value(name, attr["type"], out.get(name))
+        for name, nested in block["block_types"].items():
+            out[name] = _each_block(nested, out.get(name), lambda v, b=nested["block"]: self.block(b, v))
+        return out
+
+
+def conform(block: dict[str, Any], value: Any) -> Any:
+    """A JSON state object reduced to what the schema knows (for UpgradeResourceState)."""
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for name, attr in block["attributes"].items():
+        out[name] = _conform_type(attr["type"], value.get(name))
+    for name, nested in block["block_types"].items():
+        out[name] = _each_block(nested, value.get(name), lambda v, b=nested["block"]: conform(b, v))
+    return out
+
+
+def _conform_type(cty: Any, value: Any) -> Any:
+    if value is None or not isinstance(cty, list):
+        return None if cty == "dynamic" else value
+    kind, elem = cty[0], cty[1]
+    if kind == "object" and isinstance(value, dict):
+        return {k: _conform_type(t, value.get(k)) for k, t in elem.items()}
+    if kind in ("list", "set") and isinstance(value, list):
+        return [_conform_type(elem, v) for v in value]
+    if kind == "map" and isinstance(value, dict):
+        return {k: _conform_type(elem, v) for k, v in value.items()}
+    return value
+
+
+# ---- the service ------------------------------------------------------------------------------
+
+class Provider(rpc.ProviderServicer):
+    """The Provider service over one schema file (JSON from schema.py). The JSON is read on the
+    first call that needs it; the GetProviderSchema answer is cached beside it as serialized
+    protobuf (``<schema>.pb``), so most plugin starts (Terraform starts each provider several times
+    per command) answer it without building 1,600 schemas."""
+
+    def __init__(self, schema_path: Path) -> None:
+        self.schema_path = schema_path
+        self._schema: dict[str, Any] | None = None
+        self._schema_response: pb.GetProviderSchema.Response | None = None
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        if self._schema is None:
+            self._schema = json.loads(self.schema_path.read_text())
+        return self._schema
+
+    def _block(self, kind: str, type_name: str) -> dict[str, Any]:
+        return self.schema[kind][type_name]
+
+    def GetMetadata(self, request: Any, context: Any) -> Any:
+        return pb.GetMetadata.Response(
+            server_capabilities=pb.ServerCapabilities(plan_destroy=False, get_provider_schema_optional=False),
+            resources=[pb.GetMetadata.ResourceMetadata(type_name=t) for t in self.schema["resources"]],
+            data_sources=[pb.GetMetadata.DataSourceMetadata(type_name=t) for t in self.schema["data_sources"]])
+
+    def GetProviderSchema(self, request: Any, context: Any) -> Any:
+        cached = self.schema_path.with_suffix(".pb")
+        if self._schema_response is None and cached.exists():
+            self._schema_response = pb.GetProviderSchema.Response.FromString(cached.read_bytes())
+        if self._schema_response is None:
+            resp = pb.GetProviderSchema.Response(provider=pb.Schema(block=block_pb(self.schema["provider"])))
+            resp.server_capabilities.plan_destroy = False
+            for type_name, block in self.schema["resources"].items():
+                resp.resource_schemas[type_name].CopyFrom(pb.Schema(block=block_pb(block)))
+            for type_name, block in self.schema["data_sources"].items():
+                resp.data_source_schemas[type_name].CopyFrom(pb.Schema(block=block_pb(block)))
+            self._schema_response = resp
+            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(resp.SerializeToString())
+            os.replace(tmp, cached)
+        return self._schema_response
+
+    def ValidateProviderConfig(self, request: Any, context: Any) -> Any:
+        return pb.ValidateProviderConfig.Response()
+
+    def ValidateResourceConfig(self, request: Any, context: Any) -> Any:
+        return pb.ValidateResourceConfig.Response()
+
+    def ValidateDataResourceConfig(self, request: Any, context: Any) -> Any:
+        return pb.ValidateDataResourceConfig.Response()
+
+    def ConfigureProvider(self, request: Any, context: Any) -> Any:
+        return pb.ConfigureProvider.Response()
+
+    def UpgradeResourceState(self, request: Any, context: Any) -> Any:
+        block = self._block("resources", request.type_name)
+        raw = json.loads(request.raw_state.json) if request.raw_state.json else None
+        return pb.UpgradeResourceState.Response(upgraded_state=encode(conform(block, raw)))
+
+    def ReadResource(self, request: Any, context: Any) -> Any:
+        return pb.ReadResource.Response(new_state=request.current_state, private=request.private)
+
+    def PlanResourceChange(self, request: Any, context: Any) -> Any:
+        proposed = decode(request.proposed_new_state)
+        block = self._block("resources", request.type_name)
+        planned = None if proposed is None else mark_unknown(block, proposed)
+        return pb.PlanResourceChange.Response(planned_state=encode(planned), planned_private=request.prior_private)
+
+    def ApplyResourceChange(self, request: Any, context: Any) -> Any:
+        planned = decode(request.planned_state)
+        if planned is None:
+            return pb.ApplyResourceChange.Response(new_state=encode(None))
+        block = self._block("resources", request.type_name)
+        new = Filler(request.type_name, planned).block(block, planned)
+        return pb.ApplyResourceChange.Response(new_state=encode(new), private=request.planned_private)
+
+    def ImportResourceState(self, request: Any, context: Any) -> Any:
+        block = self._block("resources", request.type_name)
+        state = Filler(request.type_name, {"name": request.id}).block(block, mark_unknown(block, {"id": request.id}))
+        return pb.ImportResourceState.Response(imported_resources=[
+            pb.ImportResourceState.ImportedResource(type_name=request.type_name, state=encode(state))])
+
+    def ReadDataSource(self, request: Any, context: Any) -> Any:
+        config = decode(request.config)
+        block = self._block("data_sources", request.type_name)
+        state = Filler(request.type_name, config or {}).block(block, mark_unknown(block, config))
+        return pb.ReadDataSource.Response(state=encode(state))
+
+    def GetFunctions(self, request: Any, context: Any) -> Any:
+        return pb.GetFunctions.Response()
+
+    def StopProvider(self, request: Any, context: Any) -> Any:
+        return pb.StopProvider.Response()
+
+
+def _certificate(cache: Path) -> tuple[bytes, bytes, bytes]:
+    """(key PEM, cert PEM, cert DER) of a self-signed localhost certificate, cached in ``cache``."""
+    if cache.exists():
+        data = json.loads(cache.read_text())
+        return data["key"].encode(), data["cert"].encode(), base64.b64decode(data["der"])
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=3650))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+            .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=True,
+                                         data_encipherment=False, key_agreement=True, key_cert_sign=True,
+                                         crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
+                           critical=False)
+            .sign(key, hashes.SHA256()))
+    key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+    cert_pem = cert.public_bytes(serialization.Encoding.PEM)
+    der = cert.public_bytes(serialization.Encoding.DER)
+    tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"key": key_pem.decode(), "cert": cert_pem.decode(), "der": base64.b64encode(der).decode()}))
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, cache)
+    return key_pem, cert_pem, der
+
+
+def serve(schema_path: Path) -> int:
+    if os.environ.get("TF_PLUGIN_MAGIC_COOKIE") != "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2":
+        print("This binary is a Terraform plugin (tpubuild's stand-in provider): Terraform starts it.", file=sys.stderr)
+        return 1
+    stop = threading.Event()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    rpc.add_ProviderServicer_to_server(Provider(schema_path), server)
+
+    class Controller(controller_rpc.GRPCControllerServicer):
+        def Shutdown(self, request: Any, context: Any) -> Any:
+            stop.set()
+            return controller_pb.Empty()
+
+    class Stdio(stdio_rpc.GRPCStdioServicer):
+        def StreamStdio(self, request: Any, context: Any) -> Any:
+            return iter([])
+
+    controller_rpc.add_GRPCControllerServicer_to_server(Controller(), server)
+    stdio_rpc.add_GRPCStdioServicer_to_server(Stdio(), server)
+    key_pem, cert_pem, der = _certificate(schema_path.with_name("standin-cert.json"))
+    with tempfile.TemporaryDirectory(prefix="tfstandin-") as tmp:
+        sock = f"{tmp}/plugin.sock"
+        creds = grpc.ssl_server_credentials([(key_pem, cert_pem)], require_client_auth=False)
+        server.add_secure_port(f"unix://{sock}", creds)
+        server.start()
+        print(f"1|6|unix|{sock}|grpc|{base64.b64encode(der).decode().rstrip('=')}", flush=True)
+        try:
+            while not stop.wait(0.05):
+                pass
+        except KeyboardInterrupt:
+            pass
+        server.stop(grace=0.2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(serve(Path(sys.argv[1])))
