@@ -64,10 +64,42 @@ def _parse_all(gcloud, argvs: list[tuple[str, ...]]) -> None:
 
 # ---------------------------------------------------------------- step scripts
 
-def _step_scripts() -> list[tuple[str, str, dict[str, str]]]:
-    from tests.test_step_scripts import SCRIPTS
+#: values.env variants that change the gcloud steps (restore, Filestore tiers), per architecture
+VARIANTS = [
+    ("node", {}), ("vm", {}),
+    ("node", {"SHARED_PD_RESTORE": "latest"}), ("vm", {"SHARED_PD_RESTORE": "snap-1"}),
+    ("node", {"SHARED_FS_TIER": "HIGH_SCALE_SSD", "SHARED_FS_CAPACITY": "10240"}),
+    ("vm", {"SHARED_FS_TIER": "REGIONAL", "SHARED_FS_CAPACITY": "1024"}),
+]
 
-    return [(s.step_id, s.text, dict(s.env)) for s in SCRIPTS if "gcloud" in s.text]
+
+def _step_scripts() -> list[tuple[str, str, dict[str, str]]]:
+    """Every distinct step script with a gcloud line: every action × scope × allow flag that the
+    planner accepts (a combination it refuses is not a pipeline), for each variant."""
+    from builder.config import load_text
+    from builder.errors import BadInput
+    from builder.pipeline import render
+    from builder.plan import make_plan
+    from tests.conftest import rewrite_env
+    from tests.pipeline_support import ENVS, all_cases, step_env, step_script
+
+    found: dict[str, tuple[str, str, dict[str, str]]] = {}
+    for arch, overrides in VARIANTS:
+        base = ENVS[arch]
+        settings = load_text(rewrite_env(base.read_text(), **overrides), REPO / base.name)
+        for case in all_cases():
+            if case.arch != arch or not case.valid or case.action == "initialize":
+                continue
+            try:
+                plan = make_plan(settings, case.action, tpu=case.tpu, mig=case.mig)
+            except BadInput:
+                continue
+            for allow in (False, True):
+                for step in render(settings, plan, allow_data_loss=allow, allow_wipe=allow)["steps"]:
+                    text = step_script(step)
+                    if "gcloud" in text:
+                        found.setdefault(text, (step["id"], text, step_env(step)))
+    return list(found.values())
 
 
 STEPS = _step_scripts()
