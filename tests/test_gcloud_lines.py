@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, REPO, SHIPPED, run_tpubuild
+from tests.conftest import EXAMPLES, NODE, REPO, run_tpubuild
 
 RECORDER = """#!/usr/bin/env bash
 n=$(ls "$RECORD_DIR" | wc -l)
@@ -140,7 +140,7 @@ def _script(stdout: str) -> str:
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c[:3]))
 def test_host_command_lines_parse(gcloud, make_env, tmp_path, variant, command):
     values = {"vm-iap": make_env(VM), "vm-external": make_env(VM, TPU_EXTERNAL_IPS="true"),
-              "node": make_env(SHIPPED)}[variant]
+              "node": make_env(NODE)}[variant]
     cut = command.index("--") if "--" in command else len(command)  # --values before run's command
     r = run_tpubuild(*command[:cut], "--values", values, *command[cut:])
     if variant == "node" and command[0] == "run" or "--run" in command and variant == "node":

@@ -66,14 +66,13 @@ def test_run_refuses_in_one_line(cli, args, msg):
     assert code == 2 and out == "" and msg in err and len(err.strip().splitlines()) == 1
 
 
-def test_run_refuses_node(cli, make_env):
-    from tests.conftest import SHIPPED
+@pytest.mark.parametrize("values", ["node", "mig"])
+def test_run_refuses_other_architectures(cli, values):
+    from tests.conftest import NODE
 
-    path = make_env(SHIPPED, TPU_ARCH="node") if "TPU_ARCH" in SHIPPED.read_text() else make_env(SHIPPED)
-    code, _, err = cli("run", "--dry-run", "--values", path, "--", "true")
-    if code == 0:
-        pytest.skip("the shipped values.env is not node here")
-    assert code == 2 and 'tpubuild run works on TPU_ARCH="vm"' in err
+    path = NODE if values == "node" else EXAMPLES / "mig-v6e-16-spot.env"
+    code, out, err = cli("run", "--dry-run", "--values", path, "--", "true")
+    assert code == 2 and out == "" and 'tpubuild run works on TPU_ARCH="vm"' in err, err
 
 
 def test_stop_and_logs_cover_run_jobs(cli):

@@ -233,8 +233,9 @@ def load_hosts(settings: Settings) -> ModuleType:
 def run_access(settings: Settings, hosts: ModuleType) -> Any:
     """How gcloud reaches the hosts of ``settings`` (vm only; see ``models/hosts.py`` to add one)."""
     if settings.arch != "vm":
-        raise BadInput(f"tpubuild run works on TPU_ARCH=\"vm\", not {settings.arch!r}; "
-                       "node is legacy (use xla_dist on the leader)")
+        raise BadInput(f"tpubuild run works on TPU_ARCH=\"vm\", not {settings.arch!r} ({settings.source}); "
+                       "node is legacy (use xla_dist on the leader); mig: reach its VMs with "
+                       "`gcloud compute ssh INSTANCE --tunnel-through-iap` until its hosts join models/hosts.py")
     return hosts.TpuVmHosts(settings.project_id, settings.zone, not settings.tpu_external_ips, settings.hosts,
                             tpu_name=settings.tpu_name)
 

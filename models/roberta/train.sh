@@ -49,7 +49,9 @@ export TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="${TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD:-1}"
 # (models/xla_observe.py; `tpubuild profile`, `tpubuild logs --metrics`), around pjrt_compat.py
 # (fairseq under PJRT), which then runs fairseq_cli.train
 export TPUBUILD_METRICS_REPORT="${TPUBUILD_METRICS_REPORT:-$log_dir/host-$host_id.metrics.txt}"
-if [[ -r $here/xla_observe.py ]]; then
+# (only where torch_xla is installed: find_spec does not import it; --cpu runs have none)
+if [[ -r $here/xla_observe.py ]] &&
+  "$py" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("torch_xla") is None)' 2>/dev/null; then
   exec "$py" "$here/xla_observe.py" "$here/pjrt_compat.py" "$@"
 fi
 exec "$py" "$here/pjrt_compat.py" "$@"
