@@ -232,13 +232,14 @@ def test_train_dry_run_vm_runs_every_worker_with_pjrt(make_env):
     assert len(hosts) == 4
     for line in hosts:
         words = shlex.split(line)
-        assert words[:4] == ["env", "PJRT_DEVICE=TPU", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1", "XLA_USE_BF16=1"]
+        assert words[:3] == ["env", "PJRT_DEVICE=TPU", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1"]
+        assert "XLA_USE_BF16=1" not in words and "--bf16" in words  # torch_xla 2.9 has no XLA_USE_BF16
         assert _fairseq_part(line) == launcher.fairseq_args(job)
     assert "xla_dist" not in r.stdout
     launch = [line for line in r.stdout.splitlines() if line.startswith("gcloud") and "train.sh" in line]
     assert len(launch) == 1
     words = shlex.split(launch[0])
-    assert words[:6] == ["gcloud", "compute", "tpus", "tpu-vm", "ssh", "tpu-v4-pod"]
+    assert words[:7] == ["gcloud", "alpha", "compute", "tpus", "tpu-vm", "ssh", "tpu-v4-pod"]  # IAP: alpha track
     assert "--worker=all" in words and "--zone=us-central2-b" in words
     command = next(w for w in words if w.startswith("--command="))[len("--command="):]
     # the host's profile first (a non-login ssh shell never reads it), PJRT_DEVICE=TPU still explicit
@@ -249,7 +250,9 @@ def test_train_dry_run_vm_runs_every_worker_with_pjrt(make_env):
     prep = next(line for line in r.stdout.splitlines() if "prepare_data.sh" in line)
     assert "--worker=0" in prep and "--source /mnt/common/shared_pd/wikitext" in prep
     install = next(line for line in r.stdout.splitlines() if "install.sh" in line)
-    assert "--torch-xla 2.6.0" in install and "--worker=all" in install
+    assert "--torch-xla 2.9.0" in install and "--worker=all" in install
+    assert "--torch-index https://download.pytorch.org/whl/cpu" in install
+    assert "--wheelhouse /mnt/common/nfs_share/wheelhouse/" in install and "--fairseq fairseq-fixed==0.12.3.1" in install
 
 
 def test_stop_dry_run_frees_every_host(make_env, cli):

@@ -1,4 +1,13 @@
-"""``tpubuild train MODEL``, ``tpubuild stop`` and ``tpubuild logs``: run a model package on the pod.
+"""``tpubuild train MODEL``, ``tpubuild run -- COMMAND``, ``tpubuild stop`` and ``tpubuild logs``:
+run a model package, or any command, on the pod.
+
+``run`` starts the user's own command (plain torch_xla with ``torch_xla.launch``, a Lightning
+``Trainer(accelerator="tpu")``, anything) on every host (``--hosts all``) or one (``--hosts N``):
+with the host's XLA/PJRT environment (``/etc/profile.d/tpubuild.sh``), refused on a host that is not
+ready, detached (``setsid nohup``), logged to ``<MOUNT_POINT>/nfs_share/logs/<env>/run/host-<N>.log``.
+``stop`` then kills that job's process group on every host and frees the TPU, after the model's own
+stop. The host transport (gcloud ssh, IAP, the ready check, the run and stop lines) is
+``models/hosts.py``, shared with the model launchers.
 
 A model package is ``models/<name>/`` with a ``launcher.py`` (standard library only) that turns
 the Settings into shell steps (gcloud ssh/scp to the hosts). It is loaded by path with importlib,
@@ -16,6 +25,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib.util
+import shlex
 import shutil
 import subprocess
 import sys
@@ -38,6 +48,13 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="every host rewrites torch_xla's metrics report every minute (default: at the end of the run)")
     p.set_defaults(func=run_train)
 
+    p = sub.add_parser("run", parents=[common], help="run a command on the TPU hosts, detached, logged on Filestore")
+    p.add_argument("--hosts", default="all", metavar="all|N", help="every host (default) or host N only")
+    p.add_argument("--dry-run", action="store_true", help="print the commands instead of running them")
+    p.add_argument("words", nargs=argparse.REMAINDER, metavar="-- COMMAND...",
+                   help="the command, after --, e.g. -- python3 train.py --epochs 3")
+    p.set_defaults(func=run_run)
+
     p = sub.add_parser("stop", parents=[common], help="stop the training on every host and free the TPU")
     p.add_argument("--model", default=None, help="model package (default: MODEL in values.env)")
     p.add_argument("--dry-run", action="store_true", help="print the commands instead of running them")
@@ -48,6 +65,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--follow", "-f", action="store_true", help="keep following the log")
     p.add_argument("--lines", "-n", type=int, default=200, help="lines of history to show (default 200)")
     p.add_argument("--model", default=None, help="model package (default: MODEL in values.env)")
+    p.add_argument("--run", action="store_true", help="the log of 'tpubuild run' instead of the model's")
     p.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
     p.add_argument("--metrics", action="store_true",
                    help="summarise torch_xla's metrics reports of every host (compiles, CPU fallbacks)")
@@ -168,17 +186,101 @@ def _model(args: argparse.Namespace, settings: Settings) -> str:
 
 
 def run_stop(args: argparse.Namespace) -> int:
+    """The model's stop (when MODEL or --model names one), then, on vm, ``tpubuild run``'s jobs."""
     settings = load_settings(args)
-    model = _model(args, settings)
-    launcher, root = load_launcher(settings, model)
-    job = _job(settings, launcher)
-    script = launcher.render(_plan(settings, launcher, lambda: launcher.plan_stop(job, str(root))))
+    model = args.model or settings.model
+    hosts = load_hosts(settings)
+    script, what = "", settings.tpu_name
+    if model:
+        launcher, root = load_launcher(settings, model)
+        job = _job(settings, launcher)
+        script = launcher.render(_plan(settings, launcher, lambda: launcher.plan_stop(job, str(root))))
+        what = f"{model} on {settings.tpu_name}"
+    elif settings.arch != "vm":
+        raise BadInput("no model: MODEL is empty in values.env; pass --model NAME")
+    if settings.arch == "vm":
+        script += render_steps([("stop 'tpubuild run' jobs on every host and free the TPU",
+                                 run_access(settings, hosts).ssh("all", hosts.stop_line(), ready=False))],
+                               first=not script)
     if args.dry_run:
-        print(f"# tpubuild stop: {model} on {settings.tpu_name} ({job.arch}, {job.hosts} host(s))")
+        print(f"# tpubuild stop: {what} ({settings.arch}, {settings.hosts} host(s))")
         print(script, end="")
         return 0
-    execute(script, f"stop {model} on {settings.tpu_name}")
-    print(f"tpubuild: {model} stopped on every host of {settings.tpu_name}; the TPU is free")
+    execute(script, f"stop {what}")
+    print(f"tpubuild: stopped on every host of {settings.tpu_name}; the TPU is free")
+    return 0
+
+
+# ---------------------------------------------------------------- tpubuild run
+
+def load_hosts(settings: Settings) -> ModuleType:
+    """models/hosts.py, the host transport (found like the launchers; loaded once)."""
+    name = "tpubuild_models_hosts"
+    if name in sys.modules:
+        return sys.modules[name]
+    for root in model_roots(settings):
+        path = root / "hosts.py"
+        if path.is_file():
+            spec = importlib.util.spec_from_file_location(name, path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+            return module
+    raise WorldError("models/hosts.py is missing from this tpubuild source tree; reinstall tpubuild")
+
+
+def run_access(settings: Settings, hosts: ModuleType) -> Any:
+    """How gcloud reaches the hosts of ``settings`` (vm only; see ``models/hosts.py`` to add one)."""
+    if settings.arch != "vm":
+        raise BadInput(f"tpubuild run works on TPU_ARCH=\"vm\", not {settings.arch!r} ({settings.source}); "
+                       "node is legacy (use xla_dist on the leader); mig: reach its VMs with "
+                       "`gcloud compute ssh INSTANCE --tunnel-through-iap` until its hosts join models/hosts.py")
+    return hosts.TpuVmHosts(settings.project_id, settings.zone, not settings.tpu_external_ips, settings.hosts,
+                            tpu_name=settings.tpu_name)
+
+
+def run_log_dir(settings: Settings) -> str:
+    return f"{settings.mount_point.rstrip('/')}/nfs_share/logs/{settings.env_name}/run"
+
+
+def render_steps(steps: list[tuple[str, str]], *, first: bool = True) -> str:
+    out = ["set -euo pipefail"] if first else []
+    for title, line in steps:
+        out += [f"# {title}", line]
+    return "\n".join(out) + "\n"
+
+
+def plan_run(settings: Settings, hosts: ModuleType, where: str, words: list[str]) -> list[tuple[str, str]]:
+    access = run_access(settings, hosts)
+    if where != "all" and not (where.isdigit() and int(where) < settings.hosts):
+        raise BadInput(f"--hosts {where}: {settings.tpu_name} has {settings.hosts} host(s); "
+                       f"use --hosts all or a number from 0 to {settings.hosts - 1}")
+    share = f"{settings.mount_point.rstrip('/')}/nfs_share"
+    log_dir = run_log_dir(settings)
+    return [
+        (f"the log folder on Filestore ({log_dir})", access.ssh("0", hosts.dirs_line(share, [log_dir]))),
+        (f"run on {'every host' if where == 'all' else 'host ' + where}, detached; "
+         f"each host appends to {log_dir}/host-<N>.log", access.ssh(where, hosts.run_line(words, log_dir))),
+    ]
+
+
+def run_run(args: argparse.Namespace) -> int:
+    words = list(args.words)
+    if words and words[0] == "--":
+        words = words[1:]
+    if not words:
+        raise BadInput("tpubuild run: no command; write it after --, e.g. tpubuild run -- python3 train.py")
+    settings = load_settings(args)
+    hosts = load_hosts(settings)
+    script = render_steps(plan_run(settings, hosts, args.hosts, words))
+    if args.dry_run:
+        print(f"# tpubuild run on {settings.tpu_name} ({settings.hosts} host(s)), --hosts {args.hosts}")
+        print(script, end="")
+        return 0
+    execute(script, f"start the command on {settings.tpu_name}")
+    print(f"tpubuild: running detached on {settings.tpu_name} (--hosts {args.hosts}); logs in "
+          f"{run_log_dir(settings)}/host-<N>.log ('tpubuild logs --run --host N'); stop with 'tpubuild stop'")
     return 0
 
 
@@ -186,6 +288,19 @@ def run_logs(args: argparse.Namespace) -> int:
     settings = load_settings(args)
     if args.lines < 1:
         raise BadInput(f"--lines {args.lines}: must be at least 1")
+    if args.run:
+        hosts = load_hosts(settings)
+        if not 0 <= args.host < settings.hosts:
+            raise BadInput(f"--host {args.host}: {settings.tpu_name} has {settings.hosts} host(s); "
+                           f"use --host 0 to {settings.hosts - 1}")
+        log = f"{run_log_dir(settings)}/host-{args.host}.log"
+        tail = shlex.join(["tail", "-n", str(args.lines), *(["-F"] if args.follow else []), log])
+        script = render_steps([(f"host {args.host}'s run log (Filestore, read from worker 0)",
+                                run_access(settings, hosts).ssh("0", tail))])
+        if args.dry_run:
+            print(script, end="")
+            return 0
+        return execute(script, f"read host {args.host}'s run log")
     model = _model(args, settings)
     launcher, _ = load_launcher(settings, model)
     job = _job(settings, launcher)

@@ -29,9 +29,27 @@ The training runs detached on the hosts (``setsid nohup``): closing the terminal
 
 from __future__ import annotations
 
+import importlib.util
 import shlex
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+
+def _load_hosts() -> Any:
+    """models/hosts.py (host transport shared with ``tpubuild run``), loaded by path as this file is."""
+    name = "tpubuild_models_hosts"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "hosts.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+hosts = _load_hosts()
 
 MODEL = "roberta"
 #: Port of torch_xla's profiler server on every host (builder/observe.py PROFILER_PORT).
@@ -39,13 +57,24 @@ PROFILER_PORT = 9012
 
 #: vm: the torch / torch_xla release installed for each TPU VM runtime. The base images carry no
 #: PyTorch; torch and torch_xla must be the same release, and these support Python 3.10 (Ubuntu
-#: 22.04's) and the runtime's TPU generations. ROBERTA_TORCH_XLA_VERSION overrides it.
+#: 22.04's) and the runtime's TPU generations. 2.9.0 is the newest that models/roberta/pjrt_compat.py
+#: is proven with; its ``torch_xla[tpu]`` extra takes ``libtpu`` from PyPI (2.6.0's needed a
+#: libtpu-nightly build only on Google's bucket). ROBERTA_TORCH_XLA_VERSION overrides it.
+#: tests/test_pins.py resolves each set with pip for Python 3.10 / manylinux x86_64.
 VM_TORCH_XLA: dict[str, str] = {
-    "tpu-ubuntu2204-base": "2.6.0",  # v2, v3, v4
-    "v2-alpha-tpuv5-lite": "2.6.0",  # v5e
-    "v2-alpha-tpuv5": "2.6.0",  # v5p
-    "v2-alpha-tpuv6e": "2.6.0",  # v6e
+    "tpu-ubuntu2204-base": "2.9.0",  # v2, v3, v4
+    "v2-alpha-tpuv5-lite": "2.9.0",  # v5e
+    "v2-alpha-tpuv5": "2.9.0",  # v5p
+    "v2-alpha-tpuv6e": "2.9.0",  # v6e
 }
+
+#: vm: fairseq for ROBERTA_FAIRSEQ_VERSION=auto (fairseq 0.12.2 pins omegaconf 2.0, which no
+#: longer installs with current pip; the fork 0.12.3.1 is what the real-torch_xla tests run).
+VM_FAIRSEQ = "fairseq-fixed==0.12.3.1"
+
+#: vm: torch (and torchaudio, which fairseq requires) come from PyTorch's CPU wheel index: PyPI's
+#: Linux torch is the CUDA build with ~2.6 GB of nvidia-* wheels that a TPU never uses.
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 #: XLA devices per chip under PyTorch/XLA (megacore generations expose one device per chip).
 DEVICES_PER_CHIP: dict[str, int] = {"v2": 2, "v3": 2, "v4": 1, "v5p": 1, "v5e": 1, "v6e": 1}
@@ -177,6 +206,19 @@ def torch_xla_version(job: Job) -> str:
     return VM_TORCH_XLA[job.runtime] if pinned == "auto" else pinned
 
 
+def fairseq_requirement(job: Job) -> str:
+    """The fairseq pip requirement install.sh gets (``auto`` stays for node: it depends on the
+    conda env's Python, which install.sh reads on the host)."""
+    pinned = job.opt("fairseq")
+    return VM_FAIRSEQ if pinned == "auto" and job.arch == "vm" else pinned
+
+
+def wheelhouse(job: Job) -> str:
+    """vm: the wheels of one environment on Filestore: the first host downloads torch/torch_xla
+    and their dependencies and builds fairseq once; every host installs from here."""
+    return f"{nfs(job)}/wheelhouse/{job.env}"
+
+
 # ---------------------------------------------------------------- fairseq
 
 def fairseq_args(job: Job) -> list[str]:
@@ -202,6 +244,10 @@ def fairseq_args(job: Job) -> list[str]:
     ]
     if scheduler == "polynomial_decay":
         args += ["--total-num-update", str(max_update)]
+    if job.opt("bf16") and job.arch == "vm":
+        # torch_xla 2.9 dropped XLA_USE_BF16: fairseq casts the model to bfloat16 itself and keeps
+        # fp32 master weights in its optimizer wrapper.
+        args += ["--bf16"]
     args += [
         "--tpu", "--distributed-world-size", str(world),
         "--save-dir", save_dir(job), "--restore-file", "checkpoint_last.pt",
@@ -221,7 +267,7 @@ def sequences_per_update(args: list[str]) -> int:
 
 def train_env(job: Job) -> dict[str, str]:
     env = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}  # fairseq 0.12's checkpoints under torch >= 2.6
-    if job.opt("bf16"):
+    if job.opt("bf16") and job.arch == "node":  # XRT's torch_xla 1.x; vm: fairseq's --bf16 instead
         env["XLA_USE_BF16"] = "1"
     if job.arch == "vm":
         # models/xla_observe.py (train.sh runs fairseq through it): the profiler server that
@@ -240,9 +286,10 @@ def _sh(words: list[str]) -> str:
 
 def install_line(job: Job) -> str:
     code = code_dir(job)
-    words = ["bash", f"{code}/install.sh", "--arch", job.arch, "--fairseq", job.opt("fairseq")]
+    words = ["bash", f"{code}/install.sh", "--arch", job.arch, "--fairseq", fairseq_requirement(job)]
     if job.arch == "vm":
-        words += ["--torch-xla", torch_xla_version(job)]
+        words += ["--torch-xla", torch_xla_version(job), "--torch-index", TORCH_CPU_INDEX,
+                  "--wheelhouse", wheelhouse(job)]
     else:
         words += ["--conda-env", conda_env(job)]
     return _sh(words)
@@ -281,69 +328,45 @@ def leader_launch_line(job: Job) -> str:
 
 
 def _detached(line: str) -> str:
-    return f"setsid nohup {line} >/dev/null 2>&1 </dev/null &"
+    return hosts.detached(line)
 
 
 # ---------------------------------------------------------------- on the hosts
 
-#: What env_setup/scripts/startup.sh leaves on every host at each boot (docs/env_setup.md): the
-#: XLA runtime environment (PJRT_DEVICE, XRT_TPU_CONFIG, TPUBUILD_*), the marker of a finished
-#: boot, and the reason of a failed one.
-HOST_PROFILE = "/etc/profile.d/tpubuild.sh"
-HOST_READY = "/run/tpubuild/ready"
-HOST_FAILED = "/run/tpubuild/failed"
-
-
-def on_host(command: str, *, ready: bool = True) -> str:
-    """``command`` as an ssh ``--command`` (POSIX sh). gcloud's ssh runs it in a non-login shell,
-    which reads no /etc/profile, so the environment startup.sh wrote is sourced first, when
-    present. With ``ready`` (everything but ``stop``, which must work on any host) a host whose
-    boot has not finished, or failed, stops here with one line naming the host, the reason
-    (``/run/tpubuild/failed``) and where to look, and the command fails."""
-    load = f"if [ -r {HOST_PROFILE} ]; then . {HOST_PROFILE}; fi; "
-    if not ready:
-        return load + command
-    check = (f"if [ ! -e {HOST_READY} ]; then echo \"tpubuild: $(hostname) is not ready: {HOST_READY} is missing "
-             f"($(cat {HOST_FAILED} 2>/dev/null || echo startup.sh has not finished)); check its serial console "
-             f"(docs/env_setup.md, Logs and debugging)\" >&2; exit 1; fi; ")
-    return check + load + command
+#: What env_setup/scripts/startup.sh leaves on every host at each boot (models/hosts.py).
+HOST_PROFILE = hosts.HOST_PROFILE
+HOST_READY = hosts.HOST_READY
+HOST_FAILED = hosts.HOST_FAILED
+on_host = hosts.on_host
 
 
 # ---------------------------------------------------------------- gcloud wrappers
 
-def _zone(job: Job) -> list[str]:
-    return [f"--zone={job.zone}", f"--project={job.project}"]
-
-
-def _iap(job: Job) -> list[str]:
-    return ["--tunnel-through-iap"] if job.iap else []
+def access(job: Job) -> Any:
+    """How gcloud reaches this job's hosts (models/hosts.py)."""
+    if job.arch == "vm":
+        return hosts.TpuVmHosts(job.project, job.zone, job.iap, job.hosts, tpu_name=job.tpu_name)
+    return hosts.MigHosts(job.project, job.zone, job.iap, job.hosts, mig_name=job.mig_name)
 
 
 def vm_ssh(job: Job, worker: str, command: str, *, ready: bool = True) -> str:
     """``command`` on TPU VM worker ``worker`` (a number or ``all``), through :func:`on_host`."""
-    return _sh(["gcloud", "compute", "tpus", "tpu-vm", "ssh", job.tpu_name, *_zone(job), *_iap(job),
-                f"--worker={worker}", f"--command={on_host(command, ready=ready)}"])
+    return access(job).ssh(worker, command, ready=ready)
 
 
 def node_ssh(job: Job, instance: str, command: str, *, ready: bool = True) -> str:
     """``command`` on a MIG worker, through :func:`on_host`. ``instance`` may be a shell variable
     reference such as ``"$LEADER"`` (left unquoted here)."""
-    line = _sh(["gcloud", "compute", "ssh", "INSTANCE", *_zone(job), *_iap(job),
-                f"--command={on_host(command, ready=ready)}"])
-    return line.replace("INSTANCE", instance, 1)
+    return access(job).ssh(instance, command, ready=ready)
 
 
 def node_instances(job: Job, *, limit: int | None = None) -> str:
-    words = ["gcloud", "compute", "instance-groups", "managed", "list-instances", job.mig_name, *_zone(job),
-             "--format=value(instance.basename())", "--sort-by=instance"]
-    if limit:
-        words.append(f"--limit={limit}")
-    return _sh(words)
+    return access(job).instances(limit=limit)
 
 
 def _dirs_line(job: Job) -> str:
     parent = f"{nfs(job)}/tpubuild/{job.env}"
-    dirs = [save_dir(job), data_bin(job), log_dir(job)] + ([parent] if job.arch == "node" else [])
+    dirs = [save_dir(job), data_bin(job), log_dir(job)] + ([parent] if job.arch == "node" else [wheelhouse(job)])
     # Refuse to write checkpoints to a local disk when the share is not mounted; Filestore's root
     # is root-owned and the training user (any uid) needs these folders.
     check = (f"if ! mountpoint -q {shlex.quote(nfs(job))}; then "
@@ -371,8 +394,7 @@ def _stage(job: Job, repo_models: str, *, stop: bool = False) -> list[Step]:
         return [
             first,
             Step(f"copy models/{MODEL} to ~/{code_dir(job)} on every host",
-                 (_sh(["gcloud", "compute", "tpus", "tpu-vm", "scp", "--recurse", src, f"{job.tpu_name}:.tpubuild/",
-                       *_zone(job), *_iap(job), "--worker=all"]),)),
+                 (access(job).scp(src, ".tpubuild/"),)),
         ]
     parent = f"{nfs(job)}/tpubuild/{job.env}"
     return [
@@ -380,8 +402,7 @@ def _stage(job: Job, repo_models: str, *, stop: bool = False) -> list[Step]:
                                                             'test -n "$LEADER"')),
         Step("folders on Filestore", (node_ssh(job, '"$LEADER"', _dirs_line(job)),)),
         Step(f"copy models/{MODEL} to Filestore ({code_dir(job)})",
-             (_sh(["gcloud", "compute", "scp", "--recurse", src, f"LEADER:{parent}/", *_zone(job), *_iap(job)])
-              .replace("LEADER:", '"$LEADER":', 1),)),
+             (access(job).scp(src, f'"$LEADER":{parent}/'),)),
     ]
 
 

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Per host: run fairseq-train with the launcher's arguments, everything the host prints teed to
+# Per host: run fairseq-train with the launcher's arguments through pjrt_compat.py (fairseq 0.12
+# under PJRT: spawn, ordinals, memory statistics, resume position; a no-op without PJRT, e.g.
+# node's XRT images or --cpu), everything the host prints teed to
 # <log-dir>/host-<N>.log on Filestore (N: TPU worker number on vm, xla_dist's ordinal on node).
 # usage: train.sh --log-dir DIR --arch node|vm|local [--conda-env ENV] -- FAIRSEQ_ARGS...
 set -euo pipefail
@@ -44,9 +46,12 @@ fi
 log "host $host_id starts fairseq-train $*"
 export TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="${TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD:-1}"
 # torch_xla's profiler server (TPUBUILD_PROFILER_PORT) and metrics report, beside the log
-# (models/xla_observe.py; `tpubuild profile`, `tpubuild logs --metrics`)
+# (models/xla_observe.py; `tpubuild profile`, `tpubuild logs --metrics`), around pjrt_compat.py
+# (fairseq under PJRT), which then runs fairseq_cli.train
 export TPUBUILD_METRICS_REPORT="${TPUBUILD_METRICS_REPORT:-$log_dir/host-$host_id.metrics.txt}"
-if [[ -r $here/xla_observe.py ]]; then
-  exec "$py" "$here/xla_observe.py" -m fairseq_cli.train "$@"
+# (only where torch_xla is installed: find_spec does not import it; --cpu runs have none)
+if [[ -r $here/xla_observe.py ]] &&
+  "$py" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("torch_xla") is None)' 2>/dev/null; then
+  exec "$py" "$here/xla_observe.py" "$here/pjrt_compat.py" "$@"
 fi
-exec "$py" -m fairseq_cli.train "$@"
+exec "$py" "$here/pjrt_compat.py" "$@"

@@ -1,0 +1,175 @@
+"""Host transport, shared by every model launcher (``models/<name>/launcher.py``) and by
+``tpubuild run``: how a command reaches the hosts (gcloud ssh/scp, IAP), what wraps it there
+(the host's XLA environment, the ready check), how it runs detached with a per-host log, and how
+it is stopped. Standard library only (launchers load it by path, like themselves).
+
+Every shell text is a :class:`string.Template` below whose fields are filled with
+``shlex.quote``-d words (or with other rendered templates); nothing is built by concatenation.
+
+Architectures supply their hosts through :class:`Hosts`: ``TpuVmHosts`` (vm: ``gcloud alpha
+compute tpus tpu-vm ssh/scp --worker=…``; ``--tunnel-through-iap`` exists only in the alpha
+track) and ``MigHosts`` (node: ``gcloud compute ssh`` to the instances of a managed instance
+group, the leader being the first by name). A new architecture (e.g. ``mig``: Compute Engine TPU
+VMs in a MIG) adds a subclass with ``ssh``/``scp``/``preamble`` and a branch in :func:`for_job`.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from string import Template
+
+#: What env_setup/scripts/startup.sh leaves on every host at each boot (docs/env_setup.md).
+HOST_PROFILE = "/etc/profile.d/tpubuild.sh"
+HOST_READY = "/run/tpubuild/ready"
+HOST_FAILED = "/run/tpubuild/failed"
+#: Where ``tpubuild run`` keeps the process-group id of the job it started on a host.
+RUN_PIDFILE = ".tpubuild/run.pgid"
+
+_LOAD = Template("if [ -r $profile ]; then . $profile; fi; $command")
+_READY = Template(
+    'if [ ! -e $ready ]; then echo "tpubuild: $$(hostname) is not ready: $ready is missing '
+    '($$(cat $failed 2>/dev/null || echo startup.sh has not finished)); check its serial console '
+    '(docs/env_setup.md, Logs and debugging)" >&2; exit 1; fi; $command')
+_DETACHED = Template("setsid nohup $command >/dev/null 2>&1 </dev/null &")
+
+#: ``tpubuild run`` on one host: a new session (its process group id = the shell's pid, saved for
+#: ``stop``), everything appended to the host's log on Filestore, the user's words exec'd as given.
+_RUN = Template(
+    "mkdir -p .tpubuild && setsid nohup sh -c $script tpubuild-run $log_dir $pidfile $words "
+    ">/dev/null 2>&1 </dev/null &")
+_RUN_SCRIPT = (
+    'log="$1/host-${TPUBUILD_WORKER_NUMBER:-$(hostname)}.log"; echo $$ >"$2"; shift 2; '
+    'exec >>"$log" 2>&1; echo "[tpubuild run $(date -u +%FT%TZ) $(hostname)] $*"; exec "$@"')
+
+#: ``tpubuild stop`` on one host: the run's whole process group (TERM, 20 s, KILL), then whatever
+#: still holds the TPU (/dev/accel*, /dev/vfio/*: TERM, 10 s, KILL, by fuser), then libtpu's lock
+#: file once nothing holds the devices; fails (exit 1) when the TPU is still held.
+#: TPUBUILD_TPU_DEVICES replaces the device list (tests), as TPUBUILD_RUN_DIR does for startup.sh.
+_STOP = Template(
+    'pidfile=$pidfile; if [ -s "$$pidfile" ]; then pg=$$(cat "$$pidfile"); if kill -0 "-$$pg" 2>/dev'
+    '/null; then echo "tpubuild: stopping process group $$pg on $$(hostname)"; kill -TERM "-$$pg" 2>'
+    '/dev/null || true; i=0; while kill -0 "-$$pg" 2>/dev/null && [ $$i -lt 20 ]; do sleep 1; i=$$(('
+    'i + 1)); done; kill -KILL "-$$pg" 2>/dev/null || true; fi; rm -f "$$pidfile"; fi; devs=$$(ls $$'
+    '{TPUBUILD_TPU_DEVICES:-/dev/accel* /dev/vfio/[0-9]*} 2>/dev/null || true); if [ -n "$$devs" ]; '
+    'then if sudo fuser -s $$devs 2>/dev/null; then echo "tpubuild: freeing the TPU on $$(hostname):'
+    ' $$(sudo fuser $$devs 2>&1 | tr -s \' \')"; sudo fuser -k -TERM $$devs >/dev/null 2>&1 || true; i'
+    '=0; while sudo fuser -s $$devs 2>/dev/null && [ $$i -lt 10 ]; do sleep 1; i=$$((i + 1)); done; '
+    'sudo fuser -k -KILL $$devs >/dev/null 2>&1 || true; sleep 1; fi; if sudo fuser -s $$devs 2>/dev'
+    '/null; then echo "tpubuild: the TPU on $$(hostname) is still held" >&2; exit 1; fi; fi; sudo rm'
+    ' -f /tmp/libtpu_lockfile; echo "tpubuild: $$(hostname) is free"')
+
+
+
+#: The folders a job writes on Filestore: refused when the share is not mounted (never a boot
+#: disk), created mode 1777 (Filestore's root belongs to root; hosts may use different uids).
+_DIRS = Template(
+    'if ! mountpoint -q $share; then echo $share" is not mounted on $$(hostname)" >&2; exit 1; fi; '
+    "sudo mkdir -p $dirs && sudo chmod 1777 $dirs")
+
+
+def _q(word: str) -> str:
+    return shlex.quote(word)
+
+
+def on_host(command: str, *, ready: bool = True) -> str:
+    """``command`` as an ssh ``--command`` (POSIX sh): the host's profile sourced first (a
+    non-login ssh shell reads no /etc/profile); with ``ready``, a host whose boot has not finished
+    or failed stops first with one line naming it and the reason."""
+    loaded = _LOAD.substitute(profile=HOST_PROFILE, command=command)
+    if not ready:
+        return loaded
+    return _READY.substitute(ready=HOST_READY, failed=HOST_FAILED, command=loaded)
+
+
+def detached(command: str) -> str:
+    """Run ``command`` in a new session, immune to the ssh session ending."""
+    return _DETACHED.substitute(command=command)
+
+
+def run_line(words: list[str], log_dir: str) -> str:
+    """``tpubuild run``'s command on one host: ``words`` detached, logged to
+    ``<log_dir>/host-<worker>.log``, its process group id saved in ``~/.tpubuild/run.pgid``."""
+    return _RUN.substitute(script=_q(_RUN_SCRIPT), log_dir=_q(log_dir), pidfile=_q(RUN_PIDFILE),
+                           words=shlex.join(words))
+
+
+def dirs_line(share: str, dirs: list[str]) -> str:
+    """Make ``dirs`` on the Filestore share ``share`` (refused when it is not mounted)."""
+    return _DIRS.substitute(share=_q(share), dirs=shlex.join(dirs))
+
+
+def stop_line() -> str:
+    """``tpubuild stop`` on one host: the ``run`` job's process tree, then the TPU's holders."""
+    return _STOP.substitute(pidfile=_q(RUN_PIDFILE))
+
+
+# ---------------------------------------------------------------- gcloud
+
+@dataclass(frozen=True)
+class Hosts:
+    """How gcloud reaches the hosts of one environment."""
+
+    project: str
+    zone: str
+    iap: bool  # ssh through IAP (hosts without external IPs)
+    count: int
+
+    def location(self) -> list[str]:
+        return [f"--zone={self.zone}", f"--project={self.project}"]
+
+    def tunnel(self) -> list[str]:
+        return ["--tunnel-through-iap"] if self.iap else []
+
+    def ssh(self, worker: str, command: str, *, ready: bool = True) -> str:
+        raise NotImplementedError
+
+    def scp(self, src: str, dest: str) -> str:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class TpuVmHosts(Hosts):
+    """vm: the workers of one TPU VM (pod slice), addressed by worker number or ``all``."""
+
+    tpu_name: str = ""
+
+    def gcloud(self, verb: str) -> list[str]:
+        # --tunnel-through-iap of tpu-vm ssh/scp exists only in gcloud's alpha track (gcloud 528)
+        track = ["alpha"] if self.iap else []
+        return ["gcloud", *track, "compute", "tpus", "tpu-vm", verb]
+
+    def ssh(self, worker: str, command: str, *, ready: bool = True) -> str:
+        return shlex.join([*self.gcloud("ssh"), self.tpu_name, *self.location(), *self.tunnel(),
+                           f"--worker={worker}", f"--command={on_host(command, ready=ready)}"])
+
+    def scp(self, src: str, dest: str) -> str:
+        return shlex.join([*self.gcloud("scp"), "--recurse", src, f"{self.tpu_name}:{dest}", *self.location(),
+                           *self.tunnel(), "--worker=all"])
+
+
+@dataclass(frozen=True)
+class MigHosts(Hosts):
+    """node: the worker VMs of a managed instance group; ``instance`` may be a shell variable
+    reference such as ``"$LEADER"`` (left unquoted so the script expands it)."""
+
+    mig_name: str = ""
+
+    def ssh(self, instance: str, command: str, *, ready: bool = True) -> str:
+        line = shlex.join(["gcloud", "compute", "ssh", "INSTANCE", *self.location(), *self.tunnel(),
+                           f"--command={on_host(command, ready=ready)}"])
+        return line.replace("INSTANCE", instance, 1)
+
+    def scp(self, src: str, dest: str) -> str:
+        """``dest`` as ``INSTANCE:path`` where INSTANCE may be ``"$LEADER"``."""
+        instance, path = dest.split(":", 1)
+        line = shlex.join(["gcloud", "compute", "scp", "--recurse", src, f"INSTANCE:{path}", *self.location(),
+                           *self.tunnel()])
+        return line.replace("INSTANCE:", f"{instance}:", 1)
+
+    def instances(self, *, limit: int | None = None) -> str:
+        words = ["gcloud", "compute", "instance-groups", "managed", "list-instances", self.mig_name,
+                 *self.location(), "--format=value(instance.basename())", "--sort-by=instance"]
+        if limit:
+            words.append(f"--limit={limit}")
+        return shlex.join(words)
