@@ -40,7 +40,7 @@ COMMAND_OWNERS: dict[str, str] = {
     **dict.fromkeys(("initialize", "submit", "dispatch", "finalize", "unlock", "status", "bootstrap", "trigger"),
                     "builder.commands.cloud"),
     "plan": "builder.commands.pipeline_cmds", "render": "builder.commands.pipeline_cmds",
-    **dict.fromkeys(("train", "stop", "logs"), "builder.commands.train"),
+    **dict.fromkeys(("train", "run", "stop", "logs"), "builder.commands.train"),
     "ttl": "builder.commands.ttl",
     "migrate": "builder.commands.migrate",
     "profile": "builder.commands.observe",

@@ -58,6 +58,13 @@ HELP: dict[str, tuple[str, str]] = {
         "preparation and the training itself (docs/models.md).",
         "examples:\n  tpubuild train roberta --dry-run   the exact per-host command lines\n"
         "  tpubuild train roberta\n  tpubuild logs --host 0 -f"),
+    "run": (
+        "Run your own command on every TPU host (or host N) with the host's XLA/PJRT environment, "
+        "detached (closing the terminal leaves it running), logged per host on Filestore at "
+        "<MOUNT_POINT>/nfs_share/logs/<env>/run/host-N.log. Hosts that are not ready are refused. "
+        "`tpubuild stop` ends it and frees the TPU; `tpubuild logs --run` shows its log.",
+        "examples:\n  tpubuild run -- python3 models/examples/torch_xla_launch.py --epochs 1\n"
+        "  tpubuild run --hosts 0 -- df -h /mnt/common     (any command)\n  tpubuild run --dry-run -- python3 train.py"),
     "stop": (
         "Stop the training on every host and free the TPU (the environment stays up).",
         "examples:\n  tpubuild stop\n  tpubuild stop --dry-run"),
