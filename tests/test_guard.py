@@ -1,6 +1,7 @@
 """The plan guard (issue 7 §1) on plan JSON shaped like Terraform's `terraform show -json`.
 
-Fixtures are in tests/data/plans/ (written by generate.py there). When `terraform` is on PATH,
+Fixtures are in tests/data/plans/: most are real Terraform output through the stand-in provider,
+the rest hand-made by generate.py there (MANIFEST.json says which and why). When `terraform` is on PATH,
 a real plan of `terraform_data` resources checks that the fixtures have the real shape and that
 the guard reads real output.
 """
