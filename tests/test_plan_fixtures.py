@@ -80,3 +80,27 @@ def test_terraform_made_fixtures_are_what_terraform_writes_today(tmp_path: Path)
     for name in written:
         doc = json.loads((PLANS / f"{name}.json").read_text())
         assert doc["format_version"] == "1.2" and doc["terraform_version"].startswith("1.11.")
+
+
+#: module directory → the plan module the pipeline's guard step names
+_PLAN_MODULE = {"filestore": "filestore", "shared_pd": "shared_pd", "tpu_node": "tpu", "tpu_vm": "tpu",
+                "tpu_mig_access": "tpu", "mig": "mig", "tpu_mig": "mig", "dashboard": "dashboard"}
+_ACTION = {"create": "create", "noop": "update", "update_in_place": "update", "resize": "update",
+           "count_zero": "update", "destroy": "destroy"}
+
+
+@pytest.mark.parametrize("name", [n for n in names() if n != "empty"])
+def test_every_terraform_made_plan_goes_through_the_guard(cli, name: str) -> None:
+    """Each plan Terraform wrote proceeds for the action that makes it; a destroy of a data module
+    under update is refused (the real plans carry the disk/Filestore beside their identities)."""
+    directory, shape = next((d, name[len(d) + 1:]) for d in sorted(_PLAN_MODULE, key=len, reverse=True)
+                            if name.startswith(d + "_"))
+    module, action = _PLAN_MODULE[directory], _ACTION[shape]
+    code, out, err = cli("guard", "--plan-json", PLANS / f"{name}.json", "--module", module, "--action", action)
+    assert (code, err) == (0, ""), err
+    assert out.splitlines()[0].startswith(f"guard: {module} ({action}): ") and out.splitlines()[0].endswith("; proceed")
+    if shape == "noop":
+        assert " 0 to add, 0 to change, 0 to replace, 0 to destroy" in out.splitlines()[0]
+    if shape == "destroy" and module in ("filestore", "shared_pd"):
+        code, _, err = cli("guard", "--plan-json", PLANS / f"{name}.json", "--module", module, "--action", "update")
+        assert code == 2 and "would be destroyed" in err and len(err.splitlines()) == 1
