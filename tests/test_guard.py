@@ -1,6 +1,7 @@
 """The plan guard (issue 7 §1) on plan JSON shaped like Terraform's `terraform show -json`.
 
-Fixtures are in tests/data/plans/ (written by generate.py there). When `terraform` is on PATH,
+Fixtures are in tests/data/plans/: most are real Terraform output through the stand-in provider,
+the rest hand-made by generate.py there (MANIFEST.json says which and why). When `terraform` is on PATH,
 a real plan of `terraform_data` resources checks that the fixtures have the real shape and that
 the guard reads real output.
 """
@@ -118,7 +119,11 @@ def test_tpu_update_in_place_and_destroy_messages(cli) -> None:
 def test_destroy_of_protected_resources_is_allowed_and_said(cli) -> None:
     code, out, err = guard(cli, "shared_pd_destroy", "shared_pd", "destroy")
     assert (code, err) == (0, "")
-    assert "google_compute_disk.this will be destroyed" in out and "1 to destroy" in out
+    # the disk and the seeder's identity (Terraform's plan of the module, tests/data/plans/MANIFEST.json)
+    deletes = [rc for rc in json.loads(fixture("shared_pd_destroy").read_text())["resource_changes"]
+               if rc["change"]["actions"] == ["delete"]]
+    assert len(deletes) > 1
+    assert "google_compute_disk.this will be destroyed" in out and f" {len(deletes)} to destroy" in out
 
 
 @pytest.mark.parametrize("name, address", [("filestore_create", "google_filestore_instance.this"),
@@ -135,7 +140,7 @@ def test_errored_plan_is_refused(cli) -> None:
 
 
 def test_data_source_reads_of_a_disk_are_not_changes() -> None:
-    doc = json.loads(fixture("tpu_vm_create").read_text())
+    doc = json.loads(fixture("tpu_vm_create_data_read").read_text())
     assert any(rc["mode"] == "data" and rc["type"] == "google_compute_disk" for rc in doc["resource_changes"])
     decision = evaluate(doc, "tpu", "update")
     assert decision.proceed and [c.address for c in decision.changes] == ["google_tpu_v2_vm.this"]

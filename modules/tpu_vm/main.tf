@@ -162,5 +162,6 @@ module "ttl" {
   invoker_account_id = "tb-${var.env_name}-tl"
   ttl_hours          = var.ttl_hours
   build_body         = var.ttl_build_body
-  tpu_id             = google_tpu_v2_vm.this.id
+  # queued: the slice is no resource here (the tpu-queue step creates it under the node id below)
+  tpu_id = var.queued ? "projects/${var.project_id}/locations/${var.zone}/nodes/${var.name}" : google_tpu_v2_vm.this[0].id
 }

@@ -1,15 +1,24 @@
-"""Writes the plan JSON fixtures in this folder. Run: python tests/data/plans/generate.py
+"""Writes the plan JSON fixtures in this folder and their MANIFEST.json.
 
-The shape is Terraform 1.11's ``terraform show -json PLANFILE`` output (format_version 1.2), copied
-key for key from real plans of ``terraform_data`` resources (test_guard.py compares the two when
-``terraform`` is on PATH); the resources are the google provider's types with their attributes.
-Each fixture is one plan module's plan, as the pipeline's ``<module>-plan`` step writes it.
+Run: python tests/data/plans/generate.py              (the hand-made ones + MANIFEST.json)
+     python tests/data/plans/generate.py --terraform  (also the ones real Terraform writes)
+
+Most fixtures are written by real Terraform 1.11 through the stand-in provider
+(tests/terraform_fixtures.py: create, no-op, update in place, resize, count to zero, destroy of
+the real modules). The ones below (``HAND``) are shapes the stand-in cannot make Terraform write: a
+replacement (the stand-in knows no ForceNew), create-before-destroy, a deposed object, an errored
+plan. They are built here in Terraform 1.11's ``terraform show -json PLANFILE`` shape (format_version
+1.2), copied key for key from real plans of ``terraform_data`` resources (test_guard.py compares the
+two when ``terraform`` is on PATH); the resources are the google provider's types with their
+attributes. MANIFEST.json lists every fixture with who made it (tests/test_plan_fixtures.py checks
+it, and that each fixture is exactly what its maker writes today).
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -175,20 +184,14 @@ FS_SSD = with_(FILESTORE, tier="BASIC_SSD",
                file_shares=[{**FILESTORE["file_shares"][0], "capacity_gb": 2560}])
 FS_2048 = with_(FILESTORE, file_shares=[{**FILESTORE["file_shares"][0], "capacity_gb": 2048}])
 FS_RENAMED = with_(FILESTORE, file_shares=[{**FILESTORE["file_shares"][0], "name": "data"}])
-DISK_1000 = with_(DISK, size=1000)
 DISK_BALANCED = with_(DISK, type="pd-balanced")
 NODE_128 = with_(TPU_NODE, accelerator_type="v3-128")
-VM_LABELS = with_(TPU_VM, labels={**TPU_VM["labels"], "team": "nlp"})
 VM_V4_64 = with_(TPU_VM, accelerator_type="v4-64")
 TEMPLATE_NEW = with_(TEMPLATE, machine_type="n1-standard-32")
 DATA_DISK = with_(DISK, name="pd-v4-pod")
 
 FIXTURES: dict[str, dict[str, Any]] = {
     # filestore module
-    "filestore_create": plan([change("google_filestore_instance", "this", ["create"], None, FILESTORE)], FS_VARS),
-    "filestore_noop": plan([change("google_filestore_instance", "this", ["no-op"], FILESTORE, FILESTORE)], FS_VARS),
-    "filestore_update_in_place": plan([change("google_filestore_instance", "this", ["update"], FILESTORE, FS_2048)],
-                                      {**FS_VARS, "capacity_gb": 2048}),
     "filestore_replace_tier": plan([change("google_filestore_instance", "this", ["delete", "create"], FILESTORE, FS_SSD,
                                            replace_paths=[["tier"]], reason="replace_because_cannot_update")],
                                    {**FS_VARS, "tier": "BASIC_SSD", "capacity_gb": 2560}),
@@ -196,7 +199,6 @@ FIXTURES: dict[str, dict[str, Any]] = {
                                                  FS_RENAMED, replace_paths=[["file_shares", 0, "name"]],
                                                  reason="replace_because_cannot_update")],
                                          {**FS_VARS, "share_name": "data"}),
-    "filestore_destroy": plan([change("google_filestore_instance", "this", ["delete"], FILESTORE, None)], FS_VARS),
     "filestore_deposed_delete": plan([
         change("google_filestore_instance", "this", ["no-op"], FILESTORE, FILESTORE),
         change("google_filestore_instance", "this", ["delete"], FS_SSD, None, deposed="00000001"),
@@ -204,54 +206,94 @@ FIXTURES: dict[str, dict[str, Any]] = {
     "filestore_errored": plan([change("google_filestore_instance", "this", ["update"], FILESTORE, FS_2048)],
                               FS_VARS, errored=True),
     # shared_pd module
-    "shared_pd_create": plan([change("google_compute_disk", "this", ["create"], None, DISK)], PD_VARS),
-    "shared_pd_resize": plan([change("google_compute_disk", "this", ["update"], DISK, DISK_1000)],
-                             {**PD_VARS, "size_gb": 1000}),
     "shared_pd_replace_create_before_destroy": plan([
         change("google_compute_disk", "this", ["create", "delete"], DISK, DISK_BALANCED,
                replace_paths=[["type"]], reason="replace_because_cannot_update")], {**PD_VARS, "type": "pd-balanced"}),
     "shared_pd_count_zero": plan([change("google_compute_disk", "this", ["delete"], DISK, None, index=0,
                                          reason="delete_because_count_index")], PD_VARS),
-    "shared_pd_destroy": plan([change("google_compute_disk", "this", ["delete"], DISK, None)], PD_VARS),
     # tpu module, node architecture
-    "tpu_node_create": plan([change("google_tpu_node", "this", ["create"], None, TPU_NODE)], NODE_VARS),
     "tpu_node_replace": plan([change("google_tpu_node", "this", ["delete", "create"], TPU_NODE, NODE_128,
                                      replace_paths=[["accelerator_type"]], reason="replace_because_cannot_update")],
                              {**NODE_VARS, "accelerator_type": "v3-128"}),
-    "tpu_node_noop": plan([change("google_tpu_node", "this", ["no-op"], TPU_NODE, TPU_NODE)], NODE_VARS),
-    "tpu_node_destroy": plan([change("google_tpu_node", "this", ["delete"], TPU_NODE, None)], NODE_VARS),
-    # tpu module, vm architecture (google-beta; reads the shared PD as a data source)
-    "tpu_vm_create": plan([
+    # tpu module, vm architecture (google-beta)
+    # a data source read deferred to apply (the shape of the tpu_vm module before it read the disk
+    # through terraform_remote_state); its last create plan, as test_guard.py reads it
+    "tpu_vm_create_data_read": plan([
         change("google_compute_disk", "shared", ["read"], None, DATA_DISK, mode="data", reason="read_because_dependency_pending"),
         change("google_tpu_v2_vm", "this", ["create"], None, TPU_VM, provider=BETA)], VM_VARS),
-    "tpu_vm_update_in_place": plan([
-        change("google_compute_disk", "shared", ["read"], None, DATA_DISK, mode="data", reason="read_because_dependency_pending"),
-        change("google_tpu_v2_vm", "this", ["update"], TPU_VM, VM_LABELS, provider=BETA)], VM_VARS),
     "tpu_vm_replace": plan([change("google_tpu_v2_vm", "this", ["delete", "create"], TPU_VM, VM_V4_64, provider=BETA,
                                    replace_paths=[["accelerator_type"]], reason="replace_because_cannot_update")],
                            {**VM_VARS, "accelerator_type": "v4-64"}),
-    "tpu_vm_destroy": plan([change("google_tpu_v2_vm", "this", ["delete"], TPU_VM, None, provider=BETA)], VM_VARS),
     # mig module (node): a new template replaces the old one create-before-destroy; no data lives there
     "mig_update": plan([
         change("google_compute_instance_template", "worker", ["create", "delete"], TEMPLATE, TEMPLATE_NEW,
                replace_paths=[["machine_type"]], reason="replace_because_cannot_update"),
         change("google_compute_instance_group_manager", "workers", ["update"], MIG, MIG)],
         {"env_name": "tpu-dev1", "machine_type": "n1-standard-32", "target_size": 4}),
-    "mig_destroy": plan([
-        change("google_compute_instance_group_manager", "workers", ["delete"], MIG, None),
-        change("google_compute_instance_template", "worker", ["delete"], TEMPLATE, None)],
-        {"env_name": "tpu-dev1", "machine_type": "n1-standard-16", "target_size": 4}),
-    # a plan with nothing in it (a module whose state is empty and config has no resources)
-    "empty": {"format_version": "1.2", "terraform_version": "1.11.4", "planned_values": {"root_module": {}},
-              "configuration": {"root_module": {}}, "timestamp": "2026-01-05T10:00:00Z",
-              "applyable": False, "complete": True, "errored": False},
 }
 
 
-def main() -> None:
-    for name, doc in FIXTURES.items():
-        (HERE / f"{name}.json").write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n")
+#: The hand-made fixtures and why Terraform through the stand-in cannot write them.
+_REPLACE = "a replacement: the stand-in plans no ForceNew attribute, so Terraform never replaces through it"
+HAND: dict[str, str] = {
+    "filestore_replace_tier": _REPLACE,
+    "filestore_replace_share_name": _REPLACE,
+    "filestore_deposed_delete": ("a deposed object: left when the delete half of a create-before-destroy "
+                                 "replacement fails, i.e. a replacement and an API error"),
+    "filestore_errored": "an errored plan: needs an API error while planning, which the stand-in never returns",
+    "shared_pd_replace_create_before_destroy": _REPLACE + " (create_before_destroy)",
+    "shared_pd_count_zero": ("the shared_pd module's disk has no count, so no plan of it deletes an index; "
+                             "the real count-to-zero shape is tpu_vm_count_zero"),
+    "tpu_node_replace": _REPLACE,
+    "tpu_vm_replace": _REPLACE,
+    "tpu_vm_create_data_read": ("a data source read deferred to apply (read_because_dependency_pending): no module "
+                                "reads a google_compute_disk data source now (tpu_vm reads shared_pd's state), so "
+                                "no plan of ours has a read in resource_changes; the guard must still not count one"),
+    "mig_update": _REPLACE + " (the worker template, create-before-destroy)",
+}
+MANIFEST = "MANIFEST.json"
+
+
+def manifest() -> dict[str, dict[str, str]]:
+    """{file: {made_by: hand|terraform, ...}} for every fixture of this folder."""
+    sys.path.insert(0, str(HERE.parents[2]))
+    from tests.terraform_fixtures import SHAPES, names  # noqa: E402  (the repo root is not a package path here)
+
+    out: dict[str, dict[str, str]] = {f"{name}.json": {"made_by": "hand", "by": "tests/data/plans/generate.py",
+                                                       "why": why} for name, why in HAND.items()}
+    origin = {}
+    for env, per_dir in SHAPES.items():
+        for directory in per_dir:
+            origin[directory] = str(env.relative_to(HERE.parents[2]))
+    for name in names():
+        source = next((env for directory, env in origin.items() if name.startswith(directory + "_")), "")
+        out[f"{name}.json"] = {"made_by": "terraform", "by": "tests/terraform_fixtures.py",
+                               "values": source or "(a configuration with no resources)"}
+    # real Terraform output recorded once, of a builtin-only configuration (no module of ours)
+    out["forget_terraform_data.json"] = {
+        "made_by": "terraform", "by": "recorded once (tests/test_guard_classes.py)",
+        "why": "terraform_data with a removed block (destroy = false) beside a create-before-destroy "
+               "replace: Terraform's forget shape; not regenerated, no module of ours forgets"}
+    return dict(sorted(out.items()))
+
+
+def hand_made() -> dict[str, str]:
+    """{file: text} of the hand-made fixtures and MANIFEST.json, as main() writes them."""
+    out = {f"{name}.json": json.dumps(FIXTURES[name], indent=2, sort_keys=False) + "\n" for name in HAND}
+    out[MANIFEST] = json.dumps(manifest(), indent=2) + "\n"
+    return out
+
+
+def main(argv: list[str]) -> None:
+    for name, text in hand_made().items():
+        (HERE / name).write_text(text)
+    if "--terraform" in argv:
+        sys.path.insert(0, str(HERE.parents[2]))
+        from tests.terraform_fixtures import regenerate  # noqa: E402
+        from tests.terraform_support import Terraform, standin_env  # noqa: E402
+
+        print("\n".join(regenerate(HERE, Terraform(standin_env()))))
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
