@@ -28,8 +28,8 @@ def test_hosts_are_in_worker_order() -> None:
 
 
 def test_train_refuses_mig_in_one_line(cli, tmp_path: Path) -> None:
-    for command in (("train", "roberta", "--dry-run"), ("stop", "--dry-run"), ("logs", "--dry-run")):
+    for command in (("train", "roberta", "--dry-run"), ("logs", "--dry-run")):  # stop/run: tests/test_run_mig.py
         code, out, err = cli("--values", str(V6E), *command)
         assert code == 2, (command, out, err)
-        assert 'TPU_ARCH="mig"' in err and "--tunnel-through-iap" in err and "Traceback" not in err
+        assert 'TPU_ARCH="mig"' in err and "tpubuild run -- COMMAND" in err and "Traceback" not in err
         assert len(err.strip().splitlines()) == 1

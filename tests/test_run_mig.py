@@ -1,0 +1,115 @@
+"""``tpubuild run/stop/logs --run`` on TPU_ARCH="mig" (models/hosts.py ``SliceHosts``, listing from
+builder/cloud/mig_hosts.py): the dry run prints the group listing, then one ``gcloud compute ssh
+--tunnel-through-iap`` line per host in PJRT worker order; every gcloud line parses in the REAL
+gcloud (offline harness); and the printed script, executed by bash against sandboxed hosts (a
+stand-in ``gcloud`` that lists the group shuffled and runs ``--command`` in the named host's
+sandbox, as tests/test_run.py runs the vm lines), sends worker N's line to the N-th name in C-locale
+order, i.e. the host whose /etc/profile.d/tpubuild.sh says TPU_WORKER_ID=N (startup.sh's order)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+from tests.conftest import EXAMPLES
+from tests.test_run import _wait, command_of, gcloud_lines
+
+MIG = EXAMPLES / "mig-v6e-16-spot.env"
+NAMES = ["tpu-v6e-slice-q7xd", "tpu-v6e-slice-Zb2c", "tpu-v6e-slice-a2bc", "tpu-v6e-slice-k9m1"]  # as listed
+ORDER = sorted(NAMES, key=str.encode)  # startup.sh: LC_ALL=C sort
+
+HOST = re.compile(r'^\$\{TPUBUILD_HOSTS\[(\d+)\]\}$')  # shlex.split drops the quotes
+
+
+def workers(out: str) -> list[int]:
+    return [int(HOST.match(words[3]).group(1)) for words in gcloud_lines(out) if words[:3] == ["gcloud", "compute", "ssh"]]
+
+
+def test_dry_runs_list_the_group_then_one_line_per_host_in_worker_order(cli, gcloud):
+    code, out, err = cli("run", "--dry-run", "--values", MIG, "--", "python3", "train.py", "--lr", "0.1 0.2")
+    assert code == 0, err
+    assert workers(out) == [0, 0, 1, 2, 3]  # the log folder once (worker 0), then every host in order
+    listing = next(line for line in out.splitlines() if line.startswith("tpubuild_listing=$("))
+    listed = shlex.split(listing[len("tpubuild_listing=$("):-1])
+    assert listed[:6] == ["gcloud", "compute", "instance-groups", "managed", "list-instances", "tpu-v6e-slice"]
+    parsed = gcloud.parse(listed)
+    assert parsed.ok, parsed.why()
+    for words in gcloud_lines(out):
+        assert "--tunnel-through-iap" in words and "--zone=us-east5-b" in words
+        concrete = [ORDER[int(HOST.match(w).group(1))] if HOST.match(w) else w for w in words]
+        parsed = gcloud.parse(concrete)
+        assert parsed.ok, (concrete[:5], parsed.why())
+    assert "python3 train.py --lr '0.1 0.2'" in command_of(gcloud_lines(out)[-1])
+
+    code, out, _ = cli("run", "--dry-run", "--hosts", "2", "--values", MIG, "--", "true")
+    assert code == 0 and workers(out) == [0, 2]
+    code, out, _ = cli("stop", "--dry-run", "--values", MIG)
+    assert code == 0 and workers(out) == [0, 1, 2, 3]
+    assert "pidfile=.tpubuild/run.pgid" in command_of(gcloud_lines(out)[-1])
+    code, out, _ = cli("logs", "--run", "--host", "3", "--dry-run", "--values", MIG)
+    assert code == 0 and workers(out) == [0]
+    assert command_of(gcloud_lines(out)[0]).endswith("tail -n 200 /mnt/common/nfs_share/logs/v6e-slice/run/host-3.log")
+    code, _, err = cli("run", "--dry-run", "--hosts", "4", "--values", MIG, "--", "true")
+    assert code == 2 and "--hosts 4: tpu-v6e-slice has 4 host(s)" in err and len(err.strip().splitlines()) == 1
+
+
+FAKE_GCLOUD = r"""#!/bin/bash
+set -euo pipefail
+if [ "$2" = instance-groups ]; then cat "$SANDBOX/listing"; exit 0; fi
+host="$3"; cmd=""
+for a in "$@"; do case "$a" in --command=*) cmd="${a#--command=}";; esac; done
+echo "$host" >>"$SANDBOX/calls"
+root="$SANDBOX/$host"
+cd "$root/home"
+cmd="${cmd//\/run\/tpubuild\//$root/run/}"
+cmd="${cmd//\/etc\/profile.d\//$root/profile.d/}"
+HOME="$root/home" exec sh -c "$cmd"
+"""
+
+
+def sandbox(tmp_path: Path, listing: list[str]) -> dict[str, str]:
+    box = tmp_path / "hosts"
+    bin_dir = box / "bin"
+    bin_dir.mkdir(parents=True)
+    for name, text in (("gcloud", FAKE_GCLOUD), ("sudo", '#!/bin/sh\nexec "$@"\n'), ("mountpoint", "#!/bin/sh\nexit 0\n")):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    for worker, name in enumerate(ORDER):  # what startup.sh writes on each VM of the group
+        root = box / name
+        for d in ("run", "profile.d", "home"):
+            (root / d).mkdir(parents=True)
+        (root / "run/ready").write_text("")
+        (root / "profile.d/tpubuild.sh").write_text(
+            f"export TPU_WORKER_ID={worker}\nexport TPUBUILD_WORKER_NUMBER={worker}\n"
+            f"export TPU_WORKER_HOSTNAMES={','.join(ORDER)}\n")
+    (box / "listing").write_text("\n".join(listing) + "\n")
+    return {**os.environ, "SANDBOX": str(box), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
+def test_printed_run_script_reaches_every_host_in_worker_order(cli, make_env, tmp_path):
+    mount = tmp_path / "mnt"
+    values = make_env(MIG, MOUNT_POINT=str(mount))
+    code, out, _ = cli("run", "--dry-run", "--values", values, "--", "sh", "-c", 'echo "worker=$TPU_WORKER_ID of $TPU_WORKER_HOSTNAMES"')
+    assert code == 0
+    log_dir = mount / "nfs_share/logs/v6e-slice/run"
+    env = sandbox(tmp_path, NAMES + [""])
+    r = subprocess.run(["bash", "-c", out], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert f"workers in order: {' '.join(ORDER)}" in r.stdout
+    calls = (tmp_path / "hosts/calls").read_text().split()
+    assert calls == [ORDER[0], *ORDER]  # mkdir on worker 0, then workers 0..3
+    for worker in range(4):
+        log = log_dir / f"host-{worker}.log"
+        assert _wait(lambda: log.exists() and "worker=" in log.read_text(), 30)
+        assert f"worker={worker} of {','.join(ORDER)}" in log.read_text()
+
+    # a group that lists fewer VMs than the slice (a spot VM lost) starts nothing, in one line
+    env = sandbox(tmp_path / "short", NAMES[:3])
+    r = subprocess.run(["bash", "-c", out], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and not (tmp_path / "short/hosts/calls").exists()
+    assert r.stderr.strip().splitlines() == [
+        'tpubuild: the MIG tpu-v6e-slice lists 3 of 4 VMs; wait until tpubuild status shows the slice 4/4 running, '
+        "or run tpubuild update to recreate lost (spot) VMs"]
