@@ -162,5 +162,6 @@ module "ttl" {
   invoker_account_id = "tb-${var.env_name}-tl"
   ttl_hours          = var.ttl_hours
   build_body         = var.ttl_build_body
-  tpu_id             = google_tpu_v2_vm.this.id
+  # queued: the pipeline's tpu-queue step creates the TPU after this apply (no google_tpu_v2_vm)
+  tpu_id = var.queued ? "projects/${var.project_id}/locations/${var.zone}/queuedResources/${var.name}" : google_tpu_v2_vm.this[0].id
 }
