@@ -14,6 +14,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
+from builder.config import load
 from tests.conftest import EXAMPLES
 from tests.test_run import _wait, command_of, gcloud_lines
 
@@ -46,8 +47,8 @@ def test_dry_runs_list_the_group_then_one_line_per_host_in_worker_order(cli, gcl
 
     code, out, _ = cli("run", "--dry-run", "--hosts", "2", "--values", MIG, "--", "true")
     assert code == 0 and workers(out) == [0, 2]
-    code, out, _ = cli("stop", "--dry-run", "--values", MIG)
-    assert code == 0 and workers(out) == [0, 1, 2, 3]
+    code, out, _ = cli("stop", "--dry-run", "--values", MIG)  # the model's stop (MODEL=roberta), then run's
+    assert code == 0 and workers(out) == [0, 1, 2, 3] * 3
     assert "pidfile=.tpubuild/run.pgid" in command_of(gcloud_lines(out)[-1])
     code, out, _ = cli("logs", "--run", "--host", "3", "--dry-run", "--values", MIG)
     assert code == 0 and workers(out) == [0]
@@ -113,3 +114,65 @@ def test_printed_run_script_reaches_every_host_in_worker_order(cli, make_env, tm
     assert r.stderr.strip().splitlines() == [
         'tpubuild: the MIG tpu-v6e-slice lists 3 of 4 VMs; wait until tpubuild status shows the slice 4/4 running, '
         "or run tpubuild update to recreate lost (spot) VMs"]
+
+
+# ---------------------------------------------------------------- roberta on mig (models/roberta/launcher.py)
+
+def _steps(out: str) -> dict[str, list[list[str]]]:
+    """The script's gcloud lines grouped by their '# N. title' step."""
+    steps: dict[str, list[list[str]]] = {}
+    title = ""
+    for line in out.splitlines():
+        if line.startswith("# ") and line[2:3].isdigit():
+            title = line.split(". ", 1)[1]
+            steps[title] = []
+        elif line.startswith("gcloud ") and title:
+            steps[title].append(shlex.split(line))
+    return steps
+
+
+def test_train_stop_logs_of_the_model_reach_every_host_in_worker_order(cli, gcloud):
+    code, out, err = cli("train", "roberta", "--dry-run", "--values", MIG)
+    assert code == 0, err
+    assert "# tpubuild train roberta: v6e-16 (mig), 4 host(s), 16 devices;" in out
+    steps = _steps(out)
+    titles = list(steps)
+    assert titles[0] == "the slice's VMs in PJRT worker order (TPUBUILD_HOSTS)" and steps[titles[0]] == []
+    for title in titles[1:]:
+        order = [int(HOST.match(w[3] if w[2] == "ssh" else w[5].split(":")[0]).group(1)) for w in steps[title]]
+        expect = [0] if title.startswith("prepare") else [0, 1, 2, 3]
+        assert order == expect, (title, order)
+    for words in gcloud_lines(out):
+        assert "--tunnel-through-iap" in words
+        concrete = [HOST.sub(lambda m: ORDER[int(m.group(1))], w.split(":")[0]) + w[len(w.split(":")[0]):]
+                    if HOST.match(w.split(":")[0]) else w for w in words]
+        parsed = gcloud.parse(concrete)
+        assert parsed.ok, (concrete[:5], parsed.why())
+    launch = steps[titles[-1]][0]
+    assert "--arch vm" in command_of(launch) and "PJRT_DEVICE=TPU" in command_of(launch)
+    assert "--distributed-world-size 16" in command_of(launch)
+
+    code, out, err = cli("stop", "--dry-run", "--values", MIG)
+    assert code == 0, err
+    stop = [w for w in gcloud_lines(out) if w[2] == "ssh" and "stop.sh --arch vm" in command_of(w)]
+    assert [int(HOST.match(w[3]).group(1)) for w in stop] == [0, 1, 2, 3]
+    assert "pidfile=.tpubuild/run.pgid" in command_of(gcloud_lines(out)[-1])  # then run's jobs
+    code, out, err = cli("logs", "--host", "2", "--dry-run", "--values", MIG)
+    assert code == 0 and workers(out) == [0]
+    assert command_of(gcloud_lines(out)[0]).endswith("/mnt/common/nfs_share/logs/v6e-slice/roberta/host-2.log")
+
+
+def test_a_mig_host_runs_exactly_the_vm_host_side():
+    """The host side of mig is the vm one (TPU VMs under PJRT), which tests/test_roberta_e2e.py runs
+    under real torch_xla: same train/install lines for the same slice, only the transport differs."""
+    import dataclasses
+
+    from builder.commands.train import _job, load_launcher
+
+    s = load(MIG)
+    launcher, _ = load_launcher(s, "roberta")
+    job = _job(s, launcher)
+    assert job.listing and job.listing[:5] == ("gcloud", "compute", "instance-groups", "managed", "list-instances")
+    as_vm = dataclasses.replace(job, arch="vm", runtime="v2-alpha-tpuv6e")
+    for line in ("host_train_line", "install_line", "prepare_line"):
+        assert getattr(launcher, line)(job) == getattr(launcher, line)(as_vm), line

@@ -106,14 +106,18 @@ def load_launcher(settings: Settings, model: str) -> tuple[ModuleType, Path]:
 # ---------------------------------------------------------------- running
 
 def _job(settings: Settings, launcher: ModuleType) -> Any:
+    job = launcher.Job.from_settings(settings)
     if settings.arch == "mig":
-        # The launchers know vm (tpu-vm ssh --worker) and node (xla_dist on the leader); a mig slice
-        # would silently get the node path. `tpubuild run/stop/logs --run` reach mig through
-        # models/hosts.py SliceHosts (IAP ssh per instance, PJRT worker order).
-        raise BadInput(f'train/logs: TPU_ARCH="mig" ({settings.source}) is not supported by the {settings.model or "model"} '
-                       "launcher yet; start the job on every VM of the slice with `tpubuild run -- COMMAND` "
-                       "(worker order, PJRT env from /etc/profile.d/tpubuild.sh) and read it with `tpubuild logs --run`")
-    return launcher.Job.from_settings(settings)
+        # the launcher reaches the slice through models/hosts.py SliceHosts; the group listing
+        # (worker order) is builder/cloud/mig_hosts.py's. A launcher without mig support refuses.
+        from builder.cloud import mig_hosts
+
+        if "listing" not in {f.name for f in dataclasses.fields(job)}:
+            raise BadInput(f'train/stop/logs: TPU_ARCH="mig" ({settings.source}) is not supported by the '
+                           f"{settings.model or 'model'} launcher; start your script on every VM of the slice "
+                           "with `tpubuild run -- COMMAND`")
+        job = dataclasses.replace(job, listing=tuple(mig_hosts.list_argv(settings)))
+    return job
 
 
 def _plan(settings: Settings, launcher: ModuleType, build: Any) -> list[Any]:
@@ -191,7 +195,7 @@ def run_stop(args: argparse.Namespace) -> int:
     model = args.model or settings.model
     hosts = load_hosts(settings)
     script, what = "", settings.tpu_name
-    if model and settings.arch != "mig":
+    if model:
         launcher, root = load_launcher(settings, model)
         job = _job(settings, launcher)
         script = launcher.render(_plan(settings, launcher, lambda: launcher.plan_stop(job, str(root))))
@@ -199,7 +203,6 @@ def run_stop(args: argparse.Namespace) -> int:
     elif settings.arch == "node":
         raise BadInput("no model: MODEL is empty in values.env; pass --model NAME")
     if settings.arch in ("vm", "mig"):
-        # mig: the stop line alone stops a model too (it frees whatever holds the TPU on each host)
         access = run_access(settings, hosts)
         script += render_steps(with_preamble(access, [("stop 'tpubuild run' jobs on every host and free the TPU",
                                                        access.ssh("all", hosts.stop_line(), ready=False))]),
