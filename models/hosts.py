@@ -192,7 +192,7 @@ _SLICE = Template(
     'if [ "$${#TPUBUILD_HOSTS[@]}" -ne $count ]; then echo "tpubuild: the MIG "$group" lists '
     '$${#TPUBUILD_HOSTS[@]} of $count VMs; wait until tpubuild status shows the slice $count/$count '
     'running, or run tpubuild update to recreate lost (spot) VMs" >&2; exit 1; fi\n'
-    'echo "tpubuild: workers in order: $${TPUBUILD_HOSTS[*]}"')
+    'echo "tpubuild: workers in order: $${TPUBUILD_HOSTS[*]}" >&2')
 _WORKER = Template('"$${TPUBUILD_HOSTS[$n]}"')
 
 
@@ -215,6 +215,12 @@ class SliceHosts(MigHosts):
     def ssh(self, worker: str, command: str, *, ready: bool = True) -> str:
         return "\n".join(MigHosts.ssh(self, _WORKER.substitute(n=n), command, ready=ready)
                          for n in self.workers(worker))
+
+    def scp_from(self, worker: str, remote: str, local: str) -> str:
+        """Copy ``remote`` (a path on worker ``worker``) back to ``local`` here."""
+        line = shlex.join(["gcloud", "compute", "scp", "--recurse", f"INSTANCE:{remote}", local, *self.location(),
+                           *self.tunnel()])
+        return line.replace("INSTANCE:", ":".join([_WORKER.substitute(n=int(worker)), ""]), 1)
 
     def scp(self, src: str, dest: str) -> str:
         """``dest`` is a path; copied to every worker."""

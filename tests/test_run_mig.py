@@ -99,7 +99,7 @@ def test_printed_run_script_reaches_every_host_in_worker_order(cli, make_env, tm
     env = sandbox(tmp_path, NAMES + [""])
     r = subprocess.run(["bash", "-c", out], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert f"workers in order: {' '.join(ORDER)}" in r.stdout
+    assert f"workers in order: {' '.join(ORDER)}" in r.stderr
     calls = (tmp_path / "hosts/calls").read_text().split()
     assert calls == [ORDER[0], *ORDER]  # mkdir on worker 0, then workers 0..3
     for worker in range(4):
@@ -176,3 +176,50 @@ def test_a_mig_host_runs_exactly_the_vm_host_side():
     as_vm = dataclasses.replace(job, arch="vm", runtime="v2-alpha-tpuv6e")
     for line in ("host_train_line", "install_line", "prepare_line"):
         assert getattr(launcher, line)(job) == getattr(launcher, line)(as_vm), line
+
+
+# ---------------------------------------------------------------- profile, logs --metrics (builder/observe.py)
+
+def _script_lines(argv: list[str]) -> list[list[str]]:
+    assert argv[:2] == ["bash", "-c"]
+    return gcloud_lines(argv[2])
+
+
+def test_profile_and_metrics_reach_the_right_worker_and_parse(cli, gcloud):
+    from builder import observe
+    from builder.commands.observe import target
+
+    t = target(load(MIG))
+    capture, back, upload = observe.profile_commands(t, 3, 5000, "20261123T000000Z", "b-tf-backend", "/tmp/x")
+    metrics = observe.metrics_command(t, "/mnt/common/nfs_share/logs/v6e-slice/roberta")
+    for argv, worker in ((capture, 3), (back, 3), (metrics, 0)):
+        [words] = _script_lines(argv)
+        ref = words[3] if words[2] == "ssh" else words[4].split(":")[0]
+        assert HOST.match(ref).group(1) == str(worker)
+        concrete = [w.replace(ref, ORDER[worker]) for w in words]
+        parsed = gcloud.parse(concrete)
+        assert parsed.ok, (concrete[:5], parsed.why())
+        assert "--tunnel-through-iap" in words and "tpu-vm" not in words
+    assert gcloud.parse(upload).ok
+    code, out, err = cli("profile", "--values", str(MIG), "--host", "3", "--dry-run")
+    assert code == 0 and "gcloud compute ssh \"${TPUBUILD_HOSTS[3]}\"" in out and "--port 9012" in out
+    code, out, err = cli("profile", "--values", str(MIG), "--host", "4", "--dry-run")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+
+
+def test_metrics_script_reads_the_reports_on_worker_0(make_env, tmp_path):
+    from builder import observe
+    from builder.commands.observe import target
+
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    (log_dir / "host-1.metrics.txt").write_text("Metric: CompileTime\n  TotalSamples: 3\n")
+    argv = observe.metrics_command(target(load(MIG)), str(log_dir))
+    env = sandbox(tmp_path, NAMES)
+    r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "hosts/calls").read_text().split() == [ORDER[0]]
+    assert observe.split_dump(r.stdout) == {"host-1.metrics.txt": "Metric: CompileTime\n  TotalSamples: 3"}
+    (log_dir / "host-1.metrics.txt").unlink()  # no report yet: exit 3, which tpubuild turns into one line
+    r = subprocess.run(argv, env=sandbox(tmp_path / "again", NAMES), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 3 and "no metrics report yet" in r.stderr
