@@ -189,7 +189,7 @@ class MigHosts(Hosts):
 _SLICE = Template(
     "tpubuild_listing=$$($listing)\n"
     "mapfile -t TPUBUILD_HOSTS < <(printf '%s\\n' \"$$tpubuild_listing\" | LC_ALL=C sort -u | sed '/^$$/d')\n"
-    'if [ "$${#TPUBUILD_HOSTS[@]}" -ne $count ]; then echo "tpubuild: the MIG "$group" lists '
+    'if [ "$${#TPUBUILD_HOSTS[@]}" -ne $count ]; then echo "tpubuild: the MIG $group lists '
     '$${#TPUBUILD_HOSTS[@]} of $count VMs; wait until tpubuild status shows the slice $count/$count '
     'running, or run tpubuild update to recreate lost (spot) VMs" >&2; exit 1; fi\n'
     'echo "tpubuild: workers in order: $${TPUBUILD_HOSTS[*]}" >&2')
