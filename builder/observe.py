@@ -91,15 +91,26 @@ def _refuse_node(t: Target, what: str) -> None:
                        "(TPU Nodes): migrate to TPU_ARCH=vm")
 
 
+def _slice_script(t: Target, line: str) -> list[str]:
+    """mig: ``bash -c`` of the slice listing (worker order, models/hosts.py SliceHosts, which
+    builder/commands/observe.py puts in ``t.extra["slice"]``) and then ``line``."""
+    return ["bash", "-c", "\n".join(["set -euo pipefail", t.extra["slice"].preamble(), line])]
+
+
 def ssh(t: Target, worker: int, command: str) -> list[str]:
     """argv of an SSH to TPU VM worker ``worker``. Through IAP the flag exists only in
-    ``gcloud alpha`` (gcloud 528)."""
+    ``gcloud alpha`` (gcloud 528). mig: a ``bash -c`` that lists the slice, then
+    ``gcloud compute ssh`` to its ``worker``-th VM."""
+    if t.arch == "mig":
+        return _slice_script(t, t.extra["slice"].ssh(str(worker), command, ready=False))
     base = ["gcloud", "alpha"] if t.iap else ["gcloud"]
     return [*base, "compute", "tpus", "tpu-vm", "ssh", t.tpu, f"--zone={t.zone}", f"--project={t.project}",
             *(["--tunnel-through-iap"] if t.iap else []), f"--worker={worker}", f"--command={command}"]
 
 
 def scp_back(t: Target, worker: int, remote: str, local: str) -> list[str]:
+    if t.arch == "mig":
+        return _slice_script(t, t.extra["slice"].scp_from(str(worker), remote, local))
     base = ["gcloud", "alpha"] if t.iap else ["gcloud"]
     return [*base, "compute", "tpus", "tpu-vm", "scp", "--recurse", f"{t.tpu}:{remote}", local,
             f"--zone={t.zone}", f"--project={t.project}", *(["--tunnel-through-iap"] if t.iap else []),
@@ -132,13 +143,19 @@ def profile_commands(t: Target, host: int, duration_ms: int, stamp: str, state_b
 def open_hints(t: Target, host: int, stamp: str, state_bucket: str) -> list[str]:
     remote = profile_dir(t.mount_point, t.env, stamp)
     gcs = profile_gcs(state_bucket, t.env, stamp)
-    tunnel = shlex.join([*ssh(t, 0, f"python3 -m tensorboard.main --logdir {shlex.quote(remote)} --port 6006"),
-                         "--", "-L", "6006:localhost:6006"])
+    board = f"python3 -m tensorboard.main --logdir {shlex.quote(remote)} --port 6006"
+    if t.arch == "mig":  # worker 0 = the first VM name of the group in C-locale order
+        tunnel = shlex.join([*t.extra["slice"].argv("WORKER0", board), "--", "-L", "6006:localhost:6006"])
+    else:
+        tunnel = shlex.join([*ssh(t, 0, board), "--", "-L", "6006:localhost:6006"])
+    where = ([f"  WORKER0 is the first name {shlex.join(list(t.extra['slice'].listing))} prints in C-locale order"]
+             if t.arch == "mig" else [])
     return [
         f"profile of host {host} ({t.tpu}): {remote} (Filestore) and {gcs}",
         "open it in TensorBoard's Profile tab (pip install tensorboard xprof):",
         f"  locally, from GCS:   tensorboard --logdir {gcs}",
         f"  on the pod, through IAP: {tunnel}   then http://localhost:6006",
+        *where,
     ]
 
 

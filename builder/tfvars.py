@@ -170,6 +170,7 @@ def _tpu_mig(s: Settings) -> dict[str, Any]:
         "boot_disk_size_gb": s.boot_disk_size_gb, "boot_disk_type": shape.boot_disk_type,
         "external_ips": s.tpu_external_ips,
         "provisioning": s.provisioning, "reservation": s.reservation,
+        **_ttl(s),
     }
 
 

@@ -3,10 +3,13 @@
 Decision (docs/cloud.md, "TTL"): a TTL counts from the TPU's creation. When it expires, a Cloud
 Scheduler job (``modules/ttl``, called by the TPU module so it lives and dies with the TPU) calls
 ``POST https://cloudbuild.googleapis.com/v1/projects/<project>/builds`` with :func:`build_request`:
-the same dispatch step as the root ``cloudbuild.yaml``, with ``_BUILD_ACTION=destroy`` and
-``_TPU=true``, from the source tarball ``submit`` keeps at ``gs://<state_bucket>/<SOURCE>``. So
-only the TPU is destroyed (its guard, lock and finalize as any build); Filestore, the shared PD and
-the buckets are never in scope. ``tpubuild ttl extend 4h`` moves the job's schedule;
+the same dispatch step as the root ``cloudbuild.yaml``, with ``_BUILD_ACTION=destroy`` and the
+scope :data:`SCOPE` of the architecture, from the source tarball ``submit`` keeps at
+``gs://<state_bucket>/<SOURCE>``. vm: ``_TPU=true`` (modules/tpu_vm, which holds the job); mig:
+``_MIG=true`` (modules/tpu_mig: the slice's VMs, template and workload policy, which holds the
+job; the hosts' account and firewall in modules/tpu_mig_access stay, as after any
+``destroy _MIG``; docs/pipeline.md's table). So only the TPU is destroyed (its guard, lock and
+finalize as any build); Filestore, the shared PD and the buckets are never in scope. ``tpubuild ttl extend 4h`` moves the job's schedule;
 ``tpubuild plan`` shows when it will fire, ``tpubuild status`` when it fires.
 
 Pure: the request is a dict in the REST (camelCase) form, checked by the tests against the real
@@ -38,14 +41,20 @@ def job_name(settings: Settings) -> str:
     return f"projects/{settings.project_id}/locations/{settings.region}/jobs/tpubuild-{settings.env_name}-ttl"
 
 
+#: architecture → the (_TPU, _MIG) scope of the TTL's destroy: the module that holds modules/ttl.
+SCOPE: dict[str, tuple[str, str]] = {"vm": ("true", "false"), "mig": ("false", "true")}
+
+
 def build_request(settings: Settings) -> dict[str, Any]:
-    """The Build the TTL job creates: dispatch destroy, scoped to the TPU."""
+    """The Build the TTL job creates: dispatch destroy, scoped to the TPU (:data:`SCOPE`)."""
+    import shlex
+
     from builder.cloud.render import DISPATCH_IMAGE
 
-    script = ("set -euo pipefail\n"
-              "python -m pip install -q --no-cache-dir .\n"
-              "tpubuild dispatch --action destroy --tpu true --mig false "
-              "--allow-data-loss false --allow-wipe false\n")
+    tpu, mig = SCOPE[settings.arch]
+    dispatch = shlex.join(["tpubuild", "dispatch", "--action", "destroy", "--tpu", tpu, "--mig", mig,
+                           "--allow-data-loss", "false", "--allow-wipe", "false"])
+    script = "\n".join(["set -euo pipefail", "python -m pip install -q --no-cache-dir .", dispatch, ""])
     return {
         "source": {"storageSource": {"bucket": settings.state_bucket, "object": source_object(settings.env_name)}},
         "steps": [{

@@ -9,8 +9,9 @@ Every shell text is a :class:`string.Template` below whose fields are filled wit
 Architectures supply their hosts through :class:`Hosts`: ``TpuVmHosts`` (vm: ``gcloud alpha
 compute tpus tpu-vm ssh/scp --worker=…``; ``--tunnel-through-iap`` exists only in the alpha
 track) and ``MigHosts`` (node: ``gcloud compute ssh`` to the instances of a managed instance
-group, the leader being the first by name). A new architecture (e.g. ``mig``: Compute Engine TPU
-VMs in a MIG) adds a subclass with ``ssh``/``scp``/``preamble`` and a branch in :func:`for_job`.
+group, the leader being the first by name) and ``SliceHosts`` (mig: Compute Engine TPU VMs in a
+MIG, listed at run time in PJRT worker order, one ``gcloud compute ssh`` line per worker). A new
+architecture adds a subclass with ``ssh``/``scp``/``preamble``.
 """
 
 from __future__ import annotations
@@ -127,6 +128,10 @@ class Hosts:
     def scp(self, src: str, dest: str) -> str:
         raise NotImplementedError
 
+    def preamble(self) -> str:
+        """Shell that must run before :meth:`ssh` lines (empty: none)."""
+        return ""
+
 
 @dataclass(frozen=True)
 class TpuVmHosts(Hosts):
@@ -155,9 +160,12 @@ class MigHosts(Hosts):
 
     mig_name: str = ""
 
+    def argv(self, instance: str, command: str) -> list[str]:
+        """``gcloud compute ssh`` argv that runs ``command`` (one argument) on ``instance``."""
+        return ["gcloud", "compute", "ssh", instance, *self.location(), *self.tunnel(), f"--command={command}"]
+
     def ssh(self, instance: str, command: str, *, ready: bool = True) -> str:
-        line = shlex.join(["gcloud", "compute", "ssh", "INSTANCE", *self.location(), *self.tunnel(),
-                           f"--command={on_host(command, ready=ready)}"])
+        line = shlex.join(self.argv("INSTANCE", on_host(command, ready=ready)))
         return line.replace("INSTANCE", instance, 1)
 
     def scp(self, src: str, dest: str) -> str:
@@ -173,3 +181,48 @@ class MigHosts(Hosts):
         if limit:
             words.append(f"--limit={limit}")
         return shlex.join(words)
+
+
+#: mig: the slice's VMs in PJRT worker order, into the bash array TPUBUILD_HOSTS (the names sorted
+#: in the C locale, as env_setup/scripts/startup.sh derives TPU_WORKER_ID); refused unless the group
+#: lists exactly the slice's VM count (a resize or a spot preemption in progress).
+_SLICE = Template(
+    "tpubuild_listing=$$($listing)\n"
+    "mapfile -t TPUBUILD_HOSTS < <(printf '%s\\n' \"$$tpubuild_listing\" | LC_ALL=C sort -u | sed '/^$$/d')\n"
+    'if [ "$${#TPUBUILD_HOSTS[@]}" -ne $count ]; then echo "tpubuild: the MIG $group lists '
+    '$${#TPUBUILD_HOSTS[@]} of $count VMs; wait until tpubuild status shows the slice $count/$count '
+    'running, or run tpubuild update to recreate lost (spot) VMs" >&2; exit 1; fi\n'
+    'echo "tpubuild: workers in order: $${TPUBUILD_HOSTS[*]}" >&2')
+_WORKER = Template('"$${TPUBUILD_HOSTS[$n]}"')
+
+
+@dataclass(frozen=True)
+class SliceHosts(MigHosts):
+    """mig: the TPU VMs of the slice's managed instance group. Worker N is the N-th instance
+    name in C-locale order (the PJRT worker id startup.sh writes to /etc/profile.d/tpubuild.sh as
+    TPU_WORKER_ID); :meth:`preamble` lists them at run time into ``TPUBUILD_HOSTS`` and each
+    :meth:`ssh` line addresses one element, so ``all`` is one line per host in worker order.
+    ``listing`` is the list-instances argv (builder/cloud/mig_hosts.py builds it)."""
+
+    listing: tuple[str, ...] = ()
+
+    def preamble(self) -> str:
+        return _SLICE.substitute(listing=shlex.join(self.listing), count=self.count, group=_q(self.mig_name))
+
+    def workers(self, worker: str) -> list[int]:
+        return list(range(self.count)) if worker == "all" else [int(worker)]
+
+    def ssh(self, worker: str, command: str, *, ready: bool = True) -> str:
+        return "\n".join(MigHosts.ssh(self, _WORKER.substitute(n=n), command, ready=ready)
+                         for n in self.workers(worker))
+
+    def scp_from(self, worker: str, remote: str, local: str) -> str:
+        """Copy ``remote`` (a path on worker ``worker``) back to ``local`` here."""
+        line = shlex.join(["gcloud", "compute", "scp", "--recurse", f"INSTANCE:{remote}", local, *self.location(),
+                           *self.tunnel()])
+        return line.replace("INSTANCE:", ":".join([_WORKER.substitute(n=int(worker)), ""]), 1)
+
+    def scp(self, src: str, dest: str) -> str:
+        """``dest`` is a path; copied to every worker."""
+        return "\n".join(MigHosts.scp(self, src, ":".join([_WORKER.substitute(n=n), dest]))
+                         for n in self.workers("all"))

@@ -56,7 +56,7 @@ def test_each_generation_accepts_exactly_its_provisioning_models(make_env: Calla
     accel = next(t for t in _types() if parse(t).generation == generation)
     zone = offers.zones_for(parse(accel))[0]
     # a generation without TPU VM runtimes (tpu7x) exists only as a MIG of TPU VMs
-    arch = dict(TPU_RUNTIME_VERSION=row["runtimes"][0]) if row["runtimes"] else dict(
+    arch = dict(TPU_RUNTIME_VERSION=row["runtimes"][0], SHARED_PD_DISK_ATTACH="false") if row["runtimes"] else dict(
         TPU_ARCH="mig", TPU_RUNTIME_VERSION=None, TPU_PYTORCH_VERSION=None, SHARED_PD_DISK_ATTACH="false",
         GCS_DATASET=None)
     for mode in ("on-demand", "spot", "preemptible", "reservation"):

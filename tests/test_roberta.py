@@ -48,7 +48,8 @@ TABLE = [
     ("v3-512", SHIPPED, {}, 512, 8192, 8, 2),
     ("v4-32", VM_EXAMPLE, {}, 16, 2048, 16, 8),
     ("v5litepod-16", VM_EXAMPLE, {"TPU_RUNTIME_VERSION": "v2-alpha-tpuv5-lite", "ZONE": "us-west4-a"}, 16, 2048, 16, 8),
-    ("v6e-8", VM_EXAMPLE, {"TPU_RUNTIME_VERSION": "v2-alpha-tpuv6e", "ZONE": "us-east5-b"}, 8, 2048, 16, 16),
+    ("v6e-8", VM_EXAMPLE, {"TPU_RUNTIME_VERSION": "v2-alpha-tpuv6e", "ZONE": "us-east5-b", "SHARED_PD_DISK_ATTACH": "false"},
+     8, 2048, 16, 16),
 ]
 
 

@@ -3,13 +3,13 @@
 The hosts are the instances of the MIG ``Settings.tpu_name``; PJRT worker N is the N-th name in
 C-locale order (env_setup/scripts/startup.sh derives TPU_WORKER_ID the same way), so the list is
 sorted here too. Each host is reached with ``gcloud compute ssh --tunnel-through-iap`` (the
-firewall allows tcp:22 only from IAP). Pure argv builders: no shell strings, the caller runs them
-(builder/commands/train.py owns the transport; engineer M wires this in).
+firewall allows tcp:22 only from IAP). :func:`access` gives models/hosts.py's ``SliceHosts`` (the
+one host transport: ssh/scp lines, ready check, profile, detach, stop) this group's listing.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
@@ -26,7 +26,16 @@ def hosts(listing: str) -> list[str]:
     return sorted({line.strip() for line in listing.splitlines() if line.strip()}, key=lambda n: n.encode())
 
 
+def access(settings: Settings, hosts_module: Any = None) -> Any:
+    """models/hosts.py's ``SliceHosts`` for this slice (IAP unless TPU_EXTERNAL_IPS)."""
+    if hosts_module is None:
+        from builder.commands.train import load_hosts
+
+        hosts_module = load_hosts(settings)
+    return hosts_module.SliceHosts(settings.project_id, settings.zone, not settings.tpu_external_ips, settings.hosts,
+                                   mig_name=settings.tpu_name, listing=tuple(list_argv(settings)))
+
+
 def ssh_argv(settings: Settings, host: str, command: str) -> list[str]:
-    """gcloud argv that runs ``command`` (one argument, not re-split) on ``host`` through IAP."""
-    return ["gcloud", "compute", "ssh", host, f"--zone={settings.zone}", f"--project={settings.project_id}",
-            "--tunnel-through-iap", f"--command={command}"]
+    """gcloud argv that runs ``command`` (one argument, not re-split) on ``host``."""
+    return access(settings).argv(host, command)

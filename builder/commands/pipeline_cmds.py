@@ -397,7 +397,8 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
     if s.env_ttl_hours and s.arch != "node":
         from builder import ttl
 
-        info["ttl"] = ttl.plan_info(s, applies_tpu=plan.applies("tpu") and plan.action != "destroy")
+        info["ttl"] = ttl.plan_info(s, applies_tpu=plan.applies("mig" if s.arch == "mig" else "tpu")
+                                     and plan.action != "destroy")
         notes.append(f"ttl: {info['ttl']['text']}")
     if plan.action in ("create", "update"):
         if allow_data_loss:

@@ -106,14 +106,18 @@ def load_launcher(settings: Settings, model: str) -> tuple[ModuleType, Path]:
 # ---------------------------------------------------------------- running
 
 def _job(settings: Settings, launcher: ModuleType) -> Any:
+    job = launcher.Job.from_settings(settings)
     if settings.arch == "mig":
-        # The launchers know vm (tpu-vm ssh --worker) and node (xla_dist on the leader); a mig slice
-        # would silently get the node path. Its transport is builder/cloud/mig_hosts.py (IAP ssh per
-        # instance, PJRT worker order) and is wired with the shared host transport (issue 16).
-        raise BadInput(f'train/stop/logs: TPU_ARCH="mig" ({settings.source}) is not supported by the {settings.model or "model"} '
-                       "launcher yet; reach the slice's VMs with `gcloud compute ssh INSTANCE --tunnel-through-iap` "
-                       "(`tpubuild status` lists the group), or use TPU_ARCH=\"vm\" for v5p/v6e")
-    return launcher.Job.from_settings(settings)
+        # the launcher reaches the slice through models/hosts.py SliceHosts; the group listing
+        # (worker order) is builder/cloud/mig_hosts.py's. A launcher without mig support refuses.
+        from builder.cloud import mig_hosts
+
+        if "listing" not in {f.name for f in dataclasses.fields(job)}:
+            raise BadInput(f'train/stop/logs: TPU_ARCH="mig" ({settings.source}) is not supported by the '
+                           f"{settings.model or 'model'} launcher; start your script on every VM of the slice "
+                           "with `tpubuild run -- COMMAND`")
+        job = dataclasses.replace(job, listing=tuple(mig_hosts.list_argv(settings)))
+    return job
 
 
 def _plan(settings: Settings, launcher: ModuleType, build: Any) -> list[Any]:
@@ -196,11 +200,12 @@ def run_stop(args: argparse.Namespace) -> int:
         job = _job(settings, launcher)
         script = launcher.render(_plan(settings, launcher, lambda: launcher.plan_stop(job, str(root))))
         what = f"{model} on {settings.tpu_name}"
-    elif settings.arch != "vm":
+    elif settings.arch == "node":
         raise BadInput("no model: MODEL is empty in values.env; pass --model NAME")
-    if settings.arch == "vm":
-        script += render_steps([("stop 'tpubuild run' jobs on every host and free the TPU",
-                                 run_access(settings, hosts).ssh("all", hosts.stop_line(), ready=False))],
+    if settings.arch in ("vm", "mig"):
+        access = run_access(settings, hosts)
+        script += render_steps(with_preamble(access, [("stop 'tpubuild run' jobs on every host and free the TPU",
+                                                       access.ssh("all", hosts.stop_line(), ready=False))]),
                                first=not script)
     if args.dry_run:
         print(f"# tpubuild stop: {what} ({settings.arch}, {settings.hosts} host(s))")
@@ -231,13 +236,22 @@ def load_hosts(settings: Settings) -> ModuleType:
 
 
 def run_access(settings: Settings, hosts: ModuleType) -> Any:
-    """How gcloud reaches the hosts of ``settings`` (vm only; see ``models/hosts.py`` to add one)."""
+    """How gcloud reaches the hosts of ``settings`` (vm, mig; see ``models/hosts.py`` to add one)."""
+    if settings.arch == "mig":
+        from builder.cloud import mig_hosts
+
+        return mig_hosts.access(settings, hosts)
     if settings.arch != "vm":
-        raise BadInput(f"tpubuild run works on TPU_ARCH=\"vm\", not {settings.arch!r} ({settings.source}); "
-                       "node is legacy (use xla_dist on the leader); mig: reach its VMs with "
-                       "`gcloud compute ssh INSTANCE --tunnel-through-iap` until its hosts join models/hosts.py")
+        raise BadInput(f"tpubuild run works on TPU_ARCH=\"vm\" or \"mig\", not {settings.arch!r} ({settings.source}); "
+                       "node is legacy (use xla_dist on the leader)")
     return hosts.TpuVmHosts(settings.project_id, settings.zone, not settings.tpu_external_ips, settings.hosts,
                             tpu_name=settings.tpu_name)
+
+
+def with_preamble(access: Any, steps: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``access.preamble()`` (mig: list the slice's VMs in worker order) before ``steps``."""
+    pre = access.preamble()
+    return [("the slice's VMs in PJRT worker order (TPUBUILD_HOSTS)", pre), *steps] if pre else steps
 
 
 def run_log_dir(settings: Settings) -> str:
@@ -258,11 +272,11 @@ def plan_run(settings: Settings, hosts: ModuleType, where: str, words: list[str]
                        f"use --hosts all or a number from 0 to {settings.hosts - 1}")
     share = f"{settings.mount_point.rstrip('/')}/nfs_share"
     log_dir = run_log_dir(settings)
-    return [
+    return with_preamble(access, [
         (f"the log folder on Filestore ({log_dir})", access.ssh("0", hosts.dirs_line(share, [log_dir]))),
         (f"run on {'every host' if where == 'all' else 'host ' + where}, detached; "
          f"each host appends to {log_dir}/host-<N>.log", access.ssh(where, hosts.run_line(words, log_dir))),
-    ]
+    ])
 
 
 def run_run(args: argparse.Namespace) -> int:
@@ -295,8 +309,9 @@ def run_logs(args: argparse.Namespace) -> int:
                            f"use --host 0 to {settings.hosts - 1}")
         log = f"{run_log_dir(settings)}/host-{args.host}.log"
         tail = shlex.join(["tail", "-n", str(args.lines), *(["-F"] if args.follow else []), log])
-        script = render_steps([(f"host {args.host}'s run log (Filestore, read from worker 0)",
-                                run_access(settings, hosts).ssh("0", tail))])
+        access = run_access(settings, hosts)
+        script = render_steps(with_preamble(access, [(f"host {args.host}'s run log (Filestore, read from worker 0)",
+                                                      access.ssh("0", tail))]))
         if args.dry_run:
             print(script, end="")
             return 0

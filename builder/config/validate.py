@@ -10,7 +10,7 @@ from typing import Any
 
 from builder.config import offers
 from builder.errors import BadInput
-from builder.topology import Topology, mig_shape
+from builder.topology import MIG_DISKS, Topology, mig_shape
 
 #: vm runtimes and the generations each one serves.
 #: (One place: builder/data/tpu_offers.json, through builder.config.offers.)
@@ -130,6 +130,12 @@ def cross_checks(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str,
     if v["shared_pd_restore"] and not v["shared_pd_attach"]:
         fail("SHARED_PD_RESTORE", "restoring the shared PD needs the disk",
              'set SHARED_PD_DISK_ATTACH="true" or remove SHARED_PD_RESTORE')
+    if arch == "vm" and v["shared_pd_attach"] and topo.generation in MIG_DISKS and not MIG_DISKS[topo.generation][1]:
+        # https://cloud.google.com/tpu/docs/attach-durable-block-storage: v6e (and TPU7x) TPU VMs
+        # attach Hyperdisk Balanced / Hyperdisk ML only; modules/shared_pd makes a pd-* disk.
+        fail("SHARED_PD_DISK_ATTACH", f"{topo.generation} TPU VMs attach only Hyperdisk, so the {v['shared_pd_type']} "
+             "dataset disk (modules/shared_pd) cannot be attached to them",
+             'set SHARED_PD_DISK_ATTACH="false" and read the dataset from Filestore (SHARED_FS) or GCS_DATASET')
     if arch == "node" and v.get("env_ttl_hours"):
         fail("ENV_TTL_HOURS", "the TTL (modules/ttl) is created with a TPU VM; the legacy node architecture "
              "has none", 'remove ENV_TTL_HOURS or use TPU_ARCH="vm"')

@@ -103,7 +103,7 @@ class Job:
     env: str
     project: str
     zone: str
-    arch: str  # node | vm
+    arch: str  # node | vm | mig
     accelerator_type: str
     generation: str
     chips: int
@@ -115,6 +115,8 @@ class Job:
     mount_point: str
     iap: bool  # ssh through IAP (hosts without external IPs)
     options: dict[str, Any] = field(default_factory=dict)
+    #: mig: argv that lists the slice's VMs (tpubuild fills it from builder/cloud/mig_hosts.py)
+    listing: tuple[str, ...] = ()
 
     @classmethod
     def from_settings(cls, s: Any) -> Job:
@@ -135,7 +137,20 @@ class Job:
 
 def world_size(generation: str, chips: int) -> int:
     """XLA devices in the slice: the number of processes fairseq trains with."""
+    if generation not in DEVICES_PER_CHIP:
+        raise LaunchError("TPU_ACCELERATOR_TYPE", f"the roberta launcher has no proven PyTorch/XLA device count for "
+                          f"{generation}", "use v5p or v6e, or start your own script with `tpubuild run -- ...`")
     return chips * DEVICES_PER_CHIP[generation]
+
+
+def pjrt(job: Job) -> bool:
+    """vm and mig hosts are both TPU VMs under PJRT (torch_xla from PyPI, ~/.tpubuild)."""
+    return job.arch in ("vm", "mig")
+
+
+def host_arch(job: Job) -> str:
+    """The --arch the host scripts get: a mig VM is a TPU VM (the host side is the vm one)."""
+    return "vm" if job.arch == "mig" else job.arch
 
 
 def update_freq(total_batch: int, world: int, per_device: int) -> int:
@@ -183,7 +198,7 @@ def host_log(job: Job, host: int) -> str:
 def code_dir(job: Job) -> str:
     """Where the scripts live on the hosts: each TPU VM's home (vm), or Filestore, which every
     MIG worker mounts (node: xla_dist runs the same path on every worker)."""
-    if job.arch == "vm":
+    if pjrt(job):
         return f".tpubuild/{MODEL}"
     return f"{nfs(job)}/tpubuild/{job.env}/{MODEL}"
 
@@ -201,16 +216,24 @@ def conda_env(job: Job) -> str:
     return "torch-xla-" + job.runtime.removeprefix("pytorch-")
 
 
+#: mig: the torch_xla release per generation (a MIG of TPU VMs boots an accelerator OS image, no TPU runtime).
+MIG_TORCH_XLA: dict[str, str] = {"v5p": "2.9.0", "v6e": "2.9.0"}
+
+
 def torch_xla_version(job: Job) -> str:
     pinned = job.opt("torch_xla")
-    return VM_TORCH_XLA[job.runtime] if pinned == "auto" else pinned
+    if pinned != "auto":
+        return pinned
+    if job.arch == "mig":
+        return MIG_TORCH_XLA[job.generation]
+    return VM_TORCH_XLA[job.runtime]
 
 
 def fairseq_requirement(job: Job) -> str:
     """The fairseq pip requirement install.sh gets (``auto`` stays for node: it depends on the
     conda env's Python, which install.sh reads on the host)."""
     pinned = job.opt("fairseq")
-    return VM_FAIRSEQ if pinned == "auto" and job.arch == "vm" else pinned
+    return VM_FAIRSEQ if pinned == "auto" and pjrt(job) else pinned
 
 
 def wheelhouse(job: Job) -> str:
@@ -244,7 +267,7 @@ def fairseq_args(job: Job) -> list[str]:
     ]
     if scheduler == "polynomial_decay":
         args += ["--total-num-update", str(max_update)]
-    if job.opt("bf16") and job.arch == "vm":
+    if job.opt("bf16") and pjrt(job):
         # torch_xla 2.9 dropped XLA_USE_BF16: fairseq casts the model to bfloat16 itself and keeps
         # fp32 master weights in its optimizer wrapper.
         args += ["--bf16"]
@@ -269,7 +292,7 @@ def train_env(job: Job) -> dict[str, str]:
     env = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}  # fairseq 0.12's checkpoints under torch >= 2.6
     if job.opt("bf16") and job.arch == "node":  # XRT's torch_xla 1.x; vm: fairseq's --bf16 instead
         env["XLA_USE_BF16"] = "1"
-    if job.arch == "vm":
+    if pjrt(job):
         # models/xla_observe.py (train.sh runs fairseq through it): the profiler server that
         # `tpubuild profile` captures from, and the metrics report beside the host's log
         env = {"PJRT_DEVICE": "TPU", **env, "TPUBUILD_PROFILER_PORT": str(PROFILER_PORT)}
@@ -286,8 +309,8 @@ def _sh(words: list[str]) -> str:
 
 def install_line(job: Job) -> str:
     code = code_dir(job)
-    words = ["bash", f"{code}/install.sh", "--arch", job.arch, "--fairseq", fairseq_requirement(job)]
-    if job.arch == "vm":
+    words = ["bash", f"{code}/install.sh", "--arch", host_arch(job), "--fairseq", fairseq_requirement(job)]
+    if pjrt(job):
         words += ["--torch-xla", torch_xla_version(job), "--torch-index", TORCH_CPU_INDEX,
                   "--wheelhouse", wheelhouse(job)]
     else:
@@ -308,11 +331,11 @@ def prepare_line(job: Job) -> str:
 def host_train_line(job: Job) -> str:
     """What runs on every host: train.sh with the fairseq arguments (node: under xla_dist)."""
     code = code_dir(job)
-    train = ["bash", f"{code}/train.sh", "--log-dir", log_dir(job), "--arch", job.arch]
+    train = ["bash", f"{code}/train.sh", "--log-dir", log_dir(job), "--arch", host_arch(job)]
     if job.arch == "node":
         train += ["--conda-env", conda_env(job)]
     train += ["--", *fairseq_args(job)]
-    if job.arch == "vm":
+    if pjrt(job):
         env = [f"{k}={v}" for k, v in train_env(job).items()]
         return _sh(["env", *env, *train])
     return _sh(train)
@@ -346,6 +369,9 @@ def access(job: Job) -> Any:
     """How gcloud reaches this job's hosts (models/hosts.py)."""
     if job.arch == "vm":
         return hosts.TpuVmHosts(job.project, job.zone, job.iap, job.hosts, tpu_name=job.tpu_name)
+    if job.arch == "mig":  # the slice's MIG is named like the TPU; worker order from the listing
+        return hosts.SliceHosts(job.project, job.zone, job.iap, job.hosts, mig_name=job.tpu_name,
+                                listing=job.listing)
     return hosts.MigHosts(job.project, job.zone, job.iap, job.hosts, mig_name=job.mig_name)
 
 
@@ -385,13 +411,14 @@ def _stage(job: Job, repo_models: str, *, stop: bool = False) -> list[Step]:
     only ~/.tpubuild is needed, so a host that is not ready (still booting, or failed) is staged
     and stopped too; on node the scripts live on Filestore, which the leader must have mounted."""
     src = f"{repo_models.rstrip('/')}/{MODEL}"
-    if job.arch == "vm":
+    if pjrt(job):
         if stop:
             first = Step("~/.tpubuild on every host", (vm_ssh(job, "all", "mkdir -p .tpubuild", ready=False),))
         else:
             first = Step("folders on Filestore and ~/.tpubuild on every host",
                          (vm_ssh(job, "all", f"mkdir -p .tpubuild || exit 1; {_dirs_line(job)}"),))
         return [
+            *_preamble(job),
             first,
             Step(f"copy models/{MODEL} to ~/{code_dir(job)} on every host",
                  (access(job).scp(src, ".tpubuild/"),)),
@@ -406,10 +433,17 @@ def _stage(job: Job, repo_models: str, *, stop: bool = False) -> list[Step]:
     ]
 
 
+def _preamble(job: Job) -> list[Step]:
+    """mig: list the slice's VMs in PJRT worker order first (models/hosts.py SliceHosts)."""
+    pre = access(job).preamble()
+    return [Step("the slice's VMs in PJRT worker order (TPUBUILD_HOSTS)", (pre,))] if pre else []
+
+
 def plan_train(job: Job, repo_models: str) -> list[Step]:
     """Stage the scripts, install on every host, prepare the data once, launch on every host."""
+    world_size(job.generation, job.chips)  # a generation without a device count stops here
     steps = _stage(job, repo_models)
-    if job.arch == "vm":
+    if pjrt(job):
         steps += [
             Step("install fairseq and torch_xla on every host (idempotent)", (vm_ssh(job, "all", install_line(job)),)),
             Step("prepare data-bin on Filestore once (skipped when it is current)",
@@ -434,9 +468,9 @@ def plan_train(job: Job, repo_models: str) -> list[Step]:
 
 def plan_stop(job: Job, repo_models: str) -> list[Step]:
     """Kill the training on every host and free the TPU (vm: whatever holds /dev/accel*, /dev/vfio)."""
-    stop = f"bash {code_dir(job)}/stop.sh --arch {job.arch}"
+    stop = _sh(["bash", f"{code_dir(job)}/stop.sh", "--arch", host_arch(job)])
     steps = _stage(job, repo_models, stop=True)
-    if job.arch == "vm":
+    if pjrt(job):
         return steps + [Step("stop on every host and free the TPU", (vm_ssh(job, "all", stop, ready=False),))]
     every = f'for vm in $({node_instances(job)}); do ' + node_ssh(job, '"$vm"', stop, ready=False) + "; done"
     return steps + [
@@ -451,8 +485,8 @@ def plan_logs(job: Job, host: int, *, follow: bool, lines: int = 200) -> list[St
         raise LaunchError("--host", f"host {host} does not exist on {job.accelerator_type} ({job.hosts} hosts)",
                           f"use --host 0 to {job.hosts - 1}")
     tail = _sh(["tail", "-n", str(lines), *(["-F"] if follow else []), host_log(job, host)])
-    if job.arch == "vm":
-        return [Step(f"host {host}'s log (Filestore, read from worker 0)", (vm_ssh(job, "0", tail),))]
+    if pjrt(job):
+        return [*_preamble(job), Step(f"host {host}'s log (Filestore, read from worker 0)", (vm_ssh(job, "0", tail),))]
     return [
         Step("the leader", (f'LEADER="$({node_instances(job, limit=1)})"', 'test -n "$LEADER"')),
         Step(f"host {host}'s log (Filestore, read on the leader)", (node_ssh(job, '"$LEADER"', tail),)),

@@ -223,3 +223,21 @@ resource "google_compute_instance_group_manager" "slice" {
     ignore_changes = [target_size]
   }
 }
+
+# ---- the environment's TTL (ENV_TTL_HOURS; modules/ttl): created and destroyed with the slice ----
+# Its build destroys with _MIG=true (builder/ttl.py SCOPE): this module, not the hosts' account
+# and firewall (modules/tpu_mig_access), Filestore or the shared PD.
+
+module "slice_ttl" {
+  source = "../ttl"
+  count  = var.ttl_hours > 0 ? 1 : 0
+
+  project_id         = var.project_id
+  region             = join("-", slice(split("-", var.zone), 0, 2))
+  env_name           = var.env_name
+  name               = "tpubuild-${var.env_name}-ttl"
+  invoker_account_id = "tb-${var.env_name}-tl"
+  ttl_hours          = var.ttl_hours
+  build_body         = var.ttl_build_body
+  tpu_id             = google_compute_instance_group_manager.slice.id
+}

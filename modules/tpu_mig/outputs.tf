@@ -22,3 +22,8 @@ output "instance_template" {
   description = "Self link of the instance template the slice's VMs run."
   value       = google_compute_instance_template.slice.self_link
 }
+
+output "ttl_job" {
+  description = "Cloud Scheduler job that destroys the slice when ENV_TTL_HOURS expires (empty without a TTL)."
+  value       = var.ttl_hours > 0 ? module.slice_ttl[0].job : ""
+}
