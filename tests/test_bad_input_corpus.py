@@ -103,6 +103,8 @@ CASES: list[Case] = [
     Case("region-mismatch", _env(REGION="us-central1"), expect=("REGION:", "does not contain zone", 'REGION="europe-west4"'), sub=True),
     Case("tier-ssd", _env(SHARED_FS_TIER="ssd"), expect=("SHARED_FS_TIER:", "use one of BASIC_HDD")),
     Case("pd-type-ssd", _env(SHARED_PD_DISK_TYPE="ssd"), expect=("SHARED_PD_DISK_TYPE:", "pd-ssd")),
+    Case("pd-ssd-on-tpu-vm", _env(SHARED_PD_DISK_TYPE="pd-ssd", SHARED_PD_DISK_ATTACH="true"),
+         expect=("SHARED_PD_DISK_TYPE:", "attach only Balanced Persistent Disk", 'SHARED_PD_DISK_TYPE="pd-balanced"')),
     Case("image-latest", _env(GCE_IMAGE_VERSION="latest"), expect=("GCE_IMAGE_VERSION:", "YYYYMMDD")),
     Case("arch-typo", _env(TPU_ARCH="nod"), expect=("TPU_ARCH:", "use one of node, vm")),
     # ---------------------------------------------------------------- impossible topologies

@@ -56,8 +56,10 @@ def test_migrate_then_validate_plan_render_and_a_second_migrate_is_a_no_op(cli, 
     # same environment: name, project, zone, Filestore and PD settings
     for field in ("env_name", "project_id", "zone", "region", "accelerator_type", "shared_fs_name",
                   "shared_fs_capacity_gb", "shared_fs_tier", "shared_pd_attach", "shared_pd_size_gb",
-                  "shared_pd_type", "gcs_dataset", "mount_point", "network", "tpu_preemptible"):
+                  "gcs_dataset", "mount_point", "network", "tpu_preemptible"):
         assert getattr(after, field) == getattr(before, field), field
+    # an attached disk becomes pd-balanced: TPU VMs attach Balanced Persistent Disk only
+    assert after.shared_pd_type == ("pd-balanced" if before.shared_pd_attach else before.shared_pd_type)
     # node-only keys are commented out with a one-line reason, comments are kept
     for key in ("MACHINE_TYPE", "SOURCE_IMAGE_FAMILY", "SOURCE_IMAGE_PROJECT", "GCE_IMAGE_VERSION", "BOOT_DISK_SIZE_GB"):
         assert key not in after.lines, key

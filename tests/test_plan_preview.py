@@ -27,7 +27,7 @@ SHARED_FS_TIER="BASIC_HDD"
 SHARED_FS_CAPACITY="{fs}"
 SHARED_PD_DISK_ATTACH="true"
 SHARED_PD_DISK_SIZE="{pd}"
-SHARED_PD_DISK_TYPE="pd-ssd"
+SHARED_PD_DISK_TYPE="pd-balanced"
 GCS_DATASET="gs://my-data/wikitext/*"
 """
 

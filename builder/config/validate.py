@@ -136,6 +136,11 @@ def cross_checks(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str,
         fail("SHARED_PD_DISK_ATTACH", f"{topo.generation} TPU VMs attach only Hyperdisk, so the {v['shared_pd_type']} "
              "dataset disk (modules/shared_pd) cannot be attached to them",
              'set SHARED_PD_DISK_ATTACH="false" and read the dataset from Filestore (SHARED_FS) or GCS_DATASET')
+    elif arch == "vm" and v["shared_pd_attach"] and v["shared_pd_type"] != "pd-balanced":
+        # https://cloud.google.com/tpu/docs/setup-persistent-disk ("TPU support for Hyperdisk and
+        # Persistent Disk"): v2, v3, v4, v5e and v5p TPU VMs attach Balanced Persistent Disk only.
+        fail("SHARED_PD_DISK_TYPE", f"{topo.generation} TPU VMs attach only Balanced Persistent Disk, so a "
+             f"{v['shared_pd_type']} dataset disk cannot be attached to them", 'set SHARED_PD_DISK_TYPE="pd-balanced"')
     if arch == "node" and v.get("env_ttl_hours"):
         fail("ENV_TTL_HOURS", "the TTL (modules/ttl) is created with a TPU VM; the legacy node architecture "
              "has none", 'remove ENV_TTL_HOURS or use TPU_ARCH="vm"')
