@@ -12,6 +12,7 @@ warnings are kept in ``Settings.warnings``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -108,27 +109,28 @@ def load_text(text: str, path: Path | str, *, strict: bool = False) -> Settings:
             if values["arch"] != "node":  # TPU_ZONE_CHECK="warn": a stale table must not block
                 offers.check_zone(values["zone"], topo, zone_warning if values["zone_check"] == "warn" else fail)
 
-        for group in (lambda: validate.cross_checks(values, topo, fail, lines),
-                      lambda: offers.resolve_provisioning(values, topo, fail, lines), zone,
-                      lambda: validate.name_lengths(values, fail)):
-            try:
-                group()
-            except _Stop:
-                pass
+        _each_group(lambda: validate.cross_checks(values, topo, fail, lines),
+                    lambda: offers.resolve_provisioning(values, topo, fail, lines), zone,
+                    lambda: validate.name_lengths(values, fail))
     if errors:
         raise ConfigErrors(errors, tuple(warnings))
     values["region"] = values["region"] or values["zone"].rsplit("-", 1)[0]
     assert topo is not None
     settings = _finish(path, values, model_options, by_key, lines, warnings, topo)
     # Google's naming rules for every derived and supplied name, then the rules on the whole Settings
-    for group in (lambda: names.check(settings, fail), lambda: hardening.cross_checks(settings, fail)):
+    _each_group(lambda: names.check(settings, fail), lambda: hardening.cross_checks(settings, fail))
+    if errors:
+        raise ConfigErrors(errors, tuple(warnings))
+    return settings
+
+
+def _each_group(*groups: Callable[[], object]) -> None:
+    """Run every group of rules; a failing rule (its error already collected) ends only its group."""
+    for group in groups:
         try:
             group()
         except _Stop:
             pass
-    if errors:
-        raise ConfigErrors(errors, tuple(warnings))
-    return settings
 
 
 def _rules(values: dict[str, Any], fail: Any) -> Any:
