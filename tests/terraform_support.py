@@ -1,5 +1,7 @@
 """Real Terraform against the stand-in provider (tools/tfstandin): helpers for tests/test_terraform.py.
 
+* ``standin_terraform()``: the tools a real-Terraform test needs (``require``: a skip on a laptop, a
+  failure in CI), then a ``Terraform`` on the stand-in;
 * ``standin_env()``: installs the stand-in (cached) and returns the environment Terraform needs
   (``TF_CLI_CONFIG_FILE`` → a mirror holding only the stand-in google/google-beta 6.50.0);
 * ``Terraform``: runs ``terraform`` in a folder and returns the completed process;
@@ -22,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import REPO
+from tests.conftest import REPO, require
 
 TOOLS = REPO / "tools" / "tfstandin"
 MODULES = REPO / "modules"
@@ -123,3 +125,16 @@ def counts(plan: dict[str, Any]) -> dict[str, int]:
         key = "+".join(change["change"]["actions"])
         out[key] = out.get(key, 0) + 1
     return out
+
+
+def standin_terraform() -> "Terraform":
+    """terraform, npm and the stand-in's Python packages (``require`` each), then a ``Terraform``
+    whose environment installs only the stand-in provider."""
+    require("terraform", shutil.which("terraform") is not None, "https://developer.hashicorp.com/terraform/install")
+    require("npm", shutil.which("npm") is not None, "apt-get install npm")
+    try:
+        import msgpack  # noqa: F401
+        from tf.gen import tfplugin_pb2  # noqa: F401
+    except ImportError as exc:
+        require("the stand-in's Python packages", False, f"pip install msgpack && pip install --no-deps tf==1.2.0 ({exc})")
+    return Terraform(standin_env())

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, require
+from tests.conftest import REPO
 from tests.terraform_fixtures import SHAPES, names, regenerate
-from tests.terraform_support import Terraform, standin_env
+from tests.terraform_support import standin_terraform
 
 PLANS = REPO / "tests" / "data" / "plans"
 
@@ -66,14 +65,7 @@ def test_hand_made_fixtures_are_what_generate_writes() -> None:
 
 @pytest.mark.slow
 def test_terraform_made_fixtures_are_what_terraform_writes_today(tmp_path: Path) -> None:
-    require("terraform", shutil.which("terraform") is not None, "https://developer.hashicorp.com/terraform/install")
-    require("npm", shutil.which("npm") is not None, "apt-get install npm")
-    try:
-        import msgpack  # noqa: F401
-        from tf.gen import tfplugin_pb2  # noqa: F401
-    except ImportError as exc:
-        require("the stand-in's Python packages", False, f"pip install msgpack && pip install --no-deps tf==1.2.0 ({exc})")
-    written = regenerate(tmp_path, Terraform(standin_env()))
+    written = regenerate(tmp_path, standin_terraform())
     assert written == names()
     stale = [n for n in written if (tmp_path / f"{n}.json").read_text() != (PLANS / f"{n}.json").read_text()]
     assert not stale, f"{stale}: Terraform writes these differently today; run python tests/data/plans/generate.py --terraform"

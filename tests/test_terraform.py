@@ -17,7 +17,6 @@ Needs terraform and npm (first run: the npm packages, cached under ~/.cache/tpub
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -30,7 +29,7 @@ from builder import tfvars
 from builder.config import load
 from builder.plan import module_dir
 from tests.conftest import EXAMPLES, NODE, REPO, SHIPPED, require
-from tests.terraform_support import Terraform, Workspace, counts, is_root, module_dirs, resources, standin_env
+from tests.terraform_support import Terraform, Workspace, counts, is_root, module_dirs, resources, standin_terraform
 
 ENV_FILES = [SHIPPED, *sorted(EXAMPLES.glob("*.env"))]
 STARTUP = (REPO / "env_setup" / "scripts" / "startup.sh").read_text()
@@ -42,14 +41,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="session")
 def tf() -> Terraform:
-    require("terraform", shutil.which("terraform") is not None, "https://developer.hashicorp.com/terraform/install")
-    require("npm", shutil.which("npm") is not None, "apt-get install npm")
-    try:
-        import msgpack  # noqa: F401
-        from tf.gen import tfplugin_pb2  # noqa: F401
-    except ImportError as exc:
-        require("the stand-in's Python packages", False, f"pip install msgpack && pip install --no-deps tf==1.2.0 ({exc})")
-    return Terraform(standin_env())
+    return standin_terraform()
 
 
 # ---- negative control ---------------------------------------------------------------------------

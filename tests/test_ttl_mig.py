@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ import pytest
 from builder import tfvars, ttl
 from builder.config import load
 from builder.plan import make_plan, module_dir
-from tests.conftest import EXAMPLES, require
+from tests.conftest import EXAMPLES
 
 MIG = EXAMPLES / "mig-v6e-16-spot.env"
 VM = EXAMPLES / "vm-v4-32.env"
@@ -73,11 +72,9 @@ def test_the_ttl_invoker_on_mig_is_the_same_least_privilege_module():
 
 @pytest.mark.slow
 def test_the_slice_module_plans_the_ttl_job_in_real_terraform(make_env, tmp_path: Path):
-    from tests.terraform_support import Terraform, Workspace, resources, standin_env
+    from tests.terraform_support import Workspace, resources, standin_terraform
 
-    require("terraform", shutil.which("terraform") is not None, "https://developer.hashicorp.com/terraform/install")
-    require("npm", shutil.which("npm") is not None, "apt-get install npm")
-    tf = Terraform(standin_env())
+    tf = standin_terraform()
     s = load(make_env(MIG, ENV_TTL_HOURS="6"))
     ws = Workspace(tmp_path / "ws")
     mig_plan = None
