@@ -1,0 +1,51 @@
+"""Byte-for-byte golden renderings (issue 12): ``render`` and ``plan`` print exactly what
+``tests/data/golden/`` holds for every shipped values file × action × scope, the GitOps
+selections, the allow flags and ``auto`` against a changed copy. A refactor that changes a
+single byte of a pipeline or a plan fails here; a change that means to, regenerates them
+(``python tests/data/golden/generate.py``) and says so in its commit."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+_spec = importlib.util.spec_from_file_location("golden_generate", REPO / "tests/data/golden/generate.py")
+assert _spec and _spec.loader
+golden = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(golden)
+
+
+def test_every_values_file_has_golden_renderings() -> None:
+    shipped = {"values.env", *(f"examples/{p.name}" for p in (REPO / "examples").glob("*.env"))}
+    assert shipped <= set(golden.FILES)
+    for path in golden.FILES:
+        assert golden.golden_path(path).is_file(), f"no golden renderings for {path}; run generate.py"
+
+
+@pytest.mark.parametrize("path", golden.FILES)
+def test_renderings_match_golden(path: str, tmp_path: Path) -> None:
+    expected = json.loads(golden.golden_path(path).read_text())
+    actual = golden.render_all(path, tmp_path)
+    assert sorted(actual) == sorted(expected), "the set of cases changed; regenerate on purpose"
+    differ = [name for name in expected if actual[name] != expected[name]]
+    for name in differ[:3]:  # show the first differences in full: pytest's diff of the texts
+        assert actual[name] == expected[name], f"{path}: {name}"
+    assert not differ
+
+
+def test_golden_cases_cover_success_and_refusal() -> None:
+    """The corpus is not all errors: each architecture renders pipelines, and refusals are kept."""
+    for path in golden.FILES:
+        data = json.loads(golden.golden_path(path).read_text())
+        ok = [n for n, r in data.items() if r["rc"] == 0 and n.startswith("render") and "steps:" in r["stdout"]]
+        refused = [n for n, r in data.items() if r["rc"] == 2]
+        assert refused, path
+        if "node" not in path:
+            assert len(ok) >= 5, path
+        else:  # legacy: only destroy renders
+            assert ok and all("destroy" in n for n in ok), ok
