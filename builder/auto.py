@@ -29,47 +29,11 @@ from builder.config import Settings
 from builder.config.keys import KEYS
 from builder.config.model_keys import MODEL_KEYS
 from builder.errors import BadInput
-from builder.plan import hosts_module  # noqa: F401 - re-exported for builder.cloud.auto
+from builder.modules import hosts_module  # noqa: F401 - re-exported for builder.cloud.auto
+from builder.modules import modules_for_key
 
 #: Changing one of these moves the environment; auto refuses.
 MOVING_KEYS: tuple[str, ...] = ("PROJECT_ID", "ENV_BUILD_NAME", "ZONE", "REGION", "NETWORK", "SUBNETWORK", "TPU_ARCH")
-
-_TPU = ("TPU_ACCELERATOR_TYPE", "TPU_PYTORCH_VERSION", "TPU_RUNTIME_VERSION", "TPU_CIDR_BLOCK",
-        "TPU_PREEMPTIBLE", "TPU_SPOT", "TPU_RESERVED", "TPU_EXTERNAL_IPS",
-        "TPU_PROVISIONING", "TPU_RESERVATION", "TPU_QUEUED", "TPU_QUEUED_VALID_FOR", "TPU_ZONE_CHECK",
-        "ENV_TTL_HOURS")  # the TTL's scheduler job is a child module of the TPU's
-_MIG = ("MACHINE_TYPE", "GCE_IMAGE_VERSION", "SOURCE_IMAGE_FAMILY", "SOURCE_IMAGE_PROJECT", "BOOT_DISK_SIZE_GB",
-        "MIG_EXTERNAL_IP")
-_HOSTS = ("MIG_SETUP_SCRIPT", "MOUNT_POINT")  # read at boot by every host: the MIG (node) or the TPU VMs
-_FILESTORE = ("SHARED_FS", "SHARED_FS_CAPACITY", "SHARED_FS_TIER")
-_SHARED_PD = ("SHARED_PD_DISK_ATTACH", "SHARED_PD_DISK_SIZE", "SHARED_PD_DISK_TYPE", "SHARED_PD_RESTORE",
-              "GCS_DATASET", "MIG_SEED_DATA_PREP_SCRIPT")
-#: Keys whose change also changes what the hosts are told (metadata, attached disk, endpoints) or
-#: may read: the workers' service account is granted read on GCS_DATASET's bucket in mig/tpu_vm.
-_ALSO_HOSTS = ("SHARED_FS", "SHARED_FS_TIER", "SHARED_PD_DISK_ATTACH", "SHARED_PD_DISK_TYPE", "GCS_DATASET")
-
-
-def modules_for_key(key: str, arch: str) -> frozenset[str]:
-    """The plan modules a change of ``key`` must re-apply (before restricting to the plan's)."""
-    hosts = hosts_module(arch)
-    out: set[str] = set()
-    if key in _TPU:
-        out.add("mig" if arch == "mig" else "tpu")  # mig: the slice's shape lives in the MIG module
-        if arch == "node" and key in ("TPU_ACCELERATOR_TYPE", "TPU_CIDR_BLOCK"):
-            out.add("mig")  # one worker per TPU host; workers are told the TPU's endpoints
-    if key in _MIG:
-        out.add("mig")
-    if key in _HOSTS:
-        out.add(hosts)
-    if key in _FILESTORE:
-        out.add("filestore")
-    if key in _SHARED_PD:
-        out.add("shared_pd")
-    if key in _ALSO_HOSTS:
-        out.add(hosts)
-    if arch == "mig" and key == "GCS_DATASET":
-        out.add("tpu")  # the slice's identity (tpu_mig_access) holds the read grant on the dataset
-    return frozenset(out)
 
 
 def _value(settings: Settings, key: str) -> Any:

@@ -30,8 +30,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from builder import modules as catalogue
 from builder import tfvars
-from builder.plan import hosts_module
+from builder.modules import DATA_MODULES, hosts_module
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
@@ -54,9 +55,6 @@ _ROLLING: frozenset[str] = frozenset({"machine_type", "source_image_family", "so
                                       "subnetwork", "shared_pd_attach", "mount_point", "setup_script"})
 #: Sizes that grow in place and replace when they shrink.
 _GROWS: dict[str, str] = {"filestore": "capacity_gb", "shared_pd": "size_gb"}
-
-#: Modules whose replacement loses data (Filestore's share, the shared PD's contents).
-DATA_MODULES = ("filestore", "shared_pd")
 
 
 @dataclass(frozen=True)
@@ -190,9 +188,7 @@ def _module_diff(applied: Settings, target: Settings, module: str) -> ModuleDiff
 def compare(applied: Settings | None, target: Settings, plan: Plan, *,
             absent: frozenset[str] = frozenset()) -> Diff:
     """What ``plan`` changes relative to ``applied`` (None: nothing was applied yet)."""
-    from builder.tfvars import PLAN_MODULES
-
-    modules = PLAN_MODULES[target.arch]
+    modules = catalogue.modules(target.arch)
     if applied is not None and applied.arch != target.arch:
         applied = None  # another architecture: nothing carries over (auto refuses this; create would rebuild)
     host_mod = hosts_module(target.arch)

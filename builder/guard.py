@@ -35,10 +35,11 @@ from typing import Any
 
 from builder import guard_classes
 from builder.errors import BadInput
+from builder.modules import GUARD_ACTIONS, NAMES
 
-#: Plan modules (see builder.plan) and the actions whose pipelines apply Terraform plans.
-MODULES: tuple[str, ...] = ("tpu", "filestore", "shared_pd", "mig", "dashboard")
-ACTIONS: tuple[str, ...] = ("create", "update", "auto", "destroy")
+#: Plan modules and the actions whose pipelines apply Terraform plans (builder.modules).
+MODULES: tuple[str, ...] = NAMES
+ACTIONS: tuple[str, ...] = GUARD_ACTIONS
 
 #: The data holders a ``destroy`` deletes on purpose, after the pipeline snapshotted/backed them up.
 PROTECTED_TYPES: dict[str, str] = {

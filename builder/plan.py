@@ -33,53 +33,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from builder import modules as catalogue
 from builder.errors import BadInput
+from builder.modules import OPS as _OPS
+from builder.modules import PLAN_ACTIONS, hosts_module
+
+__all__ = ["ACTIONS", "OPS", "Operation", "Plan", "hosts_module", "make_plan", "module_dir", "parse_flag",
+           "refuse_idle_allow_flags"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
-ACTIONS: tuple[str, ...] = ("initialize", "create", "update", "destroy")
-OPS: tuple[str, ...] = ("apply", "destroy")
-
-#: Plan modules per architecture, in create's order.
-MODULES: dict[str, tuple[str, ...]] = {
-    "node": ("filestore", "shared_pd", "tpu", "mig", "dashboard"),
-    "vm": ("filestore", "shared_pd", "tpu", "dashboard"),
-    # mig (issue 13): tpu = the slice's access (host identity, firewall, MIG reader role), mig = the
-    # slice itself (workload policy + instance template + MIG); docs/pipeline.md has why.
-    "mig": ("filestore", "shared_pd", "tpu", "mig", "dashboard"),
-}
-
-#: What each module waits for when it is created (the create DAG), per architecture.
-CREATE_AFTER: dict[str, dict[str, tuple[str, ...]]] = {
-    "node": {"filestore": (), "shared_pd": (), "tpu": (), "mig": ("filestore", "shared_pd", "tpu"), "dashboard": ()},
-    "vm": {"filestore": (), "shared_pd": (), "tpu": ("filestore", "shared_pd"), "dashboard": ()},
-    "mig": {"filestore": (), "shared_pd": (), "tpu": (), "mig": ("filestore", "shared_pd", "tpu"), "dashboard": ()},
-}
-
-#: What each module waits for when it is destroyed (full destroy), per architecture.
-DESTROY_AFTER: dict[str, dict[str, tuple[str, ...]]] = {
-    "node": {"mig": (), "tpu": ("mig",), "filestore": ("tpu",), "shared_pd": ("tpu",), "dashboard": ()},
-    "vm": {"tpu": (), "filestore": ("tpu",), "shared_pd": ("tpu",), "dashboard": ()},
-    "mig": {"mig": (), "tpu": ("mig",), "filestore": ("mig",), "shared_pd": ("mig",), "dashboard": ()},
-}
-
-#: Order of a full destroy (a topological order of DESTROY_AFTER).
-DESTROY_ORDER: dict[str, tuple[str, ...]] = {
-    "node": ("mig", "tpu", "filestore", "shared_pd", "dashboard"),
-    "vm": ("tpu", "filestore", "shared_pd", "dashboard"),
-    "mig": ("mig", "tpu", "filestore", "shared_pd", "dashboard"),
-}
-
-#: Terraform directories of the mig architecture's two slice modules.
-_MIG_ARCH_DIRS: dict[str, str] = {"tpu": "modules/tpu_mig_access", "mig": "modules/tpu_mig"}
-
-_TERRAFORM_DIRS: dict[str, str] = {
-    "filestore": "modules/filestore",
-    "shared_pd": "modules/shared_pd",
-    "mig": "modules/mig",
-    "dashboard": "modules/dashboard",
-}
+ACTIONS: tuple[str, ...] = PLAN_ACTIONS
+OPS: tuple[str, ...] = _OPS
 
 #: How make_plan names its inputs in messages: Cloud Build substitutions (default) or CLI flags.
 SUBSTITUTION_NAMES: dict[str, str] = {"action": "_BUILD_ACTION", "tpu": "_TPU", "mig": "_MIG", "only": "only"}
@@ -155,22 +121,13 @@ def parse_flag(raw: str, name: str) -> bool:
     raise BadInput(f"{name}: {raw!r} is not a flag value; use true, false, default or leave it empty")
 
 
-def hosts_module(arch: str) -> str:
-    """The plan module whose machines are the hosts (they boot with env_setup and run the
-    training): the TPU VMs on vm, the worker MIG on node, the slice's MIG on mig."""
-    return "tpu" if arch == "vm" else "mig"
-
-
 def module_dir(settings: Settings, module: str) -> str:
     """The Terraform directory (repo-relative) of a plan module."""
-    if settings.arch == "mig" and module in _MIG_ARCH_DIRS:
-        return _MIG_ARCH_DIRS[module]
-    if module == "tpu":
-        return "modules/tpu_node" if settings.arch == "node" else "modules/tpu_vm"
-    try:
-        return _TERRAFORM_DIRS[module]
-    except KeyError:
-        raise BadInput(f"{module!r} is not a plan module; use one of tpu, filestore, shared_pd, mig, dashboard") from None
+    spec = catalogue.spec(settings.arch, module)
+    if spec is None:
+        raise BadInput(f"{module!r} is not a plan module of the {settings.arch} architecture; "
+                       f"use one of {', '.join(catalogue.modules(settings.arch))}")
+    return spec.tfdir
 
 
 def _arch_where(settings: Settings) -> str:
@@ -228,11 +185,12 @@ def make_plan(
                            "drop the selection or use action update")
         if tpu or mig:
             raise BadInput(f"{n['only']}: a module selection cannot be combined with {scope}; use one or the other")
-        unknown = sorted(set(only) - set(MODULES[arch]))
+        every = catalogue.modules(arch)
+        unknown = sorted(set(only) - set(every))
         if unknown:
             raise BadInput(f"{n['only']}: {', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not "
                            f"{arch}-architecture module{'s' if len(unknown) > 1 else ''}; "
-                           f"use some of {', '.join(MODULES[arch])}")
+                           f"use some of {', '.join(every)}")
         if not only:
             raise BadInput(f"{n['only']}: the module selection is empty, so the update would do nothing; "
                            "name at least one module, or run no build")
@@ -250,26 +208,26 @@ def make_plan(
                        f"or use {n['action']} update to apply only the scoped modules")
 
     if action in ("create", "update"):
-        order = MODULES[arch]
+        order = catalogue.modules(arch)
         if action == "update" and only is not None:
             kept = tuple(m for m in order if m in only)
         elif action == "update" and (tpu or mig):
             kept = tuple(m for m in order if (m == "tpu" and tpu) or (m == "mig" and mig))
         else:
             kept = order
-        ops = _restrict(kept, CREATE_AFTER[arch])
+        ops = _restrict(kept, catalogue.create_after(arch))
         op = "apply"
     else:  # destroy
         if arch == "mig" and tpu and not mig:
             raise BadInput("_TPU: on the mig architecture the tpu module is the slice's service account and "
                            "firewall; destroying it alone would cut off the running TPU VMs of the MIG; "
                            "add _MIG=true (destroys the slice, then its access)")
-        order = DESTROY_ORDER[arch]
+        order = catalogue.destroy_order(arch)
         if tpu or mig:
             kept = tuple(m for m in order if (m == "tpu" and tpu) or (m == "mig" and mig))
         else:
             kept = order
-        ops = _restrict(kept, DESTROY_AFTER[arch])
+        ops = _restrict(kept, catalogue.destroy_after(arch))
         op = "destroy"
     operations = tuple(Operation(o.module, op, o.after) for o in ops)
     return Plan(action, arch, operations, tpu=tpu, mig=mig, only=frozenset(only) if only is not None else None)

@@ -5,10 +5,10 @@ declares, every one of them (even those with a default), so the file fully descr
 applied; ``tests/test_tfvars.py`` fails when either side adds, renames or drops one.
 ``all_for(settings)`` does it for every plan module of the settings' architecture.
 
-Plan module → Terraform directory: ``tpu`` → ``modules/tpu_node`` (node) or ``modules/tpu_vm``
-(vm), ``filestore``, ``shared_pd``, ``mig`` (node only). Their state lives in
-``gs://<state_bucket>/<ENV_BUILD_NAME>/<plan module>``; ``mig`` and ``tpu_vm`` read the other
-modules' outputs from there, which is why they take ``state_bucket`` and ``env_name``.
+Plan module → Terraform directory comes from the module catalogue (``builder.modules``); each
+directory's variables come from the function registered for it with ``@inputs("modules/<dir>")``.
+States live in ``gs://<state_bucket>/<ENV_BUILD_NAME>/<plan module>``; the modules created after
+others read those outputs from there, which is why they take ``state_bucket`` and ``env_name``.
 
 Decisions recorded here:
 
@@ -30,18 +30,24 @@ Decisions recorded here:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from builder import modules as catalogue
 from builder.config.settings import Settings
 from builder.errors import BadInput, ConfigError
 
-#: Plan modules per architecture (the same set and order as ``builder.plan``; not imported from
-#: there because tfvars and plan are sibling stages).
-PLAN_MODULES: dict[str, tuple[str, ...]] = {
-    "node": ("filestore", "shared_pd", "tpu", "mig", "dashboard"),
-    "vm": ("filestore", "shared_pd", "tpu", "dashboard"),
-    "mig": ("filestore", "shared_pd", "tpu", "mig", "dashboard"),
-}
+#: Terraform directory → the function that gives its variables; :func:`inputs` fills it.
+INPUTS: dict[str, Callable[[Settings], dict[str, Any]]] = {}
+
+
+def inputs(tfdir: str) -> Callable[[Callable[[Settings], dict[str, Any]]], Callable[[Settings], dict[str, Any]]]:
+    """Register the function that gives the variables of the Terraform directory ``tfdir`` (a
+    root module of :data:`builder.modules.CATALOGUE`)."""
+    def register(fn: Callable[[Settings], dict[str, Any]]) -> Callable[[Settings], dict[str, Any]]:
+        INPUTS[tfdir] = fn
+        return fn
+    return register
 
 
 def dataset_bucket(gcs_dataset: str) -> str:
@@ -92,6 +98,7 @@ def _workers(s: Settings) -> dict[str, Any]:
     }
 
 
+@inputs("modules/filestore")
 def _filestore(s: Settings) -> dict[str, Any]:
     return {
         **_common(s), "region": s.region, "name": s.filestore_name, "tier": s.shared_fs_tier,
@@ -99,6 +106,7 @@ def _filestore(s: Settings) -> dict[str, Any]:
     }
 
 
+@inputs("modules/shared_pd")
 def _shared_pd(s: Settings) -> dict[str, Any]:
     restore = s.shared_pd_restore
     return {
@@ -110,6 +118,7 @@ def _shared_pd(s: Settings) -> dict[str, Any]:
     }
 
 
+@inputs("modules/tpu_node")
 def _tpu_node(s: Settings) -> dict[str, Any]:
     return {
         **_common(s), "name": s.tpu_name, "accelerator_type": s.accelerator_type,
@@ -118,6 +127,7 @@ def _tpu_node(s: Settings) -> dict[str, Any]:
     }
 
 
+@inputs("modules/tpu_vm")
 def _tpu_vm(s: Settings) -> dict[str, Any]:
     return {
         **_common(s), **_workers(s), "name": s.tpu_name, "accelerator_type": s.accelerator_type,
@@ -138,6 +148,7 @@ def _ttl(s: Settings) -> dict[str, Any]:
     return {"ttl_hours": s.env_ttl_hours, "ttl_build_body": body}
 
 
+@inputs("modules/mig")
 def _mig(s: Settings) -> dict[str, Any]:
     return {
         **_common(s), **_workers(s), "name": s.mig_name, "target_size": s.hosts,
@@ -147,6 +158,7 @@ def _mig(s: Settings) -> dict[str, Any]:
     }
 
 
+@inputs("modules/tpu_mig_access")
 def _tpu_mig_access(s: Settings) -> dict[str, Any]:
     """mig architecture, plan module tpu: the slice's identity and network access."""
     return {
@@ -156,6 +168,7 @@ def _tpu_mig_access(s: Settings) -> dict[str, Any]:
     }
 
 
+@inputs("modules/tpu_mig")
 def _tpu_mig(s: Settings) -> dict[str, Any]:
     """mig architecture, plan module mig: workload policy, instance template and the MIG."""
     shape = s.mig_shape
@@ -174,6 +187,7 @@ def _tpu_mig(s: Settings) -> dict[str, Any]:
     }
 
 
+@inputs("modules/dashboard")
 def _dashboard(s: Settings) -> dict[str, Any]:
     """The dashboard JSON is rendered by builder.dashboard (the one place it is made)."""
     from builder import dashboard
@@ -188,18 +202,14 @@ def _dashboard(s: Settings) -> dict[str, Any]:
 
 def for_module(settings: Settings, module: str) -> dict[str, Any]:
     """Exactly the variables of the Terraform module behind plan module ``module``."""
-    modules = PLAN_MODULES[settings.arch]
-    if module not in modules:
+    spec = catalogue.spec(settings.arch, module)
+    if spec is None:
+        modules = catalogue.modules(settings.arch)
         raise BadInput(f"{module!r} is not a Terraform module of the {settings.arch} architecture; "
                        f"use one of {', '.join(modules)}")
-    if settings.arch == "mig":
-        if module in ("tpu", "mig"):
-            return _tpu_mig_access(settings) if module == "tpu" else _tpu_mig(settings)
-    if module == "tpu":
-        return _tpu_node(settings) if settings.arch == "node" else _tpu_vm(settings)
-    return {"filestore": _filestore, "shared_pd": _shared_pd, "mig": _mig, "dashboard": _dashboard}[module](settings)
+    return INPUTS[spec.tfdir](settings)
 
 
 def all_for(settings: Settings) -> dict[str, dict[str, Any]]:
     """``{plan module: variables}`` for every plan module of the settings' architecture."""
-    return {module: for_module(settings, module) for module in PLAN_MODULES[settings.arch]}
+    return {module: for_module(settings, module) for module in catalogue.modules(settings.arch)}

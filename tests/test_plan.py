@@ -9,7 +9,8 @@ import pytest
 
 from builder.config import load
 from builder.errors import BadInput
-from builder.plan import ACTIONS, MODULES, Operation, make_plan, module_dir, parse_flag
+from builder.modules import modules as arch_modules
+from builder.plan import ACTIONS, Operation, make_plan, module_dir, parse_flag
 from tests.conftest import run_tpubuild
 from tests.pipeline_support import ENVS, NODE_ENV, VM_ENV
 
@@ -92,7 +93,7 @@ def test_destroy_keeps_no_module_and_reverses_create(arch):
     s = load(ENVS[arch])
     create = [m for m, _, _ in ops(make_plan(s, "create"))]
     destroy = make_plan(s, "destroy")
-    assert set(destroy.modules) == set(create) == set(MODULES[arch])
+    assert set(destroy.modules) == set(create) == set(arch_modules(arch))
     # everything a module waited for at create waits for that module at destroy
     for o in make_plan(s, "create").operations:
         for dep in o.after:
@@ -179,16 +180,18 @@ def test_module_dir(node, vm):
     for s in (node, vm):
         assert module_dir(s, "filestore") == "modules/filestore"
         assert module_dir(s, "shared_pd") == "modules/shared_pd"
-        assert module_dir(s, "mig") == "modules/mig"
+    assert module_dir(node, "mig") == "modules/mig"
     with pytest.raises(BadInput):
         module_dir(node, "tpu_node")
+    with pytest.raises(BadInput, match="not a plan module"):  # the vm architecture has no MIG
+        module_dir(vm, "mig")
 
 
 def test_module_dirs_exist_in_the_repo(node, vm):
     from tests.conftest import REPO
 
     for s in (node, vm):
-        for m in MODULES[s.arch]:
+        for m in arch_modules(s.arch):
             assert (REPO / module_dir(s, m)).is_dir(), module_dir(s, m)
 
 

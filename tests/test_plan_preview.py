@@ -12,7 +12,7 @@ import pytest
 from builder import cost, diff
 from builder.config import load
 from builder.config.keys import KEYS
-from builder.plan import MODULES
+from builder.modules import modules as arch_modules
 from builder.plan import make_plan
 from builder.topology import GENERATIONS
 from tests.conftest import run_tpubuild
@@ -73,7 +73,7 @@ def test_growing_the_share_and_disk_is_in_place_and_shrinking_the_disk_replaces_
 def test_no_applied_snapshot_means_every_module_is_created(story):
     new = load(story[1])
     d = diff.compare(None, new, make_plan(new, "create"))
-    assert [m.status for m in d.modules] == ["create"] * len(MODULES[new.arch])
+    assert [m.status for m in d.modules] == ["create"] * len(arch_modules(new.arch))
     assert (d.hosts_before, d.hosts_after) == (0, 16)
 
 

@@ -21,7 +21,8 @@ import pytest
 
 from builder.config import load_text
 from builder.pipeline import render
-from builder.plan import MODULES, make_plan, module_dir
+from builder.modules import NAMES as MODULE_NAMES
+from builder.plan import make_plan, module_dir
 from tests.conftest import REPO, require, rewrite_env
 from tests.pipeline_support import ENVS, NODE_ENV, VM_ENV, all_cases, step_env, step_script
 
@@ -151,7 +152,7 @@ def sandbox(tmp_path: Path) -> Sandbox:
 
 
 def test_collection_covers_every_kind_of_step():
-    kinds = {s.step_id.split("-", 1)[-1] if s.step_id.split("-", 1)[0] in MODULES["node"] else s.step_id
+    kinds = {s.step_id.split("-", 1)[-1] if s.step_id.split("-", 1)[0] in MODULE_NAMES else s.step_id
              for s in SCRIPTS}
     assert {"plan", "guard", "apply", "seed", "snapshot", "backup", "restore", "tpubuild-wheel",
             "finalize"} <= kinds, kinds

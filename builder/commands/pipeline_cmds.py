@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.commands import load_settings
 from builder.errors import BadInput, TpuBuildError
+from builder.modules import modules, spec
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
@@ -236,25 +237,9 @@ def _bold_style() -> bool:
 
 
 def _what(settings: Settings, module: str) -> str:
-    s = settings
-    if module == "filestore":
-        return f"Filestore {s.filestore_name} ({s.shared_fs_tier}, {s.shared_fs_capacity_gb} GiB, share /{s.shared_fs_name})"
-    if module == "shared_pd":
-        use = "attached to every host" if s.shared_pd_attach else "not attached"
-        return f"disk {s.shared_pd_name} ({s.shared_pd_type}, {s.shared_pd_size_gb} GB, {use})"
-    if module == "dashboard":
-        return f"Cloud Monitoring dashboard and step-rate metric of {s.env_name} (modules/dashboard)"
-    if s.arch == "mig" and module in ("tpu", "mig"):
-        if module == "tpu":
-            return f"slice access for {s.tpu_name} (service account {s.worker_service_account_id}, IAP-SSH firewall, MIG reader role)"
-        sh = s.mig_shape
-        policy = f"workload policy {s.tpu_name}-{sh.topology}" if sh.accelerator_topology else "no workload policy (one VM)"
-        return (f"MIG {s.tpu_name} ({sh.vms} x {sh.machine_type}, {policy}, {s.provisioning}); "
-                "drained first if the topology changes, then resized to the slice")
-    if module == "tpu":
-        kind = "TPU Node" if s.arch == "node" else "TPU VM"
-        return f"{kind} {s.tpu_name} ({s.accelerator_type}, {s.runtime_version})"
-    return f"MIG {s.mig_name} ({s.hosts} x {s.machine_type})"
+    found = spec(settings.arch, module)
+    assert found is not None, module  # the plan holds only modules of this architecture
+    return found.what(settings)
 
 
 def provisioning_meaning(s: Settings) -> str:
@@ -271,12 +256,11 @@ _SOURCE_OF = {"tpu": "tpu", "mig": "compute", "filestore": "filestore", "shared_
 def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[str, Any]:
     """The before → after and the cost sections of ``describe``."""
     from builder import cost, diff
-    from builder.plan import MODULES
 
     applied = prev.settings if prev is not None else None
     absent = prev.absent if prev is not None else frozenset()
     d = diff.compare(applied, settings, plan, absent=absent)
-    every = MODULES[settings.arch]
+    every = modules(settings.arch)
     if applied is not None and applied.arch == settings.arch:
         existed = frozenset(m for m in every if m not in absent)
         before = cost.estimate(applied, existed)
@@ -482,8 +466,7 @@ def as_text(info: dict[str, Any], *, bold: bool) -> str:
     for label, key in (("Created", "created"), ("Created or changed", "changed"), ("Destroyed", "destroyed")):
         if info[key]:
             lines.append(f"{label}: {', '.join(info[key])}")
-    untouched = [m for m in ("filestore", "shared_pd", "tpu", "mig") if m not in ops
-                 and not (m == "mig" and info["arch"] == "vm")]
+    untouched = [m for m in modules(info["arch"]) if m not in ops]
     if untouched:
         lines.append(f"Untouched: {', '.join(untouched)}")
     if info["notes"] or info["warnings"]:

@@ -1,6 +1,7 @@
 """The golden renderings: what ``tpubuild render`` and ``tpubuild plan`` print, byte for byte,
 for every shipped values file × action × scope (issue 12: a refactor must not change them).
 
+``python tests/data/golden/generate.py --diff`` shows what the current code would change;
 ``python tests/data/golden/generate.py`` rewrites ``tests/data/golden/<file>.json`` from the
 current code; ``tests/test_golden.py`` compares a fresh run with them. Regenerate only for a
 change that *means* to change a rendering, and say so in the commit message.
@@ -125,11 +126,34 @@ def golden_path(path: str) -> Path:
     return GOLDEN / (Path(path).name.removesuffix(".env") + ".json")
 
 
+def diff(tmp: Path) -> int:
+    """``--diff``: print, per differing case, the changed lines (nothing is written)."""
+    import difflib
+
+    count = 0
+    for path in FILES:
+        expected = json.loads(golden_path(path).read_text())
+        actual = render_all(path, tmp)
+        for name in sorted(set(expected) | set(actual)):
+            old, new = expected.get(name, {}), actual.get(name, {})
+            for key in ("rc", "stdout", "stderr"):
+                if old.get(key) != new.get(key):
+                    count += 1
+                    lines = difflib.unified_diff(str(old.get(key, "")).splitlines(), str(new.get(key, "")).splitlines(),
+                                                 lineterm="", n=0)
+                    print(f"{path} | {name} | {key}")
+                    print("\n".join(f"    {line}" for line in list(lines)[2:]))
+    print(f"{count} difference(s)")
+    return 1 if count else 0
+
+
 def main() -> int:
     import tempfile
 
     sys.path.insert(0, str(REPO))
     with tempfile.TemporaryDirectory() as tmp:
+        if sys.argv[1:] == ["--diff"]:
+            return diff(Path(tmp))
         for path in FILES:
             data = render_all(path, Path(tmp))
             golden_path(path).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")

@@ -1,0 +1,240 @@
+"""The module catalogue: every fact about a Terraform module, once (issue 12).
+
+A *plan module* is what a build applies or destroys as one Terraform state
+(``gs://<state bucket>/<ENV_BUILD_NAME>/<plan module>``): ``filestore``, ``shared_pd``, ``tpu``,
+``mig`` and ``dashboard``. Behind a plan module stands one Terraform directory per architecture
+(``tpu`` is ``modules/tpu_vm`` on vm, ``modules/tpu_mig_access`` on mig, ``modules/tpu_node`` on
+node). One :class:`ModuleSpec` per (plan module, directory) says:
+
+* ``archs``: the architectures it belongs to; the order of :data:`CATALOGUE` is create's order;
+* ``after``: the plan modules it reads through ``terraform_remote_state`` and so is created after
+  (``tests/test_modules_catalogue.py`` derives them from the ``.tf`` files and compares);
+* ``destroy_before``: plan modules it must be destroyed *before* beyond the reverse of ``after``
+  (the legacy node order: the TPU Node goes before the share and the disk);
+* ``keys``: the values.env keys that feed it (GitOps ``auto`` re-applies it when one changes);
+* ``apply_timeout``: seconds its ``<module>-apply`` step may take;
+* ``holds_data``: destroying or replacing it loses data (the guard's and the diff's concern);
+* ``hosts``: its machines are the training hosts (boot with env_setup, attach the shared PD);
+* ``what``: the one-line description ``tpubuild plan`` shows.
+
+Everything else is derived here: the module list, create and destroy DAGs and the destroy order
+per architecture (:func:`modules`, :func:`create_after`, :func:`destroy_after`,
+:func:`destroy_order`), the Terraform directory (:func:`spec`), the hosts module
+(:func:`hosts_module`). ``builder.plan``, ``builder.tfvars``, ``builder.guard``, ``builder.diff``,
+``builder.auto`` and ``tpubuild plan`` read them from here.
+
+Adding a module is one entry in :data:`CATALOGUE` plus its own files (``modules/<dir>/`` and its
+inputs in ``builder/tfvars.py``); docs/architecture.md has a worked example.
+
+Pure: no I/O, standard library only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from builder.config import Settings
+
+
+class Action(str, Enum):
+    """What a build does. ``auto`` (GitOps) decides at run time which of create/update it is."""
+
+    INITIALIZE = "initialize"
+    CREATE = "create"
+    UPDATE = "update"
+    DESTROY = "destroy"
+    AUTO = "auto"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+#: The actions a plan is made for (auto becomes one of create/update first).
+PLAN_ACTIONS: tuple[str, ...] = tuple(a.value for a in (Action.INITIALIZE, Action.CREATE, Action.UPDATE,
+                                                         Action.DESTROY))
+#: The actions ``_BUILD_ACTION`` / ``submit --action`` take.
+BUILD_ACTIONS: tuple[str, ...] = (*PLAN_ACTIONS, Action.AUTO.value)
+#: The actions a guard runs under (the build's action; initialize has no Terraform to guard).
+GUARD_ACTIONS: tuple[str, ...] = tuple(a.value for a in (Action.CREATE, Action.UPDATE, Action.AUTO, Action.DESTROY))
+#: The two Terraform operations of a module.
+OPS: tuple[str, ...] = ("apply", "destroy")
+
+ARCHS: tuple[str, ...] = ("vm", "mig", "node")
+
+# ---- the values.env keys that feed the modules (auto re-applies a module when one changes) ----
+
+#: The TPU itself: what it is, how it is paid for and how long it lives (the TTL's scheduler job is
+#: a child module of the TPU's, or of the slice's on mig).
+TPU_KEYS = ("TPU_ACCELERATOR_TYPE", "TPU_PYTORCH_VERSION", "TPU_RUNTIME_VERSION", "TPU_CIDR_BLOCK",
+            "TPU_PREEMPTIBLE", "TPU_SPOT", "TPU_RESERVED", "TPU_EXTERNAL_IPS",
+            "TPU_PROVISIONING", "TPU_RESERVATION", "TPU_QUEUED", "TPU_QUEUED_VALID_FOR", "TPU_ZONE_CHECK",
+            "ENV_TTL_HOURS")
+#: The Compute Engine VMs of a MIG (node's workers, mig's TPU VMs).
+MIG_KEYS = ("MACHINE_TYPE", "GCE_IMAGE_VERSION", "SOURCE_IMAGE_FAMILY", "SOURCE_IMAGE_PROJECT", "BOOT_DISK_SIZE_GB",
+            "MIG_EXTERNAL_IP")
+#: Read at boot by every host, or told to them (metadata, attached disk, endpoints), or granted to
+#: them (the hosts' service account reads GCS_DATASET's bucket).
+HOST_KEYS = ("MIG_SETUP_SCRIPT", "MOUNT_POINT", "SHARED_FS", "SHARED_FS_TIER", "SHARED_PD_DISK_ATTACH",
+             "SHARED_PD_DISK_TYPE", "GCS_DATASET")
+FILESTORE_KEYS = ("SHARED_FS", "SHARED_FS_CAPACITY", "SHARED_FS_TIER")
+SHARED_PD_KEYS = ("SHARED_PD_DISK_ATTACH", "SHARED_PD_DISK_SIZE", "SHARED_PD_DISK_TYPE", "SHARED_PD_RESTORE",
+                  "GCS_DATASET", "MIG_SEED_DATA_PREP_SCRIPT")
+
+
+# ---- what `tpubuild plan` says each module is ----
+
+def _filestore(s: Settings) -> str:
+    return f"Filestore {s.filestore_name} ({s.shared_fs_tier}, {s.shared_fs_capacity_gb} GiB, share /{s.shared_fs_name})"
+
+
+def _shared_pd(s: Settings) -> str:
+    use = "attached to every host" if s.shared_pd_attach else "not attached"
+    return f"disk {s.shared_pd_name} ({s.shared_pd_type}, {s.shared_pd_size_gb} GB, {use})"
+
+
+def _tpu(kind: str) -> Callable[[Settings], str]:
+    return lambda s: f"{kind} {s.tpu_name} ({s.accelerator_type}, {s.runtime_version})"
+
+
+def _slice_access(s: Settings) -> str:
+    return (f"slice access for {s.tpu_name} (service account {s.worker_service_account_id}, IAP-SSH firewall, "
+            "MIG reader role)")
+
+
+def _slice(s: Settings) -> str:
+    sh = s.mig_shape
+    policy = f"workload policy {s.tpu_name}-{sh.topology}" if sh.accelerator_topology else "no workload policy (one VM)"
+    return (f"MIG {s.tpu_name} ({sh.vms} x {sh.machine_type}, {policy}, {s.provisioning}); "
+            "drained first if the topology changes, then resized to the slice")
+
+
+def _workers(s: Settings) -> str:
+    return f"MIG {s.mig_name} ({s.hosts} x {s.machine_type})"
+
+
+def _dashboard(s: Settings) -> str:
+    return f"Cloud Monitoring dashboard and step-rate metric of {s.env_name} (modules/dashboard)"
+
+
+@dataclass(frozen=True)
+class ModuleSpec:
+    """One Terraform directory as one plan module of some architectures (the module docstring
+    says what each field means)."""
+
+    name: str
+    tfdir: str
+    archs: tuple[str, ...]
+    what: Callable[[Settings], str]
+    after: tuple[str, ...] = ()
+    destroy_before: tuple[str, ...] = ()
+    keys: tuple[str, ...] = ()
+    apply_timeout: int = 3600
+    holds_data: bool = False
+    hosts: bool = False
+
+
+#: Every module, in create's order (ties in a DAG stage keep this order).
+CATALOGUE: tuple[ModuleSpec, ...] = (
+    ModuleSpec("filestore", "modules/filestore", ARCHS, _filestore, keys=FILESTORE_KEYS, holds_data=True),
+    ModuleSpec("shared_pd", "modules/shared_pd", ARCHS, _shared_pd, keys=SHARED_PD_KEYS, apply_timeout=1800,
+               holds_data=True),
+    ModuleSpec("tpu", "modules/tpu_vm", ("vm",), _tpu("TPU VM"), after=("filestore", "shared_pd"),
+               keys=TPU_KEYS + HOST_KEYS, hosts=True),
+    # mig (issue 13): tpu = the slice's access (identity, IAP-SSH firewall, MIG reader role); mig =
+    # the slice (workload policy + instance template + MIG), one state: docs/pipeline.md has why
+    ModuleSpec("tpu", "modules/tpu_mig_access", ("mig",), _slice_access, keys=("GCS_DATASET",)),
+    ModuleSpec("tpu", "modules/tpu_node", ("node",), _tpu("TPU Node"), destroy_before=("filestore", "shared_pd"),
+               keys=TPU_KEYS),
+    ModuleSpec("mig", "modules/tpu_mig", ("mig",), _slice, after=("filestore", "shared_pd", "tpu"),
+               keys=TPU_KEYS + MIG_KEYS + HOST_KEYS, hosts=True),
+    ModuleSpec("mig", "modules/mig", ("node",), _workers, after=("filestore", "shared_pd", "tpu"),
+               # one worker per TPU host; the workers are told the TPU's endpoints
+               keys=MIG_KEYS + HOST_KEYS + ("TPU_ACCELERATOR_TYPE", "TPU_CIDR_BLOCK"), hosts=True),
+    ModuleSpec("dashboard", "modules/dashboard", ARCHS, _dashboard, apply_timeout=600),
+)
+
+#: The order a full destroy lists the modules in (a topological order of every architecture's
+#: destroy DAG: the hosts first, then their access, then the data, the dashboard last).
+DESTROY_SEQUENCE: tuple[str, ...] = ("mig", "tpu", "filestore", "shared_pd", "dashboard")
+
+#: Every plan module name, in create's order.
+NAMES: tuple[str, ...] = tuple(dict.fromkeys(s.name for s in CATALOGUE))
+
+
+def specs(arch: str) -> tuple[ModuleSpec, ...]:
+    """The modules of ``arch``, in create's order."""
+    return tuple(s for s in CATALOGUE if arch in s.archs)
+
+
+def modules(arch: str) -> tuple[str, ...]:
+    """The plan modules of ``arch``, in create's order."""
+    return tuple(s.name for s in specs(arch))
+
+
+def spec(arch: str, module: str) -> ModuleSpec | None:
+    """The spec of plan module ``module`` on ``arch`` (None: not a module of that architecture)."""
+    return next((s for s in specs(arch) if s.name == module), None)
+
+
+def hosts_module(arch: str) -> str:
+    """The plan module whose machines are the hosts (they boot with env_setup and run the
+    training): the TPU VMs on vm, the worker MIG on node, the slice's MIG on mig."""
+    return next(s.name for s in specs(arch) if s.hosts)
+
+
+def create_after(arch: str) -> dict[str, tuple[str, ...]]:
+    """What each module of ``arch`` waits for when it is created."""
+    return {s.name: s.after for s in specs(arch)}
+
+
+def destroy_after(arch: str) -> dict[str, tuple[str, ...]]:
+    """What each module of ``arch`` waits for when it is destroyed: the modules created after it
+    (they read its outputs), and those declaring ``destroy_before`` it; reduced to the nearest."""
+    mine = specs(arch)
+    edges = {s.name: {o.name for o in mine if s.name in o.after or s.name in o.destroy_before} for s in mine}
+    order = destroy_order(arch)
+    out: dict[str, tuple[str, ...]] = {}
+    for name in order:
+        deps = edges[name]
+        # keep the nearest: drop a dependency that another dependency already waits for
+        reach = {d: _reach(d, edges) for d in deps}
+        out[name] = tuple(m for m in order if m in deps and not any(m in reach[o] for o in deps if o != m))
+    return out
+
+
+def _reach(name: str, edges: dict[str, set[str]]) -> set[str]:
+    seen: set[str] = set()
+    todo = list(edges[name])
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo.extend(edges[m])
+    return seen
+
+
+def destroy_order(arch: str) -> tuple[str, ...]:
+    """The order of a full destroy of ``arch``."""
+    mine = set(modules(arch))
+    return tuple(m for m in DESTROY_SEQUENCE if m in mine)
+
+
+def modules_for_key(key: str, arch: str) -> frozenset[str]:
+    """The plan modules of ``arch`` a change of ``key`` must re-apply."""
+    return frozenset(s.name for s in specs(arch) if key in s.keys)
+
+
+def holds_data(module: str) -> bool:
+    """Whether destroying or replacing plan module ``module`` loses data (on any architecture)."""
+    return any(s.holds_data for s in CATALOGUE if s.name == module)
+
+
+#: The plan modules that hold data (Filestore, the shared PD), in create's order.
+DATA_MODULES: tuple[str, ...] = tuple(n for n in NAMES if holds_data(n))

@@ -1,0 +1,98 @@
+"""The module catalogue (builder/modules.py) against the Terraform it describes (issue 12): the
+create order comes from the ``terraform_remote_state`` blocks of each root, every root has inputs
+in tfvars, and every list the code used to keep by hand is derived from the catalogue."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from builder import modules as M
+from builder import tfvars
+from tests.conftest import REPO
+
+_REMOTE = re.compile(r'data\s+"terraform_remote_state"\s+"(\w+)"\s*\{(.*?)\n\}', re.S)
+
+
+def remote_states(tfdir: str) -> set[str]:
+    """The plan modules whose state a Terraform root reads (prefix ``${var.env_name}/<module>``)."""
+    out = set()
+    for tf in sorted((REPO / tfdir).glob("*.tf")):
+        for name, body in _REMOTE.findall(tf.read_text()):
+            prefix = re.search(r'prefix\s*=\s*"\$\{var\.env_name\}/(\w+)"', body)
+            assert prefix, f"{tf}: remote state {name} has no ${{var.env_name}}/<module> prefix"
+            assert prefix.group(1) == name, f"{tf}: remote state {name} reads {prefix.group(1)}'s state"
+            out.add(prefix.group(1))
+    return out
+
+
+@pytest.mark.parametrize("spec", M.CATALOGUE, ids=lambda s: f"{s.name}@{s.tfdir}")
+def test_create_order_is_the_remote_state_reads(spec: M.ModuleSpec) -> None:
+    assert (REPO / spec.tfdir).is_dir()
+    assert set(spec.after) == remote_states(spec.tfdir), (
+        f"{spec.tfdir} reads {sorted(remote_states(spec.tfdir))} but the catalogue says after={spec.after}")
+    for arch in spec.archs:
+        assert set(spec.after) <= set(M.modules(arch)), (spec, arch)
+
+
+@pytest.mark.parametrize("arch", M.ARCHS)
+def test_one_directory_per_plan_module_and_arch(arch: str) -> None:
+    names = M.modules(arch)
+    assert len(names) == len(set(names)), names
+    assert M.hosts_module(arch) in names
+    assert sum(s.hosts for s in M.specs(arch)) == 1
+
+
+def test_every_root_module_is_catalogued_once_and_has_inputs() -> None:
+    # roots declare a GCS backend; children (host_identity, ttl...) do not
+    roots = {f"modules/{p.name}" for p in (REPO / "modules").iterdir()
+             if any('backend "gcs"' in tf.read_text() for tf in p.glob("*.tf"))}
+    dirs = [s.tfdir for s in M.CATALOGUE]
+    assert len(dirs) == len(set(dirs))
+    assert set(dirs) == roots
+    assert set(tfvars.INPUTS) == set(dirs)
+
+
+@pytest.mark.parametrize("arch", M.ARCHS)
+def test_destroy_is_the_create_dag_reversed(arch: str) -> None:
+    """Everything that reads a module's outputs is destroyed before it; the destroy order is a
+    topological order of the destroy DAG, and the create order one of the create DAG."""
+    after, before = M.create_after(arch), M.destroy_after(arch)
+    order = M.destroy_order(arch)
+    assert set(order) == set(M.modules(arch))
+    for name, deps in before.items():
+        assert all(order.index(d) < order.index(name) for d in deps), (name, deps)
+    create = M.modules(arch)
+    for name, deps in after.items():
+        assert all(create.index(d) < create.index(name) for d in deps), (name, deps)
+        for d in deps:  # d is destroyed after name, directly or through another module
+            assert name in before[d] or any(name in M._reach(x, {k: set(v) for k, v in before.items()})
+                                            for x in before[d]), (arch, name, d)
+
+
+def test_keys_feed_modules_and_are_known() -> None:
+    from builder.config.keys import KEYS
+
+    known = {k.name for k in KEYS}
+    for spec in M.CATALOGUE:
+        assert set(spec.keys) <= known, set(spec.keys) - known
+    assert M.modules_for_key("SHARED_FS_CAPACITY", "vm") == {"filestore"}
+    assert M.modules_for_key("GCS_DATASET", "mig") == {"shared_pd", "tpu", "mig"}
+    assert M.modules_for_key("TPU_ACCELERATOR_TYPE", "node") == {"tpu", "mig"}
+    assert M.modules_for_key("PROJECT_ID", "vm") == frozenset()
+
+
+def test_action_enum_is_its_value() -> None:
+    assert M.Action.CREATE == "create" and f"{M.Action.DESTROY}" == "destroy" and str(M.Action.AUTO) == "auto"
+    assert M.BUILD_ACTIONS == ("initialize", "create", "update", "destroy", "auto")
+    assert M.DATA_MODULES == ("filestore", "shared_pd")
+
+
+def test_no_module_list_is_kept_by_hand_outside_the_catalogue() -> None:
+    """The tables issue 12 found in eight places stay gone."""
+    pattern = re.compile(r'\(\s*"filestore",\s*"shared_pd",\s*"tpu"')
+    for path in sorted((REPO / "builder").rglob("*.py")):
+        if path.name != "modules.py":
+            assert not pattern.search(path.read_text()), f"{path.relative_to(REPO)} lists the modules by hand"
