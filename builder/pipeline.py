@@ -1,5 +1,11 @@
 """Plan → the Cloud Build config that carries it out (a dict: steps, timeout, options, tags).
 
+The plan decides every step, its order and what it waits for (``builder.plan.steps``: Terraform
+operations and the seed, snapshot, restore, backup, queue, drain and resize around them); this
+module only renders each :class:`~builder.plan.Step` by its kind: :data:`KINDS` maps a kind to its
+builder image, script template and timeout, and ``_Steps._<kind>`` gives its template's context.
+So ``tpubuild plan`` (which prints the same steps) and the rendered build cannot drift.
+
 Per module operation the steps are, in order (docs/pipeline.md has the full anatomy):
 
 * ``<module>-plan`` (Terraform image): ``init`` against the GCS backend with locking, ``plan``
@@ -27,14 +33,16 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.config.validate import FS_BACKUP_TIERS
-from builder.errors import BadInput, ConfigError
-from builder.plan import Plan, hosts_module, module_dir
+from builder import modules as catalogue
+from builder.config.filestore import TIERS
+from builder.config.scripts import repo_script
+from builder.errors import BadInput
+from builder.plan import Plan, Step, module_dir, queues, restore_snapshot, runs_setup_script, seeds
 
 if TYPE_CHECKING:  # pragma: no cover
     from jinja2 import Environment
@@ -50,24 +58,33 @@ IMAGES: dict[str, str] = {
 }
 SHELLS: dict[str, str] = {"terraform": "sh", "python": "bash", "gcloud": "bash"}
 
-#: Per-step timeouts, seconds.
-TIMEOUTS: dict[str, int] = {
-    "wheel": 900,
-    "plan": 1200,
-    "guard": 600,
-    "apply:tpu": 3600,
-    "apply:mig": 3600,
-    "apply:filestore": 3600,
-    "apply:shared_pd": 1800,
-    "drain": 3600,
-    "resize": 3600,
-    "apply:dashboard": 600,
-    "restore": 300,
-    "snapshot": 3600,
-    "backup": 7200,
-    "seed": 14400,
-    "finalize": 600,
-    "unqueue": 1800,
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How a step of one kind is rendered: the builder image, the script template, the step
+    timeout in seconds (None: per step, see :func:`_timeout`)."""
+
+    image: str
+    template: str
+    timeout: int | None
+
+
+#: Step kind (builder.plan.Step.kind) → how it is rendered.
+KINDS: dict[str, Kind] = {
+    "wheel": Kind("python", "wheel.sh.j2", 900),
+    "restore": Kind("gcloud", "pd_restore.sh.j2", 300),
+    "snapshot": Kind("gcloud", "pd_snapshot.sh.j2", 3600),
+    "backup": Kind("gcloud", "fs_backup.sh.j2", 7200),
+    "unqueue": Kind("gcloud", "tpu_unqueue.sh.j2", 1800),
+    "plan": Kind("terraform", "tf_plan.sh.j2", 1200),
+    "guard": Kind("python", "guard.sh.j2", 600),
+    "drain": Kind("gcloud", "mig_drain.sh.j2", 3600),
+    "apply": Kind("terraform", "tf_apply.sh.j2", None),  # the module's apply_timeout (builder.modules)
+    "resize": Kind("gcloud", "mig_resize.sh.j2", 3600),
+    "queue": Kind("gcloud", "tpu_queue.sh.j2", None),  # how long it waits for the queue, plus slack
+    "seed": Kind("gcloud", "pd_seed.sh.j2", 14400),
+    "finalize": Kind("python", "finalize.sh.j2", 600),
 }
 #: TPU_QUEUED: how long tpu-queue waits for ACTIVE without TPU_QUEUED_VALID_FOR, and at most (a
 #: Cloud Build build lasts at most 24 h); its step timeout adds QUEUE_SLACK_S to the wait.
@@ -79,13 +96,11 @@ BUILD_TIMEOUT_SLACK = 900
 #: Cloud Build's maximum build timeout (24 h).
 MAX_BUILD_TIMEOUT = 86400
 #: How long the seeder itself may run: its step's timeout less room to clean up its VM.
-SEED_TIMEOUT_S = TIMEOUTS["seed"] - 600
+SEED_TIMEOUT_S = int(KINDS["seed"].timeout or 0) - 600
 #: How long Terraform waits for the state lock that another build holds.
 LOCK_TIMEOUT = "5m"
 #: Where the wheel step leaves tpubuild and its dependencies (relative to the workspace).
 WHEELS = ".tpubuild/wheels"
-#: Filestore tiers whose instances are regional (located in REGION, not ZONE).
-REGIONAL_FS_TIERS = frozenset({"REGIONAL", "ENTERPRISE"})
 
 _DURATION = re.compile(r"^\d+s$")
 _SUB_MARK = "\x00"
@@ -99,42 +114,7 @@ def check_duration(value: str) -> str:
     return value
 
 
-# ---- what a plan implies beyond Terraform (shared with `tpubuild plan`) ----
-
-def attaches_disk(settings: Settings, module: str) -> bool:
-    """Whether ``module``'s machines attach the shared PD (node: the MIG; vm: the TPU VM)."""
-    return settings.shared_pd_attach and module == hosts_module(settings.arch)
-
-
-def seeds(settings: Settings, plan: Plan) -> bool:
-    """A ``shared_pd-seed`` step follows shared_pd's apply when there is a dataset to copy."""
-    return plan.applies("shared_pd") and settings.shared_pd_attach and bool(settings.gcs_dataset)
-
-
-def restore_snapshot(settings: Settings, plan: Plan) -> str:
-    """The SHARED_PD_RESTORE of an apply of shared_pd ('' when none): 'latest' or a name."""
-    return settings.shared_pd_restore if plan.applies("shared_pd") else ""
-
-
-def snapshots_before_destroy(plan: Plan) -> bool:
-    return plan.destroys("shared_pd")
-
-
-def backs_up_before_destroy(settings: Settings, plan: Plan) -> bool:
-    return plan.destroys("filestore") and settings.shared_fs_tier in FS_BACKUP_TIERS
-
-
-def loses_share_on_destroy(settings: Settings, plan: Plan) -> bool:
-    """Filestore is destroyed on a tier without backups: the share's data is gone for good."""
-    return plan.destroys("filestore") and settings.shared_fs_tier not in FS_BACKUP_TIERS
-
-
-def queues(settings: Settings) -> bool:
-    """TPU_QUEUED on vm: the slice is a queued resource that tpu-queue requests with gcloud after
-    tpu-apply (which then creates only the hosts' identity and firewall), and tpu-unqueue deletes
-    before the tpu module's Terraform destroy."""
-    return settings.arch == "vm" and settings.queued
-
+# ---- what the steps need beyond the plan ----
 
 def queue_wait_s(settings: Settings) -> int:
     """Seconds tpu-queue waits for ACTIVE: TPU_QUEUED_VALID_FOR (the request expires then
@@ -145,24 +125,6 @@ def queue_wait_s(settings: Settings) -> int:
     return min(valid, MAX_QUEUE_WAIT_S)
 
 
-def _repo_script(settings: Settings, key: str, rel: str) -> str:
-    """Repo-relative path of a script named in values.env (relative to the repo or to models/);
-    an error now, because a pipeline is about to use it."""
-    root = settings.repo_root
-    for candidate in (rel, f"models/{rel}"):
-        if (root / candidate).is_file():
-            return Path(candidate).as_posix()
-    from builder.legacy import SEED_SCRIPTS
-
-    if rel in SEED_SCRIPTS:  # the seed repository's own script, which this product replaced
-        raise ConfigError(f"{rel!r} is {SEED_SCRIPTS[rel]}, not a script of this repository",
-                          "run tpubuild migrate (it clears the seed's script paths)",
-                          path=settings.source, line=settings.line_of(key), key=key)
-    raise ConfigError(f"{rel!r} does not exist (looked in {root} and {root / 'models'})",
-                      "add the script to the repository or clear the key",
-                      path=settings.source, line=settings.line_of(key), key=key)
-
-
 def preflight(settings: Settings, plan: Plan) -> None:
     """Refuse a plan whose pipeline would use a script that does not exist (the seed-era paths
     in MIG_SETUP_SCRIPT / MIG_SEED_DATA_PREP_SCRIPT are only warnings until then)."""
@@ -170,20 +132,9 @@ def preflight(settings: Settings, plan: Plan) -> None:
         raise BadInput(f"{plan.action} runs no pipeline (no Terraform): nothing to render; "
                        f"run `tpubuild {plan.action}` instead")
     if settings.mig_setup_script and any(runs_setup_script(settings, m) for m in plan.modules if plan.applies(m)):
-        _repo_script(settings, "MIG_SETUP_SCRIPT", settings.mig_setup_script)
+        repo_script(settings, "MIG_SETUP_SCRIPT", settings.mig_setup_script)
     if settings.mig_seed_data_prep_script and seeds(settings, plan):
-        _repo_script(settings, "MIG_SEED_DATA_PREP_SCRIPT", settings.mig_seed_data_prep_script)
-
-
-def runs_setup_script(settings: Settings, module: str) -> bool:
-    """Whether ``module``'s machines run the startup script (and so MIG_SETUP_SCRIPT)."""
-    return module == hosts_module(settings.arch)
-
-
-def resizes_slice(settings: Settings, plan: Plan) -> bool:
-    """TPU_ARCH=mig and the slice (plan module mig) is applied: mig-drain runs before its apply
-    and mig-resize after it (docs/pipeline.md, "Resize on mig")."""
-    return settings.arch == "mig" and plan.applies("mig")
+        repo_script(settings, "MIG_SEED_DATA_PREP_SCRIPT", settings.mig_seed_data_prep_script)
 
 
 # ---- rendering ----
@@ -223,6 +174,8 @@ def _for_cloud_build(text: str) -> str:
 
 
 class _Steps:
+    """Renders the steps of a plan, one :data:`KINDS` row and one context per kind."""
+
     def __init__(self, settings: Settings, plan: Plan, allow_data_loss: bool, allow_wipe: bool) -> None:
         self.s = settings
         self.plan = plan
@@ -231,111 +184,124 @@ class _Steps:
         self.steps: list[dict[str, Any]] = []
         self.env = _environment()
 
-    def add(self, step_id: str, image: str, template: str, wait_for: Iterable[str], timeout: int,
-            **context: Any) -> str:
-        script = self.env.get_template(template).render(step_id=step_id, **context).strip() + "\n"
-        wait = list(dict.fromkeys(wait_for))
+    def add(self, step: Step) -> None:
+        kind = KINDS[step.kind]
+        context = getattr(self, f"_{step.kind}")(step)
+        script = self.env.get_template(kind.template).render(step_id=step.id, **context).strip() + "\n"
         known = {st["id"] for st in self.steps}
-        missing = [w for w in wait if w not in known]
+        missing = [w for w in step.after if w not in known]
         if missing:  # a bug here, not bad input: waitFor must name earlier steps
-            raise AssertionError(f"step {step_id} waits for unknown steps {missing}")
-        step: dict[str, Any] = {
-            "id": step_id,
-            "name": IMAGES[image],
-            "entrypoint": SHELLS[image],
+            raise AssertionError(f"step {step.id} waits for unknown steps {missing}")
+        out: dict[str, Any] = {
+            "id": step.id,
+            "name": IMAGES[kind.image],
+            "entrypoint": SHELLS[kind.image],
             "args": ["-c", _for_cloud_build(script)],
-            "waitFor": wait or ["-"],
-            "timeout": check_duration(f"{timeout}s"),
+            "waitFor": list(step.after) or ["-"],
+            "timeout": check_duration(f"{self._timeout(step)}s"),
         }
-        if image == "terraform":
-            step["env"] = ["TF_IN_AUTOMATION=1"]
-        elif image == "python":
-            step["env"] = ["PIP_ROOT_USER_ACTION=ignore", "PIP_DISABLE_PIP_VERSION_CHECK=1"]
-        self.steps.append(step)
-        return step_id
+        if kind.image == "terraform":
+            out["env"] = ["TF_IN_AUTOMATION=1"]
+        elif kind.image == "python":
+            out["env"] = ["PIP_ROOT_USER_ACTION=ignore", "PIP_DISABLE_PIP_VERSION_CHECK=1"]
+        self.steps.append(out)
 
-    def slice_context(self) -> dict[str, Any]:
+    def build(self) -> list[dict[str, Any]]:
+        for step in self.plan.steps:
+            self.add(step)
+        return self.steps
+
+    def _timeout(self, step: Step) -> int:
+        fixed = KINDS[step.kind].timeout
+        if fixed is not None:
+            return fixed
+        if step.kind == "apply":
+            spec = catalogue.spec(self.s.arch, step.module)
+            assert spec is not None, step
+            return spec.apply_timeout
+        return queue_wait_s(self.s) + QUEUE_SLACK_S  # queue
+
+    def _op(self, step: Step) -> str:
+        op = self.plan.get(step.module)
+        assert op is not None, step
+        return op.op
+
+    def labels(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in self.s.labels.items())
+
+    # ---- one context per step kind ----
+
+    def _wheel(self, step: Step) -> dict[str, Any]:
+        return dict(wheels=WHEELS)
+
+    def _restore(self, step: Step) -> dict[str, Any]:
+        s = self.s
+        return dict(project=s.project_id, env=s.env_name, disk=s.shared_pd_name)
+
+    def _snapshot(self, step: Step) -> dict[str, Any]:
+        s = self.s
+        return dict(project=s.project_id, zone=s.zone, disk=s.shared_pd_name, labels=self.labels())
+
+    def _backup(self, step: Step) -> dict[str, Any]:
+        s = self.s
+        regional = TIERS[s.shared_fs_tier].regional
+        return dict(project=s.project_id, region=s.region, location=s.region if regional else s.zone,
+                    instance_location_flag="--instance-location" if regional else "--instance-zone",
+                    instance=s.filestore_name, share=s.shared_fs_name, tier=s.shared_fs_tier, labels=self.labels())
+
+    def _unqueue(self, step: Step) -> dict[str, Any]:
+        s = self.s
+        return dict(project=s.project_id, zone=s.zone, name=s.tpu_name)
+
+    def _terraform(self, step: Step) -> dict[str, Any]:
+        s, m = self.s, step.module
+        return dict(module=m, op=self._op(step), tfdir=module_dir(s, m), bucket=s.state_bucket,
+                    prefix=f"{s.env_name}/{m}", lock_timeout=LOCK_TIMEOUT)
+
+    def _plan(self, step: Step) -> dict[str, Any]:
+        restore = restore_snapshot(self.s, self.plan) if step.module == "shared_pd" else ""
+        return dict(snapshot_file=restore == "latest", snapshot_name=restore if restore not in ("", "latest") else "",
+                    **self._terraform(step))
+
+    def _guard(self, step: Step) -> dict[str, Any]:
+        return dict(module=step.module, action=self.plan.action, allow_data_loss=self.allow_data_loss,
+                    wheels=WHEELS)
+
+    def _apply(self, step: Step) -> dict[str, Any]:
+        queued = step.module == "tpu" and queues(self.s)
+        return dict(queued_request=queued and self._op(step) == "apply", **self._terraform(step))
+
+    def _slice(self, step: Step) -> dict[str, Any]:
         s = self.s
         shape = s.mig_shape
         return dict(project=s.project_id, zone=s.zone, group=s.tpu_name, vms=shape.vms,
                     topology=shape.topology, accelerator_type=s.accelerator_type,
                     # the workload policy's name (modules/tpu_mig: <name>-<topology>); none for one VM
                     policy=f"{s.tpu_name}-{shape.topology}" if shape.accelerator_topology else "",
-                    wait_s=TIMEOUTS["resize"] - 300)
+                    wait_s=int(KINDS["resize"].timeout or 0) - 300)
 
-    def labels(self) -> str:
-        return ",".join(f"{k}={v}" for k, v in self.s.labels.items())
+    _drain = _slice
+    _resize = _slice
 
-    def build(self) -> list[dict[str, Any]]:
-        s, plan = self.s, self.plan
-        wheel = self.add("tpubuild-wheel", "python", "wheel.sh.j2", [], TIMEOUTS["wheel"], wheels=WHEELS)
-        has_seed = seeds(s, plan)
-        last: dict[str, str] = {}  # module → its last step, which the modules after it wait for
-        for op in plan.operations:
-            m = op.module
-            deps = [last.get(a, f"{a}-apply") for a in op.after]
-            if op.op == "apply" and has_seed and attaches_disk(s, m):
-                deps.append("shared_pd-seed")
-            pre: list[str] = []
-            restore = restore_snapshot(s, plan) if m == "shared_pd" else ""
-            if m == "shared_pd" and restore == "latest":
-                pre.append(self.add("shared_pd-restore", "gcloud", "pd_restore.sh.j2", deps, TIMEOUTS["restore"],
-                                    project=s.project_id, env=s.env_name, disk=s.shared_pd_name))
-            if m == "shared_pd" and op.op == "destroy" and snapshots_before_destroy(plan):
-                pre.append(self.add("shared_pd-snapshot", "gcloud", "pd_snapshot.sh.j2", deps, TIMEOUTS["snapshot"],
-                                    project=s.project_id, zone=s.zone, disk=s.shared_pd_name,
-                                    labels=self.labels()))
-            if m == "filestore" and backs_up_before_destroy(s, plan):
-                regional = s.shared_fs_tier in REGIONAL_FS_TIERS
-                pre.append(self.add(
-                    "filestore-backup", "gcloud", "fs_backup.sh.j2", deps, TIMEOUTS["backup"],
-                    project=s.project_id, region=s.region, location=s.region if regional else s.zone,
-                    instance_location_flag="--instance-location" if regional else "--instance-zone",
-                    instance=s.filestore_name, share=s.shared_fs_name, tier=s.shared_fs_tier,
-                    labels=self.labels()))
-            queued = m == "tpu" and queues(s)
-            if queued and op.op == "destroy":
-                pre.append(self.add("tpu-unqueue", "gcloud", "tpu_unqueue.sh.j2", deps, TIMEOUTS["unqueue"],
-                                    project=s.project_id, zone=s.zone, name=s.tpu_name))
-            tf = dict(module=m, op=op.op, tfdir=module_dir(s, m), bucket=s.state_bucket,
-                      prefix=f"{s.env_name}/{m}", lock_timeout=LOCK_TIMEOUT)
-            self.add(f"{m}-plan", "terraform", "tf_plan.sh.j2", [*deps, *pre], TIMEOUTS["plan"],
-                     snapshot_file=restore == "latest",
-                     snapshot_name=restore if restore not in ("", "latest") else "", **tf)
-            self.add(f"{m}-guard", "python", "guard.sh.j2", [f"{m}-plan", wheel], TIMEOUTS["guard"],
-                     module=m, action=plan.action, allow_data_loss=self.allow_data_loss, wheels=WHEELS)
-            slice_steps = m == "mig" and resizes_slice(s, plan)
-            if slice_steps:
-                self.add("mig-drain", "gcloud", "mig_drain.sh.j2", [f"{m}-guard"], TIMEOUTS["drain"],
-                         **self.slice_context())
-            last[m] = self.add(f"{m}-apply", "terraform", "tf_apply.sh.j2",
-                               ["mig-drain" if slice_steps else f"{m}-guard"], TIMEOUTS[f"apply:{m}"],
-                               queued_request=queued and op.op == "apply", **tf)
-            if slice_steps:
-                last[m] = self.add("mig-resize", "gcloud", "mig_resize.sh.j2", ["mig-apply"], TIMEOUTS["resize"],
-                                   **self.slice_context())
-            if queued and op.op == "apply":
-                wait_s = queue_wait_s(s)
-                last[m] = self.add(
-                    "tpu-queue", "gcloud", "tpu_queue.sh.j2", [last[m]], wait_s + QUEUE_SLACK_S,
-                    project=s.project_id, zone=s.zone, name=s.tpu_name, accelerator_type=s.accelerator_type,
+    def _queue(self, step: Step) -> dict[str, Any]:
+        s = self.s
+        return dict(project=s.project_id, zone=s.zone, name=s.tpu_name, accelerator_type=s.accelerator_type,
                     runtime_version=s.runtime_version, valid_for=s.queued_valid_for, provisioning=s.provisioning,
                     network=s.network, subnetwork=s.subnetwork, external_ips=s.tpu_external_ips,
-                    labels=self.labels(), shared_pd_attach=s.shared_pd_attach, wait_s=wait_s,
-                    replace=plan.action != "create")
-            if m == "shared_pd" and has_seed:
-                prep = s.mig_seed_data_prep_script
-                self.add("shared_pd-seed", "gcloud", "pd_seed.sh.j2", ["shared_pd-apply"], TIMEOUTS["seed"],
-                         project=s.project_id, zone=s.zone, env=s.env_name, disk=s.shared_pd_name,
-                         dataset=s.gcs_dataset, workspace_gcs=f"gs://{s.state_bucket}/{s.workspace_prefix}",
-                         prep_script=_repo_script(s, "MIG_SEED_DATA_PREP_SCRIPT", prep) if prep else "",
-                         allow_wipe="true" if self.allow_wipe else "false", seed_timeout_s=SEED_TIMEOUT_S,
-                         network=s.network, subnet=s.subnetwork, service_account=s.seeder_service_account)
-        waited = {w for st in self.steps for w in st["waitFor"]}
-        sinks = [st["id"] for st in self.steps if st["id"] not in waited]
-        self.add("finalize", "python", "finalize.sh.j2", sinks, TIMEOUTS["finalize"],
-                 action=plan.action, wheels=WHEELS)
-        return self.steps
+                    labels=self.labels(), shared_pd_attach=s.shared_pd_attach, wait_s=queue_wait_s(s),
+                    replace=self.plan.action != "create")
+
+    def _seed(self, step: Step) -> dict[str, Any]:
+        s = self.s
+        prep = s.mig_seed_data_prep_script
+        return dict(project=s.project_id, zone=s.zone, env=s.env_name, disk=s.shared_pd_name,
+                    dataset=s.gcs_dataset, workspace_gcs=f"gs://{s.state_bucket}/{s.workspace_prefix}",
+                    prep_script=repo_script(s, "MIG_SEED_DATA_PREP_SCRIPT", prep) if prep else "",
+                    allow_wipe="true" if self.allow_wipe else "false", seed_timeout_s=SEED_TIMEOUT_S,
+                    network=s.network, subnet=s.subnetwork, service_account=s.seeder_service_account)
+
+    def _finalize(self, step: Step) -> dict[str, Any]:
+        return dict(action=self.plan.action, wheels=WHEELS)
 
 
 def build_timeout(steps: list[dict[str, Any]]) -> int:

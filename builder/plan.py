@@ -30,16 +30,17 @@ may silently do nothing. This module is pure: no I/O, no imports beyond the stan
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from builder import modules as catalogue
+from builder.config.filestore import TIERS
 from builder.errors import BadInput
 from builder.modules import OPS as _OPS
 from builder.modules import PLAN_ACTIONS, hosts_module
 
-__all__ = ["ACTIONS", "OPS", "Operation", "Plan", "hosts_module", "make_plan", "module_dir", "parse_flag",
-           "refuse_idle_allow_flags"]
+__all__ = ["ACTIONS", "OPS", "Operation", "Plan", "Step", "hosts_module", "make_plan", "module_dir", "parse_flag",
+           "refuse_idle_allow_flags", "steps"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
@@ -66,6 +67,18 @@ class Operation:
 
 
 @dataclass(frozen=True)
+class Step:
+    """One step of the pipeline that carries out a plan: ``kind`` (a row of
+    ``builder.pipeline.KINDS``) for plan module ``module`` ('' for the build-wide steps), once the
+    steps ``after`` (by id) have finished. ``builder.pipeline`` renders each step as it stands."""
+
+    id: str
+    kind: str
+    module: str = ""
+    after: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Plan:
     """The DAG of one action. ``operations`` is in a topological order (each operation comes
     after everything it waits for); ``initialize`` has none."""
@@ -76,6 +89,7 @@ class Plan:
     tpu: bool = False
     mig: bool = False
     only: frozenset[str] | None = None
+    steps: tuple[Step, ...] = ()
 
     @property
     def modules(self) -> tuple[str, ...]:
@@ -230,7 +244,104 @@ def make_plan(
         ops = _restrict(kept, catalogue.destroy_after(arch))
         op = "destroy"
     operations = tuple(Operation(o.module, op, o.after) for o in ops)
-    return Plan(action, arch, operations, tpu=tpu, mig=mig, only=frozenset(only) if only is not None else None)
+    plan = Plan(action, arch, operations, tpu=tpu, mig=mig, only=frozenset(only) if only is not None else None)
+    return replace(plan, steps=steps(settings, plan))
+
+
+# ---- what a plan does beyond Terraform (the pipeline renders it, `tpubuild plan` tells it) ----
+
+def attaches_disk(settings: Settings, module: str) -> bool:
+    """Whether ``module``'s machines attach the shared PD (the hosts' module)."""
+    return settings.shared_pd_attach and module == hosts_module(settings.arch)
+
+
+def runs_setup_script(settings: Settings, module: str) -> bool:
+    """Whether ``module``'s machines run the startup script (and so MIG_SETUP_SCRIPT)."""
+    return module == hosts_module(settings.arch)
+
+
+def seeds(settings: Settings, plan: Plan) -> bool:
+    """A ``shared_pd-seed`` step follows shared_pd's apply when there is a dataset to copy."""
+    return plan.applies("shared_pd") and settings.shared_pd_attach and bool(settings.gcs_dataset)
+
+
+def restore_snapshot(settings: Settings, plan: Plan) -> str:
+    """The SHARED_PD_RESTORE of an apply of shared_pd ('' when none): 'latest' or a name."""
+    return settings.shared_pd_restore if plan.applies("shared_pd") else ""
+
+
+def snapshots_before_destroy(plan: Plan) -> bool:
+    return plan.destroys("shared_pd")
+
+
+def backs_up_before_destroy(settings: Settings, plan: Plan) -> bool:
+    return plan.destroys("filestore") and TIERS[settings.shared_fs_tier].backups
+
+
+def loses_share_on_destroy(settings: Settings, plan: Plan) -> bool:
+    """Filestore is destroyed on a tier without backups: the share's data is gone for good."""
+    return plan.destroys("filestore") and not TIERS[settings.shared_fs_tier].backups
+
+
+def queues(settings: Settings) -> bool:
+    """TPU_QUEUED on vm: the slice is a queued resource that tpu-queue requests with gcloud after
+    tpu-apply (which then creates only the hosts' identity and firewall), and tpu-unqueue deletes
+    before the tpu module's Terraform destroy."""
+    return settings.arch == "vm" and settings.queued
+
+
+def resizes_slice(settings: Settings, plan: Plan) -> bool:
+    """TPU_ARCH=mig and the slice (plan module mig) is applied: mig-drain runs before its apply
+    and mig-resize after it (docs/pipeline.md, "Resize on mig")."""
+    return settings.arch == "mig" and plan.applies("mig")
+
+
+def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
+    """Every step of ``plan``'s pipeline, in the order the build lists them (docs/pipeline.md has
+    the anatomy): per operation ``[restore|snapshot|backup|unqueue] → plan → guard → [drain] →
+    apply → [resize|queue|seed]``, with ``tpubuild-wheel`` first and ``finalize`` last."""
+    if not plan.operations:
+        return ()
+    s = settings
+    out: list[Step] = []
+
+    def add(step_id: str, kind: str, module: str, after: list[str]) -> str:
+        out.append(Step(step_id, kind, module, tuple(dict.fromkeys(after))))
+        return step_id
+
+    wheel = add("tpubuild-wheel", "wheel", "", [])
+    has_seed = seeds(s, plan)
+    last: dict[str, str] = {}  # module → its last step, which the modules after it wait for
+    for op in plan.operations:
+        m = op.module
+        deps = [last.get(a, f"{a}-apply") for a in op.after]
+        if op.op == "apply" and has_seed and attaches_disk(s, m):
+            deps.append("shared_pd-seed")
+        pre: list[str] = []
+        if m == "shared_pd" and restore_snapshot(s, plan) == "latest":
+            pre.append(add("shared_pd-restore", "restore", m, deps))
+        if m == "shared_pd" and op.op == "destroy" and snapshots_before_destroy(plan):
+            pre.append(add("shared_pd-snapshot", "snapshot", m, deps))
+        if m == "filestore" and backs_up_before_destroy(s, plan):
+            pre.append(add("filestore-backup", "backup", m, deps))
+        queued = m == "tpu" and queues(s)
+        if queued and op.op == "destroy":
+            pre.append(add("tpu-unqueue", "unqueue", m, deps))
+        add(f"{m}-plan", "plan", m, [*deps, *pre])
+        gate = add(f"{m}-guard", "guard", m, [f"{m}-plan", wheel])
+        slice_steps = m == "mig" and resizes_slice(s, plan)
+        if slice_steps:
+            gate = add("mig-drain", "drain", m, [gate])
+        last[m] = add(f"{m}-apply", "apply", m, [gate])
+        if slice_steps:
+            last[m] = add("mig-resize", "resize", m, [last[m]])
+        if queued and op.op == "apply":
+            last[m] = add("tpu-queue", "queue", m, [last[m]])
+        if m == "shared_pd" and has_seed:
+            add("shared_pd-seed", "seed", m, ["shared_pd-apply"])
+    waited = {a for st in out for a in st.after}
+    add("finalize", "finalize", "", [st.id for st in out if st.id not in waited])
+    return tuple(out)
 
 
 def refuse_idle_allow_flags(plan: Plan, *, allow_data_loss: bool = False, allow_wipe: bool = False,

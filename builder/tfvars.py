@@ -34,8 +34,9 @@ from collections.abc import Callable
 from typing import Any
 
 from builder import modules as catalogue
+from builder.config.scripts import repo_script
 from builder.config.settings import Settings
-from builder.errors import BadInput, ConfigError
+from builder.errors import BadInput
 
 #: Terraform directory → the function that gives its variables; :func:`inputs` fills it.
 INPUTS: dict[str, Callable[[Settings], dict[str, Any]]] = {}
@@ -62,21 +63,10 @@ def service_account_id(settings: Settings) -> str:
     return settings.worker_service_account_id
 
 
-def _fail(settings: Settings, key: str, what: str, fix: str) -> ConfigError:
-    return ConfigError(what, fix, path=settings.source, line=settings.line_of(key), key=key)
-
-
 def setup_script(settings: Settings) -> str:
+    """MIG_SETUP_SCRIPT as a repo-relative path ('' when unset); an error when it does not exist."""
     rel = settings.mig_setup_script
-    if not rel:
-        return ""
-    root = settings.repo_root
-    if (root / rel).is_file():
-        return rel
-    if (root / "models" / rel).is_file():
-        return f"models/{rel}"
-    raise _fail(settings, "MIG_SETUP_SCRIPT", f"{rel!r} does not exist in this repository",
-                "commit the script (a path relative to the repository or to models/) or set MIG_SETUP_SCRIPT=\"\"")
+    return repo_script(settings, "MIG_SETUP_SCRIPT", rel) if rel else ""
 
 
 def _common(s: Settings) -> dict[str, Any]:

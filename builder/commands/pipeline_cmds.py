@@ -293,7 +293,8 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
     """The plan as data: the JSON of ``tpubuild plan --format json`` and the source of its text.
 
     ``plan`` is None when ``auto`` has nothing to do (``previous.decision`` says why)."""
-    from builder import pipeline
+    from builder import plan as plans
+    from builder.pipeline import queue_wait_s
 
     s, t = settings, settings.topology
     decision = previous.decision if previous is not None else None
@@ -326,6 +327,7 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
         "operations": [{"module": o.module, "op": o.op, "after": list(o.after), "what": _what(s, o.module)}
                        for o in plan.operations],
         "stages": [[o.module for o in stage] for stage in plan.stages()],
+        "steps": [{"id": st.id, "kind": st.kind, "module": st.module, "after": list(st.after)} for st in plan.steps],
         "created": [o.module for o in plan.operations if o.op == "apply" and plan.action == "create"],
         "changed": [o.module for o in plan.operations if o.op == "apply" and plan.action == "update"],
         "destroyed": [o.module for o in plan.operations if o.op == "destroy"],
@@ -343,21 +345,21 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
     if not plan.operations:
         notes.append(_INITIALIZE_NOTE + "; the buckets are kept by every later destroy")
         return info
-    restore = pipeline.restore_snapshot(s, plan)
+    restore = plans.restore_snapshot(s, plan)
     if restore == "latest":
         notes.append(f"shared_pd: {s.shared_pd_name} is restored from the newest snapshot labelled "
                      f"tpubuild-env={s.env_name} (the build fails if there is none)")
     elif restore:
         notes.append(f"shared_pd: {s.shared_pd_name} is restored from snapshot {restore}")
-    if pipeline.seeds(s, plan):
+    if plans.seeds(s, plan):
         notes.append(f"shared_pd: after it is applied, {s.gcs_dataset} is copied onto {s.shared_pd_name} "
                      "(shared_pd-seed), before any host attaches it")
-    if pipeline.snapshots_before_destroy(plan):
+    if plans.snapshots_before_destroy(plan):
         notes.append(f"shared_pd: a snapshot of {s.shared_pd_name} is taken before it is destroyed and named "
                      f"in the build log; SHARED_PD_RESTORE=latest restores it")
-    if pipeline.backs_up_before_destroy(s, plan):
+    if plans.backs_up_before_destroy(s, plan):
         notes.append(f"filestore: a backup of {s.filestore_name}:/{s.shared_fs_name} is taken before it is destroyed")
-    if pipeline.loses_share_on_destroy(s, plan):
+    if plans.loses_share_on_destroy(s, plan):
         warnings.append(f"filestore tier {s.shared_fs_tier} has no backups: destroying {s.filestore_name} "
                         f"deletes the data on the share /{s.shared_fs_name} for good; copy what you need first")
     if plan.action == "destroy":
@@ -365,8 +367,8 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
     if plan.applies("tpu") and plan.action == "update":
         notes.append("tpu: if the change replaces the TPU (a new accelerator type or runtime), training is "
                      "interrupted; the guard announces it")
-    if pipeline.queues(s) and plan.applies("tpu"):
-        wait = pipeline.queue_wait_s(s)
+    if plans.queues(s) and plan.applies("tpu"):
+        wait = queue_wait_s(s)
         limit = f"up to TPU_QUEUED_VALID_FOR={s.queued_valid_for}" if s.queued_valid_for else "until capacity is free"
         notes.append(f"tpu: queued: after tpu-apply (the hosts' identity and firewall), tpu-queue requests {s.tpu_name} "
                      f"with `gcloud compute tpus queued-resources create`; it may wait {limit}, and the build waits "
@@ -375,7 +377,7 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
         if plan.action == "update":
             notes.append(f"tpu: queued: if the accelerator type or runtime changed, queued resource {s.tpu_name} is "
                          "replaced: training interrupted; the new slice waits in the queue")
-    if pipeline.queues(s) and plan.destroys("tpu"):
+    if plans.queues(s) and plan.destroys("tpu"):
         notes.append(f"tpu: queued resource {s.tpu_name} (and its TPU VM) is deleted by tpu-unqueue before the "
                      "tpu module's Terraform destroy")
     if s.env_ttl_hours and s.arch != "node":
@@ -392,6 +394,22 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
             notes.append("a guard checks every Terraform plan before its apply and refuses one that destroys or "
                          "replaces Filestore or the shared PD (override: _ALLOW_DATA_LOSS=true)")
     return info
+
+
+def step_lines(steps: list[dict[str, Any]]) -> list[str]:
+    """The pipeline's steps, one line per module (``mig: plan → guard → drain → apply → resize``;
+    each step's id is ``<module>-<kind>``) and one per build-wide step, in the build's order."""
+    out: list[str] = []
+    current = None
+    for st in steps:
+        if st["module"] and st["module"] == current:
+            out[-1] += f" → {st['kind']}"
+        elif st["module"]:
+            out.append(f"{st['module']}: {st['kind']}")
+        else:
+            out.append(st["id"])
+        current = st["module"]
+    return out
 
 
 def as_text(info: dict[str, Any], *, bold: bool) -> str:
@@ -462,6 +480,9 @@ def as_text(info: dict[str, Any], *, bold: bool) -> str:
             o = ops[module]
             after = f"  (after {', '.join(o['after'])})" if o["after"] else ""
             lines.append(f"    {o['op']:<7}  {module:<9}  {o['what']}{after}")
+    lines.append("")
+    lines.append("Pipeline steps, as `tpubuild render` lists them:")
+    lines.extend(f"  {line}" for line in step_lines(info["steps"]))
     lines.append("")
     for label, key in (("Created", "created"), ("Created or changed", "changed"), ("Destroyed", "destroyed")):
         if info[key]:

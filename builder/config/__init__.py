@@ -20,6 +20,7 @@ from builder.config import hardening, names, offers, validate
 from builder.config.keys import IGNORED_KEYS, KEYS, KeySpec
 from builder.config.loader import Entry, parse, read_text
 from builder.config.model_keys import MODEL_KEYS
+from builder.config.scripts import find_script
 from builder.legacy import SEED_SCRIPTS
 from builder.config.settings import Settings
 from builder.errors import BadInput, ConfigError, ConfigErrors
@@ -169,7 +170,7 @@ def _finish(path: Path, values: dict[str, Any], model_options: dict[str, Any], b
     root = path.resolve().parent
     for key, field in (("MIG_SETUP_SCRIPT", "mig_setup_script"), ("MIG_SEED_DATA_PREP_SCRIPT", "mig_seed_data_prep_script")):
         rel = values[field]
-        if rel and not (root / rel).is_file() and not (root / "models" / rel).is_file():
+        if rel and find_script(root, rel) is None:
             if rel in SEED_SCRIPTS:
                 warnings.append(f"{path}:{lines[key]}: {key}={rel!r} is the seed repository's own script, which "
                                 "tpubuild replaces; run tpubuild migrate to clear it")

@@ -8,17 +8,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from builder.config.filestore import TIERS
+
 Fail = Callable[[str, str, str], None]
 
-#: Filestore maximum capacity (GiB) per tier. Basic tiers: 63.9 TiB; Zonal and Regional (higher
-#: range) and High Scale SSD: 100 TiB; Enterprise: 10 TiB.
-#: https://cloud.google.com/filestore/docs/service-tiers ,
-#: https://cloud.google.com/filestore/docs/service-tiers-zonal ,
-#: https://cloud.google.com/filestore/docs/service-tiers-regional
-FS_MAX_GB: dict[str, int] = {
-    "BASIC_HDD": 65434, "BASIC_SSD": 65434, "ZONAL": 102400, "REGIONAL": 102400, "ENTERPRISE": 10240,
-    "HIGH_SCALE_SSD": 102400,
-}
+#: Filestore maximum capacity (GiB) per tier (builder/config/filestore.py).
+FS_MAX_GB: dict[str, int] = {name: t.max_gb for name, t in TIERS.items()}
 
 #: Ranges a VPC subnet (and so a TPU Node's /29) can never use: "this network" 0.0.0.0/8, loopback
 #: 127.0.0.0/8, link-local 169.254.0.0/16 (the metadata server lives there), multicast and

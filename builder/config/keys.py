@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from builder.config.filestore import NAMES as FILESTORE_TIERS
+
 Parser = Callable[[str], Any]
 
 
@@ -286,7 +288,7 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("SHARED_FS_CAPACITY", "shared_fs_capacity_gb", 1024, integer(1024, 102400, "GiB"),
             "Filestore capacity in GiB (BASIC_HDD ≥ 1024, BASIC_SSD ≥ 2560)."),
     KeySpec("SHARED_FS_TIER", "shared_fs_tier", "BASIC_HDD",
-            choice(("BASIC_HDD", "BASIC_SSD", "ZONAL", "REGIONAL", "ENTERPRISE", "HIGH_SCALE_SSD"),
+            choice(FILESTORE_TIERS,
                    {"STANDARD": "BASIC_HDD", "PREMIUM": "BASIC_SSD"}),
             "Filestore tier; seed names STANDARD and PREMIUM mean BASIC_HDD and BASIC_SSD."),
     KeySpec("SHARED_PD_DISK_ATTACH", "shared_pd_attach", False, boolean,

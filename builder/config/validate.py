@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from builder.config import offers
+from builder.config.filestore import TIERS
 from builder.errors import BadInput
 from builder.topology import MIG_DISKS, Topology, mig_shape
 
@@ -18,17 +19,8 @@ VM_RUNTIMES: dict[str, tuple[str, ...]] = offers.vm_runtimes()
 NODE_RUNTIME = re.compile(r"pytorch-(nightly|1\.\d{1,2}|2\.0|2\.1)", re.ASCII)
 NODE_GENERATIONS = ("v2", "v3")
 
-#: Filestore minimum capacity (GiB) per tier.
-FS_MIN_GB: dict[str, int] = {
-    "BASIC_HDD": 1024, "BASIC_SSD": 2560, "ZONAL": 1024, "REGIONAL": 1024, "ENTERPRISE": 1024,
-    "HIGH_SCALE_SSD": 10240,
-}
-#: Filestore tiers that support backups (taken before destroy); HIGH_SCALE_SSD has none.
-FS_BACKUP_TIERS: frozenset[str] = frozenset({"BASIC_HDD", "BASIC_SSD", "ZONAL", "REGIONAL", "ENTERPRISE"})
-
-#: Filestore file-share name length: basic tiers allow 16 characters, the others more (we allow 32).
-FS_SHARE_MAX: dict[str, int] = {"BASIC_HDD": 16, "BASIC_SSD": 16}
-FS_SHARE_MAX_OTHER = 32
+#: Filestore tier facts live in builder/config/filestore.py.
+FS_MIN_GB: dict[str, int] = {name: t.min_gb for name, t in TIERS.items()}
 
 MAX_ENV_NAME = 24
 MAX_GCE_NAME = 63
@@ -106,7 +98,7 @@ def cross_checks(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str,
                  f"{cap} GiB (the default)", f'add SHARED_FS_CAPACITY="{FS_MIN_GB[tier]}" or more')
         fail("SHARED_FS_CAPACITY", f"{cap} GiB is below the {tier} minimum of {FS_MIN_GB[tier]} GiB",
              f'set SHARED_FS_CAPACITY="{FS_MIN_GB[tier]}" or more')
-    share, share_max = v["shared_fs_name"], FS_SHARE_MAX.get(tier, FS_SHARE_MAX_OTHER)
+    share, share_max = v["shared_fs_name"], TIERS[tier].share_max
     if len(share) > share_max:
         fail("SHARED_FS", f"{share!r} is {len(share)} characters; a {tier} file share name allows at most {share_max}",
              f"shorten SHARED_FS to {share_max} characters or fewer")
