@@ -118,12 +118,6 @@ variable "image_family" {
   }
 }
 
-variable "external_ips" {
-  description = "Give each TPU VM an ephemeral external IP (TPU_EXTERNAL_IPS). Off by default: the VMs then need Cloud NAT for the internet and Private Google Access for Google APIs."
-  type        = bool
-  default     = false
-}
-
 variable "provisioning" {
   description = "How the VMs get capacity: on-demand, spot (deleted on preemption, recreated by the MIG) or reservation (reservation-bound)."
   type        = string

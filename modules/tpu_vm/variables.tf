@@ -28,12 +28,6 @@ variable "runtime_version" {
   }
 }
 
-variable "external_ips" {
-  description = "Give each TPU VM host an external IP (TPU_EXTERNAL_IPS). Off by default: hosts then need Cloud NAT for the internet and Private Google Access for Google APIs."
-  type        = bool
-  default     = false
-}
-
 variable "preemptible" {
   description = "Create a preemptible TPU VM (TPU_PROVISIONING=preemptible, or legacy TPU_PREEMPTIBLE; v2-v4 only)."
   type        = bool
