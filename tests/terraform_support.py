@@ -34,8 +34,9 @@ _PREFIX = re.compile(r'prefix\s*=\s*"[^"]*/(\w+)"')
 
 
 def module_dirs() -> list[Path]:
-    """Every Terraform module under modules/ (a folder with .tf files), roots and children."""
-    return sorted(p for p in MODULES.iterdir() if p.is_dir() and any(p.glob("*.tf")))
+    """Every Terraform module under modules/ (a folder with .tf files), roots and children; not
+    modules/_shared, the files they link (modules/_shared/README.md)."""
+    return sorted(p for p in MODULES.iterdir() if p.is_dir() and p.name != "_shared" and any(p.glob("*.tf")))
 
 
 def is_root(path: Path) -> bool:

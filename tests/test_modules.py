@@ -22,7 +22,7 @@ import pytest
 
 from tests.conftest import REPO, require
 from tests.test_modules_hcl import (
-    ALL_DIRS, CHILD_DIRS, META_ATTRS, META_BLOCKS, MODULE_DIRS, MODULES, Module, bind, body_parts, call_args,
+    ALL_DIRS, CHILD_DIRS, META_ATTRS, META_BLOCKS, MODULE_DIRS, MODULES, SHARED, Module, bind, body_parts, call_args,
     call_errors, call_source, child_of, expressions, load_dir, load_module, parse_file, refs, remote_outputs,
     unquote, write_module,
 )
@@ -38,7 +38,7 @@ REMOTE_DIR = {
 
 
 def test_every_module_is_there() -> None:
-    assert sorted(p.name for p in MODULES.iterdir() if p.is_dir()) == sorted(ALL_DIRS)
+    assert sorted(p.name for p in MODULES.iterdir() if p.is_dir() and p != SHARED) == sorted(ALL_DIRS)
     assert len(TF_FILES) >= 4 * len(ALL_DIRS)
 
 
@@ -59,15 +59,35 @@ def test_terraform_fmt() -> None:
 
 # ---- conventions (terraform-google-modules) ----
 
+def _own_files(mod: Module, versions: str, extra: set[str]) -> dict[str, Any]:
+    """The module's layout: main.tf, variables.tf, outputs.tf, versions.tf (a link to the shared
+    pin ``versions``), the shared variables it links (``var_*.tf``) and the ``extra`` files it may
+    have. Returns the merged ``terraform`` block (an override file adds to versions.tf's)."""
+    files = set(mod.files)
+    assert {"main.tf", "variables.tf", "outputs.tf", "versions.tf"} <= files
+    assert os.readlink(mod.path / "versions.tf") == f"../_shared/{versions}", "one provider pin, linked"
+    for name in sorted(files - {"main.tf", "variables.tf", "outputs.tf", "versions.tf"} - extra):
+        assert name.startswith("var_") and os.readlink(mod.path / name) == f"../_shared/{name}", \
+            f"{mod.path.name}/{name}: only the four files, {sorted(extra)} and shared var_*.tf links"
+    for name in ("main.tf", "variables.tf", "outputs.tf", *sorted(extra & files)):
+        assert not (mod.path / name).is_symlink(), f"{mod.path.name}/{name} is the module's own file"
+    [tf, *override] = mod.terraform
+    assert len(override) == ("versions_override.tf" in files)
+    merged = {**tf, "required_providers": [{k: v for block in mod.terraform for k, v in block["required_providers"][0].items()}]}
+    for block in override:
+        assert set(block) - {"__is_block__", "__comments__"} == {"required_providers"}, "the override only adds providers"
+    return merged
+
+
 @pytest.mark.parametrize("name", MODULE_DIRS)
 def test_root_module_with_gcs_backend_and_pinned_providers(name: str) -> None:
     mod = load_module(name)
-    assert set(mod.files) - {"moved.tf"} == {"main.tf", "variables.tf", "outputs.tf", "versions.tf"}
+    # google-beta only where a resource needs it: an override file adds it to the shared pin
+    tf = _own_files(mod, "versions.tf", {"moved.tf"} | ({"versions_override.tf"} if name == "tpu_vm" else set()))
     if "moved.tf" in mod.files:
         assert {k for k in mod.files["moved.tf"] if not k.startswith("__")} == {"moved"}, "moved.tf holds moved blocks only"
     assert not [f for f, parsed in mod.files.items() if f != "moved.tf" and "moved" in parsed]
     assert (mod.path / "README.md").is_file()
-    [tf] = mod.terraform
     assert unquote(tf["required_version"]) == ">= 1.5"
     [backend] = tf["backend"]
     assert [unquote(k) for k in backend if not k.startswith("__")] == ["gcs"]
@@ -85,9 +105,8 @@ def test_root_module_with_gcs_backend_and_pinned_providers(name: str) -> None:
 def test_child_module_without_backend_or_provider_config(name: str) -> None:
     """A child module's resources live in its caller's state, with its caller's provider."""
     mod = load_module(name)
-    assert set(mod.files) == {"main.tf", "variables.tf", "outputs.tf", "versions.tf"}
+    tf = _own_files(mod, "versions_child.tf", set())
     assert (mod.path / "README.md").is_file()
-    [tf] = mod.terraform
     assert unquote(tf["required_version"]) == ">= 1.5"
     assert "backend" not in tf and "cloud" not in tf, "a child module has no backend"
     providers = {k: v for k, v in tf["required_providers"][0].items() if not k.startswith("__")}

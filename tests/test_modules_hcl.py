@@ -25,6 +25,8 @@ MODULE_DIRS = ("tpu_node", "tpu_vm", "filestore", "shared_pd", "mig", "tpu_mig_a
 #: Child modules: called with ``source = "../<dir>"`` from roots; no backend, no tfvars.
 CHILD_DIRS = ("host_identity", "host_firewall", "ttl")
 ALL_DIRS = MODULE_DIRS + CHILD_DIRS
+#: Not a module: the files the modules share by relative symlink (modules/_shared/README.md).
+SHARED = MODULES / "_shared"
 #: Meta-arguments of a ``module`` block; every other argument must be a variable of the child.
 MODULE_META = frozenset({"source", "version", "count", "for_each", "providers", "depends_on"})
 #: Meta-arguments Terraform accepts in every resource / data block; not provider arguments.

@@ -106,7 +106,9 @@ def test_strict_rule_fails_when_either_side_changes(tmp_path: Path) -> None:
     """The rule in test_tfvars_set_exactly_the_declared_variables, against a module that renamed
     one variable and added another."""
     from tests.test_modules_hcl import load_dir
-    src = (load_module("shared_pd").path / "variables.tf").read_text()
+    for tf in load_module("shared_pd").path.glob("*.tf"):  # its own files and its shared var_*.tf links
+        (tmp_path / tf.name).write_text(tf.read_text())
+    src = (tmp_path / "variables.tf").read_text()
     (tmp_path / "variables.tf").write_text(src.replace('variable "size_gb"', 'variable "disk_size_gb"')
                                            + 'variable "extra" {\n  type = string\n}\n')
     declared = set(load_dir(tmp_path).variables)

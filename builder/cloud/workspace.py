@@ -44,8 +44,13 @@ def find_repo(settings: Settings) -> Path:
 
 
 def walk(root: Path, top: str) -> Iterator[tuple[str, Path]]:
-    """(posix path relative to root, file) for every file under root/top, sorted, skipping caches."""
+    """(posix path relative to root, file) for every file under root/top, sorted, skipping caches.
+
+    A symlink counts as the file it points to when that file is inside the same top-level tree
+    (``modules/tpu_vm/versions.tf`` → ``modules/_shared/versions.tf``, modules/_shared/README.md):
+    its bytes are packed and digested under the link's name. A link leaving the tree is skipped."""
     base = root / top
+    tree = (root / Path(top).parts[0]).resolve()
     if base.is_file():
         yield top, base
         return
@@ -55,7 +60,7 @@ def walk(root: Path, top: str) -> Iterator[tuple[str, Path]]:
         rel = path.relative_to(root)
         if any(part in SKIP_DIRS for part in rel.parts) or path.name.endswith(SKIP_SUFFIXES):
             continue
-        if path.is_file() and not path.is_symlink():
+        if path.is_file() and (not path.is_symlink() or path.resolve().is_relative_to(tree)):
             yield rel.as_posix(), path
 
 

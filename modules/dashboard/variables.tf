@@ -1,23 +1,3 @@
-variable "project_id" {
-  description = "Google Cloud project that holds the environment."
-  type        = string
-
-  validation {
-    condition     = can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]$", var.project_id))
-    error_message = "project_id must be 6-30 lowercase letters, digits or hyphens, starting with a letter."
-  }
-}
-
-variable "env_name" {
-  description = "ENV_BUILD_NAME of the environment (named in the step metric's description)."
-  type        = string
-
-  validation {
-    condition     = can(regex("^[a-z][a-z0-9-]{0,23}$", var.env_name))
-    error_message = "env_name must be 1-24 lowercase letters, digits or hyphens, starting with a letter."
-  }
-}
-
 variable "dashboard_json" {
   description = "The dashboard (REST JSON of google.monitoring.dashboard.v1.Dashboard), rendered by builder/dashboard.py."
   type        = string

@@ -1,33 +1,3 @@
-variable "project_id" {
-  description = "Google Cloud project that holds the environment."
-  type        = string
-
-  validation {
-    condition     = can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]$", var.project_id))
-    error_message = "project_id must be 6-30 lowercase letters, digits or hyphens, starting with a letter."
-  }
-}
-
-variable "region" {
-  description = "Region of the environment; used as the location of REGIONAL and ENTERPRISE instances."
-  type        = string
-
-  validation {
-    condition     = can(regex("^[a-z]+-[a-z]+[0-9]+$", var.region))
-    error_message = "region must look like europe-west4."
-  }
-}
-
-variable "zone" {
-  description = "Zone of the environment; the location of zonal tiers (BASIC_HDD, BASIC_SSD, ZONAL, HIGH_SCALE_SSD)."
-  type        = string
-
-  validation {
-    condition     = can(regex("^[a-z]+-[a-z]+[0-9]+-[a-z]$", var.zone))
-    error_message = "zone must look like europe-west4-a."
-  }
-}
-
 variable "name" {
   description = "Name of the Filestore instance (nfs-<ENV_BUILD_NAME>)."
   type        = string
@@ -65,27 +35,5 @@ variable "capacity_gb" {
   validation {
     condition     = var.capacity_gb >= 1024 && floor(var.capacity_gb) == var.capacity_gb
     error_message = "capacity_gb must be a whole number of GiB, at least 1024."
-  }
-}
-
-variable "network" {
-  description = "VPC network the instance is reachable from (name, e.g. default)."
-  type        = string
-
-  validation {
-    condition     = length(var.network) > 0
-    error_message = "network must not be empty."
-  }
-}
-
-variable "labels" {
-  description = "Labels put on the instance (tpubuild-env, managed-by)."
-  type        = map(string)
-
-  validation {
-    condition = alltrue([
-      for k, v in var.labels : can(regex("^[a-z][a-z0-9_-]{0,62}$", k)) && can(regex("^[a-z0-9_-]{0,63}$", v))
-    ])
-    error_message = "label keys must start with a lowercase letter; keys and values hold lowercase letters, digits, _ and - (at most 63)."
   }
 }

@@ -1,13 +1,3 @@
-variable "network" {
-  description = "VPC network of the hosts (name, e.g. default); the rules are created in it."
-  type        = string
-
-  validation {
-    condition     = can(regex("^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", var.network))
-    error_message = "network must be a network name such as default."
-  }
-}
-
 variable "name" {
   description = "Name of the hosts' group (MIG or TPU VM); the rules are <name>-iap-ssh and <name>-internal."
   type        = string

@@ -1,13 +1,3 @@
-variable "project_id" {
-  description = "Google Cloud project that holds the environment; the service account and its project roles live there."
-  type        = string
-
-  validation {
-    condition     = can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]$", var.project_id))
-    error_message = "project_id must be 6-30 lowercase letters, digits or hyphens, starting with a letter."
-  }
-}
-
 variable "account_id" {
   description = "account_id of the dedicated service account (6-30 characters)."
   type        = string
@@ -48,26 +38,6 @@ variable "project_roles" {
   }
 }
 
-variable "env_name" {
-  description = "ENV_BUILD_NAME: the account may read objects under workspace/<env_name>/ in the state bucket."
-  type        = string
-
-  validation {
-    condition     = can(regex("^[a-z0-9]([-a-z0-9]{0,22}[a-z0-9])?$", var.env_name))
-    error_message = "env_name must be 1-24 lowercase letters, digits or hyphens, not starting or ending with a hyphen."
-  }
-}
-
-variable "state_bucket" {
-  description = "The environment's Terraform state bucket; the account may read its workspace/<env_name>/ objects and nothing else in it."
-  type        = string
-
-  validation {
-    condition     = can(regex("^[a-z0-9][-a-z0-9_.]{1,61}[a-z0-9]$", var.state_bucket))
-    error_message = "state_bucket must be a bucket name (3-63 lowercase letters, digits, -, _ or .)."
-  }
-}
-
 variable "workspace_condition_title" {
   description = "Title of the IAM condition on the state bucket grant (changing it replaces the grant)."
   type        = string
@@ -75,15 +45,5 @@ variable "workspace_condition_title" {
   validation {
     condition     = can(regex("^[a-z][-a-z0-9]{0,99}$", var.workspace_condition_title))
     error_message = "workspace_condition_title must be 1-100 lowercase letters, digits or hyphens, starting with a letter."
-  }
-}
-
-variable "dataset_bucket" {
-  description = "Bucket of GCS_DATASET; the account gets roles/storage.objectViewer on it. Empty: no dataset bucket, no grant."
-  type        = string
-
-  validation {
-    condition     = var.dataset_bucket == "" || can(regex("^[a-z0-9][-a-z0-9_.]{1,221}[a-z0-9]$", var.dataset_bucket))
-    error_message = "dataset_bucket must be empty or a bucket name (no gs:// and no path)."
   }
 }

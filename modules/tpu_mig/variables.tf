@@ -1,88 +1,3 @@
-variable "project_id" {
-  description = "Google Cloud project that holds the environment."
-  type        = string
-
-  validation {
-    condition     = can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]$", var.project_id))
-    error_message = "project_id must be 6-30 lowercase letters, digits or hyphens, starting with a letter."
-  }
-}
-
-variable "zone" {
-  description = "Zone of the environment (ZONE)."
-  type        = string
-
-  validation {
-    condition     = can(regex("^[a-z]+-[a-z]+[0-9]+-[a-z]$", var.zone))
-    error_message = "zone must look like europe-west4-a."
-  }
-}
-
-variable "env_name" {
-  description = "ENV_BUILD_NAME: names the remote-state prefixes (<env_name>/<module>) and the workspace."
-  type        = string
-
-  validation {
-    condition     = can(regex("^[a-z0-9]([-a-z0-9]{0,22}[a-z0-9])?$", var.env_name))
-    error_message = "env_name must be 1-24 lowercase letters, digits or hyphens, not starting or ending with a hyphen."
-  }
-}
-
-variable "state_bucket" {
-  description = "The environment's Terraform state bucket: the other modules' state and the workspace/<env_name>/ objects are read from it."
-  type        = string
-
-  validation {
-    condition     = can(regex("^[a-z0-9][-a-z0-9_.]{1,61}[a-z0-9]$", var.state_bucket))
-    error_message = "state_bucket must be a bucket name (3-63 lowercase letters, digits, -, _ or .)."
-  }
-}
-
-variable "network" {
-  description = "VPC network of the slice's VMs (name, e.g. default); modules/tpu_mig_access holds its firewall rules."
-  type        = string
-
-  validation {
-    condition     = can(regex("^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", var.network))
-    error_message = "network must be a network name such as default."
-  }
-}
-
-variable "subnetwork" {
-  description = "Subnetwork of the slice's VMs; empty uses the network's subnet in the region (auto-mode networks)."
-  type        = string
-
-  validation {
-    condition     = var.subnetwork == "" || can(regex("^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", var.subnetwork))
-    error_message = "subnetwork must be empty or a subnetwork name."
-  }
-}
-
-variable "shared_pd_attach" {
-  description = "Attach the shared dataset disk (modules/shared_pd) READ_ONLY (SHARED_PD_DISK_ATTACH)."
-  type        = bool
-}
-
-variable "mount_point" {
-  description = "Where startup.sh mounts nfs_share/ and shared_pd/ (MOUNT_POINT)."
-  type        = string
-
-  validation {
-    condition     = can(regex("^/[^[:space:]]*$", var.mount_point)) && var.mount_point != "/"
-    error_message = "mount_point must be an absolute path other than /, without spaces."
-  }
-}
-
-variable "setup_script" {
-  description = "MIG_SETUP_SCRIPT: repo-relative path, inside the workspace, of a script startup.sh runs after the mounts; empty for none."
-  type        = string
-
-  validation {
-    condition     = var.setup_script == "" || (!startswith(var.setup_script, "/") && !contains(split("/", var.setup_script), ".."))
-    error_message = "setup_script must be empty or a relative path without '..'."
-  }
-}
-
 variable "boot_disk_size_gb" {
   description = "Boot disk size of the slice's VMs in GB (BOOT_DISK_SIZE_GB)."
   type        = number
@@ -100,18 +15,6 @@ variable "boot_disk_type" {
   validation {
     condition     = contains(["pd-balanced", "hyperdisk-balanced"], var.boot_disk_type)
     error_message = "boot_disk_type must be pd-balanced or hyperdisk-balanced."
-  }
-}
-
-variable "labels" {
-  description = "Labels put on the instance template, its VMs and their boot disks (tpubuild-env, managed-by)."
-  type        = map(string)
-
-  validation {
-    condition = alltrue([
-      for k, v in var.labels : can(regex("^[a-z][a-z0-9_-]{0,62}$", k)) && can(regex("^[a-z0-9_-]{0,63}$", v))
-    ])
-    error_message = "label keys must start with a lowercase letter; keys and values hold lowercase letters, digits, _ and - (at most 63)."
   }
 }
 
@@ -215,12 +118,6 @@ variable "image_family" {
   }
 }
 
-variable "external_ips" {
-  description = "Give each TPU VM an ephemeral external IP (TPU_EXTERNAL_IPS). Off by default: the VMs then need Cloud NAT for the internet and Private Google Access for Google APIs."
-  type        = bool
-  default     = false
-}
-
 variable "provisioning" {
   description = "How the VMs get capacity: on-demand, spot (deleted on preemption, recreated by the MIG) or reservation (reservation-bound)."
   type        = string
@@ -239,27 +136,5 @@ variable "reservation" {
   validation {
     condition     = var.reservation == "" || can(regex("^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", var.reservation))
     error_message = "reservation must be empty or a reservation name."
-  }
-}
-
-variable "ttl_hours" {
-  description = "ENV_TTL_HOURS: hours after the TPU's creation when modules/ttl destroys it (0: no TTL)."
-  type        = number
-  default     = 0
-
-  validation {
-    condition     = var.ttl_hours >= 0 && var.ttl_hours <= 8760 && floor(var.ttl_hours) == var.ttl_hours
-    error_message = "ttl_hours is a whole number of hours from 0 (no TTL) to 8760."
-  }
-}
-
-variable "ttl_build_body" {
-  description = "JSON of the destroy-scoped Build the TTL job creates (builder/ttl.py); empty without a TTL."
-  type        = string
-  default     = ""
-
-  validation {
-    condition     = var.ttl_build_body == "" || can(jsondecode(var.ttl_build_body))
-    error_message = "ttl_build_body is empty or the JSON of a Cloud Build Build."
   }
 }

@@ -1,13 +1,1 @@
-terraform {
-  required_version = ">= 1.5"
-
-  # bucket and prefix come from `terraform init -backend-config=...` (prefix <ENV_BUILD_NAME>/mig).
-  backend "gcs" {}
-
-  required_providers {
-    google = {
-      source  = "hashicorp/google"
-      version = ">= 5, < 7"
-    }
-  }
-}
+../_shared/versions.tf

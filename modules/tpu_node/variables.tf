@@ -1,23 +1,3 @@
-variable "project_id" {
-  description = "Google Cloud project that holds the environment."
-  type        = string
-
-  validation {
-    condition     = can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]$", var.project_id))
-    error_message = "project_id must be 6-30 lowercase letters, digits or hyphens, starting with a letter."
-  }
-}
-
-variable "zone" {
-  description = "Zone of the environment (ZONE)."
-  type        = string
-
-  validation {
-    condition     = can(regex("^[a-z]+-[a-z]+[0-9]+-[a-z]$", var.zone))
-    error_message = "zone must look like europe-west4-a."
-  }
-}
-
 variable "name" {
   description = "Name of the TPU Node (tpu-<ENV_BUILD_NAME>)."
   type        = string
@@ -58,29 +38,7 @@ variable "cidr_block" {
   }
 }
 
-variable "network" {
-  description = "VPC network the TPU is peered with (name, e.g. default)."
-  type        = string
-
-  validation {
-    condition     = length(var.network) > 0
-    error_message = "network must not be empty."
-  }
-}
-
 variable "preemptible" {
   description = "Create a preemptible TPU (TPU_PREEMPTIBLE)."
   type        = bool
-}
-
-variable "labels" {
-  description = "Labels put on the TPU (tpubuild-env, managed-by)."
-  type        = map(string)
-
-  validation {
-    condition = alltrue([
-      for k, v in var.labels : can(regex("^[a-z][a-z0-9_-]{0,62}$", k)) && can(regex("^[a-z0-9_-]{0,63}$", v))
-    ])
-    error_message = "label keys must start with a lowercase letter; keys and values hold lowercase letters, digits, _ and - (at most 63)."
-  }
 }

@@ -1,30 +1,3 @@
-variable "project_id" {
-  description = "Project of the environment."
-  type        = string
-  validation {
-    condition     = can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]$", var.project_id))
-    error_message = "project_id is a Google Cloud project ID."
-  }
-}
-
-variable "region" {
-  description = "Region of the Cloud Scheduler job (the environment's region)."
-  type        = string
-  validation {
-    condition     = can(regex("^[a-z]+-[a-z]+[0-9]+$", var.region))
-    error_message = "region is a region such as europe-west4."
-  }
-}
-
-variable "env_name" {
-  description = "ENV_BUILD_NAME of the environment."
-  type        = string
-  validation {
-    condition     = can(regex("^[a-z0-9]([a-z0-9-]*[a-z0-9])?$", var.env_name))
-    error_message = "env_name is lowercase letters, digits and '-'."
-  }
-}
-
 variable "name" {
   description = "Name of the Cloud Scheduler job (tpubuild-<env>-ttl)."
   type        = string

@@ -1,12 +1,1 @@
-terraform {
-  required_version = ">= 1.5"
-
-  # A child module: no backend (its resources live in the state of the root that calls it) and no
-  # provider block (it uses the caller's google provider).
-  required_providers {
-    google = {
-      source  = "hashicorp/google"
-      version = ">= 5, < 7"
-    }
-  }
-}
+../_shared/versions_child.tf

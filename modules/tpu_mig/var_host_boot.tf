@@ -1,0 +1,1 @@
+../_shared/var_host_boot.tf

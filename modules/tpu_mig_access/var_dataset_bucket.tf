@@ -1,0 +1,1 @@
+../_shared/var_dataset_bucket.tf
