@@ -9,7 +9,6 @@ that talk to Google; ``render``/``plan``/``validate`` never load it.
 * ``builds``: create a build, stream its steps, report its outcome.
 * ``auto``: the digests of each module's sources and the decision against them (the rule
   itself is ``builder.auto``, pure).
-* ``render``: the root cloudbuild.yaml and the trigger config (pure).
 * ``status``: what is running.
 * Nothing here imports ``builder.commands`` or ``builder.cli``: the command bodies live in
   ``builder/commands/`` (tests/test_import_direction.py checks it).

@@ -1,6 +1,6 @@
 """The two renderers of the cloud area, offline: ``tpubuild bootstrap`` writes the root
 cloudbuild.yaml users submit, ``tpubuild trigger`` prints a GitOps push trigger. What they render
-is ``builder.cloud.render`` (pure); here is only where it goes."""
+is ``builder.root_build`` (pure); here is only where it goes."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from builder.errors import BadInput, WorldError
 
 
 def cmd_bootstrap(args: argparse.Namespace) -> int:
-    from builder.cloud.render import root_cloudbuild
+    from builder.root_build import root_cloudbuild
 
     text = root_cloudbuild(load_settings(args))
     if args.output == "-":
@@ -40,7 +40,7 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
 def cmd_trigger(args: argparse.Namespace) -> int:
     import yaml
 
-    from builder.cloud.render import trigger
+    from builder.root_build import trigger
 
     settings = load_settings(args)
     body = trigger(settings.env_name, args.repo_owner, args.repo_name, args.branch,
