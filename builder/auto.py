@@ -23,7 +23,7 @@ Values are compared after parsing with ``builder.config`` (so ``STANDARD`` and `
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from builder.config import Settings
 from builder.config.keys import KEYS
@@ -31,6 +31,9 @@ from builder.config.model_keys import MODEL_KEYS
 from builder.errors import BadInput
 from builder.modules import hosts_module  # noqa: F401 - re-exported for builder.cloud.auto
 from builder.modules import modules_for_key
+
+if TYPE_CHECKING:  # pragma: no cover
+    from builder.plan import Plan
 
 #: Changing one of these moves the environment; auto refuses.
 MOVING_KEYS: tuple[str, ...] = ("PROJECT_ID", "ENV_BUILD_NAME", "ZONE", "REGION", "NETWORK", "SUBNETWORK", "TPU_ARCH")
@@ -134,3 +137,25 @@ def touched(old: Settings | None, new: Settings, *, plan_modules: tuple[str, ...
     then, now = sources_then or {}, sources_now or {}
     out |= {m for m in plan_modules if m in then and m in now and then[m] != now[m]}
     return frozenset(out) & every
+
+
+#: auto's one reason when the applied snapshot's values.env no longer parses.
+UNREADABLE = "the applied snapshot could not be read: update every module"
+
+
+def decide_unreadable(plan_modules: tuple[str, ...], absent: frozenset[str]) -> Decision:
+    """auto's decision when a snapshot exists but its values.env no longer parses (a key renamed
+    or removed since it was applied): nothing can be compared, so update every module that is not
+    absent. ``tpubuild plan --action auto`` refuses instead (it asks for ``--applied FILE``)."""
+    return Decision("update", frozenset(plan_modules) - absent, (UNREADABLE,))
+
+
+def plan_for(settings: Settings, decision: Decision) -> Plan | None:
+    """The plan that carries out ``decision``; None when there is nothing to do."""
+    from builder.plan import make_plan
+
+    if decision.action == "none":
+        return None
+    if decision.action == "create":
+        return make_plan(settings, "create")
+    return make_plan(settings, "update", only=decision.only)

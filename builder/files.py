@@ -1,6 +1,8 @@
-"""Reading the files a user hands us, with a size cap: ``read_capped`` never reads more than
-``limit + 1`` bytes, so ``/dev/zero``, an endless FIFO or a runaway file is refused with one line
-instead of exhausting memory. Text is UTF-8 (surrogates cannot occur in decoded UTF-8; the JSON
+"""Reading the files a user hands us, with a size cap: :func:`read_bytes` is the one place such a
+file is opened, and each kind of file words its refusals (:class:`Wording`; values.env in
+``builder.config.loader``, the plan JSON in ``builder.commands.guard``, :data:`GENERIC` for the
+rest). ``read_capped`` never reads more than ``limit + 1`` bytes, so ``/dev/zero``, an endless
+FIFO or a runaway file is refused with one line instead of exhausting memory. Text is UTF-8 (surrogates cannot occur in decoded UTF-8; the JSON
 and argument checks refuse lone surrogates separately).
 
 Caps: values.env 1 MiB (``builder.config.loader.MAX_BYTES``), plan JSON 256 MiB
@@ -10,6 +12,7 @@ a repository file packed into the source tarball 64 MiB (:data:`MAX_SOURCE_FILE`
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from builder.errors import BadInput
@@ -33,24 +36,63 @@ def human(limit: int) -> str:
     return f"{limit} bytes"
 
 
+@dataclass(frozen=True)
+class Wording:
+    """How one kind of file's read failures are worded, as ``str.format`` templates over
+    ``{path}`` (``{path!r}`` for a path Python cannot open), ``{why}`` (the OS's reason, in
+    ``failed``) and the keyword fields the caller passes to :func:`read_bytes`. ``empty``, when
+    set, refuses a file holding only whitespace (checked before the size)."""
+
+    directory: str
+    missing: str
+    denied: str
+    failed: str
+    unusable: str
+    too_large: str
+    empty: str | None = None
+
+
+def read_bytes(path: Path, limit: int, wording: Wording, **fields: str) -> bytes:
+    """The bytes of ``path``, at most ``limit`` of them, or one ``BadInput`` line worded by
+    ``wording``: the one place a user's file is opened (values.env, a plan JSON, a credentials
+    file, a repository file packed into the source)."""
+
+    def refuse(template: str, why: str = "") -> BadInput:
+        return BadInput(template.format(path=path, why=why, **fields))
+
+    try:
+        if path.is_dir():
+            raise refuse(wording.directory)
+        data = read_capped(path, limit)
+    except FileNotFoundError:
+        raise refuse(wording.missing) from None
+    except IsADirectoryError:
+        raise refuse(wording.directory) from None
+    except PermissionError:
+        raise refuse(wording.denied) from None
+    except OSError as exc:
+        raise refuse(wording.failed, exc.strerror or type(exc).__name__) from None
+    except ValueError:  # a path with a NUL byte
+        raise refuse(wording.unusable) from None
+    if wording.empty is not None and not data.strip():
+        raise refuse(wording.empty)
+    if len(data) > limit:
+        raise refuse(wording.too_large)
+    return data
+
+
+#: The wording of :func:`read_file`: ``<path>: <why>; <fix>``.
+GENERIC = Wording(
+    directory="{path}: is a directory, not {what}; {fix}",
+    missing="{path}: no such file; {fix}",
+    denied="{path}: permission denied; make it readable, or {fix}",
+    failed="{path}: cannot read ({why}); {fix}",
+    unusable="{path!r}: is not a usable path; {fix}",
+    too_large="{path}: more than {cap}, too large for {what} (an endless stream such as /dev/zero?); {fix}",
+)
+
+
 def read_file(path: Path, limit: int, *, what: str, fix: str) -> bytes:
     """The bytes of ``path``, or one ``BadInput`` line: ``<path>: <why>; <fix>`` (``what`` names
     the kind of file, e.g. "a values file")."""
-    try:
-        if path.is_dir():
-            raise BadInput(f"{path}: is a directory, not {what}; {fix}")
-        data = read_capped(path, limit)
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no such file; {fix}") from None
-    except IsADirectoryError:
-        raise BadInput(f"{path}: is a directory, not {what}; {fix}") from None
-    except PermissionError:
-        raise BadInput(f"{path}: permission denied; make it readable, or {fix}") from None
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read ({exc.strerror or type(exc).__name__}); {fix}") from None
-    except ValueError:  # a path with a NUL byte
-        raise BadInput(f"{path!r}: is not a usable path; {fix}") from None
-    if len(data) > limit:
-        raise BadInput(f"{path}: more than {human(limit)}, too large for {what} (an endless stream such as "
-                       f"/dev/zero?); {fix}")
-    return data
+    return read_bytes(path, limit, GENERIC, what=what, fix=fix, cap=human(limit))

@@ -9,7 +9,7 @@ the file a node file and the fix, ``tpubuild migrate``. ``destroy``, ``status``,
 ``validate`` and ``render --action destroy`` keep working, so people can clean up.
 
 Pure: no I/O. Called by ``tpubuild plan``/``render`` (builder/commands/pipeline_cmds.py) and by
-``submit``/``dispatch`` (builder/cloud/commands.py ``prepare``).
+``submit``/``dispatch`` (builder/commands/submit.py ``prepare``).
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def build_request(settings: Settings) -> dict[str, Any]:
     """The Build the TTL job creates: dispatch destroy, scoped to the TPU (:data:`SCOPE`)."""
     import shlex
 
-    from builder.cloud.render import DISPATCH_IMAGE
+    from builder.root_build import DISPATCH_IMAGE
 
     tpu, mig = SCOPE[settings.arch]
     dispatch = shlex.join(["tpubuild", "dispatch", "--action", "destroy", "--tpu", tpu, "--mig", mig,

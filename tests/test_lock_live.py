@@ -221,7 +221,8 @@ def test_concurrent_submits_make_exactly_one_build(env, fakes: Fakes, repo: Path
     """N submits at once (each its own clients, as separate machines would have): exactly one
     CreateBuild, the others refused naming the holder. From a stale lock too: exactly one takes
     it over (the takeover is a generation-conditioned replace)."""
-    from builder.cloud import commands, lock
+    from builder.cloud import lock
+    from builder.commands.submit import submit
     from builder.config import load
     from builder.errors import WorldError
 
@@ -239,7 +240,7 @@ def test_concurrent_submits_make_exactly_one_build(env, fakes: Fakes, repo: Path
         settings = load(repo)
         barrier.wait()
         try:
-            results.append(commands.submit(settings, "update", tpu=True))
+            results.append(submit(settings, "update", tpu=True))
         except WorldError as exc:
             results.append(exc)
 

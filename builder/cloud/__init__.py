@@ -7,8 +7,9 @@ that talk to Google; ``render``/``plan``/``validate`` never load it.
 * ``buckets``, ``workspace``, ``lock``, ``snapshot``: state in GCS.
 * ``source``: the content-addressed source tarball (pure).
 * ``builds``: create a build, stream its steps, report its outcome.
-* ``auto``: GitOps decision (pure).
-* ``render``: the root cloudbuild.yaml and the trigger config (pure).
+* ``auto``: the digests of each module's sources and the decision against them (the rule
+  itself is ``builder.auto``, pure).
 * ``status``: what is running.
-* ``commands``: the command bodies behind ``builder/commands/cloud.py``.
+* Nothing here imports ``builder.commands`` or ``builder.cli``: the command bodies live in
+  ``builder/commands/`` (tests/test_import_direction.py checks it).
 """

@@ -1,6 +1,7 @@
 """GitOps ``auto`` in the cloud: the decision itself is pure and lives in ``builder.auto`` (so
 ``tpubuild plan --action auto`` previews it offline); here are the digests of each module's
-Terraform and boot sources, which read the repository's files."""
+Terraform and boot sources, which read the repository's files, and :func:`decide_now`, the decision
+against today's repository."""
 
 from __future__ import annotations
 
@@ -64,3 +65,18 @@ def digests(settings: Settings, repo: Path, modules: Iterable[str]) -> dict[str,
             h.update(rel.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
         out[module] = h.hexdigest()[:16]
     return out
+
+
+def decide_now(settings: Settings, applied: Settings | None, *, build_id: str = "",
+               outstanding: frozenset[str] = frozenset(), absent: frozenset[str] = frozenset(),
+               sources_then: dict[str, str] | None = None) -> Decision:
+    """``builder.auto.decide`` against today's repository: the one way ``submit``'s auto and
+    ``tpubuild plan --action auto`` decide. Today's source digests are computed only when the
+    snapshot recorded some to compare with (``decide`` compares a module only when both exist)."""
+    from builder.cloud.workspace import find_repo
+    from builder.plan import make_plan
+
+    every = make_plan(settings, "create").modules
+    now = digests(settings, find_repo(settings), every) if sources_then else None
+    return decide(settings, applied, plan_modules=every, build_id=build_id, outstanding=outstanding,
+                  absent=absent, sources_then=sources_then, sources_now=now)

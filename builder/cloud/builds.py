@@ -14,10 +14,13 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from builder.cloud.errors import cloud_call
 from builder.errors import WorldError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from builder.config import Settings
 
 FAILED = ("FAILURE", "INTERNAL_ERROR", "TIMEOUT", "CANCELLED", "EXPIRED")
 DONE = ("SUCCESS", *FAILED)
@@ -108,6 +111,13 @@ def live(client: Any, project: str, env: str, *, exclude: tuple[str, ...] = ()) 
     tag = env_tag(env)
     return [Live(b.id, status_name(b), b.log_url) for b in found
             if status_name(b) in LIVE and tag in b.tags and b.id not in exclude]
+
+
+def live_probe(client: Any, settings: Settings) -> Callable[[], list[Live]]:
+    """The lock's question to Cloud Build: which builds of this environment are QUEUED or WORKING,
+    leaving out the root build we run in, when we do (``TPUBUILD_DISPATCH_BUILD``)."""
+    own = tuple(b for b in [os.environ.get("TPUBUILD_DISPATCH_BUILD", "").strip()] if b)
+    return lambda: live(client, settings.project_id, settings.env_name, exclude=own)
 
 
 def get(client: Any, project: str, build_id: str) -> Any:

@@ -70,12 +70,19 @@ class Entry:
     data: bytes
 
 
-def entries(settings: Settings, repo: Path) -> list[Entry]:
+def values_bytes(settings: Settings) -> bytes:
+    """values.env byte for byte, as the workspace, the source tarball and the applied snapshot keep it."""
     from builder.config.loader import MAX_BYTES
+    from builder.files import read_file
+
+    return read_file(settings.source, MAX_BYTES, what="a values file", fix="keep it under 1 MiB")
+
+
+def entries(settings: Settings, repo: Path) -> list[Entry]:
     from builder.files import MAX_SOURCE_FILE, read_file
 
     fix = "keep repository files under 64 MiB (data belongs in GCS_DATASET)"
-    out = [Entry("values.env", read_file(settings.source, MAX_BYTES, what="a values file", fix="keep it under 1 MiB"))]
+    out = [Entry("values.env", values_bytes(settings))]
     for top in TREES:
         out.extend(Entry(rel, read_file(path, MAX_SOURCE_FILE, what="a repository file", fix=fix))
                    for rel, path in walk(repo, top))

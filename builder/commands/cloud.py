@@ -2,8 +2,11 @@
 ``unlock``, ``status``, plus the two renderers ``bootstrap`` (the root cloudbuild.yaml) and
 ``trigger`` (a GitOps trigger config).
 
-Nothing here imports ``google.*`` at import time: the work lives in ``builder.cloud.*`` and is
-imported inside each command. See docs/cloud.md for the design (lock, applied snapshot, auto).
+Nothing here imports ``google.*`` at import time: each command's body lives in its own module
+(:data:`BODIES`: initialize, submit (also dispatch), finalize, state (unlock, status), bootstrap
+(also trigger)), imported when the command runs; they call the Google edge in ``builder.cloud.*``,
+which never imports back up into the commands. See docs/cloud.md for the design (lock, applied
+snapshot, auto).
 """
 
 from __future__ import annotations
@@ -77,11 +80,25 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.set_defaults(func=_run("trigger"))
 
 
+#: Which module of builder/commands/ holds each command's body (``cmd_<name>``): imported only
+#: when the command runs, so ``tpubuild --help`` loads none of them.
+BODIES: dict[str, str] = {
+    "initialize": "builder.commands.initialize",
+    "submit": "builder.commands.submit",
+    "dispatch": "builder.commands.submit",
+    "finalize": "builder.commands.finalize",
+    "unlock": "builder.commands.state",
+    "status": "builder.commands.state",
+    "bootstrap": "builder.commands.bootstrap",
+    "trigger": "builder.commands.bootstrap",
+}
+
+
 def _run(name: str):  # noqa: ANN202 - argparse callback
     def run(args: argparse.Namespace) -> int:
-        from builder.cloud import commands
+        import importlib
 
-        return int(getattr(commands, f"cmd_{name}")(args) or 0)
+        return int(getattr(importlib.import_module(BODIES[name]), f"cmd_{name}")(args) or 0)
 
     run.__name__ = f"run_{name}"
     return run

@@ -14,9 +14,22 @@ from pathlib import Path
 from typing import Any
 
 from builder.errors import BadInput
+from builder.files import Wording, read_bytes
 from builder.guard import ACTIONS, MODULES, check_args, evaluate
 
 MAX_PLAN_BYTES = 256 << 20
+
+#: How an unreadable plan JSON is refused (builder.files.read_bytes).
+PLAN_JSON = Wording(
+    directory="{path}: is a directory; pass the file written by 'terraform show -json PLANFILE'",
+    missing="{path}: no such file; run 'terraform show -json PLANFILE > {path}' first",
+    denied="{path}: permission denied; make the plan JSON readable",
+    failed="{path}: cannot read ({why}); pass a readable plan JSON file",
+    unusable="{path!r}: is not a usable path; pass the plan JSON file",
+    empty="{path}: is empty; did 'terraform show -json' fail? Rerun the plan step",
+    too_large=f"{{path}}: more than {MAX_PLAN_BYTES >> 20} MiB is too large for a plan JSON (an endless stream "
+              "such as /dev/zero?); pass the output of one module's plan",
+)
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -33,25 +46,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 def read_plan_json(path: Path) -> Any:
     """Parse the plan JSON file, or raise one ``BadInput`` line saying why it can't be used."""
-    try:
-        if path.is_dir():
-            raise BadInput(f"{path}: is a directory; pass the file written by 'terraform show -json PLANFILE'")
-        from builder.files import read_capped
-
-        data = read_capped(path, MAX_PLAN_BYTES)
-    except FileNotFoundError:
-        raise BadInput(f"{path}: no such file; run 'terraform show -json PLANFILE > {path}' first") from None
-    except PermissionError:
-        raise BadInput(f"{path}: permission denied; make the plan JSON readable") from None
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read ({exc.strerror}); pass a readable plan JSON file") from None
-    except ValueError:  # a NUL byte in the path
-        raise BadInput(f"{path!r}: is not a usable path; pass the plan JSON file") from None
-    if not data.strip():
-        raise BadInput(f"{path}: is empty; did 'terraform show -json' fail? Rerun the plan step")
-    if len(data) > MAX_PLAN_BYTES:
-        raise BadInput(f"{path}: more than {MAX_PLAN_BYTES >> 20} MiB is too large for a plan JSON (an endless "
-                       "stream such as /dev/zero?); pass the output of one module's plan")
+    data = read_bytes(path, MAX_PLAN_BYTES, PLAN_JSON)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

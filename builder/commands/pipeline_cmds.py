@@ -130,7 +130,8 @@ def previous(settings: Settings, applied: str | None, *, need: bool) -> Previous
     """The applied values to compare with: ``--applied FILE``, ``--applied none``, else the state
     bucket's snapshot (read-only, no lock) when credentials exist. ``need`` (auto): no source is
     bad input; otherwise the plan goes on without a comparison."""
-    from builder.config import load, load_text
+    from builder.applied import applied_settings
+    from builder.config import load
 
     if applied is not None and applied.strip().lower() == "none":
         if need:
@@ -168,7 +169,7 @@ def previous(settings: Settings, applied: str | None, *, need: bool) -> Previous
         return Previous(None, f"{where}/{snapshot.values_path(settings.env_name)} (none: nothing applied yet)")
     shown = f"{where}/{snapshot.values_path(settings.env_name)} (build {record.build_id or '?'})"
     try:
-        old = load_text(record.values.decode("utf-8"), Path(settings.source.parent, "applied.values.env"))
+        old = applied_settings(record.values, settings)
     except (TpuBuildError, UnicodeDecodeError) as exc:
         if need:
             raise BadInput(f"{shown} no longer parses ({exc}); pass --applied FILE") from None
@@ -177,26 +178,14 @@ def previous(settings: Settings, applied: str | None, *, need: bool) -> Previous
 
 
 def auto_plan(settings: Settings, prev: Previous) -> Plan | None:
-    """What GitOps ``auto`` would run (the same ``builder.auto.decide`` the cloud uses); None:
-    nothing to do. The decision is kept in ``prev.decision``."""
+    """What GitOps ``auto`` would run (``builder.cloud.auto.decide_now``, the same decision
+    ``submit`` makes); None: nothing to do. The decision is kept in ``prev.decision``."""
     from builder import auto
-    from builder.plan import make_plan
+    from builder.cloud.auto import decide_now
 
-    every = make_plan(settings, "create").modules
-    now = None
-    if prev.sources:
-        from builder.cloud.auto import digests
-        from builder.cloud.workspace import find_repo
-
-        now = digests(settings, find_repo(settings), every)
-    prev.decision = auto.decide(settings, prev.settings, plan_modules=every, build_id=prev.build_id,
-                                outstanding=prev.outstanding, absent=prev.absent,
-                                sources_then=prev.sources, sources_now=now)
-    if prev.decision.action == "none":
-        return None
-    if prev.decision.action == "create":
-        return make_plan(settings, "create")
-    return make_plan(settings, "update", only=prev.decision.only)
+    prev.decision = decide_now(settings, prev.settings, build_id=prev.build_id, outstanding=prev.outstanding,
+                               absent=prev.absent, sources_then=prev.sources)
+    return auto.plan_for(settings, prev.decision)
 
 
 def run_render(args: argparse.Namespace) -> int:

@@ -16,8 +16,20 @@ from typing import Any
 
 
 from builder.errors import BadInput, ConfigError
+from builder.files import Wording, read_bytes
 
 MAX_BYTES = 1 << 20
+
+#: How an unreadable values.env is refused (builder.files.read_bytes).
+VALUES_FILE = Wording(
+    directory="{path}: is a directory; pass the values.env file itself with --values",
+    missing="{path}: no such file; create it (copy the shipped values.env) or pass --values PATH",
+    denied="{path}: permission denied; make the file readable (chmod u+r {path})",
+    failed="{path}: cannot read ({why}); pass a readable file with --values",
+    unusable="{path!r}: is not a usable path; pass the values.env file with --values",
+    too_large=f"{{path}}: more than {MAX_BYTES} bytes is too large for a values file (an endless stream "
+              "such as /dev/zero?); keep it under 1 MiB",
+)
 
 
 @dataclass(frozen=True)
@@ -29,25 +41,7 @@ class Entry:
 
 def read_text(path: Path) -> str:
     """The file's text, or one clear ``BadInput`` line saying why it can't be read."""
-    try:
-        if path.is_dir():
-            raise BadInput(f"{path}: is a directory; pass the values.env file itself with --values")
-        from builder.files import read_capped
-
-        data = read_capped(path, MAX_BYTES)
-    except FileNotFoundError:
-        raise BadInput(
-            f"{path}: no such file; create it (copy the shipped values.env) or pass --values PATH"
-        ) from None
-    except PermissionError:
-        raise BadInput(f"{path}: permission denied; make the file readable (chmod u+r {path})") from None
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read ({exc.strerror}); pass a readable file with --values") from None
-    except ValueError:  # a NUL byte in the path
-        raise BadInput(f"{path!r}: is not a usable path; pass the values.env file with --values") from None
-    if len(data) > MAX_BYTES:
-        raise BadInput(f"{path}: more than {MAX_BYTES} bytes is too large for a values file (an endless stream "
-                       "such as /dev/zero?); keep it under 1 MiB")
+    data = read_bytes(path, MAX_BYTES, VALUES_FILE)
     if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark, as some Windows editors write
         data = data[3:]
     try:

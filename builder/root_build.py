@@ -1,5 +1,6 @@
 """Pure renderers: the root ``cloudbuild.yaml`` (``tpubuild bootstrap``) and the GitOps trigger
-config (``tpubuild trigger``)."""
+config (``tpubuild trigger``), and the root build's image (:data:`DISPATCH_IMAGE`, which the TTL's
+destroy build runs too: builder/ttl.py). Core, not ``builder.cloud``: it talks to no Google API."""
 
 from __future__ import annotations
 

@@ -1,0 +1,49 @@
+"""The two renderers of the cloud area, offline: ``tpubuild bootstrap`` writes the root
+cloudbuild.yaml users submit, ``tpubuild trigger`` prints a GitOps push trigger. What they render
+is ``builder.root_build`` (pure); here is only where it goes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from builder.commands import load_settings, say
+from builder.errors import BadInput, WorldError
+
+
+def cmd_bootstrap(args: argparse.Namespace) -> int:
+    from builder.root_build import root_cloudbuild
+
+    text = root_cloudbuild(load_settings(args))
+    if args.output == "-":
+        sys.stdout.write(text)
+        return 0
+    out = Path(args.output)
+    current = out.read_text() if out.is_file() else None
+    if args.check:
+        if current != text:
+            raise WorldError(f"{out} differs from what `tpubuild bootstrap` renders; run `tpubuild bootstrap`")
+        say(f"{out}: up to date")
+        return 0
+    if current == text:
+        say(f"{out}: up to date")
+        return 0
+    try:
+        out.write_text(text)
+    except OSError as exc:
+        raise BadInput(f"{out}: cannot write ({exc.strerror}); pass a writable --output") from None
+    say(f"{out}: written; submit it with: gcloud builds submit --config={out} . --substitutions=_BUILD_ACTION=create")
+    return 0
+
+
+def cmd_trigger(args: argparse.Namespace) -> int:
+    import yaml
+
+    from builder.root_build import trigger
+
+    settings = load_settings(args)
+    body = trigger(settings.env_name, args.repo_owner, args.repo_name, args.branch,
+                   settings.builder_service_account_resource)
+    sys.stdout.write(yaml.safe_dump(body, sort_keys=False, default_flow_style=False))
+    return 0

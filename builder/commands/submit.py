@@ -1,0 +1,243 @@
+"""``tpubuild submit`` and ``tpubuild dispatch`` (the root build's step): check everything offline
+(:func:`prepare`), then take the lock, upload the source and create the build (:func:`execute`).
+
+``auto`` decides its plan here, from the applied snapshot in the state bucket: the decision itself
+is ``builder.auto`` (pure), the digests of today's sources ``builder.cloud.auto``.
+
+Exit codes: 0 done; 1 a failure in the world (a cloud call, a missing state bucket, no
+credentials, a held lock, a build that did not succeed); 2 bad input (values.env, flags, an
+``auto`` that would move the environment). docs/cloud.md has the design.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from builder.commands import load_settings, say, warn
+from builder.errors import BadInput, WorldError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from builder.cloud.source import Source
+    from builder.config import Settings
+    from builder.plan import Plan
+
+ACTIONS = ("initialize", "create", "update", "destroy", "auto")
+
+#: How each input is called in messages: submit's flags, or the root build's substitutions.
+SUBMIT_NAMES = {"action": "--action", "tpu": "--tpu", "mig": "--mig", "allow_data_loss": "--allow-data-loss",
+                "allow_wipe": "--allow-wipe"}
+DISPATCH_NAMES = {"action": "_BUILD_ACTION", "tpu": "_TPU", "mig": "_MIG", "allow_data_loss": "_ALLOW_DATA_LOSS",
+                  "allow_wipe": "_ALLOW_WIPE"}
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What submit decided before talking to the cloud: the action, its plan (None for
+    ``initialize`` and ``auto``: auto's plan comes from the applied snapshot), the rendered
+    pipeline (None likewise), the source tarball (None for ``initialize``) and the repository."""
+
+    action: str
+    plan: Plan | None
+    config: dict[str, Any] | None
+    src: Source | None
+    repo: Path
+    allow_data_loss: bool = False
+    allow_wipe: bool = False
+
+
+def parse_action(raw: str, names: dict[str, str] = SUBMIT_NAMES) -> str:
+    action = raw.strip().lower()
+    if action not in ACTIONS:
+        raise BadInput(f"{names['action']}: {raw!r} is not an action; use one of {', '.join(ACTIONS)}")
+    return action
+
+
+def prepare(settings: Settings, action: str, *, tpu: bool = False, mig: bool = False,
+            allow_data_loss: bool = False, allow_wipe: bool = False,
+            names: dict[str, str] = SUBMIT_NAMES) -> Prepared:
+    """Every check that needs no cloud, done before any client is built (so bad input is exit 2
+    even without credentials): the action, the flag combination (``builder.plan.make_plan``
+    refuses the meaningless ones), the pipeline (``builder.pipeline.render``), the tfvars and the
+    source tarball. Refused here, besides make_plan's own refusals: ``initialize`` with an allow
+    flag (it applies no Terraform), ``auto`` with ``tpu``/``mig`` (auto decides the modules), and
+    ``allow_wipe`` for a plan that does not apply ``shared_pd`` (nothing would be seeded)."""
+    from builder import pipeline, tfvars
+    from builder.cloud import source, workspace
+    from builder.legacy import refuse_unbuildable
+    from builder.plan import make_plan, refuse_idle_allow_flags
+
+    action = parse_action(action, names)
+    refuse_unbuildable(settings, action)  # before any client: TPU Nodes can no longer be created
+    if action == "initialize":
+        make_plan(settings, "initialize", tpu=tpu, mig=mig, names=names)  # refuses the scope flags
+        for key, on in (("allow_data_loss", allow_data_loss), ("allow_wipe", allow_wipe)):
+            if on:
+                raise BadInput(f"{names[key]}: initialize applies no Terraform and seeds nothing, so there is "
+                               f"nothing to allow; drop {names[key]}")
+        return Prepared(action, None, None, None, workspace.find_repo(settings))
+    if action == "auto" and (tpu or mig):
+        raise BadInput(f"{names['tpu']}/{names['mig']}: auto decides the modules itself; "
+                       f"leave {names['tpu']} and {names['mig']} out (or at default)")
+    repo = workspace.find_repo(settings)
+    plan = None if action == "auto" else make_plan(settings, action, tpu=tpu, mig=mig, names=names)
+    if plan is not None:
+        refuse_idle_allow_flags(plan, allow_data_loss=allow_data_loss, allow_wipe=allow_wipe, names=names)
+    config = None if plan is None else pipeline.render(settings, plan, allow_data_loss=allow_data_loss,
+                                                       allow_wipe=allow_wipe)
+    src = source.pack(source.collect(repo, workspace.values_bytes(settings), tfvars.all_for(settings)))
+    return Prepared(action, plan, config, src, repo, allow_data_loss, allow_wipe)
+
+
+def auto_plan(settings: Settings, bucket: Any) -> Plan | None:
+    """Decide what ``auto`` does from the applied snapshot in ``bucket``, print the decision and
+    why; the plan, or None for nothing. A snapshot whose values.env no longer parses is warned
+    about and every module is updated (``builder.auto.decide_unreadable``)."""
+    from builder import auto
+    from builder.cloud import snapshot
+    from builder.cloud.auto import decide_now
+    from builder.commands import applied_or_warn
+    from builder.plan import make_plan
+
+    applied = snapshot.read(bucket, settings.env_name)
+    if applied is None:
+        decision = decide_now(settings, None)
+    else:
+        old = applied_or_warn(applied, settings)
+        if old is None:
+            decision = auto.decide_unreadable(make_plan(settings, "create").modules, applied.absent)
+        else:
+            decision = decide_now(settings, old, build_id=applied.build_id, outstanding=applied.outstanding,
+                                  absent=applied.absent, sources_then=applied.sources)
+    say(decision.summary())
+    for reason in decision.reasons:
+        say(f"  - {reason}")
+    return auto.plan_for(settings, decision)
+
+
+def _scope(plan: Plan) -> dict[str, Any]:
+    """The lock's record of what the build runs (``finalize`` records exactly these operations)."""
+    return {"tpu": plan.tpu, "mig": plan.mig, "operations": [[o.module, o.op] for o in plan.operations]}
+
+
+def submit(settings: Settings, action: str, *, tpu: bool = False, mig: bool = False,
+           allow_data_loss: bool = False, allow_wipe: bool = False, wait: bool = False) -> int:
+    prepared = prepare(settings, action, tpu=tpu, mig=mig, allow_data_loss=allow_data_loss, allow_wipe=allow_wipe)
+    return execute(settings, prepared, wait=wait)
+
+
+def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> int:
+    """Run what ``prepare`` decided: the first place a cloud client is built."""
+    from builder import pipeline
+    from builder.cloud import buckets, builds, clients, lock, workspace
+    from builder.cloud.errors import cloud_call
+
+    if prepared.action == "initialize":
+        from builder.commands.initialize import initialize
+
+        return initialize(settings)
+    repo, plan, config, src = prepared.repo, prepared.plan, prepared.config, prepared.src
+    assert src is not None
+    client = clients.storage(settings.project_id)
+    if not buckets.exists(client, settings.state_bucket):
+        raise WorldError(f"the state bucket gs://{settings.state_bucket} does not exist; run `tpubuild initialize` "
+                         "(or the build with _BUILD_ACTION=initialize) first")
+    bucket = client.bucket(settings.state_bucket)
+    if plan is None:
+        plan = auto_plan(settings, bucket)
+        if plan is None:
+            return 0
+        config = pipeline.render(settings, plan, allow_data_loss=prepared.allow_data_loss,
+                                 allow_wipe=prepared.allow_wipe)
+    assert config is not None
+    allow_data_loss, allow_wipe = prepared.allow_data_loss, prepared.allow_wipe
+    cb = clients.cloudbuild()
+    project = settings.project_id
+
+    def lookup(build_id: str) -> str | None:
+        try:
+            return builds.status_name(builds.get(cb, project, build_id))
+        except WorldError:
+            return None
+
+    held = lock.acquire(bucket, lock.Lock(env=settings.env_name, action=plan.action, holder=lock.who(),
+                                          created=lock.now(), scope=_scope(plan)),
+                        lookup=lookup, live=builds.live_probe(cb, settings), warn=warn)
+    try:
+        blob = bucket.blob(src.object_name)
+        with cloud_call(f"uploading gs://{settings.state_bucket}/{src.object_name}"):
+            if not blob.exists():
+                from google.api_core import exceptions as gexc
+
+                try:
+                    blob.upload_from_string(src.tgz, content_type="application/gzip", if_generation_match=0)
+                except gexc.PreconditionFailed:
+                    pass  # the same content, uploaded by someone else meanwhile
+        workspace.sync(bucket, settings, repo, source_sha256=src.sha256)
+        _keep_ttl_source(bucket, settings, plan.action, src)
+        subs = {name: value for name, value in (("_ALLOW_DATA_LOSS", allow_data_loss), ("_ALLOW_WIPE", allow_wipe))
+                for value in ["true" if value else "false"] if builds.referenced(config, name)}
+        build = builds.to_build(config, bucket=settings.state_bucket, object_name=src.object_name,
+                                tags=["tpubuild", f"tpubuild-{settings.env_name}", f"action-{plan.action}"],
+                                substitutions=subs)
+        created = builds.create(cb, project, build)
+    except BaseException:
+        lock.abandon(bucket, held)
+        raise
+    lock.set_build(bucket, held, created.id)
+    ops = ", ".join(f"{o.op} {o.module}" for o in plan.operations) or "no Terraform"
+    say(f"build {created.id}: {plan.action} of {settings.env_name} ({ops}) from gs://{settings.state_bucket}/"
+        f"{src.object_name}")
+    say(f"logs: {created.log_url}")
+    if not wait:
+        return 0
+    final = builds.follow(cb, project, created.id, emit=say)
+    try:
+        say(builds.outcome(final))
+    except WorldError:
+        if lock.mark_stale(bucket, settings.env_name, created.id, builds.status_name(final),
+                           builds.failing_step(final), final.log_url):
+            warn(f"the lock of {settings.env_name} stays, marked stale with build {created.id}; "
+                 "the next dispatch takes it over and names this build")
+        raise
+    return 0
+
+
+def _keep_ttl_source(bucket: Any, settings: Settings, action: str, src: Source) -> None:
+    """With ``ENV_TTL_HOURS``, the tarball this build runs from is also kept at
+    ``workspace/<env>/ttl/source.tgz`` (builder/ttl.py): the TTL's destroy build, started by Cloud
+    Scheduler long after this laptop is gone, runs ``tpubuild dispatch`` from it, so it carries the
+    values.env last submitted. A destroy leaves it as it is (the TPU's job goes with the TPU)."""
+    if not settings.env_ttl_hours or action == "destroy":
+        return
+    from builder import ttl
+    from builder.cloud.errors import cloud_call
+
+    name = ttl.source_object(settings.env_name)
+    with cloud_call(f"uploading gs://{settings.state_bucket}/{name}"):
+        bucket.blob(name).upload_from_string(src.tgz, content_type="application/gzip")
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    return submit(load_settings(args), args.action, tpu=args.tpu, mig=args.mig,
+                  allow_data_loss=args.allow_data_loss, allow_wipe=args.allow_wipe, wait=args.wait)
+
+
+def cmd_dispatch(args: argparse.Namespace) -> int:
+    """The root build's step. Every input is checked (action, substitution strings, values.env,
+    the plan, the pipeline) before any client is built: bad input is exit 2 with one line, even
+    where there are no credentials."""
+    from builder.plan import parse_flag
+
+    action = parse_action(args.action, DISPATCH_NAMES)
+    tpu = parse_flag(args.tpu, "_TPU")
+    mig = parse_flag(args.mig, "_MIG")
+    allow_data_loss = parse_flag(args.allow_data_loss, "_ALLOW_DATA_LOSS")
+    allow_wipe = parse_flag(args.allow_wipe, "_ALLOW_WIPE")
+    settings = load_settings(args)
+    prepared = prepare(settings, action, tpu=tpu, mig=mig, allow_data_loss=allow_data_loss,
+                       allow_wipe=allow_wipe, names=DISPATCH_NAMES)
+    say(f"dispatch: {action} of {settings.env_name} (project {settings.project_id}, {settings.arch} architecture)")
+    return execute(settings, prepared, wait=True)
