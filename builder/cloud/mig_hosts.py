@@ -29,9 +29,9 @@ def hosts(listing: str) -> list[str]:
 def access(settings: Settings, hosts_module: Any = None) -> Any:
     """models/hosts.py's ``SliceHosts`` for this slice (IAP unless TPU_EXTERNAL_IPS)."""
     if hosts_module is None:
-        from builder.commands.train import load_hosts
+        from builder.model_registry import hosts as load_hosts
 
-        hosts_module = load_hosts(settings)
+        hosts_module = load_hosts(settings.repo_root)
     return hosts_module.SliceHosts(settings.project_id, settings.zone, not settings.tpu_external_ips, settings.hosts,
                                    mig_name=settings.tpu_name, listing=tuple(list_argv(settings)))
 

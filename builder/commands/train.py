@@ -10,10 +10,10 @@ stop. The host transport (gcloud ssh, IAP, the ready check, the run and stop lin
 ``models/hosts.py``, shared with the model launchers.
 
 A model package is ``models/<name>/`` with a ``launcher.py`` (standard library only) that turns
-the Settings into shell steps (gcloud ssh/scp to the hosts). It is loaded by path with importlib,
-because ``models/`` is not a Python package of the install. It is looked up first in
-``<folder of values.env>/models`` (``settings.repo_root``), then in the source tree tpubuild runs
-from (an editable install, or the /workspace of a Cloud Build step).
+the Settings into shell steps (gcloud ssh/scp to the hosts): the ``Launcher`` protocol, registry
+and loading are builder/model_registry.py's. It is looked up first in ``<folder of values.env>/models``
+(``settings.repo_root``), then in the source tree tpubuild runs from (an editable install, or the
+/workspace of a Cloud Build step).
 
 ``--dry-run`` prints the exact bash script, with the per-host command lines first; without it the
 same script runs through ``bash`` (it needs ``gcloud`` on PATH, logged in with a role that can ssh
@@ -24,20 +24,19 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from builder import model_registry
 from builder.commands import load_settings
 from builder.config import Settings
 from builder.errors import BadInput, ConfigError, WorldError
 
-LAUNCHER = "launcher.py"
+LAUNCHER = model_registry.LAUNCHER
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -74,32 +73,18 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 # ---------------------------------------------------------------- finding the launcher
 
-def model_roots(settings: Settings) -> list[Path]:
-    roots = [settings.repo_root / "models", Path(__file__).resolve().parents[2] / "models"]
-    unique: list[Path] = []
-    for r in roots:
-        if r.is_dir() and r.resolve() not in [u.resolve() for u in unique]:
-            unique.append(r)
-    return unique
-
-
-def available_models(settings: Settings) -> list[str]:
-    return sorted({d.name for root in model_roots(settings) for d in root.iterdir() if (d / LAUNCHER).is_file()})
-
-
 def load_launcher(settings: Settings, model: str) -> tuple[ModuleType, Path]:
-    """The model's launcher module and the ``models/`` folder it came from."""
-    for root in model_roots(settings):
-        path = root / model / LAUNCHER
-        if model.isidentifier() and path.is_file():
-            name = f"tpubuild_model_{model}_launcher"
-            spec = importlib.util.spec_from_file_location(name, path)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module  # dataclasses resolve annotations through sys.modules
-            spec.loader.exec_module(module)
-            return module, root
-    models = ", ".join(available_models(settings)) or "none found"
+    """The model's launcher module (builder/model_registry.py ``Launcher``) and the ``models/``
+    folder it came from."""
+    root = model_registry.find(settings.repo_root, model, LAUNCHER)
+    if root is not None:
+        module = model_registry.load(root, f"{model}.launcher")
+        lacks = model_registry.missing(module)
+        if lacks:
+            raise BadInput(f"{root / model / LAUNCHER} is not a tpubuild launcher: it lacks {', '.join(lacks)} "
+                           "(see the Launcher protocol in builder/model_registry.py)")
+        return module, root
+    models = ", ".join(model_registry.available(settings.repo_root)) or "none found"
     raise BadInput(f"unknown model {model!r}; available models: {models} (folders under models/ with a {LAUNCHER})")
 
 
@@ -156,30 +141,13 @@ def run_train(args: argparse.Namespace) -> int:
     steps = _plan(settings, launcher, lambda: launcher.plan_train(job, str(root)))
     script = launcher.render(steps)
     if args.dry_run:
-        print(header(launcher, job, args.model))
+        print(launcher.header(job, args.model))
         print(script, end="")
         return 0
     execute(script, f"launch {args.model} on {settings.tpu_name}")
     print(f"tpubuild: {args.model} is running detached on {job.hosts} host(s); "
           f"follow it with 'tpubuild logs --follow', stop it with 'tpubuild stop'")
     return 0
-
-
-def header(launcher: ModuleType, job: Any, model: str) -> str:
-    """The per-host command lines, as comments above the script."""
-    args = launcher.fairseq_args(job)
-    world = int(args[args.index("--distributed-world-size") + 1])
-    per = args[args.index("--batch-size") + 1]
-    freq = args[args.index("--update-freq") + 1]
-    lines = [
-        f"# tpubuild train {model}: {job.accelerator_type} ({job.arch}), {job.hosts} host(s), {world} devices;",
-        f"# global batch {launcher.sequences_per_update(args)} sequences = {world} devices x {per} x --update-freq {freq}",
-    ]
-    if job.arch == "node":
-        lines.append(f"# the leader runs: {launcher.leader_launch_line(job)}")
-    for host in range(job.hosts):
-        lines.append(f"# host {host} (log {launcher.host_log(job, host)}) runs: {launcher.host_train_line(job)}")
-    return "\n".join(lines)
 
 
 def _model(args: argparse.Namespace, settings: Settings) -> str:
@@ -219,20 +187,11 @@ def run_stop(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- tpubuild run
 
 def load_hosts(settings: Settings) -> ModuleType:
-    """models/hosts.py, the host transport (found like the launchers; loaded once)."""
-    name = "tpubuild_models_hosts"
-    if name in sys.modules:
-        return sys.modules[name]
-    for root in model_roots(settings):
-        path = root / "hosts.py"
-        if path.is_file():
-            spec = importlib.util.spec_from_file_location(name, path)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-            return module
-    raise WorldError("models/hosts.py is missing from this tpubuild source tree; reinstall tpubuild")
+    """models/hosts.py, the host transport (found like the launchers)."""
+    module = model_registry.hosts(settings.repo_root)
+    if module is None:
+        raise WorldError("models/hosts.py is missing from this tpubuild source tree; reinstall tpubuild")
+    return module
 
 
 def run_access(settings: Settings, hosts: ModuleType) -> Any:

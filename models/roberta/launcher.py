@@ -29,27 +29,11 @@ The training runs detached on the hosts (``setsid nohup``): closing the terminal
 
 from __future__ import annotations
 
-import importlib.util
 import shlex
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-
-def _load_hosts() -> Any:
-    """models/hosts.py (host transport shared with ``tpubuild run``), loaded by path as this file is."""
-    name = "tpubuild_models_hosts"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "hosts.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-hosts = _load_hosts()
+from .. import hosts
 
 MODEL = "roberta"
 #: Port of torch_xla's profiler server on every host (builder/observe.py PROFILER_PORT).
@@ -491,6 +475,23 @@ def plan_logs(job: Job, host: int, *, follow: bool, lines: int = 200) -> list[St
         Step("the leader", (f'LEADER="$({node_instances(job, limit=1)})"', 'test -n "$LEADER"')),
         Step(f"host {host}'s log (Filestore, read on the leader)", (node_ssh(job, '"$LEADER"', tail),)),
     ]
+
+
+def header(job: Job, model: str) -> str:
+    """The per-host command lines, as comments above the ``--dry-run`` script."""
+    args = fairseq_args(job)
+    world = int(args[args.index("--distributed-world-size") + 1])
+    per = args[args.index("--batch-size") + 1]
+    freq = args[args.index("--update-freq") + 1]
+    lines = [
+        f"# tpubuild train {model}: {job.accelerator_type} ({job.arch}), {job.hosts} host(s), {world} devices;",
+        f"# global batch {sequences_per_update(args)} sequences = {world} devices x {per} x --update-freq {freq}",
+    ]
+    if job.arch == "node":
+        lines.append(f"# the leader runs: {leader_launch_line(job)}")
+    for host in range(job.hosts):
+        lines.append(f"# host {host} (log {host_log(job, host)}) runs: {host_train_line(job)}")
+    return "\n".join(lines)
 
 
 def render(steps: list[Step]) -> str:
