@@ -32,8 +32,9 @@ def access(settings: Settings, hosts_module: Any = None) -> Any:
         from builder.model_registry import hosts as load_hosts
 
         hosts_module = load_hosts(settings.repo_root)
-    return hosts_module.SliceHosts(settings.project_id, settings.zone, not settings.tpu_external_ips, settings.hosts,
-                                   mig_name=settings.tpu_name, listing=tuple(list_argv(settings)))
+    return hosts_module.for_arch("mig", settings.project_id, settings.zone, not settings.tpu_external_ips,
+                                 settings.hosts, tpu_name=settings.tpu_name, mig_name=settings.mig_name,
+                                 listing=tuple(list_argv(settings)))
 
 
 def ssh_argv(settings: Settings, host: str, command: str) -> list[str]:

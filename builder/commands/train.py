@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -172,9 +171,9 @@ def run_stop(args: argparse.Namespace) -> int:
         raise BadInput("no model: MODEL is empty in values.env; pass --model NAME")
     if settings.arch in ("vm", "mig"):
         access = run_access(settings, hosts)
-        script += render_steps(with_preamble(access, [("stop 'tpubuild run' jobs on every host and free the TPU",
-                                                       access.ssh("all", hosts.stop_line(), ready=False))]),
-                               first=not script)
+        script += hosts.render(hosts.with_preamble(access, [hosts.Step(
+            "stop 'tpubuild run' jobs on every host and free the TPU", (access.ssh("all", hosts.stop_line(), ready=False),))]),
+            numbered=False, first=not script)
     if args.dry_run:
         print(f"# tpubuild stop: {what} ({settings.arch}, {settings.hosts} host(s))")
         print(script, end="")
@@ -195,7 +194,7 @@ def load_hosts(settings: Settings) -> ModuleType:
 
 
 def run_access(settings: Settings, hosts: ModuleType) -> Any:
-    """How gcloud reaches the hosts of ``settings`` (vm, mig; see ``models/hosts.py`` to add one)."""
+    """How gcloud reaches the hosts of ``settings`` (vm, mig; models/hosts.py ``for_arch``)."""
     if settings.arch == "mig":
         from builder.cloud import mig_hosts
 
@@ -203,38 +202,25 @@ def run_access(settings: Settings, hosts: ModuleType) -> Any:
     if settings.arch != "vm":
         raise BadInput(f"tpubuild run works on TPU_ARCH=\"vm\" or \"mig\", not {settings.arch!r} ({settings.source}); "
                        "node is legacy (use xla_dist on the leader)")
-    return hosts.TpuVmHosts(settings.project_id, settings.zone, not settings.tpu_external_ips, settings.hosts,
-                            tpu_name=settings.tpu_name)
-
-
-def with_preamble(access: Any, steps: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """``access.preamble()`` (mig: list the slice's VMs in worker order) before ``steps``."""
-    pre = access.preamble()
-    return [("the slice's VMs in PJRT worker order (TPUBUILD_HOSTS)", pre), *steps] if pre else steps
+    return hosts.for_arch("vm", settings.project_id, settings.zone, not settings.tpu_external_ips, settings.hosts,
+                          tpu_name=settings.tpu_name, mig_name=settings.mig_name)
 
 
 def run_log_dir(settings: Settings) -> str:
     return f"{settings.mount_point.rstrip('/')}/nfs_share/logs/{settings.env_name}/run"
 
 
-def render_steps(steps: list[tuple[str, str]], *, first: bool = True) -> str:
-    out = ["set -euo pipefail"] if first else []
-    for title, line in steps:
-        out += [f"# {title}", line]
-    return "\n".join(out) + "\n"
-
-
-def plan_run(settings: Settings, hosts: ModuleType, where: str, words: list[str]) -> list[tuple[str, str]]:
+def plan_run(settings: Settings, hosts: ModuleType, where: str, words: list[str]) -> list[Any]:
     access = run_access(settings, hosts)
     if where != "all" and not (where.isdigit() and int(where) < settings.hosts):
         raise BadInput(f"--hosts {where}: {settings.tpu_name} has {settings.hosts} host(s); "
                        f"use --hosts all or a number from 0 to {settings.hosts - 1}")
     share = f"{settings.mount_point.rstrip('/')}/nfs_share"
     log_dir = run_log_dir(settings)
-    return with_preamble(access, [
-        (f"the log folder on Filestore ({log_dir})", access.ssh("0", hosts.dirs_line(share, [log_dir]))),
-        (f"run on {'every host' if where == 'all' else 'host ' + where}, detached; "
-         f"each host appends to {log_dir}/host-<N>.log", access.ssh(where, hosts.run_line(words, log_dir))),
+    return hosts.with_preamble(access, [
+        hosts.Step(f"the log folder on Filestore ({log_dir})", (access.ssh("0", hosts.dirs_line(share, [log_dir])),)),
+        hosts.Step(f"run on {'every host' if where == 'all' else 'host ' + where}, detached; "
+                   f"each host appends to {log_dir}/host-<N>.log", (access.ssh(where, hosts.run_line(words, log_dir)),)),
     ])
 
 
@@ -246,7 +232,7 @@ def run_run(args: argparse.Namespace) -> int:
         raise BadInput("tpubuild run: no command; write it after --, e.g. tpubuild run -- python3 train.py")
     settings = load_settings(args)
     hosts = load_hosts(settings)
-    script = render_steps(plan_run(settings, hosts, args.hosts, words))
+    script = hosts.render(plan_run(settings, hosts, args.hosts, words), numbered=False)
     if args.dry_run:
         print(f"# tpubuild run on {settings.tpu_name} ({settings.hosts} host(s)), --hosts {args.hosts}")
         print(script, end="")
@@ -267,10 +253,10 @@ def run_logs(args: argparse.Namespace) -> int:
             raise BadInput(f"--host {args.host}: {settings.tpu_name} has {settings.hosts} host(s); "
                            f"use --host 0 to {settings.hosts - 1}")
         log = f"{run_log_dir(settings)}/host-{args.host}.log"
-        tail = shlex.join(["tail", "-n", str(args.lines), *(["-F"] if args.follow else []), log])
+        tail = hosts.tail_line(log, args.lines, follow=args.follow)
         access = run_access(settings, hosts)
-        script = render_steps(with_preamble(access, [(f"host {args.host}'s run log (Filestore, read from worker 0)",
-                                                      access.ssh("0", tail))]))
+        script = hosts.render(hosts.with_preamble(access, [hosts.Step(
+            f"host {args.host}'s run log (Filestore, read from worker 0)", (access.ssh("0", tail),))]), numbered=False)
         if args.dry_run:
             print(script, end="")
             return 0

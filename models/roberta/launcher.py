@@ -334,10 +334,6 @@ def leader_launch_line(job: Job) -> str:
     return _sh([*dist, "--", *shlex.split(host_train_line(job))])
 
 
-def _detached(line: str) -> str:
-    return hosts.detached(line)
-
-
 # ---------------------------------------------------------------- on the hosts
 
 #: What env_setup/scripts/startup.sh leaves on every host at each boot (models/hosts.py).
@@ -345,18 +341,15 @@ HOST_PROFILE = hosts.HOST_PROFILE
 HOST_READY = hosts.HOST_READY
 HOST_FAILED = hosts.HOST_FAILED
 on_host = hosts.on_host
+Step = hosts.Step
 
 
-# ---------------------------------------------------------------- gcloud wrappers
+# ---------------------------------------------------------------- gcloud (models/hosts.py)
 
 def access(job: Job) -> Any:
-    """How gcloud reaches this job's hosts (models/hosts.py)."""
-    if job.arch == "vm":
-        return hosts.TpuVmHosts(job.project, job.zone, job.iap, job.hosts, tpu_name=job.tpu_name)
-    if job.arch == "mig":  # the slice's MIG is named like the TPU; worker order from the listing
-        return hosts.SliceHosts(job.project, job.zone, job.iap, job.hosts, mig_name=job.tpu_name,
-                                listing=job.listing)
-    return hosts.MigHosts(job.project, job.zone, job.iap, job.hosts, mig_name=job.mig_name)
+    """How gcloud reaches this job's hosts (models/hosts.py ``for_arch``)."""
+    return hosts.for_arch(job.arch, job.project, job.zone, job.iap, job.hosts, tpu_name=job.tpu_name,
+                          mig_name=job.mig_name, listing=job.listing)
 
 
 def vm_ssh(job: Job, worker: str, command: str, *, ready: bool = True) -> str:
@@ -364,30 +357,10 @@ def vm_ssh(job: Job, worker: str, command: str, *, ready: bool = True) -> str:
     return access(job).ssh(worker, command, ready=ready)
 
 
-def node_ssh(job: Job, instance: str, command: str, *, ready: bool = True) -> str:
-    """``command`` on a MIG worker, through :func:`on_host`. ``instance`` may be a shell variable
-    reference such as ``"$LEADER"`` (left unquoted here)."""
-    return access(job).ssh(instance, command, ready=ready)
-
-
-def node_instances(job: Job, *, limit: int | None = None) -> str:
-    return access(job).instances(limit=limit)
-
-
 def _dirs_line(job: Job) -> str:
-    parent = f"{nfs(job)}/tpubuild/{job.env}"
-    dirs = [save_dir(job), data_bin(job), log_dir(job)] + ([parent] if job.arch == "node" else [wheelhouse(job)])
-    # Refuse to write checkpoints to a local disk when the share is not mounted; Filestore's root
-    # is root-owned and the training user (any uid) needs these folders.
-    check = (f"if ! mountpoint -q {shlex.quote(nfs(job))}; then "
-             f"echo {shlex.quote(nfs(job) + ' is not mounted on ')}\"$(hostname)\" >&2; exit 1; fi; ")
-    return check + _sh(["sudo", "mkdir", "-p", *dirs]) + " && " + _sh(["sudo", "chmod", "1777", *dirs])
-
-
-@dataclass(frozen=True)
-class Step:
-    title: str
-    lines: tuple[str, ...]
+    dirs = [save_dir(job), data_bin(job), log_dir(job)]
+    dirs += [f"{nfs(job)}/tpubuild/{job.env}"] if job.arch == "node" else [wheelhouse(job)]
+    return hosts.dirs_line(nfs(job), dirs, spelling="model")
 
 
 def _stage(job: Job, repo_models: str, *, stop: bool = False) -> list[Step]:
@@ -395,72 +368,59 @@ def _stage(job: Job, repo_models: str, *, stop: bool = False) -> list[Step]:
     only ~/.tpubuild is needed, so a host that is not ready (still booting, or failed) is staged
     and stopped too; on node the scripts live on Filestore, which the leader must have mounted."""
     src = f"{repo_models.rstrip('/')}/{MODEL}"
+    reach = access(job)
     if pjrt(job):
         if stop:
-            first = Step("~/.tpubuild on every host", (vm_ssh(job, "all", "mkdir -p .tpubuild", ready=False),))
+            first = Step("~/.tpubuild on every host", (reach.ssh("all", "mkdir -p .tpubuild", ready=False),))
         else:
             first = Step("folders on Filestore and ~/.tpubuild on every host",
-                         (vm_ssh(job, "all", f"mkdir -p .tpubuild || exit 1; {_dirs_line(job)}"),))
-        return [
-            *_preamble(job),
+                         (reach.ssh("all", hosts.in_code_home(_dirs_line(job))),))
+        return hosts.with_preamble(reach, [
             first,
-            Step(f"copy models/{MODEL} to ~/{code_dir(job)} on every host",
-                 (access(job).scp(src, ".tpubuild/"),)),
-        ]
-    parent = f"{nfs(job)}/tpubuild/{job.env}"
+            Step(f"copy models/{MODEL} to ~/{code_dir(job)} on every host", (reach.scp(src, ".tpubuild/"),)),
+        ])
     return [
-        Step("the leader: the first worker VM of the MIG", (f'LEADER="$({node_instances(job, limit=1)})"',
-                                                            'test -n "$LEADER"')),
-        Step("folders on Filestore", (node_ssh(job, '"$LEADER"', _dirs_line(job)),)),
+        Step("the leader: the first worker VM of the MIG", reach.leader()),
+        Step("folders on Filestore", (reach.ssh(hosts.LEADER, _dirs_line(job)),)),
         Step(f"copy models/{MODEL} to Filestore ({code_dir(job)})",
-             (access(job).scp(src, f'"$LEADER":{parent}/'),)),
+             (reach.scp(src, f"{nfs(job)}/tpubuild/{job.env}/"),)),
     ]
-
-
-def _preamble(job: Job) -> list[Step]:
-    """mig: list the slice's VMs in PJRT worker order first (models/hosts.py SliceHosts)."""
-    pre = access(job).preamble()
-    return [Step("the slice's VMs in PJRT worker order (TPUBUILD_HOSTS)", (pre,))] if pre else []
 
 
 def plan_train(job: Job, repo_models: str) -> list[Step]:
     """Stage the scripts, install on every host, prepare the data once, launch on every host."""
     world_size(job.generation, job.chips)  # a generation without a device count stops here
     steps = _stage(job, repo_models)
+    reach = access(job)
     if pjrt(job):
-        steps += [
-            Step("install fairseq and torch_xla on every host (idempotent)", (vm_ssh(job, "all", install_line(job)),)),
+        return steps + [
+            Step("install fairseq and torch_xla on every host (idempotent)", (reach.ssh("all", install_line(job)),)),
             Step("prepare data-bin on Filestore once (skipped when it is current)",
-                 (vm_ssh(job, "0", prepare_line(job)),)),
+                 (reach.ssh("0", prepare_line(job)),)),
             Step("launch on every host, detached; each host tees to its log on Filestore",
-                 (vm_ssh(job, "all", _detached(host_train_line(job))),)),
+                 (reach.ssh("all", hosts.detached(host_train_line(job))),)),
         ]
-        return steps
-    install_everywhere = (
-        f'for vm in $({node_instances(job)}); do '
-        + node_ssh(job, '"$vm"', install_line(job)) + "; done"
-    )
-    steps += [
-        Step("install fairseq into the image's conda env on every worker (idempotent)", (install_everywhere,)),
+    return steps + [
+        Step("install fairseq into the image's conda env on every worker (idempotent)",
+             (reach.each(install_line(job)),)),
         Step("prepare data-bin on Filestore once (skipped when it is current)",
-             (node_ssh(job, '"$LEADER"', prepare_line(job)),)),
+             (reach.ssh(hosts.LEADER, prepare_line(job)),)),
         Step("launch xla_dist on the leader, detached; it runs train.sh on every worker",
-             (node_ssh(job, '"$LEADER"', _detached(leader_launch_line(job))),)),
+             (reach.ssh(hosts.LEADER, hosts.detached(leader_launch_line(job))),)),
     ]
-    return steps
 
 
 def plan_stop(job: Job, repo_models: str) -> list[Step]:
     """Kill the training on every host and free the TPU (vm: whatever holds /dev/accel*, /dev/vfio)."""
-    stop = _sh(["bash", f"{code_dir(job)}/stop.sh", "--arch", host_arch(job)])
+    stop = ["bash", f"{code_dir(job)}/stop.sh", "--arch", host_arch(job)]
     steps = _stage(job, repo_models, stop=True)
+    reach = access(job)
     if pjrt(job):
-        return steps + [Step("stop on every host and free the TPU", (vm_ssh(job, "all", stop, ready=False),))]
-    every = f'for vm in $({node_instances(job)}); do ' + node_ssh(job, '"$vm"', stop, ready=False) + "; done"
+        return steps + [Step("stop on every host and free the TPU", (reach.ssh("all", _sh(stop), ready=False),))]
     return steps + [
         Step("stop xla_dist on the leader (it stops its workers)",
-             (node_ssh(job, '"$LEADER"', stop + " --leader", ready=False),)),
-        Step("then make sure nothing is left on any worker", (every,)),
+             (reach.ssh(hosts.LEADER, _sh([*stop, "--leader"]), ready=False),)),
+        Step("then make sure nothing is left on any worker", (reach.each(_sh(stop), ready=False),)),
     ]
 
 
@@ -468,12 +428,14 @@ def plan_logs(job: Job, host: int, *, follow: bool, lines: int = 200) -> list[St
     if not 0 <= host < job.hosts:
         raise LaunchError("--host", f"host {host} does not exist on {job.accelerator_type} ({job.hosts} hosts)",
                           f"use --host 0 to {job.hosts - 1}")
-    tail = _sh(["tail", "-n", str(lines), *(["-F"] if follow else []), host_log(job, host)])
+    tail = hosts.tail_line(host_log(job, host), lines, follow=follow)
+    reach = access(job)
     if pjrt(job):
-        return [*_preamble(job), Step(f"host {host}'s log (Filestore, read from worker 0)", (vm_ssh(job, "0", tail),))]
+        return hosts.with_preamble(reach, [Step(f"host {host}'s log (Filestore, read from worker 0)",
+                                                (reach.ssh("0", tail),))])
     return [
-        Step("the leader", (f'LEADER="$({node_instances(job, limit=1)})"', 'test -n "$LEADER"')),
-        Step(f"host {host}'s log (Filestore, read on the leader)", (node_ssh(job, '"$LEADER"', tail),)),
+        Step("the leader", reach.leader()),
+        Step(f"host {host}'s log (Filestore, read on the leader)", (reach.ssh(hosts.LEADER, tail),)),
     ]
 
 
@@ -496,8 +458,4 @@ def header(job: Job, model: str) -> str:
 
 def render(steps: list[Step]) -> str:
     """A bash script: what ``--dry-run`` prints and what ``tpubuild`` runs."""
-    out = ["set -euo pipefail"]
-    for i, step in enumerate(steps, 1):
-        out.append(f"# {i}. {step.title}")
-        out.extend(step.lines)
-    return "\n".join(out) + "\n"
+    return hosts.render(steps)
