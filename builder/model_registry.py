@@ -103,7 +103,8 @@ def package(root: Path) -> str:
     if root not in _PACKAGES:
         name = "tpubuild_models" if root == SOURCE_MODELS.resolve() else f"tpubuild_models_{len(_PACKAGES)}"
         spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
-        spec.submodule_search_locations = [str(root)]
+        # the source tree's models/ after the user's: a model of their own imports the shipped hosts.py
+        spec.submodule_search_locations = list(dict.fromkeys([str(root), str(SOURCE_MODELS.resolve())]))
         sys.modules[name] = importlib.util.module_from_spec(spec)
         _PACKAGES[root] = name
     return _PACKAGES[root]

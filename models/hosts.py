@@ -156,7 +156,7 @@ def render(steps: list[Step], *, numbered: bool = True, first: bool = True) -> s
     for i, step in enumerate(steps, 1):
         out.append(f"# {i}. {step.title}" if numbered else f"# {step.title}")
         out.extend(step.lines)
-    return "\n".join(out) + "\n"
+    return "\n".join([*out, ""])
 
 
 def with_preamble(access: Hosts, steps: list[Step]) -> list[Step]:

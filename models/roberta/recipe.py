@@ -190,7 +190,7 @@ def data_source(job: Job) -> str:
 
 def conda_env(job: Job) -> str:
     """node: the image's conda env for the runtime (pytorch-1.13 → torch-xla-1.13)."""
-    return "torch-xla-" + job.runtime.removeprefix("pytorch-")
+    return f"torch-xla-{job.runtime.removeprefix('pytorch-')}"
 
 
 #: mig: the torch_xla release per generation (a MIG of TPU VMs boots an accelerator OS image, no TPU runtime).
