@@ -209,9 +209,18 @@ class TpuVmHosts(Hosts):
         track = ["alpha"] if self.iap else []
         return ["gcloud", *track, "compute", "tpus", "tpu-vm", verb]
 
+    def argv(self, worker: str, command: str) -> list[str]:
+        """``gcloud … tpu-vm ssh`` argv that runs ``command`` (one argument, as given) on ``worker``."""
+        return [*self.gcloud("ssh"), self.tpu_name, *self.location(), *self.tunnel(), f"--worker={worker}",
+                f"--command={command}"]
+
     def ssh(self, worker: str, command: str, *, ready: bool = True) -> str:
-        return shlex.join([*self.gcloud("ssh"), self.tpu_name, *self.location(), *self.tunnel(),
-                           f"--worker={worker}", f"--command={on_host(command, ready=ready)}"])
+        return shlex.join(self.argv(worker, on_host(command, ready=ready)))
+
+    def scp_from_argv(self, worker: str, path: str, local: str) -> list[str]:
+        """argv that copies ``path`` on worker ``worker`` back to ``local`` here."""
+        return [*self.gcloud("scp"), "--recurse", f"{self.tpu_name}:{path}", local, *self.location(), *self.tunnel(),
+                f"--worker={worker}"]
 
     def scp(self, src: str, dest: str) -> str:
         return shlex.join([*self.gcloud("scp"), "--recurse", src, f"{self.tpu_name}:{dest}", *self.location(),
