@@ -11,23 +11,8 @@ Standard library only, so it runs anywhere (the user's machine, a Cloud Build st
 Python package of the install) and calls :func:`plan_train`, :func:`plan_stop` and :func:`plan_logs`, which return the
 exact shell lines to run; ``--dry-run`` prints them.
 
-What the launch derives from the topology:
-
-* world size = the number of XLA devices: v2/v3 count TensorCores (8 per host, on node and vm);
-  v4 and v5p run megacore (1 device per chip, 4 per host); v5e and v6e have 1 core per chip.
-* ``--update-freq`` = total batch / (world size × batch per device), so the global batch
-  (sequences per optimizer update) is ``ROBERTA_TOTAL_BATCH`` whatever the pod size; when it does
-  not divide, :class:`LaunchError` says which values would.
-* few XLA shapes: masked_lm with ``--sample-break-mode none`` and a fixed ``--tokens-per-sample``
-  cuts the token stream into blocks of exactly that length; ``--required-batch-size-multiple 1``
-  and ``--skip-remainder-batch`` keep every training batch at ``--batch-size`` rows. (Upstream
-  fairseq 0.12's ``--num-batch-buckets`` belongs to the translation and audio tasks; masked_lm
-  rejects it, so it is not emitted. ``benchmarks/batch_shapes.py`` counts the shapes.)
-* ``--save-dir <MOUNT_POINT>/nfs_share/checkpoints/<env>/roberta`` on Filestore with
-  ``--restore-file checkpoint_last.pt``: a relaunch resumes from the last checkpoint; a first
-  launch starts fresh (fairseq skips a restore file that does not exist).
-* one log per host: ``<MOUNT_POINT>/nfs_share/logs/<env>/roberta/host-<N>.log`` (``train.sh``
-  tees everything the host prints; N is the TPU worker number on vm, xla_dist's ordinal on node).
+What the launch derives from the topology (world size, ``--update-freq``, the shapes, the paths
+on Filestore) is models/roberta/recipe.py's docstring.
 
 The training runs detached on the hosts (``setsid nohup``): closing the terminal or Ctrl-C in
 ``gcloud`` never leaves half a pod running. ``plan_stop`` kills it on every host and frees the TPU.

@@ -82,7 +82,8 @@ def render_all(path: str, tmp: Path) -> dict[str, dict[str, object]]:
 
 
 def golden_path(path: str) -> Path:
-    return GOLDEN / (Path(path).name.removesuffix(".env") + ".json")
+    """Named as tests/data/golden's file for the same values file, in this folder."""
+    return GOLDEN / golden.golden_path(path).name
 
 
 def main() -> int:
@@ -90,10 +91,10 @@ def main() -> int:
 
     sys.path.insert(0, str(REPO))
     with tempfile.TemporaryDirectory() as tmp:
-        for path in FILES:
-            data = render_all(path, Path(tmp))
-            golden_path(path).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-            print(f"{golden_path(path).relative_to(REPO)}: {len(data)} cases")
+        written = {golden_path(path): render_all(path, Path(tmp)) for path in FILES}
+    for out, data in written.items():
+        out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        print(f"{out.relative_to(REPO)}: {len(data)} cases")
     return 0
 
 
