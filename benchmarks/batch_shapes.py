@@ -19,7 +19,6 @@ Run: ``python benchmarks/batch_shapes.py [--lines 20000] [--seq-len 128] [--batc
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import random
 import subprocess
 import sys
@@ -32,12 +31,9 @@ sys.path.insert(0, str(REPO))
 
 
 def load_launcher():
-    spec = importlib.util.spec_from_file_location("roberta_launcher", REPO / "models/roberta/launcher.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["roberta_launcher"] = module
-    spec.loader.exec_module(module)
-    return module
+    from models.roberta import launcher  # REPO is on sys.path; models/ is a namespace package there
+
+    return launcher
 
 
 def write_corpus(folder: Path, lines: int, seed: int = 0) -> None:

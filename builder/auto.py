@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.config import Settings
 from builder.config.keys import KEYS
-from builder.config.model_keys import MODEL_KEYS
+from builder.model_registry import model_keys
 from builder.errors import BadInput
 from builder.modules import hosts_module  # noqa: F401 - re-exported for builder.cloud.auto
 from builder.modules import modules_for_key
@@ -42,15 +42,16 @@ MOVING_KEYS: tuple[str, ...] = ("PROJECT_ID", "ENV_BUILD_NAME", "ZONE", "REGION"
 def _value(settings: Settings, key: str) -> Any:
     if key == "TPU_RUNTIME_VERSION":
         return settings.runtime_version
-    spec = next(k for k in (*KEYS, *MODEL_KEYS) if k.name == key)
-    if key in {k.name for k in MODEL_KEYS}:
+    models = model_keys(settings.repo_root)
+    spec = next(k for k in (*KEYS, *models) if k.name == key)
+    if key in {k.name for k in models}:
         return settings.model_options.get(spec.field)
     return getattr(settings, spec.field)
 
 
 def changed_keys(old: Settings, new: Settings) -> list[str]:
     """Keys whose parsed value differs, in the order of the key table."""
-    return [k.name for k in (*KEYS, *MODEL_KEYS) if _value(old, k.name) != _value(new, k.name)]
+    return [k.name for k in (*KEYS, *model_keys(new.repo_root)) if _value(old, k.name) != _value(new, k.name)]
 
 
 @dataclass(frozen=True)

@@ -97,24 +97,26 @@ def _slice_script(t: Target, line: str) -> list[str]:
     return ["bash", "-c", "\n".join(["set -euo pipefail", t.extra["slice"].preamble(), line])]
 
 
+def _vm(t: Target) -> Any:
+    """vm: models/hosts.py's ``TpuVmHosts`` for the target (the one host transport)."""
+    from builder.model_registry import hosts
+
+    return hosts().for_arch("vm", t.project, t.zone, t.iap, t.hosts, tpu_name=t.tpu, mig_name="")
+
+
 def ssh(t: Target, worker: int, command: str) -> list[str]:
     """argv of an SSH to TPU VM worker ``worker``. Through IAP the flag exists only in
     ``gcloud alpha`` (gcloud 528). mig: a ``bash -c`` that lists the slice, then
     ``gcloud compute ssh`` to its ``worker``-th VM."""
     if t.arch == "mig":
         return _slice_script(t, t.extra["slice"].ssh(str(worker), command, ready=False))
-    base = ["gcloud", "alpha"] if t.iap else ["gcloud"]
-    return [*base, "compute", "tpus", "tpu-vm", "ssh", t.tpu, f"--zone={t.zone}", f"--project={t.project}",
-            *(["--tunnel-through-iap"] if t.iap else []), f"--worker={worker}", f"--command={command}"]
+    return _vm(t).argv(str(worker), command)
 
 
 def scp_back(t: Target, worker: int, remote: str, local: str) -> list[str]:
     if t.arch == "mig":
         return _slice_script(t, t.extra["slice"].scp_from(str(worker), remote, local))
-    base = ["gcloud", "alpha"] if t.iap else ["gcloud"]
-    return [*base, "compute", "tpus", "tpu-vm", "scp", "--recurse", f"{t.tpu}:{remote}", local,
-            f"--zone={t.zone}", f"--project={t.project}", *(["--tunnel-through-iap"] if t.iap else []),
-            f"--worker={worker}"]
+    return _vm(t).scp_from_argv(str(worker), remote, local)
 
 
 def host_python(code_dir: str) -> str:

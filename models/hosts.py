@@ -17,6 +17,7 @@ architecture adds a subclass with ``ssh``/``scp``/``preamble``.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass
 from string import Template
 
@@ -64,9 +65,36 @@ _STOP = Template(
 
 #: The folders a job writes on Filestore: refused when the share is not mounted (never a boot
 #: disk), created mode 1777 (Filestore's root belongs to root; hosts may use different uids).
-_DIRS = Template(
-    'if ! mountpoint -q $share; then echo $share" is not mounted on $$(hostname)" >&2; exit 1; fi; '
-    "sudo mkdir -p $dirs && sudo chmod 1777 $dirs")
+_DIRS = Template("if ! mountpoint -q $share; then echo $message >&2; exit 1; fi; sudo mkdir -p $dirs && sudo chmod 1777 $dirs")
+#: The refusal's message, in the two spellings the run and the model launchers have always emitted
+#: (kept byte for byte: tests/data/golden_launch).
+_NOT_MOUNTED = {
+    "run": Template('$share" is not mounted on $$(hostname)"'),
+    "model": Template('$text"$$(hostname)"'),
+}
+#: A model's first step on a TPU VM: its code folder in the home, then ``command``.
+_CODE_HOME = Template("mkdir -p .tpubuild || exit 1; $command")
+#: node: the leader (the MIG's first worker by name) into $LEADER; a command on every worker.
+_LEADER = Template('LEADER="$$($listing)"')
+_LEADER_CHECK = 'test -n "$LEADER"'
+_EACH = Template("for vm in $$($listing); do $ssh; done")
+#: ``host:path`` of scp where the host is a shell word (``"$LEADER"``).
+_REMOTE = Template("$host:$path")
+
+
+class Word(str):
+    """A word that is already shell and stays as written, e.g. ``"$LEADER"`` (every other word
+    of a line is ``shlex.quote``-d by :func:`join`)."""
+
+
+#: node: the leader's name, as the script holds it; each worker in the ``for vm`` loop.
+LEADER = Word('"$LEADER"')
+EACH_VM = Word('"$vm"')
+
+
+def join(words: Iterable[str]) -> str:
+    """``shlex.join``, except that :class:`Word` words stay as written."""
+    return " ".join(w if isinstance(w, Word) else shlex.quote(w) for w in words)
 
 
 def _q(word: str) -> str:
@@ -95,9 +123,46 @@ def run_line(words: list[str], log_dir: str) -> str:
                            words=shlex.join(words))
 
 
-def dirs_line(share: str, dirs: list[str]) -> str:
+def dirs_line(share: str, dirs: list[str], *, spelling: str = "run") -> str:
     """Make ``dirs`` on the Filestore share ``share`` (refused when it is not mounted)."""
-    return _DIRS.substitute(share=_q(share), dirs=shlex.join(dirs))
+    message = _NOT_MOUNTED[spelling].substitute(share=_q(share), text=_q(f"{share} is not mounted on "))
+    return _DIRS.substitute(share=_q(share), message=message, dirs=shlex.join(dirs))
+
+
+def in_code_home(command: str) -> str:
+    """``~/.tpubuild`` made on the host, then ``command``."""
+    return _CODE_HOME.substitute(command=command)
+
+
+def tail_line(path: str, lines: int, *, follow: bool) -> str:
+    """The last ``lines`` lines of the log ``path`` (``follow``: and what is appended)."""
+    return shlex.join(["tail", "-n", str(lines), *(["-F"] if follow else []), path])
+
+
+# ---------------------------------------------------------------- scripts
+
+@dataclass(frozen=True)
+class Step:
+    """One titled group of shell lines of a launch script."""
+
+    title: str
+    lines: tuple[str, ...]
+
+
+def render(steps: list[Step], *, numbered: bool = True, first: bool = True) -> str:
+    """A bash script: what ``--dry-run`` prints and what ``tpubuild`` runs (``first``: with the
+    ``set -euo pipefail`` line; ``numbered``: ``# 1. title`` as the model launchers write it)."""
+    out = ["set -euo pipefail"] if first else []
+    for i, step in enumerate(steps, 1):
+        out.append(f"# {i}. {step.title}" if numbered else f"# {step.title}")
+        out.extend(step.lines)
+    return "\n".join([*out, ""])
+
+
+def with_preamble(access: Hosts, steps: list[Step]) -> list[Step]:
+    """``access.preamble()`` (mig: list the slice's VMs in worker order) before ``steps``."""
+    pre = access.preamble()
+    return [Step("the slice's VMs in PJRT worker order (TPUBUILD_HOSTS)", (pre,)), *steps] if pre else steps
 
 
 def stop_line() -> str:
@@ -144,9 +209,18 @@ class TpuVmHosts(Hosts):
         track = ["alpha"] if self.iap else []
         return ["gcloud", *track, "compute", "tpus", "tpu-vm", verb]
 
+    def argv(self, worker: str, command: str) -> list[str]:
+        """``gcloud … tpu-vm ssh`` argv that runs ``command`` (one argument, as given) on ``worker``."""
+        return [*self.gcloud("ssh"), self.tpu_name, *self.location(), *self.tunnel(), f"--worker={worker}",
+                f"--command={command}"]
+
     def ssh(self, worker: str, command: str, *, ready: bool = True) -> str:
-        return shlex.join([*self.gcloud("ssh"), self.tpu_name, *self.location(), *self.tunnel(),
-                           f"--worker={worker}", f"--command={on_host(command, ready=ready)}"])
+        return shlex.join(self.argv(worker, on_host(command, ready=ready)))
+
+    def scp_from_argv(self, worker: str, path: str, local: str) -> list[str]:
+        """argv that copies ``path`` on worker ``worker`` back to ``local`` here."""
+        return [*self.gcloud("scp"), "--recurse", f"{self.tpu_name}:{path}", local, *self.location(), *self.tunnel(),
+                f"--worker={worker}"]
 
     def scp(self, src: str, dest: str) -> str:
         return shlex.join([*self.gcloud("scp"), "--recurse", src, f"{self.tpu_name}:{dest}", *self.location(),
@@ -165,15 +239,20 @@ class MigHosts(Hosts):
         return ["gcloud", "compute", "ssh", instance, *self.location(), *self.tunnel(), f"--command={command}"]
 
     def ssh(self, instance: str, command: str, *, ready: bool = True) -> str:
-        line = shlex.join(self.argv("INSTANCE", on_host(command, ready=ready)))
-        return line.replace("INSTANCE", instance, 1)
+        return join(self.argv(Word(instance), on_host(command, ready=ready)))
 
-    def scp(self, src: str, dest: str) -> str:
-        """``dest`` as ``INSTANCE:path`` where INSTANCE may be ``"$LEADER"``."""
-        instance, path = dest.split(":", 1)
-        line = shlex.join(["gcloud", "compute", "scp", "--recurse", src, f"INSTANCE:{path}", *self.location(),
-                           *self.tunnel()])
-        return line.replace("INSTANCE:", f"{instance}:", 1)
+    def scp(self, src: str, dest: str, *, host: str = LEADER) -> str:
+        """``src`` to the folder ``dest`` on ``host`` (a shell word; default the leader)."""
+        return join(["gcloud", "compute", "scp", "--recurse", src, remote(host, dest), *self.location(),
+                     *self.tunnel()])
+
+    def leader(self) -> tuple[str, str]:
+        """node: the leader's name into ``$LEADER`` (the first worker by name), and its check."""
+        return _LEADER.substitute(listing=self.instances(limit=1)), _LEADER_CHECK
+
+    def each(self, command: str, *, ready: bool = True) -> str:
+        """node: ``command`` on every worker VM, one after the other."""
+        return _EACH.substitute(listing=self.instances(), ssh=self.ssh(EACH_VM, command, ready=ready))
 
     def instances(self, *, limit: int | None = None) -> str:
         words = ["gcloud", "compute", "instance-groups", "managed", "list-instances", self.mig_name,
@@ -213,16 +292,35 @@ class SliceHosts(MigHosts):
         return list(range(self.count)) if worker == "all" else [int(worker)]
 
     def ssh(self, worker: str, command: str, *, ready: bool = True) -> str:
-        return "\n".join(MigHosts.ssh(self, _WORKER.substitute(n=n), command, ready=ready)
+        return "\n".join(MigHosts.ssh(self, self.worker(n), command, ready=ready)
                          for n in self.workers(worker))
 
-    def scp_from(self, worker: str, remote: str, local: str) -> str:
-        """Copy ``remote`` (a path on worker ``worker``) back to ``local`` here."""
-        line = shlex.join(["gcloud", "compute", "scp", "--recurse", f"INSTANCE:{remote}", local, *self.location(),
-                           *self.tunnel()])
-        return line.replace("INSTANCE:", ":".join([_WORKER.substitute(n=int(worker)), ""]), 1)
+    def scp_from(self, worker: str, path: str, local: str) -> str:
+        """Copy ``path`` (on worker ``worker``) back to ``local`` here."""
+        return join(["gcloud", "compute", "scp", "--recurse", remote(self.worker(int(worker)), path), local,
+                     *self.location(), *self.tunnel()])
 
-    def scp(self, src: str, dest: str) -> str:
+    def scp(self, src: str, dest: str, *, host: str = "") -> str:
         """``dest`` is a path; copied to every worker."""
-        return "\n".join(MigHosts.scp(self, src, ":".join([_WORKER.substitute(n=n), dest]))
-                         for n in self.workers("all"))
+        return "\n".join(MigHosts.scp(self, src, dest, host=self.worker(n)) for n in self.workers("all"))
+
+    @staticmethod
+    def worker(n: int) -> Word:
+        """Worker ``n``'s name, as the script holds it (``"${TPUBUILD_HOSTS[n]}"``)."""
+        return Word(_WORKER.substitute(n=n))
+
+
+def remote(host: str, path: str) -> Word:
+    """scp's ``host:path``; ``host`` a :class:`Word` (``"$LEADER"``) stays as written."""
+    return Word(_REMOTE.substitute(host=host if isinstance(host, Word) else _q(host), path=_q(path)))
+
+
+def for_arch(arch: str, project: str, zone: str, iap: bool, count: int, *, tpu_name: str, mig_name: str,
+             listing: tuple[str, ...] = ()) -> Hosts:
+    """How gcloud reaches the hosts of an architecture: vm a TPU VM's workers, mig the VMs of the
+    slice's MIG (named like the TPU; worker order from ``listing``), node the MIG's workers."""
+    if arch == "vm":
+        return TpuVmHosts(project, zone, iap, count, tpu_name=tpu_name)
+    if arch == "mig":
+        return SliceHosts(project, zone, iap, count, mig_name=tpu_name, listing=listing)
+    return MigHosts(project, zone, iap, count, mig_name=mig_name)

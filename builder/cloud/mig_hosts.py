@@ -29,11 +29,12 @@ def hosts(listing: str) -> list[str]:
 def access(settings: Settings, hosts_module: Any = None) -> Any:
     """models/hosts.py's ``SliceHosts`` for this slice (IAP unless TPU_EXTERNAL_IPS)."""
     if hosts_module is None:
-        from builder.commands.train import load_hosts
+        from builder.model_registry import hosts as load_hosts
 
-        hosts_module = load_hosts(settings)
-    return hosts_module.SliceHosts(settings.project_id, settings.zone, not settings.tpu_external_ips, settings.hosts,
-                                   mig_name=settings.tpu_name, listing=tuple(list_argv(settings)))
+        hosts_module = load_hosts(settings.repo_root)
+    return hosts_module.for_arch("mig", settings.project_id, settings.zone, not settings.tpu_external_ips,
+                                 settings.hosts, tpu_name=settings.tpu_name, mig_name=settings.mig_name,
+                                 listing=tuple(list_argv(settings)))
 
 
 def ssh_argv(settings: Settings, host: str, command: str) -> list[str]:

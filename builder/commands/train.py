@@ -10,10 +10,10 @@ stop. The host transport (gcloud ssh, IAP, the ready check, the run and stop lin
 ``models/hosts.py``, shared with the model launchers.
 
 A model package is ``models/<name>/`` with a ``launcher.py`` (standard library only) that turns
-the Settings into shell steps (gcloud ssh/scp to the hosts). It is loaded by path with importlib,
-because ``models/`` is not a Python package of the install. It is looked up first in
-``<folder of values.env>/models`` (``settings.repo_root``), then in the source tree tpubuild runs
-from (an editable install, or the /workspace of a Cloud Build step).
+the Settings into shell steps (gcloud ssh/scp to the hosts): the ``Launcher`` protocol, registry
+and loading are builder/model_registry.py's. It is looked up first in ``<folder of values.env>/models``
+(``settings.repo_root``), then in the source tree tpubuild runs from (an editable install, or the
+/workspace of a Cloud Build step).
 
 ``--dry-run`` prints the exact bash script, with the per-host command lines first; without it the
 same script runs through ``bash`` (it needs ``gcloud`` on PATH, logged in with a role that can ssh
@@ -24,20 +24,18 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
-import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from builder import model_registry
 from builder.commands import load_settings
 from builder.config import Settings
 from builder.errors import BadInput, ConfigError, WorldError
 
-LAUNCHER = "launcher.py"
+LAUNCHER = model_registry.LAUNCHER
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -74,32 +72,18 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 # ---------------------------------------------------------------- finding the launcher
 
-def model_roots(settings: Settings) -> list[Path]:
-    roots = [settings.repo_root / "models", Path(__file__).resolve().parents[2] / "models"]
-    unique: list[Path] = []
-    for r in roots:
-        if r.is_dir() and r.resolve() not in [u.resolve() for u in unique]:
-            unique.append(r)
-    return unique
-
-
-def available_models(settings: Settings) -> list[str]:
-    return sorted({d.name for root in model_roots(settings) for d in root.iterdir() if (d / LAUNCHER).is_file()})
-
-
 def load_launcher(settings: Settings, model: str) -> tuple[ModuleType, Path]:
-    """The model's launcher module and the ``models/`` folder it came from."""
-    for root in model_roots(settings):
-        path = root / model / LAUNCHER
-        if model.isidentifier() and path.is_file():
-            name = f"tpubuild_model_{model}_launcher"
-            spec = importlib.util.spec_from_file_location(name, path)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module  # dataclasses resolve annotations through sys.modules
-            spec.loader.exec_module(module)
-            return module, root
-    models = ", ".join(available_models(settings)) or "none found"
+    """The model's launcher module (builder/model_registry.py ``Launcher``) and the ``models/``
+    folder it came from."""
+    root = model_registry.find(settings.repo_root, model, LAUNCHER)
+    if root is not None:
+        module = model_registry.load(root, f"{model}.launcher")
+        lacks = model_registry.missing(module)
+        if lacks:
+            raise BadInput(f"{root / model / LAUNCHER} is not a tpubuild launcher: it lacks {', '.join(lacks)} "
+                           "(see the Launcher protocol in builder/model_registry.py)")
+        return module, root
+    models = ", ".join(model_registry.available(settings.repo_root)) or "none found"
     raise BadInput(f"unknown model {model!r}; available models: {models} (folders under models/ with a {LAUNCHER})")
 
 
@@ -156,30 +140,13 @@ def run_train(args: argparse.Namespace) -> int:
     steps = _plan(settings, launcher, lambda: launcher.plan_train(job, str(root)))
     script = launcher.render(steps)
     if args.dry_run:
-        print(header(launcher, job, args.model))
+        print(launcher.header(job, args.model))
         print(script, end="")
         return 0
     execute(script, f"launch {args.model} on {settings.tpu_name}")
     print(f"tpubuild: {args.model} is running detached on {job.hosts} host(s); "
           f"follow it with 'tpubuild logs --follow', stop it with 'tpubuild stop'")
     return 0
-
-
-def header(launcher: ModuleType, job: Any, model: str) -> str:
-    """The per-host command lines, as comments above the script."""
-    args = launcher.fairseq_args(job)
-    world = int(args[args.index("--distributed-world-size") + 1])
-    per = args[args.index("--batch-size") + 1]
-    freq = args[args.index("--update-freq") + 1]
-    lines = [
-        f"# tpubuild train {model}: {job.accelerator_type} ({job.arch}), {job.hosts} host(s), {world} devices;",
-        f"# global batch {launcher.sequences_per_update(args)} sequences = {world} devices x {per} x --update-freq {freq}",
-    ]
-    if job.arch == "node":
-        lines.append(f"# the leader runs: {launcher.leader_launch_line(job)}")
-    for host in range(job.hosts):
-        lines.append(f"# host {host} (log {launcher.host_log(job, host)}) runs: {launcher.host_train_line(job)}")
-    return "\n".join(lines)
 
 
 def _model(args: argparse.Namespace, settings: Settings) -> str:
@@ -204,9 +171,9 @@ def run_stop(args: argparse.Namespace) -> int:
         raise BadInput("no model: MODEL is empty in values.env; pass --model NAME")
     if settings.arch in ("vm", "mig"):
         access = run_access(settings, hosts)
-        script += render_steps(with_preamble(access, [("stop 'tpubuild run' jobs on every host and free the TPU",
-                                                       access.ssh("all", hosts.stop_line(), ready=False))]),
-                               first=not script)
+        script += hosts.render(hosts.with_preamble(access, [hosts.Step(
+            "stop 'tpubuild run' jobs on every host and free the TPU", (access.ssh("all", hosts.stop_line(), ready=False),))]),
+            numbered=False, first=not script)
     if args.dry_run:
         print(f"# tpubuild stop: {what} ({settings.arch}, {settings.hosts} host(s))")
         print(script, end="")
@@ -219,24 +186,15 @@ def run_stop(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- tpubuild run
 
 def load_hosts(settings: Settings) -> ModuleType:
-    """models/hosts.py, the host transport (found like the launchers; loaded once)."""
-    name = "tpubuild_models_hosts"
-    if name in sys.modules:
-        return sys.modules[name]
-    for root in model_roots(settings):
-        path = root / "hosts.py"
-        if path.is_file():
-            spec = importlib.util.spec_from_file_location(name, path)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-            return module
-    raise WorldError("models/hosts.py is missing from this tpubuild source tree; reinstall tpubuild")
+    """models/hosts.py, the host transport (found like the launchers)."""
+    module = model_registry.hosts(settings.repo_root)
+    if module is None:
+        raise WorldError("models/hosts.py is missing from this tpubuild source tree; reinstall tpubuild")
+    return module
 
 
 def run_access(settings: Settings, hosts: ModuleType) -> Any:
-    """How gcloud reaches the hosts of ``settings`` (vm, mig; see ``models/hosts.py`` to add one)."""
+    """How gcloud reaches the hosts of ``settings`` (vm, mig; models/hosts.py ``for_arch``)."""
     if settings.arch == "mig":
         from builder.cloud import mig_hosts
 
@@ -244,38 +202,25 @@ def run_access(settings: Settings, hosts: ModuleType) -> Any:
     if settings.arch != "vm":
         raise BadInput(f"tpubuild run works on TPU_ARCH=\"vm\" or \"mig\", not {settings.arch!r} ({settings.source}); "
                        "node is legacy (use xla_dist on the leader)")
-    return hosts.TpuVmHosts(settings.project_id, settings.zone, not settings.tpu_external_ips, settings.hosts,
-                            tpu_name=settings.tpu_name)
-
-
-def with_preamble(access: Any, steps: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """``access.preamble()`` (mig: list the slice's VMs in worker order) before ``steps``."""
-    pre = access.preamble()
-    return [("the slice's VMs in PJRT worker order (TPUBUILD_HOSTS)", pre), *steps] if pre else steps
+    return hosts.for_arch("vm", settings.project_id, settings.zone, not settings.tpu_external_ips, settings.hosts,
+                          tpu_name=settings.tpu_name, mig_name=settings.mig_name)
 
 
 def run_log_dir(settings: Settings) -> str:
     return f"{settings.mount_point.rstrip('/')}/nfs_share/logs/{settings.env_name}/run"
 
 
-def render_steps(steps: list[tuple[str, str]], *, first: bool = True) -> str:
-    out = ["set -euo pipefail"] if first else []
-    for title, line in steps:
-        out += [f"# {title}", line]
-    return "\n".join(out) + "\n"
-
-
-def plan_run(settings: Settings, hosts: ModuleType, where: str, words: list[str]) -> list[tuple[str, str]]:
+def plan_run(settings: Settings, hosts: ModuleType, where: str, words: list[str]) -> list[Any]:
     access = run_access(settings, hosts)
     if where != "all" and not (where.isdigit() and int(where) < settings.hosts):
         raise BadInput(f"--hosts {where}: {settings.tpu_name} has {settings.hosts} host(s); "
                        f"use --hosts all or a number from 0 to {settings.hosts - 1}")
     share = f"{settings.mount_point.rstrip('/')}/nfs_share"
     log_dir = run_log_dir(settings)
-    return with_preamble(access, [
-        (f"the log folder on Filestore ({log_dir})", access.ssh("0", hosts.dirs_line(share, [log_dir]))),
-        (f"run on {'every host' if where == 'all' else 'host ' + where}, detached; "
-         f"each host appends to {log_dir}/host-<N>.log", access.ssh(where, hosts.run_line(words, log_dir))),
+    return hosts.with_preamble(access, [
+        hosts.Step(f"the log folder on Filestore ({log_dir})", (access.ssh("0", hosts.dirs_line(share, [log_dir])),)),
+        hosts.Step(f"run on {'every host' if where == 'all' else 'host ' + where}, detached; "
+                   f"each host appends to {log_dir}/host-<N>.log", (access.ssh(where, hosts.run_line(words, log_dir)),)),
     ])
 
 
@@ -287,7 +232,7 @@ def run_run(args: argparse.Namespace) -> int:
         raise BadInput("tpubuild run: no command; write it after --, e.g. tpubuild run -- python3 train.py")
     settings = load_settings(args)
     hosts = load_hosts(settings)
-    script = render_steps(plan_run(settings, hosts, args.hosts, words))
+    script = hosts.render(plan_run(settings, hosts, args.hosts, words), numbered=False)
     if args.dry_run:
         print(f"# tpubuild run on {settings.tpu_name} ({settings.hosts} host(s)), --hosts {args.hosts}")
         print(script, end="")
@@ -308,10 +253,10 @@ def run_logs(args: argparse.Namespace) -> int:
             raise BadInput(f"--host {args.host}: {settings.tpu_name} has {settings.hosts} host(s); "
                            f"use --host 0 to {settings.hosts - 1}")
         log = f"{run_log_dir(settings)}/host-{args.host}.log"
-        tail = shlex.join(["tail", "-n", str(args.lines), *(["-F"] if args.follow else []), log])
+        tail = hosts.tail_line(log, args.lines, follow=args.follow)
         access = run_access(settings, hosts)
-        script = render_steps(with_preamble(access, [(f"host {args.host}'s run log (Filestore, read from worker 0)",
-                                                      access.ssh("0", tail))]))
+        script = hosts.render(hosts.with_preamble(access, [hosts.Step(
+            f"host {args.host}'s run log (Filestore, read from worker 0)", (access.ssh("0", tail),))]), numbered=False)
         if args.dry_run:
             print(script, end="")
             return 0

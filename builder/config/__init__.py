@@ -19,8 +19,8 @@ from typing import Any, NoReturn
 from builder.config import hardening, names, offers, validate
 from builder.config.keys import IGNORED_KEYS, KEYS, KeySpec
 from builder.config.loader import Entry, parse, read_text
-from builder.config.model_keys import MODEL_KEYS
 from builder.config.scripts import find_script
+from builder.model_registry import model_keys
 from builder.legacy import SEED_SCRIPTS
 from builder.config.settings import Settings
 from builder.errors import BadInput, ConfigError, ConfigErrors
@@ -29,11 +29,15 @@ from builder.topology import parse as parse_topology
 __all__ = ["Settings", "load", "load_text", "known_keys"]
 
 _SPECS: dict[str, KeySpec] = {k.name: k for k in KEYS}
-_MODEL_SPECS: dict[str, KeySpec] = {k.name: k for k in MODEL_KEYS}
 
 
-def known_keys() -> list[str]:
-    return [*_SPECS, *_MODEL_SPECS]
+def _model_specs(folder: Path | None = None) -> dict[str, KeySpec]:
+    """The registered models' keys (builder/model_registry.py), for values.env in ``folder``."""
+    return {k.name: k for k in model_keys(folder)}
+
+
+def known_keys(folder: Path | None = None) -> list[str]:
+    return [*_SPECS, *_model_specs(folder)]
 
 
 def load(path: Path | str, *, strict: bool = False) -> Settings:
@@ -56,17 +60,18 @@ def load_text(text: str, path: Path | str, *, strict: bool = False) -> Settings:
             warnings.append(f"{path}:{e.line}: {e.key} is set again (first on line {by_key[e.key].line}); the later value wins")
         by_key[e.key] = e
     lines = {k: e.line for k, e in by_key.items()}
+    model_specs = _model_specs(path.resolve().parent)
 
     def fail(key: str, what: str, fix: str) -> NoReturn:
         errors.append(ConfigError(what, fix, path=path, line=lines.get(key), key=key))
         raise _Stop
 
     for key, e in by_key.items():
-        if key in _SPECS or key in _MODEL_SPECS or key in IGNORED_KEYS:
+        if key in _SPECS or key in model_specs or key in IGNORED_KEYS:
             continue
         import difflib  # only on a typo: not at start-up
 
-        guess = difflib.get_close_matches(key, known_keys(), n=1, cutoff=0.75)
+        guess = difflib.get_close_matches(key, [*_SPECS, *model_specs], n=1, cutoff=0.75)
         if strict:
             hint = f"did you mean {guess[0]}?" if guess else "remove it, or run without --strict to ignore it"
             errors.append(ConfigError(f"is not a tpubuild key", hint, path=path, line=e.line, key=key))
@@ -77,7 +82,7 @@ def load_text(text: str, path: Path | str, *, strict: bool = False) -> Settings:
     unparsed = {e.key for e in errors if e.key}  # already reported: a line that did not parse
     values: dict[str, Any] = {}
     model_options: dict[str, Any] = {}
-    for specs, target in ((_SPECS, values), (_MODEL_SPECS, model_options)):
+    for specs, target in ((_SPECS, values), (model_specs, model_options)):
         for name, spec in specs.items():
             entry = by_key.get(name)
             if entry is None or (spec.required and entry.value.strip() == ""):

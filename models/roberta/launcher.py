@@ -1,27 +1,18 @@
 """RoBERTa pretraining on fairseq across a TPU pod: the launch, as pure functions.
 
+The package is split by job: models/roberta/keys.py (its values.env keys), recipe.py (Job, pins,
+arithmetic, paths, fairseq arguments), host_lines.py (what runs on a host), this file (the step
+plans: which line goes to which host through models/hosts.py, the shared host transport). This
+file is the ``Launcher`` tpubuild calls (builder/model_registry.py) and re-exports the names of
+the other two that tpubuild and the tests use.
+
 Standard library only, so it runs anywhere (the user's machine, a Cloud Build step, a TPU host).
-``tpubuild train roberta`` loads this file by path (``models/`` is not a Python package of the
-install) and calls :func:`plan_train`, :func:`plan_stop` and :func:`plan_logs`, which return the
+``tpubuild train roberta`` imports this file (builder/model_registry.py: ``models/`` is not a
+Python package of the install) and calls :func:`plan_train`, :func:`plan_stop` and :func:`plan_logs`, which return the
 exact shell lines to run; ``--dry-run`` prints them.
 
-What the launch derives from the topology:
-
-* world size = the number of XLA devices: v2/v3 count TensorCores (8 per host, on node and vm);
-  v4 and v5p run megacore (1 device per chip, 4 per host); v5e and v6e have 1 core per chip.
-* ``--update-freq`` = total batch / (world size × batch per device), so the global batch
-  (sequences per optimizer update) is ``ROBERTA_TOTAL_BATCH`` whatever the pod size; when it does
-  not divide, :class:`LaunchError` says which values would.
-* few XLA shapes: masked_lm with ``--sample-break-mode none`` and a fixed ``--tokens-per-sample``
-  cuts the token stream into blocks of exactly that length; ``--required-batch-size-multiple 1``
-  and ``--skip-remainder-batch`` keep every training batch at ``--batch-size`` rows. (Upstream
-  fairseq 0.12's ``--num-batch-buckets`` belongs to the translation and audio tasks; masked_lm
-  rejects it, so it is not emitted. ``benchmarks/batch_shapes.py`` counts the shapes.)
-* ``--save-dir <MOUNT_POINT>/nfs_share/checkpoints/<env>/roberta`` on Filestore with
-  ``--restore-file checkpoint_last.pt``: a relaunch resumes from the last checkpoint; a first
-  launch starts fresh (fairseq skips a restore file that does not exist).
-* one log per host: ``<MOUNT_POINT>/nfs_share/logs/<env>/roberta/host-<N>.log`` (``train.sh``
-  tees everything the host prints; N is the TPU worker number on vm, xla_dist's ordinal on node).
+What the launch derives from the topology (world size, ``--update-freq``, the shapes, the paths
+on Filestore) is models/roberta/recipe.py's docstring.
 
 The training runs detached on the hosts (``setsid nohup``): closing the terminal or Ctrl-C in
 ``gcloud`` never leaves half a pod running. ``plan_stop`` kills it on every host and frees the TPU.
@@ -29,330 +20,14 @@ The training runs detached on the hosts (``setsid nohup``): closing the terminal
 
 from __future__ import annotations
 
-import importlib.util
-import shlex
-import sys
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-
-def _load_hosts() -> Any:
-    """models/hosts.py (host transport shared with ``tpubuild run``), loaded by path as this file is."""
-    name = "tpubuild_models_hosts"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "hosts.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-hosts = _load_hosts()
-
-MODEL = "roberta"
-#: Port of torch_xla's profiler server on every host (builder/observe.py PROFILER_PORT).
-PROFILER_PORT = 9012
-
-#: vm: the torch / torch_xla release installed for each TPU VM runtime. The base images carry no
-#: PyTorch; torch and torch_xla must be the same release, and these support Python 3.10 (Ubuntu
-#: 22.04's) and the runtime's TPU generations. 2.9.0 is the newest that models/roberta/pjrt_compat.py
-#: is proven with; its ``torch_xla[tpu]`` extra takes ``libtpu`` from PyPI (2.6.0's needed a
-#: libtpu-nightly build only on Google's bucket). ROBERTA_TORCH_XLA_VERSION overrides it.
-#: tests/test_pins.py resolves each set with pip for Python 3.10 / manylinux x86_64.
-VM_TORCH_XLA: dict[str, str] = {
-    "tpu-ubuntu2204-base": "2.9.0",  # v2, v3, v4
-    "v2-alpha-tpuv5-lite": "2.9.0",  # v5e
-    "v2-alpha-tpuv5": "2.9.0",  # v5p
-    "v2-alpha-tpuv6e": "2.9.0",  # v6e
-}
-
-#: vm: fairseq for ROBERTA_FAIRSEQ_VERSION=auto (fairseq 0.12.2 pins omegaconf 2.0, which no
-#: longer installs with current pip; the fork 0.12.3.1 is what the real-torch_xla tests run).
-VM_FAIRSEQ = "fairseq-fixed==0.12.3.1"
-
-#: vm: torch (and torchaudio, which fairseq requires) come from PyTorch's CPU wheel index: PyPI's
-#: Linux torch is the CUDA build with ~2.6 GB of nvidia-* wheels that a TPU never uses.
-TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-
-#: XLA devices per chip under PyTorch/XLA (megacore generations expose one device per chip).
-DEVICES_PER_CHIP: dict[str, int] = {"v2": 2, "v3": 2, "v4": 1, "v5p": 1, "v5e": 1, "v6e": 1}
-
-#: fairseq's RoBERTa pretraining recipe (examples/roberta/README.pretraining.md), upstream flags.
-RECIPE: tuple[str, ...] = (
-    "--task", "masked_lm", "--criterion", "masked_lm",
-    "--optimizer", "adam", "--adam-betas", "(0.9,0.98)", "--adam-eps", "1e-06", "--clip-norm", "0.0",
-    "--dropout", "0.1", "--attention-dropout", "0.1", "--weight-decay", "0.01",
-)
-
-class LaunchError(ValueError):
-    """A setting that cannot produce a launch; ``key`` names the values.env key to fix."""
-
-    def __init__(self, key: str, what: str, fix: str) -> None:
-        super().__init__(f"{what}; {fix}")
-        self.key = key
-        self.what = what
-        self.fix = fix
-
-
-@dataclass(frozen=True)
-class Job:
-    """Everything the launch needs, copied out of tpubuild's Settings (or written by hand)."""
-
-    env: str
-    project: str
-    zone: str
-    arch: str  # node | vm | mig
-    accelerator_type: str
-    generation: str
-    chips: int
-    cores: int
-    hosts: int
-    runtime: str
-    tpu_name: str
-    mig_name: str
-    mount_point: str
-    iap: bool  # ssh through IAP (hosts without external IPs)
-    options: dict[str, Any] = field(default_factory=dict)
-    #: mig: argv that lists the slice's VMs (tpubuild fills it from builder/cloud/mig_hosts.py)
-    listing: tuple[str, ...] = ()
-
-    @classmethod
-    def from_settings(cls, s: Any) -> Job:
-        t = s.topology
-        external = s.mig_external_ip if s.arch == "node" else s.tpu_external_ips
-        return cls(
-            env=s.env_name, project=s.project_id, zone=s.zone, arch=s.arch,
-            accelerator_type=s.accelerator_type, generation=t.generation, chips=t.chips, cores=t.cores,
-            hosts=t.hosts, runtime=s.runtime_version, tpu_name=s.tpu_name, mig_name=s.mig_name,
-            mount_point=s.mount_point, iap=not external, options=dict(s.model_options),
-        )
-
-    def opt(self, name: str) -> Any:
-        return self.options[f"roberta_{name}"]
-
-
-# ---------------------------------------------------------------- arithmetic
-
-def world_size(generation: str, chips: int) -> int:
-    """XLA devices in the slice: the number of processes fairseq trains with."""
-    if generation not in DEVICES_PER_CHIP:
-        raise LaunchError("TPU_ACCELERATOR_TYPE", f"the roberta launcher has no proven PyTorch/XLA device count for "
-                          f"{generation}", "use v5p or v6e, or start your own script with `tpubuild run -- ...`")
-    return chips * DEVICES_PER_CHIP[generation]
-
-
-def pjrt(job: Job) -> bool:
-    """vm and mig hosts are both TPU VMs under PJRT (torch_xla from PyPI, ~/.tpubuild)."""
-    return job.arch in ("vm", "mig")
-
-
-def host_arch(job: Job) -> str:
-    """The --arch the host scripts get: a mig VM is a TPU VM (the host side is the vm one)."""
-    return "vm" if job.arch == "mig" else job.arch
-
-
-def update_freq(total_batch: int, world: int, per_device: int) -> int:
-    """Gradient-accumulation steps so that ``world × per_device × update_freq == total_batch``."""
-    step = world * per_device
-    if total_batch % step == 0:
-        return total_batch // step
-    fits = [b for b in range(per_device, 0, -1) if total_batch % (world * b) == 0]
-    if step > total_batch:
-        what = (f"one step of the pod already holds {world} devices × {per_device} = {step} sequences, "
-                f"more than ROBERTA_TOTAL_BATCH={total_batch}")
-    else:
-        what = (f"ROBERTA_TOTAL_BATCH={total_batch} is not a multiple of {world} devices × "
-                f"{per_device} sequences = {step}")
-    fixes = []
-    if fits:
-        fixes.append(f'set ROBERTA_BATCH_PER_DEVICE="{fits[0]}"')
-    up = -(-total_batch // step) * step
-    fixes.append(f'set ROBERTA_TOTAL_BATCH="{up}"')
-    raise LaunchError("ROBERTA_TOTAL_BATCH", what, " or ".join(fixes))
-
-
-# ---------------------------------------------------------------- paths
-
-def nfs(job: Job) -> str:
-    return f"{job.mount_point.rstrip('/')}/nfs_share"
-
-
-def save_dir(job: Job) -> str:
-    return f"{nfs(job)}/checkpoints/{job.env}/{MODEL}"
-
-
-def data_bin(job: Job) -> str:
-    return f"{nfs(job)}/data-bin/{job.env}/{MODEL}"
-
-
-def log_dir(job: Job) -> str:
-    return f"{nfs(job)}/logs/{job.env}/{MODEL}"
-
-
-def host_log(job: Job, host: int) -> str:
-    return f"{log_dir(job)}/host-{host}.log"
-
-
-def code_dir(job: Job) -> str:
-    """Where the scripts live on the hosts: each TPU VM's home (vm), or Filestore, which every
-    MIG worker mounts (node: xla_dist runs the same path on every worker)."""
-    if pjrt(job):
-        return f".tpubuild/{MODEL}"
-    return f"{nfs(job)}/tpubuild/{job.env}/{MODEL}"
-
-
-def data_source(job: Job) -> str:
-    src = job.opt("data_source")
-    if src.startswith("gs://") or src.startswith("/"):
-        return src
-    base = f"{job.mount_point.rstrip('/')}/shared_pd"
-    return f"{base}/{src}" if src else base
-
-
-def conda_env(job: Job) -> str:
-    """node: the image's conda env for the runtime (pytorch-1.13 → torch-xla-1.13)."""
-    return "torch-xla-" + job.runtime.removeprefix("pytorch-")
-
-
-#: mig: the torch_xla release per generation (a MIG of TPU VMs boots an accelerator OS image, no TPU runtime).
-MIG_TORCH_XLA: dict[str, str] = {"v5p": "2.9.0", "v6e": "2.9.0"}
-
-
-def torch_xla_version(job: Job) -> str:
-    pinned = job.opt("torch_xla")
-    if pinned != "auto":
-        return pinned
-    if job.arch == "mig":
-        return MIG_TORCH_XLA[job.generation]
-    return VM_TORCH_XLA[job.runtime]
-
-
-def fairseq_requirement(job: Job) -> str:
-    """The fairseq pip requirement install.sh gets (``auto`` stays for node: it depends on the
-    conda env's Python, which install.sh reads on the host)."""
-    pinned = job.opt("fairseq")
-    return VM_FAIRSEQ if pinned == "auto" and pjrt(job) else pinned
-
-
-def wheelhouse(job: Job) -> str:
-    """vm: the wheels of one environment on Filestore: the first host downloads torch/torch_xla
-    and their dependencies and builds fairseq once; every host installs from here."""
-    return f"{nfs(job)}/wheelhouse/{job.env}"
-
-
-# ---------------------------------------------------------------- fairseq
-
-def fairseq_args(job: Job) -> list[str]:
-    """The exact ``fairseq-train`` arguments (upstream fairseq 0.12 flags only)."""
-    world = world_size(job.generation, job.chips)
-    per_device = job.opt("batch_per_device")
-    freq = update_freq(job.opt("total_batch"), world, per_device)
-    seq = str(job.opt("seq_len"))
-    max_update = job.opt("max_updates")
-    warmup = job.opt("warmup_updates")
-    if warmup >= max_update:
-        raise LaunchError("ROBERTA_WARMUP_UPDATES", f"{warmup} warmup updates is not below ROBERTA_MAX_UPDATES={max_update}",
-                          "lower ROBERTA_WARMUP_UPDATES or raise ROBERTA_MAX_UPDATES")
-    scheduler = job.opt("lr_scheduler")
-    args = [
-        data_bin(job),
-        *RECIPE,
-        "--arch", job.opt("arch"),
-        "--sample-break-mode", "none", "--tokens-per-sample", seq, "--max-positions", seq,
-        "--batch-size", str(per_device), "--required-batch-size-multiple", "1", "--skip-remainder-batch",
-        "--update-freq", str(freq), "--max-update", str(max_update),
-        "--lr-scheduler", scheduler, "--lr", repr(job.opt("lr")), "--warmup-updates", str(warmup),
-    ]
-    if scheduler == "polynomial_decay":
-        args += ["--total-num-update", str(max_update)]
-    if job.opt("bf16") and pjrt(job):
-        # torch_xla 2.9 dropped XLA_USE_BF16: fairseq casts the model to bfloat16 itself and keeps
-        # fp32 master weights in its optimizer wrapper.
-        args += ["--bf16"]
-    args += [
-        "--tpu", "--distributed-world-size", str(world),
-        "--save-dir", save_dir(job), "--restore-file", "checkpoint_last.pt",
-        "--save-interval-updates", str(job.opt("save_interval_updates")),
-        "--keep-interval-updates", str(job.opt("keep_checkpoints")), "--no-epoch-checkpoints",
-        "--log-format", "simple", "--log-interval", "10", "--skip-invalid-size-inputs-valid-test",
-    ]
-    return args + list(job.opt("extra_args"))
-
-
-def sequences_per_update(args: list[str]) -> int:
-    """Read the global batch back out of an argument list (what the tests and docs check)."""
-    def value(flag: str) -> int:
-        return int(args[args.index(flag) + 1])
-    return value("--distributed-world-size") * value("--batch-size") * value("--update-freq")
-
-
-def train_env(job: Job) -> dict[str, str]:
-    env = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}  # fairseq 0.12's checkpoints under torch >= 2.6
-    if job.opt("bf16") and job.arch == "node":  # XRT's torch_xla 1.x; vm: fairseq's --bf16 instead
-        env["XLA_USE_BF16"] = "1"
-    if pjrt(job):
-        # models/xla_observe.py (train.sh runs fairseq through it): the profiler server that
-        # `tpubuild profile` captures from, and the metrics report beside the host's log
-        env = {"PJRT_DEVICE": "TPU", **env, "TPUBUILD_PROFILER_PORT": str(PROFILER_PORT)}
-        if job.options.get("metrics_interval"):
-            env["TPUBUILD_METRICS_INTERVAL"] = str(job.options["metrics_interval"])
-    return env
-
-
-# ---------------------------------------------------------------- per-host command lines
-
-def _sh(words: list[str]) -> str:
-    return shlex.join(words)
-
-
-def install_line(job: Job) -> str:
-    code = code_dir(job)
-    words = ["bash", f"{code}/install.sh", "--arch", host_arch(job), "--fairseq", fairseq_requirement(job)]
-    if pjrt(job):
-        words += ["--torch-xla", torch_xla_version(job), "--torch-index", TORCH_CPU_INDEX,
-                  "--wheelhouse", wheelhouse(job)]
-    else:
-        words += ["--conda-env", conda_env(job)]
-    return _sh(words)
-
-
-def prepare_line(job: Job) -> str:
-    code = code_dir(job)
-    words = ["bash", f"{code}/prepare_data.sh", "--source", data_source(job),
-             "--train-file", job.opt("train_file"), "--valid-file", job.opt("valid_file"),
-             "--bpe", job.opt("bpe"), "--dest", data_bin(job)]
-    if job.arch == "node":
-        words += ["--conda-env", conda_env(job)]
-    return _sh(words)
-
-
-def host_train_line(job: Job) -> str:
-    """What runs on every host: train.sh with the fairseq arguments (node: under xla_dist)."""
-    code = code_dir(job)
-    train = ["bash", f"{code}/train.sh", "--log-dir", log_dir(job), "--arch", host_arch(job)]
-    if job.arch == "node":
-        train += ["--conda-env", conda_env(job)]
-    train += ["--", *fairseq_args(job)]
-    if pjrt(job):
-        env = [f"{k}={v}" for k, v in train_env(job).items()]
-        return _sh(["env", *env, *train])
-    return _sh(train)
-
-
-def leader_launch_line(job: Job) -> str:
-    """node: xla_dist on the leader runs :func:`host_train_line` on every MIG worker."""
-    dist = ["bash", f"{code_dir(job)}/xla_dist.sh", "--conda-env", conda_env(job), "--log-dir", log_dir(job),
-            "--", "python", "-m", "torch_xla.distributed.xla_dist", f"--tpu={job.tpu_name}",
-            f"--conda-env={conda_env(job)}"]
-    dist += [f"--env={k}={v}" for k, v in train_env(job).items()]
-    return _sh([*dist, "--", *shlex.split(host_train_line(job))])
-
-
-def _detached(line: str) -> str:
-    return hosts.detached(line)
-
+from .. import hosts
+from .host_lines import _sh, host_train_line, install_line, leader_launch_line, prepare_line
+from .recipe import (DEVICES_PER_CHIP, MIG_TORCH_XLA, MODEL, PROFILER_PORT, RECIPE, TORCH_CPU_INDEX,  # noqa: F401
+                     VM_FAIRSEQ, VM_TORCH_XLA, Job, LaunchError, code_dir, conda_env, data_bin, data_source,
+                     fairseq_args, fairseq_requirement, host_arch, host_log, log_dir, nfs, pjrt, save_dir,
+                     sequences_per_update, torch_xla_version, train_env, update_freq, wheelhouse, world_size)
 
 # ---------------------------------------------------------------- on the hosts
 
@@ -361,18 +36,15 @@ HOST_PROFILE = hosts.HOST_PROFILE
 HOST_READY = hosts.HOST_READY
 HOST_FAILED = hosts.HOST_FAILED
 on_host = hosts.on_host
+Step = hosts.Step
 
 
-# ---------------------------------------------------------------- gcloud wrappers
+# ---------------------------------------------------------------- gcloud (models/hosts.py)
 
 def access(job: Job) -> Any:
-    """How gcloud reaches this job's hosts (models/hosts.py)."""
-    if job.arch == "vm":
-        return hosts.TpuVmHosts(job.project, job.zone, job.iap, job.hosts, tpu_name=job.tpu_name)
-    if job.arch == "mig":  # the slice's MIG is named like the TPU; worker order from the listing
-        return hosts.SliceHosts(job.project, job.zone, job.iap, job.hosts, mig_name=job.tpu_name,
-                                listing=job.listing)
-    return hosts.MigHosts(job.project, job.zone, job.iap, job.hosts, mig_name=job.mig_name)
+    """How gcloud reaches this job's hosts (models/hosts.py ``for_arch``)."""
+    return hosts.for_arch(job.arch, job.project, job.zone, job.iap, job.hosts, tpu_name=job.tpu_name,
+                          mig_name=job.mig_name, listing=job.listing)
 
 
 def vm_ssh(job: Job, worker: str, command: str, *, ready: bool = True) -> str:
@@ -380,30 +52,10 @@ def vm_ssh(job: Job, worker: str, command: str, *, ready: bool = True) -> str:
     return access(job).ssh(worker, command, ready=ready)
 
 
-def node_ssh(job: Job, instance: str, command: str, *, ready: bool = True) -> str:
-    """``command`` on a MIG worker, through :func:`on_host`. ``instance`` may be a shell variable
-    reference such as ``"$LEADER"`` (left unquoted here)."""
-    return access(job).ssh(instance, command, ready=ready)
-
-
-def node_instances(job: Job, *, limit: int | None = None) -> str:
-    return access(job).instances(limit=limit)
-
-
 def _dirs_line(job: Job) -> str:
-    parent = f"{nfs(job)}/tpubuild/{job.env}"
-    dirs = [save_dir(job), data_bin(job), log_dir(job)] + ([parent] if job.arch == "node" else [wheelhouse(job)])
-    # Refuse to write checkpoints to a local disk when the share is not mounted; Filestore's root
-    # is root-owned and the training user (any uid) needs these folders.
-    check = (f"if ! mountpoint -q {shlex.quote(nfs(job))}; then "
-             f"echo {shlex.quote(nfs(job) + ' is not mounted on ')}\"$(hostname)\" >&2; exit 1; fi; ")
-    return check + _sh(["sudo", "mkdir", "-p", *dirs]) + " && " + _sh(["sudo", "chmod", "1777", *dirs])
-
-
-@dataclass(frozen=True)
-class Step:
-    title: str
-    lines: tuple[str, ...]
+    dirs = [save_dir(job), data_bin(job), log_dir(job)]
+    dirs += [f"{nfs(job)}/tpubuild/{job.env}"] if job.arch == "node" else [wheelhouse(job)]
+    return hosts.dirs_line(nfs(job), dirs, spelling="model")
 
 
 def _stage(job: Job, repo_models: str, *, stop: bool = False) -> list[Step]:
@@ -411,72 +63,59 @@ def _stage(job: Job, repo_models: str, *, stop: bool = False) -> list[Step]:
     only ~/.tpubuild is needed, so a host that is not ready (still booting, or failed) is staged
     and stopped too; on node the scripts live on Filestore, which the leader must have mounted."""
     src = f"{repo_models.rstrip('/')}/{MODEL}"
+    reach = access(job)
     if pjrt(job):
         if stop:
-            first = Step("~/.tpubuild on every host", (vm_ssh(job, "all", "mkdir -p .tpubuild", ready=False),))
+            first = Step("~/.tpubuild on every host", (reach.ssh("all", "mkdir -p .tpubuild", ready=False),))
         else:
             first = Step("folders on Filestore and ~/.tpubuild on every host",
-                         (vm_ssh(job, "all", f"mkdir -p .tpubuild || exit 1; {_dirs_line(job)}"),))
-        return [
-            *_preamble(job),
+                         (reach.ssh("all", hosts.in_code_home(_dirs_line(job))),))
+        return hosts.with_preamble(reach, [
             first,
-            Step(f"copy models/{MODEL} to ~/{code_dir(job)} on every host",
-                 (access(job).scp(src, ".tpubuild/"),)),
-        ]
-    parent = f"{nfs(job)}/tpubuild/{job.env}"
+            Step(f"copy models/{MODEL} to ~/{code_dir(job)} on every host", (reach.scp(src, ".tpubuild/"),)),
+        ])
     return [
-        Step("the leader: the first worker VM of the MIG", (f'LEADER="$({node_instances(job, limit=1)})"',
-                                                            'test -n "$LEADER"')),
-        Step("folders on Filestore", (node_ssh(job, '"$LEADER"', _dirs_line(job)),)),
+        Step("the leader: the first worker VM of the MIG", reach.leader()),
+        Step("folders on Filestore", (reach.ssh(hosts.LEADER, _dirs_line(job)),)),
         Step(f"copy models/{MODEL} to Filestore ({code_dir(job)})",
-             (access(job).scp(src, f'"$LEADER":{parent}/'),)),
+             (reach.scp(src, f"{nfs(job)}/tpubuild/{job.env}/"),)),
     ]
-
-
-def _preamble(job: Job) -> list[Step]:
-    """mig: list the slice's VMs in PJRT worker order first (models/hosts.py SliceHosts)."""
-    pre = access(job).preamble()
-    return [Step("the slice's VMs in PJRT worker order (TPUBUILD_HOSTS)", (pre,))] if pre else []
 
 
 def plan_train(job: Job, repo_models: str) -> list[Step]:
     """Stage the scripts, install on every host, prepare the data once, launch on every host."""
     world_size(job.generation, job.chips)  # a generation without a device count stops here
     steps = _stage(job, repo_models)
+    reach = access(job)
     if pjrt(job):
-        steps += [
-            Step("install fairseq and torch_xla on every host (idempotent)", (vm_ssh(job, "all", install_line(job)),)),
+        return steps + [
+            Step("install fairseq and torch_xla on every host (idempotent)", (reach.ssh("all", install_line(job)),)),
             Step("prepare data-bin on Filestore once (skipped when it is current)",
-                 (vm_ssh(job, "0", prepare_line(job)),)),
+                 (reach.ssh("0", prepare_line(job)),)),
             Step("launch on every host, detached; each host tees to its log on Filestore",
-                 (vm_ssh(job, "all", _detached(host_train_line(job))),)),
+                 (reach.ssh("all", hosts.detached(host_train_line(job))),)),
         ]
-        return steps
-    install_everywhere = (
-        f'for vm in $({node_instances(job)}); do '
-        + node_ssh(job, '"$vm"', install_line(job)) + "; done"
-    )
-    steps += [
-        Step("install fairseq into the image's conda env on every worker (idempotent)", (install_everywhere,)),
+    return steps + [
+        Step("install fairseq into the image's conda env on every worker (idempotent)",
+             (reach.each(install_line(job)),)),
         Step("prepare data-bin on Filestore once (skipped when it is current)",
-             (node_ssh(job, '"$LEADER"', prepare_line(job)),)),
+             (reach.ssh(hosts.LEADER, prepare_line(job)),)),
         Step("launch xla_dist on the leader, detached; it runs train.sh on every worker",
-             (node_ssh(job, '"$LEADER"', _detached(leader_launch_line(job))),)),
+             (reach.ssh(hosts.LEADER, hosts.detached(leader_launch_line(job))),)),
     ]
-    return steps
 
 
 def plan_stop(job: Job, repo_models: str) -> list[Step]:
     """Kill the training on every host and free the TPU (vm: whatever holds /dev/accel*, /dev/vfio)."""
-    stop = _sh(["bash", f"{code_dir(job)}/stop.sh", "--arch", host_arch(job)])
+    stop = ["bash", f"{code_dir(job)}/stop.sh", "--arch", host_arch(job)]
     steps = _stage(job, repo_models, stop=True)
+    reach = access(job)
     if pjrt(job):
-        return steps + [Step("stop on every host and free the TPU", (vm_ssh(job, "all", stop, ready=False),))]
-    every = f'for vm in $({node_instances(job)}); do ' + node_ssh(job, '"$vm"', stop, ready=False) + "; done"
+        return steps + [Step("stop on every host and free the TPU", (reach.ssh("all", _sh(stop), ready=False),))]
     return steps + [
         Step("stop xla_dist on the leader (it stops its workers)",
-             (node_ssh(job, '"$LEADER"', stop + " --leader", ready=False),)),
-        Step("then make sure nothing is left on any worker", (every,)),
+             (reach.ssh(hosts.LEADER, _sh([*stop, "--leader"]), ready=False),)),
+        Step("then make sure nothing is left on any worker", (reach.each(_sh(stop), ready=False),)),
     ]
 
 
@@ -484,19 +123,34 @@ def plan_logs(job: Job, host: int, *, follow: bool, lines: int = 200) -> list[St
     if not 0 <= host < job.hosts:
         raise LaunchError("--host", f"host {host} does not exist on {job.accelerator_type} ({job.hosts} hosts)",
                           f"use --host 0 to {job.hosts - 1}")
-    tail = _sh(["tail", "-n", str(lines), *(["-F"] if follow else []), host_log(job, host)])
+    tail = hosts.tail_line(host_log(job, host), lines, follow=follow)
+    reach = access(job)
     if pjrt(job):
-        return [*_preamble(job), Step(f"host {host}'s log (Filestore, read from worker 0)", (vm_ssh(job, "0", tail),))]
+        return hosts.with_preamble(reach, [Step(f"host {host}'s log (Filestore, read from worker 0)",
+                                                (reach.ssh("0", tail),))])
     return [
-        Step("the leader", (f'LEADER="$({node_instances(job, limit=1)})"', 'test -n "$LEADER"')),
-        Step(f"host {host}'s log (Filestore, read on the leader)", (node_ssh(job, '"$LEADER"', tail),)),
+        Step("the leader", reach.leader()),
+        Step(f"host {host}'s log (Filestore, read on the leader)", (reach.ssh(hosts.LEADER, tail),)),
     ]
+
+
+def header(job: Job, model: str) -> str:
+    """The per-host command lines, as comments above the ``--dry-run`` script."""
+    args = fairseq_args(job)
+    world = int(args[args.index("--distributed-world-size") + 1])
+    per = args[args.index("--batch-size") + 1]
+    freq = args[args.index("--update-freq") + 1]
+    lines = [
+        f"# tpubuild train {model}: {job.accelerator_type} ({job.arch}), {job.hosts} host(s), {world} devices;",
+        f"# global batch {sequences_per_update(args)} sequences = {world} devices x {per} x --update-freq {freq}",
+    ]
+    if job.arch == "node":
+        lines.append(f"# the leader runs: {leader_launch_line(job)}")
+    for host in range(job.hosts):
+        lines.append(f"# host {host} (log {host_log(job, host)}) runs: {host_train_line(job)}")
+    return "\n".join(lines)
 
 
 def render(steps: list[Step]) -> str:
     """A bash script: what ``--dry-run`` prints and what ``tpubuild`` runs."""
-    out = ["set -euo pipefail"]
-    for i, step in enumerate(steps, 1):
-        out.append(f"# {i}. {step.title}")
-        out.extend(step.lines)
-    return "\n".join(out) + "\n"
+    return hosts.render(steps)

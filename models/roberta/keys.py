@@ -1,9 +1,10 @@
-"""values.env keys of the model packages (``models/<name>/``).
+"""values.env keys of the roberta model (``ROBERTA_*``), registered in builder/model_registry.py.
 
-Each entry is a :class:`builder.config.keys.KeySpec`; the typed values land in
-``Settings.model_options`` under the spec's ``field``. The model packages own their keys here.
+Each entry is a :class:`builder.config.keys.KeySpec`; ``builder.config`` parses them into
+``Settings.model_options`` under the spec's ``field``. Unlike the rest of models/roberta this file
+imports tpubuild (it runs only inside tpubuild, when values.env is loaded).
 
-RoBERTa (``models/roberta``): the defaults are fairseq's RoBERTa-base pretraining recipe
+The defaults are fairseq's RoBERTa-base pretraining recipe
 (peak LR 5e-4, 10k warmup updates, 125k updates, 512 tokens per sample) with a global batch of
 2048 sequences, which ``--update-freq`` keeps fixed whatever the pod size (see
 ``models/roberta/launcher.py``). Cross-key checks (does the batch divide across the pod?) happen
@@ -88,7 +89,7 @@ def extra_args(value: str) -> tuple[str, ...]:
     return words
 
 
-ROBERTA_KEYS: tuple[KeySpec, ...] = (
+KEYS: tuple[KeySpec, ...] = (
     KeySpec("ROBERTA_DATA_SOURCE", "roberta_data_source", "", data_source,
             "Raw text folder: gs://bucket/folder, an absolute path, or a folder on the shared PD "
             "(relative to <MOUNT_POINT>/shared_pd); empty means the shared PD's root."),
@@ -133,5 +134,3 @@ ROBERTA_KEYS: tuple[KeySpec, ...] = (
             "Extra upstream fairseq-train flags appended as they are, e.g. '--dropout 0.1'."),
 )
 
-
-MODEL_KEYS: tuple[KeySpec, ...] = ROBERTA_KEYS

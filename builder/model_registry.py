@@ -1,0 +1,148 @@
+"""The model packages (``models/<name>/``): the registry, where they are found, how tpubuild
+loads them, and what it expects of them (:class:`Launcher`).
+
+Adding a model = its own folder plus one line in :data:`MODELS`:
+
+* ``models/<name>/keys.py``: ``KEYS``, a tuple of :class:`builder.config.keys.KeySpec` (names
+  ``<NAME>_*``, fields ``<name>_*``); ``builder.config`` parses them into ``Settings.model_options``;
+* ``models/<name>/launcher.py``: the :class:`Launcher` that ``tpubuild train/stop/logs`` call;
+* its host scripts. The host transport (gcloud ssh/scp, IAP, the ready check, detach, stop) is the
+  shared ``models/hosts.py``: a launcher imports it as ``from .. import hosts``.
+
+``models/`` is not a package of the install (the launchers are standard library only, so they
+also run where tpubuild is not installed). tpubuild imports each ``models`` folder it finds as a
+package of its own name (``tpubuild_models_<n>``), so a model's files import each other relatively
+(``from . import recipe``, ``from .. import hosts``); from a checkout, ``import models.roberta.launcher``
+works the same way (``models`` is a namespace package there).
+
+The folders are looked up first beside values.env (``<folder>/models``, a repository of the
+user's own), then in the source tree tpubuild runs from (an editable install, or the /workspace of
+a Cloud Build step). A registered model found in neither has no keys: its keys in values.env are
+then unknown keys (a warning; an error with ``--strict``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import importlib.util
+import sys
+from functools import lru_cache
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:  # pragma: no cover
+    from builder.config.keys import KeySpec
+
+#: The registry: one line per model package under models/.
+MODELS: tuple[str, ...] = (
+    "roberta",
+)
+
+#: The models/ folder of the source tree tpubuild runs from.
+SOURCE_MODELS = Path(__file__).resolve().parents[1] / "models"
+LAUNCHER = "launcher.py"
+KEYS = "keys.py"
+HOSTS = "hosts.py"
+
+
+class Launcher(Protocol):
+    """What ``tpubuild train/stop/logs`` call on ``models/<name>/launcher.py`` (a module).
+
+    ``Job.from_settings(settings)`` copies what the launch needs out of the Settings (a frozen
+    dataclass; a ``listing`` field means the launcher supports ``TPU_ARCH="mig"``: tpubuild fills
+    it with the slice's list-instances argv). ``LaunchError(key, what, fix)`` is a setting that
+    cannot launch (``key`` a values.env key, or a ``--flag``). The ``plan_*`` functions return
+    steps (``models/hosts.py`` ``Step``) that :meth:`render` turns into one bash script.
+    """
+
+    Job: Any
+    LaunchError: type[Exception]
+
+    def plan_train(self, job: Any, models_root: str) -> list[Any]: ...
+
+    def plan_stop(self, job: Any, models_root: str) -> list[Any]: ...
+
+    def plan_logs(self, job: Any, host: int, *, follow: bool, lines: int = 200) -> list[Any]: ...
+
+    def render(self, steps: list[Any]) -> str: ...
+
+    def header(self, job: Any, model: str) -> str: ...
+
+    def log_dir(self, job: Any) -> str: ...
+
+
+#: The members every launcher must have (:func:`missing` checks them).
+LAUNCHER_MEMBERS: tuple[str, ...] = ("Job", "LaunchError", "plan_train", "plan_stop", "plan_logs", "render",
+                                     "header", "log_dir")
+
+
+def missing(launcher: ModuleType) -> list[str]:
+    """The :class:`Launcher` members ``launcher`` lacks (empty: it plugs in)."""
+    return [name for name in LAUNCHER_MEMBERS if not hasattr(launcher, name)]
+
+
+def roots(folder: Path | None = None) -> list[Path]:
+    """The models/ folders, in lookup order: ``<folder>/models`` (folder = values.env's), then
+    the source tree's."""
+    candidates = ([folder / "models"] if folder is not None else []) + [SOURCE_MODELS]
+    unique: list[Path] = []
+    for r in candidates:
+        if r.is_dir() and r.resolve() not in [u.resolve() for u in unique]:
+            unique.append(r)
+    return unique
+
+
+_PACKAGES: dict[Path, str] = {}
+
+
+def package(root: Path) -> str:
+    """The import name of the models/ folder ``root`` (made a package on first use)."""
+    root = root.resolve()
+    if root not in _PACKAGES:
+        name = "tpubuild_models" if root == SOURCE_MODELS.resolve() else f"tpubuild_models_{len(_PACKAGES)}"
+        spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
+        # the source tree's models/ after the user's: a model of their own imports the shipped hosts.py
+        spec.submodule_search_locations = list(dict.fromkeys([str(root), str(SOURCE_MODELS.resolve())]))
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        _PACKAGES[root] = name
+    return _PACKAGES[root]
+
+
+def load(root: Path, dotted: str) -> ModuleType:
+    """``models/<dotted>`` of the folder ``root``, e.g. ``load(root, "roberta.launcher")``."""
+    return importlib.import_module(f"{package(root)}.{dotted}")
+
+
+def find(folder: Path | None, model: str, filename: str) -> Path | None:
+    """The first models/ folder that has ``<model>/<filename>`` (model "" : ``<filename>``)."""
+    for root in roots(folder):
+        if (root / model / filename).is_file() and (not model or model.isidentifier()):
+            return root
+    return None
+
+
+@lru_cache(maxsize=None)
+def _keys(folder: Path | None) -> tuple[KeySpec, ...]:
+    found: list[KeySpec] = []
+    for model in MODELS:
+        root = find(folder, model, KEYS)
+        if root is not None:
+            found.extend(load(root, f"{model}.keys").KEYS)
+    return tuple(found)
+
+
+def model_keys(folder: Path | None = None) -> tuple[KeySpec, ...]:
+    """Every registered model's keys (for values.env in ``folder``; None: the source tree's)."""
+    return _keys(folder.resolve() if folder is not None else None)
+
+
+def available(folder: Path | None) -> list[str]:
+    return sorted({d.name for root in roots(folder) for d in root.iterdir() if (d / LAUNCHER).is_file()})
+
+
+def hosts(folder: Path | None = None) -> ModuleType:
+    """``models/hosts.py``, the one host transport (None when no models/ folder has it)."""
+    root = find(folder, "", HOSTS)
+    return load(root, "hosts") if root is not None else None  # type: ignore[return-value]
