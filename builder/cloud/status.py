@@ -71,7 +71,9 @@ def _queued(settings: Settings) -> dict[str, Any]:
 
 
 def filestore_location(settings: Settings) -> str:
-    return settings.region if settings.shared_fs_tier in ("REGIONAL", "ENTERPRISE") else settings.zone
+    from builder.config.filestore import TIERS
+
+    return settings.region if TIERS[settings.shared_fs_tier].regional else settings.zone
 
 
 def _filestore(settings: Settings) -> dict[str, Any]:
