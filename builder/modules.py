@@ -115,14 +115,6 @@ def _slice(s: Settings) -> str:
             "drained first if the topology changes, then resized to the slice")
 
 
-def _workers(s: Settings) -> str:
-    return f"MIG {s.mig_name} ({s.hosts} x {s.machine_type})"
-
-
-def _dashboard(s: Settings) -> str:
-    return f"Cloud Monitoring dashboard and step-rate metric of {s.env_name} (modules/dashboard)"
-
-
 @dataclass(frozen=True)
 class ModuleSpec:
     """One Terraform directory as one plan module of some architectures (the module docstring
@@ -154,14 +146,16 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                keys=TPU_KEYS),
     ModuleSpec("mig", "modules/tpu_mig", ("mig",), _slice, after=("filestore", "shared_pd", "tpu"),
                keys=TPU_KEYS + MIG_KEYS + HOST_KEYS, hosts=True),
-    ModuleSpec("mig", "modules/mig", ("node",), _workers, after=("filestore", "shared_pd", "tpu"),
+    ModuleSpec("mig", "modules/mig", ("node",), lambda s: f"MIG {s.mig_name} ({s.hosts} x {s.machine_type})", after=("filestore", "shared_pd", "tpu"),
                # one worker per TPU host; the workers are told the TPU's endpoints
                keys=MIG_KEYS + HOST_KEYS + ("TPU_ACCELERATOR_TYPE", "TPU_CIDR_BLOCK"), hosts=True),
-    ModuleSpec("dashboard", "modules/dashboard", ARCHS, _dashboard, apply_timeout=600),
+    ModuleSpec("dashboard", "modules/dashboard", ARCHS, apply_timeout=600,
+               what=lambda s: f"Cloud Monitoring dashboard and step-rate metric of {s.env_name} (modules/dashboard)"),
 )
 
-#: The order a full destroy lists the modules in (a topological order of every architecture's
-#: destroy DAG: the hosts first, then their access, then the data, the dashboard last).
+#: Which module a full destroy takes first when several are free to go (the hosts, then their
+#: access, then the data, the dashboard last); :func:`destroy_order` keeps the destroy DAG's order
+#: whatever this says, and a module missing here goes last.
 DESTROY_SEQUENCE: tuple[str, ...] = ("mig", "tpu", "filestore", "shared_pd", "dashboard")
 
 #: Every plan module name, in create's order.
@@ -194,11 +188,16 @@ def create_after(arch: str) -> dict[str, tuple[str, ...]]:
     return {s.name: s.after for s in specs(arch)}
 
 
-def destroy_after(arch: str) -> dict[str, tuple[str, ...]]:
-    """What each module of ``arch`` waits for when it is destroyed: the modules created after it
-    (they read its outputs), and those declaring ``destroy_before`` it; reduced to the nearest."""
+def _destroy_edges(arch: str) -> dict[str, set[str]]:
+    """module → the modules destroyed before it: those created after it (they read its outputs)
+    and those declaring ``destroy_before`` it."""
     mine = specs(arch)
-    edges = {s.name: {o.name for o in mine if s.name in o.after or s.name in o.destroy_before} for s in mine}
+    return {s.name: {o.name for o in mine if s.name in o.after or s.name in o.destroy_before} for s in mine}
+
+
+def destroy_after(arch: str) -> dict[str, tuple[str, ...]]:
+    """What each module of ``arch`` waits for when it is destroyed, reduced to the nearest."""
+    edges = _destroy_edges(arch)
     order = destroy_order(arch)
     out: dict[str, tuple[str, ...]] = {}
     for name in order:
@@ -221,9 +220,21 @@ def _reach(name: str, edges: dict[str, set[str]]) -> set[str]:
 
 
 def destroy_order(arch: str) -> tuple[str, ...]:
-    """The order of a full destroy of ``arch``."""
-    mine = set(modules(arch))
-    return tuple(m for m in DESTROY_SEQUENCE if m in mine)
+    """The order of a full destroy of ``arch``: a topological order of the destroy DAG that, among
+    the modules free to go, takes them in :data:`DESTROY_SEQUENCE`'s order (a module not listed
+    there goes after the listed ones, in create's order)."""
+    edges = _destroy_edges(arch)
+    create = modules(arch)
+
+    def rank(m: str) -> tuple[int, int]:
+        listed = DESTROY_SEQUENCE.index(m) if m in DESTROY_SEQUENCE else len(DESTROY_SEQUENCE)
+        return listed, create.index(m)
+
+    out: list[str] = []
+    while len(out) < len(create):
+        free = [m for m in create if m not in out and edges[m] <= set(out)]
+        out.append(min(free, key=rank))
+    return tuple(out)
 
 
 def modules_for_key(key: str, arch: str) -> frozenset[str]:

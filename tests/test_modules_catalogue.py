@@ -96,3 +96,45 @@ def test_no_module_list_is_kept_by_hand_outside_the_catalogue() -> None:
     for path in sorted((REPO / "builder").rglob("*.py")):
         if path.name != "modules.py":
             assert not pattern.search(path.read_text()), f"{path.relative_to(REPO)} lists the modules by hand"
+
+
+def test_adding_a_module_is_its_files_plus_one_catalogue_line(tmp_path: Path) -> None:
+    """docs/architecture.md's worked example, done for real on a copy of builder/: one catalogue
+    line and the module's inputs, and plan, render, --only, destroy and the guard all know it."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    for part in ("builder", "models"):
+        shutil.copytree(REPO / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "values.env", tmp_path / "values.env")
+    catalogue = tmp_path / "builder/modules.py"
+    text = catalogue.read_text()
+    anchor = '(modules/dashboard)"),\n'
+    assert anchor in text
+    catalogue.write_text(text.replace(anchor, anchor + '    ModuleSpec("logs", "modules/logs", ARCHS, '
+                                      'lambda s: f"bucket {s.env_name}-logs", holds_data=True),\n'))
+    inputs = tmp_path / "builder/tfvars.py"
+    inputs.write_text(inputs.read_text() + '\n\n@inputs("modules/logs")\ndef _logs(s: Settings) -> dict[str, Any]:\n'
+                      '    return {"project_id": s.project_id, "env_name": s.env_name, "labels": s.labels}\n')
+
+    def tpubuild(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "builder", *args, "--applied", "none"] if args[0] in ("plan", "render")
+                              else [sys.executable, "-m", "builder", *args], cwd=tmp_path, capture_output=True, text=True,
+                              env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path), "HOME": str(tmp_path)})
+
+    plan = tpubuild("plan", "--format", "json")
+    assert plan.returncode == 0, plan.stderr
+    info = json.loads(plan.stdout)
+    ops = {o["module"]: o for o in info["operations"]}
+    assert ops["logs"]["what"] == f"bucket {info['env']}-logs" and ops["logs"]["after"] == []
+    build = json.loads(tpubuild("render", "--format", "json").stdout)
+    ids = [st["id"] for st in build["steps"]]
+    assert ids[ids.index("logs-plan"):ids.index("logs-plan") + 3] == ["logs-plan", "logs-guard", "logs-apply"]
+    only = json.loads(tpubuild("render", "--format", "json", "--action", "update", "--only", "logs").stdout)
+    assert [st["id"] for st in only["steps"]] == ["tpubuild-wheel", "logs-plan", "logs-guard", "logs-apply", "finalize"]
+    destroy = json.loads(tpubuild("plan", "--format", "json", "--action", "destroy").stdout)
+    assert "logs" in destroy["destroyed"]
+    guard = tpubuild("guard", "--module", "logs", "--action", "create", "--plan-json", str(tmp_path / "none.json"))
+    assert "not a plan module" not in guard.stderr, guard.stderr

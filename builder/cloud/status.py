@@ -227,53 +227,50 @@ def _missing_line(label: str, part: dict[str, Any]) -> str:
     return f"  {label:<10} {part['state'].lower()}{why}"
 
 
+def _slice_row(sl: dict[str, Any]) -> str:
+    policy = f"policy {sl['policy']}" if sl["policy"] else "no workload policy"
+    return (f"{sl['name']}: {sl['running']}/{sl['target_size']} running (values.env: {sl['vms']} x "
+            f"{sl['machine_type']}, topology {sl['topology']}, {sl['provisioning']}), {policy}, {sl['state']}")
+
+
+def _tpu_row(tpu: dict[str, Any]) -> str:
+    return (f"{tpu['name']}: {tpu['state']}, health {tpu['health']}, {tpu['accelerator_type']}, "
+            f"{tpu['runtime_version']} ({tpu['api']})")
+
+
+def _queued_row(qr: dict[str, Any]) -> str:
+    until = f", valid until {qr['valid_until']}" if qr["valid_until"] else ""
+    return f"{qr['name']}: {qr['state']}, {qr['accelerator_type']}{until} (queued resource)"
+
+
+def _filestore_row(fs: dict[str, Any]) -> str:
+    share = fs["shares"][0] if fs["shares"] else {"name": "?", "capacity_gb": 0}
+    return (f"{fs['name']}: {fs['state']}, {fs['ip'] or 'no IP yet'}:/{share['name']} "
+            f"({share['capacity_gb']} GiB, {fs['tier']})")
+
+
+def _mig_row(mig: dict[str, Any]) -> str:
+    return (f"{mig['name']}: {mig['running']}/{mig['target_size']} running "
+            f"(target {mig['target_size']}, {mig['expected_size']} TPU hosts), {mig['state']}")
+
+
+def _ttl_row(ttl: dict[str, Any]) -> str:
+    return (f"destroys the TPU at {ttl['fires']} (in {ttl['in']}; job {ttl['state'].lower()}; "
+            "`tpubuild ttl extend 4h` pushes it back)")
+
+
+#: The resource rows of ``status``'s text, in order: report key → its line when it exists.
+_ROWS: tuple[tuple[str, Callable[[dict[str, Any]], str]], ...] = (
+    ("slice", _slice_row), ("tpu", _tpu_row), ("queued", _queued_row), ("filestore", _filestore_row),
+    ("mig", _mig_row), ("ttl", _ttl_row))
+
+
 def text(report: dict[str, Any]) -> list[str]:
     lines = [f"{report['env']} ({report['project']}, {report['zone']}, {report['arch']} architecture)"]
-    if "slice" in report:
-        sl = report["slice"]
-        if _missing(sl):
-            lines.append(_missing_line("slice", sl))
-        else:
-            policy = f"policy {sl['policy']}" if sl["policy"] else "no workload policy"
-            lines.append(f"  slice      {sl['name']}: {sl['running']}/{sl['target_size']} running "
-                         f"(values.env: {sl['vms']} x {sl['machine_type']}, topology {sl['topology']}, "
-                         f"{sl['provisioning']}), {policy}, {sl['state']}")
-    tpu = report.get("tpu")
-    if tpu is None:
-        pass
-    elif _missing(tpu):
-        lines.append(_missing_line("tpu", tpu))
-    else:
-        lines.append(f"  tpu        {tpu['name']}: {tpu['state']}, health {tpu['health']}, {tpu['accelerator_type']}, "
-                     f"{tpu['runtime_version']} ({tpu['api']})")
-    if "queued" in report:
-        qr = report["queued"]
-        if _missing(qr):
-            lines.append(_missing_line("queued", qr))
-        else:
-            until = f", valid until {qr['valid_until']}" if qr["valid_until"] else ""
-            lines.append(f"  queued     {qr['name']}: {qr['state']}, {qr['accelerator_type']}{until} (queued resource)")
-    fs = report["filestore"]
-    if _missing(fs):
-        lines.append(_missing_line("filestore", fs))
-    else:
-        share = fs["shares"][0] if fs["shares"] else {"name": "?", "capacity_gb": 0}
-        lines.append(f"  filestore  {fs['name']}: {fs['state']}, {fs['ip'] or 'no IP yet'}:/{share['name']} "
-                     f"({share['capacity_gb']} GiB, {fs['tier']})")
-    if "mig" in report:
-        mig = report["mig"]
-        if _missing(mig):
-            lines.append(_missing_line("mig", mig))
-        else:
-            lines.append(f"  mig        {mig['name']}: {mig['running']}/{mig['target_size']} running "
-                         f"(target {mig['target_size']}, {mig['expected_size']} TPU hosts), {mig['state']}")
-    if "ttl" in report:
-        ttl = report["ttl"]
-        if _missing(ttl):
-            lines.append(_missing_line("ttl", ttl))
-        else:
-            lines.append(f"  ttl        destroys the TPU at {ttl['fires']} (in {ttl['in']}; job {ttl['state'].lower()}; "
-                         "`tpubuild ttl extend 4h` pushes it back)")
+    for key, row in _ROWS:
+        part = report.get(key)
+        if part is not None:
+            lines.append(_missing_line(key, part) if _missing(part) else f"  {key:<10} {row(part)}")
     tf = report["terraform"]
     if tf.get("state") == "ERROR":
         lines.append(f"  terraform  error: {tf['error']}")
