@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.conftest import EXAMPLES, rewrite_env  # noqa: E402
-from tests.test_roberta_e2e import write_corpus  # noqa: E402
+from tests.models.test_roberta_e2e import write_corpus  # noqa: E402
 
 TINY = ("--encoder-layers 1 --encoder-embed-dim 16 --encoder-ffn-embed-dim 32 --encoder-attention-heads 2 "
         "--num-workers 0 --log-interval 5 --seed 7")

@@ -13,7 +13,7 @@ A type is classified by what losing it loses, not by which module uses it:
 
 A type in none of them is judged by its name (:data:`DATA_WORDS`): a new
 ``google_compute_hyperdisk_pool`` is treated as data until someone classifies it here. The test
-``tests/test_guard_classes.py`` checks that every resource type in ``modules/`` and every type of
+``tests/unit/test_guard_classes.py`` checks that every resource type in ``modules/`` and every type of
 the same families in the google/google-beta 6.50 provider whose name sounds like data
 (``tests/data/provider_resource_types.json``, from ``tools/provider_types.py``) is classified
 explicitly.

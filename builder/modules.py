@@ -8,7 +8,7 @@ node). One :class:`ModuleSpec` per (plan module, directory) says:
 
 * ``archs``: the architectures it belongs to; the order of :data:`CATALOGUE` is create's order;
 * ``after``: the plan modules it reads through ``terraform_remote_state`` and so is created after
-  (``tests/test_modules_catalogue.py`` derives them from the ``.tf`` files and compares);
+  (``tests/unit/test_modules_catalogue.py`` derives them from the ``.tf`` files and compares);
 * ``destroy_before``: plan modules it must be destroyed *before* beyond the reverse of ``after``
   (the legacy node order: the TPU Node goes before the share and the disk);
 * ``keys``: the values.env keys that feed it (GitOps ``auto`` re-applies it when one changes);

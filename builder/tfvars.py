@@ -2,7 +2,7 @@
 
 ``for_module(settings, module)`` returns exactly the variables that ``modules/<dir>/variables.tf``
 declares, every one of them (even those with a default), so the file fully describes what is
-applied; ``tests/test_tfvars.py`` fails when either side adds, renames or drops one.
+applied; ``tests/unit/test_tfvars.py`` fails when either side adds, renames or drops one.
 ``all_for(settings)`` does it for every plan module of the settings' architecture.
 
 Plan module → Terraform directory comes from the module catalogue (``builder.modules``); each

@@ -123,7 +123,7 @@ def parse(accelerator_type: str) -> Topology:
 #   do not offer it), and the image families, which we could read only in public code that
 #   boots these machine types (SkyPilot's GCP defaults, several launch scripts), not on the
 #   tpu-os-images page itself.
-# tests/test_mig_arch.py checks rows against these tables, written out once more by hand.
+# tests/unit/test_mig_arch.py checks rows against these tables, written out once more by hand.
 
 #: accelerator type → accelerator_topology of the workload policy (the slice's chip grid).
 MIG_SHAPES: dict[str, str] = {

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """List every resource type of the google and google-beta providers (6.50.0), for the guard's
-classification test (``tests/test_guard_classes.py``).
+classification test (``tests/unit/test_guard_classes.py``).
 
 Reads the same npm packages as ``tools/provider_schema.py`` (``@cdktf/provider-google(-beta)``
 16.12.1, whose jsii assembly names each Terraform type) and writes a sorted JSON list of

@@ -11,5 +11,5 @@ that talk to Google; ``render``/``plan``/``validate`` never load it.
   itself is ``builder.auto``, pure).
 * ``status``: what is running.
 * Nothing here imports ``builder.commands`` or ``builder.cli``: the command bodies live in
-  ``builder/commands/`` (tests/test_import_direction.py checks it).
+  ``builder/commands/`` (tests/unit/test_import_direction.py checks it).
 """

@@ -7,7 +7,7 @@ Run it on every host of the pod (``pip install lightning`` on the hosts first, e
     tpubuild run -- python3 models/examples/lightning_tpu.py --max-steps 100
 
 Not executed by the tests (Lightning is not installed in CI); its launch line is
-(``tests/test_run.py``): dry run and real-gcloud parse.
+(``tests/shell/test_run.py``): dry run and real-gcloud parse.
 """
 
 from __future__ import annotations

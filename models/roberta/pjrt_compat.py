@@ -34,7 +34,7 @@ Diagnostics (tests, benchmarks; off unless set): ``TPUBUILD_TRACE=FILE`` appends
 per training step of every replica: ``pid``, ``rank``, ``update`` (after the step), ``ids`` (the
 dataset ids of the samples trained in it, read on the host before the transfer), ``compiles``
 (XLA compilations so far, torch_xla's ``CompileTime`` metric) and ``step_compiles`` (those the
-step itself caused). ``tests/test_roberta_xla.py`` asserts on it.
+step itself caused). ``tests/models/test_roberta_xla.py`` asserts on it.
 """
 
 from __future__ import annotations

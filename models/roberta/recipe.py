@@ -37,7 +37,7 @@ PROFILER_PORT = 9012
 #: 22.04's) and the runtime's TPU generations. 2.9.0 is the newest that models/roberta/pjrt_compat.py
 #: is proven with; its ``torch_xla[tpu]`` extra takes ``libtpu`` from PyPI (2.6.0's needed a
 #: libtpu-nightly build only on Google's bucket). ROBERTA_TORCH_XLA_VERSION overrides it.
-#: tests/test_pins.py resolves each set with pip for Python 3.10 / manylinux x86_64.
+#: tests/models/test_pins.py resolves each set with pip for Python 3.10 / manylinux x86_64.
 VM_TORCH_XLA: dict[str, str] = {
     "tpu-ubuntu2204-base": "2.9.0",  # v2, v3, v4
     "v2-alpha-tpuv5-lite": "2.9.0",  # v5e

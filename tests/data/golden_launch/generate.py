@@ -3,7 +3,7 @@ byte, for every shipped values file (issue 12: models plug in; the host transpor
 launcher were split and moved without changing one emitted gcloud/ssh line).
 
 ``python tests/data/golden_launch/generate.py`` rewrites ``tests/data/golden_launch/<file>.json``
-from the current code; ``tests/test_golden_launch.py`` compares a fresh run with them. Regenerate
+from the current code; ``tests/unit/test_golden_launch.py`` compares a fresh run with them. Regenerate
 only for a change that *means* to change a launch line, and say so in the commit message.
 
 Cases run in-process from the repository root exactly as tests/data/golden/generate.py's do

@@ -4,13 +4,13 @@ Run: python tests/data/plans/generate.py              (the hand-made ones + MANI
      python tests/data/plans/generate.py --terraform  (also the ones real Terraform writes)
 
 Most fixtures are written by real Terraform 1.11 through the stand-in provider
-(tests/terraform_fixtures.py: create, no-op, update in place, resize, count to zero, destroy of
+(tests/support/terraform_fixtures.py: create, no-op, update in place, resize, count to zero, destroy of
 the real modules). The ones below (``HAND``) are shapes the stand-in cannot make Terraform write: a
 replacement (the stand-in knows no ForceNew), create-before-destroy, a deposed object, an errored
 plan. They are built here in Terraform 1.11's ``terraform show -json PLANFILE`` shape (format_version
 1.2), copied key for key from real plans of ``terraform_data`` resources (test_guard.py compares the
 two when ``terraform`` is on PATH); the resources are the google provider's types with their
-attributes. MANIFEST.json lists every fixture with who made it (tests/test_plan_fixtures.py checks
+attributes. MANIFEST.json lists every fixture with who made it (tests/terraform/test_plan_fixtures.py checks
 it, and that each fixture is exactly what its maker writes today).
 """
 
@@ -257,7 +257,7 @@ MANIFEST = "MANIFEST.json"
 def manifest() -> dict[str, dict[str, str]]:
     """{file: {made_by: hand|terraform, ...}} for every fixture of this folder."""
     sys.path.insert(0, str(HERE.parents[2]))
-    from tests.terraform_fixtures import SHAPES, names  # noqa: E402  (the repo root is not a package path here)
+    from tests.support.terraform_fixtures import SHAPES, names  # noqa: E402  (the repo root is not a package path here)
 
     out: dict[str, dict[str, str]] = {f"{name}.json": {"made_by": "hand", "by": "tests/data/plans/generate.py",
                                                        "why": why} for name, why in HAND.items()}
@@ -267,11 +267,11 @@ def manifest() -> dict[str, dict[str, str]]:
             origin[directory] = str(env.relative_to(HERE.parents[2]))
     for name in names():
         source = next((env for directory, env in origin.items() if name.startswith(directory + "_")), "")
-        out[f"{name}.json"] = {"made_by": "terraform", "by": "tests/terraform_fixtures.py",
+        out[f"{name}.json"] = {"made_by": "terraform", "by": "tests/support/terraform_fixtures.py",
                                "values": source or "(a configuration with no resources)"}
     # real Terraform output recorded once, of a builtin-only configuration (no module of ours)
     out["forget_terraform_data.json"] = {
-        "made_by": "terraform", "by": "recorded once (tests/test_guard_classes.py)",
+        "made_by": "terraform", "by": "recorded once (tests/unit/test_guard_classes.py)",
         "why": "terraform_data with a removed block (destroy = false) beside a create-before-destroy "
                "replace: Terraform's forget shape; not regenerated, no module of ours forgets"}
     return dict(sorted(out.items()))
@@ -289,8 +289,8 @@ def main(argv: list[str]) -> None:
         (HERE / name).write_text(text)
     if "--terraform" in argv:
         sys.path.insert(0, str(HERE.parents[2]))
-        from tests.terraform_fixtures import regenerate  # noqa: E402
-        from tests.terraform_support import Terraform, standin_env  # noqa: E402
+        from tests.support.terraform_fixtures import regenerate  # noqa: E402
+        from tests.support.terraform import Terraform, standin_env  # noqa: E402
 
         print("\n".join(regenerate(HERE, Terraform(standin_env()))))
 

@@ -1,0 +1,203 @@
+"""Every gcloud command line tpubuild emits, parsed by the REAL gcloud offline
+(``tests/support/gcloud.py``): the step scripts of every rendered pipeline, the scripts of
+``tpubuild train/stop/logs/run --dry-run`` (vm with and without IAP, node), and the gcloud
+commands shown in README.md, docs/ and the module READMEs.
+
+The command lines are not cut out of the text with regular expressions: each script runs under
+real bash with a recording ``gcloud`` on PATH (it writes its argv, NUL-separated, and prints a
+name, or nothing, so both branches of ``found="$(gcloud ... list)"`` run), so the argv is exactly
+what bash would hand gcloud. Documentation blocks are shlex-split, placeholders (``<env>``) filled.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXAMPLES, NODE, REPO, run_tpubuild
+
+RECORDER = """#!/usr/bin/env bash
+n=$(ls "$RECORD_DIR" | wc -l)
+printf '%s\\0' "$@" > "$RECORD_DIR/call-$n"
+if [ -n "${RECORD_ANSWER:-}" ]; then echo "$RECORD_ANSWER"; fi
+exit 0
+"""
+OTHERS = ("terraform", "pip", "tpubuild", "sudo", "curl", "gsutil")
+
+
+def record(script: str, tmp: Path, env: dict[str, str] | None = None) -> list[tuple[str, ...]]:
+    """The gcloud argvs ``script`` runs under bash, with gcloud answering a name and nothing."""
+    calls: list[tuple[str, ...]] = []
+    bindir = tmp / "bin"
+    bindir.mkdir(parents=True, exist_ok=True)
+    (bindir / "gcloud").write_text(RECORDER)
+    for name in OTHERS:
+        (bindir / name).write_text("#!/bin/sh\nexit 0\n")
+    for f in bindir.iterdir():
+        f.chmod(0o755)
+    for answer in ("stub-name", ""):
+        rec = tmp / f"calls-{answer or 'empty'}"
+        rec.mkdir(exist_ok=True)
+        ws = tmp / "workspace"
+        ws.mkdir(exist_ok=True)
+        full = {**os.environ, **(env or {}), "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
+                "RECORD_DIR": str(rec), "RECORD_ANSWER": answer, "WORKSPACE": str(ws), "HOME": str(tmp)}
+        subprocess.run(["bash", "-c", script], cwd=ws, env=full, capture_output=True, text=True, timeout=60)
+        for call in sorted(rec.iterdir()):
+            calls.append(tuple(call.read_bytes().decode().split("\0")[:-1]))
+    return calls
+
+
+def _parse_all(gcloud, argvs: list[tuple[str, ...]]) -> None:
+    failures = []
+    for argv in dict.fromkeys(argvs):
+        result = gcloud.parse(list(argv))
+        if not result.ok:
+            failures.append(result.why())
+    assert not failures, "\n\n".join(failures)
+
+
+# ---------------------------------------------------------------- step scripts
+
+#: values.env variants that change the gcloud steps (restore, Filestore tiers), per architecture
+VARIANTS = [
+    ("node", {}), ("vm", {}),
+    ("node", {"SHARED_PD_RESTORE": "latest"}), ("vm", {"SHARED_PD_RESTORE": "snap-1"}),
+    ("node", {"SHARED_FS_TIER": "HIGH_SCALE_SSD", "SHARED_FS_CAPACITY": "10240"}),
+    ("vm", {"SHARED_FS_TIER": "REGIONAL", "SHARED_FS_CAPACITY": "1024"}),
+]
+
+
+def _step_scripts() -> list[tuple[str, str, dict[str, str]]]:
+    """Every distinct step script with a gcloud line: every action × scope × allow flag that the
+    planner accepts (a combination it refuses is not a pipeline), for each variant."""
+    from builder.config import load_text
+    from builder.errors import BadInput
+    from builder.pipeline import render
+    from builder.plan import make_plan
+    from tests.conftest import rewrite_env
+    from tests.support.pipeline import ENVS, all_cases, step_env, step_script
+
+    found: dict[str, tuple[str, str, dict[str, str]]] = {}
+    for arch, overrides in VARIANTS:
+        base = ENVS[arch]
+        settings = load_text(rewrite_env(base.read_text(), **overrides), REPO / base.name)
+        for case in all_cases():
+            if case.arch != arch or not case.valid or case.action == "initialize":
+                continue
+            try:
+                plan = make_plan(settings, case.action, tpu=case.tpu, mig=case.mig)
+            except BadInput:
+                continue
+            for allow in (False, True):
+                for step in render(settings, plan, allow_data_loss=allow, allow_wipe=allow)["steps"]:
+                    text = step_script(step)
+                    if "gcloud" in text:
+                        found.setdefault(text, (step["id"], text, step_env(step)))
+    return list(found.values())
+
+
+STEPS = _step_scripts()
+
+
+def test_step_scripts_with_gcloud_are_covered():
+    ids = {step_id for step_id, _, _ in STEPS}
+    assert len(STEPS) >= 3 and ids, ids  # backups, snapshots, restores at least
+
+
+@pytest.mark.parametrize("step_id,text,env", STEPS, ids=[f"{s[0]}-{i}" for i, s in enumerate(STEPS)])
+def test_step_script_gcloud_lines_parse(gcloud, tmp_path, step_id, text, env):
+    argvs = record(text, tmp_path, env)
+    assert argvs, f"{step_id}: no gcloud call recorded"
+    _parse_all(gcloud, argvs)
+
+
+# ---------------------------------------------------------------- train / stop / logs / run
+
+VM = EXAMPLES / "vm-v4-32.env"
+
+COMMANDS = [
+    ("train", "roberta", "--dry-run"),
+    ("stop", "--dry-run"),
+    ("logs", "--host", "1", "--follow", "--dry-run"),
+    ("logs", "--run", "--host", "1", "--dry-run"),
+    ("run", "--dry-run", "--", "python3", "models/examples/torch_xla_launch.py", "--steps", "10"),
+    ("run", "--dry-run", "--hosts", "2", "--", "python3", "models/examples/lightning_tpu.py"),
+]
+
+
+def _script(stdout: str) -> str:
+    """The dry run's script (the header comments are harmless to bash)."""
+    return stdout
+
+
+@pytest.mark.parametrize("variant", ["vm-iap", "vm-external", "node"])
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c[:3]))
+def test_host_command_lines_parse(gcloud, make_env, tmp_path, variant, command):
+    values = {"vm-iap": make_env(VM), "vm-external": make_env(VM, TPU_EXTERNAL_IPS="true"),
+              "node": make_env(NODE)}[variant]
+    cut = command.index("--") if "--" in command else len(command)  # --values before run's command
+    r = run_tpubuild(*command[:cut], "--values", values, *command[cut:])
+    if variant == "node" and command[0] == "run" or "--run" in command and variant == "node":
+        assert r.returncode == 2 and 'works on TPU_ARCH="vm"' in r.stderr, r.stderr
+        return  # tpubuild run is vm only
+    if r.returncode == 2 and variant == "node" and "legacy" in r.stderr:
+        pytest.skip("node is legacy here")
+    assert r.returncode == 0, r.stderr
+    argvs = record(_script(r.stdout), tmp_path)
+    assert argvs, r.stdout
+    tracks = {a[0] for a in argvs}
+    if variant == "vm-iap":
+        assert all("--tunnel-through-iap" in a for a in argvs if "ssh" in a or "scp" in a)
+        assert tracks == {"alpha"}  # tpu-vm ssh/scp --tunnel-through-iap exists only there
+    _parse_all(gcloud, argvs)
+
+
+# ---------------------------------------------------------------- documentation
+
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "modules").glob("*/README.md")),
+        *sorted((REPO / "models").glob("*/README.md"))]
+_PLACEHOLDER = re.compile(r"<([^<>]+)>")
+
+
+def doc_commands() -> list[tuple[str, list[str]]]:
+    """``gcloud ...`` commands in fenced blocks and inline code of the documentation."""
+    found = []
+    for path in DOCS:
+        text = path.read_text()
+        chunks = re.findall(r"```(?:bash|sh|console|shell)?\n(.*?)```", text, re.S)
+        lines = [ln for chunk in chunks for ln in chunk.replace("\\\n", " ").splitlines()]
+        # inline code: a complete command to copy (with --zone/--project), not a
+        # mention of a flag such as `gcloud compute ssh --tunnel-through-iap`
+        lines += [c for c in re.findall(r"`(gcloud [^`]+)`", text) if "--zone" in c or "--project" in c]
+        for line in lines:
+            line = line.strip().removeprefix("$ ")
+            if not line.startswith("gcloud ") or "..." in line or "…" in line:
+                continue
+            line = re.sub(r"\$\{?([A-Z_]+)\}?", lambda m: m.group(1).lower(), line)
+            line = _PLACEHOLDER.sub(lambda m: re.sub(r"[^a-z0-9-]", "-", m.group(1).lower()), line)
+            line = line.split(" #", 1)[0].split(" | ", 1)[0]  # the gcloud part of a pipeline
+            try:
+                words = shlex.split(line)
+            except ValueError:
+                continue
+            found.append((f"{path.relative_to(REPO)}: {line[:80]}", words))
+    return found
+
+
+DOC_COMMANDS = doc_commands()
+
+
+def test_documentation_has_gcloud_commands():
+    assert len(DOC_COMMANDS) >= 3, DOC_COMMANDS
+
+
+@pytest.mark.parametrize("where,words", DOC_COMMANDS, ids=[w for w, _ in DOC_COMMANDS])
+def test_documented_gcloud_commands_parse(gcloud, where, words):
+    result = gcloud.parse(words)
+    assert result.ok, f"{where}\n{result.why()}"

@@ -1,0 +1,57 @@
+"""tpubuild status on TPU_ARCH="mig": the slice is read from the Compute Engine REST API (the real
+google-auth AuthorizedSession against the local fake in tests/support/fakes/gcp.py), never the TPU API,
+and shown next to what values.env asks for (VMs x machine type, topology, provisioning)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import EXAMPLES
+from tests.support.fakes.fixtures import Fakes, fakes, make_repo, unique_env  # noqa: F401 - fixtures
+
+
+def _mig_repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "mig", unique_env(), base=EXAMPLES / "mig-v6e-16-spot.env")
+
+
+def test_status_mig_reports_the_slice_against_values_env(fakes: Fakes, tmp_path: Path, cli) -> None:
+    from builder.config import load
+
+    values = _mig_repo(tmp_path)
+    s = load(values)
+    assert s.arch == "mig"
+    path = f"/compute/v1/projects/{s.project_id}/zones/{s.zone}/instanceGroupManagers/{s.tpu_name}"
+    fakes.google.migs[path] = {
+        "manager": {"name": s.tpu_name, "targetSize": 4, "status": {"isStable": False},
+                    "resourcePolicies": {"workloadPolicy": f"https://compute.googleapis.com/compute/v1/projects/"
+                                                           f"{s.project_id}/regions/{s.region}/resourcePolicies/"
+                                                           f"{s.tpu_name}-4x4"}},
+        "instances": [{"instanceStatus": "RUNNING"}] * 2 + [{"instanceStatus": "STAGING"}]}
+
+    code, out, err = cli("--values", values, "status")
+    assert code == 0, err
+    assert (f"slice      {s.tpu_name}: 2/4 running (values.env: 4 x ct6e-standard-4t, topology 4x4, spot), "
+            f"policy {s.tpu_name}-4x4, UPDATING") in out
+    assert "  tpu " not in out  # no TPU API object on mig
+    assert not any(p.startswith(("/v1/projects", "/v2/projects")) and "/nodes/" in p for _m, p in fakes.google.requests)
+
+    code, out, err = cli("--values", values, "status", "--format", "json")
+    report = json.loads(out)
+    sl = report["slice"]
+    assert (sl["target_size"], sl["instances"], sl["running"], sl["policy"], sl["vms"]) == (4, 3, 2, f"{s.tpu_name}-4x4", 4)
+    assert "tpu" not in report and "mig" not in report and report["errors"] == []
+
+
+def test_status_mig_absent_and_failing_slice(fakes: Fakes, tmp_path: Path, cli) -> None:
+    from builder.config import load
+
+    values = _mig_repo(tmp_path)
+    s = load(values)
+    code, out, err = cli("--values", values, "status")
+    assert code == 0 and "slice      absent" in out
+    path = f"/compute/v1/projects/{s.project_id}/zones/{s.zone}/instanceGroupManagers/{s.tpu_name}"
+    fakes.google.fail[path] = 403
+    code, out, err = cli("--values", values, "status")
+    assert code == 1 and f"slice      error: reading MIG {s.tpu_name}: HTTP 403" in out
+    assert "Traceback" not in out + err

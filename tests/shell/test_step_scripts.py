@@ -1,0 +1,345 @@
+"""Failure propagation (issue 7 §3): every generated step script, run under real bash against stub
+``terraform``/``gcloud``/``pip``/``tpubuild`` executables, exits non-zero when any stub call fails
+(and stops right there), and exits 0 when they all succeed.
+
+The scripts are taken from real renderings (every valid action × flag combination, both
+architectures, with and without _ALLOW_DATA_LOSS, plus SHARED_PD_RESTORE and Filestore-tier
+variants), after the substitutions Cloud Build would make. ``$WORKSPACE`` points them at a
+temporary folder laid out like /workspace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from builder.config import load_text
+from builder.pipeline import render
+from builder.modules import NAMES as MODULE_NAMES
+from builder.plan import make_plan, module_dir
+from tests.conftest import REPO, require, rewrite_env
+from tests.support.pipeline import ENVS, NODE_ENV, VM_ENV, all_cases, step_env, step_script
+
+STUBS = ("terraform", "gcloud", "pip", "tpubuild")
+
+STUB = """#!/usr/bin/env bash
+set -u
+name="${0##*/}"
+dir="${STUB_DIR:?}"
+n=0
+if [ -f "$dir/$name.count" ]; then read -r n < "$dir/$name.count"; fi
+n=$((n + 1))
+echo "$n" > "$dir/$name.count"
+printf '%s:%s %s\\n' "$name" "$n" "$*" >> "$dir/calls.log"
+if [ "${STUB_FAIL:-}" = "$name:$n" ]; then
+  echo "stub $name: failing call $n" >&2
+  exit 7
+fi
+if [ -n "${STUB_OUTPUT+set}" ]; then printf '%s' "$STUB_OUTPUT"; else echo "stub-$name-output"; fi
+"""
+
+SEEDER = """set -euo pipefail
+env | grep -E '^(PROJECT_ID|ZONE|ENV_BUILD_NAME|DISK_NAME|GCS_DATASET|WORKSPACE_GCS|SEED_PREP_SCRIPT|ALLOW_WIPE|SEED_TIMEOUT_S|SEED_NETWORK|SEED_SUBNET|SEED_SERVICE_ACCOUNT)=' | sort > "$STUB_DIR/seeder.env"
+gcloud compute instances create seeder-vm
+gcloud compute instances delete seeder-vm
+"""
+
+
+@dataclass(frozen=True)
+class Script:
+    step_id: str
+    shell: str
+    text: str
+    env: tuple[tuple[str, str], ...]
+    arch: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.step_id}-{self.arch}-{hashlib.sha1(self.text.encode()).hexdigest()[:6]}"
+
+
+def _variants() -> list[tuple[str, str, dict[str, str]]]:
+    return [
+        ("node", "base", {}), ("vm", "base", {}),
+        ("node", "restore-latest", {"SHARED_PD_RESTORE": "latest"}),
+        ("vm", "restore-named", {"SHARED_PD_RESTORE": "snap-1"}),
+        ("node", "high-scale", {"SHARED_FS_TIER": "HIGH_SCALE_SSD", "SHARED_FS_CAPACITY": "10240"}),
+        ("vm", "regional", {"SHARED_FS_TIER": "REGIONAL", "SHARED_FS_CAPACITY": "1024"}),
+    ]
+
+
+def collect() -> list[Script]:
+    found: dict[tuple[str, str], Script] = {}
+    for arch, _name, overrides in _variants():
+        base = ENVS[arch]
+        settings = load_text(rewrite_env(base.read_text(), **overrides), REPO / base.name)
+        for case in all_cases():
+            # node create/update are refused by the CLI (legacy) but still render: their step
+            # scripts are the same templates, so they stay in the collection
+            legacy = case.arch == "node" and (case.action == "update" or (case.action == "create"
+                                                                          and not (case.tpu or case.mig)))
+            renderable = case.valid or legacy
+            if case.arch != arch or not renderable or case.action == "initialize":
+                continue
+            plan = make_plan(settings, case.action, tpu=case.tpu, mig=case.mig)
+            for allow in (False, True):
+                for step in render(settings, plan, allow_data_loss=allow, allow_wipe=allow)["steps"]:
+                    text = step_script(step)
+                    found.setdefault((step["entrypoint"], text), Script(
+                        step["id"], step["entrypoint"], text, tuple(step_env(step).items()), arch))
+    return list(found.values())
+
+
+SCRIPTS = collect()
+
+
+class Sandbox:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.bin = root / "bin"
+        self.ws = root / "workspace"
+        self.bin.mkdir()
+        for name in STUBS:
+            path = self.bin / name
+            path.write_text(STUB)
+            path.chmod(0o755)
+        (self.ws / "tfvars").mkdir(parents=True)
+        (self.ws / "plans").mkdir()
+        for module in {"tpu", "filestore", "shared_pd", "mig", "dashboard"}:
+            (self.ws / "tfvars" / f"{module}.tfvars.json").write_text("{}\n")
+            (self.ws / "plans" / f"{module}.tfplan").write_text("saved plan\n")
+        for d in ("modules/tpu_node", "modules/tpu_vm", "modules/filestore", "modules/shared_pd", "modules/mig",
+                  "modules/tpu_mig", "modules/tpu_mig_access", "modules/dashboard",
+                  ".tpubuild/wheels", "env_setup/seeder"):
+            (self.ws / d).mkdir(parents=True, exist_ok=True)
+        (self.ws / "plans" / "shared_pd.snapshot").write_text("snap-from-restore\n")
+        (self.ws / "env_setup" / "seeder" / "run_seeder.sh").write_text(SEEDER)
+        self.runs = 0
+
+    def run(self, script: Script, *, fail: str | None = None, output: str | None = None,
+            shell: tuple[str, ...] = ("bash",)) -> tuple[subprocess.CompletedProcess[str], list[str], Path]:
+        self.runs += 1
+        stub_dir = self.root / f"run{self.runs}"
+        stub_dir.mkdir()
+        env = {
+            "PATH": f"{self.bin}{os.pathsep}{os.environ['PATH']}",
+            "HOME": str(self.root),
+            "LANG": "C.UTF-8",
+            "WORKSPACE": str(self.ws),
+            "STUB_DIR": str(stub_dir),
+            **dict(script.env),
+        }
+        if fail:
+            env["STUB_FAIL"] = fail
+        if output is not None:
+            env["STUB_OUTPUT"] = output
+        proc = subprocess.run([*shell, "-c", script.text], cwd=self.root, env=env,
+                              capture_output=True, text=True, timeout=60)
+        log = stub_dir / "calls.log"
+        calls = log.read_text().splitlines() if log.exists() else []
+        return proc, calls, stub_dir
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Sandbox:
+    return Sandbox(tmp_path)
+
+
+def test_collection_covers_every_kind_of_step():
+    kinds = {s.step_id.split("-", 1)[-1] if s.step_id.split("-", 1)[0] in MODULE_NAMES else s.step_id
+             for s in SCRIPTS}
+    assert {"plan", "guard", "apply", "seed", "snapshot", "backup", "restore", "tpubuild-wheel",
+            "finalize"} <= kinds, kinds
+    assert len(SCRIPTS) > 40
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=[s.id for s in SCRIPTS])
+def test_step_fails_when_any_command_fails(sandbox: Sandbox, script: Script):
+    proc, calls, _ = sandbox.run(script)
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    assert calls, "every step runs at least one tool"
+    for call in calls:
+        position = call.split(" ", 1)[0]  # e.g. terraform:2
+        failed, failed_calls, _ = sandbox.run(script, fail=position)
+        assert failed.returncode != 0, f"{script.step_id}: {position} failed but the step exited 0"
+        assert f"stub {position.replace(':', ': failing call ')}" in failed.stderr
+        # it stopped right there: the failing call is the last tool call
+        assert failed_calls[-1].split(" ", 1)[0] == position, failed_calls
+
+
+SH_SCRIPTS = [s for s in SCRIPTS if s.shell == "sh"]
+
+
+@pytest.mark.parametrize("script", SH_SCRIPTS, ids=[s.id for s in SH_SCRIPTS])
+def test_terraform_steps_under_busybox_sh(sandbox: Sandbox, script: Script):
+    """The Terraform image has no bash; its steps run under BusyBox sh. .ci/run installs busybox
+    (Debian), so CI runs these; elsewhere they skip (require)."""
+    busybox = shutil.which("busybox")
+    require("busybox", busybox is not None, "apt-get install busybox")
+    shell = (busybox, "sh")
+    proc, calls, _ = sandbox.run(script, shell=shell)
+    assert proc.returncode == 0, proc.stderr
+    for call in calls:
+        position = call.split(" ", 1)[0]
+        failed, failed_calls, _ = sandbox.run(script, fail=position, shell=shell)
+        assert failed.returncode != 0 and failed_calls[-1].split(" ", 1)[0] == position
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=[s.id for s in SCRIPTS])
+def test_step_is_shellcheck_clean(script: Script):
+    exe = shutil.which("shellcheck")
+    require("shellcheck", exe is not None, "apt-get install shellcheck")
+    dialect = "dash" if script.shell == "sh" else "bash"  # BusyBox sh: POSIX plus pipefail
+    proc = subprocess.run([exe, "-s", dialect, "-"], input=script.text, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout
+
+
+def _first(prefix: str, **where: str) -> Script:
+    for s in SCRIPTS:
+        if s.step_id == prefix and all(w in s.text for w in where.values()):
+            return s
+    raise AssertionError(f"no {prefix} script")
+
+
+def test_plan_writes_json_only_when_show_succeeds(sandbox: Sandbox):
+    script = _first("mig-plan")
+    json_file = sandbox.ws / "plans" / "mig.json"
+    proc, calls, _ = sandbox.run(script, fail="terraform:3")  # init, plan, show
+    assert proc.returncode != 0 and calls[-1].startswith("terraform:3 show -json")
+    assert not json_file.exists()
+    proc, calls, _ = sandbox.run(script)
+    assert proc.returncode == 0 and json_file.read_text() == "stub-terraform-output\n"
+    assert [c.split()[1] for c in calls] == ["init", "plan", "show"]
+
+
+def test_plan_refuses_a_workspace_without_tfvars(sandbox: Sandbox):
+    (sandbox.ws / "tfvars" / "tpu.tfvars.json").unlink()
+    proc, calls, _ = sandbox.run(_first("tpu-plan"))
+    assert proc.returncode != 0 and calls == []
+    assert "tfvars/tpu.tfvars.json is missing" in proc.stderr
+
+
+def test_apply_refuses_a_missing_plan(sandbox: Sandbox):
+    (sandbox.ws / "plans" / "filestore.tfplan").unlink()
+    proc, calls, _ = sandbox.run(_first("filestore-apply"))
+    assert proc.returncode != 0 and calls == []
+
+
+def test_terraform_steps_run_in_the_module_dir(sandbox: Sandbox):
+    for arch, env in (("node", NODE_ENV), ("vm", VM_ENV)):
+        settings = load_text(env.read_text(), env)
+        script = next(s for s in SCRIPTS if s.step_id == "tpu-plan" and s.arch == arch)
+        # the stub records where it ran
+        probe = Script(script.step_id, script.shell, script.text.replace(
+            "terraform init", 'pwd > "$STUB_DIR/cwd"; terraform init', 1), script.env, arch)
+        proc, _, stub_dir = sandbox.run(probe)
+        assert proc.returncode == 0
+        assert (stub_dir / "cwd").read_text().strip() == str(sandbox.ws / module_dir(settings, "tpu"))
+
+
+def test_restore_fails_without_a_snapshot(sandbox: Sandbox):
+    script = _first("shared_pd-restore")
+    proc, _, _ = sandbox.run(script, output="")
+    assert proc.returncode != 0
+    assert "no READY snapshot labelled tpubuild-env=tpu-dev1" in proc.stderr
+    proc, _, _ = sandbox.run(script, output="pd-tpu-dev1-20240101-000000\n")
+    assert proc.returncode == 0
+    assert (sandbox.ws / "plans" / "shared_pd.snapshot").read_text() == "pd-tpu-dev1-20240101-000000\n"
+
+
+def test_snapshot_names_the_snapshot_or_skips_a_missing_disk(sandbox: Sandbox):
+    script = _first("shared_pd-snapshot")
+    proc, calls, _ = sandbox.run(script, output="")
+    assert proc.returncode == 0 and len(calls) == 1 and "nothing to snapshot" in proc.stdout
+    proc, calls, _ = sandbox.run(script)
+    assert proc.returncode == 0 and "compute snapshots create pd-tpu-dev1-" in calls[1]
+    taken = (sandbox.ws / "plans" / "shared_pd.snapshot-taken").read_text().strip()
+    assert f"took snapshot {taken} of disk pd-tpu-dev1" in proc.stdout
+    assert "tpubuild-build=0b5c3a5e-1f2d-4c1e-9a7b-3d2f1e0c9b8a" in calls[1]
+
+
+def test_backup_skips_a_missing_instance(sandbox: Sandbox):
+    script = _first("filestore-backup")
+    proc, calls, _ = sandbox.run(script, output="")
+    assert proc.returncode == 0 and len(calls) == 1 and "nothing to back up" in proc.stdout
+    proc, calls, _ = sandbox.run(script)
+    assert proc.returncode == 0 and "filestore backups create nfs-" in calls[1]
+
+
+def test_seeder_gets_its_environment(sandbox: Sandbox):
+    script = next(s for s in SCRIPTS if s.step_id == "shared_pd-seed" and s.arch == "vm" and "ALLOW_WIPE=true" in s.text)
+    proc, calls, stub_dir = sandbox.run(script)
+    assert proc.returncode == 0, proc.stderr
+    seen = dict(line.split("=", 1) for line in (stub_dir / "seeder.env").read_text().splitlines())
+    assert seen == {
+        "ALLOW_WIPE": "true", "DISK_NAME": "pd-v4-pod", "ENV_BUILD_NAME": "v4-pod",
+        "GCS_DATASET": "gs://my-tpu-project-datasets/wikitext/*", "PROJECT_ID": "my-tpu-project",
+        "SEED_PREP_SCRIPT": "", "SEED_TIMEOUT_S": seen["SEED_TIMEOUT_S"],
+        "WORKSPACE_GCS": "gs://my-tpu-project-v4-pod-tf-backend/workspace/v4-pod", "ZONE": "us-central2-b",
+        "SEED_NETWORK": "default", "SEED_SUBNET": "",
+        "SEED_SERVICE_ACCOUNT": "tb-v4-pod-sd@my-tpu-project.iam.gserviceaccount.com",
+    }
+    assert int(seen["SEED_TIMEOUT_S"]) > 0
+    assert [c.split(" ", 1)[1] for c in calls] == ["compute instances create seeder-vm",
+                                                   "compute instances delete seeder-vm"]
+
+
+#: gcloud for the real run_seeder.sh: no seeder VM left over, a free disk, the VM reports done.
+SEED_GCLOUD = """#!/usr/bin/env bash
+printf '%s\\n' "$*" >> "${STUB_DIR:?}/gcloud.log"
+case "$*" in
+  "compute instances describe "*) exit 1 ;;
+  "compute disks describe "*) echo "" ;;
+  "compute instances get-guest-attributes "*) echo "done:copied 3 objects" ;;
+esac
+"""
+
+
+@pytest.mark.parametrize(("arch", "overrides", "network", "subnet"), [
+    ("vm", {"NETWORK": "tpu-net", "SUBNETWORK": "tpu-subnet-us"}, "tpu-net", "tpu-subnet-us"),
+    ("node", {"NETWORK": "corp-vpc", "SUBNETWORK": None}, "corp-vpc", None),
+])
+def test_seeder_vm_uses_the_environments_network_and_seeder_account(
+        tmp_path: Path, arch: str, overrides: dict[str, str | None], network: str, subnet: str | None) -> None:
+    """The rendered seed step, run under bash with the real run_seeder.sh, creates the VM in
+    NETWORK/SUBNETWORK as the account shared_pd creates (the id tfvars gives it), never with
+    gcloud's defaults (network default, the project's default compute account)."""
+    from builder import tfvars
+
+    base = ENVS[arch]
+    settings = load_text(rewrite_env(base.read_text(), **overrides), REPO / base.name)
+    step = next(st for st in render(settings, make_plan(settings, "create"))["steps"] if st["id"] == "shared_pd-seed")
+    ws, bin_dir, stub_dir = tmp_path / "workspace", tmp_path / "bin", tmp_path / "stub"
+    shutil.copytree(REPO / "env_setup" / "seeder", ws / "env_setup" / "seeder")
+    bin_dir.mkdir()
+    stub_dir.mkdir()
+    (bin_dir / "gcloud").write_text(SEED_GCLOUD)
+    (bin_dir / "gcloud").chmod(0o755)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp_path), "LANG": "C.UTF-8",
+           "WORKSPACE": str(ws), "STUB_DIR": str(stub_dir), "SEED_POLL_S": "0", **step_env(step)}
+    proc = subprocess.run(["bash", "-c", step_script(step)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    [create] = [c.split() for c in (stub_dir / "gcloud.log").read_text().splitlines()
+                if c.startswith("compute instances create ")]
+    flags = {create[i]: create[i + 1] for i in range(len(create) - 1) if create[i].startswith("--")}
+    assert create[3] == f"seed-{settings.env_name}"
+    assert flags["--network"] == network
+    assert flags.get("--subnet") == subnet
+    account = flags["--service-account"]
+    assert account == f"{tfvars.for_module(settings, 'shared_pd')['seeder_service_account_id']}@{settings.project_id}.iam.gserviceaccount.com"
+    assert account == f"tb-{settings.env_name}-sd@{settings.project_id}.iam.gserviceaccount.com"
+    assert account != settings.worker_service_account, "the hosts' account does not exist yet on a first create"
+
+
+def test_finalize_gets_the_build_id(sandbox: Sandbox):
+    proc, calls, _ = sandbox.run(_first("finalize"))
+    assert proc.returncode == 0
+    assert calls[-1].startswith("tpubuild:1 finalize --build-id 0b5c3a5e-1f2d-4c1e-9a7b-3d2f1e0c9b8a --action ")
+    assert calls[0].startswith("pip:1 install -q --no-index --find-links")

@@ -1,0 +1,141 @@
+"""Real Terraform against the stand-in provider (tools/tfstandin): helpers for tests/terraform/test_terraform.py.
+
+* ``standin_terraform()``: the tools a real-Terraform test needs (``require``: a skip on a laptop, a
+  failure in CI), then a ``Terraform`` on the stand-in;
+* ``standin_env()``: installs the stand-in (cached) and returns the environment Terraform needs
+  (``TF_CLI_CONFIG_FILE`` → a mirror holding only the stand-in google/google-beta 6.50.0);
+* ``Terraform``: runs ``terraform`` in a folder and returns the completed process;
+* ``Workspace``: a copy of ``modules/`` (and ``env_setup/``, which the modules read with
+  ``file()``) in a temporary folder where each root module gets an override file
+  (``tpubuild_standin_override.tf``): the backend becomes ``local`` (``<ws>/state/<plan module>.tfstate``)
+  and every ``terraform_remote_state`` reads the local state of the plan module its GCS prefix
+  names (``"${var.env_name}/filestore"`` → ``state/filestore.tfstate``), so applying the plan
+  modules in the pipeline's order gives each one real (fake-applied) upstream outputs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import REPO, require
+
+TOOLS = REPO / "tools" / "tfstandin"
+MODULES = REPO / "modules"
+OVERRIDE = "tpubuild_standin_override.tf"
+_REMOTE = re.compile(r'data\s+"terraform_remote_state"\s+"(\w+)"\s*\{(.*?)\n\}', re.S)
+_PREFIX = re.compile(r'prefix\s*=\s*"[^"]*/(\w+)"')
+
+
+def module_dirs() -> list[Path]:
+    """Every Terraform module under modules/ (a folder with .tf files), roots and children; not
+    modules/_shared, the files they link (modules/_shared/README.md)."""
+    return sorted(p for p in MODULES.iterdir() if p.is_dir() and p.name != "_shared" and any(p.glob("*.tf")))
+
+
+def is_root(path: Path) -> bool:
+    return any(re.search(r'^\s*backend\s+"', f.read_text(), re.M) for f in path.glob("*.tf"))
+
+
+def standin_env() -> dict[str, str]:
+    sys.path.insert(0, str(TOOLS))
+    try:
+        import install  # noqa: E402  (tools/tfstandin is not a package)
+    finally:
+        sys.path.remove(str(TOOLS))
+    return {**os.environ, **install.install().env()}
+
+
+class Terraform:
+    def __init__(self, env: dict[str, str], exe: str = "terraform") -> None:
+        self.env = env
+        self.exe = exe
+
+    def __call__(self, cwd: Path, *args: str, check: bool = True, extra_env: dict[str, str] | None = None
+                 ) -> subprocess.CompletedProcess[str]:
+        env = {**self.env, **(extra_env or {})}
+        proc = subprocess.run([self.exe, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"terraform {' '.join(args)} in {cwd} failed ({proc.returncode}):\n"
+                                 f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        return proc
+
+    def init(self, cwd: Path, *, backend: bool = True) -> None:
+        args = ["init", "-input=false", "-no-color"] + ([] if backend else ["-backend=false"])
+        self(cwd, *args)
+
+    def plan_json(self, cwd: Path, name: str, *args: str) -> dict[str, Any]:
+        """``terraform plan -out`` then ``show -json``; the plan file stays as ``<name>.tfplan``."""
+        self(cwd, "plan", "-input=false", "-no-color", "-lock=false", f"-out={name}.tfplan", *args)
+        shown = self(cwd, "show", "-json", f"{name}.tfplan")
+        return json.loads(shown.stdout)
+
+
+class Workspace:
+    def __init__(self, root: Path, modules: Path = MODULES, state: Path | None = None) -> None:
+        self.root = root
+        self.state = state or root / "state"
+        self.state.mkdir(parents=True, exist_ok=True)
+        ignore = shutil.ignore_patterns(".terraform", "*.tfstate*", ".terraform.lock.hcl", OVERRIDE)
+        shutil.copytree(modules, root / "modules", ignore=ignore, dirs_exist_ok=True)
+        shutil.copytree(REPO / "env_setup", root / "env_setup", ignore=ignore, dirs_exist_ok=True)
+
+    def module(self, directory: str, plan_module: str, tfvars: dict[str, Any] | None = None) -> Path:
+        """Prepare ``modules/<directory>`` (repo-relative dir name) for plan module ``plan_module``."""
+        path = self.root / "modules" / Path(directory).name
+        source = "\n".join(f.read_text() for f in sorted(path.glob("*.tf")) if f.name != OVERRIDE)
+        lines = ["terraform {", "  backend \"local\" {", f"    path = {json.dumps(str(self.state / (plan_module + '.tfstate')))}",
+                 "  }", "}"]
+        for name, body in _REMOTE.findall(source):
+            prefix = _PREFIX.search(body)
+            assert prefix, f"{directory}: terraform_remote_state.{name} has no recognisable prefix"
+            target = self.state / f"{prefix.group(1)}.tfstate"
+            lines += [f'data "terraform_remote_state" "{name}" {{', '  backend = "local"',
+                      f"  config = {{ path = {json.dumps(str(target))} }}", "}"]
+        (path / OVERRIDE).write_text("\n".join(lines) + "\n")
+        if tfvars is not None:
+            (path / "terraform.tfvars.json").write_text(json.dumps(tfvars, indent=1))
+        return path
+
+
+def resources(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every resource of ``planned_values`` (root and child modules)."""
+    out: list[dict[str, Any]] = []
+
+    def walk(module: dict[str, Any]) -> None:
+        out.extend(module.get("resources", []))
+        for child in module.get("child_modules", []):
+            walk(child)
+
+    walk(plan.get("planned_values", {}).get("root_module", {}))
+    return out
+
+
+def counts(plan: dict[str, Any]) -> dict[str, int]:
+    """{create, update, delete, no-op, ...} over managed resource_changes."""
+    out: dict[str, int] = {}
+    for change in plan.get("resource_changes", []):
+        if change.get("mode") != "managed":
+            continue
+        key = "+".join(change["change"]["actions"])
+        out[key] = out.get(key, 0) + 1
+    return out
+
+
+def standin_terraform() -> "Terraform":
+    """terraform, npm and the stand-in's Python packages (``require`` each), then a ``Terraform``
+    whose environment installs only the stand-in provider."""
+    require("terraform", shutil.which("terraform") is not None, "https://developer.hashicorp.com/terraform/install")
+    require("npm", shutil.which("npm") is not None, "apt-get install npm")
+    try:
+        import msgpack  # noqa: F401
+        from tf.gen import tfplugin_pb2  # noqa: F401
+    except ImportError as exc:
+        require("the stand-in's Python packages", False, f"pip install msgpack && pip install --no-deps tf==1.2.0 ({exc})")
+    return Terraform(standin_env())

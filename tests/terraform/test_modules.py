@@ -1,0 +1,653 @@
+"""Offline checks of modules/: parsing, formatting, conventions, wiring, the real provider schema,
+and checkov.
+
+There is no cloud and no provider binary here, so the modules are checked against real
+artefacts: python-hcl2 parses every file, ``terraform fmt`` formats (when on PATH), the schema of
+hashicorp/google and google-beta 6.50.0 (extracted from the cdktf packages by
+tools/provider_schema.py into tests/data/provider_schema.json) validates every argument and
+block, and checkov scans for security misconfigurations.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO, require
+from tests.terraform.test_modules_hcl import (
+    ALL_DIRS, CHILD_DIRS, META_ATTRS, META_BLOCKS, MODULE_DIRS, MODULES, SHARED, Module, bind, body_parts, call_args,
+    call_errors, call_source, child_of, expressions, load_dir, load_module, parse_file, refs, remote_outputs,
+    unquote, write_module,
+)
+
+SCHEMA = json.loads((REPO / "tests" / "data" / "provider_schema.json").read_text())
+TF_FILES = sorted(MODULES.rglob("*.tf"))
+#: remote-state prefix (plan module) → module dir, for the architecture of the reading module.
+REMOTE_DIR = {
+    "mig": {"tpu": "tpu_node", "filestore": "filestore", "shared_pd": "shared_pd"},
+    "tpu_vm": {"filestore": "filestore", "shared_pd": "shared_pd"},
+    "tpu_mig": {"tpu": "tpu_mig_access", "filestore": "filestore", "shared_pd": "shared_pd"},
+}
+
+
+def test_every_module_is_there() -> None:
+    assert sorted(p.name for p in MODULES.iterdir() if p.is_dir() and p != SHARED) == sorted(ALL_DIRS)
+    assert len(TF_FILES) >= 4 * len(ALL_DIRS)
+
+
+@pytest.mark.parametrize("path", TF_FILES, ids=lambda p: str(p.relative_to(MODULES)))
+def test_every_tf_file_parses(path: Path) -> None:
+    parsed = parse_file(path)
+    assert parsed, f"{path} is empty"
+
+
+def test_terraform_fmt() -> None:
+    exe = shutil.which("terraform")
+    if exe is None:
+        pytest.skip("terraform is not on PATH")
+    proc = subprocess.run([exe, "fmt", "-check", "-recursive", "-diff", str(MODULES)], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "TF_CLI_CONFIG_FILE": os.devnull})
+    assert proc.returncode == 0, f"terraform fmt would change:\n{proc.stdout}{proc.stderr}"
+
+
+# ---- conventions (terraform-google-modules) ----
+
+def _own_files(mod: Module, versions: str, extra: set[str]) -> dict[str, Any]:
+    """The module's layout: main.tf, variables.tf, outputs.tf, versions.tf (a link to the shared
+    pin ``versions``), the shared variables it links (``var_*.tf``) and the ``extra`` files it may
+    have. Returns the merged ``terraform`` block (an override file adds to versions.tf's)."""
+    files = set(mod.files)
+    assert {"main.tf", "variables.tf", "outputs.tf", "versions.tf"} <= files
+    assert os.readlink(mod.path / "versions.tf") == f"../_shared/{versions}", "one provider pin, linked"
+    for name in sorted(files - {"main.tf", "variables.tf", "outputs.tf", "versions.tf"} - extra):
+        assert name.startswith("var_") and os.readlink(mod.path / name) == f"../_shared/{name}", \
+            f"{mod.path.name}/{name}: only the four files, {sorted(extra)} and shared var_*.tf links"
+    for name in ("main.tf", "variables.tf", "outputs.tf", *sorted(extra & files)):
+        assert not (mod.path / name).is_symlink(), f"{mod.path.name}/{name} is the module's own file"
+    [tf, *override] = mod.terraform
+    assert len(override) == ("versions_override.tf" in files)
+    merged = {**tf, "required_providers": [{k: v for block in mod.terraform for k, v in block["required_providers"][0].items()}]}
+    for block in override:
+        assert set(block) - {"__is_block__", "__comments__"} == {"required_providers"}, "the override only adds providers"
+    return merged
+
+
+@pytest.mark.parametrize("name", MODULE_DIRS)
+def test_root_module_with_gcs_backend_and_pinned_providers(name: str) -> None:
+    mod = load_module(name)
+    # google-beta only where a resource needs it: an override file adds it to the shared pin
+    tf = _own_files(mod, "versions.tf", {"moved.tf"} | ({"versions_override.tf"} if name == "tpu_vm" else set()))
+    if "moved.tf" in mod.files:
+        assert {k for k in mod.files["moved.tf"] if not k.startswith("__")} == {"moved"}, "moved.tf holds moved blocks only"
+    assert not [f for f, parsed in mod.files.items() if f != "moved.tf" and "moved" in parsed]
+    assert (mod.path / "README.md").is_file()
+    assert unquote(tf["required_version"]) == ">= 1.5"
+    [backend] = tf["backend"]
+    assert [unquote(k) for k in backend if not k.startswith("__")] == ["gcs"]
+    assert not [k for k in backend['"gcs"'] if not k.startswith("__")], "bucket and prefix come from -backend-config"
+    providers = {k: v for k, v in tf["required_providers"][0].items() if not k.startswith("__")}
+    want = {"google"} | ({"google-beta"} if name == "tpu_vm" else set())
+    assert set(providers) == want
+    for prov, spec in providers.items():
+        assert unquote(spec["source"]) == f"hashicorp/{prov}"
+        assert unquote(spec["version"]) == ">= 5, < 7"
+    assert set(mod.providers) == want, "every required provider is configured (project from var.project_id)"
+
+
+@pytest.mark.parametrize("name", CHILD_DIRS)
+def test_child_module_without_backend_or_provider_config(name: str) -> None:
+    """A child module's resources live in its caller's state, with its caller's provider."""
+    mod = load_module(name)
+    tf = _own_files(mod, "versions_child.tf", set())
+    assert (mod.path / "README.md").is_file()
+    assert unquote(tf["required_version"]) == ">= 1.5"
+    assert "backend" not in tf and "cloud" not in tf, "a child module has no backend"
+    providers = {k: v for k, v in tf["required_providers"][0].items() if not k.startswith("__")}
+    assert set(providers) == {"google"}
+    assert unquote(providers["google"]["source"]) == "hashicorp/google"
+    assert unquote(providers["google"]["version"]) == ">= 5, < 7"
+    assert mod.providers == {}, "providers come from the caller"
+    assert mod.calls == {} and mod.moved == [], "children stay flat"
+    assert not [k for k in mod.data if k[0] == "terraform_remote_state"], "state is read by the roots only"
+    assert mod.resources, "a child module creates something"
+
+
+def test_tpu_node_readme_says_why_the_pin() -> None:
+    text = (MODULES / "tpu_node" / "README.md").read_text()
+    assert re.search(r"7\.0 removed .*google_tpu_node|google_tpu_node.* removed in .*7\.0", text, re.S)
+
+
+@pytest.mark.parametrize("name", ALL_DIRS)
+def test_variables_have_description_type_and_validation(name: str) -> None:
+    mod = load_module(name)
+    for var, body in mod.variables.items():
+        assert unquote(body.get("description", "")).strip(), f"{name}: variable {var} has no description"
+        assert "type" in body, f"{name}: variable {var} has no type"
+        if body["type"] != "bool":
+            assert body.get("validation"), f"{name}: variable {var} ({body['type']}) can be wrong but has no validation"
+        for val in body.get("validation", []):
+            assert refs(val["condition"]) <= {("var", var, "")}, f"{name}: {var}'s validation may refer only to itself"
+            assert unquote(val["error_message"]).endswith("."), f"{name}: {var}: error_message must be a sentence"
+
+
+@pytest.mark.parametrize("name", ALL_DIRS)
+def test_outputs_have_descriptions(name: str) -> None:
+    for out, body in load_module(name).outputs.items():
+        assert unquote(body.get("description", "")).strip(), f"{name}: output {out} has no description"
+
+
+@pytest.mark.parametrize("name", ALL_DIRS)
+def test_readme_lists_every_input_and_output(name: str) -> None:
+    mod = load_module(name)
+    text = (mod.path / "README.md").read_text()
+    assert "## Inputs" in text and "## Outputs" in text
+    inputs = text.split("## Inputs", 1)[1].split("## Outputs", 1)[0]
+    outputs = text.split("## Outputs", 1)[1]
+    rows_in = set(re.findall(r"^\| `(\w+)` \|", inputs, re.M))
+    rows_out = set(re.findall(r"^\| `(\w+)` \|", outputs, re.M))
+    assert rows_in == set(mod.variables), f"{name}/README.md Inputs table != variables.tf"
+    assert rows_out == set(mod.outputs), f"{name}/README.md Outputs table != outputs.tf"
+
+
+# ---- wiring: variables, locals, remote state ----
+
+def _used(mod: Module, kind: str) -> set[str]:
+    # a variable's own validation refers to itself: that is not a use
+    return {name for k, name, _ in refs(mod.code(with_variables=False)) if k == kind}
+
+
+@pytest.mark.parametrize("name", ALL_DIRS)
+def test_every_variable_declared_and_used(name: str) -> None:
+    mod = load_module(name)
+    used = _used(mod, "var")
+    assert used - set(mod.variables) == set(), f"{name}: var.X used but not declared"
+    assert set(mod.variables) - used == set(), f"{name}: variable declared but never used"
+
+
+@pytest.mark.parametrize("name", ALL_DIRS)
+def test_every_local_defined_and_used(name: str) -> None:
+    mod = load_module(name)
+    used = _used(mod, "local")
+    assert used - set(mod.locals) == set(), f"{name}: local.X used but not defined"
+    assert set(mod.locals) - used == set(), f"{name}: local defined but never used"
+
+
+@pytest.mark.parametrize("name", ALL_DIRS)
+def test_resource_and_data_references_exist(name: str) -> None:
+    mod = load_module(name)
+    for kind, a, b in refs(mod.code()):
+        if kind == "resource":
+            assert (a, b) in mod.resources, f"{name}: {a}.{b} is referenced but not defined"
+        if kind == "data":
+            assert (a, b) in mod.data, f"{name}: data.{a}.{b} is referenced but not defined"
+        if kind == "module":
+            assert a in mod.calls, f"{name}: module.{a} is referenced but not called"
+            assert b == "" or b in child_of(mod, a).outputs, f"{name}: module.{a}.{b} is not an output of the child"
+
+
+def _remote_prefix(body: dict[str, Any]) -> tuple[str, str]:
+    config = body["config"]
+    return config["bucket"], unquote(config["prefix"])
+
+
+@pytest.mark.parametrize("name", sorted(REMOTE_DIR))
+def test_remote_state_outputs_exist_in_the_source_module(name: str) -> None:
+    mod = load_module(name)
+    states = {n: body for (t, n), body in mod.data.items() if t == "terraform_remote_state"}
+    assert set(states) == set(REMOTE_DIR[name]), f"{name} reads the state of {sorted(states)}"
+    for state, body in states.items():
+        assert unquote(body["backend"]) == "gcs"
+        bucket, prefix = _remote_prefix(body)
+        assert bucket == "${var.state_bucket}"
+        assert prefix == "${var.env_name}/" + state, "prefix is <env>/<plan module> (the pipeline's -backend-config)"
+    everything = [body for parsed in mod.files.values() for body in parsed.values()]
+    used = remote_outputs(everything)
+    assert {s for s, _ in used} == set(states), f"{name}: a remote state is read but never used"
+    for state, output in used:
+        source = load_module(REMOTE_DIR[name][state])
+        assert output in source.outputs, f"{name} reads {state}.outputs.{output}, which modules/{source.path.name} does not output"
+
+
+def test_remote_state_check_catches_a_missing_output(tmp_path: Path) -> None:
+    mod = write_module(tmp_path, 'output "x" {\n  value = data.terraform_remote_state.filestore.outputs.nfs_ipp\n}\n')
+    used = remote_outputs([b for parsed in mod.files.values() for b in parsed.values()])
+    assert used == {("filestore", "nfs_ipp")} and "nfs_ipp" not in load_module("filestore").outputs
+
+
+# ---- module calls: roots → child modules ----
+
+#: Which roots call which child module (by call name). A child that nobody calls is dead code.
+#: Call names are unique across roots: checkov reports a child's resource by its address
+#: (module.<call>.<type>.<name>), so two roots with the same call name would leave one unreported.
+CALLS = {
+    "mig": {"mig_identity": "host_identity", "mig_firewall": "host_firewall"},
+    "tpu_vm": {"tpu_vm_identity": "host_identity", "tpu_vm_firewall": "host_firewall", "ttl": "ttl"},
+    "shared_pd": {"seeder_identity": "host_identity"},
+    "tpu_node": {},
+    "filestore": {},
+    "tpu_mig_access": {"slice_identity": "host_identity", "slice_firewall": "host_firewall"},
+    "tpu_mig": {"slice_ttl": "ttl"},
+    "dashboard": {},
+}
+
+
+@pytest.mark.parametrize("name", MODULE_DIRS)
+def test_module_calls_pass_declared_and_required_variables(name: str) -> None:
+    mod = load_module(name)
+    assert {call: call_source(mod, call).name for call in mod.calls} == CALLS[name]
+    assert call_errors(mod) == []
+    for call in mod.calls:
+        child = child_of(mod, call)
+        assert call_source(mod, call).parent == MODULES and child.path.name in CHILD_DIRS
+        for arg in call_args(mod, call):
+            # passing what the child has a default for is fine; but a root passes no defaults on by hand
+            assert arg in child.variables
+
+
+def test_every_child_module_is_called_and_call_names_are_unique() -> None:
+    called = {child for calls in CALLS.values() for child in calls.values()}
+    assert called == set(CHILD_DIRS)
+    names = [call for calls in CALLS.values() for call in calls]
+    assert len(names) == len(set(names))
+
+
+def test_call_check_catches_an_unknown_or_missing_input(tmp_path: Path) -> None:
+    import shutil as _sh
+    _sh.copytree(MODULES / "host_firewall", tmp_path / "host_firewall")
+    root = write_module(tmp_path / "root", '''
+module "fw" {
+  source               = "../host_firewall"
+  network              = "default"
+  name                 = "worker-x"
+  network_tag          = "worker-x"
+  internal_description = "between the workers"
+  internal_ranges      = ["10.0.0.0/8"]
+}
+module "gone" {
+  source = "../host_nothing"
+}
+module "remote" {
+  source  = "terraform-google-modules/network/google"
+  version = "9.0.0"
+}
+''')
+    assert call_errors(root) == [
+        "root: module.fw: internal_ranges is not a variable of ../host_firewall",
+        "root: module.fw: required variable hosts of ../host_firewall is not passed",
+        "root: module.gone: source ../host_nothing is not a module directory",
+        "root: module.remote: source 'terraform-google-modules/network/google' is not a sibling directory (../<child>)",
+    ]
+
+
+def test_child_modules_are_not_plan_modules() -> None:
+    """builder/tfvars.py writes tfvars for plan modules only; a child module gets its inputs from
+    its caller, so no plan module may map to a child's directory."""
+    from builder import plan
+    from builder.config import load
+    from tests.conftest import EXAMPLES, NODE, SHIPPED
+    seen = set()
+    for env in [SHIPPED, NODE, *sorted(EXAMPLES.glob("*.env"))]:
+        settings = load(env)
+        for module in plan.make_plan(settings, "create").modules:
+            seen.add(plan.module_dir(settings, module).removeprefix("modules/"))
+    assert seen == set(MODULE_DIRS), "every root is some plan module's directory, and no child is"
+
+
+# ---- moved blocks: the refactor into child modules keeps every remote object ----
+
+#: Addresses that existed before the refactor (with their count/for_each), by root module. Each
+#: must be the ``from`` of a moved block, or an existing environment would destroy and recreate
+#: the service account (new unique id: grants made by hand are lost) and the firewall rules.
+FORMER = {
+    "mig": {"google_service_account.worker": "", "google_project_iam_member.worker": "for_each",
+            "google_storage_bucket_iam_member.dataset": "count", "google_storage_bucket_iam_member.workspace": "",
+            "google_compute_firewall.iap_ssh": "", "google_compute_firewall.internal": ""},
+    "tpu_vm": {"google_service_account.worker": "", "google_project_iam_member.worker": "for_each",
+               "google_storage_bucket_iam_member.dataset": "count", "google_storage_bucket_iam_member.workspace": "",
+               "google_compute_firewall.iap_ssh": "", "google_compute_firewall.internal": ""},
+    "shared_pd": {"google_service_account.seeder": "", "google_project_iam_member.seeder": "",
+                  "google_storage_bucket_iam_member.seeder_dataset": "count",
+                  "google_storage_bucket_iam_member.seeder_workspace": ""},
+}
+_TO = re.compile(r'^module\.(\w+)\.(google_\w+)\.(\w+)(?:\["([^"]+)"\])?$')
+
+
+def _repetition(body: dict[str, Any]) -> str:
+    return "for_each" if "for_each" in body else "count" if "count" in body else ""
+
+
+#: Module calls added after the split into child modules: nothing existed before them to move.
+NEW_CALLS = frozenset({"ttl"})
+
+
+def moved_errors(mod: Module, former: dict[str, str]) -> list[str]:
+    errors = []
+    name = mod.path.name
+    froms = [f for f, _ in mod.moved]
+    for dup in sorted({f for f in froms if froms.count(f) > 1}):
+        errors.append(f"{name}: {dup} is moved twice")
+    for old in sorted(set(former) - set(froms)):
+        errors.append(f"{name}: {old} is not moved (it would be destroyed and created again)")
+    targets = set()
+    for old, new in mod.moved:
+        where = f"{name}: moved {old} -> {new}"
+        if old not in former:
+            errors.append(f"{where}: {old} is not a former address")
+            continue
+        old_type, old_name = old.split(".")
+        if (old_type, old_name) in mod.resources:
+            errors.append(f"{where}: {old} still exists in the module")
+        m = _TO.match(new)
+        if not m:
+            errors.append(f"{where}: the target is not a resource of a child module")
+            continue
+        call, new_type, new_name, key = m.groups()
+        if call not in mod.calls:
+            errors.append(f"{where}: module.{call} is not called")
+            continue
+        child = child_of(mod, call)
+        body = child.resources.get((new_type, new_name))
+        if new_type != old_type or body is None:
+            errors.append(f"{where}: no {old_type}.{new_name} in {call_source(mod, call).name}")
+            continue
+        targets.add((call, new_type, new_name))
+        if key is None and _repetition(body) != former[old]:
+            errors.append(f"{where}: {former[old] or 'single'} -> {_repetition(body) or 'single'} needs instance keys")
+        if key is not None:
+            keys = bind(body.get("for_each"), call_args(mod, call))
+            if former[old] or not isinstance(keys, list) or f'"{key}"' not in keys:
+                errors.append(f"{where}: [{key!r}] is not an instance the call creates")
+    for call in mod.calls:
+        if call in NEW_CALLS:
+            continue
+        for new_type, new_name in child_of(mod, call).resources:
+            if (call, new_type, new_name) not in targets:
+                errors.append(f"{name}: module.{call}.{new_type}.{new_name} is new: nothing moves into it")
+    return errors
+
+
+@pytest.mark.parametrize("name", sorted(FORMER))
+def test_moved_blocks_carry_every_former_address_into_the_child(name: str) -> None:
+    assert moved_errors(load_module(name), FORMER[name]) == []
+
+
+@pytest.mark.parametrize("name", sorted(set(MODULE_DIRS) - set(FORMER) - {"tpu_mig_access", "tpu_mig"}))  # born with children (tpu_mig: its TTL, new)
+def test_modules_without_children_move_nothing(name: str) -> None:
+    mod = load_module(name)
+    assert mod.moved == [] and mod.calls == {}
+
+
+def test_moved_check_catches_what_it_should(tmp_path: Path) -> None:
+    for child in CHILD_DIRS:
+        shutil.copytree(MODULES / child, tmp_path / child)
+    mig = load_module("mig")
+    (tmp_path / "mig").mkdir()
+    for f in ("main.tf", "variables.tf"):
+        shutil.copy(mig.path / f, tmp_path / "mig" / f)
+    (tmp_path / "mig" / "moved.tf").write_text('''
+moved {
+  from = google_service_account.worker
+  to   = module.mig_identity.google_service_account.worker
+}
+moved {
+  from = google_project_iam_member.worker
+  to   = module.mig_identity.google_project_iam_member.project["roles/editor"]
+}
+moved {
+  from = google_storage_bucket_iam_member.dataset
+  to   = module.mig_identity.google_storage_bucket_iam_member.dataset
+}
+moved {
+  from = google_storage_bucket_iam_member.dataset
+  to   = module.mig_identity.google_storage_bucket_iam_member.workspace
+}
+moved {
+  from = google_compute_firewall.iap_ssh
+  to   = module.network.google_compute_firewall.iap_ssh
+}
+''')
+    errors = "\n".join(moved_errors(load_dir(tmp_path / "mig"), FORMER["mig"]))
+    assert "google_compute_firewall.internal is not moved" in errors
+    assert "google_storage_bucket_iam_member.dataset is moved twice" in errors
+    assert "no google_service_account.worker in host_identity" in errors
+    assert "['roles/editor'] is not an instance the call creates" in errors
+    assert "module.network is not called" in errors
+    assert "module.mig_identity.google_service_account.this is new: nothing moves into it" in errors
+    assert "module.mig_firewall.google_compute_firewall.internal is new" in errors
+
+
+# ---- the real provider schema ----
+
+def _provider_of(attrs: dict[str, Any]) -> str:
+    raw = attrs.get("provider", "google")
+    return unquote(raw).removeprefix("${").removesuffix("}").split(".")[0]
+
+
+def schema_errors(where: str, attrs_blocks: tuple[dict[str, Any], dict[str, list[tuple[dict[str, Any], bool]]]],
+                  schema: dict[str, Any], top: bool) -> list[str]:
+    attrs, blocks = attrs_blocks
+    errors: list[str] = []
+    for name in attrs:
+        if top and name in META_ATTRS:
+            continue
+        if name not in schema["attributes"]:
+            what = "a block, not an argument" if name in schema["blocks"] else "not an argument"
+            errors.append(f"{where}: {name} is {what}")
+    for name, spec in schema["attributes"].items():
+        if spec["required"] and name not in attrs:
+            errors.append(f"{where}: required argument {name} is missing")
+    for name, occurrences in blocks.items():
+        if top and name in META_BLOCKS:
+            continue
+        if name not in schema["blocks"]:
+            errors.append(f"{where}: {name} is not a block of this resource")
+            continue
+        sub = schema["blocks"][name]
+        if sub["max_one"] and len(occurrences) > 1:
+            errors.append(f"{where}: at most one {name} block")
+        for i, (body, _) in enumerate(occurrences):
+            errors += schema_errors(f"{where}.{name}[{i}]", body_parts(body), sub, top=False)
+    for name, spec in schema["blocks"].items():
+        if spec["required"] and name not in blocks:
+            errors.append(f"{where}: required block {name} is missing")
+    return errors
+
+
+def module_schema_errors(mod: Module) -> list[str]:
+    errors: list[str] = []
+    for section, items in (("resources", mod.resources), ("data_sources", mod.data)):
+        for (tf_type, name), body in items.items():
+            if not tf_type.startswith("google_"):
+                continue
+            attrs, blocks = body_parts(body)
+            provider = _provider_of(attrs)
+            schema = SCHEMA[provider][section].get(tf_type)
+            where = f"{mod.path.name}: {tf_type}.{name} ({provider})"
+            if schema is None:
+                errors.append(f"{where}: {tf_type} is not a {section[:-1]} of {provider} {SCHEMA['_stamp']['providers'][provider]}")
+                continue
+            errors += schema_errors(where, (attrs, blocks), schema, top=True)
+    return errors
+
+
+def test_schema_is_stamped() -> None:
+    stamp = SCHEMA["_stamp"]
+    assert stamp["packages"] == {"@cdktf/provider-google": "16.12.1", "@cdktf/provider-google-beta": "16.12.1"}
+    assert stamp["providers"] == {"google": "hashicorp/google 6.50.0", "google-beta": "hashicorp/google-beta 6.50.0"}
+    assert stamp["tool"].startswith("tools/provider_schema.py")
+    # google_tpu_v2_vm is a beta-only resource; google_tpu_node is in both (until 7.0)
+    assert "google_tpu_v2_vm" in SCHEMA["google-beta"]["resources"]
+    assert "google_tpu_v2_vm" not in SCHEMA["google"]["resources"]
+
+
+def test_schema_covers_every_type_the_modules_use() -> None:
+    used = {(sec, t) for name in ALL_DIRS for sec, items in (("resources", load_module(name).resources),
+            ("data_sources", load_module(name).data)) for (t, _) in items if t.startswith("google_")}
+    have = {(sec, t) for p in ("google", "google-beta") for sec in ("resources", "data_sources") for t in SCHEMA[p][sec]}
+    assert used <= have, "regenerate: python tools/provider_schema.py --out tests/data/provider_schema.json"
+
+
+@pytest.mark.parametrize("name", ALL_DIRS)
+def test_arguments_and_blocks_exist_in_the_provider_schema(name: str) -> None:
+    assert module_schema_errors(load_module(name)) == []
+
+
+@pytest.mark.parametrize("name", ALL_DIRS)
+def test_referenced_resource_attributes_exist(name: str) -> None:
+    mod = load_module(name)
+    for expr in expressions(mod.code()):
+        for tf_type, res, attr in re.findall(r"(?<![\w.])(google_\w+)\.(\w+)(?:\[[^\]]*\])?\.(\w+)", expr):
+            attrs, _ = body_parts(mod.resources[(tf_type, res)])
+            schema = SCHEMA[_provider_of(attrs)]["resources"][tf_type]
+            known = set(schema["attributes"]) | set(schema["blocks"]) | set(schema["computed"])
+            assert attr in known, f"{name}: {tf_type}.{res}.{attr} is not an attribute of {tf_type}"
+
+
+BROKEN = '''
+resource "google_compute_firewall" "f" {
+  name          = "x"
+  source_ranges = ["10.0.0.0/8"]
+  allow {
+    protocol = "tcp"
+    portz    = ["22"]
+  }
+  log_config {
+    metadata = "INCLUDE_ALL_METADATA"
+  }
+  log_config {
+    metadata = "INCLUDE_ALL_METADATA"
+  }
+  dynamic "deny" {
+    for_each = []
+    content {
+      ports = ["1"]
+    }
+  }
+  colour = "blue"
+}
+resource "google_tpu_v2_vm" "t" {
+  name            = "x"
+  runtime_version = "y"
+}
+'''
+
+
+def test_schema_check_catches_what_it_should(tmp_path: Path) -> None:
+    errors = "\n".join(module_schema_errors(write_module(tmp_path / "broken", BROKEN)))
+    assert "required argument network is missing" in errors
+    assert "allow[0]: portz is not an argument" in errors
+    assert "at most one log_config block" in errors
+    assert "deny[0]: required argument protocol is missing" in errors, "dynamic blocks are checked too"
+    assert "colour is not an argument" in errors
+    assert "google_tpu_v2_vm is not a resource of google hashicorp/google 6.50.0" in errors
+
+
+def test_schema_tool_reads_a_jsii_assembly(tmp_path: Path) -> None:
+    """tools/provider_schema.py on a miniature assembly shaped like the cdktf ones."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("provider_schema", REPO / "tools" / "provider_schema.py")
+    assert spec and spec.loader
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    link = "{@link https://registry.terraform.io/providers/hashicorp/google/6.50.0/docs/resources/x_thing google_x_thing}"
+    p = "@cdktf/provider-google.xThing."
+
+    def prop(name: str, jtype: dict[str, Any], optional: bool, anchor: str) -> dict[str, Any]:
+        remark = f"Docs at Terraform Registry: {{@link https://x/x_thing#{anchor} XThing#{anchor}}}"
+        return {"name": name, "type": jtype, "docs": {"remarks": remark}, **({"optional": True} if optional else {})}
+
+    types = {
+        p + "XThing": {"kind": "class", "base": "cdktf.TerraformResource", "docs": {"summary": f"Represents a {link}."},
+                       "initializer": {"parameters": [{"name": "config", "type": {"fqn": p + "XThingConfig"}}]},
+                       "properties": [{"name": "selfLink", "immutable": True, "type": {"primitive": "string"}}]},
+        p + "XThingConfig": {"kind": "interface", "datatype": True, "interfaces": ["cdktf.TerraformMetaArguments"], "properties": [
+            prop("machineType", {"primitive": "string"}, False, "machine_type"),
+            prop("ipv6Access", {"primitive": "boolean"}, True, "ipv6_access"),
+            prop("bootDisk", {"fqn": p + "XThingBootDisk"}, False, "boot_disk"),
+            prop("nic", {"union": {"types": [{"fqn": "cdktf.IResolvable"}, {"collection": {"kind": "array", "elementtype": {"fqn": p + "XThingNic"}}}]}}, True, "network_interface"),
+        ]},
+        p + "XThingBootDisk": {"kind": "interface", "datatype": True, "properties": [prop("sizeGb", {"primitive": "number"}, True, "size_gb")]},
+        p + "XThingNic": {"kind": "interface", "datatype": True, "properties": [prop("network", {"primitive": "string"}, False, "network")]},
+    }
+    asm = tool.Assembly({"name": "@cdktf/provider-google", "version": "16.12.1", "types": types})
+    out = tool.extract({"google": asm}, {("resources", "google_x_thing")})
+    thing = out["google"]["resources"]["google_x_thing"]
+    assert thing["attributes"] == {"ipv6_access": {"required": False}, "machine_type": {"required": True}}
+    assert thing["blocks"]["boot_disk"]["required"] is True and thing["blocks"]["boot_disk"]["max_one"] is True
+    assert thing["blocks"]["network_interface"] == {"attributes": {"network": {"required": True}}, "blocks": {},
+                                                    "required": False, "max_one": False}
+    assert thing["computed"] == {"self_link": []}
+    assert out["_stamp"]["providers"] == {"google": "hashicorp/google 6.50.0"}
+
+
+# ---- checkov ----
+
+def _checkov() -> str | None:
+    for candidate in (os.environ.get("TPUBUILD_CHECKOV"), shutil.which("checkov"), "/opt/checkov-venv/bin/checkov"):
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+@pytest.fixture(scope="module")
+def checkov_report() -> dict[str, Any]:
+    exe = _checkov()
+    require("checkov", exe is not None, "pip install checkov in its own venv; or set TPUBUILD_CHECKOV")
+    assert exe is not None
+    # Not --quiet: the skipped checks (with their inline reasons) are wanted in the report.
+    proc = subprocess.run([exe, "--framework", "terraform", "--skip-download", "-d", str(MODULES), "--compact",
+                           "-o", "json"], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    reports = report if isinstance(report, list) else [report]
+    [terraform] = [r for r in reports if r.get("check_type") == "terraform"]
+    return terraform
+
+
+INLINE_SKIP = re.compile(r"#\s*checkov:skip=(CKV2?_[A-Z]+_\d+)(?::(.*))?")
+
+
+@pytest.mark.checkov
+def test_checkov_finds_no_failed_check(checkov_report: dict[str, Any]) -> None:
+    summary = checkov_report["summary"]
+    failed = [f"{f['check_id']} {f['check_name']} ({f['resource']} in {f['file_path']})"
+              for f in checkov_report["results"]["failed_checks"]]
+    assert failed == []
+    assert summary["parsing_errors"] == 0
+    assert summary["passed"] >= 40, "checkov scanned the modules"
+    # a child module's resource is reported as module.<call>.<type>.<name>
+    scanned = {re.sub(r"^(module\.\w+\.)+", "", r["resource"]).split(".")[0] for r in checkov_report["results"]["passed_checks"]}
+    assert {"google_compute_firewall", "google_compute_instance_template", "google_project_iam_member"} <= scanned
+    # every child module is scanned as each root instantiates it, with the root's arguments
+    instances = {(r["resource"], r.get("caller_file_path")) for r in checkov_report["results"]["passed_checks"]}
+    for root, calls in CALLS.items():
+        for call, child in calls.items():
+            for tf_type, res in load_module(child).resources:
+                if tf_type in ("google_service_account", "google_service_account_iam_member", "terraform_data",
+                               "google_cloud_scheduler_job"):
+                    continue  # types checkov has no check for
+                assert any(r.startswith(f"module.{call}.{tf_type}.{res}") and caller == f"/{root}/main.tf"
+                           for r, caller in instances), f"checkov did not scan module.{call}.{tf_type}.{res} of {root}"
+
+
+@pytest.mark.checkov
+def test_every_checkov_skip_is_inline_and_justified(checkov_report: dict[str, Any]) -> None:
+    inline: dict[str, set[str]] = {}  # one check may be skipped in several modules, each with its reason
+    for tf in TF_FILES:
+        for m in INLINE_SKIP.finditer(tf.read_text()):
+            reason = (m.group(2) or "").strip()
+            assert len(reason) >= 30, f"{tf}: checkov:skip={m.group(1)} needs a real reason"
+            inline.setdefault(m.group(1), set()).add(reason)
+    skipped = checkov_report["results"].get("skipped_checks", [])
+    assert len(skipped) == checkov_report["summary"]["skipped"]
+    for s in skipped:
+        assert s["check_id"] in inline, f"{s['check_id']} skipped without an inline checkov:skip"
+        assert s["check_result"].get("suppress_comment", "").strip() in inline[s["check_id"]]
+    assert {s["check_id"] for s in skipped} == set(inline), "an inline skip that checkov no longer needs: remove it"

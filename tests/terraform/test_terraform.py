@@ -1,0 +1,325 @@
+"""Real Terraform (issue 14): every module validated and planned by ``terraform`` itself, through
+the stand-in google/google-beta 6.50.0 provider (tools/tfstandin, docs/terraform.md).
+
+* a negative control proves Terraform + the stand-in report the errors "clean" must exclude;
+* ``init -backend=false`` + ``validate`` on every folder under modules/ (found by listing);
+* for every shipped values file (values.env, examples/*.env; found by glob) the plan modules of its
+  architecture are planned and fake-applied in the pipeline's order with the tfvars
+  ``builder.tfvars.all_for`` writes (backend local, terraform_remote_state → the local states);
+  the plans are spot-checked, re-planned after apply (no changes), changed in place, destroyed, and
+  every plan Terraform wrote goes through ``tpubuild guard``;
+* ``moved`` blocks: the release before the host_identity/host_firewall move, fake-applied, then
+  HEAD planned on its state: nothing to add, change or destroy.
+
+Needs terraform and npm (first run: the npm packages, cached under ~/.cache/tpubuild/tfstandin).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from builder import tfvars
+from builder.config import load
+from builder.plan import module_dir
+from tests.conftest import EXAMPLES, NODE, REPO, SHIPPED, require
+from tests.support.terraform import Terraform, Workspace, counts, is_root, module_dirs, resources, standin_terraform
+
+ENV_FILES = [SHIPPED, *sorted(EXAMPLES.glob("*.env"))]
+STARTUP = (REPO / "env_setup" / "scripts" / "startup.sh").read_text()
+#: The last commit before host_identity / host_firewall became child modules (48dbc31 moved them).
+PREVIOUS_RELEASE = "5b72d57"
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="session")
+def tf() -> Terraform:
+    return standin_terraform()
+
+
+# ---- negative control ---------------------------------------------------------------------------
+
+NEGATIVE = {
+    "missing required argument": ('resource "google_compute_disk" "d" {\n  zone = "europe-west4-a"\n}\n',
+                                  "Missing required argument"),
+    "unknown argument": ('resource "google_compute_disk" "d" {\n  name = "d"\n  sise = 10\n}\n', "Unsupported argument"),
+    "wrong type": ('resource "google_compute_disk" "d" {\n  name = "d"\n  size = "ten"\n}\n', "Incorrect attribute value type"),
+    "too many blocks": ('resource "google_compute_firewall" "f" {\n  name = "f"\n  network = "n"\n'
+                        '  log_config {\n    metadata = "INCLUDE_ALL_METADATA"\n  }\n'
+                        '  log_config {\n    metadata = "EXCLUDE_ALL_METADATA"\n  }\n}\n', "Too many log_config blocks"),
+    "set indexed like a list": ('resource "google_compute_firewall" "f" {\n  name = "f"\n  network = "n"\n'
+                                '  allow {\n    protocol = "tcp"\n  }\n}\n'
+                                'output "o" {\n  value = google_compute_firewall.f.allow[0].protocol\n}\n',
+                                "Cannot index a set value"),
+    "beta-only resource on the GA provider": ('resource "google_tpu_v2_vm" "v" {\n  name = "v"\n  runtime_version = "r"\n}\n',
+                                              "Invalid resource type"),
+    "misspelt attribute reference": ('resource "google_compute_disk" "d" {\n  name = "d"\n}\n'
+                                     'output "o" {\n  value = google_compute_disk.d.self_lnk\n}\n', "Unsupported attribute"),
+    "missing required block": ('resource "google_compute_instance_template" "t" {\n  machine_type = "n2-standard-2"\n}\n',
+                               "Insufficient disk blocks"),
+}
+_PROVIDERS = ('terraform {\n  required_providers {\n    google = {\n      source  = "hashicorp/google"\n'
+              '      version = "6.50.0"\n    }\n  }\n}\n')
+
+
+@pytest.mark.parametrize("case", sorted(NEGATIVE), ids=lambda c: c.replace(" ", "-"))
+def test_negative_control_each_known_error_is_reported(tf: Terraform, tmp_path: Path, case: str) -> None:
+    body, expected = NEGATIVE[case]
+    (tmp_path / "main.tf").write_text(_PROVIDERS + body)
+    tf.init(tmp_path, backend=False)
+    proc = tf(tmp_path, "validate", "-no-color", "-json", check=False)
+    report = json.loads(proc.stdout)
+    summaries = [d["summary"] for d in report["diagnostics"] if d["severity"] == "error"]
+    assert proc.returncode == 1 and not report["valid"]
+    assert any(expected in s for s in summaries), f"{case}: expected {expected!r}, Terraform said {summaries}"
+
+
+def test_negative_control_all_errors_in_one_config_fail_validate(tf: Terraform, tmp_path: Path) -> None:
+    """The same errors (but the ones that stop decoding early) together: still one failing validate."""
+    bodies = [NEGATIVE[c][0].replace('"d"', f'"d{i}"').replace('"f"', f'"f{i}"').replace('"v"', f'"v{i}"')
+              .replace('"t"', f'"t{i}"').replace(".d.", f".d{i}.").replace(".f.", f".f{i}.").replace('output "o"', f'output "o{i}"')
+              for i, c in enumerate(sorted(NEGATIVE))]
+    (tmp_path / "main.tf").write_text(_PROVIDERS + "".join(bodies))
+    tf.init(tmp_path, backend=False)
+    proc = tf(tmp_path, "validate", "-no-color", "-json", check=False)
+    errors = [d for d in json.loads(proc.stdout)["diagnostics"] if d["severity"] == "error"]
+    assert proc.returncode == 1 and len(errors) >= 5
+
+
+# ---- validate every module ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", module_dirs(), ids=lambda p: p.name)
+def test_every_module_validates_with_zero_diagnostics(tf: Terraform, tmp_path: Path, path: Path) -> None:
+    ws = Workspace(tmp_path)
+    work = ws.root / "modules" / path.name
+    tf.init(work, backend=False)
+    proc = tf(work, "validate", "-no-color", "-json", check=False)
+    report = json.loads(proc.stdout)
+    assert report["valid"] and report["diagnostics"] == [], json.dumps(report["diagnostics"], indent=1)[:4000]
+
+
+def test_module_discovery_sees_roots_and_children() -> None:
+    names = {p.name for p in module_dirs()}
+    assert {"filestore", "shared_pd", "tpu_vm", "host_identity", "host_firewall"} <= names
+    assert is_root(REPO / "modules" / "tpu_vm") and not is_root(REPO / "modules" / "host_identity")
+
+
+# ---- plan + fake apply of every root module, per shipped values file ---------------------------
+
+def _guard(plan_path: Path, module: str, action: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "builder", "guard", "--plan-json", str(plan_path), "--module", module, "--action", action],
+                          capture_output=True, text=True, timeout=60)
+
+
+def _write_plan(work: Path, name: str, plan: dict[str, Any]) -> Path:
+    path = work / f"{name}.json"
+    path.write_text(json.dumps(plan))
+    return path
+
+
+def _spot_check(settings: Any, module: str, plan: dict[str, Any]) -> list[str]:
+    """What must hold in every plan; returns what was checked (so a test can see it did check)."""
+    checked = []
+    for res in resources(plan):
+        values, rtype = res["values"], res["type"]
+        if rtype == "google_compute_instance_group_manager":
+            assert values["target_size"] == settings.hosts, f"{res['address']}: MIG size"
+            checked.append("mig-size")
+        if rtype == "google_compute_instance_template":
+            for nic in values["network_interface"]:
+                assert nic["access_config"] == [] or settings.mig_external_ip, f"{res['address']}: external IP"
+            for disk in values["disk"]:
+                if disk.get("source"):
+                    assert disk["mode"] == "READ_ONLY", f"{res['address']}: the shared disk must be READ_ONLY"
+                    checked.append("read-only")
+            assert values["metadata"]["startup-script"] == STARTUP
+            checked += ["no-external-ip", "startup-script"]
+        if rtype == "google_tpu_v2_vm":
+            for nc in values.get("network_config") or []:
+                assert nc["enable_external_ips"] is bool(getattr(settings, "tpu_external_ips", False)), res["address"]
+                checked.append("no-external-ip")
+            for disk in values.get("data_disks") or []:
+                assert disk["mode"] == "READ_ONLY", f"{res['address']}: the shared disk must be READ_ONLY"
+                checked.append("read-only")
+            assert values["metadata"]["startup-script"] == STARTUP
+            checked.append("startup-script")
+    return checked
+
+
+@pytest.fixture(scope="module")
+def applied(tf: Terraform, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Per values file: plan → guard → fake apply of every plan module in order, then a plan of
+    the applied state. Done once for the file's tests; a failure is recorded per values file."""
+    def one(env: Path) -> dict[str, Any]:
+        settings = load(env)
+        ws = Workspace(tmp_path_factory.mktemp(env.stem))
+        record: dict[str, Any] = {"settings": settings, "ws": ws, "modules": {}}
+        try:
+            for module, values in tfvars.all_for(settings).items():
+                work = ws.module(module_dir(settings, module), module, values)
+                tf.init(work)
+                create = tf.plan_json(work, "create")
+                tf(work, "apply", "-input=false", "-no-color", "-lock=false", "create.tfplan")
+                after = tf.plan_json(work, "after-apply")
+                record["modules"][module] = {"work": work, "create": create, "after": after, "values": values}
+        except AssertionError as exc:
+            record["error"] = str(exc)
+        return record
+
+    # values files are independent (own workspace and state): two at a time (Terraform mostly waits
+    # on plugin start-ups)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        out = dict(zip((env.name for env in ENV_FILES), pool.map(one, ENV_FILES)))
+    return out
+
+
+@pytest.mark.parametrize("env", ENV_FILES, ids=lambda p: p.name)
+def test_every_root_module_plans_and_applies_for_every_values_file(applied: dict[str, Any], env: Path) -> None:
+    record = applied[env.name]
+    assert "error" not in record, record.get("error")
+    settings = record["settings"]
+    assert set(record["modules"]) == set(tfvars.all_for(settings))
+    checked: list[str] = []
+    for module, run in record["modules"].items():
+        create = run["create"]
+        assert create["format_version"] and create["terraform_version"]
+        assert counts(create).get("create", 0) >= 1 and set(counts(create)) <= {"create"}, (module, counts(create))
+        checked += _spot_check(settings, module, create)
+        # the fake apply is consistent: planning the applied state changes nothing
+        assert set(counts(run["after"])) <= {"no-op"}, (module, counts(run["after"]))
+    assert "startup-script" in checked and "no-external-ip" in checked
+    if settings.shared_pd_attach:
+        assert "read-only" in checked
+    if settings.arch == "node":
+        assert "mig-size" in checked
+
+
+@pytest.mark.parametrize("env", ENV_FILES, ids=lambda p: p.name)
+def test_guard_on_plans_terraform_wrote(applied: dict[str, Any], env: Path) -> None:
+    """create, after-apply (no-op), update in place (a label changed) and destroy, as Terraform
+    writes them, through `tpubuild guard`: all proceed for their action; a destroy of filestore or
+    shared_pd under `update` is refused (data loss)."""
+    record = applied[env.name]
+    assert "error" not in record, record.get("error")
+    for module, run in record["modules"].items():
+        work = run["work"]
+        for name, action in (("create", "create"), ("after", "update")):
+            proc = _guard(_write_plan(work, name, run[name]), module, action)
+            assert proc.returncode == 0, (module, name, proc.stdout, proc.stderr)
+            assert proc.stdout.startswith(f"guard: {module} ({action}): ")
+
+
+def test_update_in_place_and_destroy_plans_through_the_guard(tf: Terraform, applied: dict[str, Any]) -> None:
+    record = next(r for r in applied.values() if "error" not in r)
+    seen = set()
+    for module, run in record["modules"].items():
+        work: Path = run["work"]
+        values = dict(run["values"])
+        labelled = [k for k in ("labels",) if k in values]
+        # update in place: a label changed (the root modules that take labels)
+        if labelled:
+            values["labels"] = {**values["labels"], "tpubuild-standin": "changed"}
+            (work / "terraform.tfvars.json").write_text(json.dumps(values))
+            update = tf.plan_json(work, "update")
+            kinds = counts(update)
+            assert kinds.get("update", 0) >= 1 and not {"create", "delete", "delete+create", "create+delete"} & set(kinds)
+            proc = _guard(_write_plan(work, "update", update), module, "update")
+            assert proc.returncode == 0, (module, proc.stdout, proc.stderr)
+            seen.add("update")
+            (work / "terraform.tfvars.json").write_text(json.dumps(run["values"]))
+        destroy = tf.plan_json(work, "destroy", "-destroy")
+        assert set(counts(destroy)) == {"delete"}, counts(destroy)
+        ok = _guard(_write_plan(work, "destroy", destroy), module, "destroy")
+        assert ok.returncode == 0, (module, ok.stdout, ok.stderr)
+        if module in ("filestore", "shared_pd"):
+            refused = _guard(work / "destroy.json", module, "update")
+            assert refused.returncode != 0 and "data" in (refused.stdout + refused.stderr).lower(), refused.stdout
+            seen.add("refused")
+        seen.add("destroy")
+    assert {"destroy", "refused"} <= seen
+
+
+# ---- moved blocks ------------------------------------------------------------------------------
+
+def _git_tree(commit: str, dest: Path) -> None:
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "modules", "env_setup"],
+                             capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+
+
+def test_moved_blocks_keep_every_object_of_the_previous_release(tf: Terraform, tmp_path: Path) -> None:
+    require("git history", subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", PREVIOUS_RELEASE],
+                                          capture_output=True).returncode == 0, "a full clone")
+    checked = []
+    # the node fixture too: the legacy architecture's modules (mig) carry moved blocks of their own
+    one_per_arch = {load(env).arch: env for env in reversed([*ENV_FILES, NODE])}
+    for env in one_per_arch.values():
+        settings = load(env)
+        old_src, new_src = tmp_path / env.stem / "old", tmp_path / env.stem / "new"
+        old_src.mkdir(parents=True)
+        _git_tree(PREVIOUS_RELEASE, old_src)
+        state = tmp_path / env.stem / "state"
+        old_ws = Workspace(tmp_path / env.stem / "ws-old", modules=old_src / "modules", state=state)
+        new_ws = Workspace(tmp_path / env.stem / "ws-new", state=state)
+        for module, values in tfvars.all_for(settings).items():
+            directory = module_dir(settings, module)
+            if not (old_src / directory).is_dir():  # a module added since (nothing to move)
+                continue
+            old = old_ws.module(directory, module, _old_values(old_src / directory, values))
+            tf.init(old)
+            tf(old, "apply", "-input=false", "-no-color", "-lock=false", "-auto-approve")
+            new = new_ws.module(directory, module, values)
+            tf.init(new)
+            plan = tf.plan_json(new, "moved")
+            kinds = counts(plan)
+            assert set(kinds) <= {"no-op"}, (env.name, module, kinds)
+            moved = [c["previous_address"] for c in plan["resource_changes"] if c.get("previous_address")]
+            if (REPO / directory / "moved.tf").exists():
+                assert moved, f"{module}: HEAD's moved blocks moved nothing"
+                checked.append((env.name, module, len(moved)))
+    assert checked, "no module with moved blocks was planned"
+
+
+def _old_values(old_dir: Path, values: dict[str, Any]) -> dict[str, Any]:
+    """HEAD's tfvars reduced to the variables the old module declares (new ones did not exist)."""
+    import hcl2
+
+    declared: set[str] = set()
+    for tf_file in old_dir.glob("*.tf"):
+        with tf_file.open() as handle:
+            for block in hcl2.load(handle).get("variable", []):
+                declared |= {name.strip('"') for name in block}
+    return {k: v for k, v in values.items() if k in declared}
+
+
+# ---- the schema the stand-in serves ------------------------------------------------------------
+
+def test_stand_in_schema_is_the_full_provider_with_nesting_and_flags(tf: Terraform) -> None:
+    """The schema rebuilt from the cdktf package has what Terraform's checks rely on (a parse
+    regression in tools/tfstandin/schema.py shows here, and in the negative control)."""
+    schemas = {}
+    for provider in ("google", "google-beta"):
+        path = next((Path(tf.env["TF_CLI_CONFIG_FILE"]).parent.parent / "schema").glob(f"{provider}-6.50.0-*.json"))
+        schemas[provider] = json.loads(path.read_text())
+    ga, beta = schemas["google"], schemas["google-beta"]
+    assert len(ga["resources"]) > 1000 and len(beta["resources"]) > len(ga["resources"]) and len(ga["data_sources"]) > 300
+    assert "google_tpu_v2_vm" in beta["resources"] and "google_tpu_v2_vm" not in ga["resources"]
+    vm = beta["resources"]["google_tpu_v2_vm"]
+    assert vm["attributes"]["name"] == {"type": "string", "required": True}
+    assert vm["attributes"]["id"] == {"type": "string", "optional": True, "computed": True}
+    assert vm["attributes"]["network_endpoints"]["computed"] and vm["attributes"]["network_endpoints"]["type"][0] == "list"
+    assert vm["block_types"]["accelerator_config"]["max_items"] == 1
+    assert vm["block_types"]["data_disks"]["max_items"] == 0 and vm["block_types"]["timeouts"]["nesting"] == "single"
+    fw = ga["resources"]["google_compute_firewall"]
+    assert fw["block_types"]["allow"]["nesting"] == "set"
+    assert fw["attributes"]["source_ranges"]["type"] == ["set", "string"]
+    tmpl = ga["resources"]["google_compute_instance_template"]
+    assert tmpl["block_types"]["disk"]["min_items"] == 1
+    assert ga["provider"]["attributes"]["project"] == {"type": "string", "optional": True}
