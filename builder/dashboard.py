@@ -4,7 +4,7 @@ This is the ONE place the dashboard is made: :func:`render` returns the ``Dashbo
 the Cloud Monitoring Dashboards API (REST field names, ``mosaicLayout``), ``builder.tfvars``
 passes it to the module as the string ``dashboard_json``, and the module hands it to
 ``google_monitoring_dashboard.dashboard_json`` unchanged. Pure: no I/O, standard library only.
-``tests/test_dashboard.py`` loads every rendering into the real
+``tests/models/test_observe.py`` loads every rendering into the real
 ``google.cloud.monitoring_dashboard_v1.Dashboard`` type.
 
 Tiles per architecture, from the metric types Google documents (the module README cites them):

@@ -1,12 +1,10 @@
 """Reading the files a user hands us, with a size cap: :func:`read_bytes` is the one place such a
-file is opened, and each kind of file words its refusals (:class:`Wording`; values.env in
-``builder.config.loader``, the plan JSON in ``builder.commands.guard``, :data:`GENERIC` for the
-rest). ``read_capped`` never reads more than ``limit + 1`` bytes, so ``/dev/zero``, an endless
+file is opened, and each kind of file words its refusals here (:class:`Wording`: :data:`VALUES_FILE`,
+:data:`PLAN_JSON`, :data:`GENERIC` for the rest). ``read_capped`` never reads more than ``limit + 1`` bytes, so ``/dev/zero``, an endless
 FIFO or a runaway file is refused with one line instead of exhausting memory. Text is UTF-8 (surrogates cannot occur in decoded UTF-8; the JSON
 and argument checks refuse lone surrogates separately).
 
-Caps: values.env 1 MiB (``builder.config.loader.MAX_BYTES``), plan JSON 256 MiB
-(``builder.commands.guard.MAX_PLAN_BYTES``), a credentials file 1 MiB (:data:`MAX_CREDENTIALS`),
+Caps: values.env 1 MiB (:data:`MAX_BYTES`), plan JSON 256 MiB (:data:`MAX_PLAN_BYTES`), a credentials file 1 MiB (:data:`MAX_CREDENTIALS`),
 a repository file packed into the source tarball 64 MiB (:data:`MAX_SOURCE_FILE`).
 """
 
@@ -17,6 +15,8 @@ from pathlib import Path
 
 from builder.errors import BadInput
 
+MAX_BYTES = 1 << 20  # a values.env
+MAX_PLAN_BYTES = 256 << 20  # a plan JSON
 MAX_CREDENTIALS = 1 << 20
 MAX_SOURCE_FILE = 64 << 20
 
@@ -89,6 +89,31 @@ GENERIC = Wording(
     failed="{path}: cannot read ({why}); {fix}",
     unusable="{path!r}: is not a usable path; {fix}",
     too_large="{path}: more than {cap}, too large for {what} (an endless stream such as /dev/zero?); {fix}",
+)
+
+
+#: How an unreadable values.env is refused .
+VALUES_FILE = Wording(
+    directory="{path}: is a directory; pass the values.env file itself with --values",
+    missing="{path}: no such file; create it (copy the shipped values.env) or pass --values PATH",
+    denied="{path}: permission denied; make the file readable (chmod u+r {path})",
+    failed="{path}: cannot read ({why}); pass a readable file with --values",
+    unusable="{path!r}: is not a usable path; pass the values.env file with --values",
+    too_large=f"{{path}}: more than {MAX_BYTES} bytes is too large for a values file (an endless stream "
+              "such as /dev/zero?); keep it under 1 MiB",
+)
+
+
+#: How an unreadable plan JSON is refused .
+PLAN_JSON = Wording(
+    directory="{path}: is a directory; pass the file written by 'terraform show -json PLANFILE'",
+    missing="{path}: no such file; run 'terraform show -json PLANFILE > {path}' first",
+    denied="{path}: permission denied; make the plan JSON readable",
+    failed="{path}: cannot read ({why}); pass a readable plan JSON file",
+    unusable="{path!r}: is not a usable path; pass the plan JSON file",
+    empty="{path}: is empty; did 'terraform show -json' fail? Rerun the plan step",
+    too_large=f"{{path}}: more than {MAX_PLAN_BYTES >> 20} MiB is too large for a plan JSON (an endless stream "
+              "such as /dev/zero?); pass the output of one module's plan",
 )
 
 

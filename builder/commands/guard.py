@@ -14,22 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from builder.errors import BadInput
-from builder.files import Wording, read_bytes
+from builder.files import MAX_PLAN_BYTES, PLAN_JSON, read_bytes  # noqa: F401 - MAX_PLAN_BYTES re-exported
 from builder.guard import ACTIONS, MODULES, check_args, evaluate
 
-MAX_PLAN_BYTES = 256 << 20
+#: The plan JSON is at most 256 MiB; its refusals are worded in builder/files.py (PLAN_JSON).
 
-#: How an unreadable plan JSON is refused (builder.files.read_bytes).
-PLAN_JSON = Wording(
-    directory="{path}: is a directory; pass the file written by 'terraform show -json PLANFILE'",
-    missing="{path}: no such file; run 'terraform show -json PLANFILE > {path}' first",
-    denied="{path}: permission denied; make the plan JSON readable",
-    failed="{path}: cannot read ({why}); pass a readable plan JSON file",
-    unusable="{path!r}: is not a usable path; pass the plan JSON file",
-    empty="{path}: is empty; did 'terraform show -json' fail? Rerun the plan step",
-    too_large=f"{{path}}: more than {MAX_PLAN_BYTES >> 20} MiB is too large for a plan JSON (an endless stream "
-              "such as /dev/zero?); pass the output of one module's plan",
-)
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

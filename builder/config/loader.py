@@ -16,20 +16,10 @@ from typing import Any
 
 
 from builder.errors import BadInput, ConfigError
-from builder.files import Wording, read_bytes
+from builder.files import MAX_BYTES, VALUES_FILE, read_bytes  # noqa: F401 - MAX_BYTES re-exported
 
-MAX_BYTES = 1 << 20
+#: values.env is at most 1 MiB; its refusals are worded in builder/files.py (VALUES_FILE).
 
-#: How an unreadable values.env is refused (builder.files.read_bytes).
-VALUES_FILE = Wording(
-    directory="{path}: is a directory; pass the values.env file itself with --values",
-    missing="{path}: no such file; create it (copy the shipped values.env) or pass --values PATH",
-    denied="{path}: permission denied; make the file readable (chmod u+r {path})",
-    failed="{path}: cannot read ({why}); pass a readable file with --values",
-    unusable="{path!r}: is not a usable path; pass the values.env file with --values",
-    too_large=f"{{path}}: more than {MAX_BYTES} bytes is too large for a values file (an endless stream "
-              "such as /dev/zero?); keep it under 1 MiB",
-)
 
 
 @dataclass(frozen=True)

@@ -116,7 +116,7 @@ module "mig_firewall" {
 # ---- the workers ----
 
 resource "google_compute_instance_template" "worker" {
-  #checkov:skip=CKV_GCP_40:access_config is rendered only when var.external_ip (MIG_EXTERNAL_IP) is true; it defaults to false and tests/test_security.py proves no external IP by default.
+  #checkov:skip=CKV_GCP_40:access_config is rendered only when var.external_ip (MIG_EXTERNAL_IP) is true; it defaults to false and tests/terraform/test_security.py proves no external IP by default.
   name_prefix    = "${var.name}-"
   description    = "tpubuild ${var.env_name} worker (one per TPU host)"
   machine_type   = var.machine_type

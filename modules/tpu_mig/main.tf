@@ -95,7 +95,7 @@ resource "google_compute_resource_policy" "slice" {
 # ---- the hosts ----
 
 resource "google_compute_instance_template" "slice" {
-  #checkov:skip=CKV_GCP_40:access_config is rendered only when var.external_ips (TPU_EXTERNAL_IPS) is true; it defaults to false and tests/test_security.py proves no external IP by default.
+  #checkov:skip=CKV_GCP_40:access_config is rendered only when var.external_ips (TPU_EXTERNAL_IPS) is true; it defaults to false and tests/terraform/test_security.py proves no external IP by default.
   #checkov:skip=CKV_GCP_39:TPU VMs boot Google's accelerator OS images (ubuntu-os-accelerator-images), whose TPU driver (vfio) Google documents with --no-shielded-secure-boot; vTPM and integrity monitoring stay on.
   name_prefix    = "${var.name}-"
   description    = "tpubuild ${var.env_name}: one TPU VM (${var.machine_type}) of ${var.accelerator_type}"

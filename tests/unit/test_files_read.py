@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from builder.commands.guard import PLAN_JSON
-from builder.config.loader import VALUES_FILE
+from builder.files import PLAN_JSON, VALUES_FILE
 from builder.errors import BadInput
 from builder.files import GENERIC, human, read_bytes, read_file
 
