@@ -138,14 +138,21 @@ def run_train(args: argparse.Namespace) -> int:
 
         job = dataclasses.replace(job, options={**job.options, "metrics_interval": METRICS_INTERVAL_S})
     steps = _plan(settings, launcher, lambda: launcher.plan_train(job, str(root)))
-    script = launcher.render(steps)
+    return _launch(args, launcher.header(job, args.model), launcher.render(steps),
+                   f"launch {args.model} on {settings.tpu_name}",
+                   f"tpubuild: {args.model} is running detached on {job.hosts} host(s); "
+                   f"follow it with 'tpubuild logs --follow', stop it with 'tpubuild stop'")
+
+
+def _launch(args: argparse.Namespace, header: str, script: str, what: str, started: str) -> int:
+    """``--dry-run``: print the header and the script; else run the script (``what`` names it in
+    a failure) and say ``started``."""
     if args.dry_run:
-        print(launcher.header(job, args.model))
+        print(header)
         print(script, end="")
         return 0
-    execute(script, f"launch {args.model} on {settings.tpu_name}")
-    print(f"tpubuild: {args.model} is running detached on {job.hosts} host(s); "
-          f"follow it with 'tpubuild logs --follow', stop it with 'tpubuild stop'")
+    execute(script, what)
+    print(started)
     return 0
 
 
@@ -232,15 +239,11 @@ def run_run(args: argparse.Namespace) -> int:
         raise BadInput("tpubuild run: no command; write it after --, e.g. tpubuild run -- python3 train.py")
     settings = load_settings(args)
     hosts = load_hosts(settings)
-    script = hosts.render(plan_run(settings, hosts, args.hosts, words), numbered=False)
-    if args.dry_run:
-        print(f"# tpubuild run on {settings.tpu_name} ({settings.hosts} host(s)), --hosts {args.hosts}")
-        print(script, end="")
-        return 0
-    execute(script, f"start the command on {settings.tpu_name}")
-    print(f"tpubuild: running detached on {settings.tpu_name} (--hosts {args.hosts}); logs in "
-          f"{run_log_dir(settings)}/host-<N>.log ('tpubuild logs --run --host N'); stop with 'tpubuild stop'")
-    return 0
+    return _launch(args, f"# tpubuild run on {settings.tpu_name} ({settings.hosts} host(s)), --hosts {args.hosts}",
+                   hosts.render(plan_run(settings, hosts, args.hosts, words), numbered=False),
+                   f"start the command on {settings.tpu_name}",
+                   f"tpubuild: running detached on {settings.tpu_name} (--hosts {args.hosts}); logs in "
+                   f"{run_log_dir(settings)}/host-<N>.log ('tpubuild logs --run --host N'); stop with 'tpubuild stop'")
 
 
 def run_logs(args: argparse.Namespace) -> int:
