@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
+from string import Template
 from typing import Any
 
 from builder.errors import BadInput
@@ -119,11 +120,15 @@ def scp_back(t: Target, worker: int, remote: str, local: str) -> list[str]:
     return _vm(t).scp_from_argv(str(worker), remote, local)
 
 
-def host_python(code_dir: str) -> str:
-    """A POSIX sh fragment that runs on a host: load the host's environment and the training
-    Python (train.sh's), then the helper with the arguments that follow."""
-    return (f"if [ -r /etc/profile.d/tpubuild.sh ]; then . /etc/profile.d/tpubuild.sh; fi; "
-            f"PATH=\"$HOME/.local/bin:$PATH\" python3 {shlex.quote(code_dir + '/' + HELPER)}")
+#: Runs the helper on a host: the host's environment and the training Python (train.sh's) first.
+_HOST_PYTHON = Template('if [ -r /etc/profile.d/tpubuild.sh ]; then . /etc/profile.d/tpubuild.sh; fi; '
+                        'PATH="$$HOME/.local/bin:$$PATH" python3 $helper $args')
+
+
+def host_python(code_dir: str, *args: str) -> str:
+    """A POSIX sh line that runs on a host: load the host's environment and the training Python
+    (train.sh's), then the helper with ``args`` (each quoted)."""
+    return _HOST_PYTHON.substitute(helper=shlex.quote(f"{code_dir}/{HELPER}"), args=shlex.join(args))
 
 
 def profile_commands(t: Target, host: int, duration_ms: int, stamp: str, state_bucket: str,
@@ -132,8 +137,8 @@ def profile_commands(t: Target, host: int, duration_ms: int, stamp: str, state_b
     _refuse_node(t, "tpubuild profile")
     check_host(host, t.hosts, t.accelerator)
     remote = profile_dir(t.mount_point, t.env, stamp)
-    capture = (host_python(t.code_dir) + " capture "
-               + shlex.join(["--port", str(PROFILER_PORT), "--duration-ms", str(duration_ms), "--logdir", remote]))
+    capture = host_python(t.code_dir, "capture", "--port", str(PROFILER_PORT), "--duration-ms", str(duration_ms),
+                          "--logdir", remote)
     return [
         ssh(t, host, capture),
         scp_back(t, host, remote, local_dir),
