@@ -15,6 +15,8 @@ node). One :class:`ModuleSpec` per (plan module, directory) says:
 * ``apply_timeout``: seconds its ``<module>-apply`` step may take;
 * ``holds_data``: destroying or replacing it loses data (the guard's and the diff's concern);
 * ``hosts``: its machines are the training hosts (boot with env_setup, attach the shared PD);
+* ``boot``: the repository folders its machines run at boot (GitOps ``auto`` re-applies it when
+  they change); a folder inside another module's ``boot`` folder belongs to that module only;
 * ``what``: the one-line description ``tpubuild plan`` shows.
 
 Everything else is derived here: the module list, create and destroy DAGs and the destroy order
@@ -130,25 +132,26 @@ class ModuleSpec:
     apply_timeout: int = 3600
     holds_data: bool = False
     hosts: bool = False
+    boot: tuple[str, ...] = ()
 
 
 #: Every module, in create's order (ties in a DAG stage keep this order).
 CATALOGUE: tuple[ModuleSpec, ...] = (
     ModuleSpec("filestore", "modules/filestore", ARCHS, _filestore, keys=FILESTORE_KEYS, holds_data=True),
     ModuleSpec("shared_pd", "modules/shared_pd", ARCHS, _shared_pd, keys=SHARED_PD_KEYS, apply_timeout=1800,
-               holds_data=True),
+               holds_data=True, boot=("env_setup/seeder",)),  # the seeder VM's script
     ModuleSpec("tpu", "modules/tpu_vm", ("vm",), _tpu("TPU VM"), after=("filestore", "shared_pd"),
-               keys=TPU_KEYS + HOST_KEYS, hosts=True),
+               keys=TPU_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",)),
     # mig (issue 13): tpu = the slice's access (identity, IAP-SSH firewall, MIG reader role); mig =
     # the slice (workload policy + instance template + MIG), one state: docs/pipeline.md has why
     ModuleSpec("tpu", "modules/tpu_mig_access", ("mig",), _slice_access, keys=("GCS_DATASET",)),
     ModuleSpec("tpu", "modules/tpu_node", ("node",), _tpu("TPU Node"), destroy_before=("filestore", "shared_pd"),
                keys=TPU_KEYS),
     ModuleSpec("mig", "modules/tpu_mig", ("mig",), _slice, after=("filestore", "shared_pd", "tpu"),
-               keys=TPU_KEYS + MIG_KEYS + HOST_KEYS, hosts=True),
+               keys=TPU_KEYS + MIG_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",)),
     ModuleSpec("mig", "modules/mig", ("node",), lambda s: f"MIG {s.mig_name} ({s.hosts} x {s.machine_type})", after=("filestore", "shared_pd", "tpu"),
                # one worker per TPU host; the workers are told the TPU's endpoints
-               keys=MIG_KEYS + HOST_KEYS + ("TPU_ACCELERATOR_TYPE", "TPU_CIDR_BLOCK"), hosts=True),
+               keys=MIG_KEYS + HOST_KEYS + ("TPU_ACCELERATOR_TYPE", "TPU_CIDR_BLOCK"), hosts=True, boot=("env_setup",)),
     ModuleSpec("dashboard", "modules/dashboard", ARCHS, apply_timeout=600,
                what=lambda s: f"Cloud Monitoring dashboard and step-rate metric of {s.env_name} (modules/dashboard)"),
 )

@@ -48,18 +48,19 @@ def terraform_dirs(repo: Path, top: str) -> list[str]:
 def digests(settings: Settings, repo: Path, modules: Iterable[str]) -> dict[str, str]:
     """plan module → SHA-256 (16 hex) of its Terraform directories (the root and the local child
     modules it calls) plus the boot sources it uses."""
+    from builder import modules as catalogue
     from builder.cloud.workspace import walk
-    from builder.plan import module_dir
 
-    hosts = hosts_module(settings.arch)
+    mine = catalogue.specs(settings.arch)
     out: dict[str, str] = {}
     for module in modules:
-        tops = terraform_dirs(repo, module_dir(settings, module))
+        spec = next(s for s in mine if s.name == module)
+        tops = terraform_dirs(repo, spec.tfdir)
         files = [(rel, p) for top in tops for rel, p in walk(repo, top)]
-        if module == hosts:
-            files += [(rel, p) for rel, p in walk(repo, "env_setup") if not rel.startswith("env_setup/seeder/")]
-        if module == "shared_pd":
-            files += list(walk(repo, "env_setup/seeder"))
+        # boot folders; a folder inside one of them that another module boots from is not ours
+        others = tuple(f"{d}/" for s in mine if s is not spec for d in s.boot)
+        files += [(rel, p) for d in spec.boot for rel, p in walk(repo, d)
+                  if not any(rel.startswith(o) and o.startswith(f"{d}/") for o in others)]
         h = hashlib.sha256()
         for rel, path in sorted(files):
             h.update(rel.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
