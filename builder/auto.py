@@ -29,7 +29,6 @@ from builder.config import Settings
 from builder.config.keys import KEYS
 from builder.model_registry import model_keys
 from builder.errors import BadInput
-from builder.modules import hosts_module  # noqa: F401 - re-exported for builder.cloud.auto
 from builder.modules import modules_for_key
 
 if TYPE_CHECKING:  # pragma: no cover

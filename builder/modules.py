@@ -65,8 +65,6 @@ PLAN_ACTIONS: tuple[str, ...] = tuple(a.value for a in (Action.INITIALIZE, Actio
 BUILD_ACTIONS: tuple[str, ...] = (*PLAN_ACTIONS, Action.AUTO.value)
 #: The actions a guard runs under (the build's action; initialize has no Terraform to guard).
 GUARD_ACTIONS: tuple[str, ...] = tuple(a.value for a in (Action.CREATE, Action.UPDATE, Action.AUTO, Action.DESTROY))
-#: The two Terraform operations of a module.
-OPS: tuple[str, ...] = ("apply", "destroy")
 
 ARCHS: tuple[str, ...] = ("vm", "mig", "node")
 

@@ -35,7 +35,6 @@ import re
 import shlex
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder import modules as catalogue
@@ -70,6 +69,9 @@ class Kind:
     timeout: int | None
 
 
+#: Seconds a resize (and a drain) step may take, and the seed step.
+RESIZE_STEP_S = 3600
+SEED_STEP_S = 14400
 #: Step kind (builder.plan.Step.kind) → how it is rendered.
 KINDS: dict[str, Kind] = {
     "wheel": Kind("python", "wheel.sh.j2", 900),
@@ -79,11 +81,11 @@ KINDS: dict[str, Kind] = {
     "unqueue": Kind("gcloud", "tpu_unqueue.sh.j2", 1800),
     "plan": Kind("terraform", "tf_plan.sh.j2", 1200),
     "guard": Kind("python", "guard.sh.j2", 600),
-    "drain": Kind("gcloud", "mig_drain.sh.j2", 3600),
+    "drain": Kind("gcloud", "mig_drain.sh.j2", RESIZE_STEP_S),
     "apply": Kind("terraform", "tf_apply.sh.j2", None),  # the module's apply_timeout (builder.modules)
-    "resize": Kind("gcloud", "mig_resize.sh.j2", 3600),
+    "resize": Kind("gcloud", "mig_resize.sh.j2", RESIZE_STEP_S),
     "queue": Kind("gcloud", "tpu_queue.sh.j2", None),  # how long it waits for the queue, plus slack
-    "seed": Kind("gcloud", "pd_seed.sh.j2", 14400),
+    "seed": Kind("gcloud", "pd_seed.sh.j2", SEED_STEP_S),
     "finalize": Kind("python", "finalize.sh.j2", 600),
 }
 #: TPU_QUEUED: how long tpu-queue waits for ACTIVE without TPU_QUEUED_VALID_FOR, and at most (a
@@ -96,7 +98,7 @@ BUILD_TIMEOUT_SLACK = 900
 #: Cloud Build's maximum build timeout (24 h).
 MAX_BUILD_TIMEOUT = 86400
 #: How long the seeder itself may run: its step's timeout less room to clean up its VM.
-SEED_TIMEOUT_S = int(KINDS["seed"].timeout or 0) - 600
+SEED_TIMEOUT_S = SEED_STEP_S - 600
 #: How long Terraform waits for the state lock that another build holds.
 LOCK_TIMEOUT = "5m"
 #: Where the wheel step leaves tpubuild and its dependencies (relative to the workspace).
@@ -278,7 +280,7 @@ class _Steps:
                     topology=shape.topology, accelerator_type=s.accelerator_type,
                     # the workload policy's name (modules/tpu_mig: <name>-<topology>); none for one VM
                     policy=f"{s.tpu_name}-{shape.topology}" if shape.accelerator_topology else "",
-                    wait_s=int(KINDS["resize"].timeout or 0) - 300)
+                    wait_s=RESIZE_STEP_S - 300)
 
     _drain = _slice
     _resize = _slice

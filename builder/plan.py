@@ -36,17 +36,15 @@ from typing import TYPE_CHECKING
 from builder import modules as catalogue
 from builder.config.filestore import TIERS
 from builder.errors import BadInput
-from builder.modules import OPS as _OPS
 from builder.modules import PLAN_ACTIONS, hosts_module
 
-__all__ = ["ACTIONS", "OPS", "Operation", "Plan", "Step", "hosts_module", "make_plan", "module_dir", "parse_flag",
+__all__ = ["ACTIONS", "Operation", "Plan", "Step", "hosts_module", "make_plan", "module_dir", "parse_flag",
            "refuse_idle_allow_flags", "steps"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
 ACTIONS: tuple[str, ...] = PLAN_ACTIONS
-OPS: tuple[str, ...] = _OPS
 
 #: How make_plan names its inputs in messages: Cloud Build substitutions (default) or CLI flags.
 SUBSTITUTION_NAMES: dict[str, str] = {"action": "_BUILD_ACTION", "tpu": "_TPU", "mig": "_MIG", "only": "only"}

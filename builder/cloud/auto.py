@@ -15,7 +15,6 @@ from builder.auto import (  # noqa: F401 - re-exported: callers and tests use bu
     Decision,
     changed_keys,
     decide,
-    hosts_module,
     modules_for_key,
     touched,
 )

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from builder.commands import load_settings, say
 from builder.errors import BadInput, WorldError
+from builder.modules import PLAN_ACTIONS
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.cloud.lock import Lock
     from builder.config import Settings
 
 #: The actions a pipeline runs (auto has become one of them by the time a pipeline exists).
-PIPELINE_ACTIONS = ("initialize", "create", "update", "destroy")
 
 
 def _wait_for_build_id(bucket: Any, env: str, build_id: str) -> Lock | None:
@@ -44,7 +44,7 @@ def cmd_finalize(args: argparse.Namespace) -> int:
     env, build_id, action = settings.env_name, args.build_id.strip(), args.action.strip().lower()
     if not build_id:
         raise BadInput("--build-id: empty; pass $BUILD_ID")
-    if action not in PIPELINE_ACTIONS:
+    if action not in PLAN_ACTIONS:
         raise BadInput(f"--action: {args.action!r} is not a pipeline action; use initialize, create, update or destroy")
     bucket = clients.storage(settings.project_id).bucket(settings.state_bucket)
     held = _wait_for_build_id(bucket, env, build_id)

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from builder.commands import load_settings, say, warn
 from builder.errors import BadInput, WorldError
+from builder.modules import BUILD_ACTIONS
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.cloud.source import Source
     from builder.config import Settings
     from builder.plan import Plan
 
-ACTIONS = ("initialize", "create", "update", "destroy", "auto")
 
 #: How each input is called in messages: submit's flags, or the root build's substitutions.
 SUBMIT_NAMES = {"action": "--action", "tpu": "--tpu", "mig": "--mig", "allow_data_loss": "--allow-data-loss",
@@ -50,8 +50,8 @@ class Prepared:
 
 def parse_action(raw: str, names: dict[str, str] = SUBMIT_NAMES) -> str:
     action = raw.strip().lower()
-    if action not in ACTIONS:
-        raise BadInput(f"{names['action']}: {raw!r} is not an action; use one of {', '.join(ACTIONS)}")
+    if action not in BUILD_ACTIONS:
+        raise BadInput(f"{names['action']}: {raw!r} is not an action; use one of {', '.join(BUILD_ACTIONS)}")
     return action
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 
-from builder.errors import BadInput, ConfigError
+from builder.errors import ConfigError
 from builder.files import MAX_BYTES, VALUES_FILE, read_bytes  # noqa: F401 - MAX_BYTES re-exported
 
 #: values.env is at most 1 MiB; its refusals are worded in builder/files.py (VALUES_FILE).
