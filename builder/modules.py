@@ -8,7 +8,8 @@ node). One :class:`ModuleSpec` per (plan module, directory) says:
 
 * ``archs``: the architectures it belongs to; the order of :data:`CATALOGUE` is create's order;
 * ``after``: the plan modules it reads through ``terraform_remote_state`` and so is created after
-  (``tests/unit/test_modules_catalogue.py`` derives them from the ``.tf`` files and compares);
+  (``tests/unit/test_modules_catalogue.py`` derives them from the ``.tf`` files and compares; a
+  destroy-only root reads nothing any more and keeps what it read, for the destroy order);
 * ``destroy_before``: plan modules it must be destroyed *before* beyond the reverse of ``after``
   (the legacy node order: the TPU Node goes before the share and the disk);
 * ``keys``: the values.env keys that feed it (GitOps ``auto`` re-applies it when one changes);
@@ -17,6 +18,8 @@ node). One :class:`ModuleSpec` per (plan module, directory) says:
 * ``hosts``: its machines are the training hosts (boot with env_setup, attach the shared PD);
 * ``boot``: the repository folders its machines run at boot (GitOps ``auto`` re-applies it when
   they change); a folder inside another module's ``boot`` folder belongs to that module only;
+* ``destroy_only``: a legacy root (node) that declares no resources: only ``terraform plan
+  -destroy`` runs there (``modules/_shared/destroy_only.tf``), so no key and no boot folder feeds it;
 * ``what``: the one-line description ``tpubuild plan`` shows.
 
 Everything else is derived here: the module list, create and destroy DAGs and the destroy order
@@ -131,6 +134,7 @@ class ModuleSpec:
     holds_data: bool = False
     hosts: bool = False
     boot: tuple[str, ...] = ()
+    destroy_only: bool = False
 
 
 #: Every module, in create's order (ties in a DAG stage keep this order).
@@ -143,13 +147,14 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
     # mig (issue 13): tpu = the slice's access (identity, IAP-SSH firewall, MIG reader role); mig =
     # the slice (workload policy + instance template + MIG), one state: docs/pipeline.md has why
     ModuleSpec("tpu", "modules/tpu_mig_access", ("mig",), _slice_access, keys=("GCS_DATASET",)),
+    # node (legacy, destroy only): Google Cloud stopped creating TPU Nodes on 2025-04-25
     ModuleSpec("tpu", "modules/tpu_node", ("node",), _tpu("TPU Node"), destroy_before=("filestore", "shared_pd"),
-               keys=TPU_KEYS),
+               destroy_only=True),
     ModuleSpec("mig", "modules/tpu_mig", ("mig",), _slice, after=("filestore", "shared_pd", "tpu"),
                keys=TPU_KEYS + MIG_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",)),
-    ModuleSpec("mig", "modules/mig", ("node",), lambda s: f"MIG {s.mig_name} ({s.hosts} x {s.machine_type})", after=("filestore", "shared_pd", "tpu"),
-               # one worker per TPU host; the workers are told the TPU's endpoints
-               keys=MIG_KEYS + HOST_KEYS + ("TPU_ACCELERATOR_TYPE", "TPU_CIDR_BLOCK"), hosts=True, boot=("env_setup",)),
+    # one worker per TPU host, which read the TPU's, the share's and the disk's states
+    ModuleSpec("mig", "modules/mig", ("node",), lambda s: f"MIG {s.mig_name} ({s.hosts} x {s.machine_type})",
+               after=("filestore", "shared_pd", "tpu"), hosts=True, destroy_only=True),
     ModuleSpec("dashboard", "modules/dashboard", ARCHS, apply_timeout=600,
                what=lambda s: f"Cloud Monitoring dashboard and step-rate metric of {s.env_name} (modules/dashboard)"),
 )

@@ -26,6 +26,8 @@ Decisions recorded here:
   here it is used.
 * ``reserved`` goes to the vm module only: ``google_tpu_node`` (provider 6.50) has no reserved
   scheduling, so config refuses TPU_RESERVED with the node architecture before anything gets here.
+* The node architecture's roots (``modules/tpu_node``, ``modules/mig``) are destroy only: they get
+  ``project_id`` and ``zone``, nothing of the TPU Node or its workers (docs/modules.md).
 """
 
 from __future__ import annotations
@@ -73,21 +75,6 @@ def _common(s: Settings) -> dict[str, Any]:
     return {"project_id": s.project_id, "zone": s.zone, "labels": dict(s.labels)}
 
 
-def _workers(s: Settings) -> dict[str, Any]:
-    """Inputs shared by the two modules that run workers (mig, tpu_vm)."""
-    return {
-        "env_name": s.env_name,
-        "state_bucket": s.state_bucket,
-        "service_account_id": service_account_id(s),
-        "network": s.network,
-        "subnetwork": s.subnetwork,
-        "shared_pd_attach": s.shared_pd_attach,
-        "mount_point": s.mount_point,
-        "dataset_bucket": dataset_bucket(s.gcs_dataset),
-        "setup_script": setup_script(s),
-    }
-
-
 @inputs("modules/filestore")
 def _filestore(s: Settings) -> dict[str, Any]:
     return {
@@ -109,18 +96,21 @@ def _shared_pd(s: Settings) -> dict[str, Any]:
 
 
 @inputs("modules/tpu_node")
-def _tpu_node(s: Settings) -> dict[str, Any]:
-    return {
-        **_common(s), "name": s.tpu_name, "accelerator_type": s.accelerator_type,
-        "runtime_version": s.runtime_version, "cidr_block": s.tpu_cidr_block, "network": s.network,
-        "preemptible": s.tpu_preemptible,
-    }
+@inputs("modules/mig")
+def _destroy_only(s: Settings) -> dict[str, Any]:
+    """The legacy node roots are destroy only (modules/_shared/destroy_only.tf): the provider's
+    project and zone are all a ``terraform plan -destroy`` of their state needs."""
+    return {"project_id": s.project_id, "zone": s.zone}
 
 
 @inputs("modules/tpu_vm")
 def _tpu_vm(s: Settings) -> dict[str, Any]:
     return {
-        **_common(s), **_workers(s), "name": s.tpu_name, "accelerator_type": s.accelerator_type,
+        **_common(s), "env_name": s.env_name, "state_bucket": s.state_bucket,
+        "service_account_id": service_account_id(s), "network": s.network, "subnetwork": s.subnetwork,
+        "shared_pd_attach": s.shared_pd_attach, "mount_point": s.mount_point,
+        "dataset_bucket": dataset_bucket(s.gcs_dataset), "setup_script": setup_script(s),
+        "name": s.tpu_name, "accelerator_type": s.accelerator_type,
         "runtime_version": s.runtime_version, "external_ips": s.tpu_external_ips,
         "preemptible": s.tpu_preemptible, "spot": s.tpu_spot, "reserved": s.tpu_reserved,
         "queued": s.queued,
@@ -136,16 +126,6 @@ def _ttl(s: Settings) -> dict[str, Any]:
 
     body = json.dumps(ttl.build_request(s), sort_keys=True, separators=(",", ":")) if s.env_ttl_hours else ""
     return {"ttl_hours": s.env_ttl_hours, "ttl_build_body": body}
-
-
-@inputs("modules/mig")
-def _mig(s: Settings) -> dict[str, Any]:
-    return {
-        **_common(s), **_workers(s), "name": s.mig_name, "target_size": s.hosts,
-        "machine_type": s.machine_type, "source_image_family": s.source_image_family,
-        "source_image_project": s.source_image_project, "image_version": s.gce_image_version,
-        "boot_disk_size_gb": s.boot_disk_size_gb, "external_ip": s.mig_external_ip,
-    }
 
 
 @inputs("modules/tpu_mig_access")

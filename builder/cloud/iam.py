@@ -49,11 +49,12 @@ ROLES: tuple[Role, ...] = (
     Role("roles/file.editor", "the Filestore instance and its backups"),
     Role("roles/compute.instanceAdmin.v1", "instance template, MIG, shared PD, its snapshots, the seeder VM"),
     Role("roles/compute.securityAdmin", "the IAP-SSH and internal firewall rules"),
-    Role("roles/iam.serviceAccountAdmin", "the workers' service account (modules/mig, modules/tpu_vm) and the "
-         "seeder's (modules/shared_pd)"),
+    Role("roles/iam.serviceAccountAdmin", "the hosts' service account (modules/tpu_vm, modules/tpu_mig_access; "
+         "a node destroy deletes modules/mig's) and the seeder's (modules/shared_pd)"),
     Role("roles/iam.serviceAccountUser", "attach those accounts to VMs and TPUs, and run the pipeline builds "
          "as this account"),
-    Role("roles/iam.roleAdmin", "the custom role that lets MIG workers list their group (modules/mig)"),
+    Role("roles/iam.roleAdmin", "the custom role that lets a slice's TPU VMs list their MIG "
+         "(modules/tpu_mig_access; a node destroy deletes modules/mig's)"),
     Role("roles/resourcemanager.projectIamAdmin", "grant the workers' and the seeder's accounts their project roles"),
     Role("roles/logging.logWriter", "build logs (CLOUD_LOGGING_ONLY)"),
 )

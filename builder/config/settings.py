@@ -92,8 +92,9 @@ class Settings:
 
     @property
     def worker_service_account_id(self) -> str:
-        """account_id of the hosts' service account, created by modules/mig (node: ``tb-<env>-wk``)
-        or modules/tpu_vm (vm: ``tb-<env>-vm``); 6-30 characters as ENV_BUILD_NAME is at most 24."""
+        """account_id of the hosts' service account, created by modules/tpu_vm or
+        modules/tpu_mig_access (``tb-<env>-vm``); a node environment's workers had ``tb-<env>-wk``.
+        6-30 characters as ENV_BUILD_NAME is at most 24."""
         return f"tb-{self.env_name}-{'wk' if self.arch == 'node' else 'vm'}"
 
     @property

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import EXAMPLES, NODE, REPO
+from tests.conftest import EXAMPLES, REPO
 from tests.support.fakes.fixtures import make_repo, unique_env
 
 
@@ -114,35 +114,35 @@ def test_tarball_is_deterministic_and_content_addressed(tmp_path: Path) -> None:
 def _settings(tmp_path: Path, **overrides: str):
     from builder.config import load
 
-    return load(make_repo(tmp_path / unique_env(), "t1", base=NODE, **overrides))  # node: MIG keys
+    # mig: the architecture with the most plan modules fed by keys (node's roots are destroy only)
+    return load(make_repo(tmp_path / unique_env(), "t1", base=EXAMPLES / "mig-v6e-16-spot.env", **overrides))
 
 
 def test_auto_key_map(tmp_path: Path) -> None:
     from builder.cloud import auto
 
-    node = ("filestore", "shared_pd", "tpu", "mig")
+    mig = ("filestore", "shared_pd", "tpu", "mig")
     old = _settings(tmp_path)
 
     def decide(**changes: str) -> auto.Decision:
-        return auto.decide(_settings(tmp_path, **changes), old, plan_modules=node, build_id="b1")
+        return auto.decide(_settings(tmp_path, **changes), old, plan_modules=mig, build_id="b1")
 
     assert decide().action == "none"
-    assert decide(TPU_ACCELERATOR_TYPE="v3-64").only == {"tpu", "mig"}  # size: one worker per host
-    assert decide(TPU_PYTORCH_VERSION="pytorch-1.12").only == {"tpu"}
-    assert decide(MACHINE_TYPE="n1-standard-32").only == {"mig"}
+    assert decide(TPU_ACCELERATOR_TYPE="v6e-32").only == {"mig"}  # the slice; its access stays
+    assert decide(TPU_PROVISIONING="standard").only == {"mig"}
     assert decide(BOOT_DISK_SIZE_GB="300").only == {"mig"}
     assert decide(SHARED_FS_CAPACITY="2048").only == {"filestore"}
     assert decide(SHARED_FS_TIER="STANDARD").action == "none"  # same tier, seed-era name
     assert decide(SHARED_PD_DISK_SIZE="600").only == {"shared_pd"}
-    # the seeder copies the new dataset, and the workers' read grant on its bucket moves with it
-    assert decide(GCS_DATASET="gs://other-bucket/data/*").only == {"shared_pd", "mig"}
+    # the seeder copies the new dataset, and the hosts' read grant on its bucket moves with it
+    assert decide(GCS_DATASET="gs://other-bucket/data/*").only == {"shared_pd", "tpu", "mig"}
     assert decide(MOUNT_POINT="/mnt/data").only == {"mig"}
     model = decide(ROBERTA_TRAIN_FILE="other.txt")  # read at training time
     assert model.action == "none" and "ROBERTA_TRAIN_FILE" in model.reasons[0]
-    for key, value in (("NETWORK", "other"), ("ZONE", "europe-west4-b"), ("PROJECT_ID", "other-project")):
+    for key, value in (("NETWORK", "other"), ("ZONE", "us-east5-a"), ("PROJECT_ID", "other-project")):
         with pytest.raises(Exception, match=f"{key}: changed from"):
             decide(**{key: value})
-    assert auto.decide(old, None, plan_modules=node).action == "create"
+    assert auto.decide(old, None, plan_modules=mig).action == "create"
 
 
 def test_auto_vm_hosts_are_the_tpu(tmp_path: Path) -> None:
@@ -188,13 +188,14 @@ def test_digests_follow_local_child_modules(tmp_path: Path) -> None:
     for folder in ("modules", "env_setup"):
         shutil.copytree(REPO / folder, tmp_path / folder)
     values = tmp_path / "values.env"
-    values.write_bytes(NODE.read_bytes())  # node: mig and shared_pd both call host_identity
+    values.write_bytes((EXAMPLES / "mig-v6e-16-spot.env").read_bytes())  # tpu and shared_pd call host_identity
     settings = load(values)
     every = ("filestore", "shared_pd", "tpu", "mig")
-    assert "modules/host_identity" in auto.terraform_dirs(tmp_path, "modules/mig")
+    assert "modules/host_identity" in auto.terraform_dirs(tmp_path, "modules/tpu_mig_access")
+    assert "modules/ttl" in auto.terraform_dirs(tmp_path, "modules/tpu_mig")
     before = auto.digests(settings, tmp_path, every)
     child = tmp_path / "modules" / "host_identity" / "main.tf"
     child.write_text(child.read_text() + "\n# changed\n")
     after = auto.digests(settings, tmp_path, every)
     changed = {m for m in every if before[m] != after[m]}
-    assert changed == {"mig", "shared_pd"}  # mig's workers and shared_pd's seeder use host_identity
+    assert changed == {"tpu", "shared_pd"}  # the slice's access and shared_pd's seeder use host_identity

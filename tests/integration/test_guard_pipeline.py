@@ -53,11 +53,11 @@ def run_step(script: str, tmp_path: Path, module: str, fixture: str) -> subproce
     (NODE, "update", "filestore", "filestore_replace_tier", True, 0, "DATA LOSS ALLOWED"),
     (NODE, "create", "shared_pd", "shared_pd_replace_create_before_destroy", False, 2, "google_compute_disk.this"),
     (NODE, "update", "shared_pd", "shared_pd_resize", False, 0, "1 to change"),
-    (NODE, "update", "tpu", "tpu_node_replace", False, 0, "interrupts training"),
+    (NODE, "destroy", "tpu", "tpu_node_destroy", False, 0, "google_tpu_node.this will be destroyed"),
     (NODE, "destroy", "shared_pd", "shared_pd_destroy", False, 0, "will be destroyed"),
     (EXAMPLES / "vm-v4-32.env", "update", "tpu", "tpu_vm_replace", False, 0, "interrupts training"),
     (EXAMPLES / "vm-v4-32.env", "update", "filestore", "filestore_destroy", False, 2, "google_filestore_instance.this"),
-], ids=["fs-replace", "fs-replace-allowed", "pd-replace-on-create", "pd-resize", "node-tpu-replace",
+], ids=["fs-replace", "fs-replace-allowed", "pd-replace-on-create", "pd-resize", "node-tpu-destroy",
         "pd-destroy", "vm-tpu-replace", "vm-fs-delete"])
 def test_rendered_guard_step(tmp_path: Path, values: Path, action: str, module: str, fixture: str,
                              allow: bool, code: int, said: str) -> None:

@@ -12,6 +12,10 @@ order, and writes ``terraform show -json`` of each shape below as ``<module dire
 * ``count_zero``: ``tpu_vm`` switched to a queued resource (``count = var.queued ? 0 : 1``), so
   ``google_tpu_v2_vm.this[0]`` goes with ``delete_because_count_index``.
 
+The node architecture's roots are destroy only (``modules/_shared/destroy_only.tf``): their one
+fixture is ``destroy``, ``plan -destroy`` by today's root of the state their last full version
+applied (:data:`STATES`, tests/data/node_state).
+
 What the stand-in cannot write (a replacement: it knows no ForceNew; create-before-destroy; a
 deposed object; an errored plan) stays hand-made in ``tests/data/plans/generate.py``;
 ``tests/data/plans/MANIFEST.json`` says for every fixture who made it and, for the hand-made
@@ -29,6 +33,7 @@ Run: ``python tests/data/plans/generate.py --terraform`` (needs terraform and th
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -41,6 +46,9 @@ from tests.conftest import EXAMPLES, NODE, REPO
 from tests.support.terraform import Terraform, Workspace
 
 STARTUP = REPO / "env_setup" / "scripts" / "startup.sh"
+NODE_STATE = REPO / "tests" / "data" / "node_state"
+#: destroy-only module directory → the state an earlier, full version of it applied.
+STATES: dict[str, Path] = {"tpu_node": NODE_STATE / "tpu.tfstate", "mig": NODE_STATE / "mig.tfstate"}
 TIMESTAMP = "2026-01-05T10:00:00Z"
 WORKSPACE = "/tpubuild-fixtures"
 
@@ -58,8 +66,8 @@ SHAPES: dict[Path, dict[str, dict[str, Change | None]]] = {
     NODE: {
         "filestore": {"update_in_place": lambda v: {**v, "capacity_gb": v["capacity_gb"] * 2}},
         "shared_pd": {"resize": lambda v: {**v, "size_gb": v["size_gb"] * 2}},
-        "tpu_node": {"update_in_place": _labels},
-        "mig": {"update_in_place": lambda v: {**v, "target_size": v["target_size"] * 2}},
+        "tpu_node": {},  # destroy only (STATES)
+        "mig": {},
         "dashboard": {},
     },
     EXAMPLES / "vm-v4-32.env": {
@@ -77,7 +85,8 @@ def names() -> list[str]:
     out = ["empty"]
     for per_dir in SHAPES.values():
         for directory, extra in per_dir.items():
-            out += [f"{directory}_{shape}" for shape in ("create", "noop", *extra, "destroy")]
+            shapes = ("destroy",) if directory in STATES else ("create", "noop", *extra, "destroy")
+            out += [f"{directory}_{shape}" for shape in shapes]
     return sorted(out)
 
 
@@ -111,6 +120,12 @@ def _one_values_file(tf: Terraform, env: Path, root: Path) -> dict[str, str]:
     later = {m: order[i + 1:] for i, m in enumerate(order)}
     for module, values in tfvars.all_for(settings).items():
         directory = Path(module_dir(settings, module)).name
+        if directory in STATES:  # destroy only: what an earlier version applied, destroyed
+            shutil.copy(STATES[directory], ws.state / f"{module}.tfstate")
+            work = ws.module(module_dir(settings, module), module, values)
+            tf.init(work)
+            out[f"{directory}_destroy"] = _show(tf, work, "destroy", "-destroy")
+            continue
         shapes = SHAPES[env].get(directory)
         if shapes is None and not any(Path(module_dir(settings, m)).name in SHAPES[env] for m in later[module]):
             continue  # nothing written below needs its outputs

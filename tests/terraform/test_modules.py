@@ -31,7 +31,6 @@ SCHEMA = json.loads((REPO / "tests" / "data" / "provider_schema.json").read_text
 TF_FILES = sorted(MODULES.rglob("*.tf"))
 #: remote-state prefix (plan module) → module dir, for the architecture of the reading module.
 REMOTE_DIR = {
-    "mig": {"tpu": "tpu_node", "filestore": "filestore", "shared_pd": "shared_pd"},
     "tpu_vm": {"filestore": "filestore", "shared_pd": "shared_pd"},
     "tpu_mig": {"tpu": "tpu_mig_access", "filestore": "filestore", "shared_pd": "shared_pd"},
 }
@@ -67,8 +66,8 @@ def _own_files(mod: Module, versions: str, extra: set[str]) -> dict[str, Any]:
     assert {"main.tf", "variables.tf", "outputs.tf", "versions.tf"} <= files
     assert os.readlink(mod.path / "versions.tf") == f"../_shared/{versions}", "one provider pin, linked"
     for name in sorted(files - {"main.tf", "variables.tf", "outputs.tf", "versions.tf"} - extra):
-        assert name.startswith("var_") and os.readlink(mod.path / name) == f"../_shared/{name}", \
-            f"{mod.path.name}/{name}: only the four files, {sorted(extra)} and shared var_*.tf links"
+        assert (name.startswith("var_") or name == "destroy_only.tf") and os.readlink(mod.path / name) == f"../_shared/{name}", \
+            f"{mod.path.name}/{name}: only the four files, {sorted(extra)}, destroy_only.tf and shared var_*.tf links"
     for name in ("main.tf", "variables.tf", "outputs.tf", *sorted(extra & files)):
         assert not (mod.path / name).is_symlink(), f"{mod.path.name}/{name} is the module's own file"
     [tf, *override] = mod.terraform
@@ -227,7 +226,7 @@ def test_remote_state_check_catches_a_missing_output(tmp_path: Path) -> None:
 #: Call names are unique across roots: checkov reports a child's resource by its address
 #: (module.<call>.<type>.<name>), so two roots with the same call name would leave one unreported.
 CALLS = {
-    "mig": {"mig_identity": "host_identity", "mig_firewall": "host_firewall"},
+    "mig": {},
     "tpu_vm": {"tpu_vm_identity": "host_identity", "tpu_vm_firewall": "host_firewall", "ttl": "ttl"},
     "shared_pd": {"seeder_identity": "host_identity"},
     "tpu_node": {},
@@ -306,9 +305,6 @@ def test_child_modules_are_not_plan_modules() -> None:
 #: must be the ``from`` of a moved block, or an existing environment would destroy and recreate
 #: the service account (new unique id: grants made by hand are lost) and the firewall rules.
 FORMER = {
-    "mig": {"google_service_account.worker": "", "google_project_iam_member.worker": "for_each",
-            "google_storage_bucket_iam_member.dataset": "count", "google_storage_bucket_iam_member.workspace": "",
-            "google_compute_firewall.iap_ssh": "", "google_compute_firewall.internal": ""},
     "tpu_vm": {"google_service_account.worker": "", "google_project_iam_member.worker": "for_each",
                "google_storage_bucket_iam_member.dataset": "count", "google_storage_bucket_iam_member.workspace": "",
                "google_compute_firewall.iap_ssh": "", "google_compute_firewall.internal": ""},
@@ -387,40 +383,31 @@ def test_modules_without_children_move_nothing(name: str) -> None:
 def test_moved_check_catches_what_it_should(tmp_path: Path) -> None:
     for child in CHILD_DIRS:
         shutil.copytree(MODULES / child, tmp_path / child)
-    mig = load_module("mig")
-    (tmp_path / "mig").mkdir()
+    vm = load_module("tpu_vm")
+    (tmp_path / "tpu_vm").mkdir()
     for f in ("main.tf", "variables.tf"):
-        shutil.copy(mig.path / f, tmp_path / "mig" / f)
-    (tmp_path / "mig" / "moved.tf").write_text('''
-moved {
-  from = google_service_account.worker
-  to   = module.mig_identity.google_service_account.worker
-}
-moved {
-  from = google_project_iam_member.worker
-  to   = module.mig_identity.google_project_iam_member.project["roles/editor"]
-}
-moved {
-  from = google_storage_bucket_iam_member.dataset
-  to   = module.mig_identity.google_storage_bucket_iam_member.dataset
-}
-moved {
-  from = google_storage_bucket_iam_member.dataset
-  to   = module.mig_identity.google_storage_bucket_iam_member.workspace
-}
-moved {
-  from = google_compute_firewall.iap_ssh
-  to   = module.network.google_compute_firewall.iap_ssh
-}
-''')
-    errors = "\n".join(moved_errors(load_dir(tmp_path / "mig"), FORMER["mig"]))
+        shutil.copy(vm.path / f, tmp_path / "tpu_vm" / f)
+    # the real moved.tf, broken five ways
+    text = (vm.path / "moved.tf").read_text()
+    internal = text[text.rindex("moved {"):]
+    for old, new in [
+        ("google_service_account.this", "google_service_account.worker"),  # no such resource in the child
+        ("google_project_iam_member.project\n", 'google_project_iam_member.project["roles/editor"]\n'),  # no such key
+        ("from = google_storage_bucket_iam_member.workspace", "from = google_storage_bucket_iam_member.dataset"),
+        ("module.tpu_vm_firewall.google_compute_firewall.iap_ssh", "module.network.google_compute_firewall.iap_ssh"),
+        (internal, ""),  # a former address left behind
+    ]:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    (tmp_path / "tpu_vm" / "moved.tf").write_text(text)
+    errors = "\n".join(moved_errors(load_dir(tmp_path / "tpu_vm"), FORMER["tpu_vm"]))
     assert "google_compute_firewall.internal is not moved" in errors
     assert "google_storage_bucket_iam_member.dataset is moved twice" in errors
     assert "no google_service_account.worker in host_identity" in errors
     assert "['roles/editor'] is not an instance the call creates" in errors
     assert "module.network is not called" in errors
-    assert "module.mig_identity.google_service_account.this is new: nothing moves into it" in errors
-    assert "module.mig_firewall.google_compute_firewall.internal is new" in errors
+    assert "module.tpu_vm_identity.google_service_account.this is new: nothing moves into it" in errors
+    assert "module.tpu_vm_firewall.google_compute_firewall.internal is new" in errors
 
 
 # ---- the real provider schema ----

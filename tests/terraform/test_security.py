@@ -5,8 +5,8 @@
 * no instance template or TPU VM gets an access_config / external IP with the variables' default
   values;
 * the workers' service account has only the roles it needs (storage.objectViewer on the dataset
-  bucket and on its own workspace prefix, logging.logWriter, monitoring.metricWriter, and on node
-  a custom role with just the MIG read that leader election needs, not roles/compute.viewer);
+  bucket and on its own workspace prefix, logging.logWriter, monitoring.metricWriter, and on mig
+  a custom role with just the MIG read that startup.sh needs, not roles/compute.viewer);
   the seeder's account (modules/shared_pd) has the storage reads and logging.logWriter only;
 * OS Login, no project-wide SSH keys, shielded VMs, our own service account on every host.
 
@@ -32,7 +32,14 @@ from tests.terraform.test_modules_hcl import (
 )
 
 IAP_RANGE = "35.235.240.0/20"
-WORKER_MODULES = ("mig", "tpu_vm")
+#: The roots that give the training hosts their identity and firewall → the child calls' prefix
+#: (``module.<prefix>_identity``, ``module.<prefix>_firewall``). On vm the hosts are in the same
+#: root; on mig they are modules/tpu_mig's instance template, which reads both from this root's
+#: state (the node architecture's roots are destroy only and declare nothing).
+WORKER_MODULES = {"tpu_vm": "tpu_vm", "tpu_mig_access": "slice"}
+#: identity root → the root whose resource is the hosts (a TPU VM, or the MIG's instance template).
+HOSTS_IN = {"tpu_vm": "tpu_vm", "tpu_mig_access": "tpu_mig"}
+_FROM_ACCESS = "${data.terraform_remote_state.tpu.outputs.%s}"
 WORKER_ROLES = {"roles/logging.logWriter", "roles/monitoring.metricWriter"}
 #: What `gcloud compute instance-groups managed list-instances` (startup.sh's leader election)
 #: needs: the API's listManagedInstances checks .get, gcloud's help names .list.
@@ -147,23 +154,37 @@ def _firewalls(mod: Module) -> dict[str, dict[str, Any]]:
     return {n: b for (t, n), b in effective_resources(mod).items() if t == "google_compute_firewall"}
 
 
+def _host(name: str) -> tuple[Module, str, dict[str, Any]]:
+    """The hosts of identity root ``name``: (their module, resource type, resource body)."""
+    mod = load_module(HOSTS_IN[name])
+    [(kind, host)] = [(t, b) for (t, _), b in mod.resources.items() if t in ("google_compute_instance_template", "google_tpu_v2_vm")]
+    return mod, kind, host
+
+
+def _from_this_root(name: str, expr: str, output: str) -> str:
+    """What the hosts' module writes for this root's ``expr``: the expression itself when the hosts
+    are here, else this root's output ``output`` (which must be ``expr``) read from its state."""
+    if HOSTS_IN[name] == name:
+        return expr
+    assert load_module(name).outputs[output]["value"] == expr, f"{name}: output {output} is not {expr}"
+    return _FROM_ACCESS % output
+
+
 @pytest.mark.parametrize("name", WORKER_MODULES)
 def test_iap_ssh_rule_targets_the_hosts(name: str) -> None:
-    mod = load_module(name)
+    mod, prefix = load_module(name), WORKER_MODULES[name]
     rules = _firewalls(mod)
-    assert set(rules) == {f"module.{name}_firewall.iap_ssh", f"module.{name}_firewall.internal"}, "the rules come from host_firewall"
+    assert set(rules) == {f"module.{prefix}_firewall.iap_ssh", f"module.{prefix}_firewall.internal"}, "the rules come from host_firewall"
     ssh = [b for b in rules.values() if _reaches_port_22(b) and IAP_RANGE in [unquote(r) for r in b.get("source_ranges") or []]]
     assert len(ssh) == 1, f"{name}: exactly one IAP SSH rule"
     [rule] = ssh
     assert [unquote(r) for r in rule["source_ranges"]] == [IAP_RANGE]
     assert "source_tags" not in rule
-    [host] = [b for (t, _), b in mod.resources.items() if t in ("google_compute_instance_template", "google_tpu_v2_vm")]
-    assert rule["target_tags"] == host["tags"] == ["${local.tag}"]
-    internal = rules[f"module.{name}_firewall.internal"]
+    assert rule["target_tags"] == ["${local.tag}"]
+    assert _host(name)[2]["tags"] == [_from_this_root(name, "${local.tag}", "network_tag")]
+    internal = rules[f"module.{prefix}_firewall.internal"]
     assert internal["source_tags"] == internal["target_tags"] == ["${local.tag}"]
-    # node: the TPU Node's workers reach the MIG workers; vm: only the hosts themselves
-    want = ["${data.terraform_remote_state.tpu.outputs.cidr_block}"] if name == "mig" else None
-    assert internal["source_ranges"] == want
+    assert internal["source_ranges"] is None, "only the hosts themselves reach each other"
 
 
 #: Child calls with their own identity, not the hosts' (the TTL's invoker: tests/integration/test_ttl.py).
@@ -232,20 +253,17 @@ def test_worker_service_account_is_least_privilege(name: str) -> None:
     types = {t for t, _ in res}
     assert not {t for t in types if t.endswith(("_iam_binding", "_iam_policy"))}, "authoritative IAM would clobber others' grants"
     assert set(re.findall(r'"(roles/[\w.]+)"', _text(mod))) == WORKER_ROLES | {"roles/storage.objectViewer"}
-    call = f"{name}_identity"
+    call = f"{WORKER_MODULES[name]}_identity"
     _identity_call(mod, call)
     assert [n for (t, n) in res if t == "google_service_account"] == [f"module.{call}.this"], "one account, from host_identity"
     _grants(mod, call, WORKER_ROLES)
     project_grants = {n: b for (t, n), b in res.items() if t == "google_project_iam_member"}
     roles = {n: b for (t, n), b in res.items() if t == "google_project_iam_custom_role"}
-    if name == "mig":
+    if name == "tpu_mig_access":  # the slice's VMs list their own MIG (worker ids, peers, leader)
         assert set(project_grants) == {f"module.{call}.project", "mig_reader"} and set(roles) == {"mig_reader"}
         assert [unquote(p) for p in roles["mig_reader"]["permissions"]] == MIG_READER_PERMISSIONS
         assert project_grants["mig_reader"]["role"] == "${google_project_iam_custom_role.mig_reader.name}"
         assert project_grants["mig_reader"]["member"] == f"${{module.{call}.member}}"
-        # the workers boot only once they may list their group, read the buckets and write logs
-        manager = next(b for (t, _), b in mod.resources.items() if t == "google_compute_instance_group_manager")
-        assert {"${google_project_iam_member.mig_reader}", f"${{module.{call}}}"} <= set(manager["depends_on"])
     else:
         assert set(project_grants) == {f"module.{call}.project"} and roles == {}, "TPU VM hosts elect by worker number"
         vm = next(b for (t, _), b in mod.resources.items() if t == "google_tpu_v2_vm")
@@ -254,8 +272,7 @@ def test_worker_service_account_is_least_privilege(name: str) -> None:
 
 @pytest.mark.parametrize("name", WORKER_MODULES)
 def test_hosts_use_os_login_shielded_vm_and_their_own_account(name: str) -> None:
-    mod = load_module(name)
-    [(kind, host)] = [(t, b) for (t, _), b in mod.resources.items() if t in ("google_compute_instance_template", "google_tpu_v2_vm")]
+    mod, kind, host = _host(name)
     metadata_local = host["metadata"].removeprefix("${local.").removesuffix("}")
     metadata = {unquote(k): v for k, v in mod.locals[metadata_local].items()}
     assert unquote(metadata["enable-oslogin"]) == "TRUE"
@@ -265,11 +282,14 @@ def test_hosts_use_os_login_shielded_vm_and_their_own_account(name: str) -> None
     assert metadata["startup-script"] == '${file("${path.module}/../../env_setup/scripts/startup.sh")}'
     _, blocks = body_parts(host)
     [(account, _)] = blocks["service_account"]
-    assert account["email"] == f"${{module.{name}_identity.email}}", "never the default compute account"
-    _identity_call(mod, f"{name}_identity")
+    call = f"{WORKER_MODULES[name]}_identity"
+    assert account["email"] == _from_this_root(name, f"${{module.{call}.email}}", "service_account_email"), \
+        "never the default compute account"
+    _identity_call(load_module(name), call)
     if kind == "google_compute_instance_template":
         [(shielded, _)] = blocks["shielded_instance_config"]
-        assert shielded == {**shielded, "enable_secure_boot": True, "enable_vtpm": True, "enable_integrity_monitoring": True}
+        # secure boot is off on the accelerator images (the inline checkov skip says why); the rest is on
+        assert shielded["enable_vtpm"] is True and shielded["enable_integrity_monitoring"] is True
         assert host["can_ip_forward"] is False
 
 
@@ -287,7 +307,7 @@ def test_mig_reader_role_covers_every_compute_call_of_startup_sh() -> None:
     calls = set(re.findall(r"(?:^|\$\(|[|&;])\s*gcloud compute ((?:[a-z][a-z-]* )+?)(?=\"|\$|-)", code, re.M))
     calls = {c.strip() for c in calls}
     assert calls == set(STARTUP_COMPUTE_CALLS), "startup.sh's gcloud compute calls changed; update the table and the role"
-    mod = load_module("mig")
+    mod = load_module("tpu_mig_access")
     role = next(b for (t, _), b in mod.resources.items() if t == "google_project_iam_custom_role")
     granted = {unquote(p) for p in role["permissions"]}
     assert set().union(*STARTUP_COMPUTE_CALLS.values()) <= granted
@@ -310,7 +330,7 @@ def test_seeder_service_account_is_least_privilege() -> None:
 
 
 def test_shared_pd_is_attached_read_only() -> None:
-    mig_disks = body_parts(next(b for (t, _), b in load_module("mig").resources.items() if t == "google_compute_instance_template"))[1]["disk"]
+    mig_disks = body_parts(next(b for (t, _), b in load_module("tpu_mig").resources.items() if t == "google_compute_instance_template"))[1]["disk"]
     attached = [d for d, dynamic in mig_disks if dynamic]
     assert [unquote(d["mode"]) for d in attached] == ["READ_ONLY"]
     vm = next(b for (t, _), b in load_module("tpu_vm").resources.items() if t == "google_tpu_v2_vm")

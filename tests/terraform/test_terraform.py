@@ -17,6 +17,7 @@ Needs terraform and npm (first run: the npm packages, cached under ~/.cache/tpub
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +30,7 @@ from builder import tfvars
 from builder.config import load
 from builder.plan import module_dir
 from tests.conftest import EXAMPLES, NODE, REPO, SHIPPED, require
+from tests.support.terraform_fixtures import STATES
 from tests.support.terraform import Terraform, Workspace, counts, is_root, module_dirs, resources, standin_terraform
 
 ENV_FILES = [SHIPPED, *sorted(EXAMPLES.glob("*.env"))]
@@ -197,7 +199,7 @@ def test_every_root_module_plans_and_applies_for_every_values_file(applied: dict
     assert "startup-script" in checked and "no-external-ip" in checked
     if settings.shared_pd_attach:
         assert "read-only" in checked
-    if settings.arch == "node":
+    if settings.arch == "mig":
         assert "mig-size" in checked
 
 
@@ -258,8 +260,8 @@ def test_moved_blocks_keep_every_object_of_the_previous_release(tf: Terraform, t
     require("git history", subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", PREVIOUS_RELEASE],
                                           capture_output=True).returncode == 0, "a full clone")
     checked = []
-    # the node fixture too: the legacy architecture's modules (mig) carry moved blocks of their own
-    one_per_arch = {load(env).arch: env for env in reversed([*ENV_FILES, NODE])}
+    # not node: its roots are destroy only (test_destroy_only_roots_destroy_a_node_environment)
+    one_per_arch = {load(env).arch: env for env in reversed(ENV_FILES)}
     for env in one_per_arch.values():
         settings = load(env)
         old_src, new_src = tmp_path / env.stem / "old", tmp_path / env.stem / "new"
@@ -285,6 +287,40 @@ def test_moved_blocks_keep_every_object_of_the_previous_release(tf: Terraform, t
                 assert moved, f"{module}: HEAD's moved blocks moved nothing"
                 checked.append((env.name, module, len(moved)))
     assert checked, "no module with moved blocks was planned"
+
+
+def _assert_destroys_exactly_the_state(tf: Terraform, work: Path, state: Path, module: str) -> None:
+    """A destroy-only root (modules/_shared/destroy_only.tf): any plan but -destroy stops with its
+    one message, its plan file is marked errored (Terraform will not apply it; the guard refuses
+    it too); ``plan -destroy`` deletes every managed object of the state and
+    nothing else, and applying it leaves the state empty."""
+    held = {f"{r.get('module', '') + '.' if r.get('module') else ''}{r['type']}.{r['name']}"
+            for r in json.loads(state.read_text())["resources"] if r["mode"] == "managed"}
+    assert held, f"{state}: nothing to destroy"
+    refused = tf(work, "plan", "-input=false", "-no-color", "-lock=false", "-out=refused.tfplan", check=False)
+    assert refused.returncode == 1 and "This root is destroy-only" in refused.stderr, refused.stderr[-2000:]
+    shown = json.loads(tf(work, "show", "-json", "refused.tfplan").stdout)
+    assert shown["errored"] is True and shown["applyable"] is False
+    assert tf(work, "apply", "-input=false", "-no-color", "-lock=false", "refused.tfplan", check=False).returncode != 0
+    plan = tf.plan_json(work, "destroy", "-destroy")
+    deleted = {c["address"].split("[")[0] for c in plan["resource_changes"] if c["mode"] == "managed"
+               and c["change"]["actions"] == ["delete"]}
+    assert deleted == held and set(counts(plan)) == {"delete"}, (sorted(deleted ^ held), counts(plan))
+    ok = _guard(_write_plan(work, "destroy", plan), module, "destroy")
+    assert ok.returncode == 0, (ok.stdout, ok.stderr)
+    tf(work, "apply", "-input=false", "-no-color", "-lock=false", "destroy.tfplan")
+    assert [r for r in json.loads(state.read_text())["resources"] if r["mode"] == "managed"] == []
+
+
+@pytest.mark.parametrize("directory, module", [("modules/tpu_node", "tpu"), ("modules/mig", "mig")])
+def test_destroy_only_roots_destroy_a_node_environment(tf: Terraform, tmp_path: Path, directory: str, module: str) -> None:
+    """The state the last full version applied (tests/data/node_state), destroyed by today's root."""
+    settings = load(NODE)
+    ws = Workspace(tmp_path / "ws")
+    shutil.copy(STATES[Path(directory).name], ws.state / f"{module}.tfstate")
+    work = ws.module(directory, module, tfvars.for_module(settings, module))
+    tf.init(work)
+    _assert_destroys_exactly_the_state(tf, work, ws.state / f"{module}.tfstate", module)
 
 
 def _old_values(old_dir: Path, values: dict[str, Any]) -> dict[str, Any]:

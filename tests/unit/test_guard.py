@@ -44,13 +44,11 @@ PROCEED = [
     ("shared_pd_create", "shared_pd", "create"),
     ("shared_pd_resize", "shared_pd", "update"),
     ("shared_pd_destroy", "shared_pd", "destroy"),
-    ("tpu_node_create", "tpu", "create"),
-    ("tpu_node_noop", "tpu", "update"),
     ("tpu_node_destroy", "tpu", "destroy"),
     ("tpu_vm_create", "tpu", "create"),
     ("tpu_vm_update_in_place", "tpu", "update"),
     ("tpu_vm_destroy", "tpu", "destroy"),
-    ("mig_update", "mig", "update"),
+    ("tpu_mig_template_replace", "mig", "update"),
     ("mig_destroy", "mig", "destroy"),
     ("empty", "tpu", "update"),
 ]
@@ -98,13 +96,11 @@ def test_allow_data_loss_proceeds_loudly(cli, name: str, module: str, action: st
     assert len(warning) == 1 and address in warning[0] and "is lost" in warning[0]
 
 
-@pytest.mark.parametrize("name, address", [("tpu_node_replace", "google_tpu_node.this"),
-                                           ("tpu_vm_replace", "google_tpu_v2_vm.this")])
 @pytest.mark.parametrize("action", ["create", "update", "auto"])
-def test_tpu_replacement_is_allowed_and_announced(cli, name: str, address: str, action: str) -> None:
-    code, out, err = guard(cli, name, "tpu", action)
+def test_tpu_replacement_is_allowed_and_announced(cli, action: str) -> None:
+    code, out, err = guard(cli, "tpu_vm_replace", "tpu", action)
     assert (code, err) == (0, "")
-    assert (f"tpubuild: WARNING: {address} would be replaced (accelerator_type forces replacement): "
+    assert ("tpubuild: WARNING: google_tpu_v2_vm.this would be replaced (accelerator_type forces replacement): "
             "this interrupts training") in out
     assert "1 to replace" in out
 
@@ -147,7 +143,7 @@ def test_data_source_reads_of_a_disk_are_not_changes() -> None:
 
 
 def test_mig_template_replacement_is_not_announced() -> None:
-    decision = evaluate(json.loads(fixture("mig_update").read_text()), "mig", "update")
+    decision = evaluate(json.loads(fixture("tpu_mig_template_replace").read_text()), "mig", "update")
     assert decision.proceed and decision.warnings == () and decision.counts()["replace"] == 1
 
 
@@ -222,7 +218,7 @@ def test_missing_and_directory_plan_json(cli, tmp_path: Path) -> None:
     ("tpu", "bogus", "--action 'bogus' is not an action"),
 ])
 def test_bad_module_or_action(cli, module: str, action: str, fragment: str) -> None:
-    code, out, err = guard(cli, "tpu_node_create", module, action)
+    code, out, err = guard(cli, "tpu_vm_create", module, action)
     assert code == 2 and len(err.splitlines()) == 1 and fragment in err and out == ""
 
 

@@ -28,13 +28,32 @@ def remote_states(tfdir: str) -> set[str]:
     return out
 
 
-@pytest.mark.parametrize("spec", M.CATALOGUE, ids=lambda s: f"{s.name}@{s.tfdir}")
+@pytest.mark.parametrize("spec", [s for s in M.CATALOGUE if not s.destroy_only], ids=lambda s: f"{s.name}@{s.tfdir}")
 def test_create_order_is_the_remote_state_reads(spec: M.ModuleSpec) -> None:
     assert (REPO / spec.tfdir).is_dir()
     assert set(spec.after) == remote_states(spec.tfdir), (
         f"{spec.tfdir} reads {sorted(remote_states(spec.tfdir))} but the catalogue says after={spec.after}")
     for arch in spec.archs:
         assert set(spec.after) <= set(M.modules(arch)), (spec, arch)
+
+
+@pytest.mark.parametrize("spec", M.CATALOGUE, ids=lambda s: f"{s.name}@{s.tfdir}")
+def test_destroy_only_roots_are_the_skeletons(spec: M.ModuleSpec) -> None:
+    """A destroy-only root links modules/_shared/destroy_only.tf and declares no resource of its
+    own (so a destroy deletes exactly what its state holds); no key or boot folder feeds it, and
+    the order it was created in (which it no longer reads) still orders its destroy."""
+    root = REPO / spec.tfdir
+    linked = (root / "destroy_only.tf").is_symlink()
+    assert linked == spec.destroy_only, spec.tfdir
+    if not spec.destroy_only:
+        return
+    assert (root / "destroy_only.tf").readlink() == Path("../_shared/destroy_only.tf")
+    own = "\n".join(tf.read_text() for tf in root.glob("*.tf") if not tf.is_symlink())
+    assert not re.search(r'^\s*(resource|data|module)\s+"', own, re.M), f"{spec.tfdir} declares something"
+    assert remote_states(spec.tfdir) == set() and spec.keys == () and spec.boot == ()
+    for arch in spec.archs:
+        order = M.destroy_order(arch)
+        assert all(order.index(spec.name) < order.index(d) for d in spec.after), (spec, order)
 
 
 @pytest.mark.parametrize("arch", M.ARCHS)
@@ -80,7 +99,8 @@ def test_keys_feed_modules_and_are_known() -> None:
         assert set(spec.keys) <= known, set(spec.keys) - known
     assert M.modules_for_key("SHARED_FS_CAPACITY", "vm") == {"filestore"}
     assert M.modules_for_key("GCS_DATASET", "mig") == {"shared_pd", "tpu", "mig"}
-    assert M.modules_for_key("TPU_ACCELERATOR_TYPE", "node") == {"tpu", "mig"}
+    assert M.modules_for_key("TPU_ACCELERATOR_TYPE", "vm") == {"tpu"}
+    assert M.modules_for_key("TPU_ACCELERATOR_TYPE", "node") == set(), "node's roots are destroy only"
     assert M.modules_for_key("PROJECT_ID", "vm") == frozenset()
 
 

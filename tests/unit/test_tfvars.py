@@ -20,7 +20,7 @@ from builder.config import load
 from builder.errors import BadInput, ConfigError
 from builder.plan import module_dir
 from tests.conftest import EXAMPLES, NODE, SHIPPED
-from tests.terraform.test_modules_hcl import CHILD_DIRS, Module, body_parts, call_args, child_of, load_module, unquote
+from tests.terraform.test_modules_hcl import CHILD_DIRS, Module, call_args, child_of, load_module, unquote
 
 ENV_FILES = [SHIPPED, NODE, *sorted(EXAMPLES.glob("*.env"))]
 
@@ -163,7 +163,9 @@ def test_tfvars_pass_the_child_modules_validations_through_the_calls(env: Path) 
             checked |= {f"{call}.{n}" for n, _ in verdicts}
     want = {"seeder_identity.account_id", "seeder_identity.workspace_condition_title", "seeder_identity.dataset_bucket"}
     assert want <= checked
-    hosts = {"node": "mig", "vm": "tpu_vm", "mig": "slice"}[settings.arch]
+    if settings.arch == "node":  # destroy only: its roots call nothing
+        return
+    hosts = {"vm": "tpu_vm", "mig": "slice"}[settings.arch]
     assert {f"{hosts}_identity.account_id", f"{hosts}_identity.state_bucket", f"{hosts}_firewall.network",
             f"{hosts}_firewall.name", f"{hosts}_firewall.hosts"} <= checked
 
@@ -176,105 +178,50 @@ def test_child_validation_rejects_what_the_api_would() -> None:
     assert {n for n, ok in _validation_verdicts(mod, bad) if not ok} == {"name", "hosts"}
 
 
-# ---- the resize guarantee ----
+# ---- the legacy node roots ----
 
-def _template_inputs(mod: Module) -> set[str]:
-    """Variables the MIG's instance template depends on, through locals, data sources and other
-    resources, transitively."""
-    [template] = [body for (t, _), body in mod.resources.items() if t == "google_compute_instance_template"]
-    return {name for kind, name, _ in mod.closure(template) if kind == "var"}
-
-
-def test_resize_changes_only_tpu_and_mig_size(make_env: Callable[..., Path]) -> None:
-    small = tfvars.all_for(load(make_env(NODE, TPU_ACCELERATOR_TYPE="v3-32")))
-    big = tfvars.all_for(load(make_env(NODE, TPU_ACCELERATOR_TYPE="v3-128")))
-    changed = {m: {k for k in small[m] if small[m][k] != big[m][k]} for m in small}
-    assert changed == {"tpu": {"accelerator_type"}, "filestore": set(), "shared_pd": set(), "mig": {"target_size"},
-                       "dashboard": set()}
-    assert (small["mig"]["target_size"], big["mig"]["target_size"]) == (4, 16)
-
-    mig = load_module("mig")
-    inputs = _template_inputs(mig)
-    assert {"machine_type", "boot_disk_size_gb", "network", "labels"} <= inputs, "the closure found the template's inputs"
-    assert "service_account_id" in inputs, "the closure follows the template's account into module.mig_identity's call"
-    assert inputs.isdisjoint(changed["mig"]), "the instance template depends on the TPU size"
-    assert {k: small["mig"][k] for k in inputs} == {k: big["mig"][k] for k in inputs}
-
-
-def test_template_does_not_read_the_tpu_state() -> None:
-    """The TPU's endpoints change with its size; the template must not see them."""
-    mig = load_module("mig")
-    [template] = [body for (t, _), body in mig.resources.items() if t == "google_compute_instance_template"]
-    assert ("data", "terraform_remote_state", "tpu") not in mig.closure(template)
-    attrs, blocks = body_parts(template)
-    assert "name_prefix" in attrs and "name" not in attrs
-    [(lifecycle, _)] = blocks["lifecycle"]
-    assert lifecycle["create_before_destroy"] is True
-
-
-def test_mig_update_policy_never_replaces_for_a_resize() -> None:
-    mig = load_module("mig")
-    [manager] = [body for (t, _), body in mig.resources.items() if t == "google_compute_instance_group_manager"]
-    attrs, blocks = body_parts(manager)
-    assert attrs["target_size"] == "${var.target_size}"
-    [(policy, _)] = blocks["update_policy"]
-    kind, minimal = unquote(policy["type"]), unquote(policy["minimal_action"])
-    # OPPORTUNISTIC never touches running VMs; PROACTIVE must not force more than a restart on
-    # changes that need less (a resize changes only all_instances_config, not the template).
-    assert kind == "OPPORTUNISTIC" or minimal in ("NONE", "REFRESH", "RESTART")
-    # the TPU's name and endpoints reach the workers through all_instances_config, not the template
-    [(aic, _)] = blocks["all_instances_config"]
-    assert {unquote(k) for k in aic["metadata"]} == {"tpubuild-tpu-name", "tpubuild-tpu-endpoints"}
-
-
-def test_closure_would_catch_a_size_dependent_template(tmp_path: Path) -> None:
-    from tests.terraform.test_modules_hcl import write_module
-    mod = write_module(tmp_path, '''
-variable "target_size" {
-  type = number
-}
-locals {
-  meta = { hosts = tostring(var.target_size) }
-}
-resource "google_compute_instance_template" "t" {
-  machine_type = "n1"
-  metadata     = local.meta
-}
-''')
-    assert _template_inputs(mod) == {"target_size"}
+@pytest.mark.parametrize("module", ["tpu", "mig"])
+def test_node_roots_get_only_what_a_destroy_needs(module: str) -> None:
+    """modules/tpu_node and modules/mig are destroy only: the provider's project and zone, and
+    nothing of the TPU Node or its workers (their values may be anything a seed-era file held)."""
+    s = load(NODE)
+    assert tfvars.for_module(s, module) == {"project_id": s.project_id, "zone": s.zone}
+    assert set(_module_for(s, module).variables) == {"project_id", "zone"}
 
 
 # ---- values and refusals ----
 
 def test_names_and_derived_values(make_env: Callable[..., Path]) -> None:
-    s = load(NODE)
+    s = load(SHIPPED)
     v = tfvars.all_for(s)
     assert v["tpu"]["name"] == s.tpu_name and v["filestore"]["name"] == s.filestore_name
-    assert v["shared_pd"]["name"] == s.shared_pd_name and v["mig"]["name"] == s.mig_name
+    assert v["shared_pd"]["name"] == s.shared_pd_name
     assert all(values["labels"] == s.labels for m, values in v.items() if m != "dashboard")
     assert json.loads(v["dashboard"]["dashboard_json"])["labels"] == s.labels  # the dashboard's own labels
-    assert v["mig"]["state_bucket"] == s.state_bucket and v["mig"]["env_name"] == s.env_name
-    assert v["mig"]["service_account_id"] == f"tb-{s.env_name}-wk"
-    assert v["mig"]["target_size"] == s.hosts
+    assert v["tpu"]["state_bucket"] == s.state_bucket and v["tpu"]["env_name"] == s.env_name
+    assert v["tpu"]["service_account_id"] == f"tb-{s.env_name}-vm"
     vm = tfvars.all_for(load(EXAMPLES / "vm-v4-32.env"))
     assert vm["tpu"]["service_account_id"] == "tb-v4-pod-vm"
     assert vm["tpu"]["dataset_bucket"] == "my-tpu-project-datasets"
-    longest = load(make_env(NODE, ENV_BUILD_NAME="a" * 24))
+    mig = load(EXAMPLES / "mig-v6e-16-spot.env")
+    assert tfvars.for_module(mig, "tpu")["service_account_id"] == mig.worker_service_account_id
+    assert tfvars.for_module(mig, "mig")["vm_count"] == mig.hosts
+    longest = load(make_env(SHIPPED, ENV_BUILD_NAME="a" * 24))
     assert 6 <= len(tfvars.service_account_id(longest)) <= 30
-    # the seeder's account (shared_pd) and the hosts' (mig/tpu_vm) come from Settings, once
+    # the seeder's account (shared_pd) and the hosts' (tpu_vm, tpu_mig_access) come from Settings, once
     assert v["shared_pd"]["seeder_service_account_id"] == s.seeder_service_account_id == f"tb-{s.env_name}-sd"
-    assert v["mig"]["service_account_id"] == s.worker_service_account_id
+    assert v["tpu"]["service_account_id"] == s.worker_service_account_id
     assert s.seeder_service_account == f"tb-{s.env_name}-sd@{s.project_id}.iam.gserviceaccount.com"
     assert 6 <= len(longest.seeder_service_account_id) <= 30
-    assert v["shared_pd"]["dataset_bucket"] == v["mig"]["dataset_bucket"] and v["shared_pd"]["state_bucket"] == s.state_bucket
+    assert v["shared_pd"]["dataset_bucket"] == v["tpu"]["dataset_bucket"] and v["shared_pd"]["state_bucket"] == s.state_bucket
 
 
 def test_mig_reader_role_id_is_legal_for_any_env_name() -> None:
     """IAM role ids allow [a-zA-Z0-9_.]{3,64}: no hyphens, which env names have."""
-    role = next(b for (t, _), b in load_module("mig").resources.items() if t == "google_project_iam_custom_role")
-    assert unquote(role["role_id"]) == 'tpubuild_${replace(var.env_name, "-", "_")}_mig_reader'
+    role = next(b for (t, _), b in load_module("tpu_mig_access").resources.items() if t == "google_project_iam_custom_role")
+    assert unquote(role["role_id"]) == 'tpubuild_${replace(var.env_name, "-", "_")}_slice_reader'
     for env in ("a", "tpu-dev1", "a-" * 11 + "bc"):
-        role_id = f"tpubuild_{env.replace('-', '_')}_mig_reader"
+        role_id = f"tpubuild_{env.replace('-', '_')}_slice_reader"
         assert re.fullmatch(r"[a-zA-Z0-9_.]{3,64}", role_id), role_id
 
 
@@ -287,7 +234,7 @@ def test_snapshot_from_shared_pd_restore(make_env: Callable[..., Path], restore:
 def test_dataset_bucket_and_empty_dataset(make_env: Callable[..., Path]) -> None:
     assert tfvars.dataset_bucket("gs://b-1/x/y/*") == "b-1"
     assert tfvars.dataset_bucket("gs://b-1") == "b-1"
-    assert tfvars.for_module(load(make_env(NODE, GCS_DATASET="")), "mig")["dataset_bucket"] == ""
+    assert tfvars.for_module(load(make_env(SHIPPED, GCS_DATASET="")), "tpu")["dataset_bucket"] == ""
 
 
 def test_setup_script_paths(make_env: Callable[..., Path], tmp_path: Path) -> None:
@@ -295,11 +242,11 @@ def test_setup_script_paths(make_env: Callable[..., Path], tmp_path: Path) -> No
     (tmp_path / "scripts" / "setup.sh").write_text("#!/bin/bash\n")
     (tmp_path / "models" / "roberta").mkdir(parents=True)
     (tmp_path / "models" / "roberta" / "prep.sh").write_text("#!/bin/bash\n")
-    assert tfvars.for_module(load(make_env(NODE, MIG_SETUP_SCRIPT="scripts/setup.sh")), "mig")["setup_script"] == "scripts/setup.sh"
-    assert tfvars.for_module(load(make_env(NODE, MIG_SETUP_SCRIPT="roberta/prep.sh")), "mig")["setup_script"] == "models/roberta/prep.sh"
-    env = make_env(NODE, MIG_SETUP_SCRIPT="scripts/missing.sh")
+    assert tfvars.for_module(load(make_env(SHIPPED, MIG_SETUP_SCRIPT="scripts/setup.sh")), "tpu")["setup_script"] == "scripts/setup.sh"
+    assert tfvars.for_module(load(make_env(SHIPPED, MIG_SETUP_SCRIPT="roberta/prep.sh")), "tpu")["setup_script"] == "models/roberta/prep.sh"
+    env = make_env(SHIPPED, MIG_SETUP_SCRIPT="scripts/missing.sh")
     with pytest.raises(ConfigError) as exc:
-        tfvars.for_module(load(env), "mig")
+        tfvars.for_module(load(env), "tpu")
     assert str(exc.value).startswith(f"{env}:") and "MIG_SETUP_SCRIPT" in str(exc.value)
 
 

@@ -48,15 +48,6 @@ DISK = {
     "size": 500, "snapshot": "", "terraform_labels": LABELS, "timeouts": None, "type": "pd-ssd", "users": [],
     "zone": "europe-west4-a",
 }
-TPU_NODE = {
-    "accelerator_type": "v3-32", "cidr_block": "10.3.0.0/29", "description": "tpubuild TPU Node",
-    "effective_labels": LABELS, "id": "projects/my-tpu-project/locations/europe-west4-a/nodes/tpu-tpu-dev1",
-    "labels": LABELS, "name": "tpu-tpu-dev1", "network": "default",
-    "network_endpoints": [{"ip_address": "10.3.0.2", "port": 8470}, {"ip_address": "10.3.0.3", "port": 8470}],
-    "project": "my-tpu-project", "scheduling_config": [{"preemptible": False, "reserved": False}],
-    "service_account": "service-1@cloud-tpu.iam.gserviceaccount.com", "tensorflow_version": "pytorch-1.13",
-    "terraform_labels": LABELS, "timeouts": None, "use_service_networking": False, "zone": "europe-west4-a",
-}
 TPU_VM = {
     "accelerator_config": [], "accelerator_type": "v4-32", "api_version": "V2", "cidr_block": "",
     "data_disks": [{"mode": "READ_ONLY", "source_disk": DISK["self_link"].replace("tpu-dev1", "v4-pod")}],
@@ -70,18 +61,18 @@ TPU_VM = {
     "terraform_labels": {**LABELS, "tpubuild-env": "v4-pod"}, "timeouts": None, "zone": "us-central2-b",
 }
 TEMPLATE = {
-    "can_ip_forward": False, "description": "tpubuild worker", "id": "projects/my-tpu-project/global/instanceTemplates/worker-tpu-dev1-20260105",
-    "machine_type": "n1-standard-16", "name": "worker-tpu-dev1-20260105", "name_prefix": "worker-tpu-dev1-",
-    "metadata": {"tpubuild-arch": "node", "tpubuild-env": "tpu-dev1"}, "project": "my-tpu-project",
+    "can_ip_forward": False, "description": "tpubuild v6e-slice: one TPU VM (ct6e-standard-4t) of v6e-16",
+    "id": "projects/my-tpu-project/global/instanceTemplates/tpu-v6e-slice-20260105",
+    "machine_type": "ct6e-standard-4t", "name": "tpu-v6e-slice-20260105", "name_prefix": "tpu-v6e-slice-",
+    "metadata": {"tpubuild-arch": "mig", "tpubuild-env": "v6e-slice"}, "project": "my-tpu-project",
 }
 MIG = {
-    "base_instance_name": "worker-tpu-dev1", "id": "projects/my-tpu-project/zones/europe-west4-a/instanceGroupManagers/worker-tpu-dev1",
-    "name": "worker-tpu-dev1", "project": "my-tpu-project", "target_size": 4, "zone": "europe-west4-a",
+    "base_instance_name": "tpu-v6e-slice", "id": "projects/my-tpu-project/zones/us-east5-b/instanceGroupManagers/tpu-v6e-slice",
+    "name": "tpu-v6e-slice", "project": "my-tpu-project", "target_size": 4, "zone": "us-east5-b",
     "version": [{"instance_template": TEMPLATE["id"], "name": ""}],
 }
 COMPUTED = {"google_filestore_instance": ["id", "create_time", "etag", "networks"],
             "google_compute_disk": ["id", "creation_timestamp", "label_fingerprint", "self_link", "users"],
-            "google_tpu_node": ["id", "network_endpoints", "service_account"],
             "google_tpu_v2_vm": ["id", "health", "state"],
             "google_compute_instance_template": ["id", "name"],
             "google_compute_instance_group_manager": ["id"]}
@@ -175,8 +166,6 @@ FS_VARS = {"env_name": "tpu-dev1", "project_id": "my-tpu-project", "zone": "euro
            "capacity_gb": 1024, "share_name": "tpushare", "network": "default", "labels": LABELS}
 PD_VARS = {"env_name": "tpu-dev1", "project_id": "my-tpu-project", "zone": "europe-west4-a", "size_gb": 500,
            "type": "pd-ssd", "snapshot": "", "labels": LABELS}
-NODE_VARS = {"env_name": "tpu-dev1", "project_id": "my-tpu-project", "zone": "europe-west4-a",
-             "accelerator_type": "v3-32", "runtime_version": "pytorch-1.13", "cidr_block": "10.3.0.0/29"}
 VM_VARS = {"env_name": "v4-pod", "project_id": "my-tpu-project", "zone": "us-central2-b",
            "accelerator_type": "v4-32", "runtime_version": "tpu-ubuntu2204-base"}
 
@@ -185,9 +174,8 @@ FS_SSD = with_(FILESTORE, tier="BASIC_SSD",
 FS_2048 = with_(FILESTORE, file_shares=[{**FILESTORE["file_shares"][0], "capacity_gb": 2048}])
 FS_RENAMED = with_(FILESTORE, file_shares=[{**FILESTORE["file_shares"][0], "name": "data"}])
 DISK_BALANCED = with_(DISK, type="pd-balanced")
-NODE_128 = with_(TPU_NODE, accelerator_type="v3-128")
 VM_V4_64 = with_(TPU_VM, accelerator_type="v4-64")
-TEMPLATE_NEW = with_(TEMPLATE, machine_type="n1-standard-32")
+TEMPLATE_NEW = with_(TEMPLATE, metadata={**TEMPLATE["metadata"], "tpubuild-setup-script": "scripts/setup.sh"})
 DATA_DISK = with_(DISK, name="pd-v4-pod")
 
 FIXTURES: dict[str, dict[str, Any]] = {
@@ -211,10 +199,6 @@ FIXTURES: dict[str, dict[str, Any]] = {
                replace_paths=[["type"]], reason="replace_because_cannot_update")], {**PD_VARS, "type": "pd-balanced"}),
     "shared_pd_count_zero": plan([change("google_compute_disk", "this", ["delete"], DISK, None, index=0,
                                          reason="delete_because_count_index")], PD_VARS),
-    # tpu module, node architecture
-    "tpu_node_replace": plan([change("google_tpu_node", "this", ["delete", "create"], TPU_NODE, NODE_128,
-                                     replace_paths=[["accelerator_type"]], reason="replace_because_cannot_update")],
-                             {**NODE_VARS, "accelerator_type": "v3-128"}),
     # tpu module, vm architecture (google-beta)
     # a data source read deferred to apply (the shape of the tpu_vm module before it read the disk
     # through terraform_remote_state); its last create plan, as test_guard.py reads it
@@ -224,12 +208,13 @@ FIXTURES: dict[str, dict[str, Any]] = {
     "tpu_vm_replace": plan([change("google_tpu_v2_vm", "this", ["delete", "create"], TPU_VM, VM_V4_64, provider=BETA,
                                    replace_paths=[["accelerator_type"]], reason="replace_because_cannot_update")],
                            {**VM_VARS, "accelerator_type": "v4-64"}),
-    # mig module (node): a new template replaces the old one create-before-destroy; no data lives there
-    "mig_update": plan([
-        change("google_compute_instance_template", "worker", ["create", "delete"], TEMPLATE, TEMPLATE_NEW,
-               replace_paths=[["machine_type"]], reason="replace_because_cannot_update"),
-        change("google_compute_instance_group_manager", "workers", ["update"], MIG, MIG)],
-        {"env_name": "tpu-dev1", "machine_type": "n1-standard-32", "target_size": 4}),
+    # mig module (mig architecture, modules/tpu_mig): a new template (here: MIG_SETUP_SCRIPT set)
+    # replaces the old one create-before-destroy and the MIG points at it; no data lives there
+    "tpu_mig_template_replace": plan([
+        change("google_compute_instance_template", "slice", ["create", "delete"], TEMPLATE, TEMPLATE_NEW,
+               replace_paths=[["metadata"]], reason="replace_because_cannot_update"),
+        change("google_compute_instance_group_manager", "slice", ["update"], MIG, MIG)],
+        {"env_name": "v6e-slice", "setup_script": "scripts/setup.sh", "vm_count": 4}),
 }
 
 
@@ -244,12 +229,11 @@ HAND: dict[str, str] = {
     "shared_pd_replace_create_before_destroy": _REPLACE + " (create_before_destroy)",
     "shared_pd_count_zero": ("the shared_pd module's disk has no count, so no plan of it deletes an index; "
                              "the real count-to-zero shape is tpu_vm_count_zero"),
-    "tpu_node_replace": _REPLACE,
     "tpu_vm_replace": _REPLACE,
     "tpu_vm_create_data_read": ("a data source read deferred to apply (read_because_dependency_pending): no module "
                                 "reads a google_compute_disk data source now (tpu_vm reads shared_pd's state), so "
                                 "no plan of ours has a read in resource_changes; the guard must still not count one"),
-    "mig_update": _REPLACE + " (the worker template, create-before-destroy)",
+    "tpu_mig_template_replace": _REPLACE + " (the slice's instance template, create-before-destroy)",
 }
 MANIFEST = "MANIFEST.json"
 

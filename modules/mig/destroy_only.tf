@@ -1,0 +1,1 @@
+../_shared/destroy_only.tf

@@ -1,1 +1,0 @@
-../_shared/var_dataset_bucket.tf

@@ -1,1 +1,0 @@
-../_shared/var_env_name.tf

@@ -1,1 +1,0 @@
-../_shared/var_labels.tf

@@ -1,1 +1,0 @@
-../_shared/var_network.tf

@@ -1,1 +1,0 @@
-../_shared/var_service_account_id.tf

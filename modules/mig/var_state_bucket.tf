@@ -1,1 +1,0 @@
-../_shared/var_state_bucket.tf
