@@ -7,6 +7,7 @@ import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from tests.conftest import REPO
 
@@ -20,9 +21,14 @@ def load_generator(folder: str) -> ModuleType:
     return module
 
 
+def recorded(golden: ModuleType, path: str) -> dict[str, Any]:
+    """What the golden file of ``path`` holds: case name → its ``rc``, ``stdout`` and ``stderr``."""
+    return json.loads(golden.golden_path(path).read_text())
+
+
 def assert_matches_golden(golden: ModuleType, path: str, tmp_path: Path) -> None:
     """``golden.render_all(path)`` now is exactly what the golden file for ``path`` holds."""
-    expected = json.loads(golden.golden_path(path).read_text())
+    expected = recorded(golden, path)
     actual = golden.render_all(path, tmp_path)
     assert sorted(actual) == sorted(expected), "the set of cases changed; regenerate on purpose"
     differ = [name for name in expected if actual[name] != expected[name]]

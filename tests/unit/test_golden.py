@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.support.golden import assert_matches_golden, load_generator
+from tests.support.golden import assert_matches_golden, load_generator, recorded
 
 golden = load_generator("golden")
 
@@ -32,7 +32,7 @@ def test_renderings_match_golden(path: str, tmp_path: Path) -> None:
 def test_golden_cases_cover_success_and_refusal() -> None:
     """The corpus is not all errors: each architecture renders pipelines, and refusals are kept."""
     for path in golden.FILES:
-        data = json.loads(golden.golden_path(path).read_text())
+        data = recorded(golden, path)
         ok = [n for n, r in data.items() if r["rc"] == 0 and n.startswith("render") and "steps:" in r["stdout"]]
         refused = [n for n, r in data.items() if r["rc"] == 2]
         assert refused, path

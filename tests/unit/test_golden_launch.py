@@ -6,12 +6,11 @@ line regenerates them (``python tests/data/golden_launch/generate.py``) and says
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from tests.support.golden import assert_matches_golden, load_generator
+from tests.support.golden import assert_matches_golden, load_generator, recorded
 
 golden = load_generator("golden_launch")
 
@@ -24,7 +23,7 @@ def test_launch_scripts_match_golden(path: str, tmp_path: Path) -> None:
 def test_golden_launch_cases_launch_on_every_architecture() -> None:
     """Not all refusals: every architecture prints gcloud lines for train, stop and logs."""
     for path in golden.FILES:
-        data = json.loads(golden.golden_path(path).read_text())
+        data = recorded(golden, path)
         if "tpu7x" in path:  # roberta has no device count for tpu7x: refused, run still works
             assert data["train roberta"]["rc"] == 2 and "gcloud compute ssh" in data["run"]["stdout"]
             continue
