@@ -296,19 +296,17 @@ def build_filter(text: str) -> Callable[[dict[str, Any]], bool]:
             return lambda b: value in b["tags"]
         return lambda b: b[name] == value
 
-    def conjunction() -> Callable[[dict[str, Any]], bool]:
-        terms = [atom()]
-        while peek() == "AND":
+    def joined(word: str, part: Callable[[], Callable[[dict[str, Any]], bool]],
+               combine: Callable[[Any], bool]) -> Callable[[dict[str, Any]], bool]:
+        """``part (word part)*``, its predicates combined by ``all`` or ``any``."""
+        terms = [part()]
+        while peek() == word:
             take()
-            terms.append(atom())
-        return lambda b: all(t(b) for t in terms)
+            terms.append(part())
+        return lambda b: combine(t(b) for t in terms)
 
     def disjunction() -> Callable[[dict[str, Any]], bool]:
-        terms = [conjunction()]
-        while peek() == "OR":
-            take()
-            terms.append(conjunction())
-        return lambda b: any(t(b) for t in terms)
+        return joined("OR", lambda: joined("AND", atom, all), any)  # AND binds tighter
 
     if not tokens:
         return lambda b: True
