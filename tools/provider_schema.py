@@ -221,6 +221,16 @@ def npm_pack(into: Path) -> None:
                              "install npm, or download the packages and pass --packages-dir") from None
 
 
+def load_assemblies(packages_dir: Path | None) -> dict[str, Assembly]:
+    """Both providers' jsii assemblies, from ``packages_dir`` (tarballs or unpacked packages), or
+    from a throwaway ``npm pack`` of the pinned packages when it is None."""
+    with tempfile.TemporaryDirectory(prefix="provider-schema-") as tmp:
+        if packages_dir is None:
+            packages_dir = Path(tmp)
+            npm_pack(packages_dir)
+        return {p: Assembly(_jsii_from(locate(packages_dir, p))) for p in PACKAGES}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="where to write the trimmed schema JSON")
@@ -233,13 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     for extra in args.type:
         kind, _, tf_type = extra.partition(":")
         wanted.add(("data_sources" if kind == "data" else "resources", tf_type))
-    with tempfile.TemporaryDirectory(prefix="provider-schema-") as tmp:
-        packages_dir = args.packages_dir
-        if packages_dir is None:
-            packages_dir = Path(tmp)
-            npm_pack(packages_dir)
-        assemblies = {p: Assembly(_jsii_from(locate(packages_dir, p))) for p in PACKAGES}
-    schema = extract(assemblies, wanted)
+    schema = extract(load_assemblies(args.packages_dir), wanted)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(schema, indent=1, sort_keys=False) + "\n")
     counts = {p: {k: len(v) for k, v in schema[p].items()} for p in PACKAGES}

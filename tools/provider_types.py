@@ -15,12 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from provider_schema import CDKTF_VERSION, PACKAGES, Assembly, _jsii_from, locate, npm_pack  # noqa: E402
+from provider_schema import CDKTF_VERSION, PACKAGES, load_assemblies  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,12 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--packages-dir", type=Path)
     args = ap.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="provider-types-") as tmp:
-        packages_dir = args.packages_dir
-        if packages_dir is None:
-            packages_dir = Path(tmp)
-            npm_pack(packages_dir)
-        assemblies = {p: Assembly(_jsii_from(locate(packages_dir, p))) for p in PACKAGES}
+    assemblies = load_assemblies(args.packages_dir)
     types = sorted({t for a in assemblies.values() for kind, t in a.classes if kind == "resources"})
     body = {"_stamp": {"tool": "tools/provider_types.py v1",
                        "packages": {PACKAGES[p]: CDKTF_VERSION for p in PACKAGES},

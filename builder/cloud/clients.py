@@ -104,6 +104,17 @@ def _rest_options(variable: str) -> dict[str, Any]:
     return {"credentials": credentials()}
 
 
+def _grpc_options(variable: str, transport: Any) -> dict[str, Any]:
+    """For a client with no REST transport: in tests ``variable`` names a plaintext gRPC endpoint
+    (``127.0.0.1:PORT``), reached through ``transport``; otherwise the real credentials."""
+    target = emulated(variable)
+    if target:
+        import grpc
+
+        return {"transport": transport(channel=grpc.insecure_channel(target.split("://", 1)[-1]))}
+    return {"credentials": credentials()}
+
+
 def cloudbuild() -> Any:
     from google.cloud.devtools import cloudbuild_v1
 
@@ -130,15 +141,9 @@ def tpu(arch: str) -> Any:
 
         return tpu_v2.TpuClient(**_rest_options("TPUBUILD_TPU_ENDPOINT"))
     from google.cloud import tpu_v1
+    from google.cloud.tpu_v1.services.tpu.transports import TpuGrpcTransport
 
-    target = emulated("TPUBUILD_TPU_V1_ENDPOINT")
-    if target:
-        import grpc
-        from google.cloud.tpu_v1.services.tpu.transports import TpuGrpcTransport
-
-        target = target.split("://", 1)[-1]
-        return tpu_v1.TpuClient(transport=TpuGrpcTransport(channel=grpc.insecure_channel(target)))
-    return tpu_v1.TpuClient(credentials=credentials())
+    return tpu_v1.TpuClient(**_grpc_options("TPUBUILD_TPU_V1_ENDPOINT", TpuGrpcTransport))
 
 
 def iam_admin() -> Any:
@@ -146,15 +151,9 @@ def iam_admin() -> Any:
     transport, so for tests ``TPUBUILD_IAM_ENDPOINT`` (``127.0.0.1:PORT``) names a plaintext gRPC
     endpoint."""
     from google.cloud import iam_admin_v1
+    from google.cloud.iam_admin_v1.services.iam.transports import IAMGrpcTransport
 
-    target = emulated("TPUBUILD_IAM_ENDPOINT")
-    if target:
-        import grpc
-        from google.cloud.iam_admin_v1.services.iam.transports import IAMGrpcTransport
-
-        target = target.split("://", 1)[-1]
-        return iam_admin_v1.IAMClient(transport=IAMGrpcTransport(channel=grpc.insecure_channel(target)))
-    return iam_admin_v1.IAMClient(credentials=credentials())
+    return iam_admin_v1.IAMClient(**_grpc_options("TPUBUILD_IAM_ENDPOINT", IAMGrpcTransport))
 
 
 def projects() -> Any:

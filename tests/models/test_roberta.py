@@ -201,43 +201,45 @@ def _fairseq_part(line: str) -> list[str]:
     return words[words.index("--") + 1:]
 
 
-def test_train_dry_run_node_runs_xla_dist_from_the_leader(make_env):
-    path = make_env(NODE)
+def _train_dry_run(make_env, values: Path) -> tuple[ModuleType, Any, str, list[str]]:
+    """``tpubuild train roberta --dry-run`` on a copy of ``values`` (both files are 4-host slices:
+    v3-32, v4-32): the launcher, its job, the printed script and what each host runs."""
+    path = make_env(values)
     launcher, job = launcher_and_job(path)
     r = run_tpubuild("train", "roberta", "--dry-run", "--values", path)
     assert r.returncode == 0, r.stderr
     hosts = _host_lines(r.stdout)
-    assert len(hosts) == 4  # v3-32: 4 hosts
+    assert len(hosts) == 4
+    return launcher, job, r.stdout, hosts
+
+
+def test_train_dry_run_node_runs_xla_dist_from_the_leader(make_env):
+    launcher, job, out, hosts = _train_dry_run(make_env, NODE)
     for line in hosts:
         assert _fairseq_part(line) == launcher.fairseq_args(job)
         assert "PJRT_DEVICE" not in line and "--conda-env torch-xla-1.13" in line
-    assert "# global batch 2048 sequences = 32 devices x 16 x --update-freq 4" in r.stdout
-    leader = next(line for line in r.stdout.splitlines() if line.startswith("# the leader runs: "))
+    assert "# global batch 2048 sequences = 32 devices x 16 x --update-freq 4" in out
+    leader = next(line for line in out.splitlines() if line.startswith("# the leader runs: "))
     words = shlex.split(leader.split(": ", 1)[1])
     dist = words.index("torch_xla.distributed.xla_dist")
     assert words[dist - 2:dist + 3] == ["python", "-m", "torch_xla.distributed.xla_dist", "--tpu=tpu-tpu-dev1",
                                         "--conda-env=torch-xla-1.13"]
     assert "--restart-tpuvm-pod-server" not in words
-    script = r.stdout
+    script = out
     assert 'list-instances worker-tpu-dev1 --zone=europe-west4-a' in script
     assert "gcloud compute tpus" not in script and "--tunnel-through-iap" in script
     assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
 
 
 def test_train_dry_run_vm_runs_every_worker_with_pjrt(make_env):
-    path = make_env(VM_EXAMPLE)
-    launcher, job = launcher_and_job(path)
-    r = run_tpubuild("train", "roberta", "--dry-run", "--values", path)
-    assert r.returncode == 0, r.stderr
-    hosts = _host_lines(r.stdout)
-    assert len(hosts) == 4
+    launcher, job, out, hosts = _train_dry_run(make_env, VM_EXAMPLE)
     for line in hosts:
         words = shlex.split(line)
         assert words[:3] == ["env", "PJRT_DEVICE=TPU", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1"]
         assert "XLA_USE_BF16=1" not in words and "--bf16" in words  # torch_xla 2.9 has no XLA_USE_BF16
         assert _fairseq_part(line) == launcher.fairseq_args(job)
-    assert "xla_dist" not in r.stdout
-    launch = [line for line in r.stdout.splitlines() if line.startswith("gcloud") and "train.sh" in line]
+    assert "xla_dist" not in out
+    launch = [line for line in out.splitlines() if line.startswith("gcloud") and "train.sh" in line]
     assert len(launch) == 1
     words = shlex.split(launch[0])
     assert words[:7] == ["gcloud", "alpha", "compute", "tpus", "tpu-vm", "ssh", "tpu-v4-pod"]  # IAP: alpha track
@@ -248,9 +250,9 @@ def test_train_dry_run_vm_runs_every_worker_with_pjrt(make_env):
     assert "; if [ -r /etc/profile.d/tpubuild.sh ]; then . /etc/profile.d/tpubuild.sh; fi; " \
            "setsid nohup env PJRT_DEVICE=TPU " in command and command.endswith(" &")
     assert command == launcher.on_host(f"setsid nohup {launcher.host_train_line(job)} >/dev/null 2>&1 </dev/null &")
-    prep = next(line for line in r.stdout.splitlines() if "prepare_data.sh" in line)
+    prep = next(line for line in out.splitlines() if "prepare_data.sh" in line)
     assert "--worker=0" in prep and "--source /mnt/common/shared_pd/wikitext" in prep
-    install = next(line for line in r.stdout.splitlines() if "install.sh" in line)
+    install = next(line for line in out.splitlines() if "install.sh" in line)
     assert "--torch-xla 2.9.0" in install and "--worker=all" in install
     assert "--torch-index https://download.pytorch.org/whl/cpu" in install
     assert "--wheelhouse /mnt/common/nfs_share/wheelhouse/" in install and "--fairseq fairseq-fixed==0.12.3.1" in install

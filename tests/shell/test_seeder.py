@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,18 +14,11 @@ from test_startup_sandbox import (
     MetadataServer,
     Sandbox,
     make_device,
-    metadata_server,
 )
 
 DATASET = "gs://proj-env1-dataset/dataset/*"
 WORKSPACE = "gs://proj-env1-tf-backend/workspace/env1"
 MARKER = ".tpubuild-seed.json"
-
-
-@pytest.fixture
-def md() -> Iterator[MetadataServer]:
-    with metadata_server() as server:
-        yield server
 
 
 class Disk:
@@ -369,30 +361,30 @@ def test_run_seeder_checks_read_only_when_the_disk_is_in_use(pipeline):
     assert deleted(box)
 
 
-def test_run_seeder_create_failure_still_cleans_up(pipeline):
-    box = pipeline
-    (box.state / "create_fail").touch()
+def failed_run(box: Sandbox, stub_fault: str) -> subprocess.CompletedProcess[str]:
+    """run_seeder.sh with GCLOUD_PIPELINE's ``stub_fault`` switched on (create_fail, delete_fail,
+    no_disk): the step must fail with exit 1."""
+    (box.state / stub_fault).touch()
     result = run_pipeline(box, ["done"])
     assert result.returncode == 1
+    return result
+
+
+def test_run_seeder_create_failure_still_cleans_up(pipeline):
+    result = failed_run(pipeline, "create_fail")
     assert "could not create seeder VM seed-env1" in result.stderr
-    assert not (box.state / "vm").exists()
+    assert not (pipeline.state / "vm").exists()
 
 
 def test_run_seeder_undeletable_vm_fails_the_step(pipeline):
-    box = pipeline
-    (box.state / "delete_fail").touch()
-    result = run_pipeline(box, ["done"])
-    assert result.returncode == 1
+    result = failed_run(pipeline, "delete_fail")
     assert "could not delete seeder VM seed-env1" in result.stderr
 
 
 def test_run_seeder_missing_disk(pipeline):
-    box = pipeline
-    (box.state / "no_disk").touch()
-    result = run_pipeline(box, ["done"])
-    assert result.returncode == 1
+    result = failed_run(pipeline, "no_disk")
     assert "disk pd-env1 not found in europe-west4-a" in result.stderr
-    assert not calls_of(box, "gcloud compute instances create")
+    assert not calls_of(pipeline, "gcloud compute instances create")
 
 
 @pytest.mark.parametrize("env,message", [

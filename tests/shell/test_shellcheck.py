@@ -12,7 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from conftest import REPO, require
+from tests.conftest import REPO, require
 
 SKIP_DIRS = {".git", ".venv", "node_modules", ".terraform", "build", "dist", ".pytest_cache"}
 SHEBANG = re.compile(r"^#!\s*(/usr/bin/env\s+)?(/usr)?(/bin/)?(ba)?sh\b")

@@ -16,18 +16,11 @@ from test_startup_sandbox import (
     closed_port,
     listening_port,
     make_device,
-    metadata_server,
     source_profile,
 )
 
 WORKSPACE = "gs://proj-env1-tf-backend/workspace/env1"
 MOUNT_POINT = "/mnt/common"
-
-
-@pytest.fixture
-def md() -> Iterator[MetadataServer]:
-    with metadata_server() as server:
-        yield server
 
 
 @pytest.fixture

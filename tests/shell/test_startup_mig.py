@@ -3,20 +3,13 @@ test_startup_sandbox.py: the PJRT worker id and peers come from the MIG's own li
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_startup_sandbox import STARTUP, MetadataServer, Sandbox, metadata_server, source_profile
+from test_startup_sandbox import STARTUP, MetadataServer, Sandbox, source_profile
 
 WORKSPACE = "gs://proj-env1-tf-backend/workspace/env1"
 MEMBERS = ("tpu-env1-q7xd", "tpu-env1-a2bc", "tpu-env1-m0nz", "tpu-env1-zz01")
-
-
-@pytest.fixture
-def md() -> Iterator[MetadataServer]:
-    with metadata_server() as server:
-        yield server
 
 
 def mig_box(tmp_path: Path, md: MetadataServer, *, name: str, members: tuple[str, ...] = MEMBERS,

@@ -253,23 +253,28 @@ def test_restore_fails_without_a_snapshot(sandbox: Sandbox):
     assert (sandbox.ws / "plans" / "shared_pd.snapshot").read_text() == "pd-tpu-dev1-20240101-000000\n"
 
 
-def test_snapshot_names_the_snapshot_or_skips_a_missing_disk(sandbox: Sandbox):
-    script = _first("shared_pd-snapshot")
+def _skips_or_creates(sandbox: Sandbox, step_id: str, skipped: str,
+                      create: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """The step's script against a gcloud that lists nothing (one call, ``skipped`` printed, exit 0),
+    then against one that lists the resource (the second call is ``create``); returns that run."""
+    script = _first(step_id)
     proc, calls, _ = sandbox.run(script, output="")
-    assert proc.returncode == 0 and len(calls) == 1 and "nothing to snapshot" in proc.stdout
+    assert proc.returncode == 0 and len(calls) == 1 and skipped in proc.stdout
     proc, calls, _ = sandbox.run(script)
-    assert proc.returncode == 0 and "compute snapshots create pd-tpu-dev1-" in calls[1]
+    assert proc.returncode == 0 and create in calls[1]
+    return proc, calls
+
+
+def test_snapshot_names_the_snapshot_or_skips_a_missing_disk(sandbox: Sandbox):
+    proc, calls = _skips_or_creates(sandbox, "shared_pd-snapshot", "nothing to snapshot",
+                                    "compute snapshots create pd-tpu-dev1-")
     taken = (sandbox.ws / "plans" / "shared_pd.snapshot-taken").read_text().strip()
     assert f"took snapshot {taken} of disk pd-tpu-dev1" in proc.stdout
     assert "tpubuild-build=0b5c3a5e-1f2d-4c1e-9a7b-3d2f1e0c9b8a" in calls[1]
 
 
 def test_backup_skips_a_missing_instance(sandbox: Sandbox):
-    script = _first("filestore-backup")
-    proc, calls, _ = sandbox.run(script, output="")
-    assert proc.returncode == 0 and len(calls) == 1 and "nothing to back up" in proc.stdout
-    proc, calls, _ = sandbox.run(script)
-    assert proc.returncode == 0 and "filestore backups create nfs-" in calls[1]
+    _skips_or_creates(sandbox, "filestore-backup", "nothing to back up", "filestore backups create nfs-")
 
 
 def test_seeder_gets_its_environment(sandbox: Sandbox):

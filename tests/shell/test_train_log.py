@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_startup import md, vm_box  # noqa: F401  (md is a fixture)
+from test_startup import vm_box
 from test_startup_sandbox import STARTUP
 
 from builder import dashboard
@@ -50,7 +50,7 @@ def test_a_host_without_logger_trains_all_the_same(tmp_path):
     assert sent_lines(tmp_path, "env1", with_logger=False) == []
 
 
-def test_startup_writes_rsyslog_rule_and_ops_agent_receiver_and_installs_the_agent_once(tmp_path, md):  # noqa: F811
+def test_startup_writes_rsyslog_rule_and_ops_agent_receiver_and_installs_the_agent_once(tmp_path, md):
     box = vm_box(tmp_path, md)
     first = box.run(STARTUP)
     assert first.returncode == 0, box.console()
@@ -70,7 +70,7 @@ def test_startup_writes_rsyslog_rule_and_ops_agent_receiver_and_installs_the_age
     assert not any(c.startswith("add-google-cloud-ops-agent-repo.sh") for c in box.calls())
 
 
-def test_no_ops_agent_is_a_warning_not_a_failed_host(tmp_path, md):  # noqa: F811
+def test_no_ops_agent_is_a_warning_not_a_failed_host(tmp_path, md):
     box = vm_box(tmp_path, md)
     (box.state / "ops_agent_fail").touch()
     done = box.run(STARTUP)

@@ -30,6 +30,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from tests.support.fakes.local import send_json
+
 #: Services whose API endpoint the throwaway config points at the fake. gcloud looks the
 #: override up by API name, e.g. ``api_endpoint_overrides/compute``.
 SERVICES: tuple[str, ...] = (
@@ -106,12 +108,7 @@ class _Fake:
                 code, payload = answer or (404, {"error": {
                     "code": 404, "status": "NOT_FOUND",
                     "message": f"tpubuild gcloud fake: nothing at {self.command} {path}"}})
-                data = json.dumps(payload).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json; charset=UTF-8")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, code, payload, "application/json; charset=UTF-8")
 
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 

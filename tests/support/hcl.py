@@ -8,7 +8,9 @@ marked ``__is_block__``. The other module tests use :func:`load_module`, :func:`
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -293,6 +295,16 @@ def write_module(tmp: Path, text: str) -> Module:
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "main.tf").write_text(text)
     return load_dir(tmp)
+
+
+def write_caller(tmp: Path, call: str, child: str, args: dict[str, str | list[str]], rest: str = "") -> Module:
+    """A root module ``tmp/root`` with ``module "<call>" { source = "../<child>" ... }`` passing
+    ``args`` (strings and lists of strings, written as HCL literals), then ``rest``; beside it
+    ``tmp/<child>``, a copy of ``modules/<child>``, so that the call resolves as a real one does."""
+    shutil.copytree(MODULES / child, tmp / child)
+    lines = [f'module "{call}" {{', f'  source = "../{child}"']
+    lines += [f"  {name} = {json.dumps(value)}" for name, value in args.items()]
+    return write_module(tmp / "root", "\n".join([*lines, "}", rest]))
 
 
 # ---- tests of the reader: the module tests are only as good as it is ----

@@ -26,6 +26,7 @@ from tests.terraform.test_modules_hcl import (
     call_errors, call_source, child_of, expressions, load_dir, load_module, parse_file, refs, remote_outputs,
     unquote, write_module,
 )
+from tests.support.hcl import write_caller
 
 SCHEMA = json.loads((REPO / "tests" / "data" / "provider_schema.json").read_text())
 TF_FILES = sorted(MODULES.rglob("*.tf"))
@@ -162,20 +163,17 @@ def _used(mod: Module, kind: str) -> set[str]:
     return {name for k, name, _ in refs(mod.code(with_variables=False)) if k == kind}
 
 
+@pytest.mark.parametrize("kind, noun, declared", [
+    pytest.param("var", "variable", "declared", id="variable"),
+    pytest.param("local", "local", "defined", id="local"),
+])
 @pytest.mark.parametrize("name", ALL_DIRS)
-def test_every_variable_declared_and_used(name: str) -> None:
+def test_every_variable_and_local_declared_and_used(name: str, kind: str, noun: str, declared: str) -> None:
     mod = load_module(name)
-    used = _used(mod, "var")
-    assert used - set(mod.variables) == set(), f"{name}: var.X used but not declared"
-    assert set(mod.variables) - used == set(), f"{name}: variable declared but never used"
-
-
-@pytest.mark.parametrize("name", ALL_DIRS)
-def test_every_local_defined_and_used(name: str) -> None:
-    mod = load_module(name)
-    used = _used(mod, "local")
-    assert used - set(mod.locals) == set(), f"{name}: local.X used but not defined"
-    assert set(mod.locals) - used == set(), f"{name}: local defined but never used"
+    used = _used(mod, kind)
+    names = set(mod.variables if kind == "var" else mod.locals)
+    assert used - names == set(), f"{name}: {kind}.X used but not {declared}"
+    assert names - used == set(), f"{name}: {noun} {declared} but never used"
 
 
 @pytest.mark.parametrize("name", ALL_DIRS)
@@ -258,17 +256,10 @@ def test_every_child_module_is_called_and_call_names_are_unique() -> None:
 
 
 def test_call_check_catches_an_unknown_or_missing_input(tmp_path: Path) -> None:
-    import shutil as _sh
-    _sh.copytree(MODULES / "host_firewall", tmp_path / "host_firewall")
-    root = write_module(tmp_path / "root", '''
-module "fw" {
-  source               = "../host_firewall"
-  network              = "default"
-  name                 = "worker-x"
-  network_tag          = "worker-x"
-  internal_description = "between the workers"
-  internal_ranges      = ["10.0.0.0/8"]
-}
+    root = write_caller(tmp_path, "fw", "host_firewall", {
+        "network": "default", "name": "worker-x", "network_tag": "worker-x",
+        "internal_description": "between the workers", "internal_ranges": ["10.0.0.0/8"],
+    }, '''
 module "gone" {
   source = "../host_nothing"
 }

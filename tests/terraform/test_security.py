@@ -30,6 +30,7 @@ from tests.terraform.test_modules_hcl import (
     ALL_DIRS, MODULES, Module, body_parts, call_args, call_source, child_of, effective_resources, load_module, unquote,
     write_module,
 )
+from tests.support.hcl import write_caller
 
 IAP_RANGE = "35.235.240.0/20"
 #: The roots that give the training hosts their identity and firewall → the child calls' prefix
@@ -408,19 +409,10 @@ resource "google_tpu_v2_vm" "t" {
 def test_firewall_checker_follows_module_calls(tmp_path: Path) -> None:
     """A root that passes an open range to host_firewall is caught (and host_firewall's own
     validation would refuse it too)."""
-    import shutil
-    shutil.copytree(MODULES / "host_firewall", tmp_path / "host_firewall")
-    root = write_module(tmp_path / "root", '''
-module "fw" {
-  source                 = "../host_firewall"
-  network                = "default"
-  name                   = "w"
-  network_tag            = "w"
-  hosts                  = "workers"
-  internal_description   = "x"
-  internal_source_ranges = ["0.0.0.0/0", "8.8.8.0/24"]
-}
-''')
+    root = write_caller(tmp_path, "fw", "host_firewall", {
+        "network": "default", "name": "w", "network_tag": "w", "hosts": "workers",
+        "internal_description": "x", "internal_source_ranges": ["0.0.0.0/0", "8.8.8.0/24"],
+    })
     fw = "\n".join(firewall_problems(root))
     assert "module.fw.internal: source range 0.0.0.0/0 is the whole internet" in fw
     assert "module.fw.internal: source range 8.8.8.0/24 is public" in fw

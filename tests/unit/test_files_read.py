@@ -20,12 +20,20 @@ def _refusal(path: Path, limit: int, wording, **fields: str) -> str:
     return str(info.value)
 
 
+@pytest.mark.parametrize("wording, name, no_such_file, is_a_directory", [
+    pytest.param(VALUES_FILE, "nope.env", "create it (copy the shipped values.env) or pass --values PATH",
+                 "pass the values.env file itself with --values", id="values-file"),
+    pytest.param(PLAN_JSON, "tpu.json", "run 'terraform show -json PLANFILE > {missing}' first",
+                 "pass the file written by 'terraform show -json PLANFILE'", id="plan-json"),
+])
+def test_missing_file_and_directory_wording(tmp_path: Path, wording, name: str, no_such_file: str,
+                                            is_a_directory: str) -> None:
+    missing = tmp_path / name
+    assert _refusal(missing, 1 << 20, wording) == f"{missing}: no such file; {no_such_file.format(missing=missing)}"
+    assert _refusal(tmp_path, 1 << 20, wording) == f"{tmp_path}: is a directory; {is_a_directory}"
+
+
 def test_values_file_wording(tmp_path: Path) -> None:
-    missing = tmp_path / "nope.env"
-    assert _refusal(missing, 1 << 20, VALUES_FILE) == (
-        f"{missing}: no such file; create it (copy the shipped values.env) or pass --values PATH")
-    assert _refusal(tmp_path, 1 << 20, VALUES_FILE) == (
-        f"{tmp_path}: is a directory; pass the values.env file itself with --values")
     nul = Path("a\0b")
     assert _refusal(nul, 1 << 20, VALUES_FILE) == f"{nul!r}: is not a usable path; pass the values.env file with --values"
     big = tmp_path / "big.env"
@@ -37,11 +45,6 @@ def test_values_file_wording(tmp_path: Path) -> None:
 
 
 def test_plan_json_wording(tmp_path: Path) -> None:
-    missing = tmp_path / "tpu.json"
-    assert _refusal(missing, 1 << 20, PLAN_JSON) == (
-        f"{missing}: no such file; run 'terraform show -json PLANFILE > {missing}' first")
-    assert _refusal(tmp_path, 1 << 20, PLAN_JSON) == (
-        f"{tmp_path}: is a directory; pass the file written by 'terraform show -json PLANFILE'")
     blank = tmp_path / "blank.json"
     blank.write_bytes(b" \n\t" * 10)
     # empty is checked before the size, as the plan guard always did

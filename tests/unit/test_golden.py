@@ -6,18 +6,15 @@ single byte of a pipeline or a plan fails here; a change that means to, regenera
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO
+from tests.support.golden import assert_matches_golden, load_generator, recorded
 
-_spec = importlib.util.spec_from_file_location("golden_generate", REPO / "tests/data/golden/generate.py")
-assert _spec and _spec.loader
-golden = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(golden)
+golden = load_generator("golden")
 
 
 def test_every_values_file_has_golden_renderings() -> None:
@@ -29,19 +26,13 @@ def test_every_values_file_has_golden_renderings() -> None:
 
 @pytest.mark.parametrize("path", golden.FILES)
 def test_renderings_match_golden(path: str, tmp_path: Path) -> None:
-    expected = json.loads(golden.golden_path(path).read_text())
-    actual = golden.render_all(path, tmp_path)
-    assert sorted(actual) == sorted(expected), "the set of cases changed; regenerate on purpose"
-    differ = [name for name in expected if actual[name] != expected[name]]
-    for name in differ[:3]:  # show the first differences in full: pytest's diff of the texts
-        assert actual[name] == expected[name], f"{path}: {name}"
-    assert not differ
+    assert_matches_golden(golden, path, tmp_path)
 
 
 def test_golden_cases_cover_success_and_refusal() -> None:
     """The corpus is not all errors: each architecture renders pipelines, and refusals are kept."""
     for path in golden.FILES:
-        data = json.loads(golden.golden_path(path).read_text())
+        data = recorded(golden, path)
         ok = [n for n, r in data.items() if r["rc"] == 0 and n.startswith("render") and "steps:" in r["stdout"]]
         refused = [n for n, r in data.items() if r["rc"] == 2]
         assert refused, path

@@ -6,35 +6,24 @@ line regenerates them (``python tests/data/golden_launch/generate.py``) and says
 
 from __future__ import annotations
 
-import importlib.util
-import json
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.support.golden import assert_matches_golden, load_generator, recorded
 
-_spec = importlib.util.spec_from_file_location("golden_launch_generate", REPO / "tests/data/golden_launch/generate.py")
-assert _spec and _spec.loader
-golden = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(golden)
+golden = load_generator("golden_launch")
 
 
 @pytest.mark.parametrize("path", golden.FILES)
 def test_launch_scripts_match_golden(path: str, tmp_path: Path) -> None:
-    expected = json.loads(golden.golden_path(path).read_text())
-    actual = golden.render_all(path, tmp_path)
-    assert sorted(actual) == sorted(expected), "the set of cases changed; regenerate on purpose"
-    differ = [name for name in expected if actual[name] != expected[name]]
-    for name in differ[:3]:
-        assert actual[name] == expected[name], f"{path}: {name}"
-    assert not differ
+    assert_matches_golden(golden, path, tmp_path)
 
 
 def test_golden_launch_cases_launch_on_every_architecture() -> None:
     """Not all refusals: every architecture prints gcloud lines for train, stop and logs."""
     for path in golden.FILES:
-        data = json.loads(golden.golden_path(path).read_text())
+        data = recorded(golden, path)
         if "tpu7x" in path:  # roberta has no device count for tpu7x: refused, run still works
             assert data["train roberta"]["rc"] == 2 and "gcloud compute ssh" in data["run"]["stdout"]
             continue

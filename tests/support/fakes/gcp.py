@@ -28,16 +28,17 @@ import json
 import re
 import threading
 from collections.abc import Callable
-from concurrent import futures
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.support.fakes.local import LocalGrpcServer, LocalHttpServer, send_json
 
 
 def _step_ids(body: dict[str, Any]) -> list[str]:
     return [s.get("id") or f"step-{i}" for i, s in enumerate(body.get("steps", []))]
 
 
-class FakeGoogle:
+class FakeGoogle(LocalHttpServer):
     def __init__(self) -> None:
         self.created: list[dict[str, Any]] = []
         self.builds: dict[str, dict[str, Any]] = {}
@@ -65,13 +66,8 @@ class FakeGoogle:
                 pass
 
             def _send(self, code: int, body: dict[str, Any]) -> None:
-                data = json.dumps(body).encode()
                 try:
-                    self.send_response(code)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
+                    send_json(self, code, body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the caller is gone (a test killed it): nobody to answer
 
@@ -86,19 +82,9 @@ class FakeGoogle:
             def do_POST(self) -> None:  # noqa: N802
                 fake._route(self, "POST", self._body())
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._listen(Handler)
 
-    # ------------------------------------------------------------ lifecycle
-    def start(self) -> FakeGoogle:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
+    # ------------------------------------------------------------ lifecycle (start, stop: LocalHttpServer)
     def env(self) -> dict[str, str]:
         return {"TPUBUILD_CLOUDBUILD_ENDPOINT": self.url, "TPUBUILD_TPU_ENDPOINT": self.url,
                 "TPUBUILD_RESOURCEMANAGER_ENDPOINT": self.url,
@@ -310,19 +296,17 @@ def build_filter(text: str) -> Callable[[dict[str, Any]], bool]:
             return lambda b: value in b["tags"]
         return lambda b: b[name] == value
 
-    def conjunction() -> Callable[[dict[str, Any]], bool]:
-        terms = [atom()]
-        while peek() == "AND":
+    def joined(word: str, part: Callable[[], Callable[[dict[str, Any]], bool]],
+               combine: Callable[[Any], bool]) -> Callable[[dict[str, Any]], bool]:
+        """``part (word part)*``, its predicates combined by ``all`` or ``any``."""
+        terms = [part()]
+        while peek() == word:
             take()
-            terms.append(atom())
-        return lambda b: all(t(b) for t in terms)
+            terms.append(part())
+        return lambda b: combine(t(b) for t in terms)
 
     def disjunction() -> Callable[[dict[str, Any]], bool]:
-        terms = [conjunction()]
-        while peek() == "OR":
-            take()
-            terms.append(conjunction())
-        return lambda b: any(t(b) for t in terms)
+        return joined("OR", lambda: joined("AND", atom, all), any)  # AND binds tighter
 
     if not tokens:
         return lambda b: True
@@ -337,7 +321,7 @@ def _error(code: int, message: str, status: str = "") -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "status": status}}
 
 
-class FakeTpuV1:
+class FakeTpuV1(LocalGrpcServer):
     """The TPU v1 gRPC ``GetNode`` on 127.0.0.1 (plaintext); ``nodes[name] = tpu_v1.Node(...)``."""
 
     def __init__(self) -> None:
@@ -352,25 +336,10 @@ class FakeTpuV1:
                 context.abort(grpc.StatusCode.NOT_FOUND, f"node {request.name} not found")
             return node
 
-        handler = grpc.method_handlers_generic_handler("google.cloud.tpu.v1.Tpu", {
-            "GetNode": grpc.unary_unary_rpc_method_handler(
-                get_node, request_deserializer=tpu_v1.GetNodeRequest.deserialize,
-                response_serializer=tpu_v1.Node.serialize),
-        })
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-        self.server.add_generic_rpc_handlers((handler,))
-        self.port = self.server.add_insecure_port("127.0.0.1:0")
-        self.target = f"127.0.0.1:{self.port}"
-
-    def start(self) -> FakeTpuV1:
-        self.server.start()
-        return self
-
-    def stop(self) -> None:
-        self.server.stop(0)
+        self._serve("google.cloud.tpu.v1.Tpu", {"GetNode": (get_node, tpu_v1.GetNodeRequest, tpu_v1.Node)})
 
 
-class FakeIam:
+class FakeIam(LocalGrpcServer):
     """IAM admin's gRPC ``GetServiceAccount`` / ``CreateServiceAccount`` on 127.0.0.1 (plaintext;
     google-cloud-iam's iam_admin_v1 has no REST transport). ``accounts[email]`` holds the
     ``iam_admin_v1.ServiceAccount``; ``calls`` records (method, name or account id)."""
@@ -402,22 +371,7 @@ class FakeIam:
             self.accounts[email] = account
             return account
 
-        handler = grpc.method_handlers_generic_handler("google.iam.admin.v1.IAM", {
-            "GetServiceAccount": grpc.unary_unary_rpc_method_handler(
-                get, request_deserializer=iam_admin_v1.GetServiceAccountRequest.deserialize,
-                response_serializer=iam_admin_v1.ServiceAccount.serialize),
-            "CreateServiceAccount": grpc.unary_unary_rpc_method_handler(
-                create, request_deserializer=iam_admin_v1.CreateServiceAccountRequest.deserialize,
-                response_serializer=iam_admin_v1.ServiceAccount.serialize),
+        self._serve("google.iam.admin.v1.IAM", {
+            "GetServiceAccount": (get, iam_admin_v1.GetServiceAccountRequest, iam_admin_v1.ServiceAccount),
+            "CreateServiceAccount": (create, iam_admin_v1.CreateServiceAccountRequest, iam_admin_v1.ServiceAccount),
         })
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-        self.server.add_generic_rpc_handlers((handler,))
-        self.port = self.server.add_insecure_port("127.0.0.1:0")
-        self.target = f"127.0.0.1:{self.port}"
-
-    def start(self) -> FakeIam:
-        self.server.start()
-        return self
-
-    def stop(self) -> None:
-        self.server.stop(0)

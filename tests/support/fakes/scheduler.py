@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.support.fakes.local import LocalHttpServer, send_json
 
 _JOB = re.compile(r"/v1/(projects/[^/]+/locations/[^/]+/jobs/[^/]+)")
 
 
-class FakeScheduler:
+class FakeScheduler(LocalHttpServer):
     def __init__(self) -> None:
         self.jobs: dict[str, dict[str, Any]] = {}
         self.patches: list[tuple[str, str, dict[str, Any]]] = []
@@ -26,12 +27,7 @@ class FakeScheduler:
                 pass
 
             def _send(self, code: int, body: dict[str, Any]) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, code, body)
 
             def _job(self) -> tuple[str, dict[str, Any] | None]:
                 m = _JOB.fullmatch(urlsplit(self.path).path)
@@ -57,14 +53,4 @@ class FakeScheduler:
                     job[field] = body[field]
                 self._send(200, job)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def start(self) -> FakeScheduler:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._listen(Handler)
