@@ -8,6 +8,7 @@
 * ``no_cloud`` fixture: no emulator endpoints and no credentials anywhere google.auth looks
   (``HOME`` and ``CLOUDSDK_CONFIG`` are empty folders, no metadata server); ``NO_CLOUD`` lists the
   variables it removes. Any client construction then fails with "no Google Cloud credentials".
+* Files with a ``slow`` test run first (``pytest_collection_modifyitems``).
 """
 
 from __future__ import annotations
@@ -99,6 +100,18 @@ def tpubuild_cmd() -> list[str]:
     exe = Path(sys.executable).with_name("tpubuild")
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "builder"]
 
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files holding a ``slow`` test first, each file's tests kept together and in order.
+
+    setup.cfg runs the suite on every core (pytest-xdist, ``-n auto --dist loadfile``): a file is
+    one unit of work, so the few long files (real Terraform, real torch_xla, pip's resolver) must
+    start early, not be left to run alone at the end while the other workers idle. xdist hands
+    out files in this order because of ``--no-loadscope-reorder`` (its own order, most tests
+    first, put the two-test torch_xla file last).
+    """
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)  # stable: files stay contiguous, in order
 
 def run_tpubuild(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
                  timeout: float = 120) -> subprocess.CompletedProcess[str]:

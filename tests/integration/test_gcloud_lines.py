@@ -21,6 +21,8 @@ import pytest
 
 from tests.conftest import EXAMPLES, NODE, REPO, run_tpubuild
 
+pytestmark = pytest.mark.slow
+
 RECORDER = """#!/usr/bin/env bash
 n=$(ls "$RECORD_DIR" | wc -l)
 printf '%s\\0' "$@" > "$RECORD_DIR/call-$n"

@@ -26,6 +26,8 @@ from builder.commands.train import load_launcher
 from builder.config import load
 from tests.conftest import EXAMPLES, require
 
+pytestmark = pytest.mark.slow
+
 UBUNTU_2204 = [f"manylinux_2_{minor}_x86_64" for minor in range(35, 16, -1)] + ["manylinux2014_x86_64",
                                                                                  "linux_x86_64"]
 SDIST_ONLY = {"antlr4-python3-runtime"}

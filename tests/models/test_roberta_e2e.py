@@ -20,6 +20,8 @@ from builder.commands.train import load_launcher
 from builder.config import load
 from tests.conftest import NODE, REPO, require
 
+pytestmark = pytest.mark.slow
+
 SCRIPTS = REPO / "models/roberta"
 TINY = ["--encoder-layers", "1", "--encoder-embed-dim", "16", "--encoder-ffn-embed-dim", "32",
         "--encoder-attention-heads", "2", "--num-workers", "0"]

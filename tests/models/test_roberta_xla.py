@@ -29,6 +29,8 @@ from tests.conftest import EXAMPLES, REPO, run_tpubuild
 from tests.models.test_roberta_e2e import write_corpus
 from tests.support.xla import xla_env, xla_python
 
+pytestmark = pytest.mark.slow
+
 SCRIPTS = REPO / "models/roberta"
 TINY = ("--encoder-layers 1 --encoder-embed-dim 16 --encoder-ffn-embed-dim 32 --encoder-attention-heads 2 "
         "--num-workers 0 --log-interval 2 --seed 7")

@@ -18,6 +18,8 @@ import pytest
 from tests.conftest import EXAMPLES, REPO
 from tests.support.xla import xla_python
 
+pytestmark = pytest.mark.slow
+
 VM = EXAMPLES / "vm-v4-32.env"
 EXAMPLE = REPO / "models/examples/torch_xla_launch.py"
 

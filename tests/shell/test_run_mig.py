@@ -14,9 +14,13 @@ import shlex
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from builder.config import load
 from tests.conftest import EXAMPLES
 from tests.shell.test_run import _wait, command_of, gcloud_lines
+
+pytestmark = pytest.mark.slow
 
 MIG = EXAMPLES / "mig-v6e-16-spot.env"
 NAMES = ["tpu-v6e-slice-q7xd", "tpu-v6e-slice-Zb2c", "tpu-v6e-slice-a2bc", "tpu-v6e-slice-k9m1"]  # as listed

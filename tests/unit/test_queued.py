@@ -256,6 +256,7 @@ def test_unqueue_deletes_and_tolerates_absent(box: Sandbox) -> None:
 
 # ---- every gcloud argv the steps ran, parsed by the real gcloud ----
 
+@pytest.mark.slow
 def test_every_gcloud_line_of_the_queue_steps_parses_in_the_real_gcloud(box: Sandbox, gcloud) -> None:
     script, s = queue_script("update")
     box.scenario(name=s.tpu_name, exists=True, spec=f"v3-8 {s.runtime_version}", states="ACTIVE")
