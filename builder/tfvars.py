@@ -13,9 +13,9 @@ others read those outputs from there, which is why they take ``state_bucket`` an
 Decisions recorded here:
 
 * Every name comes from :class:`Settings` (``tpu_name``, ``filestore_name``, ...), the service
-  accounts' ids too: ``worker_service_account_id`` (``tb-<env>-wk`` for the MIG, ``tb-<env>-vm``
-  for TPU VM hosts) and ``seeder_service_account_id`` (``tb-<env>-sd``, created by shared_pd for
-  the seeder VM). The pipeline passes the matching emails from the same properties.
+  accounts' ids too: ``worker_service_account_id`` (``tb-<env>-vm``, the hosts of vm and mig)
+  and ``seeder_service_account_id`` (``tb-<env>-sd``, created by shared_pd for the seeder VM).
+  The pipeline passes the matching emails from the same properties.
 * ``dataset_bucket`` is the bucket of GCS_DATASET (empty when unset): the workers get
   ``roles/storage.objectViewer`` on it and on nothing else.
 * ``shared_pd.snapshot``: SHARED_PD_RESTORE=<name> sets it; ``latest`` leaves it empty here and

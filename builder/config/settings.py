@@ -93,9 +93,10 @@ class Settings:
     @property
     def worker_service_account_id(self) -> str:
         """account_id of the hosts' service account, created by modules/tpu_vm or
-        modules/tpu_mig_access (``tb-<env>-vm``); a node environment's workers had ``tb-<env>-wk``.
-        6-30 characters as ENV_BUILD_NAME is at most 24."""
-        return f"tb-{self.env_name}-{'wk' if self.arch == 'node' else 'vm'}"
+        modules/tpu_mig_access (``tb-<env>-vm``); 6-30 characters as ENV_BUILD_NAME is at most 24.
+        A node environment's workers had ``tb-<env>-wk``: its state names it, and a destroy of
+        modules/mig deletes it without being told (destroy only)."""
+        return f"tb-{self.env_name}-vm"
 
     @property
     def worker_service_account(self) -> str:
