@@ -21,12 +21,11 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, require
-from tests.terraform.test_modules_hcl import (
+from tests.support.hcl import (
     ALL_DIRS, CHILD_DIRS, META_ATTRS, META_BLOCKS, MODULE_DIRS, MODULES, SHARED, Module, bind, body_parts, call_args,
     call_errors, call_source, child_of, expressions, load_dir, load_module, parse_file, refs, remote_outputs,
-    unquote, write_module,
+    unquote, write_caller, write_module,
 )
-from tests.support.hcl import write_caller
 
 SCHEMA = json.loads((REPO / "tests" / "data" / "provider_schema.json").read_text())
 TF_FILES = sorted(MODULES.rglob("*.tf"))

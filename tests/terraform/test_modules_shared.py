@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EXAMPLES, REPO
-from tests.terraform.test_modules_hcl import ALL_DIRS, MODULES, SHARED
+from tests.support.hcl import ALL_DIRS, MODULES, SHARED
 
 LINKS = sorted(p for d in ALL_DIRS for p in (MODULES / d).iterdir() if p.is_symlink())
 _VARIABLE = re.compile(r'^variable "(\w+)" \{\n.*?^\}\n', re.S | re.M)

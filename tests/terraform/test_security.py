@@ -26,11 +26,10 @@ from typing import Any
 
 import pytest
 
-from tests.terraform.test_modules_hcl import (
+from tests.support.hcl import (
     ALL_DIRS, MODULES, Module, body_parts, call_args, call_source, child_of, effective_resources, load_module, unquote,
-    write_module,
+    write_caller, write_module,
 )
-from tests.support.hcl import write_caller
 
 IAP_RANGE = "35.235.240.0/20"
 #: The roots that give the training hosts their identity and firewall → the child calls' prefix

@@ -61,7 +61,7 @@ def test_plan_says_when_the_slice_is_destroyed(cli, make_env):
 
 
 def test_the_ttl_invoker_on_mig_is_the_same_least_privilege_module():
-    from tests.terraform.test_modules_hcl import effective_resources, load_module
+    from tests.support.hcl import effective_resources, load_module
 
     res = {k: v for k, v in effective_resources(load_module("tpu_mig")).items() if k[1].startswith("module.slice_ttl.")}
     assert res and not [t for t, _ in res if t.endswith(("_iam_binding", "_iam_policy"))]

@@ -20,7 +20,7 @@ from builder.config import load
 from builder.errors import BadInput, ConfigError
 from builder.plan import module_dir
 from tests.conftest import EXAMPLES, NODE, SHIPPED
-from tests.terraform.test_modules_hcl import CHILD_DIRS, Module, call_args, child_of, load_module, unquote
+from tests.support.hcl import CHILD_DIRS, Module, call_args, child_of, load_module, unquote
 
 ENV_FILES = [SHIPPED, NODE, *sorted(EXAMPLES.glob("*.env"))]
 
@@ -105,7 +105,7 @@ def test_validation_evaluator_rejects_a_bad_value() -> None:
 def test_strict_rule_fails_when_either_side_changes(tmp_path: Path) -> None:
     """The rule in test_tfvars_set_exactly_the_declared_variables, against a module that renamed
     one variable and added another."""
-    from tests.terraform.test_modules_hcl import load_dir
+    from tests.support.hcl import load_dir
     for tf in load_module("shared_pd").path.glob("*.tf"):  # its own files and its shared var_*.tf links
         (tmp_path / tf.name).write_text(tf.read_text())
     src = (tmp_path / "variables.tf").read_text()
