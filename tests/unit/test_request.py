@@ -3,16 +3,15 @@ spelling of the inputs in messages, and the plan made for a request."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from builder.config import load
 from builder.errors import BadInput
 from builder.modules import Action
 from builder.plan import make_plan
-from builder.request import CLI, SUBSTITUTIONS, Request, Spelling, parse, parse_action, parse_flag, plan_for
+from builder.request import CLI, SUBSTITUTIONS, Request, parse, parse_action, parse_flag, plan_for
 from tests.support.pipeline import MIG_ENV, NODE_ENV, VM_ENV
+from tests.support.request import respell
 
 
 @pytest.fixture(scope="module")
@@ -22,16 +21,6 @@ def vm():
 
 def ops(plan) -> list[tuple[str, str, tuple[str, ...]]]:
     return [(o.module, o.op, o.after) for o in plan.operations]
-
-
-def respell(message: str, source: Spelling, target: Spelling) -> str:
-    """``message`` with every input named as ``target`` names it (a flag turned on included)."""
-    for field in ("tpu", "mig", "allow_data_loss", "allow_wipe"):
-        message = message.replace(source.on(getattr(source, field)), target.on(getattr(target, field)))
-    for field in dataclasses.fields(Spelling):
-        if field.name not in ("only", "true"):  # dispatch selects no modules; "true" is a suffix, done above
-            message = message.replace(getattr(source, field.name), getattr(target, field.name))
-    return message
 
 
 # ---- every refusal, one line, in the caller's spelling ----
