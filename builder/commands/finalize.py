@@ -77,7 +77,7 @@ def record(settings: Settings, bucket: Any, build_id: str, action: str, ops: lis
 
     env = settings.env_name
     repo = workspace.find_repo(settings)
-    every = make_plan(settings, "create").modules
+    every = make_plan(settings, Action.CREATE).modules
     before = snapshot.read(bucket, env)
     old = applied_or_warn(before, settings) if before else None
     now_sources = digests(settings, repo, every)

@@ -75,7 +75,7 @@ def auto_plan(settings: Settings, bucket: Any) -> Plan | None:
     else:
         old = applied_or_warn(applied, settings)
         if old is None:
-            decision = auto.decide_unreadable(make_plan(settings, "create").modules, applied.absent)
+            decision = auto.decide_unreadable(make_plan(settings, Action.CREATE).modules, applied.absent)
         else:
             decision = decide_now(settings, old, build_id=applied.build_id, outstanding=applied.outstanding,
                                   absent=applied.absent, sources_then=applied.sources)
