@@ -45,7 +45,8 @@ REFUSED = [
     (NODE_ENV, "initialize", {"tpu": True}, ["--tpu/--mig: initialize takes no scope flags", "drop the flags"]),
     (VM_ENV, "initialize", {"tpu": True, "mig": True}, ["initialize takes no scope flags"]),
     (VM_ENV, "initialize", {"allow_data_loss": True}, ["--allow-data-loss: initialize applies no Terraform"]),
-    (VM_ENV, "initialize", {"allow_wipe": True}, ["--allow-wipe: initialize applies no Terraform", "drop --allow-wipe"]),
+    (VM_ENV, "initialize", {"allow_wipe": True},
+     ["--allow-wipe: initialize applies no Terraform", "drop --allow-wipe"]),
     (VM_ENV, "update", {"mig": True}, ["--mig: the vm architecture", "no MIG", "TPU_ARCH", "use --tpu"]),
     (VM_ENV, "destroy", {"mig": True}, ["--mig", "no MIG"]),
     (VM_ENV, "update", {"tpu": True, "mig": True}, ["--mig", "no MIG"]),
@@ -92,7 +93,8 @@ def test_a_refusal_names_the_inputs_as_the_caller_does(path, action, flags, word
 def test_an_unknown_action_lists_every_action() -> None:
     with pytest.raises(BadInput) as err:
         parse_action("explode", "_BUILD_ACTION")
-    assert str(err.value) == f"_BUILD_ACTION: 'explode' is not an action; use one of {', '.join(a.value for a in Action)}"
+    every = ", ".join(a.value for a in Action)
+    assert str(err.value) == f"_BUILD_ACTION: 'explode' is not an action; use one of {every}"
 
 
 # ---- what parse accepts ----
