@@ -29,7 +29,7 @@ from builder.config import Settings
 from builder.config.keys import KEYS
 from builder.model_registry import model_keys
 from builder.errors import BadInput
-from builder.modules import modules_for_key
+from builder.modules import Action, modules_for_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.plan import Plan
@@ -157,5 +157,5 @@ def plan_for(settings: Settings, decision: Decision) -> Plan | None:
     if decision.action == "none":
         return None
     if decision.action == "create":
-        return make_plan(settings, "create")
-    return make_plan(settings, "update", only=decision.only)
+        return make_plan(settings, Action.CREATE)
+    return make_plan(settings, Action.UPDATE, only=decision.only)

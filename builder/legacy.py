@@ -8,8 +8,8 @@ here, before any cloud call, with exit 2 and one line that names the values.env 
 the file a node file and the fix, ``tpubuild migrate``. ``destroy``, ``status``, ``initialize``,
 ``validate`` and ``render --action destroy`` keep working, so people can clean up.
 
-Pure: no I/O. Called by ``tpubuild plan``/``render`` (builder/commands/pipeline_cmds.py) and by
-``submit``/``dispatch`` (builder/commands/submit.py ``prepare``).
+Pure: no I/O. Called by ``builder.request.parse``, the one way in of ``tpubuild plan``, ``render``,
+``submit`` and ``dispatch``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from builder.errors import ConfigError
+from builder.modules import Action
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
@@ -24,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
 NODE_END_OF_LIFE = "2025-04-25"
 
 #: Actions that would apply (create or change) the TPU.
-APPLYING: frozenset[str] = frozenset({"create", "update", "auto"})
+APPLYING: frozenset[Action] = frozenset({Action.CREATE, Action.UPDATE, Action.AUTO})
 
 #: Seed-era script paths: the seed repository's own scripts, which this product replaces.
 SEED_SCRIPTS: dict[str, str] = {
@@ -42,9 +43,9 @@ def node_reason(settings: Settings) -> tuple[str, str]:
     return key, f"{settings.runtime_version} is a TPU Node runtime, so this file describes a TPU Node"
 
 
-def refuse_node(settings: Settings, action: str) -> None:
+def refuse_node(settings: Settings, action: Action) -> None:
     """Raise the one-line refusal when ``action`` would apply a TPU Node."""
-    if settings.arch != "node" or action.strip().lower() not in APPLYING:
+    if settings.arch != "node" or action not in APPLYING:
         return
     key, what = node_reason(settings)
     seed = any(p in SEED_SCRIPTS for p in (settings.mig_setup_script, settings.mig_seed_data_prep_script))
@@ -57,6 +58,6 @@ def refuse_node(settings: Settings, action: str) -> None:
     )
 
 
-def refuse_unbuildable(settings: Settings, action: str) -> None:
+def refuse_unbuildable(settings: Settings, action: Action) -> None:
     """Every refusal of an action that config alone cannot decide, before any cloud call."""
     refuse_node(settings, action)

@@ -24,8 +24,9 @@ In the ``vm`` architecture there is no MIG, and the TPU VM attaches the shared P
 share at creation, so ``tpu`` is applied *after* ``filestore`` and ``shared_pd`` and destroyed
 *before* them.
 
-Every combination that would mean nothing is refused with :class:`BadInput` (exit 2): nothing
-may silently do nothing. This module is pure: no I/O, no imports beyond the standard library.
+:func:`make_plan` takes an action and flags that ``builder.request.parse`` accepted: the user's
+input reaches it only through there, which refuses every combination that would mean nothing
+(nothing may silently do nothing). This module is pure: no I/O, no imports beyond the standard library.
 """
 
 from __future__ import annotations
@@ -36,22 +37,14 @@ from typing import TYPE_CHECKING
 from builder import modules as catalogue
 from builder.config.filestore import TIERS
 from builder.errors import BadInput
-from builder.modules import PLAN_ACTIONS, hosts_module
+from builder.modules import PLAN_ACTIONS, Action, hosts_module
 
-__all__ = ["ACTIONS", "Operation", "Plan", "Step", "hosts_module", "make_plan", "module_dir", "parse_flag",
-           "refuse_idle_allow_flags", "steps"]
+__all__ = ["ACTIONS", "Operation", "Plan", "Step", "hosts_module", "make_plan", "module_dir", "steps"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
 ACTIONS: tuple[str, ...] = PLAN_ACTIONS
-
-#: How make_plan names its inputs in messages: Cloud Build substitutions (default) or CLI flags.
-SUBSTITUTION_NAMES: dict[str, str] = {"action": "_BUILD_ACTION", "tpu": "_TPU", "mig": "_MIG", "only": "only"}
-CLI_NAMES: dict[str, str] = {"action": "--action", "tpu": "--tpu", "mig": "--mig", "only": "--only"}
-
-_FLAG_TRUE = frozenset({"true"})
-_FLAG_FALSE = frozenset({"false", "default", ""})
 
 
 @dataclass(frozen=True)
@@ -119,20 +112,6 @@ class Plan:
         return tuple(tuple(o for o in self.operations if depth[o.module] == d) for d in range(count))
 
 
-def parse_flag(raw: str, name: str) -> bool:
-    """A Cloud Build substitution used as a flag: true, or false/default/empty (any case).
-
-    The seed-era pipeline passed "default" for an unset flag; anything else is refused rather
-    than guessed at.
-    """
-    value = raw.strip().lower()
-    if value in _FLAG_TRUE:
-        return True
-    if value in _FLAG_FALSE:
-        return False
-    raise BadInput(f"{name}: {raw!r} is not a flag value; use true, false, default or leave it empty")
-
-
 def module_dir(settings: Settings, module: str) -> str:
     """The Terraform directory (repo-relative) of a plan module."""
     spec = catalogue.spec(settings.arch, module)
@@ -140,13 +119,6 @@ def module_dir(settings: Settings, module: str) -> str:
         raise BadInput(f"{module!r} is not a plan module of the {settings.arch} architecture; "
                        f"use one of {', '.join(catalogue.modules(settings.arch))}")
     return spec.tfdir
-
-
-def _arch_where(settings: Settings) -> str:
-    line = settings.line_of("TPU_ARCH")
-    if line:
-        return f' ({settings.source}:{line} TPU_ARCH="{settings.arch}")'
-    return f" ({settings.source}: runtime {settings.runtime_version} means TPU_ARCH={settings.arch})"
 
 
 def _restrict(kept: tuple[str, ...], full: dict[str, tuple[str, ...]]) -> tuple[Operation, ...]:
@@ -173,52 +145,18 @@ def _restrict(kept: tuple[str, ...], full: dict[str, tuple[str, ...]]) -> tuple[
 
 def make_plan(
     settings: Settings,
-    action: str,
+    action: Action,
     *,
     tpu: bool = False,
     mig: bool = False,
     only: frozenset[str] | None = None,
-    names: dict[str, str] | None = None,
 ) -> Plan:
-    """The operations of ``action`` for these settings; refuses every meaningless combination.
-
-    ``names`` says how the caller spells the inputs in messages (``CLI_NAMES`` for the command
-    line, the default ``SUBSTITUTION_NAMES`` for Cloud Build's substitutions)."""
-    n = {**SUBSTITUTION_NAMES, **(names or {})}
+    """The operations of ``action`` for these settings (``builder.request.plan_for`` is the way
+    in for a user's request: it refuses first what would mean nothing)."""
     arch = settings.arch
-    action_in = action
-    action = action.strip().lower()
-    if action not in ACTIONS:
-        raise BadInput(f"{n['action']}: {action_in!r} is not an action; use one of {', '.join(ACTIONS)}")
-    scope = f"{n['tpu']}/{n['mig']}"
-    if only is not None:
-        if action != "update":
-            raise BadInput(f"{n['only']}: a module selection applies to update (GitOps auto), not {action}; "
-                           "drop the selection or use action update")
-        if tpu or mig:
-            raise BadInput(f"{n['only']}: a module selection cannot be combined with {scope}; use one or the other")
-        every = catalogue.modules(arch)
-        unknown = sorted(set(only) - set(every))
-        if unknown:
-            raise BadInput(f"{n['only']}: {', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not "
-                           f"{arch}-architecture module{'s' if len(unknown) > 1 else ''}; "
-                           f"use some of {', '.join(every)}")
-        if not only:
-            raise BadInput(f"{n['only']}: the module selection is empty, so the update would do nothing; "
-                           "name at least one module, or run no build")
-    if action == "initialize":
-        if tpu or mig:
-            raise BadInput(f"{scope}: initialize takes no scope flags (it creates the buckets and the "
-                           "workspace, no Terraform); drop the flags")
-        return Plan(action, arch, ())
-    if mig and arch == "vm":
-        raise BadInput(f"{n['mig']}: the vm architecture{_arch_where(settings)} has no MIG (the TPU VM hosts are the "
-                       f"workers); drop {n['mig']}, and use {n['tpu']} to act on the TPU VM")
-    if action == "create" and (tpu or mig):
-        used = " and ".join(x for x, on in ((n["tpu"], tpu), (n["mig"], mig)) if on)
-        raise BadInput(f"{used}: create applies every module, so a scope would be ignored; drop {used}, "
-                       f"or use {n['action']} update to apply only the scoped modules")
-
+    action = Action(action)
+    if action is Action.INITIALIZE:
+        return Plan(action.value, arch, ())
     if action in ("create", "update"):
         order = catalogue.modules(arch)
         if action == "update" and only is not None:
@@ -229,11 +167,7 @@ def make_plan(
             kept = order
         ops = _restrict(kept, catalogue.create_after(arch))
         op = "apply"
-    else:  # destroy
-        if arch == "mig" and tpu and not mig:
-            raise BadInput("_TPU: on the mig architecture the tpu module is the slice's service account and "
-                           "firewall; destroying it alone would cut off the running TPU VMs of the MIG; "
-                           "add _MIG=true (destroys the slice, then its access)")
+    elif action is Action.DESTROY:
         order = catalogue.destroy_order(arch)
         if tpu or mig:
             kept = tuple(m for m in order if (m == "tpu" and tpu) or (m == "mig" and mig))
@@ -241,8 +175,10 @@ def make_plan(
             kept = order
         ops = _restrict(kept, catalogue.destroy_after(arch))
         op = "destroy"
+    else:
+        raise ValueError(f"{action} has no plan of its own: builder.auto decides it first")
     operations = tuple(Operation(o.module, op, o.after) for o in ops)
-    plan = Plan(action, arch, operations, tpu=tpu, mig=mig, only=frozenset(only) if only is not None else None)
+    plan = Plan(action.value, arch, operations, tpu=tpu, mig=mig, only=frozenset(only) if only is not None else None)
     return replace(plan, steps=steps(settings, plan))
 
 
@@ -340,21 +276,3 @@ def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
     waited = {a for st in out for a in st.after}
     add("finalize", "finalize", "", [st.id for st in out if st.id not in waited])
     return tuple(out)
-
-
-def refuse_idle_allow_flags(plan: Plan, *, allow_data_loss: bool = False, allow_wipe: bool = False,
-                            names: dict[str, str] | None = None) -> None:
-    """Refuse an allow flag that this plan would silently ignore (``submit``, ``dispatch`` and
-    ``render`` share it): ``initialize`` applies no Terraform; ``allow_wipe`` needs an apply of
-    shared_pd (only its seeder wipes)."""
-    n = {"allow_data_loss": "_ALLOW_DATA_LOSS", "allow_wipe": "_ALLOW_WIPE", **(names or {})}
-    if plan.action == "initialize":
-        for key, on in (("allow_data_loss", allow_data_loss), ("allow_wipe", allow_wipe)):
-            if on:
-                raise BadInput(f"{n[key]}: initialize applies no Terraform and seeds nothing, so there is "
-                               f"nothing to allow; drop {n[key]}")
-        return
-    if allow_wipe and not plan.applies("shared_pd"):
-        ops = ", ".join(f"{o.op} {o.module}" for o in plan.operations)
-        raise BadInput(f"{n['allow_wipe']}: this {plan.action} ({ops}) does not apply shared_pd, so the seeder "
-                       f"never runs and there is nothing to wipe; drop {n['allow_wipe']}")

@@ -74,9 +74,10 @@ def decide_now(settings: Settings, applied: Settings | None, *, build_id: str = 
     ``tpubuild plan --action auto`` decide. Today's source digests are computed only when the
     snapshot recorded some to compare with (``decide`` compares a module only when both exist)."""
     from builder.cloud.workspace import find_repo
+    from builder.modules import Action
     from builder.plan import make_plan
 
-    every = make_plan(settings, "create").modules
+    every = make_plan(settings, Action.CREATE).modules
     now = digests(settings, find_repo(settings), every) if sources_then else None
     return decide(settings, applied, plan_modules=every, build_id=build_id, outstanding=outstanding,
                   absent=absent, sources_then=sources_then, sources_now=now)

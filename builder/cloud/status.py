@@ -146,6 +146,7 @@ def _raise_for(resp: Any, what: str) -> None:
 
 
 def _state(settings: Settings) -> dict[str, Any]:
+    from builder.modules import Action
     from builder.plan import make_plan
 
     client = clients.storage(settings.project_id)
@@ -158,7 +159,7 @@ def _state(settings: Settings) -> dict[str, Any]:
         out["bucket_exists"] = False
         return out
     with cloud_call(f"reading gs://{settings.state_bucket}"):
-        for module in make_plan(settings, "create").modules:
+        for module in make_plan(settings, Action.CREATE).modules:
             out["modules"][module] = bucket.blob(f"{settings.env_name}/{module}/default.tfstate").exists()
     held = lock.read(bucket, settings.env_name)
     out["lock"] = None if held is None else {

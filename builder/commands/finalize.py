@@ -12,13 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from builder.commands import load_settings, say
 from builder.errors import BadInput, WorldError
-from builder.modules import PLAN_ACTIONS
+from builder.modules import PLAN_ACTIONS, Action
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.cloud.lock import Lock
     from builder.config import Settings
 
-#: The actions a pipeline runs (auto has become one of them by the time a pipeline exists).
 
 
 def _wait_for_build_id(bucket: Any, env: str, build_id: str) -> Lock | None:
@@ -39,13 +38,14 @@ def _wait_for_build_id(bucket: Any, env: str, build_id: str) -> Lock | None:
 def cmd_finalize(args: argparse.Namespace) -> int:
     from builder.cloud import clients, lock
     from builder.plan import make_plan
+    from builder.request import parse_action
 
     settings = load_settings(args)
-    env, build_id, action = settings.env_name, args.build_id.strip(), args.action.strip().lower()
+    env, build_id = settings.env_name, args.build_id.strip()
     if not build_id:
         raise BadInput("--build-id: empty; pass $BUILD_ID")
-    if action not in PLAN_ACTIONS:
-        raise BadInput(f"--action: {args.action!r} is not a pipeline action; use initialize, create, update or destroy")
+    # a pipeline runs a plan's action: auto has become create or update before any pipeline exists
+    action = parse_action(args.action, "--action", choices=map(Action, PLAN_ACTIONS), what="a pipeline action")
     bucket = clients.storage(settings.project_id).bucket(settings.state_bucket)
     held = _wait_for_build_id(bucket, env, build_id)
     if held is None or held.build_id != build_id or held.state != "held":
@@ -59,8 +59,8 @@ def cmd_finalize(args: argparse.Namespace) -> int:
         ops = [(m, op) for m, op in held.scope["operations"]]
     else:
         ops = [(o.module, o.op) for o in make_plan(settings, action).operations]
-    if action != "initialize":
-        record(settings, bucket, build_id, action, ops)
+    if action is not Action.INITIALIZE:
+        record(settings, bucket, build_id, action.value, ops)
     say(lock.release(bucket, env, build_id))
     return 0
 
@@ -77,7 +77,7 @@ def record(settings: Settings, bucket: Any, build_id: str, action: str, ops: lis
 
     env = settings.env_name
     repo = workspace.find_repo(settings)
-    every = make_plan(settings, "create").modules
+    every = make_plan(settings, Action.CREATE).modules
     before = snapshot.read(bucket, env)
     old = applied_or_warn(before, settings) if before else None
     now_sources = digests(settings, repo, every)

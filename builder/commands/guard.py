@@ -62,9 +62,12 @@ def read_plan_json(path: Path) -> Any:
 
 
 def run_guard(args: argparse.Namespace) -> int:
-    check_args(args.module, args.action)  # flags first: cheap, and the clearer message
+    from builder.request import parse_action
+
+    action = parse_action(args.action, "--action")
+    check_args(args.module, action)  # flags first: cheap, and the clearer message
     path = Path(args.plan_json)
-    decision = evaluate(read_plan_json(path), args.module, args.action,
+    decision = evaluate(read_plan_json(path), args.module, action,
                         allow_data_loss=args.allow_data_loss, source=str(path))
     print(decision.summary())
     for warning in decision.warnings:

@@ -78,29 +78,14 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 
 def _plan(args: argparse.Namespace, *, compare: bool = False) -> tuple[Settings, Plan | None, Previous | None]:
-    from builder.plan import CLI_NAMES, make_plan, refuse_idle_allow_flags
-
-    from builder.legacy import refuse_unbuildable
+    from builder import request
 
     settings = load_settings(args)
-    refuse_unbuildable(settings, args.action)  # TPU Node is read-only legacy; see builder/legacy.py
-    only = None
-    if args.only is not None:
-        only = frozenset(m.strip() for m in args.only.split(",") if m.strip())
-    action = args.action.strip().lower()
-    if action == "auto":
-        if args.tpu or args.mig or only is not None:
-            raise BadInput("--tpu/--mig/--only: auto decides the modules itself; drop them")
-        prev = previous(settings, args.applied, need=True)
-        plan = auto_plan(settings, prev)
-    else:
-        plan = make_plan(settings, args.action, tpu=args.tpu, mig=args.mig, only=only, names=CLI_NAMES)
-        prev = previous(settings, args.applied, need=False) if compare else None
-    if plan is not None:
-        refuse_idle_allow_flags(plan, allow_data_loss=args.allow_data_loss,
-                                allow_wipe=getattr(args, "allow_wipe", False),
-                                names={"allow_data_loss": "--allow-data-loss", "allow_wipe": "--allow-wipe"})
-    return settings, plan, prev
+    req = request.parse(settings, args.action, tpu=args.tpu, mig=args.mig, only=args.only,
+                        allow_data_loss=args.allow_data_loss, allow_wipe=getattr(args, "allow_wipe", False))
+    plan = request.plan_for(settings, req)  # None: auto, decided from the applied values (read here)
+    prev = previous(settings, args.applied, need=plan is None) if compare or plan is None else None
+    return settings, (auto_plan(settings, prev) if plan is None else plan), prev
 
 
 @dataclass

@@ -17,78 +17,46 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.commands import load_settings, say, warn
-from builder.errors import BadInput, WorldError
-from builder.modules import BUILD_ACTIONS
+from builder.errors import WorldError
+from builder.modules import Action
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.cloud.source import Source
     from builder.config import Settings
     from builder.plan import Plan
-
-
-#: How each input is called in messages: submit's flags, or the root build's substitutions.
-SUBMIT_NAMES = {"action": "--action", "tpu": "--tpu", "mig": "--mig", "allow_data_loss": "--allow-data-loss",
-                "allow_wipe": "--allow-wipe"}
-DISPATCH_NAMES = {"action": "_BUILD_ACTION", "tpu": "_TPU", "mig": "_MIG", "allow_data_loss": "_ALLOW_DATA_LOSS",
-                  "allow_wipe": "_ALLOW_WIPE"}
+    from builder.request import Request
 
 
 @dataclass(frozen=True)
 class Prepared:
-    """What submit decided before talking to the cloud: the action, its plan (None for
+    """What submit decided before talking to the cloud: the request, its plan (None for
     ``initialize`` and ``auto``: auto's plan comes from the applied snapshot), the rendered
     pipeline (None likewise), the source tarball (None for ``initialize``) and the repository."""
 
-    action: str
+    request: Request
     plan: Plan | None
     config: dict[str, Any] | None
     src: Source | None
     repo: Path
-    allow_data_loss: bool = False
-    allow_wipe: bool = False
 
 
-def parse_action(raw: str, names: dict[str, str] = SUBMIT_NAMES) -> str:
-    action = raw.strip().lower()
-    if action not in BUILD_ACTIONS:
-        raise BadInput(f"{names['action']}: {raw!r} is not an action; use one of {', '.join(BUILD_ACTIONS)}")
-    return action
-
-
-def prepare(settings: Settings, action: str, *, tpu: bool = False, mig: bool = False,
-            allow_data_loss: bool = False, allow_wipe: bool = False,
-            names: dict[str, str] = SUBMIT_NAMES) -> Prepared:
+def prepare(settings: Settings, request: Request) -> Prepared:
     """Every check that needs no cloud, done before any client is built (so bad input is exit 2
-    even without credentials): the action, the flag combination (``builder.plan.make_plan``
-    refuses the meaningless ones), the pipeline (``builder.pipeline.render``), the tfvars and the
-    source tarball. Refused here, besides make_plan's own refusals: ``initialize`` with an allow
-    flag (it applies no Terraform), ``auto`` with ``tpu``/``mig`` (auto decides the modules), and
-    ``allow_wipe`` for a plan that does not apply ``shared_pd`` (nothing would be seeded)."""
+    even without credentials): the request (``builder.request.parse`` refused what it could),
+    its plan (``builder.request.plan_for``), the pipeline (``builder.pipeline.render``), the
+    tfvars and the source tarball."""
     from builder import pipeline, tfvars
     from builder.cloud import source, workspace
-    from builder.legacy import refuse_unbuildable
-    from builder.plan import make_plan, refuse_idle_allow_flags
+    from builder.request import plan_for
 
-    action = parse_action(action, names)
-    refuse_unbuildable(settings, action)  # before any client: TPU Nodes can no longer be created
-    if action == "initialize":
-        make_plan(settings, "initialize", tpu=tpu, mig=mig, names=names)  # refuses the scope flags
-        for key, on in (("allow_data_loss", allow_data_loss), ("allow_wipe", allow_wipe)):
-            if on:
-                raise BadInput(f"{names[key]}: initialize applies no Terraform and seeds nothing, so there is "
-                               f"nothing to allow; drop {names[key]}")
-        return Prepared(action, None, None, None, workspace.find_repo(settings))
-    if action == "auto" and (tpu or mig):
-        raise BadInput(f"{names['tpu']}/{names['mig']}: auto decides the modules itself; "
-                       f"leave {names['tpu']} and {names['mig']} out (or at default)")
+    plan = plan_for(settings, request)
     repo = workspace.find_repo(settings)
-    plan = None if action == "auto" else make_plan(settings, action, tpu=tpu, mig=mig, names=names)
-    if plan is not None:
-        refuse_idle_allow_flags(plan, allow_data_loss=allow_data_loss, allow_wipe=allow_wipe, names=names)
-    config = None if plan is None else pipeline.render(settings, plan, allow_data_loss=allow_data_loss,
-                                                       allow_wipe=allow_wipe)
+    if request.action is Action.INITIALIZE:
+        return Prepared(request, None, None, None, repo)
+    config = None if plan is None else pipeline.render(settings, plan, allow_data_loss=request.allow_data_loss,
+                                                       allow_wipe=request.allow_wipe)
     src = source.pack(source.collect(repo, workspace.values_bytes(settings), tfvars.all_for(settings)))
-    return Prepared(action, plan, config, src, repo, allow_data_loss, allow_wipe)
+    return Prepared(request, plan, config, src, repo)
 
 
 def auto_plan(settings: Settings, bucket: Any) -> Plan | None:
@@ -107,7 +75,7 @@ def auto_plan(settings: Settings, bucket: Any) -> Plan | None:
     else:
         old = applied_or_warn(applied, settings)
         if old is None:
-            decision = auto.decide_unreadable(make_plan(settings, "create").modules, applied.absent)
+            decision = auto.decide_unreadable(make_plan(settings, Action.CREATE).modules, applied.absent)
         else:
             decision = decide_now(settings, old, build_id=applied.build_id, outstanding=applied.outstanding,
                                   absent=applied.absent, sources_then=applied.sources)
@@ -124,8 +92,10 @@ def _scope(plan: Plan) -> dict[str, Any]:
 
 def submit(settings: Settings, action: str, *, tpu: bool = False, mig: bool = False,
            allow_data_loss: bool = False, allow_wipe: bool = False, wait: bool = False) -> int:
-    prepared = prepare(settings, action, tpu=tpu, mig=mig, allow_data_loss=allow_data_loss, allow_wipe=allow_wipe)
-    return execute(settings, prepared, wait=wait)
+    from builder.request import parse
+
+    request = parse(settings, action, tpu=tpu, mig=mig, allow_data_loss=allow_data_loss, allow_wipe=allow_wipe)
+    return execute(settings, prepare(settings, request), wait=wait)
 
 
 def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> int:
@@ -134,7 +104,8 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> in
     from builder.cloud import buckets, builds, clients, lock, workspace
     from builder.cloud.errors import cloud_call
 
-    if prepared.action == "initialize":
+    request = prepared.request
+    if request.action is Action.INITIALIZE:
         from builder.commands.initialize import initialize
 
         return initialize(settings)
@@ -149,10 +120,10 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> in
         plan = auto_plan(settings, bucket)
         if plan is None:
             return 0
-        config = pipeline.render(settings, plan, allow_data_loss=prepared.allow_data_loss,
-                                 allow_wipe=prepared.allow_wipe)
+        config = pipeline.render(settings, plan, allow_data_loss=request.allow_data_loss,
+                                 allow_wipe=request.allow_wipe)
     assert config is not None
-    allow_data_loss, allow_wipe = prepared.allow_data_loss, prepared.allow_wipe
+    allow_data_loss, allow_wipe = request.allow_data_loss, request.allow_wipe
     cb = clients.cloudbuild()
     project = settings.project_id
 
@@ -226,18 +197,15 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def cmd_dispatch(args: argparse.Namespace) -> int:
-    """The root build's step. Every input is checked (action, substitution strings, values.env,
-    the plan, the pipeline) before any client is built: bad input is exit 2 with one line, even
-    where there are no credentials."""
-    from builder.plan import parse_flag
+    """The root build's step. Every input is checked (values.env, the action and substitution
+    strings, the plan, the pipeline) before any client is built: bad input is exit 2 with one
+    line, even where there are no credentials."""
+    from builder.request import SUBSTITUTIONS, parse
 
-    action = parse_action(args.action, DISPATCH_NAMES)
-    tpu = parse_flag(args.tpu, "_TPU")
-    mig = parse_flag(args.mig, "_MIG")
-    allow_data_loss = parse_flag(args.allow_data_loss, "_ALLOW_DATA_LOSS")
-    allow_wipe = parse_flag(args.allow_wipe, "_ALLOW_WIPE")
     settings = load_settings(args)
-    prepared = prepare(settings, action, tpu=tpu, mig=mig, allow_data_loss=allow_data_loss,
-                       allow_wipe=allow_wipe, names=DISPATCH_NAMES)
-    say(f"dispatch: {action} of {settings.env_name} (project {settings.project_id}, {settings.arch} architecture)")
+    request = parse(settings, args.action, tpu=args.tpu, mig=args.mig, allow_data_loss=args.allow_data_loss,
+                    allow_wipe=args.allow_wipe, spelling=SUBSTITUTIONS)
+    prepared = prepare(settings, request)
+    say(f"dispatch: {request.action} of {settings.env_name} (project {settings.project_id}, "
+        f"{settings.arch} architecture)")
     return execute(settings, prepared, wait=True)

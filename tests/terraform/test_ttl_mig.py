@@ -13,7 +13,7 @@ import pytest
 
 from builder import tfvars, ttl
 from builder.config import load
-from builder.plan import make_plan, module_dir
+from builder.plan import module_dir
 from tests.conftest import EXAMPLES
 
 MIG = EXAMPLES / "mig-v6e-16-spot.env"
@@ -36,14 +36,19 @@ def test_the_ttl_build_destroys_the_slice_and_keeps_the_data(make_env):
     flags = _dispatch_flags(s)
     assert flags == {"--action": "destroy", "--tpu": "false", "--mig": "true", "--allow-data-loss": "false",
                      "--allow-wipe": "false"}
-    plan = make_plan(s, "destroy", tpu=flags["--tpu"] == "true", mig=flags["--mig"] == "true")
+    # the flags as dispatch reads them (builder.request: the one way from flags to a plan)
+    from builder.request import SUBSTITUTIONS, parse, plan_for
+
+    request = parse(s, flags["--action"], tpu=flags["--tpu"], mig=flags["--mig"],
+                    allow_data_loss=flags["--allow-data-loss"], allow_wipe=flags["--allow-wipe"], spelling=SUBSTITUTIONS)
+    plan = plan_for(s, request)
     destroyed = {op.module for op in plan.operations if op.op == "destroy"}
     assert destroyed == {"mig"} and {op.module for op in plan.operations} == {"mig"}
     # the other scope would be refused on mig (it would cut the running VMs off their account)
     from builder.errors import BadInput
 
-    with pytest.raises(BadInput):
-        make_plan(s, "destroy", tpu=True, mig=False)
+    with pytest.raises(BadInput, match="cut off the running TPU VMs"):
+        parse(s, "destroy", tpu="true", mig="false", spelling=SUBSTITUTIONS)
     # vm keeps its scope: the TPU module
     v = load(make_env(VM, ENV_TTL_HOURS="6"))
     assert _dispatch_flags(v)["--tpu"] == "true" and _dispatch_flags(v)["--mig"] == "false"

@@ -215,7 +215,7 @@ def test_missing_and_directory_plan_json(cli, tmp_path: Path) -> None:
 @pytest.mark.parametrize("module, action, fragment", [
     ("network", "update", "--module 'network' is not a plan module"),
     ("tpu", "initialize", "initialize runs no Terraform"),
-    ("tpu", "bogus", "--action 'bogus' is not an action"),
+    ("tpu", "bogus", "--action: 'bogus' is not an action"),
 ])
 def test_bad_module_or_action(cli, module: str, action: str, fragment: str) -> None:
     code, out, err = guard(cli, "tpu_vm_create", module, action)

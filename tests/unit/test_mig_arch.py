@@ -16,6 +16,7 @@ from typing import Callable
 
 import pytest
 
+from builder import request
 from builder.config import load
 from builder.errors import BadInput, ConfigError
 from builder.pipeline import render
@@ -146,7 +147,7 @@ def test_flags_mean_access_and_slice() -> None:
     assert make_plan(s, "destroy").modules[:2] == ("mig", "tpu")
     assert make_plan(s, "destroy", tpu=True, mig=True).modules == ("mig", "tpu")
     with pytest.raises(BadInput, match="cut off the running TPU VMs"):
-        make_plan(s, "destroy", tpu=True)
+        request.parse(s, "destroy", tpu=True)
 
 
 # ---- the resize pipeline ----
