@@ -64,6 +64,10 @@ def _dir(tmp: Path) -> None:
     (tmp / "values.env.d").mkdir()
 
 
+def _other_env(tmp: Path) -> None:
+    (tmp / "other.env").write_text(rewrite_env(SHIPPED.read_text(), ENV_BUILD_NAME="other-env"))
+
+
 def _plans(tmp: Path) -> None:
     (tmp / "plans").mkdir()
     (tmp / "plan.tfplan").write_bytes(b"PK\x03\x04\x14\x00\x00\x00\x08\x00\x9c\xb1tfplan\xff\xfe")
@@ -270,6 +274,14 @@ CASES: list[Case] = [
          expect=("{tmp}/values.env.d: is a directory", "--output"), setup=_dir),
     Case("migrate-missing", args=("migrate", "--values", "{tmp}/nope.env"), expect=("{tmp}/nope.env: no such file",)),
     # ---------------------------------------------------------------- missing and unreadable files
+    Case("plan-applied-missing", args=("plan", "--values", "{values}", "--applied", "{tmp}/nope.env"),
+         expect=("--applied: {tmp}/nope.env: no such file", "values.env last applied", "--applied none"), sub=True),
+    Case("plan-applied-other-env", args=("plan", "--values", "{values}", "--applied", "{tmp}/other.env"),
+         expect=("--applied: {tmp}/other.env:", "another environment", "ENV_BUILD_NAME 'other-env'", "'tpu-dev1'",
+                 "--applied none"), setup=_other_env),
+    Case("render-auto-applied-other-env", args=("render", "--values", "{values}", "--action", "auto", "--applied",
+                                                "{tmp}/other.env"), expect=("--applied: {tmp}/other.env:", "another environment"),
+         setup=_other_env),
     Case("values-missing", args=("validate", "--values", "{tmp}/nope.env"), expect=("{tmp}/nope.env: no such file", "--values PATH"), sub=True),
     Case("values-missing-before-command", args=("--values", "{tmp}/nope.env", "plan"), expect=("{tmp}/nope.env: no such file",)),
     Case("values-directory", args=("validate", "--values", "{tmp}/values.env.d"), expect=("{tmp}/values.env.d: is a directory",), setup=_dir, sub=True),
