@@ -107,8 +107,8 @@ def compared_with(applied: Settings, current: Settings, source: str, *, destroy_
         said = " and ".join(f"{key} {then!r}" for key, then, now in differ)
         ours = " and ".join(f"{now!r}" for key, then, now in differ)
         raise BadInput(f"{source}: holds the applied values of another environment ({said}; {current.source} has "
-                       f"{ours}); compare with the values last applied to {current.env_name} in {current.project_id}, "
-                       "or pass --applied none if nothing was applied yet")
+                       f"{ours}); pass --applied FILE with the values last applied to {current.env_name} in "
+                       f"{current.project_id}, or --applied none if nothing was applied yet")
     if applied.arch == current.arch:
         return source
     what = _ARCH_WORDS[applied.arch].format(accel=applied.accelerator_type, tpu=applied.tpu_name, mig=applied.mig_name)
