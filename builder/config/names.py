@@ -150,7 +150,7 @@ def check(settings: Any, fail: Fail) -> None:
                     "forbids 'google' and close misspellings of it in bucket names")
             fail(culprit, f"{value!r} puts {part!r} into the {KIND_NAMES[kind]} name {name!r}{of}, and Cloud "
                  f"Storage {rule}", f"choose another {culprit}, without {part!r}")
-        origin = " (made from ENV_BUILD_NAME and PROJECT_ID)" if derived_name and key == "ENV_BUILD_NAME" else ""
+        origin = " (made from ENV_BUILD_NAME and PROJECT_ID)" if derived_name else ""
         fail(key, f"{KIND_NAMES[kind]} name {name!r}{origin} {problem}",
              f"change {key} so that the name follows Google's rules")
 
