@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from builder.errors import BadInput
+
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
@@ -75,6 +77,44 @@ def after_build(before: Recorded | None, operations: Iterable[tuple[str, str]], 
                for m in modules}
     return Ledger(outstanding=frozenset(outstanding) & set(modules), absent=frozenset(absent) & set(modules),
                   sources=sources)
+
+
+#: What each architecture's environment is, for the report of an applied environment of another one.
+_ARCH_WORDS = {"node": "TPU Node environment ({accel}: TPU Node {tpu}, worker MIG {mig})",
+               "vm": "TPU VM environment ({accel}: TPU VM {tpu})", "mig": "MIG slice environment ({accel}: MIG {mig})"}
+
+
+def compared_with(applied: Settings, current: Settings, source: str, *, destroy_with: str) -> str:
+    """The rules for the applied values a plan is compared with, one place for ``--applied FILE``
+    and the state bucket's snapshot (``tpubuild plan``/``render --action auto``; ``submit``'s auto
+    reaches the same verdicts through ``builder.auto.decide``, which refuses a changed
+    ENV_BUILD_NAME, PROJECT_ID or TPU_ARCH). Returns how the comparison is described (``source``,
+    annotated when it needs saying).
+
+    * Another environment's values (ENV_BUILD_NAME or PROJECT_ID differ) are refused (``BadInput``,
+      one line naming both values): its resources are not this environment's, so a before → after
+      against them would show changes no build makes.
+    * Values of another architecture (a node-era file, TPU_ARCH=node or a ``pytorch-*`` runtime,
+      against a vm or mig plan) are read and reported: the plan says which environment is applied,
+      that its modules are not compared with this plan's, and how to take it down first
+      (``destroy_with``: the values to destroy it with). Refusing would hide what is applied; a
+      silent "nothing applied" would claim the old TPU Node and its workers are not there.
+    """
+    differ = [(key, then, now) for key, then, now in (("ENV_BUILD_NAME", applied.env_name, current.env_name),
+                                                      ("PROJECT_ID", applied.project_id, current.project_id))
+              if then != now]
+    if differ:
+        said = " and ".join(f"{key} {then!r}" for key, then, now in differ)
+        ours = " and ".join(f"{now!r}" for key, then, now in differ)
+        raise BadInput(f"{source}: holds the applied values of another environment ({said}; {current.source} has "
+                       f"{ours}); pass --applied FILE with the values last applied to {current.env_name} in "
+                       f"{current.project_id}, or --applied none if nothing was applied yet")
+    if applied.arch == current.arch:
+        return source
+    what = _ARCH_WORDS[applied.arch].format(accel=applied.accelerator_type, tpu=applied.tpu_name, mig=applied.mig_name)
+    return (f"{source}: the applied environment is TPU_ARCH={applied.arch}, a {what}; this TPU_ARCH={current.arch} "
+            f"plan is not compared with it: destroy it with those values first (tpubuild submit --values "
+            f"{destroy_with} --action destroy)")
 
 
 def applied_settings(values: bytes, current: Settings) -> Settings:

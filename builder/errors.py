@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 
@@ -34,8 +35,30 @@ class BadInput(TpuBuildError):
     exit_code = 2
 
 
+#: The longest quoted value a message echoes; a longer one is cut (see :func:`clip`).
+ECHO_LIMIT = 60
+
+
+def _quoted(q: str) -> str:
+    """A value quoted with ``q`` (as ``repr`` or a message writes it): more than ECHO_LIMIT
+    characters without a space, or more than 200 with spaces (an apostrophe in English words,
+    "can't ... 'x'", never spans that far)."""
+    return rf"{q}(?:[^{q}\s]{{{ECHO_LIMIT + 1},}}|[^{q}\n]{{201,}}){q}"
+
+
+_QUOTED = re.compile(f"{_quoted(chr(39))}|{_quoted(chr(34))}")
+
+
+def clip(text: str) -> str:
+    """``text`` with every long quoted value cut to its start and its length
+    (``'gs://aaaa…' (200005 chars)``): a values.env may hold a 200,000-character value, and a
+    message must stay one readable line."""
+    return _QUOTED.sub(lambda m: f"{m.group()[:ECHO_LIMIT - 1]}…{m.group()[0]} ({len(m.group()) - 2} chars)", text)
+
+
 class ConfigError(BadInput):
-    """A problem in values.env, located at ``path:line`` and naming the key."""
+    """A problem in values.env, located at ``path:line`` and naming the key. The values it quotes
+    are cut to :data:`ECHO_LIMIT` characters (:func:`clip`)."""
 
     def __init__(
         self,
@@ -46,6 +69,7 @@ class ConfigError(BadInput):
         line: int | None = None,
         key: str | None = None,
     ) -> None:
+        what, fix = clip(what), clip(fix)
         where = ""
         if path is not None:
             where = f"{path}:{line}: " if line else f"{path}: "

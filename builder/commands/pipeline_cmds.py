@@ -115,8 +115,9 @@ def previous(settings: Settings, applied: str | None, *, need: bool) -> Previous
     """The applied values to compare with: ``--applied FILE``, ``--applied none``, else the state
     bucket's snapshot (read-only, no lock) when credentials exist. ``need`` (auto): no source is
     bad input; otherwise the plan goes on without a comparison."""
-    from builder.applied import applied_settings
+    from builder.applied import applied_settings, compared_with
     from builder.config import load
+    from builder.files import MAX_BYTES, read_file
 
     if applied is not None and applied.strip().lower() == "none":
         if need:
@@ -125,10 +126,12 @@ def previous(settings: Settings, applied: str | None, *, need: bool) -> Previous
         return Previous(None, "nothing (--applied none)", known=False)
     if applied is not None:
         path = Path(applied)
-        if path.is_file() and not path.read_text(encoding="utf-8", errors="replace").strip():
-            return Previous(None, f"{path} (empty: nothing applied yet)")
         try:
-            return Previous(load(path), str(path))
+            if not read_file(path, MAX_BYTES, what="an applied values file", fix="pass the values.env last "
+                             "applied to this environment, or --applied none if nothing was applied").strip():
+                return Previous(None, f"{path} (empty: nothing applied yet)")
+            old = load(path)
+            return Previous(old, compared_with(old, settings, str(path), destroy_with=str(path)))
         except TpuBuildError as exc:
             raise BadInput(f"--applied: {exc}") from None
     if not _has_credentials():
@@ -159,6 +162,7 @@ def previous(settings: Settings, applied: str | None, *, need: bool) -> Previous
         if need:
             raise BadInput(f"{shown} no longer parses ({exc}); pass --applied FILE") from None
         return Previous(None, f"{shown}: no longer parses", known=False)
+    shown = compared_with(old, settings, shown, destroy_with="<its values.env>")
     return Previous(old, shown, record.build_id, record.outstanding, record.absent, record.sources or None)
 
 

@@ -52,7 +52,8 @@ class _Stop(Exception):
 def load_text(text: str, path: Path | str, *, strict: bool = False) -> Settings:
     path = Path(path)
     errors: list[ConfigError] = []
-    entries = parse(text, path, errors)
+    broken: set[str] = set()  # keys whose value could not be read (their root cause is reported)
+    entries = parse(text, path, errors, broken)
     by_key: dict[str, Entry] = {}
     warnings: list[str] = []
     for e in entries:
@@ -79,9 +80,10 @@ def load_text(text: str, path: Path | str, *, strict: bool = False) -> Settings:
         hint = f"did you mean {guess[0]}?" if guess else "it is ignored"
         warnings.append(f"{path}:{e.line}: {key} is not a tpubuild key; {hint} (an error with --strict)")
 
-    unparsed = {e.key for e in errors if e.key}  # already reported: a line that did not parse
+    unparsed = {e.key for e in errors if e.key} | broken  # already reported: a line that did not parse
     values: dict[str, Any] = {}
     model_options: dict[str, Any] = {}
+    invalid: dict[str, ConfigError] = {}
     for specs, target in ((_SPECS, values), (model_specs, model_options)):
         for name, spec in specs.items():
             entry = by_key.get(name)
@@ -97,8 +99,10 @@ def load_text(text: str, path: Path | str, *, strict: bool = False) -> Settings:
                 target[spec.field] = spec.parse(entry.value)
             except ValueError as exc:
                 what, _, fix = str(exc).partition("; ")
-                errors.append(ConfigError(what, fix, path=path, line=entry.line, key=name))
+                invalid[name] = ConfigError(what, fix, path=path, line=entry.line, key=name)
                 target[spec.field] = spec.default
+    # a value made of an invalid key through ${KEY} is wrong because of it: report the root once
+    errors.extend(e for k, e in invalid.items() if not by_key[k].refs & invalid.keys())
     if errors:  # the rules between keys need every value; report what is wrong so far
         raise ConfigErrors(errors, tuple(warnings))
 
@@ -187,5 +191,6 @@ def _finish(path: Path, values: dict[str, Any], model_options: dict[str, Any], b
 
     return Settings(
         source=path, topology=topo, model_options=model_options,
-        raw={k: e.value for k, e in by_key.items()}, lines=lines, warnings=tuple(warnings), **values,
+        raw={k: e.value for k, e in by_key.items()}, lines=lines, warnings=tuple(warnings),
+        refs={k: e.refs for k, e in by_key.items() if e.refs}, **values,
     )

@@ -1,9 +1,18 @@
 """Read values.env with python-dotenv's parser, keeping line numbers, and resolve ``${KEY}``.
 
 Bash semantics as users write them: quotes, ``export``, comments after values, and ``${OTHER}``
-(or ``${OTHER:-default}``) referring to a key set *earlier in the file*. Values in single quotes
-are taken literally, as bash does. The process environment is never consulted: the same file
-gives the same environment on every machine.
+(or ``${OTHER:-default}``) referring to a key set *earlier in the file*. python-dotenv finds the
+lines and their quotes; the value is then read from the raw text the way bash reads it: single
+quotes keep every character, inside double quotes a backslash is removed only before ``$``, a
+backquote, ``"``, a backslash or a newline (``"gs://b/\\training"`` keeps its ``\\t``; python-dotenv
+alone would make it a TAB), and outside quotes every backslash is removed. What bash would expand
+and we cannot (``$NAME``, ``$(...)``, backquotes, ``${NAME:=x}`` and the other ``${...}`` forms) is
+refused, never kept as text. The process environment is never consulted: the same file gives the
+same environment on every machine.
+
+One problem, one line: an unclosed quote is reported on its own line and reading goes on from
+the next line (python-dotenv would swallow the lines up to the next quote), and a key whose value
+only echoes a broken key through ``${KEY}`` gets no line of its own (``parse``'s ``broken``).
 """
 
 from __future__ import annotations
@@ -27,6 +36,8 @@ class Entry:
     key: str
     value: str
     line: int
+    #: the keys whose values ``${KEY}`` put into this one (and the keys those were made of)
+    refs: frozenset[str] = frozenset()
 
 
 def read_text(path: Path) -> str:
@@ -41,45 +52,100 @@ def read_text(path: Path) -> str:
         raise ConfigError("is not UTF-8 text", "save the file as UTF-8", path=path, line=line) from None
 
 
-_ASSIGN = re.compile(r"^\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_.]*\s*=\s*(?P<quote>['\"]?)")
-#: ``$NAME``, ``$(cmd)``, ``$((1+1))`` and backticks: bash would expand them, we cannot.
-_UNSUPPORTED = re.compile(r"(?<!\\)(\$[A-Za-z_(]|`)")
+_ASSIGN = re.compile(r"^\s*(?:export\s+)?(?P<key>[A-Za-z_][A-Za-z0-9_.]*)\s*=\s*(?P<quote>['\"]?)")
+#: The raw text between the quotes, as python-dotenv's parser matched it (its own regexes).
+_RAW = {"'": re.compile(r"((?:\\.|[^'\\])*)'", re.DOTALL), '"': re.compile(r'((?:\\.|[^"\\])*)"', re.DOTALL)}
 _KEY = re.compile(r"[A-Z][A-Z0-9_]*")
+#: The expansions values.env supports: ``${NAME}`` and ``${NAME:-default}``.
+_EXPANSION = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^$`]*))?", re.DOTALL)
+#: Inside double quotes bash removes a backslash only before these (``man bash``, QUOTING).
+_DQ_ESCAPES = frozenset('$`"\\\n')
 
 
-def parse(text: str, path: Path, errors: list[ConfigError] | None = None) -> list[Entry]:
-    """Parse and interpolate; one ``ConfigError`` for the first line that is wrong, or, given
-    ``errors``, every wrong line appended there (and the good lines returned)."""
+class _Unreadable(Exception):
+    """A value refers to a key whose own line could not be read: its error is already reported
+    (the root cause), so this key is skipped without a line of its own."""
+
+
+class _Unclosed(Exception):
+    """A quote opened on a line is not closed there and python-dotenv read on into later lines."""
+
+    def __init__(self, error: ConfigError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def parse(text: str, path: Path, errors: list[ConfigError] | None = None,
+          broken: set[str] | None = None) -> list[Entry]:
+    """Parse and expand; one ``ConfigError`` for the first line that is wrong, or, given
+    ``errors``, every wrong line appended there (and the good lines returned). ``broken``, when
+    given, receives every key whose value could not be read, including the keys that only echo
+    one of them through ``${KEY}`` (those get no error line of their own: the root is reported)."""
     if "\x00" in text:
         line = text[: text.index("\x00")].count("\n") + 1
         raise ConfigError("contains a NUL byte", "save values.env as plain text", path=path, line=line)
-    seen: dict[str, str] = {}
+    text = text.replace("\r\n", "\n")  # python-dotenv miscounts the line after a broken CRLF line
+    seen: dict[str, Entry] = {}
+    lost: set[str] = set() if broken is None else broken
     entries: list[Entry] = []
-    for binding in _dotenv("parser").parse_stream(io.StringIO(text)):
-        if errors is None:
-            entry = _entry(binding, seen, path)
-        else:
+    offset = 0
+    while text:
+        rest = ""
+        for binding in _dotenv("parser").parse_stream(io.StringIO(text)):
             try:
-                entry = _entry(binding, seen, path)
+                entry = _entry(binding, seen, lost, path, offset)
+            except _Unreadable:
+                lost.add(binding.key)
+                continue
+            except _Unclosed as exc:
+                # the open quote swallowed the lines after it: report it, read on from the next line
+                lost.add(exc.error.key or "")
+                if errors is None:
+                    raise exc.error from None
+                errors.append(exc.error)
+                rest = "".join(re.split(r"(\r\n|\n|\r)", text)[2 * binding.original.line:])  # dotenv's newlines
+                offset += binding.original.line
+                break
             except ConfigError as exc:
+                if errors is None:
+                    raise
+                if exc.key:
+                    lost.add(exc.key)
                 errors.append(exc)
                 continue
-        if entry is not None:
-            seen[entry.key] = entry.value
-            entries.append(entry)
+            if entry is not None:
+                seen[entry.key] = entry
+                lost.discard(entry.key)
+                entries.append(entry)
+        text = rest
+    lost.discard("")
     return entries
 
 
-def _entry(binding: Any, seen: dict[str, str], path: Path) -> Entry | None:
+def _entry(binding: Any, seen: dict[str, Entry], lost: set[str], path: Path, offset: int) -> Entry | None:
     """One parsed binding as an Entry (None for a blank or comment line), or its ConfigError."""
-    line = binding.original.line
-    raw_line = binding.original.string.strip()
+    line = binding.original.line + offset
+    original = binding.original.string
+    raw_line = original.strip()
+    m = _ASSIGN.match(original)
     if binding.error:
-        shown = raw_line if len(raw_line) <= 60 else raw_line[:57] + "..."
+        first = original.splitlines()[0] if original.strip() else ""
+        if m and m.group("quote") and not _RAW[m.group("quote")].match(first, m.end()):
+            q = m.group("quote")
+            key = m.group("key")
+            runs_on = raw_line.count("\n")
+            where = f" (it runs on through line {line + runs_on})" if runs_on else ""
+            error = ConfigError(f"the {q} opened on this line is not closed{where}",
+                                f"close it on this line: {key}={q}...{q}", path=path, line=line,
+                                key=key if _KEY.fullmatch(key) else None)
+            if runs_on:
+                raise _Unclosed(error)
+            raise error
+        shown = first if len(first) <= 60 else first[:57] + "..."
         raise ConfigError(
             f"cannot parse {shown!r}",
             'write KEY="value" (close every quote; comments start with #)',
-            path=path, line=line,
+            path=path, line=line, key=m.group("key") if m and _KEY.fullmatch(m.group("key")) else None,
         )
     if binding.key is None:
         return None
@@ -94,32 +160,15 @@ def _entry(binding: Any, seen: dict[str, str], path: Path) -> Entry | None:
         raise ConfigError(
             "has no value", f'write {key}="value" (or {key}="" for empty)', path=path, line=line, key=key
         )
-    value = binding.value
-    m = _ASSIGN.match(binding.original.string)
     quote = m.group("quote") if m else ""
-    if quote != "'":
-        _check_unsupported(value, quote, path=path, line=line, key=key)
-        value = _interpolate(value, seen, path=path, line=line, key=key).replace("\\$", "$")
-    return Entry(key, value, line)
-
-
-def _check_unsupported(value: str, quote: str, *, path: Path, line: int, key: str) -> None:
-    """Refuse what bash would do differently from us, instead of silently keeping the text."""
-    m = _UNSUPPORTED.search(value)
-    if m:
-        token = m.group(1)
-        if token == "`" or token == "$(":
-            raise ConfigError(
-                "uses command substitution, which values.env does not run",
-                "write the value out literally", path=path, line=line, key=key,
-            )
-        name = re.match(r"\$([A-Za-z_][A-Za-z0-9_]*)", value[m.start():])
-        shown = name.group(1) if name else token[1:]
-        raise ConfigError(
-            f"uses ${shown} without braces",
-            f"write ${{{shown}}} (only ${{NAME}} of a key set above is expanded), or single-quote a literal $",
-            path=path, line=line, key=key,
-        )
+    if quote:  # python-dotenv decodes \t, \n ... in quotes; bash does not: start from the raw text
+        raw = _RAW[quote].match(original, m.end()) if m else None
+        value = raw.group(1) if raw else binding.value
+    else:
+        value = binding.value
+    if quote == "'":  # bash: single quotes keep every character as written
+        return Entry(key, value, line)
+    expanded, refs = _expand(value, quoted=quote == '"', seen=seen, lost=lost, path=path, line=line, key=key)
     if not quote and re.search(r"\s", value):
         words = value.split()
         word = words[1] if len(words) > 1 else ""
@@ -127,39 +176,70 @@ def _check_unsupported(value: str, quote: str, *, path: Path, line: int, key: st
             f"has a space outside quotes (bash would run {word!r} as a command)",
             f'quote the value: {key}="{value}"', path=path, line=line, key=key,
         )
+    return Entry(key, expanded, line, frozenset(refs))
 
 
-def _interpolate(value: str, seen: dict[str, str], *, path: Path, line: int, key: str) -> str:
+def _expand(value: str, *, quoted: bool, seen: dict[str, Entry], lost: set[str], path: Path, line: int,
+            key: str) -> tuple[str, set[str]]:
+    """What bash makes of ``value`` (the text between double quotes, or an unquoted value):
+    backslashes, then ``${NAME}`` and ``${NAME:-default}`` of keys set above. Everything else that
+    bash would expand (``$NAME``, ``$(...)``, backticks, ``${NAME:=...}`` and the other forms) is
+    refused rather than kept as text. Returns the value and the keys it was made of."""
     out: list[str] = []
-    variables = _dotenv("variables")
-    for atom in variables.parse_variables(value):
-        if isinstance(atom, variables.Literal):
-            if "${" in atom.value.replace("\\${", ""):
-                raise ConfigError(
-                    "has a '${' that is not closed", "write ${NAME} with a closing brace, or single-quote a literal $",
-                    path=path, line=line, key=key,
-                )
-            out.append(atom.value)
+    refs: set[str] = set()
+
+    def refuse(what: str, fix: str) -> ConfigError:
+        return ConfigError(what, fix, path=path, line=line, key=key)
+
+    i = 0
+    while i < len(value):
+        c = value[i]
+        if c == "\\" and i + 1 < len(value):
+            nxt = value[i + 1]
+            if not quoted or nxt in _DQ_ESCAPES:  # unquoted, bash drops every backslash
+                out.append("" if nxt == "\n" else nxt)
+                i += 2
+                continue
+            out.append(c)  # in double quotes "\t" stays a backslash and a t, as in bash
+            i += 1
             continue
-        name, default = atom.name, atom.default
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            raise ConfigError(
-                f"has ${{{name}}}, which is not a reference to a key" if "\n" not in name and len(name) < 40
-                else "has a '${' whose name is not a key name",
-                "write ${NAME} with NAME a key set above, or single-quote a literal $",
-                path=path, line=line, key=key,
-            )
-        if name in seen:
-            out.append(seen[name])
-        elif default is not None:
+        if c == "`" or value.startswith("$(", i):
+            raise refuse("uses command substitution, which values.env does not run", "write the value out literally")
+        if c != "$":
+            out.append(c)
+            i += 1
+            continue
+        name = re.match(r"[A-Za-z_][A-Za-z0-9_]*", value[i + 1:])
+        if name:
+            raise refuse(f"uses ${name.group()} without braces",
+                         f"write ${{{name.group()}}} (only ${{NAME}} of a key set above is expanded), "
+                         "or single-quote a literal $")
+        if not value.startswith("${", i):
+            out.append(c)
+            i += 1
+            continue
+        close = value.find("}", i + 2)
+        if close < 0:
+            raise refuse("has a '${' that is not closed", "write ${NAME} with a closing brace, or single-quote a literal $")
+        inner = value[i + 2:close]
+        form = _EXPANSION.fullmatch(inner)
+        if form is None:
+            shown = f"${{{inner}}}" if "\n" not in inner and len(inner) < 40 else "this '${...}'"
+            raise refuse(f"uses {shown}, an expansion form values.env does not support",
+                         "write ${NAME} (or ${NAME:-default}) with NAME a key set above, or write the value out")
+        ref, default = form.group("name"), form.group("default")
+        if ref in lost:
+            raise _Unreadable(ref)
+        if ref in seen and (seen[ref].value or default is None):
+            out.append(seen[ref].value)
+            refs |= {ref} | seen[ref].refs
+        elif default is not None:  # bash: ":-" takes the default when NAME is unset or empty
             out.append(default)
         else:
-            raise ConfigError(
-                f"refers to ${{{name}}}, which is not set above this line",
-                f"define {name} earlier in the file or write the value out",
-                path=path, line=line, key=key,
-            )
-    return "".join(out)
+            raise refuse(f"refers to ${{{ref}}}, which is not set above this line",
+                         f"define {ref} earlier in the file or write the value out")
+        i = close + 1
+    return "".join(out), refs
 
 
 _DOTENV: dict[str, Any] = {}

@@ -65,6 +65,15 @@ def bucket_problem(name: str) -> str | None:
     return None
 
 
+def reserved_part(name: str) -> str | None:
+    """The part of a bucket name that Cloud Storage reserves ('goog' first, 'google' or a close
+    misspelling anywhere), so the problem can be blamed on the key whose value holds it."""
+    found = _GOOGLE_LIKE.search(name)
+    if found:
+        return found.group()
+    return "goog" if name.startswith("goog") else None
+
+
 def gce_problem(name: str) -> str | None:
     if len(name) > 63:
         return f"is {len(name)} characters; Compute Engine and Cloud TPU names allow at most 63"
@@ -123,9 +132,36 @@ def supplied(settings: Any) -> list[tuple[str, str, str]]:
 
 
 def check(settings: Any, fail: Fail) -> None:
-    for kind, name, key in [*supplied(settings), *derived(settings)]:
+    """Every derived name, then every supplied one. A name that is illegal because of a value it
+    took from another key (``${ENV_BUILD_NAME}`` in GCS_DATASET, or the environment's own names)
+    is blamed on that key, on its line: that is where the fix goes."""
+    for derived_name, (kind, name, key) in [*((True, n) for n in derived(settings)),
+                                            *((False, n) for n in supplied(settings))]:
         problem = RULES[kind](name)
-        if problem:
-            origin = "" if key not in ("ENV_BUILD_NAME", "PROJECT_ID") else " (made from ENV_BUILD_NAME and PROJECT_ID)"
-            fail(key, f"{KIND_NAMES[kind]} name {name!r}{origin} {problem}",
-                 f"change {key} so that the name follows Google's rules")
+        if not problem:
+            continue
+        sources = ("PROJECT_ID", "ENV_BUILD_NAME") if derived_name else tuple(sorted(settings.refs.get(key, ())))
+        culprit = _culprit(kind, name, sources, settings.raw)
+        if culprit is not None:
+            of = "" if derived_name else f" (of {key})"
+            value = settings.raw[culprit].strip()
+            part = reserved_part(name)
+            rule = ("reserves bucket names that begin with 'goog'" if part == "goog" else
+                    "forbids 'google' and close misspellings of it in bucket names")
+            fail(culprit, f"{value!r} puts {part!r} into the {KIND_NAMES[kind]} name {name!r}{of}, and Cloud "
+                 f"Storage {rule}", f"choose another {culprit}, without {part!r}")
+        origin = " (made from ENV_BUILD_NAME and PROJECT_ID)" if derived_name else ""
+        fail(key, f"{KIND_NAMES[kind]} name {name!r}{origin} {problem}",
+             f"change {key} so that the name follows Google's rules")
+
+
+def _culprit(kind: str, name: str, sources: tuple[str, ...], raw: dict[str, str]) -> str | None:
+    """Which of ``sources`` holds the reserved part of bucket ``name``, if one does."""
+    part = reserved_part(name) if kind == "bucket" else None
+    if part is None:
+        return None
+    for key in sources:
+        value = raw.get(key, "").strip()
+        if part in value and (part != "goog" or name.startswith(value)):
+            return key
+    return None

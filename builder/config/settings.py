@@ -52,6 +52,8 @@ class Settings:
     model_options: dict[str, Any] = field(default_factory=dict)
     raw: dict[str, str] = field(default_factory=dict)
     lines: dict[str, int] = field(default_factory=dict)
+    #: key → the keys whose values ``${KEY}`` put into its value (so a problem is blamed on its root)
+    refs: dict[str, frozenset[str]] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     zone_check: str = "error"  # TPU_ZONE_CHECK: "warn" turns the zone-table refusal into a warning
     build_service_account: str = ""  # BUILD_SERVICE_ACCOUNT; see builder_service_account

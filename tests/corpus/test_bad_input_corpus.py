@@ -44,6 +44,8 @@ class Case:
     expect: tuple[str, ...] = ()
     sub: bool = False
     setup: Callable[[Path], None] | None = field(default=None, compare=False)
+    #: how many problems validate must report (None: any); 1 where a root cause has echoes
+    problems: int | None = None
 
 
 def _env(**kw: str | None) -> dict[str, str | None]:
@@ -62,6 +64,10 @@ def _dir(tmp: Path) -> None:
     (tmp / "values.env.d").mkdir()
 
 
+def _other_env(tmp: Path) -> None:
+    (tmp / "other.env").write_text(rewrite_env(SHIPPED.read_text(), ENV_BUILD_NAME="other-env"))
+
+
 def _plans(tmp: Path) -> None:
     (tmp / "plans").mkdir()
     (tmp / "plan.tfplan").write_bytes(b"PK\x03\x04\x14\x00\x00\x00\x08\x00\x9c\xb1tfplan\xff\xfe")
@@ -69,7 +75,7 @@ def _plans(tmp: Path) -> None:
 
 CASES: list[Case] = [
     # ---------------------------------------------------------------- values.env syntax
-    Case("unterminated-quote", MINIMAL + 'ZONE="europe-west4-a\n', expect=("{values}:6:", "cannot parse", "close every quote"), sub=True),
+    Case("unterminated-quote", MINIMAL + 'ZONE="europe-west4-a\n', expect=("{values}:6: ZONE:", "is not closed", 'close it on this line: ZONE="..."'), sub=True),
     Case("garbage-line", MINIMAL + "this is not an assignment\n", expect=("{values}:6:", "cannot parse")),
     Case("lowercase-key", MINIMAL + "zone=europe-west4-a\n", expect=("{values}:6:", "not a valid key name", "UPPER_CASE")),
     Case("key-without-value", MINIMAL + "SHARED_FS\n", expect=("{values}:6: SHARED_FS:", "has no value")),
@@ -87,6 +93,17 @@ CASES: list[Case] = [
     Case("utf16-file", MINIMAL.encode("utf-16"), expect=("{values}:1:", "not UTF-8")),
     Case("empty-file", "", expect=("{values}: ENV_BUILD_NAME:", "is required", 'add ENV_BUILD_NAME="..."')),
     Case("only-comments", "# nothing here\n# at all\n", expect=("{values}: ENV_BUILD_NAME:", "is required")),
+    # one root cause, one line: the keys made of a broken one through ${KEY} are not reported again
+    Case("unterminated-quote-runs-on", SHIPPED.read_text().replace('ENV_BUILD_NAME="tpu-dev1"', 'ENV_BUILD_NAME="tpu-dev1'),
+         expect=("{values}:6: ENV_BUILD_NAME:", "is not closed", "through line 9", 'ENV_BUILD_NAME="..."'), problems=1),
+    Case("env-zero-width-space", _env(ENV_BUILD_NAME="tpu\u200bdev1"), expect=("ENV_BUILD_NAME:", "'tpu\\u200bdev1'", "lowercase"),
+         problems=1),
+    Case("expansion-assign-default", MINIMAL + 'GCS_DATASET="gs://${BUCKET:=b}/x"\n',
+         expect=("{values}:6: GCS_DATASET:", "${BUCKET:=b}", "does not support", "${NAME}"), sub=True),
+    Case("expansion-length", MINIMAL + 'MOUNT_POINT="/mnt/${#ENV_BUILD_NAME}"\n', expect=("MOUNT_POINT:", "${#ENV_BUILD_NAME}", "does not support")),
+    Case("backslash-t-in-double-quotes", MINIMAL + 'GCS_DATASET="gs://b/\\training/*"\n',
+         expect=("{values}:6: GCS_DATASET:", "'gs://b/\\\\training/*'")),
+    Case("value-200k-characters", _env(GCS_DATASET="gs://" + "a" * 200_000), expect=("GCS_DATASET:", "…' (200005 chars)")),
     Case("huge-file", None, args=("validate", "--values", "{tmp}/big.env"), expect=("{tmp}/big.env:", "too large", "under 1 MiB"), setup=_big),
     # ---------------------------------------------------------------- values and wrong types
     Case("capacity-word", _env(SHARED_FS_CAPACITY="lots"), expect=("SHARED_FS_CAPACITY:", "not a whole number", "digits only"), sub=True),
@@ -144,13 +161,15 @@ CASES: list[Case] = [
     Case("high-scale-too-small", _env(SHARED_FS_TIER="HIGH_SCALE_SSD"), expect=("SHARED_FS_CAPACITY:", "10240")),
     Case("restore-without-disk", _env(SHARED_PD_RESTORE="latest", SHARED_PD_DISK_ATTACH="false"), expect=("SHARED_PD_RESTORE:", "needs the disk")),
     # ---------------------------------------------------------------- names illegal downstream
-    Case("env-upper", _env(ENV_BUILD_NAME="TPU-Dev"), expect=("ENV_BUILD_NAME:", "lowercase"), sub=True),
+    Case("env-upper", _env(ENV_BUILD_NAME="TPU-Dev"), expect=("ENV_BUILD_NAME:", "lowercase"), sub=True, problems=1),
+    Case("env-g00gle", _env(ENV_BUILD_NAME="g00gle"), expect=("{values}:6: ENV_BUILD_NAME:", "'g00gle'", "choose another ENV_BUILD_NAME"),
+         problems=1),
     Case("env-too-long", _env(ENV_BUILD_NAME="a" * 25), expect=("ENV_BUILD_NAME:", "at most 24")),
     Case("env-goog", _env(ENV_BUILD_NAME="google-tpu"), expect=("ENV_BUILD_NAME:", "'goog'")),
     Case("bucket-64", _env(PROJECT_ID="p" * 30, ENV_BUILD_NAME="e" * 22), expect=("ENV_BUILD_NAME:", "64 characters", "at most 21")),
-    Case("env-underscore", _env(ENV_BUILD_NAME="tpu_dev"), expect=("ENV_BUILD_NAME:", "lowercase")),
-    Case("env-dot", _env(ENV_BUILD_NAME="tpu.dev"), expect=("ENV_BUILD_NAME:", "lowercase")),
-    Case("env-leading-dash", _env(ENV_BUILD_NAME="-dev"), expect=("ENV_BUILD_NAME:",)),
+    Case("env-underscore", _env(ENV_BUILD_NAME="tpu_dev"), expect=("ENV_BUILD_NAME:", "lowercase"), problems=1),
+    Case("env-dot", _env(ENV_BUILD_NAME="tpu.dev"), expect=("ENV_BUILD_NAME:", "lowercase"), problems=1),
+    Case("env-leading-dash", _env(ENV_BUILD_NAME="-dev"), expect=("ENV_BUILD_NAME:",), problems=1),
     Case("project-goog", _env(PROJECT_ID="goog-research"), expect=("PROJECT_ID:", "'goog'")),
     Case("share-dash", _env(SHARED_FS="my-share"), expect=("SHARED_FS:", "Filestore share name")),
     Case("share-17", _env(SHARED_FS="a" * 17), expect=("SHARED_FS:", "at most 16")),
@@ -255,6 +274,14 @@ CASES: list[Case] = [
          expect=("{tmp}/values.env.d: is a directory", "--output"), setup=_dir),
     Case("migrate-missing", args=("migrate", "--values", "{tmp}/nope.env"), expect=("{tmp}/nope.env: no such file",)),
     # ---------------------------------------------------------------- missing and unreadable files
+    Case("plan-applied-missing", args=("plan", "--values", "{values}", "--applied", "{tmp}/nope.env"),
+         expect=("--applied: {tmp}/nope.env: no such file", "values.env last applied", "--applied none"), sub=True),
+    Case("plan-applied-other-env", args=("plan", "--values", "{values}", "--applied", "{tmp}/other.env"),
+         expect=("--applied: {tmp}/other.env:", "another environment", "ENV_BUILD_NAME 'other-env'", "'tpu-dev1'",
+                 "--applied none"), setup=_other_env),
+    Case("render-auto-applied-other-env", args=("render", "--values", "{values}", "--action", "auto", "--applied",
+                                                "{tmp}/other.env"), expect=("--applied: {tmp}/other.env:", "another environment"),
+         setup=_other_env),
     Case("values-missing", args=("validate", "--values", "{tmp}/nope.env"), expect=("{tmp}/nope.env: no such file", "--values PATH"), sub=True),
     Case("values-missing-before-command", args=("--values", "{tmp}/nope.env", "plan"), expect=("{tmp}/nope.env: no such file",)),
     Case("values-directory", args=("validate", "--values", "{tmp}/values.env.d"), expect=("{tmp}/values.env.d: is a directory",), setup=_dir, sub=True),
@@ -292,6 +319,10 @@ def _check(case: Case, code: int, out: str, err: str, subs: dict[str, str]) -> N
         assert re.fullmatch(rf"tpubuild: {len(lines) - 1} problems in .+", lines[-1]), f"{case.id}:\n{err}"
         lines = lines[:-1]
         assert all(ln.startswith("tpubuild: error: ") and "; " in ln for ln in lines), f"{case.id}:\n{err}"
+    if case.problems is not None and case.args[0] == "validate":
+        assert len(lines) == case.problems, f"{case.id}: the root cause once, not its echoes:\n{err}"
+    # a value echoed in a message is cut (errors.ECHO_LIMIT): one line stays readable
+    assert all(len(ln) < 1000 for ln in lines), f"{case.id}: a line of {max(map(len, lines))} characters"
     line = lines[0]
     assert line.startswith("tpubuild: error: "), line
     for fragment in case.expect:

@@ -98,3 +98,54 @@ def test_applied_values_parse_beside_todays(tmp_path: Path) -> None:
         applied_settings(b"TPU_ARCH=nonsense\n", settings)
     with pytest.raises(UnicodeDecodeError):
         applied_settings(b"\xff\xfe", settings)
+
+
+# ---------------------------------------------------------------- what a plan is compared with
+
+def _env(tmp_path: Path, base: Path, name: str, **overrides: str) -> Path:
+    from tests.conftest import rewrite_env
+
+    path = tmp_path / name
+    path.write_text(rewrite_env(base.read_text(), **overrides))
+    return path
+
+
+@pytest.mark.parametrize("overrides, named", [
+    ({"ENV_BUILD_NAME": "other-env"}, ("ENV_BUILD_NAME 'other-env'",)),
+    ({"PROJECT_ID": "other-project"}, ("PROJECT_ID 'other-project'",)),
+    ({"ENV_BUILD_NAME": "other-env", "PROJECT_ID": "other-project"},
+     ("ENV_BUILD_NAME 'other-env' and PROJECT_ID 'other-project'",)),
+])
+def test_another_environments_values_are_refused(tmp_path: Path, overrides: dict[str, str], named: tuple[str, ...]) -> None:
+    from builder.applied import compared_with
+
+    current = load(EXAMPLES / "vm-v4-32.env")
+    other = load(_env(tmp_path, EXAMPLES / "vm-v4-32.env", "other.env", **overrides))
+    with pytest.raises(BadInput) as exc:
+        compared_with(other, current, "other.env", destroy_with="other.env")
+    message = str(exc.value)
+    assert message.startswith("other.env: ") and "\n" not in message and "another environment" in message
+    assert all(fragment in message for fragment in named)
+    for key, field in (("ENV_BUILD_NAME", "env_name"), ("PROJECT_ID", "project_id")):
+        if key in overrides:
+            assert repr(getattr(current, field)) in message  # both values, then the fix
+    assert "--applied none" in message.split("; ", 1)[1]
+
+
+def test_a_node_era_applied_file_is_read_and_reported(tmp_path: Path) -> None:
+    """The seed-era TPU Node file against its migrated vm file: what is applied is said, with
+    the way to take it down, instead of comparing as if nothing were there."""
+    from builder.applied import compared_with
+    from builder.migrate import migrate_text
+
+    node = load(NODE)
+    migrated = tmp_path / "values.env"
+    migrated.write_text(migrate_text(NODE.read_text(), NODE).text)
+    vm = load(migrated)
+    assert (node.arch, vm.arch) == ("node", "vm") and node.env_name == vm.env_name
+    said = compared_with(node, vm, "old.env", destroy_with="old.env")
+    assert said.startswith("old.env: the applied environment is TPU_ARCH=node")
+    for fragment in (node.tpu_name, node.mig_name, node.accelerator_type, "TPU_ARCH=vm",
+                     "tpubuild submit --values old.env --action destroy"):
+        assert fragment in said
+    assert compared_with(vm, vm, "same.env", destroy_with="same.env") == "same.env"

@@ -201,7 +201,7 @@ def test_multiline_double_quoted_value_keeps_line_numbers() -> None:
     ("MOUNT_POINT=`pwd`", "command substitution"),
     ("MOUNT_POINT=/mnt/my data", "space outside quotes"),
     ('MOUNT_POINT="/mnt/${ENV_BUILD_NAME"', "not closed"),
-    ('MOUNT_POINT="/mnt/common', "cannot parse"),
+    ('MOUNT_POINT="/mnt/common', "is not closed"),
     ("MOUNT_POINT='/mnt/a'b", "cannot parse"),
     ("mount_point=/mnt", "not a valid key name"),
     ("MOUNT_POINT", "has no value"),
@@ -212,6 +212,28 @@ def test_syntax_errors_name_the_line(line: str, fragment: str) -> None:
     msg = str(exc.value)
     assert msg.startswith("v.env:6: ") and fragment in msg and "\n" not in msg
     assert "; " in msg  # what is wrong; how to fix it
+
+
+@pytest.mark.parametrize("written, value", [
+    (r'"gs://b/\training/*"', r"gs://b/\training/*"),  # in double quotes "\t" is a backslash and a t
+    (r'"a\nb\'c"', r"a\nb\'c"),
+    (r'"a\\b \"c\" \`d\` \${ZONE}"', r'a\b "c" `d` ${ZONE}'),  # bash removes it before \ " ` $ only
+    (r"'a\\b\tc'", r"a\\b\tc"),  # single quotes keep every character
+    (r"a\tb\\c\$d", r"atb\c$d"),  # outside quotes bash removes every backslash
+    ('"${UNSET:-x}${ZONE:-y}"', "xeurope-west4-a"),
+    ('"${EMPTY:-fallback}"', "fallback"),  # ':-' takes the default for an empty value too, as bash does
+])
+def test_values_mean_what_bash_makes_of_them(written: str, value: str) -> None:
+    from builder.config.loader import parse
+
+    entries = parse(MINIMAL + 'EMPTY=""\n' + f"UNUSED_NOTE={written}\n", Path("v.env"))
+    assert entries[-1].key == "UNUSED_NOTE" and entries[-1].value == value
+
+
+def test_a_value_knows_the_keys_it_was_made_of() -> None:
+    s = load_text(MINIMAL + 'GCS_DATASET="gs://${PROJECT_ID}-${ENV_BUILD_NAME}/x"\nNOTE="${GCS_DATASET}"\n', "v.env")
+    assert s.refs["GCS_DATASET"] == {"PROJECT_ID", "ENV_BUILD_NAME"}
+    assert s.refs["NOTE"] == {"GCS_DATASET", "PROJECT_ID", "ENV_BUILD_NAME"}
 
 
 def test_escaped_dollar_in_double_quotes_is_a_literal_dollar() -> None:

@@ -56,3 +56,28 @@ def test_every_derived_name_property_is_checked() -> None:
         value = getattr(s, prop)
         if value:
             assert value in checked or value + "-abcd" in checked, f"Settings.{prop} is not checked by names.derived"
+
+
+@pytest.mark.parametrize("text, key, line", [
+    # GCS_DATASET takes the reserved word from another key: the fix goes on that key's line
+    ('MY_BUCKET="g00gle-data"\nGCS_DATASET="gs://${MY_BUCKET}/x"\n', "MY_BUCKET", 6),
+    ('GCS_DATASET="gs://${PROJECT_ID}-g00gle/x"\n', "GCS_DATASET", 6),  # written there: its own line
+])
+def test_a_reserved_bucket_word_is_blamed_on_the_key_that_holds_it(text: str, key: str, line: int) -> None:
+    from builder.config import load_text
+    from builder.errors import ConfigError
+    from tests.corpus.test_bad_input_corpus import MINIMAL
+
+    with pytest.raises(ConfigError) as exc:
+        load_text(MINIMAL + text, "v.env")
+    assert (exc.value.key, exc.value.line) == (key, line) and "g00gle" in str(exc.value)
+
+
+def test_env_name_in_the_state_bucket_is_blamed_on_env_build_name() -> None:
+    from builder.config import load_text
+    from builder.errors import ConfigError
+    from tests.corpus.test_bad_input_corpus import MINIMAL
+
+    with pytest.raises(ConfigError) as exc:
+        load_text(MINIMAL.replace('"env1"', '"g00gle"') + 'GCS_DATASET="gs://${PROJECT_ID}-${ENV_BUILD_NAME}/x"\n', "v.env")
+    assert (exc.value.key, exc.value.line) == ("ENV_BUILD_NAME", 1) and "choose another ENV_BUILD_NAME" in str(exc.value)
