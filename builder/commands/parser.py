@@ -165,7 +165,9 @@ class Parser(argparse.ArgumentParser):
         valid = [str(c) for c in action.choices]
         hint = closest(str(value), valid)
         guess = f"did you mean '{hint}'? " if hint else ""
-        raise BadInput(f"{flag}: {str(value)!r} is not valid here; {guess}use {or_list(valid)}")
+        noun = str(action.metavar or action.dest).lower().replace("_", " ")
+        article = "an" if noun[:1] in "aeiou" else "a"
+        raise BadInput(f"{flag}: {str(value)!r} is not {article} {noun} of '{self.prog}'; {guess}use {or_list(valid)}")
 
     def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
                    namespace: argparse.Namespace | None = None) -> argparse.Namespace:
