@@ -36,6 +36,12 @@ def or_list(items: Iterable[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
 
 
+def and_list(items: Iterable[str]) -> str:
+    """``a, b and c``."""
+    items = list(items)
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
 def closest(word: str, candidates: Iterable[str]) -> str | None:
     """The candidate ``word`` is most likely a typo of, or None."""
     import difflib
@@ -126,8 +132,11 @@ class Parser(argparse.ArgumentParser):
             if m[1] == "COMMAND":
                 return f"no command given; {self._command_hint()}"
             missing = m[1].split(", ")
-            verb = "is" if len(missing) == 1 else "are"
-            return f"{', '.join(missing)} {verb} required by '{self.prog}'; {see}"
+            options = [name for name in missing if name.startswith("-")]
+            if not options:
+                return f"'{self.prog}' needs {and_list(missing)}; {see}"
+            verb = "is" if len(options) == 1 else "are"
+            return f"{and_list(options)} {verb} required by '{self.prog}'; {see}"
         m = re.fullmatch(r"one of the arguments (.*) is required", message)
         if m:
             return f"'{self.prog}' needs one of {m[1]}; {see}"
@@ -140,6 +149,8 @@ class Parser(argparse.ArgumentParser):
         flag, problem = _flag(m[1]), m[2]
         action = self._option_string_actions.get(flag)
         if problem.startswith("expected"):
+            if action is not None and action.choices is not None:
+                return f"{flag}: needs a value; use {or_list([str(c) for c in action.choices])}"
             metavar = (action.metavar or action.dest.upper()) if action else "VALUE"
             return f"{flag}: needs a value; write {flag} {metavar}"
         m = re.fullmatch(r"invalid (\w+) value: (.*)", problem)
@@ -161,13 +172,15 @@ class Parser(argparse.ArgumentParser):
             hint = closest(str(value), self._visible_commands(action))
             guess = f"did you mean '{hint}'? " if hint else ""
             raise BadInput(f"unknown command '{value}'; {guess}{self._command_hint()}")
-        flag = _flag("/".join(action.option_strings)) if action.option_strings else action.dest.upper()
         valid = [str(c) for c in action.choices]
         hint = closest(str(value), valid)
         guess = f"did you mean '{hint}'? " if hint else ""
-        noun = str(action.metavar or action.dest).lower().replace("_", " ")
+        # what the value is: the metavar when it is a word (ACTION), else the option's name
+        noun = str(action.metavar if str(action.metavar or "").isidentifier() else action.dest)
+        noun = noun.lower().replace("_", " ")
         article = "an" if noun[:1] in "aeiou" else "a"
-        raise BadInput(f"{flag}: {str(value)!r} is not {article} {noun} of '{self.prog}'; {guess}use {or_list(valid)}")
+        what = f"{str(value)!r} is not {article} {noun} of '{self.prog}'; {guess}use {or_list(valid)}"
+        raise BadInput(f"{_flag('/'.join(action.option_strings))}: {what}" if action.option_strings else what)
 
     def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
                    namespace: argparse.Namespace | None = None) -> argparse.Namespace:
