@@ -72,9 +72,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                        "tpubuild trigger --repo-owner O --repo-name N | "
                        "gcloud builds triggers import --source=/dev/stdin (gcloud reads --source as a path, "
                        "so --source=- does not work)")
-    p.add_argument("--repo-owner", required=True, metavar="OWNER")
-    p.add_argument("--repo-name", required=True, metavar="NAME")
-    p.add_argument("--branch", default="main")
+    p.add_argument("--repo-owner", required=True, metavar="OWNER", help="the GitHub user or organisation")
+    p.add_argument("--repo-name", required=True, metavar="NAME", help="the GitHub repository holding values.env")
+    p.add_argument("--branch", default="main",
+                   help="the branch whose pushes run auto (exactly this branch; default: main)")
     p.set_defaults(func=_run("trigger"))
 
 

@@ -126,3 +126,10 @@ def test_pipeline_doc_lists_every_plan_module():
     text = (REPO / "docs/pipeline.md").read_text()
     listed = text[text.index("Plan modules:"):].split("\n\n", 1)[0]
     assert all(f"`{m}`" in listed for m in MODULE_NAMES)
+
+
+@pytest.mark.parametrize("command", sorted(set(_commands()) - HIDDEN_COMMANDS))
+def test_every_option_of_a_user_facing_command_says_what_it_does(command):
+    parser = _commands()[command]
+    silent = [a.option_strings or a.dest for a in parser._actions if not a.help]
+    assert not silent, f"'tpubuild {command} --help' says nothing about {silent}"
