@@ -60,7 +60,7 @@ def parse_action(text: str) -> Action | str:
 
 
 def add_action(parser: argparse.ArgumentParser, *, valid: Sequence[Action] = tuple(Action),
-               default: Action | None = None, what: str = "the action to plan") -> None:
+               default: Action | None = None, what: str = "the action") -> None:
     """``--action``, its choices the ``Action`` enum (``valid``), listed in its help."""
     shown = ", ".join(str(a) for a in valid)
     help_ = f"{what}: {shown}" + (f" (default: {default})" if default else "")
@@ -101,7 +101,6 @@ def at_least(minimum: int, what: str = "") -> Any:
             raise argparse.ArgumentTypeError(f"{value} is below {minimum}; pass {minimum} or more{what}")
         return value
 
-    parse.__name__ = "whole number"
     return parse
 
 
@@ -132,11 +131,10 @@ class Parser(argparse.ArgumentParser):
             if m[1] == "COMMAND":
                 return f"no command given; {self._command_hint()}"
             missing = m[1].split(", ")
-            options = [name for name in missing if name.startswith("-")]
-            if not options:
+            if not any(name.startswith("-") for name in missing):  # positionals: MODEL, show|extend
                 return f"'{self.prog}' needs {and_list(missing)}; {see}"
-            verb = "is" if len(options) == 1 else "are"
-            return f"{and_list(options)} {verb} required by '{self.prog}'; {see}"
+            verb = "is" if len(missing) == 1 else "are"
+            return f"{and_list(missing)} {verb} required by '{self.prog}'; {see}"
         m = re.fullmatch(r"one of the arguments (.*) is required", message)
         if m:
             return f"'{self.prog}' needs one of {m[1]}; {see}"
@@ -222,7 +220,7 @@ class Parser(argparse.ArgumentParser):
         """The user's verbs, for a missing or unknown command."""
         sub = self._commands_action()
         users = self.command_groups[0][1] if self.command_groups else tuple(self._visible_commands(sub) if sub else ())
-        return f"use one of {', '.join(users)}; see 'tpubuild --help' for every command"
+        return f"use one of {', '.join(users)}; see '{self.prog} --help' for every command"
 
 
 class TopParser(Parser):

@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     from builder.modules import Action
 
     def scope(p: argparse.ArgumentParser) -> None:
-        add_action(p, default=Action.CREATE, what="the action")
+        add_action(p, default=Action.CREATE)
         add_scope(p)
         p.add_argument("--only", metavar="MODULES", default=None,
                        help=f"update only these comma-separated modules, as GitOps auto does: "
