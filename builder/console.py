@@ -13,7 +13,6 @@ is written as its Python escape (``\\u200b``), so nothing is silently dropped.
 from __future__ import annotations
 
 import codecs
-import unicodedata
 from typing import TextIO
 
 #: The error handler's name (``codecs.register_error``).
@@ -35,6 +34,8 @@ def ascii_spelling(char: str) -> str:
     """How ``char`` is written on a stream that cannot encode it."""
     if char in ASCII:
         return ASCII[char]
+    import unicodedata  # only once a stream could not encode a character
+
     decomposed = unicodedata.normalize("NFKD", char).encode("ascii", "ignore").decode("ascii")
     if decomposed.strip():
         return decomposed
