@@ -205,8 +205,8 @@ class Parser(argparse.ArgumentParser):
         hint = or_list(starts) if starts else closest(name, options)
         if hint:
             return f"{name}: '{target.prog}' has no such option; did you mean {hint}? {see}"
-        takes = f"it takes {', '.join(options)}" if len(options) <= 6 else see
-        return f"{name}: '{target.prog}' has no such option; {takes}"
+        takes = f"its options are {and_list(options)}" if len(options) <= 6 else see
+        return f"{name}: '{target.prog}' has no such option; drop it ({takes})"
 
     # ---- the commands, as the help shows them ----
 
