@@ -4,7 +4,9 @@ Each area registers its sub-commands from ``builder/commands/<area>.py`` through
 ``register(subparsers, common)``; ``common`` is the parent parser that gives every command
 ``--values`` and ``--debug``. Command modules must not import ``google.*`` at import time:
 ``render`` and ``plan`` stay fast because nothing loads the cloud clients until a command that
-talks to Google runs.
+talks to Google runs. The parser's error wording and the grouped help are
+``builder/commands/parser.py``; ``builder/console.py`` makes the output degrade to ASCII where the
+terminal cannot show more.
 """
 
 from __future__ import annotations
