@@ -4,7 +4,9 @@ Each area registers its sub-commands from ``builder/commands/<area>.py`` through
 ``register(subparsers, common)``; ``common`` is the parent parser that gives every command
 ``--values`` and ``--debug``. Command modules must not import ``google.*`` at import time:
 ``render`` and ``plan`` stay fast because nothing loads the cloud clients until a command that
-talks to Google runs.
+talks to Google runs. The parser's error wording and the grouped help are
+``builder/commands/parser.py``; ``builder/console.py`` makes the output degrade to ASCII where the
+terminal cannot show more.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from builder import __version__
+from builder.console import degrade_streams
 from builder.errors import BadInput, TpuBuildError
 
 #: The command modules, in help order.
@@ -60,6 +63,15 @@ def _command_word(argv: Sequence[str]) -> str | None:
     return None
 
 
+#: The top-level help's sections, in order: the verbs a user runs day to day first, then the
+#: ones that set up or repair the machinery. An unknown command lists the first group.
+COMMAND_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("commands", ("validate", "plan", "render", "submit", "status", "train", "run", "logs", "stop", "profile",
+                  "migrate", "ttl")),
+    ("admin commands (set up the environment's machinery, or repair it)",
+     ("initialize", "bootstrap", "trigger", "unlock")),
+)
+
 #: Verbs the pipeline runs, not people: they work, but the top-level help does not list them.
 HIDDEN_COMMANDS: frozenset[str] = frozenset({"dispatch", "guard", "finalize"})
 
@@ -81,26 +93,22 @@ Run 'tpubuild COMMAND --help' for a command's options and examples. Exit codes: 
 COMMON_DEFAULTS: dict[str, object] = {"values": "values.env", "debug": False}
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports bad flags as one line and exit code 2 (never a usage dump)."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise BadInput(f"{self.prog}: {message}; see '{self.prog} --help'")
-
-
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser; given ``argv``, with only the module of the command it names (when known)."""
     # SUPPRESS, not a default: the same options sit on the top parser and on every sub-command,
     # and a sub-command's default would silently replace `tpubuild --values X validate`'s X.
     # main() fills in the defaults after parsing (COMMON_DEFAULTS).
-    common = _Parser(add_help=False, argument_default=argparse.SUPPRESS)
+    from builder.commands.parser import Parser, TopParser
+
+    common = Parser(add_help=False, argument_default=argparse.SUPPRESS)
     common.add_argument("--values", metavar="PATH",
                         help="the environment's values file (default: ./values.env)")
     common.add_argument("--debug", action="store_true", help="show the full trace of unexpected errors")
-    parser = _Parser(prog="tpubuild", description=DESCRIPTION, epilog=EPILOG, parents=[common],
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = TopParser(prog="tpubuild", description=DESCRIPTION, epilog=EPILOG, parents=[common],
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.command_groups = COMMAND_GROUPS
     parser.add_argument("--version", action="version", version=f"tpubuild {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     word = _command_word(argv) if argv is not None else None
     owner = COMMAND_OWNERS.get(word or "")
@@ -133,6 +141,7 @@ def check_text_args(argv: Sequence[str]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    degrade_streams(sys.stdout, sys.stderr)
     debug = "--debug" in argv
     try:
         check_text_args(argv)

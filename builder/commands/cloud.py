@@ -15,18 +15,16 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    from builder.commands.parser import add_action, add_scope
+
     p = sub.add_parser("initialize", parents=[common],
                        help="create the state and dataset buckets and upload the workspace")
     p.set_defaults(func=_run("initialize"))
 
     p = sub.add_parser("submit", parents=[common],
                        help="pack the source and run the action's pipeline on Cloud Build")
-    p.add_argument("--action", required=True, metavar="ACTION",
-                   help="create, update, destroy, initialize or auto")
-    p.add_argument("--tpu", action="store_true", help="scope the action to the TPU")
-    p.add_argument("--mig", action="store_true", help="scope the action to the MIG (node)")
-    p.add_argument("--allow-data-loss", action="store_true",
-                   help="let the plan guard accept destroying Filestore or the shared PD")
+    add_action(p, what="the action to run")
+    add_scope(p)
     p.add_argument("--allow-wipe", action="store_true",
                    help="let the seeder overwrite a shared PD that already holds data")
     p.add_argument("--wait", action="store_true",
@@ -57,7 +55,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
     p = sub.add_parser("status", parents=[common],
                        help="TPU, Filestore, MIG, Terraform state, lock and applied snapshot")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     p.set_defaults(func=_run("status"))
 
     p = sub.add_parser("bootstrap", parents=[common],
@@ -74,9 +72,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                        "tpubuild trigger --repo-owner O --repo-name N | "
                        "gcloud builds triggers import --source=/dev/stdin (gcloud reads --source as a path, "
                        "so --source=- does not work)")
-    p.add_argument("--repo-owner", required=True, metavar="OWNER")
-    p.add_argument("--repo-name", required=True, metavar="NAME")
-    p.add_argument("--branch", default="main")
+    p.add_argument("--repo-owner", required=True, metavar="OWNER", help="the GitHub user or organisation")
+    p.add_argument("--repo-name", required=True, metavar="NAME", help="the GitHub repository holding values.env")
+    p.add_argument("--branch", default="main",
+                   help="the branch whose pushes run auto (exactly this branch; default: main)")
     p.set_defaults(func=_run("trigger"))
 
 

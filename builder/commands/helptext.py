@@ -18,7 +18,8 @@ HELP: dict[str, tuple[str, str]] = {
         "on Cloud Build under the environment lock. Without --wait it returns once the build is created.",
         "examples:\n  tpubuild submit --action create --wait\n  tpubuild submit --action update --tpu --wait\n"
         "  tpubuild submit --action auto          apply what values.env changed since the last build\n"
-        "  tpubuild submit --action destroy --allow-data-loss --wait\n\n"
+        "  tpubuild submit --action destroy --wait  no --allow-data-loss: destroy snapshots the shared PD and "
+        "backs up Filestore (on tiers with backups) itself\n\n"
         "Run `tpubuild plan` with the same flags first: it shows before -> after and the cost."),
     "dispatch": (
         "The step of the root cloudbuild.yaml (run by Cloud Build, not by people): takes the raw "
@@ -39,7 +40,8 @@ HELP: dict[str, tuple[str, str]] = {
         "examples:\n  tpubuild status                 who holds the lock, and since when\n"
         "  tpubuild unlock --force"),
     "status": (
-        "Ask the APIs what is running: the TPU, Filestore, the MIG (node), the Terraform state, the lock, "
+        "Ask the APIs what is running: the TPU (on mig: the slice, its MIG and workload policy), Filestore, "
+        "the workers' MIG of a legacy node, the Terraform state, the dashboard's URL, the lock, "
         "the applied snapshot and, with ENV_TTL_HOURS, when the TTL destroys the TPU. Exit 1 when a part "
         "could not be read (everything readable is still shown).",
         "examples:\n  tpubuild status\n  tpubuild status --format json | jq .ttl"),

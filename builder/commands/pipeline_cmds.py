@@ -45,16 +45,15 @@ _RENDER_EXAMPLES = """examples:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    from builder.commands.parser import MODULE_NAMES, add_action, add_scope
+    from builder.modules import Action
+
     def scope(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--action", default="create", metavar="ACTION",
-                       help="initialize, create, update, destroy or auto (default: create)")
-        p.add_argument("--tpu", action="store_true", help="scope update/destroy to the TPU (_TPU=true)")
-        p.add_argument("--mig", action="store_true", help="scope update/destroy to the MIG, node only (_MIG=true)")
+        add_action(p, default=Action.CREATE)
+        add_scope(p)
         p.add_argument("--only", metavar="MODULES", default=None,
-                       help="update only these comma-separated modules, as GitOps auto does")
-        p.add_argument("--allow-data-loss", action="store_true",
-                       help="let the guards pass plans that destroy or replace Filestore or the shared PD "
-                            "(_ALLOW_DATA_LOSS=true)")
+                       help=f"update only these comma-separated modules, as GitOps auto does: "
+                            f"{', '.join(MODULE_NAMES)}")
         p.add_argument("--applied", metavar="FILE", default=None,
                        help="compare with this values.env as last applied ('none': compare with nothing); "
                             "default: the applied snapshot in the state bucket when credentials exist")

@@ -32,6 +32,7 @@ from typing import Any
 
 from builder import model_registry
 from builder.commands import load_settings
+from builder.commands.parser import at_least
 from builder.config import Settings
 from builder.errors import BadInput, ConfigError, WorldError
 
@@ -61,7 +62,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p = sub.add_parser("logs", parents=[common], help="show a host's training log (on Filestore)")
     p.add_argument("--host", type=int, default=0, metavar="N", help="host number, 0 .. hosts-1 (default 0)")
     p.add_argument("--follow", "-f", action="store_true", help="keep following the log")
-    p.add_argument("--lines", "-n", type=int, default=200, help="lines of history to show (default 200)")
+    p.add_argument("--lines", "-n", type=at_least(1, " lines"), default=200, metavar="N",
+                   help="lines of history to show, 1 or more (default 200)")
     p.add_argument("--model", default=None, help="model package (default: MODEL in values.env)")
     p.add_argument("--run", action="store_true", help="the log of 'tpubuild run' instead of the model's")
     p.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
@@ -248,8 +250,6 @@ def run_run(args: argparse.Namespace) -> int:
 
 def run_logs(args: argparse.Namespace) -> int:
     settings = load_settings(args)
-    if args.lines < 1:
-        raise BadInput(f"--lines {args.lines}: must be at least 1")
     if args.run:
         hosts = load_hosts(settings)
         if not 0 <= args.host < settings.hosts:

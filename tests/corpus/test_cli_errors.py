@@ -1,4 +1,4 @@
-"""The one error handler in builder/cli.py (issue 7 §4).
+"""The one error handler in builder/cli.py.
 
 An unexpected exception must print one line with the hint to rerun with --debug (exit 1), and
 --debug must show the trace. Nothing of ours is mocked: the test adds a real command module

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from tests.conftest import run_tpubuild
 
 BAD = ('ENV_BUILD_NAME="Bad_Name"\nPROJECT_ID="my-tpu-project"\nZONE="europe-west4-a"\n'
@@ -35,11 +37,11 @@ def test_other_commands_name_the_first_problem_and_the_count(tmp_path):
 def test_help_describes_and_hides_internal_verbs():
     proc = run_tpubuild("--help")
     assert proc.returncode == 0 and "Thin by design" not in proc.stdout and "examples:" in proc.stdout
-    listed = proc.stdout.split("options:")[0]
+    listed = re.findall(r"^ +(\w+) ", proc.stdout.split("options:")[0], re.M)
     for verb in ("dispatch", "guard", "finalize"):
-        assert f"    {verb} " not in listed
+        assert verb not in listed
     for verb in ("validate", "plan", "render", "status", "submit"):
-        assert f"    {verb} " in listed
+        assert verb in listed
     assert run_tpubuild("guard", "--help").returncode == 0  # hidden, still there
     plan_help = run_tpubuild("plan", "--help").stdout
     assert "examples:" in plan_help and "--applied" in plan_help and "auto" in plan_help

@@ -178,8 +178,8 @@ CLI_REFUSED = [
     (["render", "--values", NODE_ENV, "--action", "Apply"], "is not an action"),
     (["plan", "--values", VM_ENV, "--action", "create", "--only", "tpu"], "only"),
     (["render", "--values", VM_ENV, "--action", "update", "--only", "tpu,gpu"], "gpu is not"),
-    (["plan", "--values", NODE_ENV, "--format", "yaml"], "invalid choice"),
-    (["render", "--values", NODE_ENV, "--format", "text"], "invalid choice"),
+    (["plan", "--values", NODE_ENV, "--format", "yaml"], "'yaml' is not a format"),
+    (["render", "--values", NODE_ENV, "--format", "text"], "'text' is not a format"),
 ]
 
 
