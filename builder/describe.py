@@ -47,21 +47,23 @@ def provisioning_meaning(s: Settings) -> str:
     return describe_provisioning(s.provisioning, s.queued, s.queued_valid_for, s.reservation)
 
 
-#: Which prices.json source page a cost item's module is priced from.
-_SOURCE_OF = {"tpu": "tpu", "mig": "compute", "filestore": "filestore", "shared_pd": "disk"}
-
-
 def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[str, Any]:
-    """The before → after and the cost sections of ``describe``."""
+    """The before → after and the cost sections of ``describe``.
+
+    The cost before is the applied values' modules that exist, each priced as applied (what the
+    applied file costs planned alone); the cost after prices each module that exists after the
+    build as it will be: a module the plan applies with these values (so with no module left out
+    of the build's scope, it is what these values cost planned alone), a module outside the scope
+    with the applied values it keeps, a destroyed one not at all."""
     from builder import cost, diff
+    from builder.modules import NAMES
 
     applied = prev.settings if prev is not None else None
     absent = prev.absent if prev is not None else frozenset()
     d = diff.compare(applied, settings, plan, absent=absent)
-    every = modules(settings.arch)
-    if applied is not None and applied.arch == settings.arch:
-        existed = frozenset(m for m in every if m not in absent)
-        before = cost.estimate(applied, existed)
+    if applied is not None:
+        existed = frozenset(m for m in modules(applied.arch) if m not in absent)
+        before: cost.Estimate | None = cost.estimate(applied, existed)
     else:
         existed, before = frozenset(), None
     applied_now = frozenset(o.module for o in plan.operations if o.op == "apply")
@@ -70,7 +72,7 @@ def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[s
     after_items = cost.estimate(settings, applied_now).items
     if applied is not None and kept:
         after_items = cost.estimate(applied, kept).items + after_items
-    after = cost.Estimate(tuple(sorted(after_items, key=lambda i: every.index(i.module))))
+    after = cost.Estimate(tuple(sorted(after_items, key=lambda i: NAMES.index(i.module))))
     table = cost.table()
     return {
         "before_after": {"compared_with": prev.source if prev is not None else "nothing", **d.as_dict(),
@@ -79,9 +81,7 @@ def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[s
                  "change": cost.change_text(before, after),
                  "prices": {"file": "builder/data/prices.json", "retrieved": table["retrieved"],
                             "checked": table.get("verification", {}).get("checked", "never"),
-                            "check_at": sorted({table["sources"][k] for k in _SOURCE_OF
-                                                if k in {i.module for i in after.unconfirmed}
-                                                for k in [_SOURCE_OF[k]]}),
+                            "check_at": sorted({table["sources"][i.source] for i in after.unconfirmed}),
                             "currency": table["currency"], "sources": table["sources"]}},
     }
 
