@@ -50,16 +50,21 @@ def provisioning_meaning(s: Settings) -> str:
 def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[str, Any]:
     """The before → after and the cost sections of ``describe``.
 
-    The cost before is the applied values' modules that exist, each priced as applied (what the
-    applied file costs planned alone); the cost after prices each module that exists after the
+    The cost before is the applied values' modules that exist (not those the snapshot records as
+    absent, nor those the applied values leave out: ``builder.plan.not_wanted``), each priced as
+    applied (what the applied file costs planned alone); the cost after prices each module that exists after the
     build as it will be: a module the plan applies with these values (so with no module left out
     of the build's scope, it is what these values cost planned alone), a module outside the scope
     with the applied values it keeps, a destroyed one not at all."""
     from builder import cost, diff
     from builder.modules import NAMES
 
+    from builder.plan import not_wanted
+
     applied = prev.settings if prev is not None else None
     absent = prev.absent if prev is not None else frozenset()
+    if applied is not None:  # what the applied values leave out was never created by them
+        absent = absent | frozenset(not_wanted(applied))
     d = diff.compare(applied, settings, plan, absent=absent)
     if applied is not None:
         existed = frozenset(m for m in modules(applied.arch) if m not in absent)
@@ -143,6 +148,14 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
     if not plan.operations:
         notes.append(INITIALIZE_NOTE + "; the buckets are kept by every later destroy")
         return info
+    if plan.action in ("create", "update"):
+        applied = previous.settings if previous is not None else None
+        info["not_created"] = plans.not_wanted(s)
+        for module, why in info["not_created"].items():
+            kept = (previous is not None and applied is not None and applied.arch == s.arch
+                    and module not in previous.absent and module not in plans.not_wanted(applied))
+            notes.append(f"{module}: {why}" + ("; the one applied before is kept (and billed) until a destroy"
+                                                if kept else ""))
     restore = plans.restore_snapshot(s, plan)
     if restore == "latest":
         notes.append(f"shared_pd: {s.shared_pd_name} is restored from the newest snapshot labelled "
@@ -285,7 +298,9 @@ def as_text(info: dict[str, Any], *, bold: bool) -> str:
     for label, key in (("Created", "created"), ("Created or changed", "changed"), ("Destroyed", "destroyed")):
         if info[key]:
             lines.append(f"{label}: {', '.join(info[key])}")
-    untouched = [m for m in modules(info["arch"]) if m not in ops]
+    untouched = [m for m in modules(info["arch"]) if m not in ops and m not in info.get("not_created", {})]
+    if info.get("not_created"):
+        lines.append(f"Not created: {', '.join(info['not_created'])}")
     if untouched:
         lines.append(f"Untouched: {', '.join(untouched)}")
     if info["notes"] or info["warnings"]:

@@ -31,7 +31,12 @@ node). One :class:`ModuleSpec` per (plan module, directory) says:
   (a new workload policy); ``resized_by``: those that add or remove hosts while the others keep
   running; ``grows``: the size variable that grows in place and replaces when it shrinks. Any
   other variable changes in place (``builder.diff`` reads them; the guard checks the real plan);
-* ``training``: destroying or replacing it stops the training (the hosts or what they run on).
+* ``training``: destroying or replacing it stops the training (the hosts or what they run on);
+* ``wanted``/``unwanted_why``: a module that only some values use: create and update apply it
+  only when ``wanted(settings)``, and ``tpubuild plan`` says ``unwanted_why`` otherwise. Destroy
+  always includes it (an older environment may have it; destroying a module that does not exist
+  does nothing). The shared PD is created only for hosts that attach it: ``SHARED_PD_DISK_ATTACH``
+  is how values.env asks for the disk (docs/modules.md).
 
 Everything else is derived here: the module list, create and destroy DAGs and the destroy order
 per architecture (:func:`modules`, :func:`create_after`, :func:`destroy_after`,
@@ -154,6 +159,12 @@ class ModuleSpec:
     resized_by: frozenset[str] = frozenset()
     grows: str = ""
     training: bool = False
+    wanted: Callable[[Settings], bool] | None = None
+    unwanted_why: str = ""
+
+    def is_wanted(self, settings: Settings) -> bool:
+        """Whether create and update apply this module with these values (``wanted``)."""
+        return self.wanted is None or self.wanted(settings)
 
 
 #: modules/tpu_vm: every argument of ``google_tpu_v2_vm`` but the labels and the host metadata
@@ -175,7 +186,9 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                replaced_by=frozenset({"project_id", "region", "zone", "name", "tier", "share_name", "network"})),
     ModuleSpec("shared_pd", "modules/shared_pd", ARCHS, _shared_pd, keys=SHARED_PD_KEYS, apply_timeout=1800,
                holds_data=True, boot=("env_setup/seeder",),  # the seeder VM's script
-               prices=("disk",), grows="size_gb", replaced_by=frozenset({"project_id", "zone", "name", "type", "snapshot"})),
+               prices=("disk",), grows="size_gb", replaced_by=frozenset({"project_id", "zone", "name", "type", "snapshot"}),
+               wanted=lambda s: s.shared_pd_attach,
+               unwanted_why="not created: no host attaches it (SHARED_PD_DISK_ATTACH=false)"),
     ModuleSpec("tpu", "modules/tpu_vm", ("vm",), _tpu("TPU VM"), after=("filestore", "shared_pd"),
                keys=TPU_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",),
                accelerator=True, prices=("tpu",), training=True, replaced_by=_TPU_VM_REPLACED_BY),

@@ -7,6 +7,7 @@ action        flags        operations
 ============  ===========  ===============================================================
 initialize    none         no Terraform at all (buckets and workspace, run in-process)
 create        none         apply filestore ‖ shared_pd ‖ tpu, then mig after all three
+                           (shared_pd only when a host attaches it: ``not_wanted``)
 update        tpu          apply tpu
 update        mig          apply mig
 update        tpu + mig    apply tpu, then mig
@@ -220,9 +221,13 @@ def make_plan(
                        f"or use {n['action']} update to apply only the scoped modules")
 
     if action in ("create", "update"):
-        order = catalogue.modules(arch)
+        order = tuple(m for m in catalogue.modules(arch) if m not in not_wanted(settings))
         if action == "update" and only is not None:
             kept = tuple(m for m in order if m in only)
+            if not kept:
+                why = "; ".join(f"{m}: {not_wanted(settings)[m]}" for m in sorted(only))
+                raise BadInput(f"{n['only']}: {why}, so the update would do nothing; name another module, "
+                               "or run no build")
         elif action == "update" and (tpu or mig):
             kept = tuple(m for m in order if (m == "tpu" and tpu) or (m == "mig" and mig))
         else:
@@ -244,6 +249,12 @@ def make_plan(
     operations = tuple(Operation(o.module, op, o.after) for o in ops)
     plan = Plan(action, arch, operations, tpu=tpu, mig=mig, only=frozenset(only) if only is not None else None)
     return replace(plan, steps=steps(settings, plan))
+
+
+def not_wanted(settings: Settings) -> dict[str, str]:
+    """The modules create and update leave out with these values, each with why (a catalogue
+    entry's ``wanted``/``unwanted_why``); destroy still takes them."""
+    return {sp.name: sp.unwanted_why for sp in catalogue.specs(settings.arch) if not sp.is_wanted(settings)}
 
 
 # ---- what a plan does beyond Terraform (the pipeline renders it, `tpubuild plan` tells it) ----
