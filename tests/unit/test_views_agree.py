@@ -275,3 +275,12 @@ def test_nothing_to_compare_with_says_what_the_action_does(action: str, want: st
     assert want in lines[0], lines
     if action == "destroy":
         assert "applies" not in lines[0]
+
+
+def test_auto_names_a_disk_change_that_creates_nothing(tmp_path: Path, cli) -> None:
+    text = (EXAMPLES / "vm-v6e-16.env").read_text(encoding="utf-8")
+    (tmp_path / "old.env").write_text(text)
+    (tmp_path / "new.env").write_text(rewrite_env(text, SHARED_PD_DISK_SIZE="300"))
+    code, out, _ = cli("plan", "--values", tmp_path / "new.env", "--action", "auto", "--applied", tmp_path / "old.env")
+    assert code == 0 and "auto: nothing to do" in out
+    assert "SHARED_PD_DISK_SIZE: 200 → 300 (shared_pd: not created: no host attaches it" in out
