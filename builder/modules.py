@@ -192,7 +192,7 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
     ModuleSpec("tpu", "modules/tpu_vm", ("vm",), _tpu("TPU VM"), after=("filestore", "shared_pd"),
                keys=TPU_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",),
                accelerator=True, prices=("tpu",), training=True, replaced_by=_TPU_VM_REPLACED_BY),
-    # mig (issue 13): tpu = the slice's access (identity, IAP-SSH firewall, MIG reader role); mig =
+    # mig: tpu = the slice's access (identity, IAP-SSH firewall, MIG reader role); mig =
     # the slice (workload policy + instance template + MIG), one state: docs/pipeline.md has why
     ModuleSpec("tpu", "modules/tpu_mig_access", ("mig",), _slice_access, keys=("GCS_DATASET",),
                training=True, replaced_by=frozenset({"project_id", "name", "service_account_id"})),

@@ -1,6 +1,6 @@
 """Action dispatch: (settings, action, scope flags) → a DAG of Terraform module operations.
 
-The dispatch table (issue 2 §4; docs/pipeline.md has the rationale):
+The dispatch table (docs/pipeline.md has the rationale):
 
 ============  ===========  ===============================================================
 action        flags        operations
@@ -17,8 +17,8 @@ destroy       none         mig, then tpu, then filestore ‖ shared_pd (buckets 
 destroy       tpu/mig      only the named modules, mig before tpu
 ============  ===========  ===============================================================
 
-``dashboard`` (modules/dashboard: the Cloud Monitoring dashboard and the log-based step metric,
-issue 18) depends on nothing and nothing depends on it: create/update apply it in the first stage,
+``dashboard`` (modules/dashboard: the Cloud Monitoring dashboard and the log-based step metric)
+depends on nothing and nothing depends on it: create/update apply it in the first stage,
 a full destroy removes it in the first stage; the scope flags never touch it.
 
 In the ``vm`` architecture there is no MIG, and the TPU VM attaches the shared PD and mounts the

@@ -12,20 +12,21 @@ does (the before → after says it keeps the applied values), a destroyed one no
 from __future__ import annotations
 
 import re
+from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from builder import cost, diff
+from builder import cost, diff, pipeline
 from builder.commands.pipeline_cmds import Previous
 from builder.config import load_text
 from builder.describe import as_text, describe
 from builder.errors import BadInput, TpuBuildError
 from builder.migrate import migrate_text
-from builder.modules import accelerator_module, hosts_module, modules
-from builder.plan import make_plan, not_wanted
+from builder.modules import hosts_module, modules
+from builder.plan import make_plan
 from tests.conftest import rewrite_env
 
 REPO = Path(__file__).resolve().parents[2]
@@ -112,6 +113,9 @@ def _cases() -> list[tuple[Path, str]]:
 
 
 def _check(old: Any, new: Any, action: str, scope: dict[str, bool]) -> None:
+    from builder.modules import accelerator_module
+    from builder.plan import not_wanted
+
     try:
         plan = make_plan(new, action, **scope)
     except BadInput:
@@ -152,8 +156,7 @@ def _check(old: Any, new: Any, action: str, scope: dict[str, bool]) -> None:
         assert (ba["hosts_after"], ba["accelerator_after"]) == (want_hosts, want_accel), story
     # cost before: the applied file planned alone (every module of it existed)
     before_alone = _alone(old)
-    if True:
-        assert info["cost"]["before"]["items"] == [i for m in modules(old.arch) for i in before_alone.get(m, [])], story
+    assert info["cost"]["before"]["items"] == [i for m in modules(old.arch) for i in before_alone.get(m, [])], story
     # cost after: per module, as it will be
     new_alone, old_alone = _alone(new), cost.estimate(old, frozenset(modules(old.arch)) - set(not_wanted(old)))
     after = {}
@@ -166,8 +169,8 @@ def _check(old: Any, new: Any, action: str, scope: dict[str, bool]) -> None:
         elif op == "destroy":
             assert module not in after, (story, module)
         else:
-            kept = [i.__dict__ for i in old_alone.items if i.module == module]
-            assert [dict(i) for i in after.get(module, [])] == kept, (story, module)
+            kept = [asdict(i) for i in old_alone.items if i.module == module]
+            assert after.get(module, []) == kept, (story, module)
     if action in ("create", "update") and not scope and same_arch and not (set(not_wanted(new)) - set(not_wanted(old))):
         # nothing is left outside the build: after it, the environment is the new file planned alone
         assert info["cost"]["after"]["total"] == _alone_total(new), story
@@ -192,9 +195,14 @@ def test_every_view_agrees(path: Path, edit: str) -> None:
     if new is None:
         pytest.skip(f"{edit} does not fit {path.name}")
     actions = ["destroy"] if old.arch == "node" or new.arch == "node" else ["create", "update", "destroy"]
-    for action in actions:
-        for scope in SCOPES:
-            _check(old, new, action, scope)
+    for before, after in ((old, new), (new, old)):  # both ways: up and down, on and off
+        for action in actions:
+            for scope in SCOPES:
+                _check(before, after, action, scope)
+    # the rendered pipeline is the plan's steps, one to one, in order (render is slower: once per file)
+    plan = make_plan(new, actions[-1] if new.arch == "node" else "update")
+    rendered = pipeline.render(new, plan)
+    assert [st["id"] for st in rendered["steps"]] == [st.id for st in plan.steps]
 
 
 # ---- what a user hit, one test each ----
@@ -213,7 +221,7 @@ def test_mig_resize_is_told_as_the_pipeline_runs_it() -> None:
     assert ba["hosts_recreated"] and ba["interrupts_training"]
     assert "hosts recreated: yes; training is interrupted" in ba["lines"]
     assert not any("hosts keep running" in line for line in ba["lines"])
-    assert ba["accelerator_before"], ba["accelerator_after"] == (old.accelerator_type, new.accelerator_type)
+    assert (ba["accelerator_before"], ba["accelerator_after"]) == (old.accelerator_type, new.accelerator_type)
     tpu_items = [i for i in info["cost"]["after"]["items"] if i["what"].startswith("TPU ")]
     assert [new.accelerator_type in i["what"] for i in tpu_items] == [True]
     unscoped = describe(new, make_plan(new, "update"), previous=Previous(old, "old.env"))
