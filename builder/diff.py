@@ -149,7 +149,8 @@ def module_changes(applied: Settings, target: Settings, module: str) -> tuple[Ch
     out = []
     for var in after:
         old, new = before.get(var), after[var]
-        if old == new or (var in _DERIVED and _DERIVED[var] in after and before.get(_DERIVED[var]) != after[_DERIVED[var]]):
+        source = _DERIVED.get(var)
+        if old == new or (source is not None and source in after and before.get(source) != after[source]):
             continue
         out.append(Change(var, old, new, _effect(spec, var, old, new)))
     return tuple(out)

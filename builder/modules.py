@@ -186,7 +186,8 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                replaced_by=frozenset({"project_id", "region", "zone", "name", "tier", "share_name", "network"})),
     ModuleSpec("shared_pd", "modules/shared_pd", ARCHS, _shared_pd, keys=SHARED_PD_KEYS, apply_timeout=1800,
                holds_data=True, boot=("env_setup/seeder",),  # the seeder VM's script
-               prices=("disk",), grows="size_gb", replaced_by=frozenset({"project_id", "zone", "name", "type", "snapshot"}),
+               prices=("disk",), grows="size_gb",
+               replaced_by=frozenset({"project_id", "zone", "name", "type", "snapshot"}),
                wanted=lambda s: s.shared_pd_attach,
                unwanted_why="not created: no host attaches it (SHARED_PD_DISK_ATTACH=false)"),
     ModuleSpec("tpu", "modules/tpu_vm", ("vm",), _tpu("TPU VM"), after=("filestore", "shared_pd"),
