@@ -103,7 +103,8 @@ def decide(
             for m in mods:
                 wanted.setdefault(m, []).append(key)
         elif left_out := sorted(modules_for_key(key, current.arch) - set(plan_modules)):
-            why = "; ".join(f"{s.name}: {s.unwanted_why}" for s in specs(current.arch) if s.name in left_out)
+            why = "; ".join(f"{s.name}: not created: {s.unwanted_why}" for s in specs(current.arch)
+                            if s.name in left_out)
             reasons.append(f"{shown} ({why})")
         else:
             reasons.append(f"{shown} (no infrastructure change: read at training time)")

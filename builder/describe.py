@@ -154,7 +154,7 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
         for module, why in info["not_created"].items():
             kept = (previous is not None and applied is not None and applied.arch == s.arch
                     and module not in previous.absent and module not in plans.not_wanted(applied))
-            notes.append(f"{module}: {why}" + ("; the one applied before is kept (and billed) until a destroy"
+            notes.append(f"{module}: not created: {why}" + ("; the one applied before is kept (and billed) until a destroy"
                                                 if kept else ""))
     restore = plans.restore_snapshot(s, plan)
     if restore == "latest":

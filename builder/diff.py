@@ -223,7 +223,11 @@ def compare(applied: Settings | None, target: Settings, plan: Plan, *,
             continue
         if op.op == "destroy":
             if not exists and applied is not None:
-                out.append(ModuleDiff(module, "destroy", note="not applied (nothing to destroy)"))
+                note = "not applied (nothing to destroy)"
+                if not spec.is_wanted(applied):  # an older tpubuild created it even so: destroy takes it
+                    note = (f"not created by the applied values: {spec.unwanted_why}; one an older tpubuild "
+                            "created is destroyed")
+                out.append(ModuleDiff(module, "destroy", note=note))
                 continue
             out.append(ModuleDiff(module, "destroy", hosts_recreated=False, interrupts_training=spec.training,
                                   loses_data=spec.holds_data, note="training stops" if spec.training else ""))

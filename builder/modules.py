@@ -33,7 +33,7 @@ node). One :class:`ModuleSpec` per (plan module, directory) says:
   other variable changes in place (``builder.diff`` reads them; the guard checks the real plan);
 * ``training``: destroying or replacing it stops the training (the hosts or what they run on);
 * ``wanted``/``unwanted_why``: a module that only some values use: create and update apply it
-  only when ``wanted(settings)``, and ``tpubuild plan`` says ``unwanted_why`` otherwise. Destroy
+  only when ``wanted(settings)``, and ``tpubuild plan`` says why not (``unwanted_why``) otherwise. Destroy
   always includes it (an older environment may have it; destroying a module that does not exist
   does nothing). The shared PD is created only for hosts that attach it: ``SHARED_PD_DISK_ATTACH``
   is how values.env asks for the disk (docs/modules.md).
@@ -189,7 +189,7 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                prices=("disk",), grows="size_gb",
                replaced_by=frozenset({"project_id", "zone", "name", "type", "snapshot"}),
                wanted=lambda s: s.shared_pd_attach,
-               unwanted_why="not created: no host attaches it (SHARED_PD_DISK_ATTACH=false)"),
+               unwanted_why="no host attaches it (SHARED_PD_DISK_ATTACH=false)"),
     ModuleSpec("tpu", "modules/tpu_vm", ("vm",), _tpu("TPU VM"), after=("filestore", "shared_pd"),
                keys=TPU_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",),
                accelerator=True, prices=("tpu",), training=True, replaced_by=_TPU_VM_REPLACED_BY),

@@ -225,7 +225,7 @@ def make_plan(
         if action == "update" and only is not None:
             kept = tuple(m for m in order if m in only)
             if not kept:
-                why = "; ".join(f"{m}: {not_wanted(settings)[m]}" for m in sorted(only))
+                why = "; ".join(f"{m}: not created: {not_wanted(settings)[m]}" for m in sorted(only))
                 raise BadInput(f"{n['only']}: {why}, so the update would do nothing; name another module, "
                                "or run no build")
         elif action == "update" and (tpu or mig):

@@ -254,10 +254,13 @@ def test_unattached_shared_pd_is_neither_created_nor_billed() -> None:
             assert "shared_pd: not created: no host attaches it (SHARED_PD_DISK_ATTACH=false)" in info["notes"]
             assert not any(i["module"] == "shared_pd" for i in info["cost"]["after"]["items"]), name
             assert "Not created: shared_pd" in as_text(info, bold=False)
-        # an older environment's disk is still destroyed, with its snapshot first
+        # an older environment's disk is still destroyed, with its snapshot first, and the plan says so
         destroy = make_plan(s, "destroy")
         assert destroy.destroys("shared_pd")
         assert "shared_pd-snapshot" in [st.id for st in destroy.steps]
+        told = describe(s, destroy, previous=Previous(s, "applied.env"))["before_after"]["lines"]
+        assert any(line.startswith("shared_pd: destroy (not created by the applied values: no host attaches it")
+                   and "one an older tpubuild created is destroyed" in line for line in told), told
 
 
 def test_unattached_shared_pd_alone_is_refused_not_silently_skipped() -> None:
