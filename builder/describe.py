@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from builder.modules import modules, spec
+from builder.modules import accelerator_module, modules, spec
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
@@ -175,7 +175,9 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
                         f"deletes the data on the share /{s.shared_fs_name} for good; copy what you need first")
     if plan.action == "destroy":
         notes.append(f"the buckets are kept (gs://{s.state_bucket} holds the Terraform state and the workspace)")
-    if plan.applies("tpu") and plan.action == "update":
+    chips = spec(s.arch, accelerator_module(s.arch))
+    assert chips is not None
+    if plan.applies(chips.name) and plan.action == "update" and "accelerator_type" in chips.replaced_by:
         notes.append("tpu: if the change replaces the TPU (a new accelerator type or runtime), training is "
                      "interrupted; the guard announces it")
     if plans.queues(s) and plan.applies("tpu"):
@@ -194,7 +196,7 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
     if s.env_ttl_hours and s.arch != "node":
         from builder import ttl
 
-        info["ttl"] = ttl.plan_info(s, applies_tpu=plan.applies("mig" if s.arch == "mig" else "tpu")
+        info["ttl"] = ttl.plan_info(s, applies_tpu=plan.applies(chips.name)
                                      and plan.action != "destroy")
         notes.append(f"ttl: {info['ttl']['text']}")
     if plan.action in ("create", "update"):

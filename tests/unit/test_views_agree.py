@@ -228,6 +228,9 @@ def test_mig_resize_is_told_as_the_pipeline_runs_it() -> None:
     alone = describe(new, make_plan(new, "create"))
     assert info["cost"]["after"] == unscoped["cost"]["after"] == alone["cost"]["after"]
     assert info["cost"]["before"] == describe(old, make_plan(old, "create"))["cost"]["after"]
+    # on mig the tpu module is the slice's access: no note claims that applying it replaces a TPU
+    access = describe(new, make_plan(new, "update", tpu=True), previous=Previous(old, "old.env"))
+    assert not any("replaces the TPU" in note for note in access["notes"]), access["notes"]
 
 
 def test_mig_plan_with_nothing_applied_prices_the_slice() -> None:
