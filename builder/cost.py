@@ -25,6 +25,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from builder import modules as catalogue
+
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
@@ -236,8 +238,6 @@ PRICE_ITEMS: dict[str, tuple[Callable[[Settings], tuple[str, float | None, bool,
 def estimate(settings: Settings, modules: tuple[str, ...] | frozenset[str]) -> Estimate:
     """The hourly cost of ``modules`` (plan modules that exist) with these settings: each
     module's ``prices`` (its catalogue entry), in create's order."""
-    from builder import modules as catalogue
-
     items: list[Item] = []
     for spec in catalogue.specs(settings.arch):
         if spec.name not in modules:
