@@ -9,7 +9,8 @@ The rules (docs/cloud.md has the table):
 * a key that moves the whole environment (``MOVING_KEYS``: project, name, zone/region, network,
   architecture) changed → refused (``BadInput``, exit 2): auto never relocates an environment;
   destroy it and create it again, or put the value back;
-* otherwise every changed key maps to plan modules (``modules_for_key``), every module whose
+* otherwise every changed key maps to plan modules (``modules_for_key``; a module these values do
+  not create, such as an unattached shared PD, is named with why and left out), every module whose
   Terraform or boot sources changed (digests recorded in the snapshot) is added, and so is every
   module the snapshot marks *outstanding* (changed outside the scope of an earlier build);
   modules the snapshot marks *absent* (destroyed on purpose) stay absent, and an environment
@@ -29,7 +30,7 @@ from builder.config import Settings
 from builder.config.keys import KEYS
 from builder.model_registry import model_keys
 from builder.errors import BadInput
-from builder.modules import Action, modules_for_key
+from builder.modules import Action, modules_for_key, specs
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.plan import Plan
@@ -101,6 +102,10 @@ def decide(
             reasons.append(f"{shown} ({', '.join(mods)})")
             for m in mods:
                 wanted.setdefault(m, []).append(key)
+        elif left_out := sorted(modules_for_key(key, current.arch) - set(plan_modules)):
+            why = "; ".join(f"{s.name}: not created: {s.unwanted_why}" for s in specs(current.arch)
+                            if s.name in left_out)
+            reasons.append(f"{shown} ({why})")
         else:
             reasons.append(f"{shown} (no infrastructure change: read at training time)")
     then, now = sources_then or {}, sources_now or {}

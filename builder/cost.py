@@ -1,7 +1,8 @@
 """What an environment costs per hour, from the list prices in ``builder/data/prices.json``.
 
-``estimate(settings, modules)`` returns the hourly cost of the given plan modules (the TPU per
-chip-hour by generation, region and provisioning model; the node architecture's worker VMs;
+``estimate(settings, modules)`` returns the hourly cost of the given plan modules, each priced by
+the items its catalogue entry lists in ``prices`` (the TPU per chip-hour by generation, region and
+provisioning model, on the module that holds the chips; the node architecture's worker VMs;
 Filestore per GiB-month; the shared PD per GB-month; monthly prices are divided by
 ``hours_per_month``). A price the table does not have is *unknown*: the item says so and names
 the source page, and the total is a lower bound marked ``+ unknown``; nothing is ever priced $0.
@@ -18,10 +19,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from builder import modules as catalogue
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
@@ -45,6 +49,7 @@ class Item:
     approximate: bool = False
     unknown_why: str = ""
     confirmed: bool = False  # every price it uses was found in Google's own page text (prices.json "verification")
+    source: str = ""  # the prices.json ``sources`` page it is priced from
 
     def text(self) -> str:
         if self.hourly is None:
@@ -187,46 +192,62 @@ def _confirmed_at(kind: str, name: str, field: str, region: str) -> bool:
     return bool(key) and confirmed(f"{kind}.{name}.{field}.{key}")
 
 
-def _confirmed_item(s: Settings, module: str) -> bool:
-    data = table()
-    if module == "tpu":
-        gen = generation_key(s.topology.generation)
-        rate = data["tpu_provisioning"].get(provisioning(s), "")
-        return _confirmed_at("tpu_chip_hour", gen, rate, s.region)
-    if module == "mig":
-        family = s.machine_type.split("-", 1)[0]
-        return all(_confirmed_at("compute_hour", family, f, s.region) for f in ("vcpu", "gb"))
-    kind, name = (("filestore_gib_month", s.shared_fs_tier) if module == "filestore"
-                  else ("disk_gb_month", s.shared_pd_type))
-    return _confirmed_at(kind, name, "price", s.region)
+def _tpu_item(s: Settings) -> tuple[str, float | None, bool, str, bool]:
+    t, model = s.topology, provisioning(s)
+    price, approx, why = tpu_chip_hour(t.generation, s.region, model)
+    what = f"TPU {s.accelerator_type} ({t.chips} chips, {model}, {s.region})"
+    if price is not None:
+        what = f"TPU {s.accelerator_type} ({t.chips} chips × {money(price, approx)}/chip-h {model}, {s.region})"
+    rate = table()["tpu_provisioning"].get(model, "")
+    ok = _confirmed_at("tpu_chip_hour", generation_key(t.generation), rate, s.region)
+    return what, None if price is None else price * t.chips, approx, why, ok
+
+
+def _worker_vms_item(s: Settings) -> tuple[str, float | None, bool, str, bool]:
+    price, approx, why = _machine_hour(s.machine_type, s.region)
+    family = s.machine_type.split("-", 1)[0]
+    ok = all(_confirmed_at("compute_hour", family, f, s.region) for f in ("vcpu", "gb"))
+    return f"{s.hosts} worker VMs {s.machine_type}", None if price is None else price * s.hosts, approx, why, ok
+
+
+def _filestore_item(s: Settings) -> tuple[str, float | None, bool, str, bool]:
+    price, approx, why = _monthly("filestore_gib_month", s.shared_fs_tier, s.region)
+    ok = _confirmed_at("filestore_gib_month", s.shared_fs_tier, "price", s.region)
+    return (f"Filestore {s.shared_fs_tier} {s.shared_fs_capacity_gb} GiB",
+            None if price is None else price * s.shared_fs_capacity_gb, approx, why, ok)
+
+
+def _disk_item(s: Settings) -> tuple[str, float | None, bool, str, bool]:
+    # the disk exists (and is billed) whether or not hosts attach it
+    price, approx, why = _monthly("disk_gb_month", s.shared_pd_type, s.region)
+    ok = _confirmed_at("disk_gb_month", s.shared_pd_type, "price", s.region)
+    what = f"shared PD {s.shared_pd_type} {s.shared_pd_size_gb} GB{'' if s.shared_pd_attach else ' (not attached)'}"
+    return what, None if price is None else price * s.shared_pd_size_gb, approx, why, ok
+
+
+#: Each price item a catalogue entry may list in ``prices`` (builder/modules.py): how it is
+#: priced, and which page of ``prices.json`` ``sources`` it is checked against.
+PRICE_ITEMS: dict[str, tuple[Callable[[Settings], tuple[str, float | None, bool, str, bool]], str]] = {
+    "tpu": (_tpu_item, "tpu"),
+    "worker_vms": (_worker_vms_item, "compute"),
+    "filestore": (_filestore_item, "filestore"),
+    "disk": (_disk_item, "disk"),
+}
 
 
 def estimate(settings: Settings, modules: tuple[str, ...] | frozenset[str]) -> Estimate:
-    """The hourly cost of ``modules`` (plan modules that exist) with these settings."""
-    s, t = settings, settings.topology
+    """The hourly cost of ``modules`` (plan modules that exist) with these settings: each
+    module's ``prices`` (its catalogue entry), in create's order."""
     items: list[Item] = []
-    if "tpu" in modules:
-        model = provisioning(s)
-        price, approx, why = tpu_chip_hour(t.generation, s.region, model)
-        what = f"TPU {s.accelerator_type} ({t.chips} chips, {model}, {s.region})"
-        if price is not None:
-            what = f"TPU {s.accelerator_type} ({t.chips} chips × {money(price, approx)}/chip-h {model}, {s.region})"
-        items.append(Item("tpu", what, None if price is None else price * t.chips, approx, why))
-    if "mig" in modules and s.arch == "node":
-        price, approx, why = _machine_hour(s.machine_type, s.region)
-        what = f"{s.hosts} worker VMs {s.machine_type}"
-        items.append(Item("mig", what, None if price is None else price * s.hosts, approx, why))
-    if "filestore" in modules:
-        price, approx, why = _monthly("filestore_gib_month", s.shared_fs_tier, s.region)
-        what = f"Filestore {s.shared_fs_tier} {s.shared_fs_capacity_gb} GiB"
-        items.append(Item("filestore", what, None if price is None else price * s.shared_fs_capacity_gb, approx, why))
-    if "shared_pd" in modules:  # the disk exists (and is billed) whether or not hosts attach it
-        price, approx, why = _monthly("disk_gb_month", s.shared_pd_type, s.region)
-        what = f"shared PD {s.shared_pd_type} {s.shared_pd_size_gb} GB{'' if s.shared_pd_attach else ' (not attached)'}"
-        items.append(Item("shared_pd", what, None if price is None else price * s.shared_pd_size_gb, approx, why))
-    from dataclasses import replace
-
-    return Estimate(tuple(replace(i, confirmed=i.hourly is not None and _confirmed_item(s, i.module)) for i in items))
+    for spec in catalogue.specs(settings.arch):
+        if spec.name not in modules:
+            continue
+        for kind in spec.prices:
+            price_of, source = PRICE_ITEMS[kind]
+            what, hourly, approx, why, ok = price_of(settings)
+            items.append(Item(spec.name, what, hourly, approx, why, confirmed=hourly is not None and ok,
+                              source=source))
+    return Estimate(tuple(items))
 
 
 def change_text(before: Estimate | None, after: Estimate) -> str:

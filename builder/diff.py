@@ -12,9 +12,11 @@ Which variable change replaces what is the provider's ``ForceNew`` behaviour (pr
 * ``tpu`` (``google_tpu_v2_vm`` / ``google_tpu_node``): every argument except ``labels`` and the
   host metadata (mount point, setup script) forces a new TPU: the slice is deleted and created
   again, every host with it, and training is interrupted.
-* ``mig``: ``target_size`` resizes the group (hosts are added or removed, the others keep
-  running); anything in the instance template (machine type, image, boot disk, IPs, metadata)
-  makes a new template and the group replaces every host (training interrupted).
+* ``mig`` (the slice, TPU_ARCH=mig): anything in the workload policy or the instance template
+  (accelerator type and topology, machine type, image, boot disk, IPs, provisioning, metadata)
+  makes a new template and the group replaces every host (training interrupted); a new topology
+  drains the slice first (``mig-drain``). Its TTL job changes in place. (The node roots are
+  destroy only: nothing of theirs changes.)
 * ``filestore``: ``capacity_gb`` grows in place (a smaller capacity, a new tier, name, share or
   network replaces the instance: its data is lost unless backed up; the guard refuses it).
 * ``shared_pd``: ``size_gb`` grows in place; a smaller size, a new type or snapshot replaces the
@@ -22,40 +24,25 @@ Which variable change replaces what is the provider's ``ForceNew`` behaviour (pr
 * The hosts' service account, firewall and dataset grant (``dataset_bucket``, ``env_name``,
   ``state_bucket``, ``service_account_id``) change in place, beside the machines.
 
-With no applied snapshot every module the plan applies is *created*.
+With no applied snapshot every module the plan applies is *created* (``lines`` says what that
+means for update and destroy). Which variable does what is each module's catalogue entry
+(``replaced_by``, ``hosts_recreated_by``, ``drained_by``, ``resized_by``, ``grows`` in
+``builder.modules``); the list above is what those entries say.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from builder import modules as catalogue
 from builder import tfvars
-from builder.modules import DATA_MODULES, hosts_module
+from builder.modules import ModuleSpec, accelerator_module, hosts_module
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
     from builder.plan import Plan
-
-#: Variables whose change replaces the module's main resource (per plan module / arch).
-_REPLACES: dict[str, frozenset[str]] = {
-    "tpu_vm": frozenset({"project_id", "zone", "name", "accelerator_type", "runtime_version", "network",
-                         "subnetwork", "external_ips", "preemptible", "spot", "reserved", "shared_pd_attach"}),
-    "tpu_node": frozenset({"project_id", "zone", "name", "accelerator_type", "runtime_version", "cidr_block",
-                           "network", "preemptible"}),
-    "filestore": frozenset({"project_id", "region", "zone", "name", "tier", "share_name", "network"}),
-    "shared_pd": frozenset({"project_id", "zone", "name", "type", "snapshot"}),
-    # mig: a new instance template rolls every host (see _ROLLING); these recreate the group itself
-    "mig": frozenset({"project_id", "zone", "name"}),
-}
-#: mig variables that live in the instance template: a change replaces every host (rolling).
-_ROLLING: frozenset[str] = frozenset({"machine_type", "source_image_family", "source_image_project",
-                                      "image_version", "boot_disk_size_gb", "external_ip", "network",
-                                      "subnetwork", "shared_pd_attach", "mount_point", "setup_script"})
-#: Sizes that grow in place and replace when they shrink.
-_GROWS: dict[str, str] = {"filestore": "capacity_gb", "shared_pd": "size_gb"}
-
 
 @dataclass(frozen=True)
 class Change:
@@ -65,7 +52,24 @@ class Change:
     effect: str  # replace | in-place | resize | rolling
 
     def text(self) -> str:
+        shown = _TEXT.get(self.var)
+        if shown is not None:
+            return shown(self.before, self.after)
         return f"{self.var} {_show(self.before)} → {_show(self.after)}"
+
+
+def _ttl(hours: Any) -> str:
+    return f"{hours} h" if hours else "off"
+
+
+#: Variables shown as a summary rather than their raw value (the TTL's destroy build is a JSON
+#: Build request that ``tpubuild render`` prints whole).
+_TEXT: dict[str, Callable[[Any, Any], str]] = {
+    "ttl_hours": lambda old, new: f"ttl: {_ttl(old)} → {_ttl(new)}",
+    "ttl_build_body": lambda old, new: "ttl: its destroy build changes (tpubuild render shows it)",
+}
+#: A variable derived from another: left out of the changes when that one changes too.
+_DERIVED: dict[str, str] = {"ttl_build_body": "ttl_hours"}
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,7 @@ class Diff:
     accelerator_before: str
     accelerator_after: str
     notes: tuple[str, ...] = field(default=())
+    action: str = "create"
 
     @property
     def hosts_recreated(self) -> bool:
@@ -122,33 +127,32 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-def _table(settings: Settings, module: str) -> str:
-    if module == "tpu":
-        return "tpu_node" if settings.arch == "node" else "tpu_vm"
-    return module
+def _effect(spec: ModuleSpec, var: str, old: Any, new: Any) -> str:
+    """What changing ``var`` does to the module (the catalogue entry's ``replaced_by`` and kin)."""
+    if var in spec.replaced_by:
+        return "replace"
+    if var in spec.resized_by:
+        return "resize"
+    if var in spec.hosts_recreated_by:
+        return "rolling"
+    if var == spec.grows:
+        return "in-place" if isinstance(old, int) and new > old else "replace"
+    return "in-place"
 
 
 def module_changes(applied: Settings, target: Settings, module: str) -> tuple[Change, ...]:
-    """Every variable of ``module`` whose value differs, with what the change does."""
+    """Every variable of ``module`` whose value differs, with what the change does. A variable
+    derived from others that are shown (the TTL's destroy build from ``ttl_hours``) is left out."""
     before, after = tfvars.for_module(applied, module), tfvars.for_module(target, module)
-    table = _table(target, module)
-    replaces = _REPLACES.get(table, frozenset())
+    spec = catalogue.spec(target.arch, module)
+    assert spec is not None, module
     out = []
     for var in after:
         old, new = before.get(var), after[var]
-        if old == new:
+        source = _DERIVED.get(var)
+        if old == new or (source is not None and source in after and before.get(source) != after[source]):
             continue
-        if var in replaces:
-            effect = "replace"
-        elif module == "mig" and var == "target_size":
-            effect = "resize"
-        elif module == "mig" and var in _ROLLING:
-            effect = "rolling"
-        elif _GROWS.get(module) == var:
-            effect = "in-place" if isinstance(old, int) and new > old else "replace"
-        else:
-            effect = "in-place"
-        out.append(Change(var, old, new, effect))
+        out.append(Change(var, old, new, _effect(spec, var, old, new)))
     return tuple(out)
 
 
@@ -156,8 +160,9 @@ def _module_diff(applied: Settings, target: Settings, module: str) -> ModuleDiff
     changes = module_changes(applied, target, module)
     if not changes:
         return ModuleDiff(module, "unchanged")
+    spec = catalogue.spec(target.arch, module)
+    assert spec is not None, module
     effects = {c.effect for c in changes}
-    hosts = module == hosts_module(target.arch)
     if "replace" in effects:
         status = "replace"
     elif "rolling" in effects:
@@ -166,21 +171,22 @@ def _module_diff(applied: Settings, target: Settings, module: str) -> ModuleDiff
         status = "resize"
     else:
         status = "update"
-    recreated = hosts and (status == "replace" or "rolling" in effects)
-    interrupts = (module == "tpu" and status == "replace") or recreated
-    if module == "mig" and "resize" in effects and not recreated:
-        interrupts = True  # a new world size: the running job must restart on the new host count
-    loses = module in DATA_MODULES and status == "replace"
+    recreated = spec.hosts and (status == "replace" or "rolling" in effects)
+    # a resize gives the job a new world size: it must restart on the new host count
+    interrupts = (spec.training and status == "replace") or recreated or "resize" in effects
+    loses = spec.holds_data and status == "replace"
     note = ""
-    if status == "replace" and module == "tpu":
+    if status == "replace" and spec.training:
         note = "replaced: training interrupted"
+    elif recreated and any(c.var in spec.drained_by for c in changes):
+        note = "the slice is drained first (a new workload policy) and every host recreated: training interrupted"
     elif recreated:
         note = "every host is recreated: training interrupted"
     elif status == "resize":
         note = "hosts added or removed; the others keep running (training restarts on the new size)"
     elif loses:
         note = "replaced: its data is lost (the guard refuses it without _ALLOW_DATA_LOSS=true)"
-    elif hosts and effects == {"in-place"}:
+    elif spec.hosts and effects == {"in-place"}:
         note = "changed in place; hosts keep running (boot settings apply at their next boot)"
     return ModuleDiff(module, status, changes, recreated, interrupts, loses, note)
 
@@ -189,17 +195,22 @@ def compare(applied: Settings | None, target: Settings, plan: Plan, *,
             absent: frozenset[str] = frozenset()) -> Diff:
     """What ``plan`` changes relative to ``applied`` (None: nothing was applied yet)."""
     modules = catalogue.modules(target.arch)
+    notes: tuple[str, ...] = ()
     if applied is not None and applied.arch != target.arch:
-        applied = None  # another architecture: nothing carries over (auto refuses this; create would rebuild)
-    host_mod = hosts_module(target.arch)
-    had_hosts = applied is not None and host_mod not in absent
-    hosts_before = applied.hosts if had_hosts and applied is not None else 0
-    accel_before = applied.accelerator_type if had_hosts and applied is not None else ""
+        # another architecture: nothing carries over (auto refuses this; create would rebuild)
+        notes = (f"the applied values are of the {applied.arch} architecture, these of {target.arch}: "
+                 "nothing carries over, so they are compared with nothing",)
+        applied = None
+    host_mod, accel_mod = hosts_module(target.arch), accelerator_module(target.arch)
+    hosts_before = applied.hosts if applied is not None and host_mod not in absent else 0
+    accel_before = applied.accelerator_type if applied is not None and accel_mod not in absent else ""
     hosts_after = hosts_before
     accel_after = accel_before
     out: list[ModuleDiff] = []
     for module in modules:
         op = plan.get(module)
+        spec = catalogue.spec(target.arch, module)
+        assert spec is not None, module
         exists = applied is not None and module not in absent
         if op is None:
             if not exists:
@@ -212,18 +223,18 @@ def compare(applied: Settings | None, target: Settings, plan: Plan, *,
             continue
         if op.op == "destroy":
             if not exists and applied is not None:
-                out.append(ModuleDiff(module, "destroy", note="not applied (nothing to destroy)"))
+                note = "not applied (nothing to destroy)"
+                if not spec.is_wanted(applied):  # an older tpubuild created it even so: destroy takes it
+                    note = (f"not created by the applied values: {spec.unwanted_why}; one an older tpubuild "
+                            "created is destroyed")
+                out.append(ModuleDiff(module, "destroy", note=note))
                 continue
-            hosts = module == host_mod
-            out.append(ModuleDiff(module, "destroy", hosts_recreated=False,
-                                  interrupts_training=module in ("tpu", "mig"),
-                                  loses_data=module in DATA_MODULES,
-                                  note="training stops" if module in ("tpu", "mig") else ""))
-            if hosts or module == "tpu":
-                if module == host_mod:
-                    hosts_after = 0
-                if module == "tpu":
-                    accel_after = ""
+            out.append(ModuleDiff(module, "destroy", hosts_recreated=False, interrupts_training=spec.training,
+                                  loses_data=spec.holds_data, note="training stops" if spec.training else ""))
+            if module == host_mod:
+                hosts_after = 0
+            if module == accel_mod:
+                accel_after = ""
             continue
         if not exists:
             out.append(ModuleDiff(module, "create"))
@@ -232,16 +243,26 @@ def compare(applied: Settings | None, target: Settings, plan: Plan, *,
             out.append(_module_diff(applied, target, module))
         if module == host_mod:
             hosts_after = target.hosts
-        if module == "tpu":
+        if module == accel_mod:
             accel_after = target.accelerator_type
-    return Diff(applied is not None, tuple(out), hosts_before, hosts_after, accel_before, accel_after)
+    return Diff(applied is not None, tuple(out), hosts_before, hosts_after, accel_before, accel_after, notes,
+                action=plan.action)
+
+
+#: What "nothing to compare with" means for each action.
+_UNKNOWN: dict[str, str] = {
+    "create": "every module this action applies is created",
+    "update": "each module this action applies is created if it does not exist, else changed to these values",
+    "destroy": "each module this action destroys is destroyed if it exists (one never applied is left as it is)",
+}
 
 
 def lines(diff: Diff) -> list[str]:
     """The text of ``tpubuild plan``'s "Before → after" section."""
     out: list[str] = []
+    out.extend(diff.notes)
     if not diff.applied:
-        out.append("no applied snapshot to compare with: every module this action applies is created")
+        out.append(f"no applied snapshot to compare with: {_UNKNOWN.get(diff.action, _UNKNOWN['create'])}")
     for m in diff.modules:
         if m.status in ("unchanged", "untouched", "absent"):
             continue

@@ -20,7 +20,23 @@ node). One :class:`ModuleSpec` per (plan module, directory) says:
   they change); a folder inside another module's ``boot`` folder belongs to that module only;
 * ``destroy_only``: a legacy root (node) that declares no resources: only ``terraform plan
   -destroy`` runs there (``modules/_shared/destroy_only.tf``), so no key and no boot folder feeds it;
-* ``what``: the one-line description ``tpubuild plan`` shows.
+* ``what``: the one-line description ``tpubuild plan`` shows;
+* ``accelerator``: its resources are the TPU chips (the slice): before → after names the
+  accelerator from it, and stopping or replacing it stops training;
+* ``prices``: what it is billed for by the hour, as ``builder.cost`` price items (``tpu``: the
+  chips; ``worker_vms``: node's worker VMs; ``filestore``; ``disk``); nothing listed, nothing billed;
+* ``replaced_by``: its Terraform variables whose change replaces its main resource (the
+  provider's ForceNew); ``hosts_recreated_by``: those whose change keeps the module but recreates
+  every host (a new instance template); ``drained_by``: those of them that drain the slice first
+  (a new workload policy); ``resized_by``: those that add or remove hosts while the others keep
+  running; ``grows``: the size variable that grows in place and replaces when it shrinks. Any
+  other variable changes in place (``builder.diff`` reads them; the guard checks the real plan);
+* ``training``: destroying or replacing it stops the training (the hosts or what they run on);
+* ``wanted``/``unwanted_why``: a module that only some values use: create and update apply it
+  only when ``wanted(settings)``, and ``tpubuild plan`` says why not (``unwanted_why``) otherwise. Destroy
+  always includes it (an older environment may have it; destroying a module that does not exist
+  does nothing). The shared PD is created only for hosts that attach it: ``SHARED_PD_DISK_ATTACH``
+  is how values.env asks for the disk (docs/modules.md).
 
 Everything else is derived here: the module list, create and destroy DAGs and the destroy order
 per architecture (:func:`modules`, :func:`create_after`, :func:`destroy_after`,
@@ -135,26 +151,64 @@ class ModuleSpec:
     hosts: bool = False
     boot: tuple[str, ...] = ()
     destroy_only: bool = False
+    accelerator: bool = False
+    prices: tuple[str, ...] = ()
+    replaced_by: frozenset[str] = frozenset()
+    hosts_recreated_by: frozenset[str] = frozenset()
+    drained_by: frozenset[str] = frozenset()
+    resized_by: frozenset[str] = frozenset()
+    grows: str = ""
+    training: bool = False
+    wanted: Callable[[Settings], bool] | None = None
+    unwanted_why: str = ""
 
+    def is_wanted(self, settings: Settings) -> bool:
+        """Whether create and update apply this module with these values (``wanted``)."""
+        return self.wanted is None or self.wanted(settings)
+
+
+#: modules/tpu_vm: every argument of ``google_tpu_v2_vm`` but the labels and the host metadata
+#: (mount point, setup script, dataset grant) forces a new TPU VM.
+_TPU_VM_REPLACED_BY = frozenset({"project_id", "zone", "name", "accelerator_type", "runtime_version", "network",
+                                 "subnetwork", "external_ips", "preemptible", "spot", "reserved", "shared_pd_attach"})
+#: modules/tpu_mig: what the workload policy and the instance template hold; a change makes a new
+#: template (every VM of the group is replaced) or a new policy (the group is drained first).
+_SLICE_TEMPLATE = frozenset({"accelerator_type", "machine_type", "vm_count", "accelerator_topology", "topology",
+                             "host_bounds", "chips_per_host_bounds", "image_project", "image_family",
+                             "boot_disk_size_gb", "boot_disk_type", "external_ips", "network", "subnetwork",
+                             "shared_pd_attach", "mount_point", "setup_script", "provisioning", "reservation",
+                             "env_name"})
 
 #: Every module, in create's order (ties in a DAG stage keep this order).
 CATALOGUE: tuple[ModuleSpec, ...] = (
-    ModuleSpec("filestore", "modules/filestore", ARCHS, _filestore, keys=FILESTORE_KEYS, holds_data=True),
+    ModuleSpec("filestore", "modules/filestore", ARCHS, _filestore, keys=FILESTORE_KEYS, holds_data=True,
+               prices=("filestore",), grows="capacity_gb",
+               replaced_by=frozenset({"project_id", "region", "zone", "name", "tier", "share_name", "network"})),
     ModuleSpec("shared_pd", "modules/shared_pd", ARCHS, _shared_pd, keys=SHARED_PD_KEYS, apply_timeout=1800,
-               holds_data=True, boot=("env_setup/seeder",)),  # the seeder VM's script
+               holds_data=True, boot=("env_setup/seeder",),  # the seeder VM's script
+               prices=("disk",), grows="size_gb",
+               replaced_by=frozenset({"project_id", "zone", "name", "type", "snapshot"}),
+               wanted=lambda s: s.shared_pd_attach,
+               unwanted_why="no host attaches it (SHARED_PD_DISK_ATTACH=false)"),
     ModuleSpec("tpu", "modules/tpu_vm", ("vm",), _tpu("TPU VM"), after=("filestore", "shared_pd"),
-               keys=TPU_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",)),
-    # mig (issue 13): tpu = the slice's access (identity, IAP-SSH firewall, MIG reader role); mig =
+               keys=TPU_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",),
+               accelerator=True, prices=("tpu",), training=True, replaced_by=_TPU_VM_REPLACED_BY),
+    # mig: tpu = the slice's access (identity, IAP-SSH firewall, MIG reader role); mig =
     # the slice (workload policy + instance template + MIG), one state: docs/pipeline.md has why
-    ModuleSpec("tpu", "modules/tpu_mig_access", ("mig",), _slice_access, keys=("GCS_DATASET",)),
+    ModuleSpec("tpu", "modules/tpu_mig_access", ("mig",), _slice_access, keys=("GCS_DATASET",),
+               training=True, replaced_by=frozenset({"project_id", "name", "service_account_id"})),
     # node (legacy, destroy only): Google Cloud stopped creating TPU Nodes on 2025-04-25
     ModuleSpec("tpu", "modules/tpu_node", ("node",), _tpu("TPU Node"), destroy_before=("filestore", "shared_pd"),
-               destroy_only=True),
+               destroy_only=True,
+               accelerator=True, prices=("tpu",), training=True, replaced_by=frozenset({"project_id", "zone"})),
     ModuleSpec("mig", "modules/tpu_mig", ("mig",), _slice, after=("filestore", "shared_pd", "tpu"),
-               keys=TPU_KEYS + MIG_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",)),
+               keys=TPU_KEYS + MIG_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",),
+               accelerator=True, prices=("tpu",), training=True, replaced_by=frozenset({"project_id", "zone", "name"}),
+               hosts_recreated_by=_SLICE_TEMPLATE, drained_by=frozenset({"accelerator_topology", "topology"})),
     # one worker per TPU host, which read the TPU's, the share's and the disk's states
     ModuleSpec("mig", "modules/mig", ("node",), lambda s: f"MIG {s.mig_name} ({s.hosts} x {s.machine_type})",
-               after=("filestore", "shared_pd", "tpu"), hosts=True, destroy_only=True),
+               after=("filestore", "shared_pd", "tpu"), hosts=True, destroy_only=True,
+               prices=("worker_vms",), training=True, replaced_by=frozenset({"project_id", "zone"})),
     ModuleSpec("dashboard", "modules/dashboard", ARCHS, apply_timeout=600,
                what=lambda s: f"Cloud Monitoring dashboard and step-rate metric of {s.env_name} (modules/dashboard)"),
 )
@@ -187,6 +241,11 @@ def hosts_module(arch: str) -> str:
     """The plan module whose machines are the hosts (they boot with env_setup and run the
     training): the TPU VMs on vm, the worker MIG on node, the slice's MIG on mig."""
     return next(s.name for s in specs(arch) if s.hosts)
+
+
+def accelerator_module(arch: str) -> str:
+    """The plan module whose resources are the TPU chips: the TPU VM or Node, the slice's MIG on mig."""
+    return next(s.name for s in specs(arch) if s.accelerator)
 
 
 def create_after(arch: str) -> dict[str, tuple[str, ...]]:

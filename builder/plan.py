@@ -1,12 +1,13 @@
 """Action dispatch: (settings, action, scope flags) → a DAG of Terraform module operations.
 
-The dispatch table (issue 2 §4; docs/pipeline.md has the rationale):
+The dispatch table (docs/pipeline.md has the rationale):
 
 ============  ===========  ===============================================================
 action        flags        operations
 ============  ===========  ===============================================================
 initialize    none         no Terraform at all (buckets and workspace, run in-process)
 create        none         apply filestore ‖ shared_pd ‖ tpu, then mig after all three
+                           (shared_pd only when a host attaches it: ``not_wanted``)
 update        tpu          apply tpu
 update        mig          apply mig
 update        tpu + mig    apply tpu, then mig
@@ -16,8 +17,8 @@ destroy       none         mig, then tpu, then filestore ‖ shared_pd (buckets 
 destroy       tpu/mig      only the named modules, mig before tpu
 ============  ===========  ===============================================================
 
-``dashboard`` (modules/dashboard: the Cloud Monitoring dashboard and the log-based step metric,
-issue 18) depends on nothing and nothing depends on it: create/update apply it in the first stage,
+``dashboard`` (modules/dashboard: the Cloud Monitoring dashboard and the log-based step metric)
+depends on nothing and nothing depends on it: create/update apply it in the first stage,
 a full destroy removes it in the first stage; the scope flags never touch it.
 
 In the ``vm`` architecture there is no MIG, and the TPU VM attaches the shared PD and mounts the
@@ -158,9 +159,13 @@ def make_plan(
     if action is Action.INITIALIZE:
         return Plan(action.value, arch, ())
     if action in ("create", "update"):
-        order = catalogue.modules(arch)
+        order = tuple(m for m in catalogue.modules(arch) if m not in not_wanted(settings))
         if action == "update" and only is not None:
             kept = tuple(m for m in order if m in only)
+            if not kept:
+                why = "; ".join(f"{m}: not created: {not_wanted(settings)[m]}" for m in sorted(only))
+                raise BadInput(f"{n['only']}: {why}, so the update would do nothing; name another module, "
+                               "or run no build")
         elif action == "update" and (tpu or mig):
             kept = tuple(m for m in order if (m == "tpu" and tpu) or (m == "mig" and mig))
         else:
@@ -180,6 +185,12 @@ def make_plan(
     operations = tuple(Operation(o.module, op, o.after) for o in ops)
     plan = Plan(action.value, arch, operations, tpu=tpu, mig=mig, only=frozenset(only) if only is not None else None)
     return replace(plan, steps=steps(settings, plan))
+
+
+def not_wanted(settings: Settings) -> dict[str, str]:
+    """The modules create and update leave out with these values, each with why (a catalogue
+    entry's ``wanted``/``unwanted_why``); destroy still takes them."""
+    return {sp.name: sp.unwanted_why for sp in catalogue.specs(settings.arch) if not sp.is_wanted(settings)}
 
 
 # ---- what a plan does beyond Terraform (the pipeline renders it, `tpubuild plan` tells it) ----

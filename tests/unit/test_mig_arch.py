@@ -143,7 +143,8 @@ def test_flags_mean_access_and_slice() -> None:
     both = make_plan(s, "update", tpu=True, mig=True)
     assert both.modules == ("tpu", "mig") and both.get("mig").after == ("tpu",)
     create = make_plan(s, "create")
-    assert create.get("mig").after == ("filestore", "shared_pd", "tpu")
+    # the example attaches no shared PD, so none is created for the slice to wait for
+    assert not s.shared_pd_attach and create.get("mig").after == ("filestore", "tpu")
     assert make_plan(s, "destroy").modules[:2] == ("mig", "tpu")
     assert make_plan(s, "destroy", tpu=True, mig=True).modules == ("mig", "tpu")
     with pytest.raises(BadInput, match="cut off the running TPU VMs"):

@@ -214,7 +214,9 @@ def test_no_seed_without_disk_dataset_or_shared_pd_apply(make_env):
         s2 = load(make_env(NODE_ENV, **overrides))
         config = render(s2, make_plan(s2, "create"))
         assert "shared_pd-seed" not in by_id(config)
-        assert by_id(config)["mig-plan"]["waitFor"] == ["filestore-apply", "shared_pd-apply", "tpu-apply"]
+        # no host attaches the disk: it is not created, so nothing waits for it
+        disk = ["shared_pd-apply"] if s2.shared_pd_attach else []
+        assert by_id(config)["mig-plan"]["waitFor"] == ["filestore-apply", *disk, "tpu-apply"]
 
 
 def test_allow_wipe_reaches_the_seeder(cli):

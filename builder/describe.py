@@ -1,0 +1,312 @@
+"""What ``tpubuild plan`` says: the plan as data (``describe``, the JSON of ``plan --format json``)
+and as text (``as_text``).
+
+Pure: it reads the plan (``builder.plan``), the before → after (``builder.diff``) and the cost
+(``builder.cost``) and adds nothing of its own; ``builder.commands.pipeline_cmds`` parses the
+command line and calls it. ``previous`` is what the plan is compared with (the command's
+``Previous``: ``settings``, ``source``, ``absent``, ``decision``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+from builder.modules import accelerator_module, modules, spec
+
+if TYPE_CHECKING:  # pragma: no cover
+    from builder.config import Settings
+    from builder.plan import Plan
+
+
+
+class Previous(Protocol):
+    """What a plan is compared with (``builder.commands.pipeline_cmds.Previous`` is one): the
+    applied values (None: nothing applied, or unknown), where they come from, the modules the
+    snapshot records as absent, and auto's decision once made."""
+
+    settings: Settings | None
+    source: str
+    absent: frozenset[str]
+    decision: Any
+
+
+INITIALIZE_NOTE = ("initialize runs no pipeline: it creates the state bucket, the dataset bucket and the "
+                   "workspace in-process (tpubuild initialize), with no Terraform")
+
+
+def _what(settings: Settings, module: str) -> str:
+    found = spec(settings.arch, module)
+    assert found is not None, module  # the plan holds only modules of this architecture
+    return found.what(settings)
+
+
+def provisioning_meaning(s: Settings) -> str:
+    """How the TPU is paid for and what that means (builder.config.offers.describe)."""
+    from builder.config.offers import describe as describe_provisioning
+
+    return describe_provisioning(s.provisioning, s.queued, s.queued_valid_for, s.reservation)
+
+
+def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[str, Any]:
+    """The before → after and the cost sections of ``describe``.
+
+    The cost before is the applied values' modules that exist (not those the snapshot records as
+    absent, nor those the applied values leave out: ``builder.plan.not_wanted``), each priced as
+    applied (what the applied file costs planned alone); the cost after prices each module that exists after the
+    build as it will be: a module the plan applies with these values (so with no module left out
+    of the build's scope, it is what these values cost planned alone), a module outside the scope
+    with the applied values it keeps, a destroyed one not at all."""
+    from builder import cost, diff
+    from builder.modules import NAMES
+
+    from builder.plan import not_wanted
+
+    applied = prev.settings if prev is not None else None
+    absent = prev.absent if prev is not None else frozenset()
+    if applied is not None:  # what the applied values leave out was never created by them
+        absent = absent | frozenset(not_wanted(applied))
+    d = diff.compare(applied, settings, plan, absent=absent)
+    if applied is not None:
+        existed = frozenset(m for m in modules(applied.arch) if m not in absent)
+        before: cost.Estimate | None = cost.estimate(applied, existed)
+    else:
+        existed, before = frozenset(), None
+    applied_now = frozenset(o.module for o in plan.operations if o.op == "apply")
+    destroyed = frozenset(o.module for o in plan.operations if o.op == "destroy")
+    kept = existed - applied_now - destroyed
+    after_items = cost.estimate(settings, applied_now).items
+    if applied is not None and kept:
+        after_items = cost.estimate(applied, kept).items + after_items
+    after = cost.Estimate(tuple(sorted(after_items, key=lambda i: NAMES.index(i.module))))
+    table = cost.table()
+    return {
+        "before_after": {"compared_with": prev.source if prev is not None else "nothing", **d.as_dict(),
+                         "lines": diff.lines(d)},
+        "cost": {"before": before.as_dict() if before is not None else None, "after": after.as_dict(),
+                 "change": cost.change_text(before, after),
+                 "prices": {"file": "builder/data/prices.json", "retrieved": table["retrieved"],
+                            "checked": table.get("verification", {}).get("checked", "never"),
+                            "check_at": sorted({table["sources"][i.source] for i in after.unconfirmed}),
+                            "currency": table["currency"], "sources": table["sources"]}},
+    }
+
+
+def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = False,
+             previous: Previous | None = None) -> dict[str, Any]:
+    """The plan as data: the JSON of ``tpubuild plan --format json`` and the source of its text.
+
+    ``plan`` is None when ``auto`` has nothing to do (``previous.decision`` says why)."""
+    from builder import plan as plans
+    from builder.pipeline import queue_wait_s
+
+    s, t = settings, settings.topology
+    decision = previous.decision if previous is not None else None
+    auto_info = None
+    if decision is not None:
+        auto_info = {"decision": decision.action, "summary": decision.summary(),
+                     "modules": sorted(decision.only) if decision.only else [], "reasons": list(decision.reasons),
+                     "compared_with": previous.source if previous is not None else ""}
+    if plan is None:
+        return {"action": "auto", "env": s.env_name, "project_id": s.project_id, "zone": s.zone, "arch": s.arch,
+                "accelerator_type": s.accelerator_type, "hosts": s.hosts, "auto": auto_info,
+                "nothing_to_do": True, "operations": [], "notes": [], "warnings": []}
+    info: dict[str, Any] = {
+        "action": plan.action,
+        "arch": s.arch,
+        "accelerator_type": s.accelerator_type,
+        "hosts": s.hosts,
+        "env": s.env_name,
+        "project_id": s.project_id,
+        "zone": s.zone,
+        "generation": t.generation,
+        "chips": t.chips,
+        "runtime_version": s.runtime_version,
+        "provisioning": s.provisioning,
+        "queued": s.queued,
+        "provisioning_meaning": provisioning_meaning(s),
+        **({"slice": {"machine_type": s.mig_shape.machine_type, "vms": s.mig_shape.vms,
+                      "topology": s.mig_shape.topology, "provisioning": s.provisioning,
+                      "reservation": s.reservation}} if s.arch == "mig" else {}),
+        "operations": [{"module": o.module, "op": o.op, "after": list(o.after), "what": _what(s, o.module)}
+                       for o in plan.operations],
+        "stages": [[o.module for o in stage] for stage in plan.stages()],
+        "steps": [{"id": st.id, "kind": st.kind, "module": st.module, "after": list(st.after)} for st in plan.steps],
+        "created": [o.module for o in plan.operations if o.op == "apply" and plan.action == "create"],
+        "changed": [o.module for o in plan.operations if o.op == "apply" and plan.action == "update"],
+        "destroyed": [o.module for o in plan.operations if o.op == "destroy"],
+        "allow_data_loss": allow_data_loss,
+        "notes": [],
+        "warnings": [],
+    }
+    if auto_info is not None:
+        info["auto"] = auto_info
+    if plan.operations:
+        info.update(_comparison(s, plan, previous))
+        info["nothing_to_do"] = info["before_after"]["nothing_to_do"]
+    notes: list[str] = info["notes"]
+    warnings: list[str] = info["warnings"]
+    if not plan.operations:
+        notes.append(INITIALIZE_NOTE + "; the buckets are kept by every later destroy")
+        return info
+    if plan.action in ("create", "update"):
+        applied = previous.settings if previous is not None else None
+        info["not_created"] = plans.not_wanted(s)
+        for module, why in info["not_created"].items():
+            kept = (previous is not None and applied is not None and applied.arch == s.arch
+                    and module not in previous.absent and module not in plans.not_wanted(applied))
+            notes.append(f"{module}: not created: {why}" + ("; the one applied before is kept (and billed) until a destroy"
+                                                if kept else ""))
+    restore = plans.restore_snapshot(s, plan)
+    if restore == "latest":
+        notes.append(f"shared_pd: {s.shared_pd_name} is restored from the newest snapshot labelled "
+                     f"tpubuild-env={s.env_name} (the build fails if there is none)")
+    elif restore:
+        notes.append(f"shared_pd: {s.shared_pd_name} is restored from snapshot {restore}")
+    if plans.seeds(s, plan):
+        notes.append(f"shared_pd: after it is applied, {s.gcs_dataset} is copied onto {s.shared_pd_name} "
+                     "(shared_pd-seed), before any host attaches it")
+    if plans.snapshots_before_destroy(plan):
+        notes.append(f"shared_pd: a snapshot of {s.shared_pd_name} is taken before it is destroyed and named "
+                     f"in the build log; SHARED_PD_RESTORE=latest restores it")
+    if plans.backs_up_before_destroy(s, plan):
+        notes.append(f"filestore: a backup of {s.filestore_name}:/{s.shared_fs_name} is taken before it is destroyed")
+    if plans.loses_share_on_destroy(s, plan):
+        warnings.append(f"filestore tier {s.shared_fs_tier} has no backups: destroying {s.filestore_name} "
+                        f"deletes the data on the share /{s.shared_fs_name} for good; copy what you need first")
+    if plan.action == "destroy":
+        notes.append(f"the buckets are kept (gs://{s.state_bucket} holds the Terraform state and the workspace)")
+    chips = spec(s.arch, accelerator_module(s.arch))
+    assert chips is not None
+    if plan.applies(chips.name) and plan.action == "update" and "accelerator_type" in chips.replaced_by:
+        notes.append("tpu: if the change replaces the TPU (a new accelerator type or runtime), training is "
+                     "interrupted; the guard announces it")
+    if plans.queues(s) and plan.applies("tpu"):
+        wait = queue_wait_s(s)
+        limit = f"up to TPU_QUEUED_VALID_FOR={s.queued_valid_for}" if s.queued_valid_for else "until capacity is free"
+        notes.append(f"tpu: queued: after tpu-apply (the hosts' identity and firewall), tpu-queue requests {s.tpu_name} "
+                     f"with `gcloud compute tpus queued-resources create`; it may wait {limit}, and the build waits "
+                     f"for it to become ACTIVE for at most {wait // 3600}h{wait % 3600 // 60:02d}m (then the build fails "
+                     "and the request stays queued: run update to wait again)")
+        if plan.action == "update":
+            notes.append(f"tpu: queued: if the accelerator type or runtime changed, queued resource {s.tpu_name} is "
+                         "replaced: training interrupted; the new slice waits in the queue")
+    if plans.queues(s) and plan.destroys("tpu"):
+        notes.append(f"tpu: queued resource {s.tpu_name} (and its TPU VM) is deleted by tpu-unqueue before the "
+                     "tpu module's Terraform destroy")
+    if s.env_ttl_hours and s.arch != "node":
+        from builder import ttl
+
+        info["ttl"] = ttl.plan_info(s, applies_tpu=plan.applies(chips.name)
+                                     and plan.action != "destroy")
+        notes.append(f"ttl: {info['ttl']['text']}")
+    if plan.action in ("create", "update"):
+        if allow_data_loss:
+            warnings.append("data loss is allowed: the guards let plans destroy or replace Filestore and the "
+                            "shared PD (_ALLOW_DATA_LOSS=true)")
+        else:
+            notes.append("a guard checks every Terraform plan before its apply and refuses one that destroys or "
+                         "replaces Filestore or the shared PD (override: _ALLOW_DATA_LOSS=true)")
+    return info
+
+
+def step_lines(steps: list[dict[str, Any]]) -> list[str]:
+    """The pipeline's steps, one line per module (``mig: plan → guard → drain → apply → resize``;
+    each step's id is ``<module>-<kind>``) and one per build-wide step, in the build's order."""
+    out: list[str] = []
+    current = None
+    for st in steps:
+        if st["module"] and st["module"] == current:
+            out[-1] += f" → {st['kind']}"
+        elif st["module"]:
+            out.append(f"{st['module']}: {st['kind']}")
+        else:
+            out.append(st["id"])
+        current = st["module"]
+    return out
+
+
+def as_text(info: dict[str, Any], *, bold: bool) -> str:
+    def strong(text: str) -> str:
+        return f"\033[1m{text}\033[0m" if bold else f"**{text}**"
+
+    hosts = info["hosts"]
+    auto_info = info.get("auto")
+    if auto_info is not None and auto_info["decision"] == "none":
+        lines = [f"tpubuild plan: auto {info['env']} in {info['project_id']}/{info['zone']}",
+                 f"  compared with: {auto_info['compared_with']}", "",
+                 "auto: nothing to do"]
+        lines.extend(f"  - {r}" for r in auto_info["reasons"])
+        return "\n".join(lines) + "\n"
+    lines = [f"tpubuild plan: {info['action']} {info['env']} in {info['project_id']}/{info['zone']}"]
+    if auto_info is not None:
+        lines[0] = f"tpubuild plan: auto → {info['action']} {info['env']} in {info['project_id']}/{info['zone']}"
+    arch = {"node": "node (TPU Node + MIG of worker VMs, XRT)", "vm": "vm (TPU VM pod, PJRT)",
+            "mig": "mig (Compute Engine MIG of TPU VMs with a workload policy, PJRT)"}[info["arch"]]
+    lines.append(f"  architecture: {arch}")
+    if "slice" in info:
+        sl = info["slice"]
+        lines.append(f"  accelerator:  {info['accelerator_type']} ({info['generation']}, {info['chips']} chips), "
+                     f"topology {sl['topology']}")
+        lines.append(f"  slice:        {sl['vms']} x {sl['machine_type']}, {sl['provisioning']}"
+                     + (f" (reservation {sl['reservation']})" if sl["reservation"] else ""))
+    else:
+        lines.append(f"  accelerator:  {info['accelerator_type']} ({info['generation']}, {info['chips']} chips), "
+                     f"runtime {info['runtime_version']}")
+    if "provisioning_meaning" in info:
+        lines.append(f"  provisioning: {info['provisioning_meaning']}")
+    per_host = {"node": "one MIG worker VM per host", "vm": "each host is a TPU VM",
+                "mig": "each host is a TPU VM of the MIG"}[info["arch"]]
+    lines.append(f"  hosts:        {hosts} ({per_host})")
+    lines.append("")
+    if not info["operations"]:
+        lines.extend(f"  {n}" for n in info["notes"])
+        return "\n".join(lines) + "\n"
+    if auto_info is not None:
+        lines.append(auto_info["summary"])
+        lines.extend(f"  - {r}" for r in auto_info["reasons"])
+        lines.append("")
+    ba = info["before_after"]
+    lines.append(f"Before → after (compared with {ba['compared_with']}):")
+    lines.extend(f"  {line}" for line in ba["lines"])
+    lines.append("")
+    c = info["cost"]
+    caveat = " (estimate from unconfirmed list prices)" if c["after"]["unconfirmed"] else ""
+    lines.append(f"Cost per hour: {c['change']}{caveat}")
+    for item in c["after"]["items"]:
+        if item["hourly"] is None:
+            lines.append(f"  {item['what']}: price unknown ({item['unknown_why']})")
+        else:
+            lines.append(f"  {item['what']}: {'~' if item['approximate'] else ''}${item['hourly']:,.2f}/h"
+                         f"{'' if item['confirmed'] else ' (unconfirmed)'}")
+    approx = " (~: the list price of another region)" if c["after"]["approximate"] else ""
+    lines.append(f"  list prices in {c['prices']['currency']} from {c['prices']['file']}, retrieved "
+                 f"{c['prices']['retrieved']}{approx}; your bill may differ")
+    if c["after"]["unconfirmed"]:
+        lines.append(f"  (unconfirmed): not found in Google's price pages when last checked "
+                     f"({c['prices']['checked']}); check {', '.join(c['prices']['check_at'])} before relying on it")
+    lines.append("")
+    lines.append("Operations, in order:")
+    ops = {o["module"]: o for o in info["operations"]}
+    for n, stage in enumerate(info["stages"], 1):
+        lines.append(f"  stage {n}{', in parallel' if len(stage) > 1 else ''}:")
+        for module in stage:
+            o = ops[module]
+            after = f"  (after {', '.join(o['after'])})" if o["after"] else ""
+            lines.append(f"    {o['op']:<7}  {module:<9}  {o['what']}{after}")
+    lines.append("")
+    lines.append("Pipeline steps, as `tpubuild render` lists them:")
+    lines.extend(f"  {line}" for line in step_lines(info["steps"]))
+    lines.append("")
+    for label, key in (("Created", "created"), ("Created or changed", "changed"), ("Destroyed", "destroyed")):
+        if info[key]:
+            lines.append(f"{label}: {', '.join(info[key])}")
+    untouched = [m for m in modules(info["arch"]) if m not in ops and m not in info.get("not_created", {})]
+    if info.get("not_created"):
+        lines.append(f"Not created: {', '.join(info['not_created'])}")
+    if untouched:
+        lines.append(f"Untouched: {', '.join(untouched)}")
+    if info["notes"] or info["warnings"]:
+        lines.append("")
+    lines.extend(strong(f"WARNING: {w}") for w in info["warnings"])
+    lines.extend(f"note: {n}" for n in info["notes"])
+    return "\n".join(lines) + "\n"
