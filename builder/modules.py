@@ -52,7 +52,7 @@ Pure: no I/O, standard library only.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -75,6 +75,22 @@ class Action(str, Enum):
 
     def __format__(self, spec: str) -> str:
         return format(self.value, spec)
+
+    @classmethod
+    def parse(cls, raw: str, name: str = "--action", *, choices: Iterable[Action] | None = None,
+              what: str = "an action") -> Action:
+        """``raw`` (any case, spaces around) as one of ``choices`` (default: every action); else
+        one line, naming the input as ``name`` (``--action``, ``_BUILD_ACTION``) and every choice.
+        The one parse of an action: argparse's ``--action`` and ``builder.request`` both call it."""
+        from builder.errors import BadInput
+
+        allowed = tuple(cls) if choices is None else tuple(choices)
+        found = next((a for a in allowed if a.value == raw.strip().lower()), None)
+        if found is None:
+            *rest, last = (a.value for a in allowed)
+            raise BadInput(f"{name}: {raw!r} is not {what}; use {', '.join(rest)} or {last}" if rest else
+                           f"{name}: {raw!r} is not {what}; use {last}")
+        return found
 
 
 #: The actions a plan is made for (auto becomes one of create/update first).

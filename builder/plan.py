@@ -161,11 +161,7 @@ def make_plan(
     if action in ("create", "update"):
         order = tuple(m for m in catalogue.modules(arch) if m not in not_wanted(settings))
         if action == "update" and only is not None:
-            kept = tuple(m for m in order if m in only)
-            if not kept:
-                why = "; ".join(f"{m}: not created: {not_wanted(settings)[m]}" for m in sorted(only))
-                raise BadInput(f"{n['only']}: {why}, so the update would do nothing; name another module, "
-                               "or run no build")
+            kept = tuple(m for m in order if m in only)  # builder.request refuses an empty one
         elif action == "update" and (tpu or mig):
             kept = tuple(m for m in order if (m == "tpu" and tpu) or (m == "mig" and mig))
         else:

@@ -38,7 +38,7 @@ from builder import modules as catalogue
 from builder.errors import BadInput
 from builder.legacy import refuse_unbuildable
 from builder.modules import Action
-from builder.plan import Plan, make_plan
+from builder.plan import Plan, make_plan, not_wanted
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
@@ -87,12 +87,8 @@ class Request:
 
 def parse_action(raw: str, name: str = CLI.action, *, choices: Iterable[Action] = tuple(Action),
                  what: str = "an action") -> Action:
-    """``raw`` (any case, spaces around) as one of ``choices``; else one line naming them all."""
-    allowed = tuple(choices)
-    found = next((a for a in allowed if a.value == raw.strip().lower()), None)
-    if found is None:
-        raise BadInput(f"{name}: {raw!r} is not {what}; use one of {', '.join(a.value for a in allowed)}")
-    return found
+    """``raw`` as one of ``choices`` (:meth:`Action.parse`, the one wording)."""
+    return Action.parse(raw, name, choices=choices, what=what)
 
 
 def parse_flag(raw: str | bool, name: str) -> bool:
@@ -153,6 +149,11 @@ def _refuse(settings: Settings, r: Request) -> None:
         if not r.only:
             raise BadInput(f"{n.only}: the module selection is empty, so the update would do nothing; "
                            "name at least one module, or run no build")
+        unwanted = not_wanted(settings)
+        if all(m in unwanted for m in r.only):
+            why = "; ".join(f"{m}: not created: {unwanted[m]}" for m in sorted(r.only))
+            raise BadInput(f"{n.only}: {why}, so the update would do nothing; name another module, "
+                           "or run no build")
     if action is Action.INITIALIZE:
         if r.tpu or r.mig:
             raise BadInput(f"{scope}: initialize takes no scope flags (it creates the buckets and the "

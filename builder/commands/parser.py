@@ -50,23 +50,15 @@ def closest(word: str, candidates: Iterable[str]) -> str | None:
     return found[0] if found else None
 
 
-def parse_action(text: str) -> Action | str:
-    """``--action``'s type: the ``Action`` it names (case and spaces ignored), else the text as
-    given, which ``choices`` then refuses with every valid action."""
-    try:
-        return Action(text.strip().lower())
-    except ValueError:
-        return text
-
-
 def add_action(parser: argparse.ArgumentParser, *, valid: Sequence[Action] = tuple(Action),
-               default: Action | None = None, what: str = "the action") -> None:
-    """``--action``, its choices the ``Action`` enum (``valid``), listed in its help."""
+                default: Action | None = None, what: str = "the action") -> None:
+    """``--action``, its choices the ``Action`` enum (``valid``), listed in its help; a bad one is
+    refused by :meth:`Action.parse`, in the words ``submit``/``dispatch`` use too."""
     shown = ", ".join(str(a) for a in valid)
     help_ = f"{what}: {shown}" + (f" (default: {default})" if default else "")
     kwargs: dict[str, Any] = {"default": default} if default else {"required": True}
-    parser.add_argument("--action", type=parse_action, choices=tuple(valid), metavar="ACTION",
-                        help=help_, **kwargs)
+    parser.add_argument("--action", type=lambda text: Action.parse(text, "--action", choices=valid),
+                        metavar="ACTION", help=help_, **kwargs)
 
 
 def add_scope(parser: argparse.ArgumentParser) -> None:

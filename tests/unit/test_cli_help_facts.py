@@ -1,5 +1,5 @@
 """The help and the docs say what the code does: each fact below is read from the code (the
-``Action`` enum, the module catalogue, what ``make_plan`` accepts, what the guard lets through)
+``Action`` enum, the module catalogue, what ``builder.request.parse`` accepts, what the guard lets through)
 and the help text or the doc must state it, so neither can drift from the code."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from builder.config import load
 from builder.errors import BadInput
 from builder.guard import evaluate
 from builder.modules import ARCHS, Action, modules
-from builder.plan import make_plan
+from builder.request import parse
 from tests.conftest import REPO
 
 
@@ -51,7 +51,10 @@ def test_help_lists_user_verbs_then_admin_verbs_and_no_hidden_ones():
 @pytest.mark.parametrize("command", ["plan", "render", "submit"])
 def test_action_choices_are_the_action_enum_and_the_help_lists_them(command):
     action = _option(command, "--action")
-    assert tuple(action.choices) == tuple(Action)
+    assert all(action.type(str(a).upper()) is a for a in Action)
+    with pytest.raises(BadInput) as refused:
+        action.type("explode")
+    assert all(str(a) in str(refused.value) for a in Action)
     assert all(str(a) in _help(command, "--action") for a in Action)
 
 
@@ -75,7 +78,7 @@ def _settings_of(arch: str):
 @pytest.mark.parametrize("arch", ARCHS)
 def test_mig_help_says_where_mig_is_refused(command, arch):
     try:
-        make_plan(_settings_of(arch), "update", mig=True)
+        parse(_settings_of(arch), "destroy", mig=True)  # update on a node file is refused as legacy
         refused = False
     except BadInput:
         refused = True

@@ -93,8 +93,8 @@ def test_a_refusal_names_the_inputs_as_the_caller_does(path, action, flags, word
 def test_an_unknown_action_lists_every_action() -> None:
     with pytest.raises(BadInput) as err:
         parse_action("explode", "_BUILD_ACTION")
-    every = ", ".join(a.value for a in Action)
-    assert str(err.value) == f"_BUILD_ACTION: 'explode' is not an action; use one of {every}"
+    *rest, last = (a.value for a in Action)
+    assert str(err.value) == f"_BUILD_ACTION: 'explode' is not an action; use {', '.join(rest)} or {last}"
 
 
 # ---- what parse accepts ----

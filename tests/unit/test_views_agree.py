@@ -27,6 +27,7 @@ from builder.errors import BadInput, TpuBuildError
 from builder.migrate import migrate_text
 from builder.modules import hosts_module, modules
 from builder.plan import make_plan
+from builder.request import parse, plan_for
 from tests.conftest import rewrite_env
 
 REPO = Path(__file__).resolve().parents[2]
@@ -117,7 +118,7 @@ def _check(old: Any, new: Any, action: str, scope: dict[str, bool]) -> None:
     from builder.plan import not_wanted
 
     try:
-        plan = make_plan(new, action, **scope)
+        plan = plan_for(new, parse(new, action, **scope))
     except BadInput:
         return  # a combination the plan refuses: no views to compare
     info = describe(new, plan, previous=Previous(old, "old.env"))
@@ -269,7 +270,7 @@ def test_unattached_shared_pd_is_neither_created_nor_billed() -> None:
 def test_unattached_shared_pd_alone_is_refused_not_silently_skipped() -> None:
     s = _load((EXAMPLES / "vm-v6e-16.env").read_text(encoding="utf-8"), "vm-v6e-16.env")
     with pytest.raises(BadInput, match="shared_pd: not created: no host attaches it"):
-        make_plan(s, "update", only=frozenset({"shared_pd"}))
+        parse(s, "update", only="shared_pd")
 
 
 def test_ttl_change_is_a_summary_not_the_build_json() -> None:
