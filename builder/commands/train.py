@@ -28,6 +28,7 @@ import os
 import posixpath
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -244,7 +245,9 @@ def to_ship(words: list[str], ship: list[str], *, auto: bool, here: Path) -> lis
     for path in ship:
         rel = _local(os.path.relpath(Path(path).resolve(), here.resolve()) if Path(path).is_absolute() else path, here)
         if rel is None:
-            where = "does not exist" if not (here / path).exists() else "is not under the current folder"
+            where = ("does not exist" if not (here / path).exists() else
+                     "is the current folder itself" if (here / path).resolve() == here.resolve() else
+                     "is not under the current folder")
             raise BadInput(f"--ship {path}: {where} ({here}); ship a file or folder under the folder you run "
                            "tpubuild in (it lands at the same relative path in ~/.tpubuild/run on each host)")
         found.append(rel)
@@ -259,10 +262,10 @@ def to_ship(words: list[str], ship: list[str], *, auto: bool, here: Path) -> lis
 
 
 def plan_run(settings: Settings, hosts: ModuleType, where: str, words: list[str],
-             shipped: list[str] = ()) -> list[Any]:
-    """``words`` detached on the hosts (``where``: all or N); ``shipped`` (relative local paths,
-    :func:`to_ship`) copied first into ``~/.tpubuild/run`` (emptied) on those hosts, the command
-    then run in that folder."""
+             shipped: Sequence[str] = (), here: Path | None = None) -> list[Any]:
+    """``words`` detached on the hosts (``where``: all or N); ``shipped`` (paths relative to
+    ``here``, :func:`to_ship`) copied first into ``~/.tpubuild/run`` (emptied) on those hosts, the
+    command then run in that folder."""
     access = run_access(settings, hosts)
     if where != "all" and not (where.isdigit() and int(where) < settings.hosts):
         raise BadInput(f"--hosts {where}: {settings.tpu_name} has {settings.hosts} host(s); "
@@ -274,11 +277,11 @@ def plan_run(settings: Settings, hosts: ModuleType, where: str, words: list[str]
                         (access.ssh("0", hosts.dirs_line(share, [log_dir])),))]
     workdir = "."
     if shipped:
-        workdir = hosts.RUN_DIR
+        workdir, paths = hosts.RUN_DIR, list(shipped)
+        copies = tuple(access.scp(sources, dest, worker=where) for dest, sources in hosts.ship_groups(paths))
         steps += [
-            hosts.Step(f"~/{workdir} emptied on {on}", (access.ssh(where, hosts.ship_dirs_line(list(shipped))),)),
-            hosts.Step(f"copy {' '.join(shipped)} (from {Path.cwd()}) to ~/{workdir} on {on}",
-                       tuple(access.scp(sources, dest, worker=where) for dest, sources in hosts.ship_groups(list(shipped)))),
+            hosts.Step(f"~/{workdir} emptied on {on}", (access.ssh(where, hosts.ship_dirs_line(paths)),)),
+            hosts.Step(f"copy {' '.join(paths)} (from {here or Path.cwd()}) to ~/{workdir} on {on}", copies),
         ]
     steps.append(hosts.Step(f"run on {on}{' in ~/' + workdir if shipped else ''}, detached; "
                             f"each host appends to {log_dir}/host-<N>.log",
@@ -294,9 +297,10 @@ def run_run(args: argparse.Namespace) -> int:
         raise BadInput("tpubuild run: no command; write it after --, e.g. tpubuild run -- python3 train.py")
     settings = load_settings(args)
     hosts = load_hosts(settings)
-    shipped = to_ship(words, args.ship, auto=not args.no_ship, here=Path.cwd())
+    here = Path.cwd()
+    shipped = to_ship(words, args.ship, auto=not args.no_ship, here=here)
     return _launch(args, f"# tpubuild run on {settings.tpu_name} ({settings.hosts} host(s)), --hosts {args.hosts}",
-                   hosts.render(plan_run(settings, hosts, args.hosts, words, shipped), numbered=False),
+                   hosts.render(plan_run(settings, hosts, args.hosts, words, shipped, here), numbered=False),
                    f"start the command on {settings.tpu_name}",
                    f"tpubuild: running detached on {settings.tpu_name} (--hosts {args.hosts}); logs in "
                    f"{run_log_dir(settings)}/host-<N>.log ('tpubuild logs --run --host N'); stop with 'tpubuild stop'")

@@ -117,6 +117,7 @@ def test_run_ships_the_local_files_its_words_name(cli, tmp_path, monkeypatch):
     ("../up.py", "--ship ../up.py: is not under the current folder"),
     ("nope", "--ship nope: does not exist"),
     ("/etc/passwd", "--ship /etc/passwd: is not under the current folder"),
+    (".", "--ship .: is the current folder itself"),
 ])
 def test_run_ship_outside_or_missing_is_one_line(cli, tmp_path, monkeypatch, ship, msg):
     monkeypatch.chdir(_project(tmp_path))
