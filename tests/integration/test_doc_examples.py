@@ -36,6 +36,8 @@ import pytest
 from tests.conftest import REPO, rewrite_env
 from tests.support.fakes.fixtures import Fakes, fakes, unique_env  # noqa: F401 - fixtures
 
+pytestmark = pytest.mark.slow  # about 40 s in all: a workspace copy and the fakes per place
+
 HOST_VERBS = frozenset({"train", "run", "stop", "logs", "profile"})
 NEEDS_STATE = frozenset({"status", "unlock", "submit", "dispatch", "finalize", "ttl"})
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
