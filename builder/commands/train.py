@@ -226,8 +226,9 @@ def run_log_dir(settings: Settings) -> str:
 
 def _local(word: str, here: Path) -> str | None:
     """``word`` as a normalised path relative to ``here`` when it names a file or folder there
-    (inside ``here``: no ``..``, not ``here`` itself, not absolute), else None."""
-    if not word or word.startswith("/") or "://" in word:
+    (inside ``here``: no ``..``, not ``here`` itself, not absolute; no ``:``, which scp would read
+    as ``host:path``), else None."""
+    if not word or word.startswith("/") or ":" in word:
         return None
     path = posixpath.normpath(word)
     if path == "." or path == ".." or path.startswith("../") or not (here / path).exists():
@@ -246,6 +247,7 @@ def to_ship(words: list[str], ship: list[str], *, auto: bool, here: Path) -> lis
         rel = _local(os.path.relpath(Path(path).resolve(), here.resolve()) if Path(path).is_absolute() else path, here)
         if rel is None:
             where = ("does not exist" if not (here / path).exists() else
+                     "has a ':', which scp reads as host:path" if ":" in path else
                      "is the current folder itself" if (here / path).resolve() == here.resolve() else
                      "is not under the current folder")
             raise BadInput(f"--ship {path}: {where} ({here}); ship a file or folder under the folder you run "

@@ -67,10 +67,9 @@ def test_run_dry_run_every_host_then_one(cli, make_env, tmp_path, monkeypatch):
 def _project(root: Path) -> Path:
     """A user's folder: a script, a data folder, a config, a package, and a file beside it."""
     for rel, text in (("train.py", "print('hi')\n"), ("data/a.txt", "a\n"), ("conf/x.yaml", "x: 1\n"),
-                      ("pkg/mod.py", "X = 1\n"), ("pkg/util.py", "Y = 2\n"), ("up.py", "")):
+                      ("pkg/mod.py", "X = 1\n"), ("pkg/util.py", "Y = 2\n"), ("up.py", ""), ("proj/a:b", "")):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    (root / "proj").mkdir()
     return root / "proj"
 
 
@@ -87,7 +86,7 @@ def test_run_ships_the_local_files_its_words_name(cli, tmp_path, monkeypatch):
     _project(tmp_path)
     monkeypatch.chdir(tmp_path)
     words = ["--", "python3", "train.py", "--data", "data", "--config=conf/x.yaml", "/mnt/common", "../up.py",
-             "missing.py", "pkg/mod.py", "-"]
+             "missing.py", "pkg/mod.py", "-", "proj/a:b"]
     code, out, err = cli("run", "--dry-run", "--values", VM, *words)
     assert code == 0, err
     # one copy per local folder, at the same relative path under ~/.tpubuild/run; host paths stay
@@ -118,6 +117,7 @@ def test_run_ships_the_local_files_its_words_name(cli, tmp_path, monkeypatch):
     ("nope", "--ship nope: does not exist"),
     ("/etc/passwd", "--ship /etc/passwd: is not under the current folder"),
     (".", "--ship .: is the current folder itself"),
+    ("a:b", "--ship a:b: has a ':', which scp reads as host:path"),
 ])
 def test_run_ship_outside_or_missing_is_one_line(cli, tmp_path, monkeypatch, ship, msg):
     monkeypatch.chdir(_project(tmp_path))
