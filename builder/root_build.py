@@ -22,6 +22,8 @@ DEFAULTS: dict[str, str] = {
     "_ALLOW_DATA_LOSS": "false",
     "_ALLOW_WIPE": "false",
 }
+#: The action every build of the GitOps trigger runs.
+TRIGGER_ACTION = "auto"
 #: What a push must touch to run the trigger.
 TRIGGER_FILES: tuple[str, ...] = ("values.env", "modules/**", "env_setup/**", "models/**")
 
@@ -58,7 +60,7 @@ def trigger(env_name: str, owner: str, repo: str, branch: str, service_account: 
         "github": {"owner": owner, "name": repo, "push": {"branch": f"^{re.escape(branch)}$"}},
         "filename": "cloudbuild.yaml",
         "includedFiles": list(TRIGGER_FILES),
-        "substitutions": {**DEFAULTS, "_BUILD_ACTION": "auto"},
+        "substitutions": {**DEFAULTS, "_BUILD_ACTION": TRIGGER_ACTION},
         "tags": ["tpubuild", f"tpubuild-{env_name}"],
         **({"serviceAccount": service_account} if service_account else {}),
     }

@@ -16,8 +16,9 @@ architecture adds a subclass with ``ssh``/``scp``/``preamble``.
 
 from __future__ import annotations
 
+import posixpath
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from string import Template
 
@@ -35,14 +36,23 @@ _READY = Template(
     '(docs/env_setup.md, Logs and debugging)" >&2; exit 1; fi; $command')
 _DETACHED = Template("setsid nohup $command >/dev/null 2>&1 </dev/null &")
 
+#: Where ``tpubuild run`` ships the user's files on a host (relative to the home, where ssh
+#: starts): a mirror of the local folder ``run`` was started in, as far as it is shipped, emptied
+#: before each shipping ``run``; the command then runs in it, so its relative paths mean there what
+#: they meant here.
+RUN_DIR = ".tpubuild/run"
+
 #: ``tpubuild run`` on one host: a new session (its process group id = the shell's pid, saved for
-#: ``stop``), everything appended to the host's log on Filestore, the user's words exec'd as given.
+#: ``stop``), everything appended to the host's log on Filestore, then in ``$workdir`` (``.``: the
+#: home) the user's words exec'd as given.
 _RUN = Template(
-    "mkdir -p .tpubuild && setsid nohup sh -c $script tpubuild-run $log_dir $pidfile $words "
+    "mkdir -p .tpubuild && setsid nohup sh -c $script tpubuild-run $log_dir $pidfile $workdir $words "
     ">/dev/null 2>&1 </dev/null &")
 _RUN_SCRIPT = (
-    'log="$1/host-${TPUBUILD_WORKER_NUMBER:-$(hostname)}.log"; echo $$ >"$2"; shift 2; '
-    'exec >>"$log" 2>&1; echo "[tpubuild run $(date -u +%FT%TZ) $(hostname)] $*"; exec "$@"')
+    'log="$1/host-${TPUBUILD_WORKER_NUMBER:-$(hostname)}.log"; echo $$ >"$2"; exec >>"$log" 2>&1; '
+    'cd "$3" || exit 1; shift 3; echo "[tpubuild run $(date -u +%FT%TZ) $(hostname)] $*"; exec "$@"')
+#: The run folder emptied and its sub-folders made, before the shipped files are copied in.
+_SHIP_DIRS = Template("rm -rf $root && mkdir -p $dirs")
 
 #: ``tpubuild stop`` on one host: the run's whole process group (TERM, 20 s, KILL), then whatever
 #: still holds the TPU (/dev/accel*, /dev/vfio/*: TERM, 10 s, KILL, by fuser), then libtpu's lock
@@ -116,11 +126,28 @@ def detached(command: str) -> str:
     return _DETACHED.substitute(command=command)
 
 
-def run_line(words: list[str], log_dir: str) -> str:
-    """``tpubuild run``'s command on one host: ``words`` detached, logged to
-    ``<log_dir>/host-<worker>.log``, its process group id saved in ``~/.tpubuild/run.pgid``."""
+def run_line(words: list[str], log_dir: str, *, workdir: str = ".") -> str:
+    """``tpubuild run``'s command on one host: ``words`` detached, run in ``workdir`` (relative to
+    the home), logged to ``<log_dir>/host-<worker>.log``, its process group id saved in
+    ``~/.tpubuild/run.pgid``."""
     return _RUN.substitute(script=_q(_RUN_SCRIPT), log_dir=_q(log_dir), pidfile=_q(RUN_PIDFILE),
-                           words=shlex.join(words))
+                           workdir=_q(workdir), words=shlex.join(words))
+
+
+def ship_groups(paths: list[str], root: str = RUN_DIR) -> list[tuple[str, list[str]]]:
+    """Where each shipped path goes: ``(folder under root on the host, [local paths])``, one entry
+    per local parent folder, so ``a/b/c.py`` lands at ``<root>/a/b/c.py``. ``paths`` are relative,
+    normalised, with no ``..``."""
+    groups: dict[str, list[str]] = {}
+    for path in paths:
+        parent = posixpath.dirname(path)
+        groups.setdefault(posixpath.join(root, parent) if parent else root, []).append(path)
+    return [(f"{dest}/", groups[dest]) for dest in sorted(groups)]
+
+
+def ship_dirs_line(paths: list[str], root: str = RUN_DIR) -> str:
+    """Empty ``root`` on the host and make the folders :func:`ship_groups` copies into."""
+    return _SHIP_DIRS.substitute(root=_q(root), dirs=shlex.join(d.rstrip("/") for d, _ in ship_groups(paths, root)))
 
 
 def dirs_line(share: str, dirs: list[str], *, spelling: str = "run") -> str:
@@ -190,7 +217,9 @@ class Hosts:
     def ssh(self, worker: str, command: str, *, ready: bool = True) -> str:
         raise NotImplementedError
 
-    def scp(self, src: str, dest: str) -> str:
+    def scp(self, src: str | Sequence[str], dest: str) -> str:
+        """Copy ``src`` (a path, or several) here into the folder ``dest`` on every host (vm and
+        mig take ``worker=`` to copy to one)."""
         raise NotImplementedError
 
     def preamble(self) -> str:
@@ -222,9 +251,9 @@ class TpuVmHosts(Hosts):
         return [*self.gcloud("scp"), "--recurse", f"{self.tpu_name}:{path}", local, *self.location(), *self.tunnel(),
                 f"--worker={worker}"]
 
-    def scp(self, src: str, dest: str) -> str:
-        return shlex.join([*self.gcloud("scp"), "--recurse", src, f"{self.tpu_name}:{dest}", *self.location(),
-                           *self.tunnel(), "--worker=all"])
+    def scp(self, src: str | Sequence[str], dest: str, *, worker: str = "all") -> str:
+        return shlex.join([*self.gcloud("scp"), "--recurse", *_sources(src), f"{self.tpu_name}:{dest}",
+                           *self.location(), *self.tunnel(), f"--worker={worker}"])
 
 
 @dataclass(frozen=True)
@@ -241,9 +270,9 @@ class MigHosts(Hosts):
     def ssh(self, instance: str, command: str, *, ready: bool = True) -> str:
         return join(self.argv(Word(instance), on_host(command, ready=ready)))
 
-    def scp(self, src: str, dest: str, *, host: str = LEADER) -> str:
+    def scp(self, src: str | Sequence[str], dest: str, *, host: str = LEADER) -> str:
         """``src`` to the folder ``dest`` on ``host`` (a shell word; default the leader)."""
-        return join(["gcloud", "compute", "scp", "--recurse", src, remote(host, dest), *self.location(),
+        return join(["gcloud", "compute", "scp", "--recurse", *_sources(src), remote(host, dest), *self.location(),
                      *self.tunnel()])
 
     def leader(self) -> tuple[str, str]:
@@ -300,14 +329,18 @@ class SliceHosts(MigHosts):
         return join(["gcloud", "compute", "scp", "--recurse", remote(self.worker(int(worker)), path), local,
                      *self.location(), *self.tunnel()])
 
-    def scp(self, src: str, dest: str, *, host: str = "") -> str:
-        """``dest`` is a path; copied to every worker."""
-        return "\n".join(MigHosts.scp(self, src, dest, host=self.worker(n)) for n in self.workers("all"))
+    def scp(self, src: str | Sequence[str], dest: str, *, host: str = "", worker: str = "all") -> str:
+        """``dest`` is a path; copied to every worker (or worker ``worker``), one line each."""
+        return "\n".join(MigHosts.scp(self, src, dest, host=self.worker(n)) for n in self.workers(worker))
 
     @staticmethod
     def worker(n: int) -> Word:
         """Worker ``n``'s name, as the script holds it (``"${TPUBUILD_HOSTS[n]}"``)."""
         return Word(_WORKER.substitute(n=n))
+
+
+def _sources(src: str | Sequence[str]) -> list[str]:
+    return [src] if isinstance(src, str) else list(src)
 
 
 def remote(host: str, path: str) -> Word:

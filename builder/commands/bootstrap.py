@@ -38,11 +38,16 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
 
 
 def cmd_trigger(args: argparse.Namespace) -> int:
+    """Every build of the trigger runs ``auto``: a file that ``auto`` refuses (a TPU Node, see
+    builder/legacy.py) gets the same one-line refusal here, instead of a trigger whose every build
+    fails."""
     import yaml
 
-    from builder.root_build import trigger
+    from builder.legacy import refuse_unbuildable
+    from builder.root_build import TRIGGER_ACTION, trigger
 
     settings = load_settings(args)
+    refuse_unbuildable(settings, TRIGGER_ACTION)
     body = trigger(settings.env_name, args.repo_owner, args.repo_name, args.branch,
                    settings.builder_service_account_resource)
     sys.stdout.write(yaml.safe_dump(body, sort_keys=False, default_flow_style=False))

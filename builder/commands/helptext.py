@@ -64,9 +64,14 @@ HELP: dict[str, tuple[str, str]] = {
         "Run your own command on every TPU host (or host N) with the host's XLA/PJRT environment, "
         "detached (closing the terminal leaves it running), logged per host on Filestore at "
         "<MOUNT_POINT>/nfs_share/logs/<env>/run/host-N.log. Hosts that are not ready are refused. "
+        "Every word of the command that names a file or folder under the current folder (and every "
+        "--ship PATH) is copied first to ~/.tpubuild/run on those hosts, at the same relative path, "
+        "and the command runs there; absolute paths are the hosts' own. "
         "`tpubuild stop` ends it and frees the TPU; `tpubuild logs --run` shows its log.",
-        "examples:\n  tpubuild run -- python3 models/examples/torch_xla_launch.py --epochs 1\n"
-        "  tpubuild run --hosts 0 -- df -h /mnt/common     (any command)\n  tpubuild run --dry-run -- python3 train.py"),
+        "examples:\n  tpubuild run -- python3 models/examples/torch_xla_launch.py --steps 50   (the script is copied)\n"
+        "  tpubuild run --ship models/examples -- python3 models/examples/torch_xla_launch.py --batch 32\n"
+        "  tpubuild run --hosts 0 -- df -h /mnt/common     (any command)\n"
+        "  tpubuild run --dry-run -- python3 models/examples/torch_xla_launch.py --steps 10"),
     "stop": (
         "Stop the training on every host and free the TPU (the environment stays up).",
         "examples:\n  tpubuild stop\n  tpubuild stop --dry-run"),

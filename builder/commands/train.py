@@ -24,8 +24,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+import posixpath
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -50,8 +53,12 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p = sub.add_parser("run", parents=[common], help="run a command on the TPU hosts, detached, logged on Filestore")
     p.add_argument("--hosts", default="all", metavar="all|N", help="every host (default) or host N only")
     p.add_argument("--dry-run", action="store_true", help="print the commands instead of running them")
+    p.add_argument("--ship", action="append", default=[], metavar="PATH",
+                   help="also copy this file or folder (under the current folder) to the hosts; repeatable")
+    p.add_argument("--no-ship", action="store_true",
+                   help="copy nothing: the command's words that name local files are host paths")
     p.add_argument("words", nargs=argparse.REMAINDER, metavar="-- COMMAND...",
-                   help="the command, after --, e.g. -- python3 train.py --epochs 3")
+                   help="the command, after --, e.g. -- python3 train.py --steps 30")
     p.set_defaults(func=run_run)
 
     p = sub.add_parser("stop", parents=[common], help="stop the training on every host and free the TPU")
@@ -219,18 +226,71 @@ def run_log_dir(settings: Settings) -> str:
     return f"{settings.mount_point.rstrip('/')}/nfs_share/logs/{settings.env_name}/run"
 
 
-def plan_run(settings: Settings, hosts: ModuleType, where: str, words: list[str]) -> list[Any]:
+def _local(word: str, here: Path) -> str | None:
+    """``word`` as a normalised path relative to ``here`` when it names a file or folder there
+    (inside ``here``: no ``..``, not ``here`` itself, not absolute; no ``:``, which scp would read
+    as ``host:path``), else None."""
+    if not word or word.startswith("/") or ":" in word:
+        return None
+    path = posixpath.normpath(word)
+    if path == "." or path == ".." or path.startswith("../") or not (here / path).exists():
+        return None
+    return path
+
+
+def to_ship(words: list[str], ship: list[str], *, auto: bool, here: Path) -> list[str]:
+    """The local paths ``tpubuild run`` copies to the hosts, relative to ``here`` (the current
+    folder), outermost only: every ``--ship PATH`` (which must exist under ``here``) and, with
+    ``auto``, every word of the command, or value of a ``--flag=value`` word, that names a file or
+    folder under ``here``. Absolute paths and paths outside ``here`` are host paths, never shipped
+    (``/mnt/common`` exists on both sides)."""
+    found = []
+    for path in ship:
+        rel = _local(os.path.relpath(Path(path).resolve(), here.resolve()) if Path(path).is_absolute() else path, here)
+        if rel is None:
+            where = ("does not exist" if not (here / path).exists() else
+                     "has a ':', which scp reads as host:path" if ":" in path else
+                     "is the current folder itself" if (here / path).resolve() == here.resolve() else
+                     "is not under the current folder")
+            raise BadInput(f"--ship {path}: {where} ({here}); ship a file or folder under the folder you run "
+                           "tpubuild in (it lands at the same relative path in ~/.tpubuild/run on each host)")
+        found.append(rel)
+    if auto:
+        for word in words:
+            value = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
+            rel = None if value.startswith("-") else _local(value, here)
+            if rel is not None:
+                found.append(rel)
+    unique = sorted(set(found))
+    return [p for p in unique if not any(p.startswith(f"{q}/") for q in unique)]
+
+
+def plan_run(settings: Settings, hosts: ModuleType, where: str, words: list[str],
+             shipped: Sequence[str] = (), here: Path | None = None) -> list[Any]:
+    """``words`` detached on the hosts (``where``: all or N); ``shipped`` (paths relative to
+    ``here``, :func:`to_ship`) copied first into ``~/.tpubuild/run`` (emptied) on those hosts, the
+    command then run in that folder."""
     access = run_access(settings, hosts)
     if where != "all" and not (where.isdigit() and int(where) < settings.hosts):
         raise BadInput(f"--hosts {where}: {settings.tpu_name} has {settings.hosts} host(s); "
                        f"use --hosts all or a number from 0 to {settings.hosts - 1}")
     share = f"{settings.mount_point.rstrip('/')}/nfs_share"
     log_dir = run_log_dir(settings)
-    return hosts.with_preamble(access, [
-        hosts.Step(f"the log folder on Filestore ({log_dir})", (access.ssh("0", hosts.dirs_line(share, [log_dir])),)),
-        hosts.Step(f"run on {'every host' if where == 'all' else 'host ' + where}, detached; "
-                   f"each host appends to {log_dir}/host-<N>.log", (access.ssh(where, hosts.run_line(words, log_dir)),)),
-    ])
+    on = "every host" if where == "all" else f"host {where}"
+    steps = [hosts.Step(f"the log folder on Filestore ({log_dir})",
+                        (access.ssh("0", hosts.dirs_line(share, [log_dir])),))]
+    workdir = "."
+    if shipped:
+        workdir, paths = hosts.RUN_DIR, list(shipped)
+        copies = tuple(access.scp(sources, dest, worker=where) for dest, sources in hosts.ship_groups(paths))
+        steps += [
+            hosts.Step(f"~/{workdir} emptied on {on}", (access.ssh(where, hosts.ship_dirs_line(paths)),)),
+            hosts.Step(f"copy {' '.join(paths)} (from {here or Path.cwd()}) to ~/{workdir} on {on}", copies),
+        ]
+    steps.append(hosts.Step(f"run on {on}{' in ~/' + workdir if shipped else ''}, detached; "
+                            f"each host appends to {log_dir}/host-<N>.log",
+                            (access.ssh(where, hosts.run_line(words, log_dir, workdir=workdir)),)))
+    return hosts.with_preamble(access, steps)
 
 
 def run_run(args: argparse.Namespace) -> int:
@@ -241,8 +301,10 @@ def run_run(args: argparse.Namespace) -> int:
         raise BadInput("tpubuild run: no command; write it after --, e.g. tpubuild run -- python3 train.py")
     settings = load_settings(args)
     hosts = load_hosts(settings)
+    here = Path.cwd()
+    shipped = to_ship(words, args.ship, auto=not args.no_ship, here=here)
     return _launch(args, f"# tpubuild run on {settings.tpu_name} ({settings.hosts} host(s)), --hosts {args.hosts}",
-                   hosts.render(plan_run(settings, hosts, args.hosts, words), numbered=False),
+                   hosts.render(plan_run(settings, hosts, args.hosts, words, shipped, here), numbered=False),
                    f"start the command on {settings.tpu_name}",
                    f"tpubuild: running detached on {settings.tpu_name} (--hosts {args.hosts}); logs in "
                    f"{run_log_dir(settings)}/host-<N>.log ('tpubuild logs --run --host N'); stop with 'tpubuild stop'")

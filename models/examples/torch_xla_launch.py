@@ -1,12 +1,11 @@
 """Plain PyTorch/XLA, one process per local TPU chip via ``torch_xla.launch`` (PJRT).
 
-Run it on every host of the pod:
+Run it on every host of the pod (``tpubuild run`` copies it to the hosts first):
 
     tpubuild run -- python3 models/examples/torch_xla_launch.py --steps 100
 
-(after copying it to the hosts, e.g. ``gcloud alpha compute tpus tpu-vm scp --worker=all``; or
-keep your scripts on Filestore). Every host starts its local processes; PJRT finds the other
-hosts through the TPU metadata, so the gradients are averaged across the whole slice.
+Every host starts its local processes; PJRT finds the other hosts through the TPU metadata, so the
+gradients are averaged across the whole slice.
 """
 
 from __future__ import annotations

@@ -234,6 +234,12 @@ CASES: list[Case] = [
     Case("logs-metrics-follow", VM.read_text(), args=("logs", "--values", "{values}", "--metrics", "--follow", "--dry-run"),
          expect=("--metrics", "--follow")),
     Case("trigger-missing-flag", args=("trigger", "--values", "{values}", "--repo-owner", "a"), expect=("--repo-name",)),
+    Case("trigger-node-file", base=NODE, args=("trigger", "--values", "{values}", "--repo-owner", "a", "--repo-name", "b"),
+         expect=("TPU_ARCH:", "auto is refused", "tpubuild migrate")),
+    Case("run-ship-missing", args=("run", "--values", "{values}", "--dry-run", "--ship", "nope.py", "--", "python3", "x.py"),
+         expect=("--ship nope.py: does not exist", "under the folder you run tpubuild in")),
+    Case("run-ship-outside", args=("run", "--values", "{values}", "--dry-run", "--ship", "/etc/passwd", "--", "true"),
+         expect=("--ship /etc/passwd: is not under the current folder",)),
     Case("bootstrap-unwritable", args=("bootstrap", "--values", "{values}", "--output", "{tmp}/no/such/dir/cloudbuild.yaml"),
          expect=("{tmp}/no/such/dir/cloudbuild.yaml", "--output")),
     # ---------------------------------------------------------------- issue 11: provisioning, zones, node legacy, migrate

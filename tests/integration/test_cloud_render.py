@@ -78,6 +78,17 @@ def test_trigger_is_a_github_push_trigger_for_auto(cli) -> None:
     assert trigger.name == "tpubuild-tpu-dev1-auto"
 
 
+def test_trigger_on_a_node_file_is_refused_as_auto_is(cli) -> None:
+    """Every build of the trigger runs auto, which refuses a TPU Node file: the trigger is refused
+    with the same one line (the fix: tpubuild migrate), and prints nothing."""
+    from tests.conftest import NODE
+
+    code, out, err = cli("--values", NODE, "trigger", "--repo-owner", "acme", "--repo-name", "tpu-env")
+    _, _, auto = cli("--values", NODE, "plan", "--action", "auto")
+    assert (code, out) == (2, "") and len(err.splitlines()) == 1 and "run tpubuild migrate" in err
+    assert err == auto
+
+
 @pytest.mark.parametrize("args, key", [
     (["--repo-owner", "acme corp", "--repo-name", "x"], "--repo-owner"),
     (["--repo-owner", "acme", "--repo-name", "a/b"], "--repo-name"),

@@ -130,6 +130,9 @@ COMMANDS = [
     ("logs", "--run", "--host", "1", "--dry-run"),
     ("run", "--dry-run", "--", "python3", "models/examples/torch_xla_launch.py", "--steps", "10"),
     ("run", "--dry-run", "--hosts", "2", "--", "python3", "models/examples/lightning_tpu.py"),
+    # shipped from the repository root: a file at the top, a folder, a file two folders down
+    ("run", "--dry-run", "--ship", "README.md", "--ship", "env_setup", "--", "python3",
+     "models/examples/torch_xla_launch.py", "--steps", "10"),
 ]
 
 

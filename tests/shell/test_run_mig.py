@@ -227,3 +227,33 @@ def test_metrics_script_reads_the_reports_on_worker_0(make_env, tmp_path):
     (log_dir / "host-1.metrics.txt").unlink()  # no report yet: exit 3, which tpubuild turns into one line
     r = subprocess.run(argv, env=sandbox(tmp_path / "again", NAMES), capture_output=True, text=True, timeout=120)
     assert r.returncode == 3 and "no metrics report yet" in r.stderr
+
+
+# ---------------------------------------------------------------- run ships local files (tests/support/host_sandbox.py)
+
+def test_run_ships_to_every_host_in_worker_order_and_each_line_parses(cli, gcloud, make_env, tmp_path, monkeypatch):
+    from tests.support import host_sandbox
+
+    project = tmp_path / "project"
+    (project / "job").mkdir(parents=True)
+    (project / "job/hello.sh").write_text('echo "worker=$TPU_WORKER_ID pwd=$(pwd)"\n')
+    monkeypatch.chdir(project)
+    mount = tmp_path / "mnt"
+    code, out, err = cli("run", "--dry-run", "--values", make_env(MIG, MOUNT_POINT=str(mount)), "--", "sh", "job/hello.sh")
+    assert code == 0, err
+    scp = [w for w in gcloud_lines(out) if w[:3] == ["gcloud", "compute", "scp"]]
+    assert [HOST.match(w[-4].split(":")[0]).group(1) for w in scp] == ["0", "1", "2", "3"]
+    for words in gcloud_lines(out):
+        concrete = [HOST.sub(lambda m: ORDER[int(m.group(1))], w.split(":")[0]) + w[len(w.split(":")[0]):]
+                    if HOST.match(w.split(":")[0]) else w for w in words]
+        parsed = gcloud.parse(concrete)
+        assert parsed.ok, (concrete[:6], parsed.why())
+    box = tmp_path / "hosts"
+    env = host_sandbox.sandbox(box, ORDER, listing=NAMES)  # listed shuffled; worker N is the N-th in C order
+    r = subprocess.run(["bash", "-c", out], cwd=project, env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    for worker, name in enumerate(ORDER):
+        assert (box / name / "home/.tpubuild/run/job/hello.sh").exists()
+        log = mount / f"nfs_share/logs/v6e-slice/run/host-{worker}.log"
+        assert _wait(lambda: log.exists() and "worker=" in log.read_text(), 30)
+        assert f"worker={worker} pwd={box / name}/home/.tpubuild/run" in log.read_text()

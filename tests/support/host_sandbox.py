@@ -1,0 +1,98 @@
+"""Sandboxed hosts that a printed ``tpubuild run``/launch script really reaches: a stand-in
+``gcloud`` on PATH that runs ``ssh --command`` in the named host's sandbox (``sh``, its home as the
+working folder) and copies ``scp`` sources into that home, as the real gcloud does over the wire.
+
+Each host is a folder ``<box>/<name>/`` with ``run/ready``, ``profile.d/tpubuild.sh`` (what
+startup.sh writes: the worker number and the XLA environment) and ``home/``. The absolute host
+paths of the scripts (``/run/tpubuild/``, ``/etc/profile.d/``) are moved into the host's folder.
+vm: ``gcloud [alpha] compute tpus tpu-vm ssh|scp ... --worker=all|N`` reaches the hosts in worker
+order; mig: ``gcloud compute ssh|scp NAME`` the host called NAME, and ``list-instances`` prints
+``<box>/listing``. Every call is appended to ``<box>/calls`` as ``verb host``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+FAKE_GCLOUD = r'''#!{python}
+import os, shutil, subprocess, sys
+from pathlib import Path
+
+box = Path(os.environ["SANDBOX"])
+args = sys.argv[1:]
+flags = dict(a[2:].split("=", 1) if "=" in a else (a[2:], "") for a in args if a.startswith("--"))
+pos = [a for a in args if not a.startswith("--")]
+if "list-instances" in pos:
+    sys.stdout.write((box / "listing").read_text())
+    sys.exit(0)
+verb = next(a for a in pos if a in ("ssh", "scp"))
+rest = pos[pos.index(verb) + 1:]
+workers = (box / "workers").read_text().split()
+
+
+def targets(name):
+    if "tpu-vm" in pos:
+        w = flags["worker"]
+        return workers if w == "all" else [workers[int(w)]]
+    return [name]
+
+
+def log(host):
+    with open(box / "calls", "a") as f:
+        f.write(f"{verb} {host}\n")
+
+
+if verb == "ssh":
+    rc = 0
+    for host in targets(rest[0]):
+        log(host)
+        root = box / host
+        cmd = flags["command"].replace("/run/tpubuild/", f"{root}/run/").replace("/etc/profile.d/", f"{root}/profile.d/")
+        env = {**os.environ, "HOME": str(root / "home")}
+        rc = subprocess.run(["sh", "-c", cmd], cwd=root / "home", env=env).returncode or rc
+    sys.exit(rc)
+*sources, dest = rest
+name, path = dest.split(":", 1)
+for host in targets(name):
+    log(host)
+    target = box / host / "home" / path
+    if path.endswith("/") and not target.is_dir():
+        sys.exit(f"scp: {path}: No such file or directory")
+    for src in sources:
+        into = target / Path(src).name if target.is_dir() else target
+        if Path(src).is_dir():
+            shutil.copytree(src, into, dirs_exist_ok=True)
+        else:
+            shutil.copy2(src, into)
+'''
+
+
+def sandbox(box: Path, names: list[str], profile: str = "", *, listing: list[str] | None = None) -> dict[str, str]:
+    """Hosts ``names`` (worker order) under ``box``; ``profile`` is added to each host's
+    /etc/profile.d/tpubuild.sh after its worker number. Returns the environment to run a
+    printed script in (``bash -c``)."""
+    bin_dir = box / "bin"
+    bin_dir.mkdir(parents=True)
+    stand_ins = {"gcloud": FAKE_GCLOUD.replace("{python}", sys.executable),
+                 "sudo": '#!/bin/sh\nexec "$@"\n', "mountpoint": "#!/bin/sh\nexit 0\n"}
+    for name, text in stand_ins.items():
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    for worker, name in enumerate(names):
+        root = box / name
+        for d in ("run", "profile.d", "home"):
+            (root / d).mkdir(parents=True)
+        (root / "run/ready").write_text("")
+        (root / "profile.d/tpubuild.sh").write_text(
+            f"export TPU_WORKER_ID={worker}\nexport TPUBUILD_WORKER_NUMBER={worker}\n{profile}")
+    (box / "workers").write_text("\n".join(names) + "\n")
+    (box / "listing").write_text("\n".join(listing if listing is not None else names) + "\n")
+    return {**os.environ, "SANDBOX": str(box), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
+def calls(box: Path) -> list[str]:
+    """``verb host`` of every gcloud call so far."""
+    path = box / "calls"
+    return path.read_text().splitlines() if path.exists() else []
