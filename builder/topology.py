@@ -55,12 +55,10 @@ def _unknown(accelerator_type: str, family: str, size: str) -> BadInput:
     families = ", ".join(f"{g.prefix}-N" for g in generations.records())
     known = generations.get(family) if family else None
     if known is not None:
-        named = f"{known.name} types are named {known.prefix}-N"
+        what = f"unknown accelerator type {accelerator_type!r} (Cloud TPU names {known.name} types {known.prefix}-N)"
         if size.isdigit() and int(size) in known.sizes:
-            return BadInput(f"unknown accelerator type {accelerator_type!r}; did you mean {known.prefix}-{size}? "
-                            f"({named})")
-        listed = ", ".join(known.types())
-        return BadInput(f"unknown accelerator type {accelerator_type!r}; {named}: {listed}")
+            return BadInput(f"{what}; did you mean {known.prefix}-{size}?")
+        return BadInput(f"{what}; use one of {', '.join(known.types())}")
     import difflib  # only on a typo: not at start-up
 
     guess = difflib.get_close_matches(accelerator_type, valid_types(), n=1)

@@ -204,9 +204,12 @@ def torch_xla_version(job: Job) -> str:
     pinned = job.opt("torch_xla")
     if pinned != "auto":
         return pinned
-    if job.arch == "mig":
-        return MIG_TORCH_XLA[job.generation]
-    return VM_TORCH_XLA[job.runtime]
+    pin = MIG_TORCH_XLA.get(job.generation) if job.arch == "mig" else VM_TORCH_XLA.get(job.runtime)
+    if pin is None:  # a generation newer than these pins: the user names a release that supports it
+        what = f"{job.generation} on mig" if job.arch == "mig" else f"runtime {job.runtime}"
+        raise LaunchError("ROBERTA_TORCH_XLA_VERSION", f"the roberta launcher pins no torch_xla release for {what}",
+                          "set ROBERTA_TORCH_XLA_VERSION to a torch_xla release that supports it, e.g. \"2.9.0\"")
+    return pin
 
 
 def fairseq_requirement(job: Job) -> str:
