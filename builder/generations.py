@@ -82,6 +82,15 @@ class Generation:
         return path in self.paths
 
 
+#: How messages name the disk types of ``shared_pd_types``.
+DISK_WORDS = {"pd-balanced": "Balanced Persistent Disk"}
+
+
+def disk_words(types: tuple[str, ...]) -> str:
+    """``("pd-balanced",)`` → "Balanced Persistent Disk"."""
+    return " or ".join(DISK_WORDS.get(t, t) for t in types)
+
+
 def _record(name: str, row: dict[str, Any]) -> Generation:
     mig = row["mig"]
     return Generation(

@@ -132,16 +132,11 @@ def cross_checks(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str,
              "dataset disk (modules/shared_pd) cannot be attached to them",
              'set SHARED_PD_DISK_ATTACH="false" and read the dataset from Filestore (SHARED_FS) or GCS_DATASET')
     elif arch == "vm" and v["shared_pd_attach"] and v["shared_pd_type"] not in attachable:
-        fail("SHARED_PD_DISK_TYPE", f"{topo.generation} TPU VMs attach only {_disk_words(attachable)}, so a "
+        fail("SHARED_PD_DISK_TYPE", f"{topo.generation} TPU VMs attach only {generations.disk_words(attachable)}, so a "
              f"{v['shared_pd_type']} dataset disk cannot be attached to them", f'set SHARED_PD_DISK_TYPE="{attachable[0]}"')
     if arch == "node" and v.get("env_ttl_hours"):
         fail("ENV_TTL_HOURS", "the TTL (modules/ttl) is created with a TPU VM; the legacy node architecture "
              "has none", 'remove ENV_TTL_HOURS or use TPU_ARCH="vm"')
-
-
-def _disk_words(types: tuple[str, ...]) -> str:
-    words = {"pd-balanced": "Balanced Persistent Disk"}
-    return " or ".join(words.get(t, t) for t in types)
 
 
 def name_lengths(v: dict[str, Any], fail: Fail) -> None:
