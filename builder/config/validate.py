@@ -8,10 +8,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from builder import generations
 from builder.config import offers
 from builder.config.filestore import TIERS
 from builder.errors import BadInput
-from builder import generations
 from builder.topology import Topology, mig_shape
 
 #: vm runtimes and the generations each one serves.
