@@ -56,7 +56,7 @@ def our_args(launcher, data_bin: Path, seq_len: int, batch: int) -> list[str]:
     job = launcher.Job(
         env="bench", project="p", zone="us-central2-b", arch="vm", accelerator_type="v4-8", generation="v4",
         chips=4, cores=8, hosts=1, runtime="tpu-ubuntu2204-base", tpu_name="t", mig_name="m", mount_point="/mnt",
-        iap=True, options={
+        iap=True, devices_per_chip=1, options={
             "roberta_total_batch": 4 * batch, "roberta_batch_per_device": batch, "roberta_seq_len": seq_len,
             "roberta_max_updates": 1000, "roberta_warmup_updates": 10, "roberta_lr_scheduler": "polynomial_decay",
             "roberta_lr": 0.0005, "roberta_arch": "roberta_base", "roberta_save_interval_updates": 100,

@@ -12,7 +12,7 @@ text, with the quote) is shown as ``(unconfirmed)``: an estimate, never a fact.
 
 The lookup is keyed by ``(generation, provisioning, region)``: ``provisioning(settings)`` reads
 ``TPU_PROVISIONING`` when values.env has it, else the TPU_SPOT / TPU_PREEMPTIBLE /
-TPU_RESERVED flags. Pure: reads only the packaged data file (once).
+TPU_RESERVED flags. Pure: reads only the packaged data files (once).
 """
 
 from __future__ import annotations
@@ -25,15 +25,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from builder import generations
 from builder import modules as catalogue
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
 PRICES = Path(__file__).resolve().parent / "data" / "prices.json"
-
-#: Generation names other engineers' tables may use for the same chip.
-_GENERATION_ALIASES = {"v7x": "tpu7x", "ironwood": "tpu7x", "v5litepod": "v5e", "trillium": "v6e"}
 
 
 @lru_cache(maxsize=1)
@@ -110,8 +108,10 @@ def provisioning(settings: Settings) -> str:
 
 
 def generation_key(generation: str) -> str:
-    g = generation.strip().lower()
-    return _GENERATION_ALIASES.get(g, g)
+    """The ``tpu_chip_hour`` key of a generation: its record's name, whatever name or alias
+    (v5litepod, trillium, ironwood) the caller used (builder/generations.py)."""
+    g = generations.get(generation)
+    return g.name if g is not None else generation.strip().lower()
 
 
 def _regional(prices: dict[str, Any], region: str, default_region: str) -> tuple[float | None, bool]:

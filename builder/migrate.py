@@ -11,8 +11,9 @@ writes the files. What it does, line by line, keeping every other line and every
   SOURCE_IMAGE_PROJECT, GCE_IMAGE_VERSION, BOOT_DISK_SIZE_GB, TPU_CIDR_BLOCK) are commented out
   with a one-line reason, and so is any line that refers to one of them with ``${...}``;
 * MIG_EXTERNAL_IP becomes TPU_EXTERNAL_IPS (the same meaning for TPU VM hosts);
-* an attached shared PD's SHARED_PD_DISK_TYPE becomes pd-balanced: TPU VMs (v2-v5p) attach Balanced
-  Persistent Disk only (https://cloud.google.com/tpu/docs/setup-persistent-disk);
+* an attached shared PD's SHARED_PD_DISK_TYPE becomes one the generation's TPU VMs attach (its
+  record's ``shared_pd_types``: pd-balanced for v2 and v3, from
+  https://cloud.google.com/tpu/docs/setup-persistent-disk);
 * MIG_SETUP_SCRIPT keeps its value: on TPU VMs the boot script (env_setup/scripts/startup.sh) runs
   it on every host after the mounts; the seed's own scripts (``builder.legacy.SEED_SCRIPTS``) in
   MIG_SETUP_SCRIPT / MIG_SEED_DATA_PREP_SCRIPT are cleared with a note, since this product does
@@ -28,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from builder import generations
 from builder.config import load_text
 from builder.config.validate import VM_RUNTIMES
 from builder.legacy import SEED_SCRIPTS
@@ -114,12 +116,13 @@ def migrate_text(text: str, path: Path | str) -> Result:
             out.append(f'{m["lead"]}{new}{m["eq"]}{value}{tail}')
             result.changes.append(f"{key} → {new} (same meaning for TPU VM hosts)")
             continue
-        if node and key == "SHARED_PD_DISK_TYPE" and settings.shared_pd_attach and raw != "pd-balanced":
-            # TPU VMs (v2-v5p) attach Balanced Persistent Disk only (builder/config/validate.py)
-            out.append(f"{MARK} was {raw}: TPU VMs attach Balanced Persistent Disk only")
-            out.append(f'{m["lead"]}{key}{m["eq"]}"pd-balanced"{tail}')
-            result.changes.append(f"{key}: {raw!r} → 'pd-balanced' (TPU VMs attach Balanced Persistent Disk only)")
-            result.notes.append(f"the shared PD becomes pd-balanced: an existing {raw} disk is replaced, which the "
+        attachable = settings.topology.record.shared_pd_types  # v2/v3 TPU VMs: pd-balanced only
+        if node and key == "SHARED_PD_DISK_TYPE" and settings.shared_pd_attach and attachable and raw not in attachable:
+            disk, only = attachable[0], generations.disk_words(attachable)
+            out.append(f"{MARK} was {raw}: TPU VMs attach {only} only")
+            out.append(f'{m["lead"]}{key}{m["eq"]}"{disk}"{tail}')
+            result.changes.append(f"{key}: {raw!r} → '{disk}' (TPU VMs attach {only} only)")
+            result.notes.append(f"the shared PD becomes {disk}: an existing {raw} disk is replaced, which the "
                                 "guard refuses without _ALLOW_DATA_LOSS; destroy snapshots it first, and "
                                 'SHARED_PD_RESTORE="latest" restores that snapshot onto the new disk')
             continue

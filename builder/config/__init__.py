@@ -155,7 +155,7 @@ def _rules(values: dict[str, Any], fail: Any) -> Any:
     mig = values["arch"] == "mig"  # TPU VMs as Compute Engine instances boot an OS image: no TPU runtime
     if mig and runtime:
         fail(runtime_key, f"{runtime!r} is a TPU runtime, but TPU_ARCH=\"mig\" hosts boot the accelerator OS image "
-             "(builder/topology.py MIG_GENERATIONS) and have no TPU runtime", f"remove {runtime_key}")
+             "(the generation record's mig image, builder/data/tpu_offers.json) and have no TPU runtime", f"remove {runtime_key}")
     if not runtime and not mig:
         fail("TPU_PYTORCH_VERSION", "is required but not set",
              'add TPU_PYTORCH_VERSION="pytorch-nightly" (node) or "tpu-ubuntu2204-base" (vm)')

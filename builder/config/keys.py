@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from builder import generations
 from builder.config.filestore import NAMES as FILESTORE_TIERS
 
 Parser = Callable[[str], Any]
@@ -226,12 +227,14 @@ KEYS: tuple[KeySpec, ...] = (
             pattern(r"[a-z]+-[a-z]+[0-9]+", "a region", "europe-west4", allow_empty=True),
             "Region; derived from ZONE when empty, and must agree with it."),
     KeySpec("TPU_ARCH", "arch", "", choice(("node", "vm", "mig", "")),
-            "node (TPU Node + MIG, XRT), vm (TPU VM pod, PJRT) or mig (v5p/v6e/TPU7x slice as a Compute Engine "
+            "node (TPU Node + MIG, XRT), vm (TPU VM pod, PJRT) or mig ("
+            f"{'/'.join(g.name for g in generations.on_path('mig'))} slice as a Compute Engine "
             "MIG of TPU VMs with a workload policy, PJRT); inferred from the runtime when empty."),
     KeySpec("TPU_ACCELERATOR_TYPE", "accelerator_type", None, text,
             "TPU slice type, e.g. v3-32, v4-32, v5litepod-16.", required=True),
     KeySpec("TPU_PYTORCH_VERSION", "runtime_version", "", text,
-            "TPU runtime: pytorch-1.x / pytorch-nightly (node), tpu-ubuntu2204-base, v2-alpha-tpuv5-lite, v2-alpha-tpuv5, v2-alpha-tpuv6e (vm)."),
+            "TPU runtime: pytorch-1.x / pytorch-nightly (node), "
+            f"{', '.join(dict.fromkeys(r for g in generations.records() for r in g.runtimes))} (vm)."),
     KeySpec("TPU_RUNTIME_VERSION", "runtime_version_alias", "", text,
             "Alias of TPU_PYTORCH_VERSION that reads better for vm runtimes."),
     KeySpec("TPU_CIDR_BLOCK", "tpu_cidr_block", "10.3.0.0/29", cidr29,
@@ -243,7 +246,8 @@ KEYS: tuple[KeySpec, ...] = (
             choice(("on-demand", "spot", "preemptible", "reservation", ""),
                    {"ondemand": "on-demand", "on_demand": "on-demand", "standard": "on-demand",
                     "reserved": "reservation"}),
-            "How the TPU is paid for: on-demand (default), spot, preemptible (v2-v4) or reservation; "
+            "How the TPU is paid for: on-demand (default), spot, preemptible ("
+            f"{'/'.join(g.name for g in generations.records() if 'preemptible' in g.provisioning)}) or reservation; "
             "the legacy TPU_SPOT/TPU_PREEMPTIBLE/TPU_RESERVED booleans map onto it."),
     KeySpec("TPU_RESERVATION", "reservation", "", reservation_name,
             "With TPU_PROVISIONING=reservation: the reservation's name or full path; empty = any matching reservation."),

@@ -1,11 +1,12 @@
 """What Google Cloud offers, per TPU generation: zones, TPU VM runtimes and ways to pay.
 
-The facts live in one data file, ``builder/data/tpu_offers.json`` (its sources and the date they
-were checked are in the file). This module reads it and applies it to a values.env:
+The facts are fields of each generation's record (builder/generations.py, the rows of
+``builder/data/tpu_offers.json``, with their sources and the date they were checked). This module
+applies them to a values.env:
 
 * ``vm_runtimes()``: runtime → generations (``builder.config.validate.VM_RUNTIMES``);
-* ``check_zone``: ZONE offers TPU_ACCELERATOR_TYPE (TPU VM architectures; a generation the table
-  does not list is not checked, so a new generation is not refused for want of a row);
+* ``check_zone``: ZONE offers TPU_ACCELERATOR_TYPE (TPU VM architectures; a generation whose
+  record lists no zones is not checked, so a new generation is not refused for want of them);
 * ``resolve_provisioning``: TPU_PROVISIONING and the legacy booleans TPU_SPOT / TPU_PREEMPTIBLE /
   TPU_RESERVED become one ``provisioning`` value (``on-demand`` when nothing is set); it must be
   a way the generation is offered; TPU_RESERVATION and TPU_QUEUED(_VALID_FOR) must fit it.
@@ -25,15 +26,13 @@ Decisions (docs/architecture.md, "Provisioning"):
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
+from builder import generations as records
 from builder.topology import Topology
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "tpu_offers.json"
+DATA = records.DATA
 
 #: Legacy boolean key → (Settings field, provisioning it means).
 LEGACY_FLAGS: dict[str, tuple[str, str]] = {
@@ -57,31 +56,31 @@ MEANING: dict[str, str] = {
 Fail = Callable[[str, str, str], Any]
 
 
-@lru_cache(maxsize=1)
 def table() -> dict[str, Any]:
-    return json.loads(DATA.read_text(encoding="utf-8"))
+    """The data file as read (sources, ``_checked``, ``_zone_evidence``)."""
+    return records.table()
 
 
 def generations() -> dict[str, dict[str, Any]]:
+    """The raw rows, generation → row (tests read the zone evidence against them)."""
     return table()["generations"]
 
 
 def vm_runtimes() -> dict[str, tuple[str, ...]]:
-    """TPU VM runtime → the generations it runs on, in the table's order."""
+    """TPU VM runtime → the generations it runs on, in the records' order."""
     out: dict[str, list[str]] = {}
-    for gen, row in generations().items():
-        for runtime in row["runtimes"]:
-            out.setdefault(runtime, []).append(gen)
+    for gen in records.records():
+        for runtime in gen.runtimes:
+            out.setdefault(runtime, []).append(gen.name)
     return {r: tuple(g) for r, g in out.items()}
 
 
 def zones_for(topo: Topology) -> list[str] | None:
-    """Zones that offer this accelerator type, or None when the table has no row for it."""
-    row = generations().get(topo.generation)
-    if row is None:
+    """Zones that offer this accelerator type, or None when the record lists no zone for it."""
+    gen = records.get(topo.generation)
+    if gen is None or not gen.zones:
         return None
-    zones = row["zones"]
-    return list(zones.get(topo.accelerator_type, zones.get("*", [])))
+    return list(gen.zones.get(topo.accelerator_type, gen.zones.get("*", ())))
 
 
 def check_zone(zone: str, topo: Topology, fail: Fail, *, key: str = "ZONE") -> None:
@@ -108,13 +107,13 @@ def resolve_provisioning(v: dict[str, Any], topo: Topology, fail: Fail, lines: d
     for key, (field, m) in LEGACY_FLAGS.items():
         v[field] = mode == m
     arch = v["arch"]
-    row = generations().get(topo.generation)
+    gen = records.get(topo.generation)
     if arch == "node":
         if declared and mode not in ("on-demand", "preemptible"):
             fail("TPU_PROVISIONING", f"{mode} is not offered for TPU Nodes (on-demand or preemptible only)",
                  'use TPU_PROVISIONING="preemptible" on node, or migrate to TPU VM with `tpubuild migrate`')
-    elif row is not None and mode not in row["provisioning"]:
-        offered = ", ".join(row["provisioning"])
+    elif gen is not None and gen.provisioning and mode not in gen.provisioning:
+        offered = ", ".join(gen.provisioning)
         fix = 'use TPU_PROVISIONING="spot" (the successor of preemptible)' if mode == "preemptible" \
             else f"use one of {offered}"
         fail(mode_key, f"{mode} is not offered for {topo.generation} TPUs ({topo.accelerator_type}); "

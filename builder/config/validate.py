@@ -8,16 +8,19 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from builder import generations
 from builder.config import offers
 from builder.config.filestore import TIERS
 from builder.errors import BadInput
-from builder.topology import MIG_DISKS, Topology, mig_shape
+from builder.topology import Topology, mig_shape
 
 #: vm runtimes and the generations each one serves.
-#: (One place: builder/data/tpu_offers.json, through builder.config.offers.)
+#: (One place: each generation's record, builder/generations.py, through builder.config.offers.)
 VM_RUNTIMES: dict[str, tuple[str, ...]] = offers.vm_runtimes()
 NODE_RUNTIME = re.compile(r"pytorch-(nightly|1\.\d{1,2}|2\.0|2\.1)", re.ASCII)
-NODE_GENERATIONS = ("v2", "v3")
+#: The generations a TPU Node can be (their records' paths include node): v2 and v3.
+NODE_GENERATIONS = tuple(g.name for g in generations.on_path("node"))
+_NODE_WORDS = "/".join(NODE_GENERATIONS)
 
 #: Filestore tier facts live in builder/config/filestore.py.
 FS_MIN_GB: dict[str, int] = {name: t.min_gb for name, t in TIERS.items()}
@@ -43,12 +46,12 @@ def runtime_for(runtime: str, arch: str, topo: Topology, fail: Fail, *,
         if topo.generation not in NODE_GENERATIONS:
             want = [r for r, g in VM_RUNTIMES.items() if topo.generation in g]
             if arch_declared:
-                fail("TPU_ARCH", f"node architecture (TPU Node + MIG) supports v2 and v3 only, not "
+                fail("TPU_ARCH", f"node architecture (TPU Node + MIG) supports {' and '.join(NODE_GENERATIONS)} only, not "
                      f"{topo.generation} ({topo.accelerator_type})",
-                     'set TPU_ARCH="vm" with a TPU VM runtime, or choose a v2/v3 accelerator')
-            fail(key, f"{runtime!r} is a TPU Node runtime, and TPU Nodes are v2/v3 only, not "
+                     f'set TPU_ARCH="vm" with a TPU VM runtime, or choose a {_NODE_WORDS} accelerator')
+            fail(key, f"{runtime!r} is a TPU Node runtime, and TPU Nodes are {_NODE_WORDS} only, not "
                  f"{topo.generation} ({topo.accelerator_type})",
-                 f"use the TPU VM runtime {want[0]}" if want else "choose a v2/v3 accelerator")
+                 f"use the TPU VM runtime {want[0]}" if want else f"choose a {_NODE_WORDS} accelerator")
         if not NODE_RUNTIME.fullmatch(runtime):
             fail(key, f"{runtime!r} is not a TPU Node runtime",
                  "use pytorch-1.13 (any pytorch-1.x), pytorch-2.0, pytorch-2.1 or pytorch-nightly; XRT ended after 2.1")
@@ -122,17 +125,15 @@ def cross_checks(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str,
     if v["shared_pd_restore"] and not v["shared_pd_attach"]:
         fail("SHARED_PD_RESTORE", "restoring the shared PD needs the disk",
              'set SHARED_PD_DISK_ATTACH="true" or remove SHARED_PD_RESTORE')
-    if arch == "vm" and v["shared_pd_attach"] and topo.generation in MIG_DISKS and not MIG_DISKS[topo.generation][1]:
-        # https://cloud.google.com/tpu/docs/attach-durable-block-storage: v6e (and TPU7x) TPU VMs
-        # attach Hyperdisk Balanced / Hyperdisk ML only; modules/shared_pd makes a pd-* disk.
+    attachable = topo.record.shared_pd_types  # its record's sources: v6e takes Hyperdisk only, v2-v5p pd-balanced
+    if arch == "vm" and v["shared_pd_attach"] and not attachable:
+        # modules/shared_pd makes a pd-* disk, which a Hyperdisk-only TPU VM cannot attach
         fail("SHARED_PD_DISK_ATTACH", f"{topo.generation} TPU VMs attach only Hyperdisk, so the {v['shared_pd_type']} "
              "dataset disk (modules/shared_pd) cannot be attached to them",
              'set SHARED_PD_DISK_ATTACH="false" and read the dataset from Filestore (SHARED_FS) or GCS_DATASET')
-    elif arch == "vm" and v["shared_pd_attach"] and v["shared_pd_type"] != "pd-balanced":
-        # https://cloud.google.com/tpu/docs/setup-persistent-disk ("TPU support for Hyperdisk and
-        # Persistent Disk"): v2, v3, v4, v5e and v5p TPU VMs attach Balanced Persistent Disk only.
-        fail("SHARED_PD_DISK_TYPE", f"{topo.generation} TPU VMs attach only Balanced Persistent Disk, so a "
-             f"{v['shared_pd_type']} dataset disk cannot be attached to them", 'set SHARED_PD_DISK_TYPE="pd-balanced"')
+    elif arch == "vm" and v["shared_pd_attach"] and v["shared_pd_type"] not in attachable:
+        fail("SHARED_PD_DISK_TYPE", f"{topo.generation} TPU VMs attach only {generations.disk_words(attachable)}, so a "
+             f"{v['shared_pd_type']} dataset disk cannot be attached to them", f'set SHARED_PD_DISK_TYPE="{attachable[0]}"')
     if arch == "node" and v.get("env_ttl_hours"):
         fail("ENV_TTL_HOURS", "the TTL (modules/ttl) is created with a TPU VM; the legacy node architecture "
              "has none", 'remove ENV_TTL_HOURS or use TPU_ARCH="vm"')
@@ -159,12 +160,12 @@ def name_lengths(v: dict[str, Any], fail: Fail) -> None:
 
 
 def mig_for(v: dict[str, Any], topo: Topology, fail: Fail) -> None:
-    """TPU_ARCH="mig": a generation and size Google offers as a MIG of TPU VMs (builder/topology.py
-    MIG_SHAPES), no queued resource, and none of the options that belong to the other architectures."""
+    """TPU_ARCH="mig": a generation and size Google offers as a MIG of TPU VMs (the shapes of the
+    generation record's ``mig``), no queued resource, and none of the options that belong to the other architectures."""
     try:
         shape = mig_shape(topo)
     except BadInput as exc:
-        fix = ('set TPU_ARCH="vm" (TPU API) for this generation' if topo.generation not in ("v5p", "v6e", "tpu7x")
+        fix = ('set TPU_ARCH="vm" (TPU API) for this generation' if topo.record.mig is None
                else "choose a size from that list")
         fail("TPU_ACCELERATOR_TYPE", str(exc), fix)
     if v["shared_pd_attach"] and v["shared_pd_type"] not in shape.shared_pd_types:
@@ -175,7 +176,7 @@ def mig_for(v: dict[str, Any], topo: Topology, fail: Fail) -> None:
         fail("SHARED_PD_DISK_TYPE", f"{shape.machine_type} VMs attach only {', '.join(shape.shared_pd_types)} disks",
              f'set SHARED_PD_DISK_TYPE="{shape.shared_pd_types[0]}"')
     # Provisioning (TPU_PROVISIONING, TPU_RESERVATION) is checked by offers.resolve_provisioning
-    # against builder/data/tpu_offers.json like every TPU VM: v5p/v6e/tpu7x offer on-demand, spot
+    # against the generation's record like every TPU VM: v5p/v6e/tpu7x offer on-demand, spot
     # and reservation (preemptible is refused there). A queued resource is a TPU API object:
     if v["queued"]:
         fail("TPU_QUEUED", "a queued resource (google_tpu_v2_queued_resource) creates TPU API VMs, not the "

@@ -6,8 +6,10 @@ arguments. Standard library only; no shell here (models/roberta/host_lines.py tu
 per-host command lines).
 What the launch derives from the topology:
 
-* world size = the number of XLA devices: v2/v3 count TensorCores (8 per host, on node and vm);
-  v4 and v5p run megacore (1 device per chip, 4 per host); v5e and v6e have 1 core per chip.
+* world size = the number of XLA devices = chips × the generation record's ``xla_devices_per_chip``
+  (builder/data/tpu_offers.json; ``Job.from_settings`` copies it): v2/v3 count TensorCores (8 per
+  host, on node and vm); v4 and v5p run megacore (1 device per chip, 4 per host); v5e and v6e have
+  1 core per chip. A generation whose record has no proven count is refused.
 * ``--update-freq`` = total batch / (world size × batch per device), so the global batch
   (sequences per optimizer update) is ``ROBERTA_TOTAL_BATCH`` whatever the pod size; when it does
   not divide, :class:`LaunchError` says which values would.
@@ -53,9 +55,6 @@ VM_FAIRSEQ = "fairseq-fixed==0.12.3.1"
 #: Linux torch is the CUDA build with ~2.6 GB of nvidia-* wheels that a TPU never uses.
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
-#: XLA devices per chip under PyTorch/XLA (megacore generations expose one device per chip).
-DEVICES_PER_CHIP: dict[str, int] = {"v2": 2, "v3": 2, "v4": 1, "v5p": 1, "v5e": 1, "v6e": 1}
-
 #: fairseq's RoBERTa pretraining recipe (examples/roberta/README.pretraining.md), upstream flags.
 RECIPE: tuple[str, ...] = (
     "--task", "masked_lm", "--criterion", "masked_lm",
@@ -94,6 +93,9 @@ class Job:
     options: dict[str, Any] = field(default_factory=dict)
     #: mig: argv that lists the slice's VMs (tpubuild fills it from builder/cloud/mig_hosts.py)
     listing: tuple[str, ...] = ()
+    #: XLA devices per chip under PyTorch/XLA: the generation record's xla_devices_per_chip
+    #: (0: no proven count; the launch is refused)
+    devices_per_chip: int = 0
 
     @classmethod
     def from_settings(cls, s: Any) -> Job:
@@ -104,6 +106,7 @@ class Job:
             accelerator_type=s.accelerator_type, generation=t.generation, chips=t.chips, cores=t.cores,
             hosts=t.hosts, runtime=s.runtime_version, tpu_name=s.tpu_name, mig_name=s.mig_name,
             mount_point=s.mount_point, iap=not external, options=dict(s.model_options),
+            devices_per_chip=t.record.xla_devices_per_chip or 0,
         )
 
     def opt(self, name: str) -> Any:
@@ -112,12 +115,12 @@ class Job:
 
 # ---------------------------------------------------------------- arithmetic
 
-def world_size(generation: str, chips: int) -> int:
+def world_size(job: Job) -> int:
     """XLA devices in the slice: the number of processes fairseq trains with."""
-    if generation not in DEVICES_PER_CHIP:
+    if job.devices_per_chip <= 0:
         raise LaunchError("TPU_ACCELERATOR_TYPE", f"the roberta launcher has no proven PyTorch/XLA device count for "
-                          f"{generation}", "use v5p or v6e, or start your own script with `tpubuild run -- ...`")
-    return chips * DEVICES_PER_CHIP[generation]
+                          f"{job.generation}", "use v5p or v6e, or start your own script with `tpubuild run -- ...`")
+    return job.chips * job.devices_per_chip
 
 
 def pjrt(job: Job) -> bool:
@@ -201,9 +204,12 @@ def torch_xla_version(job: Job) -> str:
     pinned = job.opt("torch_xla")
     if pinned != "auto":
         return pinned
-    if job.arch == "mig":
-        return MIG_TORCH_XLA[job.generation]
-    return VM_TORCH_XLA[job.runtime]
+    pin = MIG_TORCH_XLA.get(job.generation) if job.arch == "mig" else VM_TORCH_XLA.get(job.runtime)
+    if pin is None:  # a generation newer than these pins: the user names a release that supports it
+        what = f"{job.generation} on mig" if job.arch == "mig" else f"runtime {job.runtime}"
+        raise LaunchError("ROBERTA_TORCH_XLA_VERSION", f"the roberta launcher pins no torch_xla release for {what}",
+                          "set ROBERTA_TORCH_XLA_VERSION to a torch_xla release that supports it, e.g. \"2.9.0\"")
+    return pin
 
 
 def fairseq_requirement(job: Job) -> str:
@@ -223,7 +229,7 @@ def wheelhouse(job: Job) -> str:
 
 def fairseq_args(job: Job) -> list[str]:
     """The exact ``fairseq-train`` arguments (upstream fairseq 0.12 flags only)."""
-    world = world_size(job.generation, job.chips)
+    world = world_size(job)
     per_device = job.opt("batch_per_device")
     freq = update_freq(job.opt("total_batch"), world, per_device)
     seq = str(job.opt("seq_len"))

@@ -9,7 +9,7 @@ variable "boot_disk_size_gb" {
 }
 
 variable "boot_disk_type" {
-  description = "Boot disk type of the slice's VMs: pd-balanced on ct5p, hyperdisk-balanced on ct6e and tpu7x, which take only Hyperdisk (builder/topology.py MIG_DISKS)."
+  description = "Boot disk type of the slice's VMs: pd-balanced on ct5p, hyperdisk-balanced on ct6e and tpu7x, which take only Hyperdisk (the generation record's mig boot_disk_type, builder/data/tpu_offers.json)."
   type        = string
 
   validation {
@@ -34,12 +34,12 @@ variable "accelerator_type" {
 
   validation {
     condition     = can(regex("^(v5p|v6e|tpu7x)-[0-9]+$", var.accelerator_type))
-    error_message = "accelerator_type must be a v5p, v6e or tpu7x slice such as v6e-16."
+    error_message = "accelerator_type must be a v5p, v6e or tpu7x slice such as v5p-8."
   }
 }
 
 variable "machine_type" {
-  description = "TPU machine type of every VM (builder/topology.py MIG_GENERATIONS): ct5p-hightpu-4t, ct6e-standard-1t/4t/8t or tpu7x-standard-4t."
+  description = "TPU machine type of every VM (the generation record's mig machine types, builder/data/tpu_offers.json): ct5p-hightpu-4t, ct6e-standard-1t/4t/8t or tpu7x-standard-4t."
   type        = string
 
   validation {

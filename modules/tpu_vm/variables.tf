@@ -13,7 +13,7 @@ variable "accelerator_type" {
   type        = string
 
   validation {
-    condition     = can(regex("^(v2|v3|v4|v5p|v5litepod|v6e)-[0-9]+$", var.accelerator_type))
+    condition     = can(regex("^(v2|v3|v4|v5litepod|v5p|v6e)-[0-9]+$", var.accelerator_type))
     error_message = "accelerator_type must look like v4-32, v5p-8, v5litepod-16 or v6e-8."
   }
 }

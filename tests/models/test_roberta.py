@@ -58,7 +58,7 @@ def test_global_batch_is_the_configured_one_on_every_pod_size(make_env, accel, b
     path = make_env(base, TPU_ACCELERATOR_TYPE=accel, ROBERTA_TOTAL_BATCH=str(total),
                     ROBERTA_BATCH_PER_DEVICE=str(per), **over)
     launcher, job = launcher_and_job(path)
-    assert launcher.world_size(job.generation, job.chips) == devices
+    assert launcher.world_size(job) == devices
     args = launcher.fairseq_args(job)
     assert args[args.index("--update-freq") + 1] == str(freq)
     assert args[args.index("--distributed-world-size") + 1] == str(devices)

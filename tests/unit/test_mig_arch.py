@@ -1,7 +1,7 @@
 """TPU_ARCH="mig" (issue 13): a v5p / v6e / TPU7x slice as a Compute Engine MIG of TPU VMs.
 
 The topology table against Google's documented shapes (written out here once more by hand from
-the pages cited in builder/topology.py), config refusals, what _TPU/_MIG mean, and the resize
+the sources of builder/data/tpu_offers.json), config refusals, what _TPU/_MIG mean, and the resize
 pipeline (guard → drain → apply → resize) loaded into the real Cloud Build ``Build`` type and
 run under bash against a scripted ``gcloud``.
 """
@@ -21,7 +21,8 @@ from builder.config import load
 from builder.errors import BadInput, ConfigError
 from builder.pipeline import render
 from builder.plan import make_plan, module_dir
-from builder.topology import MIG_SHAPES, mig_shape, parse
+from builder import generations
+from builder.topology import mig_shape, parse
 from tests.conftest import EXAMPLES
 from tests.support.pipeline import BUILTINS, step_script
 
@@ -58,7 +59,11 @@ def test_shape_matches_the_docs(name: str) -> None:
     assert (shape.machine_type, shape.vms, shape.topology) == DOCS[name]
 
 
-@pytest.mark.parametrize("name", sorted(MIG_SHAPES))
+#: Every accelerator type the records offer as a MIG.
+MIG_TYPES = [f"{g.prefix}-{n}" for g in generations.on_path("mig") if g.mig for n in g.mig.shapes]
+
+
+@pytest.mark.parametrize("name", sorted(MIG_TYPES))
 def test_every_shape_is_consistent(name: str) -> None:
     topo = parse(name)
     shape = mig_shape(topo)
@@ -81,7 +86,7 @@ def test_generations_without_mig_are_refused(name: str) -> None:
 
 def test_undocumented_shape_is_refused() -> None:
     # Every size parse() accepts for v5p/v6e/tpu7x has a row now; a size that only a future
-    # _FAMILIES entry would let through must still be refused, not guessed.
+    # record's sizes would let through must still be refused, not guessed.
     from builder.topology import Topology
 
     with pytest.raises(BadInput, match="no documented MIG slice shape; use one of v5p-8"):
@@ -89,11 +94,9 @@ def test_undocumented_shape_is_refused() -> None:
 
 
 def test_every_offered_size_has_a_shape() -> None:
-    from builder.topology import _FAMILIES
-
-    for family in ("v5p", "v6e", "tpu7x"):
-        for size in _FAMILIES[family][1]:
-            assert f"{family}-{size}" in MIG_SHAPES
+    assert [g.name for g in generations.on_path("mig")] == ["v5p", "v6e", "tpu7x"]
+    for gen in generations.on_path("mig"):
+        assert gen.mig is not None and sorted(gen.mig.shapes) == list(gen.sizes), gen.name
 
 
 # ---- config ----
@@ -256,7 +259,7 @@ def test_hosts_in_worker_order_and_ssh_through_iap() -> None:
     assert "--tunnel-through-iap" in argv and argv[-1] == "--command=bash -lc 'train.sh; echo $HOME'"
 
 
-# ---- disks (builder/topology.py MIG_DISKS) ----
+# ---- disks (the records' shared_pd_types and mig boot_disk_type) ----
 
 def test_shared_pd_attaches_to_v5p_and_boot_disks_follow_the_generation(make_env: Callable[..., Path]) -> None:
     from builder.tfvars import for_module

@@ -14,7 +14,7 @@ from builder.config import load
 from builder.config.keys import KEYS
 from builder.modules import modules as arch_modules
 from builder.plan import make_plan
-from builder.topology import GENERATIONS
+from builder import generations
 from tests.conftest import run_tpubuild
 
 BASE = """ENV_BUILD_NAME="story"
@@ -153,7 +153,7 @@ def test_auto_without_applied_values_or_credentials_is_bad_input(story, monkeypa
 
 def test_every_generation_tier_and_disk_type_we_accept_has_a_price_or_says_why_not():
     t = cost.table()
-    for gen in GENERATIONS:
+    for gen in (g.name for g in generations.records()):
         row = t["tpu_chip_hour"].get(cost.generation_key(gen))
         assert row is not None, f"no prices for {gen}"
         assert row["on-demand"].get("default") or row.get("_unpublished"), gen

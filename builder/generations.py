@@ -1,0 +1,140 @@
+"""A Cloud TPU generation as one record: every fact tpubuild knows about v2 ... TPU7x.
+
+The facts, with their sources and the date they were checked, are the rows of
+``builder/data/tpu_offers.json`` (one object per generation; its ``_fields`` says what each field
+means). This module turns each row into a frozen :class:`Generation` (in the manner of Google's
+xpk ``system_characteristics.py``) and answers the questions the other stages ask:
+
+* ``builder.topology``: naming and counting (``prefix``, ``name_counts``, ``cores_per_chip``),
+  the sizes offered, hosts, and the MIG form of a slice (``mig``);
+* ``builder.config.offers`` / ``validate``: runtimes, zones, provisioning, the paths (node, vm,
+  mig) and the disks a host can attach;
+* ``builder.cost``: the price key (the generation's name, whatever alias a table used);
+* the model launchers: ``xla_devices_per_chip`` (through ``Job.from_settings``, as the launchers
+  are standard library only);
+* ``env_setup/scripts/startup.sh`` and ``modules/*/variables.tf`` cannot import Python; their
+  lists are checked against these records by tests/unit/test_generations.py.
+
+Adding a generation is adding its row to the JSON file: nothing else names a generation.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).resolve().parent / "data" / "tpu_offers.json"
+
+#: The ways tpubuild creates a slice (TPU_ARCH values).
+PATHS = ("node", "vm", "mig")
+
+
+@dataclass(frozen=True)
+class MigFacts:
+    """A generation offered as Compute Engine TPU VMs in a managed instance group (TPU_ARCH="mig")."""
+
+    machine_type: str  # of a multi-host slice's VMs
+    chips_per_vm: int
+    single_host_machine_types: dict[int, str]  # chips → machine type of a one-VM slice of that many chips
+    image_project: str
+    image_family: str
+    boot_disk_type: str
+    shapes: dict[int, str]  # size (the N of <prefix>-N) → chip grid, the workload policy's accelerator_topology
+
+    def machine_types(self) -> tuple[str, ...]:
+        return (self.machine_type, *(m for m in self.single_host_machine_types.values() if m != self.machine_type))
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One TPU generation (a row of builder/data/tpu_offers.json)."""
+
+    name: str  # v5e: the generation, the key of prices and of the launchers' pins
+    prefix: str  # v5litepod: how accelerator types are named (v5litepod-16)
+    aliases: tuple[str, ...]  # other names users write for it (v5e-16 → v5litepod-16)
+    name_counts: str  # "TensorCores" or "chips": what the N of <prefix>-N counts
+    cores_per_chip: int
+    chips_per_host: int  # of a multi-host slice
+    single_host_max_chips: int
+    sizes: tuple[int, ...]
+    paths: tuple[str, ...]  # node, vm, mig
+    xla_devices_per_chip: int | None  # None: no proven PyTorch/XLA device count
+    shared_pd_types: tuple[str, ...]  # SHARED_PD_DISK_TYPE values its hosts attach READ_ONLY; empty: none
+    runtimes: tuple[str, ...]  # TPU VM runtimes (vm path)
+    provisioning: tuple[str, ...]
+    zones: dict[str, tuple[str, ...]]  # accelerator type or "*" → zones
+    mig: MigFacts | None
+
+    def types(self) -> list[str]:
+        """Every accelerator type of this generation, smallest first."""
+        return [f"{self.prefix}-{size}" for size in self.sizes]
+
+    def chips_of(self, size: int) -> int:
+        return size // self.cores_per_chip if self.name_counts == "TensorCores" else size
+
+    def hosts_of(self, chips: int) -> int:
+        return 1 if chips <= self.single_host_max_chips else chips // self.chips_per_host
+
+    def offers(self, path: str) -> bool:
+        return path in self.paths
+
+
+#: How messages name the disk types of ``shared_pd_types``.
+DISK_WORDS = {"pd-balanced": "Balanced Persistent Disk"}
+
+
+def disk_words(types: tuple[str, ...]) -> str:
+    """``("pd-balanced",)`` → "Balanced Persistent Disk"."""
+    return " or ".join(DISK_WORDS.get(t, t) for t in types)
+
+
+def _record(name: str, row: dict[str, Any]) -> Generation:
+    mig = row["mig"]
+    return Generation(
+        name=name, prefix=row["prefix"], aliases=tuple(row["aliases"]), name_counts=row["name_counts"],
+        cores_per_chip=row["cores_per_chip"], chips_per_host=row["chips_per_host"],
+        single_host_max_chips=row["single_host_max_chips"], sizes=tuple(row["sizes"]), paths=tuple(row["paths"]),
+        xla_devices_per_chip=row["xla_devices_per_chip"], shared_pd_types=tuple(row["shared_pd_types"]),
+        runtimes=tuple(row["runtimes"]), provisioning=tuple(row["provisioning"]),
+        zones={k: tuple(v) for k, v in row["zones"].items()},
+        mig=None if mig is None else MigFacts(
+            machine_type=mig["machine_type"], chips_per_vm=mig["chips_per_vm"],
+            single_host_machine_types={int(k): v for k, v in mig["single_host_machine_types"].items()},
+            image_project=mig["image_project"], image_family=mig["image_family"],
+            boot_disk_type=mig["boot_disk_type"], shapes={int(k): v for k, v in mig["shapes"].items()}),
+    )
+
+
+@lru_cache(maxsize=1)
+def table() -> dict[str, Any]:
+    """The data file as read (its sources, ``_checked`` date and notes included)."""
+    return json.loads(DATA.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
+def records() -> tuple[Generation, ...]:
+    """Every generation, in release order (the file's order)."""
+    return tuple(_record(name, row) for name, row in table()["generations"].items())
+
+
+def get(name: str) -> Generation | None:
+    """The generation called ``name``: its name (v5e), its type prefix (v5litepod) or an alias
+    (trillium), in any case; None when no record knows it."""
+    word = name.strip().lower()
+    for g in records():
+        if word in (g.name, g.prefix, *g.aliases):
+            return g
+    return None
+
+
+def by_prefix(prefix: str) -> Generation | None:
+    """The generation whose accelerator types are named ``<prefix>-N`` (exactly, not an alias)."""
+    return next((g for g in records() if g.prefix == prefix), None)
+
+
+def on_path(path: str) -> tuple[Generation, ...]:
+    """The generations tpubuild can create with TPU_ARCH=``path``."""
+    return tuple(g for g in records() if g.offers(path))
