@@ -11,7 +11,7 @@ from typing import Any
 from builder.config import offers
 from builder.config.filestore import TIERS
 from builder.errors import BadInput
-from builder.topology import MIG_DISKS, Topology, mig_shape
+from builder.topology import MIG_DISKS, MIG_GENERATIONS, MigShape, Topology, mig_shape
 
 #: vm runtimes and the generations each one serves.
 #: (One place: builder/data/tpu_offers.json, through builder.config.offers.)
@@ -83,14 +83,14 @@ def infer_arch(declared: str, runtime: str, fail: Fail, *, runtime_key: str = "T
     return declared or inferred
 
 
-def cross_checks(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int] | None = None) -> None:
-    """Rules between keys. ``lines`` (key → line) tells which keys the file sets, so a rule that
-    trips on a default blames the key the user did write."""
-    lines = lines if lines is not None else {}
+def _region(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int]) -> None:
     zone_region = v["zone"].rsplit("-", 1)[0]
     if v["region"] and v["region"] != zone_region:
         fail("REGION", f"{v['region']!r} does not contain zone {v['zone']!r}",
              f'set REGION="{zone_region}" or leave it empty')
+
+
+def _filestore_minimum(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int]) -> None:
     tier, cap = v["shared_fs_tier"], v["shared_fs_capacity_gb"]
     if cap < FS_MIN_GB[tier]:
         if "SHARED_FS_CAPACITY" not in lines and "SHARED_FS_TIER" in lines:
@@ -98,44 +98,87 @@ def cross_checks(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str,
                  f"{cap} GiB (the default)", f'add SHARED_FS_CAPACITY="{FS_MIN_GB[tier]}" or more')
         fail("SHARED_FS_CAPACITY", f"{cap} GiB is below the {tier} minimum of {FS_MIN_GB[tier]} GiB",
              f'set SHARED_FS_CAPACITY="{FS_MIN_GB[tier]}" or more')
+
+
+def _share_name(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int]) -> None:
+    tier = v["shared_fs_tier"]
     share, share_max = v["shared_fs_name"], TIERS[tier].share_max
     if len(share) > share_max:
         fail("SHARED_FS", f"{share!r} is {len(share)} characters; a {tier} file share name allows at most {share_max}",
              f"shorten SHARED_FS to {share_max} characters or fewer")
+
+
+def _scheduling_flags(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int]) -> None:
     flags = [k for k in ("tpu_preemptible", "tpu_spot", "tpu_reserved") if v[k]]
     if len(flags) > 1:
         names = " and ".join(f.upper() for f in flags)
         fail(flags[1].upper(), f"{names} are both true", "choose one scheduling option")
-    arch = v["arch"]
-    if arch == "node" and v["tpu_spot"]:
+
+
+def _node_options(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int]) -> None:
+    if v["arch"] != "node":
+        return
+    if v["tpu_spot"]:
         fail("TPU_SPOT", "spot TPUs exist only as TPU VMs", 'use TPU_PREEMPTIBLE="true" on node, or TPU_ARCH="vm"')
-    if arch == "node" and v["tpu_reserved"]:
+    if v["tpu_reserved"]:
         fail("TPU_RESERVED", "reserved scheduling is a TPU VM option (google_tpu_node has none, "
              "google_tpu_v2_vm has scheduling_config.reserved)",
              'use TPU_PREEMPTIBLE="true" on node, or TPU_ARCH="vm" with a TPU VM runtime')
+
+
+def _external_ips(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int]) -> None:
+    arch = v["arch"]
     if arch == "node" and v["tpu_external_ips"]:
         fail("TPU_EXTERNAL_IPS", "is a TPU VM option; a TPU Node has no host VMs to give IPs to",
              'remove it (MIG_EXTERNAL_IP="true" gives the node workers external IPs)')
     if arch == "vm" and v["mig_external_ip"]:
         fail("MIG_EXTERNAL_IP", "is a node option; the vm architecture has no MIG",
              'use TPU_EXTERNAL_IPS="true" to give TPU VM hosts external IPs')
+
+
+def _restore(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int]) -> None:
     if v["shared_pd_restore"] and not v["shared_pd_attach"]:
         fail("SHARED_PD_RESTORE", "restoring the shared PD needs the disk",
              'set SHARED_PD_DISK_ATTACH="true" or remove SHARED_PD_RESTORE')
-    if arch == "vm" and v["shared_pd_attach"] and topo.generation in MIG_DISKS and not MIG_DISKS[topo.generation][1]:
+
+
+def _vm_disk(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int]) -> None:
+    if v["arch"] != "vm" or not v["shared_pd_attach"]:
+        return
+    if topo.generation in MIG_DISKS and not MIG_DISKS[topo.generation][1]:
         # https://cloud.google.com/tpu/docs/attach-durable-block-storage: v6e (and TPU7x) TPU VMs
         # attach Hyperdisk Balanced / Hyperdisk ML only; modules/shared_pd makes a pd-* disk.
         fail("SHARED_PD_DISK_ATTACH", f"{topo.generation} TPU VMs attach only Hyperdisk, so the {v['shared_pd_type']} "
              "dataset disk (modules/shared_pd) cannot be attached to them",
              'set SHARED_PD_DISK_ATTACH="false" and read the dataset from Filestore (SHARED_FS) or GCS_DATASET')
-    elif arch == "vm" and v["shared_pd_attach"] and v["shared_pd_type"] != "pd-balanced":
+    if v["shared_pd_type"] != "pd-balanced":
         # https://cloud.google.com/tpu/docs/setup-persistent-disk ("TPU support for Hyperdisk and
         # Persistent Disk"): v2, v3, v4, v5e and v5p TPU VMs attach Balanced Persistent Disk only.
         fail("SHARED_PD_DISK_TYPE", f"{topo.generation} TPU VMs attach only Balanced Persistent Disk, so a "
              f"{v['shared_pd_type']} dataset disk cannot be attached to them", 'set SHARED_PD_DISK_TYPE="pd-balanced"')
-    if arch == "node" and v.get("env_ttl_hours"):
+
+
+def _node_ttl(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int]) -> None:
+    if v["arch"] == "node" and v.get("env_ttl_hours"):
         fail("ENV_TTL_HOURS", "the TTL (modules/ttl) is created with a TPU VM; the legacy node architecture "
              "has none", 'remove ENV_TTL_HOURS or use TPU_ARCH="vm"')
+
+
+Rule = Callable[[dict[str, Any], Topology, Fail, dict[str, int]], None]
+
+#: The rules between keys, each independent of the others: the loader runs each on its own, so
+#: one failing rule never hides another (and a rule that reads a value that did not parse is
+#: skipped: that value's own error is the root cause).
+CROSS_RULES: tuple[Rule, ...] = (_region, _filestore_minimum, _share_name, _scheduling_flags, _node_options,
+                                 _external_ips, _restore, _vm_disk, _node_ttl)
+
+
+def cross_checks(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int] | None = None) -> None:
+    """Rules between keys (:data:`CROSS_RULES`, in order; the first failure raises). ``lines``
+    (key → line) tells which keys the file sets, so a rule that trips on a default blames the key
+    the user did write."""
+    for rule in CROSS_RULES:
+        rule(v, topo, fail, lines if lines is not None else {})
 
 
 def name_lengths(v: dict[str, Any], fail: Fail) -> None:
@@ -158,15 +201,20 @@ def name_lengths(v: dict[str, Any], fail: Fail) -> None:
              f"shorten ENV_BUILD_NAME to at most {MAX_GCE_NAME - MIG_SUFFIX - len('worker-')} characters")
 
 
-def mig_for(v: dict[str, Any], topo: Topology, fail: Fail) -> None:
+def mig_shape_for(topo: Topology, fail: Fail) -> MigShape:
     """TPU_ARCH="mig": a generation and size Google offers as a MIG of TPU VMs (builder/topology.py
-    MIG_SHAPES), no queued resource, and none of the options that belong to the other architectures."""
+    MIG_SHAPES). This is the root of every other mig rule: a generation that has no MIG is
+    reported alone (not also the TPU runtime a TPU VM of that generation would need)."""
     try:
-        shape = mig_shape(topo)
+        return mig_shape(topo)
     except BadInput as exc:
-        fix = ('set TPU_ARCH="vm" (TPU API) for this generation' if topo.generation not in ("v5p", "v6e", "tpu7x")
-               else "choose a size from that list")
+        fix = ('set TPU_ARCH="vm" (the TPU API, with a TPU runtime) for this generation'
+               if topo.generation not in MIG_GENERATIONS else "choose a size from that list")
         fail("TPU_ACCELERATOR_TYPE", str(exc), fix)
+        raise  # fail raises; this line keeps type checkers content
+
+
+def _mig_disk(v: dict[str, Any], shape: MigShape, fail: Fail) -> None:
     if v["shared_pd_attach"] and v["shared_pd_type"] not in shape.shared_pd_types:
         if not shape.shared_pd_types:
             fail("SHARED_PD_DISK_ATTACH", f"{shape.machine_type} VMs attach only Hyperdisk, so the {v['shared_pd_type']} "
@@ -174,12 +222,29 @@ def mig_for(v: dict[str, Any], topo: Topology, fail: Fail) -> None:
                  'set SHARED_PD_DISK_ATTACH="false" and read the dataset from Filestore (SHARED_FS) or GCS_DATASET')
         fail("SHARED_PD_DISK_TYPE", f"{shape.machine_type} VMs attach only {', '.join(shape.shared_pd_types)} disks",
              f'set SHARED_PD_DISK_TYPE="{shape.shared_pd_types[0]}"')
+
+
+def _mig_queued(v: dict[str, Any], shape: MigShape, fail: Fail) -> None:
     # Provisioning (TPU_PROVISIONING, TPU_RESERVATION) is checked by offers.resolve_provisioning
     # against builder/data/tpu_offers.json like every TPU VM: v5p/v6e/tpu7x offer on-demand, spot
     # and reservation (preemptible is refused there). A queued resource is a TPU API object:
     if v["queued"]:
         fail("TPU_QUEUED", "a queued resource (google_tpu_v2_queued_resource) creates TPU API VMs, not the "
              "Compute Engine VMs of a MIG", 'remove TPU_QUEUED (the MIG retries creating its VMs until capacity is free)')
+
+
+def _mig_external_ip(v: dict[str, Any], shape: MigShape, fail: Fail) -> None:
     if v["mig_external_ip"]:
         fail("MIG_EXTERNAL_IP", "is a node option; on mig the hosts' external IPs are TPU_EXTERNAL_IPS",
              'use TPU_EXTERNAL_IPS="true" (off by default)')
+
+
+#: The mig rules that hold once the slice has a MIG shape; independent of each other.
+MIG_RULES: tuple[Callable[[dict[str, Any], MigShape, Fail], None], ...] = (_mig_disk, _mig_queued, _mig_external_ip)
+
+
+def mig_for(v: dict[str, Any], topo: Topology, fail: Fail) -> None:
+    """Every mig rule in order (the first failure raises): the shape, then :data:`MIG_RULES`."""
+    shape = mig_shape_for(topo, fail)
+    for rule in MIG_RULES:
+        rule(v, shape, fail)

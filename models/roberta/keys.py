@@ -7,13 +7,16 @@ imports tpubuild (it runs only inside tpubuild, when values.env is loaded).
 The defaults are fairseq's RoBERTa-base pretraining recipe
 (peak LR 5e-4, 10k warmup updates, 125k updates, 512 tokens per sample) with a global batch of
 2048 sequences, which ``--update-freq`` keeps fixed whatever the pod size (see
-``models/roberta/launcher.py``). Cross-key checks (does the batch divide across the pod?) happen
-when ``tpubuild train`` builds the launch, because they need the topology.
+``models/roberta/launcher.py``). The rules that need the topology (does the batch divide across
+the slice's devices? does the launcher know the generation?) are the launcher's
+(models/roberta/recipe.py ``problems``); :func:`check` hands them to ``tpubuild validate``
+through builder/model_registry.py, so validate and ``train`` refuse the same things.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from builder.config.keys import KeySpec, boolean, choice, integer
 
@@ -87,6 +90,13 @@ def extra_args(value: str) -> tuple[str, ...]:
     if words and not words[0].startswith("--"):
         raise ValueError(f"{value!r} must start with a fairseq flag; write it like '--dropout 0.1'")
     return words
+
+
+def check(settings: Any) -> list[tuple[str, str, str]]:
+    """The model's own rules on a loaded Settings: ``(key, what, fix)`` each."""
+    from .recipe import Job, problems
+
+    return [(e.key, e.what, e.fix) for e in problems(Job.from_settings(settings))]
 
 
 KEYS: tuple[KeySpec, ...] = (
