@@ -218,7 +218,7 @@ def _runtime(values: _Known, fail: Any) -> None:
         fail("TPU_PYTORCH_VERSION", "is required but not set",
              'add TPU_PYTORCH_VERSION="pytorch-nightly" (node) or "tpu-ubuntu2204-base" (vm)')
     arch = validate.infer_arch(declared, runtime, fail, runtime_key=runtime_key)
-    if arch == "vm":  # certain once the runtime is not a TPU Node one, whatever the generation
+    if arch == "vm" and validate.vm_generation(values["topology"]):  # then vm is certain, whatever runtime
         values["arch"] = arch
         values.unknown.discard("arch")
     validate.runtime_for(runtime, arch, values["topology"], fail, runtime_key=runtime_key, arch_declared=bool(declared))

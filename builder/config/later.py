@@ -53,10 +53,12 @@ def refusals(settings: Settings, *, skip: Collection[str] = (), node: bool = Tru
 
     found: list[ConfigError] = []
     legacy = node_refusal(settings, None) if node else None
-    if legacy is not None:
-        return [legacy]  # nothing on such a file builds; migrate also clears the seed's script paths
-    if "model" not in skip:
+    if legacy is not None:  # nothing on such a file builds; migrate also clears the seed's script paths
+        found.append(legacy)
+    if "model" not in skip:  # train still plans on a node file
         found += model_refusals(settings)
+    if legacy is not None:
+        return found
     for key, field in _SCRIPTS:
         rel = getattr(settings, field)
         if rel and field not in skip:

@@ -53,6 +53,14 @@ def runtime_for(runtime: str, arch: str, topo: Topology, fail: Fail, *,
             fail(key, f"{runtime!r} is not a TPU Node runtime",
                  "use pytorch-1.13 (any pytorch-1.x), pytorch-2.0, pytorch-2.1 or pytorch-nightly; XRT ended after 2.1")
         return
+    if not vm_generation(topo):
+        # no TPU VM runtime serves the generation (TPU7x: Compute Engine TPU VMs only): the
+        # architecture is the root, not the runtime
+        where = "TPU_ARCH" if arch_declared else key
+        offered = topo.generation in MIG_GENERATIONS
+        fail(where, f"{topo.generation} ({topo.accelerator_type}) has no TPU VM runtime: the TPU API does not offer it"
+             + (", only Compute Engine TPU VMs do" if offered else ""),
+             f'set TPU_ARCH="mig" and remove {key}' if offered else "choose another accelerator type")
     gens = VM_RUNTIMES.get(runtime)
     if gens is None:
         want = [r for r, g in VM_RUNTIMES.items() if topo.generation in g]
@@ -62,6 +70,11 @@ def runtime_for(runtime: str, arch: str, topo: Topology, fail: Fail, *,
         want = [r for r, g in VM_RUNTIMES.items() if topo.generation in g]
         fail(key, f"runtime {runtime} does not run on {topo.generation} ({topo.accelerator_type})",
              f"use {want[0]}")
+
+
+def vm_generation(topo: Topology) -> bool:
+    """Whether some TPU VM runtime serves the generation (the TPU API offers it)."""
+    return any(topo.generation in g for g in VM_RUNTIMES.values())
 
 
 def _known_runtime(runtime: str) -> bool:

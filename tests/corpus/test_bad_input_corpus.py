@@ -138,6 +138,8 @@ CASES: list[Case] = [
          expect=("SHARED_PD_DISK_ATTACH:", "attach only Hyperdisk", 'SHARED_PD_DISK_ATTACH="false"')),
     Case("mig-tpu7x-wrong-zone", _env(TPU_ACCELERATOR_TYPE="tpu7x-8"), base=MIG,
          expect=("ZONE:", "tpu7x-8 is not offered in us-east5-b", 'ZONE="us-central1-c"')),
+    Case("vm-tpu7x", _env(TPU_ACCELERATOR_TYPE="tpu7x-128", ZONE="us-central1-c", REGION=None),
+         expect=("TPU_ARCH:", "tpu7x (tpu7x-128) has no TPU VM runtime", 'TPU_ARCH="mig"', "remove TPU_RUNTIME_VERSION")),
     Case("mig-runtime", _env(TPU_RUNTIME_VERSION="v2-alpha-tpuv6e"), base=MIG,
          expect=("TPU_RUNTIME_VERSION:", "no TPU runtime", "remove TPU_RUNTIME_VERSION")),
     Case("ssd-too-small", _env(SHARED_FS_TIER="BASIC_SSD"), expect=("SHARED_FS_CAPACITY:", "2560")),

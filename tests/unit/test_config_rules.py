@@ -175,7 +175,7 @@ GOOD: list[tuple[str, Path, dict[str, str | None], dict[str, object]]] = [
     ("region-derived", NODE, {"REGION": None, "ZONE": "us-central1-f"}, {"region": "us-central1"}),
     ("region-empty", NODE, {"REGION": ""}, {"region": "europe-west4"}),
     ("accel-v2-8", NODE, {"TPU_ACCELERATOR_TYPE": "v2-8"}, {"hosts": 1}),
-    ("accel-v3-2048", NODE, {"TPU_ACCELERATOR_TYPE": "v3-2048"}, {"hosts": 256}),
+    ("accel-v3-2048", NODE, {"TPU_ACCELERATOR_TYPE": "v3-2048", "MODEL": ""}, {"hosts": 256}),  # roberta: batch too small
     ("node-runtime-1.8", NODE, {"TPU_PYTORCH_VERSION": "pytorch-1.8"}, {"runtime_version": "pytorch-1.8"}),
     ("node-runtime-2.1", NODE, {"TPU_PYTORCH_VERSION": "pytorch-2.1"}, {"arch": "node"}),
     ("vm-v3-ubuntu", VM, {"TPU_ACCELERATOR_TYPE": "v3-32", "ZONE": "europe-west4-a"}, {"arch": "vm", "hosts": 4}),
