@@ -9,7 +9,9 @@ Adding a model = its own folder plus one line in :data:`MODELS`:
   divide across the slice's devices, does the launcher know the generation), each a
   ``(key, what, fix)``. ``tpubuild validate`` reports them (:func:`problems`), ``plan``/``render``/
   ``submit`` refuse them for create/update/auto, and the launcher refuses the same when it plans
-  ``train``, so they must be the launcher's own rules, not a copy;
+  ``train``, so they must be the launcher's own rules, not a copy; and ``warnings(settings)``:
+  ``file:line: text`` lines ``validate`` prints about a file the model cannot train with as it
+  stands (no data on the hosts) that is still a valid environment;
 * ``models/<name>/launcher.py``: the :class:`Launcher` that ``tpubuild train/stop/logs`` call;
 * its host scripts. The host transport (gcloud ssh/scp, IAP, the ready check, detach, stop) is the
   shared ``models/hosts.py``: a launcher imports it as ``from .. import hosts``.
@@ -49,8 +51,9 @@ MODELS: tuple[str, ...] = (
 SOURCE_MODELS = Path(__file__).resolve().parents[1] / "models"
 LAUNCHER = "launcher.py"
 KEYS = "keys.py"
-#: The optional function of models/<name>/keys.py that holds the model's own rules.
+#: The optional functions of models/<name>/keys.py: the model's own rules, and its advice.
 CHECK = "check"
+WARNINGS = "warnings"
 HOSTS = "hosts.py"
 
 
@@ -184,6 +187,18 @@ def problems(settings: Any) -> list[tuple[str, str, str]]:
     if settings.arch == "mig" and "listing" not in {f.name for f in dataclasses.fields(launcher.Job)}:
         return [("TPU_ARCH", f'the {model} launcher does not support TPU_ARCH="mig"',
                  f'use TPU_ARCH="vm", or MODEL="" and start your script with `tpubuild run`{default}')]
-    keys_root = find(folder, model, KEYS)
-    check = getattr(load(keys_root, f"{model}.keys"), CHECK, None) if keys_root is not None else None
+    check = _hook(settings, CHECK)
     return [(key, what, fix + default) for key, what, fix in (check(settings) if check is not None else ())]
+
+
+def _hook(settings: Any, name: str) -> Any:
+    """The function ``name`` of the selected MODEL's keys.py, or None."""
+    model, folder = settings.model, settings.repo_root
+    keys_root = find(folder, model, KEYS) if model else None
+    return getattr(load(keys_root, f"{model}.keys"), name, None) if keys_root is not None else None
+
+
+def advice(settings: Any) -> list[str]:
+    """The selected MODEL's warnings about ``settings`` (its keys.py ``warnings``)."""
+    warn = _hook(settings, WARNINGS)
+    return list(warn(settings)) if warn is not None else []
