@@ -15,8 +15,9 @@ after it refuse three more things, which this module finds without running them:
   ``plan``, ``render`` and ``submit`` refuse them for create, update and auto
   (``builder.legacy.refuse_unbuildable``), before a slice the model cannot use is billed;
 * a MIG_SETUP_SCRIPT / MIG_SEED_DATA_PREP_SCRIPT that does not exist: a pipeline that runs it
-  and ``submit`` (which packs every module's variables) refuse it; on its own, ``load`` only
-  warns (seed-era files name the seed repository's scripts, and destroy must keep working).
+  and ``submit`` (which packs every module's variables, destroy included) refuse it; on its own,
+  ``load`` only warns (seed-era files name the seed repository's scripts, and ``plan``/``render
+  --action destroy`` keep working).
 
 Pure: reads the model plug-ins and the script paths, calls no cloud.
 """
@@ -53,12 +54,10 @@ def refusals(settings: Settings, *, skip: Collection[str] = (), node: bool = Tru
 
     found: list[ConfigError] = []
     legacy = node_refusal(settings, None) if node else None
-    if legacy is not None:  # nothing on such a file builds; migrate also clears the seed's script paths
+    if legacy is not None:  # nothing on such a file builds (destroy and status excepted)
         found.append(legacy)
     if "model" not in skip:  # train still plans on a node file
         found += model_refusals(settings)
-    if legacy is not None:
-        return found
     for key, field in _SCRIPTS:
         rel = getattr(settings, field)
         if rel and field not in skip:

@@ -127,3 +127,33 @@ def test_validate_refuses_whatever_a_later_command_refuses(base: Path, tmp_path:
                                 f"{later_err.strip()}")
     assert not problems, "\n".join(problems)
     assert 0 < refused and (base == NODE or refused < len(EDITS))  # good and bad files (a node file builds nothing)
+
+
+#: Edits whose refusal submit could meet in its own offline checks (the variables of every module,
+#: packed for every action, name the scripts; create applies the model's slice).
+SUBMIT_EDITS: tuple[dict[str, str | None], ...] = (
+    {},
+    {"MIG_SETUP_SCRIPT": "scripts/not_here.sh"},
+    {"MIG_SEED_DATA_PREP_SCRIPT": "env_setup/scripts/setup_mig.sh"},
+    {"TPU_ACCELERATOR_TYPE": "v3-128", "ROBERTA_TOTAL_BATCH": "1536"},
+    {"MODEL": "bert"},
+)
+
+
+@pytest.mark.parametrize("base", (SHIPPED, EXAMPLES / "mig-v6e-16-spot.env", NODE), ids=lambda p: p.name)
+def test_validate_refuses_whatever_submit_refuses_before_the_cloud(base: Path, tmp_path: Path) -> None:
+    """submit's offline checks (builder/commands/submit.py ``prepare``) run before any client:
+    with no credentials, a file they pass ends in exit 1 (no credentials), one they refuse in 2."""
+    problems: list[str] = []
+    for n, edit in enumerate(SUBMIT_EDITS):
+        path = tmp_path / f"{base.stem}.{n}.env"
+        path.write_text(rewrite_env(base.read_text(), **edit))
+        code, err = _run(["validate", "--values", str(path)])
+        keys = set(_KEY.findall(err))
+        for action in ("create", "destroy"):
+            later_code, later_err = _run(["submit", "--values", str(path), "--action", action])
+            assert later_code in (1, 2) and "Traceback" not in later_err, (edit, action, later_err)
+            later_keys = set(_KEY.findall(later_err))
+            if later_code == 2 and (code != 2 or (later_keys and not later_keys & keys)):
+                problems.append(f"{edit}: submit {action} refuses {later_err.strip()}; validate: {err.strip()}")
+    assert not problems, "\n".join(problems)

@@ -101,12 +101,14 @@ def test_seed_file_loads_with_only_script_path_warnings(tmp_path: Path, cli) -> 
     assert f"{path}:{line_of(SEED_VALUES, 'MIG_SEED_DATA_PREP_SCRIPT')}:" in s.warnings[1]
     assert all("seed repository's own script" in w and "run tpubuild migrate" in w for w in s.warnings)
     # Through the CLI: a node file builds nothing any more, so validate says what plan/create will
-    # do, once (the seed's script paths are echoes of it: migrate clears them), and exits 2.
+    # do, and that the seed's script paths (which submit refuses, for every action) are the seed's;
+    # every line's fix is tpubuild migrate. Exit 2.
     code, out, err = cli("validate", "--values", path)
     errors = [ln for ln in err.splitlines() if ln.startswith("tpubuild: error:")]
-    assert code == 2 and out == "" and len(errors) == 1, err
-    assert "this seed-era file" in errors[0] and "tpubuild migrate" in errors[0]
+    assert code == 2 and out == "" and len(errors) == 3, err
+    assert "this seed-era file" in errors[0] and all("tpubuild migrate" in e for e in errors)
     assert "refuse create, update and auto" in errors[0] and "destroy and status still work" in errors[0]
+    assert ": MIG_SETUP_SCRIPT: " in errors[1] and ": MIG_SEED_DATA_PREP_SCRIPT: " in errors[2]
     assert "Traceback" not in err
 
 
