@@ -127,7 +127,9 @@ def load_text(text: str, path: Path | str, *, strict: bool = False, later: bool 
     _each_group(*(partial(_cross_rule, rule, values, fail, lines) for rule in validate.CROSS_RULES),
                 lambda: offers.resolve_provisioning(values, values["topology"], fail, lines), zone,
                 lambda: validate.name_lengths(values, fail))
-    if {"topology", "arch"} & values.unknown:
+    # A file with errors has no Settings, except for validate (``later``): what a later command
+    # refuses is reported in the same run when the values it needs are settled.
+    if errors and (not later or _NEEDED & values.unknown):
         raise ConfigErrors(errors, tuple(warnings))
     plain = dict(values)  # the raw values (a dict copy does not go through _Known.__getitem__)
     plain["region"] = plain["region"] or plain["zone"].rsplit("-", 1)[0]
@@ -141,6 +143,10 @@ def load_text(text: str, path: Path | str, *, strict: bool = False, later: bool 
     if errors:
         raise ConfigErrors(errors, tuple(warnings))
     return settings
+
+
+#: The fields builder/config/later.py cannot do without (every value that parsed is usable).
+_NEEDED = frozenset({"topology", "arch", "env_name", "project_id", "zone", "mount_point"})
 
 
 class _Known(dict):  # type: ignore[type-arg]
