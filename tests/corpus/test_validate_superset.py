@@ -56,6 +56,7 @@ EDITS: tuple[dict[str, str | None], ...] = (
      "MOUNT_POINT": "mnt/common"},
     # names, paths, scripts, TTL
     {"ENV_BUILD_NAME": "a-very-long-environment-name"},
+    {"ZONE": None, "ROBERTA_TOTAL_BATCH": "1000"},
     {"REGION": "us-central1"},
     {"ENV_TTL_HOURS": "4"},
     {"MIG_SETUP_SCRIPT": "scripts/not_here.sh"},
