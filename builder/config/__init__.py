@@ -169,7 +169,7 @@ class _Known(dict):  # type: ignore[type-arg]
 
 
 def _cross_rule(rule: validate.Rule, values: _Known, fail: Any, lines: dict[str, int]) -> None:
-    rule(values, values["topology"], fail, lines)
+    rule(values, fail, lines)
 
 
 def _mig_rule(rule: Any, values: _Known, fail: Any) -> None:

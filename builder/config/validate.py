@@ -96,14 +96,14 @@ def infer_arch(declared: str, runtime: str, fail: Fail, *, runtime_key: str = "T
     return declared or inferred
 
 
-def _region(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int]) -> None:
+def _region(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
     zone_region = v["zone"].rsplit("-", 1)[0]
     if v["region"] and v["region"] != zone_region:
         fail("REGION", f"{v['region']!r} does not contain zone {v['zone']!r}",
              f'set REGION="{zone_region}" or leave it empty')
 
 
-def _filestore_minimum(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int]) -> None:
+def _filestore_minimum(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
     tier, cap = v["shared_fs_tier"], v["shared_fs_capacity_gb"]
     if cap < FS_MIN_GB[tier]:
         if "SHARED_FS_CAPACITY" not in lines and "SHARED_FS_TIER" in lines:
@@ -113,7 +113,7 @@ def _filestore_minimum(v: dict[str, Any], topo: Topology, fail: Fail, lines: dic
              f'set SHARED_FS_CAPACITY="{FS_MIN_GB[tier]}" or more')
 
 
-def _share_name(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int]) -> None:
+def _share_name(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
     tier = v["shared_fs_tier"]
     share, share_max = v["shared_fs_name"], TIERS[tier].share_max
     if len(share) > share_max:
@@ -121,14 +121,14 @@ def _share_name(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, 
              f"shorten SHARED_FS to {share_max} characters or fewer")
 
 
-def _scheduling_flags(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int]) -> None:
+def _scheduling_flags(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
     flags = [k for k in ("tpu_preemptible", "tpu_spot", "tpu_reserved") if v[k]]
     if len(flags) > 1:
         names = " and ".join(f.upper() for f in flags)
         fail(flags[1].upper(), f"{names} are both true", "choose one scheduling option")
 
 
-def _node_options(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int]) -> None:
+def _node_options(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
     if v["arch"] != "node":
         return
     if v["tpu_spot"]:
@@ -139,7 +139,7 @@ def _node_options(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str
              'use TPU_PREEMPTIBLE="true" on node, or TPU_ARCH="vm" with a TPU VM runtime')
 
 
-def _external_ips(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int]) -> None:
+def _external_ips(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
     arch = v["arch"]
     if arch == "node" and v["tpu_external_ips"]:
         fail("TPU_EXTERNAL_IPS", "is a TPU VM option; a TPU Node has no host VMs to give IPs to",
@@ -149,15 +149,16 @@ def _external_ips(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str
              'use TPU_EXTERNAL_IPS="true" to give TPU VM hosts external IPs')
 
 
-def _restore(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int]) -> None:
+def _restore(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
     if v["shared_pd_restore"] and not v["shared_pd_attach"]:
         fail("SHARED_PD_RESTORE", "restoring the shared PD needs the disk",
              'set SHARED_PD_DISK_ATTACH="true" or remove SHARED_PD_RESTORE')
 
 
-def _vm_disk(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int]) -> None:
+def _vm_disk(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
     if v["arch"] != "vm" or not v["shared_pd_attach"]:
         return
+    topo = v["topology"]
     if topo.generation in MIG_DISKS and not MIG_DISKS[topo.generation][1]:
         # https://cloud.google.com/tpu/docs/attach-durable-block-storage: v6e (and TPU7x) TPU VMs
         # attach Hyperdisk Balanced / Hyperdisk ML only; modules/shared_pd makes a pd-* disk.
@@ -171,17 +172,17 @@ def _vm_disk(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int
              f"{v['shared_pd_type']} dataset disk cannot be attached to them", 'set SHARED_PD_DISK_TYPE="pd-balanced"')
 
 
-def _node_ttl(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int]) -> None:
+def _node_ttl(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
     if v["arch"] == "node" and v.get("env_ttl_hours"):
         fail("ENV_TTL_HOURS", "the TTL (modules/ttl) is created with a TPU VM; the legacy node architecture "
              "has none", 'remove ENV_TTL_HOURS or use TPU_ARCH="vm"')
 
 
-Rule = Callable[[dict[str, Any], Topology, Fail, dict[str, int]], None]
+Rule = Callable[[dict[str, Any], Fail, dict[str, int]], None]
 
 #: The rules between keys, each independent of the others: the loader runs each on its own, so
 #: one failing rule never hides another (and a rule that reads a value that did not parse is
-#: skipped: that value's own error is the root cause).
+#: skipped: that value's own error is the root cause). A rule reads the slice as v["topology"].
 CROSS_RULES: tuple[Rule, ...] = (_region, _filestore_minimum, _share_name, _scheduling_flags, _node_options,
                                  _external_ips, _restore, _vm_disk, _node_ttl)
 
@@ -191,7 +192,7 @@ def cross_checks(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str,
     (key → line) tells which keys the file sets, so a rule that trips on a default blames the key
     the user did write."""
     for rule in CROSS_RULES:
-        rule(v, topo, fail, lines if lines is not None else {})
+        rule({**v, "topology": topo}, fail, lines if lines is not None else {})
 
 
 def name_lengths(v: dict[str, Any], fail: Fail) -> None:

@@ -97,6 +97,13 @@ def test_four_mistakes_are_four_lines_of_one_run(cli, make_env) -> None:
     assert "4 problems" in err
 
 
+def test_a_bad_accelerator_hides_only_the_rules_that_need_the_slice(cli, make_env) -> None:
+    path = make_env(SHIPPED, TPU_ACCELERATOR_TYPE="v3-33", REGION="us-central1", SHARED_FS_TIER="BASIC_SSD")
+    code, _, err = cli("validate", "--values", path)
+    assert code == 2 and [ln.split(": ")[3] for ln in _errors(err)] == ["REGION", "TPU_ACCELERATOR_TYPE",
+                                                                        "SHARED_FS_CAPACITY"], err
+
+
 def test_mig_on_a_generation_without_mig_is_its_root_cause_only(cli, make_env) -> None:
     """v3 has no MIG of TPU VMs: say use TPU_ARCH=vm, not also 'remove TPU_RUNTIME_VERSION'
     (which only follows from mig)."""
