@@ -221,6 +221,13 @@ def _runtime(values: _Known, fail: Any) -> None:
                  "image (builder/topology.py MIG_GENERATIONS) and have no TPU runtime", f"remove {runtime_key}")
         return
     if not runtime:
+        topo = dict.get(values, "topology") if "topology" not in values.unknown else None
+        want = [r for r, gens in validate.VM_RUNTIMES.items() if topo and topo.generation in gens]
+        if declared == "vm" and want:  # vm is settled, only its runtime is missing
+            values["arch"] = "vm"
+            values.unknown.discard("arch")
+            fail("TPU_PYTORCH_VERSION", "is required but not set",
+                 f'add TPU_RUNTIME_VERSION="{want[0]}" (the TPU VM runtime of {topo.accelerator_type})')
         fail("TPU_PYTORCH_VERSION", "is required but not set",
              'add TPU_PYTORCH_VERSION="pytorch-nightly" (node) or "tpu-ubuntu2204-base" (vm)')
     arch = validate.infer_arch(declared, runtime, fail, runtime_key=runtime_key)

@@ -156,3 +156,14 @@ def test_tpu7x_on_vm_blames_the_architecture(cli, make_env) -> None:
 def test_repo_root_is_the_models_folder_of_the_examples() -> None:
     """The examples find the shipped models (the tests above rely on it)."""
     assert model_registry.available(EXAMPLES) == model_registry.available(REPO) != []
+
+
+def test_a_vm_file_without_runtime_keeps_its_architecture(cli, make_env) -> None:
+    """TPU_ARCH="vm" is settled without a runtime: the fix names the slice's TPU VM runtime, and the
+    rules that read the architecture still run."""
+    path = make_env(SHIPPED, TPU_RUNTIME_VERSION=None, SHARED_PD_DISK_TYPE="pd-ssd")
+    code, _, err = cli("validate", "--values", path)
+    lines = _errors(err)
+    assert code == 2 and len(lines) == 2, err
+    assert ": SHARED_PD_DISK_TYPE: " in lines[0]  # file order; the key the file lacks comes last
+    assert ": TPU_PYTORCH_VERSION: " in lines[1] and 'TPU_RUNTIME_VERSION="tpu-ubuntu2204-base"' in lines[1]
