@@ -5,8 +5,10 @@ request to provision TPU Node has been denied. Please migrate to TPU VM Architec
 google provider deprecated ``google_tpu_node`` in 6.33 and removed it in 7.0. So every action that
 would *apply* a node (``create``, ``update``, and ``auto``, which ends in one of them) is refused
 here, before any cloud call, with exit 2 and one line that names the values.env line that makes
-the file a node file and the fix, ``tpubuild migrate``. ``destroy``, ``status``, ``initialize``,
-``validate`` and ``render --action destroy`` keep working, so people can clean up.
+the file a node file and the fix, ``tpubuild migrate``. ``destroy``, ``status``, ``initialize``
+and ``render --action destroy`` keep working, so people can clean up. ``validate`` says the same
+in advance: it exits 2 on a node file with that one line (builder/config/later.py), since the
+file can no longer build anything; the line says destroy and status still work.
 
 Pure: no I/O. Called by ``builder.request.parse``, the one way in of ``tpubuild plan``, ``render``,
 ``submit`` and ``dispatch``.
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from builder.errors import ConfigError
+from builder.errors import ConfigError, ConfigErrors
 from builder.modules import Action
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -43,21 +45,38 @@ def node_reason(settings: Settings) -> tuple[str, str]:
     return key, f"{settings.runtime_version} is a TPU Node runtime, so this file describes a TPU Node"
 
 
-def refuse_node(settings: Settings, action: Action) -> None:
-    """Raise the one-line refusal when ``action`` would apply a TPU Node."""
-    if settings.arch != "node" or action not in APPLYING:
-        return
+def node_refusal(settings: Settings, action: Action | None) -> ConfigError | None:
+    """The one-line refusal when ``action`` would apply a TPU Node (None: when the file is a node
+    file at all, worded for ``tpubuild validate``: what plan and create will do with it)."""
+    if settings.arch != "node" or (action is not None and action not in APPLYING):
+        return None
     key, what = node_reason(settings)
     seed = any(p in SEED_SCRIPTS for p in (settings.mig_setup_script, settings.mig_seed_data_prep_script))
     era = "this seed-era file" if seed else "this file"
-    raise ConfigError(
-        f"{what}; Google Cloud stopped creating TPU Nodes on {NODE_END_OF_LIFE}, so {action} is refused "
+    refused = "plan, render and submit refuse create, update and auto" if action is None else f"{action} is refused"
+    return ConfigError(
+        f"{what}; Google Cloud stopped creating TPU Nodes on {NODE_END_OF_LIFE}, so {refused} "
         f"(destroy and status still work for an existing node)",
         f"run tpubuild migrate to turn {era} into its TPU VM equivalent (a .bak copy is kept)",
         path=settings.source, line=settings.line_of(key), key=key,
     )
 
 
+def refuse_node(settings: Settings, action: Action) -> None:
+    """Raise the one-line refusal when ``action`` would apply a TPU Node."""
+    refusal = node_refusal(settings, action)
+    if refusal is not None:
+        raise refusal
+
+
 def refuse_unbuildable(settings: Settings, action: Action) -> None:
-    """Every refusal of an action that config alone cannot decide, before any cloud call."""
+    """Every refusal of an action that config alone cannot decide, before any cloud call: a TPU
+    Node, and (create, update, auto) what the selected MODEL refuses about the slice
+    (builder/config/later.py), so a slice the model cannot train on is never billed."""
     refuse_node(settings, action)
+    if action in APPLYING:
+        from builder.config.later import model_refusals
+
+        found = model_refusals(settings)
+        if found:
+            raise ConfigErrors(found, ())

@@ -5,6 +5,13 @@ Adding a model = its own folder plus one line in :data:`MODELS`:
 
 * ``models/<name>/keys.py``: ``KEYS``, a tuple of :class:`builder.config.keys.KeySpec` (names
   ``<NAME>_*``, fields ``<name>_*``); ``builder.config`` parses them into ``Settings.model_options``;
+  and, optionally, ``check(settings)``: the model's own rules on a loaded Settings (does the batch
+  divide across the slice's devices, does the launcher know the generation), each a
+  ``(key, what, fix)``. ``tpubuild validate`` reports them (:func:`problems`), ``plan``/``render``/
+  ``submit`` refuse them for create/update/auto, and the launcher refuses the same when it plans
+  ``train``, so they must be the launcher's own rules, not a copy; and ``warnings(settings)``:
+  ``file:line: text`` lines ``validate`` prints about a file the model cannot train with as it
+  stands (no data on the hosts) that is still a valid environment;
 * ``models/<name>/launcher.py``: the :class:`Launcher` that ``tpubuild train/stop/logs`` call;
 * its host scripts. The host transport (gcloud ssh/scp, IAP, the ready check, detach, stop) is the
   shared ``models/hosts.py``: a launcher imports it as ``from .. import hosts``.
@@ -44,6 +51,9 @@ MODELS: tuple[str, ...] = (
 SOURCE_MODELS = Path(__file__).resolve().parents[1] / "models"
 LAUNCHER = "launcher.py"
 KEYS = "keys.py"
+#: The optional functions of models/<name>/keys.py: the model's own rules, and its advice.
+CHECK = "check"
+WARNINGS = "warnings"
 HOSTS = "hosts.py"
 
 
@@ -146,3 +156,49 @@ def hosts(folder: Path | None = None) -> ModuleType:
     """``models/hosts.py``, the one host transport (None when no models/ folder has it)."""
     root = find(folder, "", HOSTS)
     return load(root, "hosts") if root is not None else None  # type: ignore[return-value]
+
+
+def problems(settings: Any) -> list[tuple[str, str, str]]:
+    """``(key, what, fix)`` for each thing ``tpubuild train MODEL`` (MODEL = values.env's) would
+    refuse about ``settings``: a model no ``models/`` folder has (one line, listing the known
+    ones), a launcher that does not run on this architecture, and the model's own ``check``.
+    MODEL="" selects no model: nothing to check (``tpubuild run`` needs none)."""
+    model, folder = settings.model, settings.repo_root
+    if not model:
+        return []
+    known = available(folder)
+    root = find(folder, model, LAUNCHER)
+    if root is None:
+        import difflib  # only on a typo
+
+        guess = difflib.get_close_matches(model, known, n=1, cutoff=0.6)
+        hint = f'did you mean MODEL="{guess[0]}"? ' if guess else ""
+        return [("MODEL", f"{model!r} is not a model: the known models are {', '.join(known) or 'none'} "
+                 f"(folders under models/ with a {LAUNCHER})",
+                 f'{hint}set MODEL to one of them, or MODEL="" to run your own script with `tpubuild run`')]
+    default = "" if settings.line_of("MODEL") else f' (MODEL is "{model}" by default; MODEL="" selects none)'
+    launcher = load(root, f"{model}.launcher")
+    lacks = missing(launcher)
+    if lacks:
+        return [("MODEL", f"{root / model / LAUNCHER} is not a tpubuild launcher: it lacks {', '.join(lacks)}",
+                 "add them (the Launcher protocol in builder/model_registry.py)" + default)]
+    import dataclasses
+
+    if settings.arch == "mig" and "listing" not in {f.name for f in dataclasses.fields(launcher.Job)}:
+        return [("TPU_ARCH", f'the {model} launcher does not support TPU_ARCH="mig"',
+                 f'use TPU_ARCH="vm", or MODEL="" and start your script with `tpubuild run`{default}')]
+    check = _hook(settings, CHECK)
+    return [(key, what, fix + default) for key, what, fix in (check(settings) if check is not None else ())]
+
+
+def _hook(settings: Any, name: str) -> Any:
+    """The function ``name`` of the selected MODEL's keys.py, or None."""
+    model, folder = settings.model, settings.repo_root
+    keys_root = find(folder, model, KEYS) if model else None
+    return getattr(load(keys_root, f"{model}.keys"), name, None) if keys_root is not None else None
+
+
+def advice(settings: Any) -> list[str]:
+    """The selected MODEL's warnings about ``settings`` (its keys.py ``warnings``)."""
+    warn = _hook(settings, WARNINGS)
+    return list(warn(settings)) if warn is not None else []

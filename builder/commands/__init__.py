@@ -9,9 +9,9 @@ from typing import Any
 from builder.config import Settings, load
 
 
-def load_settings(args: argparse.Namespace, *, strict: bool = False) -> Settings:
-    """Load ``--values`` and print its warnings to stderr."""
-    settings = load(args.values, strict=strict)
+def load_settings(args: argparse.Namespace, *, strict: bool = False, later: bool = False) -> Settings:
+    """Load ``--values`` and print its warnings to stderr (``later``: builder.config.load's)."""
+    settings = load(args.values, strict=strict, later=later)
     for warning in settings.warnings:
         print(f"tpubuild: warning: {warning}", file=sys.stderr)
     return settings

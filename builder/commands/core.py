@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 def run_validate(args: argparse.Namespace) -> int:
     try:
-        s = load_settings(args, strict=args.strict)
+        s = load_settings(args, strict=args.strict, later=True)  # and what plan/render/submit/train refuse
     except ConfigErrors as exc:
         for warning in exc.warnings:
             print(f"tpubuild: warning: {warning}", file=sys.stderr)

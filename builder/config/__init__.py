@@ -13,6 +13,7 @@ warnings are kept in ``Settings.warnings``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -40,16 +41,18 @@ def known_keys(folder: Path | None = None) -> list[str]:
     return [*_SPECS, *_model_specs(folder)]
 
 
-def load(path: Path | str, *, strict: bool = False) -> Settings:
+def load(path: Path | str, *, strict: bool = False, later: bool = False) -> Settings:
+    """``later``: also refuse what a later command would refuse about this file
+    (builder/config/later.py); ``tpubuild validate`` loads this way."""
     path = Path(path)
-    return load_text(read_text(path), path, strict=strict)
+    return load_text(read_text(path), path, strict=strict, later=later)
 
 
 class _Stop(Exception):
     """A rule failed (its ConfigError is collected); the rest of its group is skipped."""
 
 
-def load_text(text: str, path: Path | str, *, strict: bool = False) -> Settings:
+def load_text(text: str, path: Path | str, *, strict: bool = False, later: bool = False) -> Settings:
     path = Path(path)
     errors: list[ConfigError] = []
     broken: set[str] = set()  # keys whose value could not be read (their root cause is reported)
@@ -81,57 +84,100 @@ def load_text(text: str, path: Path | str, *, strict: bool = False) -> Settings:
         warnings.append(f"{path}:{e.line}: {key} is not a tpubuild key; {hint} (an error with --strict)")
 
     unparsed = {e.key for e in errors if e.key} | broken  # already reported: a line that did not parse
-    values: dict[str, Any] = {}
+    values = _Known()
     model_options: dict[str, Any] = {}
     invalid: dict[str, ConfigError] = {}
     for specs, target in ((_SPECS, values), (model_specs, model_options)):
         for name, spec in specs.items():
             entry = by_key.get(name)
+            if name in unparsed:
+                values.unknown.add(spec.field)
             if entry is None or (spec.required and entry.value.strip() == ""):
                 if spec.required and name not in unparsed:
                     errors.append(ConfigError(
                         "is required but not set", f'add {name}="..." ({spec.doc})', path=path,
                         line=entry.line if entry else None, key=name,
                     ))
-                target[spec.field] = spec.default
+                    values.unknown.add(spec.field)
+                dict.__setitem__(target, spec.field, spec.default)
                 continue
             try:
-                target[spec.field] = spec.parse(entry.value)
+                dict.__setitem__(target, spec.field, spec.parse(entry.value))
             except ValueError as exc:
                 what, _, fix = str(exc).partition("; ")
                 invalid[name] = ConfigError(what, fix, path=path, line=entry.line, key=name)
-                target[spec.field] = spec.default
+                dict.__setitem__(target, spec.field, spec.default)
+                values.unknown.add(spec.field)
     # a value made of an invalid key through ${KEY} is wrong because of it: report the root once
     errors.extend(e for k, e in invalid.items() if not by_key[k].refs & invalid.keys())
-    if errors:  # the rules between keys need every value; report what is wrong so far
-        raise ConfigErrors(errors, tuple(warnings))
+    model_broken = any(name in model_specs for name in (e.key for e in errors))
 
-    try:
-        topo = _rules(values, fail)
-    except _Stop:
-        topo = None
-    if topo is not None:
+    # The rules between keys, each group on its own, so every problem is reported in one run; a
+    # rule that reads a value that did not parse (or that an earlier rule could not settle) is
+    # skipped, since that value's own error is the root cause.
+    _each_group(lambda: _accelerator(values, fail))
+    _each_group(lambda: _runtime(values, fail))
+
+    def zone() -> None:
         def zone_warning(key: str, what: str, fix: str) -> None:
             warnings.append(f"{path}:{lines.get(key, 0)}: {key}: {what}; TPU_ZONE_CHECK=\"warn\" lets it through "
                             "(the create fails in the cloud if the zone really has no such TPU)")
 
-        def zone() -> None:
-            if values["arch"] != "node":  # TPU_ZONE_CHECK="warn": a stale table must not block
-                offers.check_zone(values["zone"], topo, zone_warning if values["zone_check"] == "warn" else fail)
+        if values["arch"] != "node":  # TPU_ZONE_CHECK="warn": a stale table must not block
+            offers.check_zone(values["zone"], values["topology"], zone_warning if values["zone_check"] == "warn" else fail)
 
-        _each_group(lambda: validate.cross_checks(values, topo, fail, lines),
-                    lambda: offers.resolve_provisioning(values, topo, fail, lines), zone,
-                    lambda: validate.name_lengths(values, fail))
-    if errors:
+    if dict.get(values, "arch") == "mig":  # the rules that hold once the slice has a MIG shape
+        _each_group(*(partial(_mig_rule, rule, values, fail) for rule in validate.MIG_RULES))
+    _each_group(*(partial(_cross_rule, rule, values, fail, lines) for rule in validate.CROSS_RULES),
+                lambda: offers.resolve_provisioning(values, values["topology"], fail, lines), zone,
+                lambda: validate.name_lengths(values, fail))
+    # A file with errors has no Settings, except for validate (``later``): what a later command
+    # refuses is reported in the same run when the values it needs are settled.
+    if errors and (not later or _NEEDED & values.unknown):
         raise ConfigErrors(errors, tuple(warnings))
-    values["region"] = values["region"] or values["zone"].rsplit("-", 1)[0]
-    assert topo is not None
-    settings = _finish(path, values, model_options, by_key, lines, warnings, topo)
-    # Google's naming rules for every derived and supplied name, then the rules on the whole Settings
-    _each_group(lambda: names.check(settings, fail), lambda: hardening.cross_checks(settings, fail))
+    plain = dict(values)  # the raw values (a dict copy does not go through _Known.__getitem__)
+    plain["region"] = plain["region"] or plain["zone"].rsplit("-", 1)[0]
+    settings = _finish(path, plain, model_options, by_key, lines, warnings, later=later)
+    if not errors:  # Google's naming rules for every derived and supplied name, then the rules on the whole Settings
+        _each_group(lambda: names.check(settings, fail), lambda: hardening.cross_checks(settings, fail))
+    if later:  # what a later command would refuse (builder/config/later.py)
+        from builder.config.later import refusals
+
+        errors.extend(refusals(settings, skip=values.unknown | ({"model"} if model_broken else set()), node=not errors))
     if errors:
         raise ConfigErrors(errors, tuple(warnings))
     return settings
+
+
+#: The fields builder/config/later.py cannot do without (every value that parsed is usable).
+_NEEDED = frozenset({"topology", "arch", "env_name", "project_id", "zone", "mount_point"})
+
+
+class _Known(dict):  # type: ignore[type-arg]
+    """The parsed values. Reading one in ``unknown`` (it did not parse, or the rule that settles
+    it failed) stops the rule that reads it, silently: its own error is already reported."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.unknown: set[str] = set()
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self.unknown:
+            raise _Stop
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key in self.unknown:
+            raise _Stop
+        return super().get(key, default)
+
+
+def _cross_rule(rule: validate.Rule, values: _Known, fail: Any, lines: dict[str, int]) -> None:
+    rule(values, fail, lines)
+
+
+def _mig_rule(rule: Any, values: _Known, fail: Any) -> None:
+    rule(values, values["mig_shape"], fail)
 
 
 def _each_group(*groups: Callable[[], object]) -> None:
@@ -143,43 +189,70 @@ def _each_group(*groups: Callable[[], object]) -> None:
             pass
 
 
-def _rules(values: dict[str, Any], fail: Any) -> Any:
-    """Runtime (one key, two names), accelerator type, architecture and runtime rules."""
-    # One runtime key, two names.
-    alias = values.pop("runtime_version_alias")
-    runtime = values["runtime_version"]
-    if alias and runtime and alias != runtime:
-        fail("TPU_RUNTIME_VERSION", f"says {alias!r} but TPU_PYTORCH_VERSION says {runtime!r}", "set only one of them")
-    runtime_key = "TPU_PYTORCH_VERSION" if runtime else "TPU_RUNTIME_VERSION"
-    runtime = runtime or alias
-    mig = values["arch"] == "mig"  # TPU VMs as Compute Engine instances boot an OS image: no TPU runtime
-    if mig and runtime:
-        fail(runtime_key, f"{runtime!r} is a TPU runtime, but TPU_ARCH=\"mig\" hosts boot the accelerator OS image "
-             "(the generation record's mig image, builder/data/tpu_offers.json) and have no TPU runtime", f"remove {runtime_key}")
-    if not runtime and not mig:
-        fail("TPU_PYTORCH_VERSION", "is required but not set",
-             'add TPU_PYTORCH_VERSION="pytorch-nightly" (node) or "tpu-ubuntu2204-base" (vm)')
-    values["runtime_version"] = runtime
-
+def _accelerator(values: _Known, fail: Any) -> None:
+    """TPU_ACCELERATOR_TYPE → the topology (``values["topology"]``; unknown when it fails)."""
+    values.unknown.add("topology")
     try:
         topo = parse_topology(values["accelerator_type"])
     except BadInput as exc:
         fail("TPU_ACCELERATOR_TYPE", str(exc), "")
-    arch_declared = bool(values["arch"])
-    if mig:
-        validate.mig_for(values, topo, fail)
-    else:
-        values["arch"] = validate.infer_arch(values["arch"], runtime, fail, runtime_key=runtime_key)
-        validate.runtime_for(runtime, values["arch"], topo, fail, runtime_key=runtime_key, arch_declared=arch_declared)
-    return topo
+    values["topology"] = topo
+    values.unknown.discard("topology")
+
+
+def _runtime(values: _Known, fail: Any) -> None:
+    """The runtime (one key, two names) and the architecture: settles ``runtime_version`` and
+    ``arch`` (unknown when a rule here fails), and on mig the slice's shape (``mig_shape``).
+
+    Root causes first: on mig a generation that has no MIG is reported alone (not also the TPU
+    runtime the file sets, which only a TPU VM of that generation would use)."""
+    declared = values["arch"]  # TPU_ARCH as written ("" when empty); a value that did not parse stops here
+    values.unknown.update(("arch", "mig_shape"))
+    alias = values["runtime_version_alias"]
+    runtime = values["runtime_version"]
+    if alias and runtime and alias != runtime:
+        values.unknown.add("runtime_version")
+        fail("TPU_RUNTIME_VERSION", f"says {alias!r} but TPU_PYTORCH_VERSION says {runtime!r}", "set only one of them")
+    runtime_key = "TPU_PYTORCH_VERSION" if runtime else "TPU_RUNTIME_VERSION"
+    runtime = runtime or alias
+    values["runtime_version"] = runtime
+    if declared == "mig":  # TPU VMs as Compute Engine instances boot an OS image: no TPU runtime
+        values["mig_shape"] = validate.mig_shape_for(values["topology"], fail)
+        values.unknown.discard("mig_shape")
+        values.unknown.discard("arch")
+        if runtime:
+            fail(runtime_key, f"{runtime!r} is a TPU runtime, but TPU_ARCH=\"mig\" hosts boot the accelerator OS "
+                 "image (the generation record's mig image, builder/data/tpu_offers.json) and have no TPU runtime", f"remove {runtime_key}")
+        return
+    if not runtime:
+        topo = dict.get(values, "topology") if "topology" not in values.unknown else None
+        want = [r for r, gens in validate.VM_RUNTIMES.items() if topo and topo.generation in gens]
+        if declared == "vm" and want:  # vm is settled, only its runtime is missing
+            values["arch"] = "vm"
+            values.unknown.discard("arch")
+            fail("TPU_PYTORCH_VERSION", "is required but not set",
+                 f'add TPU_RUNTIME_VERSION="{want[0]}" (the TPU VM runtime of {topo.accelerator_type})')
+        fail("TPU_PYTORCH_VERSION", "is required but not set",
+             'add TPU_PYTORCH_VERSION="pytorch-nightly" (node) or "tpu-ubuntu2204-base" (vm)')
+    arch = validate.infer_arch(declared, runtime, fail, runtime_key=runtime_key)
+    if arch == "vm" and validate.vm_generation(values["topology"]):  # then vm is certain, whatever runtime
+        values["arch"] = arch
+        values.unknown.discard("arch")
+    validate.runtime_for(runtime, arch, values["topology"], fail, runtime_key=runtime_key, arch_declared=bool(declared))
+    values["arch"] = arch
+    values.unknown.discard("arch")
 
 
 def _finish(path: Path, values: dict[str, Any], model_options: dict[str, Any], by_key: dict[str, Entry],
-            lines: dict[str, int], warnings: list[str], topo: Any) -> Settings:
+            lines: dict[str, int], warnings: list[str], *, later: bool) -> Settings:
+    """The Settings of ``values`` (pseudo-fields dropped). A script path that does not exist is a
+    warning here; with ``later`` it is builder/config/later.py's error instead."""
     root = path.resolve().parent
+    values.pop("runtime_version_alias", None)
+    values.pop("mig_shape", None)
     for key, field in (("MIG_SETUP_SCRIPT", "mig_setup_script"), ("MIG_SEED_DATA_PREP_SCRIPT", "mig_seed_data_prep_script")):
         rel = values[field]
-        if rel and find_script(root, rel) is None:
+        if rel and not later and find_script(root, rel) is None:
             if rel in SEED_SCRIPTS:
                 warnings.append(f"{path}:{lines[key]}: {key}={rel!r} is the seed repository's own script, which "
                                 "tpubuild replaces; run tpubuild migrate to clear it")
@@ -190,7 +263,7 @@ def _finish(path: Path, values: dict[str, Any], model_options: dict[str, Any], b
             )
 
     return Settings(
-        source=path, topology=topo, model_options=model_options,
+        source=path, model_options=model_options,
         raw={k: e.value for k, e in by_key.items()}, lines=lines, warnings=tuple(warnings),
         refs={k: e.refs for k, e in by_key.items() if e.refs}, **values,
     )

@@ -12,7 +12,7 @@ from builder import generations
 from builder.config import offers
 from builder.config.filestore import TIERS
 from builder.errors import BadInput
-from builder.topology import Topology, mig_shape
+from builder.topology import MigShape, Topology, mig_shape
 
 #: vm runtimes and the generations each one serves.
 #: (One place: each generation's record, builder/generations.py, through builder.config.offers.)
@@ -56,6 +56,14 @@ def runtime_for(runtime: str, arch: str, topo: Topology, fail: Fail, *,
             fail(key, f"{runtime!r} is not a TPU Node runtime",
                  "use pytorch-1.13 (any pytorch-1.x), pytorch-2.0, pytorch-2.1 or pytorch-nightly; XRT ended after 2.1")
         return
+    if not vm_generation(topo):
+        # no TPU VM runtime serves the generation (TPU7x: Compute Engine TPU VMs only): the
+        # architecture is the root, not the runtime
+        where = "TPU_ARCH" if arch_declared else key
+        offered = topo.record.mig is not None
+        fail(where, f"{topo.generation} ({topo.accelerator_type}) has no TPU VM runtime: the TPU API does not offer it"
+             + (", only Compute Engine TPU VMs do" if offered else ""),
+             f'set TPU_ARCH="mig" and remove {key}' if offered else "choose another accelerator type")
     gens = VM_RUNTIMES.get(runtime)
     if gens is None:
         want = [r for r, g in VM_RUNTIMES.items() if topo.generation in g]
@@ -65,6 +73,11 @@ def runtime_for(runtime: str, arch: str, topo: Topology, fail: Fail, *,
         want = [r for r, g in VM_RUNTIMES.items() if topo.generation in g]
         fail(key, f"runtime {runtime} does not run on {topo.generation} ({topo.accelerator_type})",
              f"use {want[0]}")
+
+
+def vm_generation(topo: Topology) -> bool:
+    """Whether some TPU VM runtime serves the generation (the TPU API offers it)."""
+    return any(topo.generation in g for g in VM_RUNTIMES.values())
 
 
 def _known_runtime(runtime: str) -> bool:
@@ -86,14 +99,14 @@ def infer_arch(declared: str, runtime: str, fail: Fail, *, runtime_key: str = "T
     return declared or inferred
 
 
-def cross_checks(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int] | None = None) -> None:
-    """Rules between keys. ``lines`` (key → line) tells which keys the file sets, so a rule that
-    trips on a default blames the key the user did write."""
-    lines = lines if lines is not None else {}
+def _region(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
     zone_region = v["zone"].rsplit("-", 1)[0]
     if v["region"] and v["region"] != zone_region:
         fail("REGION", f"{v['region']!r} does not contain zone {v['zone']!r}",
              f'set REGION="{zone_region}" or leave it empty')
+
+
+def _filestore_minimum(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
     tier, cap = v["shared_fs_tier"], v["shared_fs_capacity_gb"]
     if cap < FS_MIN_GB[tier]:
         if "SHARED_FS_CAPACITY" not in lines and "SHARED_FS_TIER" in lines:
@@ -101,42 +114,86 @@ def cross_checks(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str,
                  f"{cap} GiB (the default)", f'add SHARED_FS_CAPACITY="{FS_MIN_GB[tier]}" or more')
         fail("SHARED_FS_CAPACITY", f"{cap} GiB is below the {tier} minimum of {FS_MIN_GB[tier]} GiB",
              f'set SHARED_FS_CAPACITY="{FS_MIN_GB[tier]}" or more')
+
+
+def _share_name(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
+    tier = v["shared_fs_tier"]
     share, share_max = v["shared_fs_name"], TIERS[tier].share_max
     if len(share) > share_max:
         fail("SHARED_FS", f"{share!r} is {len(share)} characters; a {tier} file share name allows at most {share_max}",
              f"shorten SHARED_FS to {share_max} characters or fewer")
+
+
+def _scheduling_flags(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
     flags = [k for k in ("tpu_preemptible", "tpu_spot", "tpu_reserved") if v[k]]
     if len(flags) > 1:
         names = " and ".join(f.upper() for f in flags)
         fail(flags[1].upper(), f"{names} are both true", "choose one scheduling option")
-    arch = v["arch"]
-    if arch == "node" and v["tpu_spot"]:
+
+
+def _node_options(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
+    if v["arch"] != "node":
+        return
+    if v["tpu_spot"]:
         fail("TPU_SPOT", "spot TPUs exist only as TPU VMs", 'use TPU_PREEMPTIBLE="true" on node, or TPU_ARCH="vm"')
-    if arch == "node" and v["tpu_reserved"]:
+    if v["tpu_reserved"]:
         fail("TPU_RESERVED", "reserved scheduling is a TPU VM option (google_tpu_node has none, "
              "google_tpu_v2_vm has scheduling_config.reserved)",
              'use TPU_PREEMPTIBLE="true" on node, or TPU_ARCH="vm" with a TPU VM runtime')
+
+
+def _external_ips(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
+    arch = v["arch"]
     if arch == "node" and v["tpu_external_ips"]:
         fail("TPU_EXTERNAL_IPS", "is a TPU VM option; a TPU Node has no host VMs to give IPs to",
              'remove it (MIG_EXTERNAL_IP="true" gives the node workers external IPs)')
     if arch == "vm" and v["mig_external_ip"]:
         fail("MIG_EXTERNAL_IP", "is a node option; the vm architecture has no MIG",
              'use TPU_EXTERNAL_IPS="true" to give TPU VM hosts external IPs')
+
+
+def _restore(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
     if v["shared_pd_restore"] and not v["shared_pd_attach"]:
         fail("SHARED_PD_RESTORE", "restoring the shared PD needs the disk",
              'set SHARED_PD_DISK_ATTACH="true" or remove SHARED_PD_RESTORE')
+
+
+def _vm_disk(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
+    if v["arch"] != "vm" or not v["shared_pd_attach"]:
+        return
+    topo = v["topology"]
     attachable = topo.record.shared_pd_types  # its record's sources: v6e takes Hyperdisk only, v2-v5p pd-balanced
-    if arch == "vm" and v["shared_pd_attach"] and not attachable:
+    if not attachable:
         # modules/shared_pd makes a pd-* disk, which a Hyperdisk-only TPU VM cannot attach
         fail("SHARED_PD_DISK_ATTACH", f"{topo.generation} TPU VMs attach only Hyperdisk, so the {v['shared_pd_type']} "
              "dataset disk (modules/shared_pd) cannot be attached to them",
              'set SHARED_PD_DISK_ATTACH="false" and read the dataset from Filestore (SHARED_FS) or GCS_DATASET')
-    elif arch == "vm" and v["shared_pd_attach"] and v["shared_pd_type"] not in attachable:
+    if v["shared_pd_type"] not in attachable:
         fail("SHARED_PD_DISK_TYPE", f"{topo.generation} TPU VMs attach only {generations.disk_words(attachable)}, so a "
              f"{v['shared_pd_type']} dataset disk cannot be attached to them", f'set SHARED_PD_DISK_TYPE="{attachable[0]}"')
-    if arch == "node" and v.get("env_ttl_hours"):
+
+
+def _node_ttl(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
+    if v["arch"] == "node" and v.get("env_ttl_hours"):
         fail("ENV_TTL_HOURS", "the TTL (modules/ttl) is created with a TPU VM; the legacy node architecture "
              "has none", 'remove ENV_TTL_HOURS or use TPU_ARCH="vm"')
+
+
+Rule = Callable[[dict[str, Any], Fail, dict[str, int]], None]
+
+#: The rules between keys, each independent of the others: the loader runs each on its own, so
+#: one failing rule never hides another (and a rule that reads a value that did not parse is
+#: skipped: that value's own error is the root cause). A rule reads the slice as v["topology"].
+CROSS_RULES: tuple[Rule, ...] = (_region, _filestore_minimum, _share_name, _scheduling_flags, _node_options,
+                                 _external_ips, _restore, _vm_disk, _node_ttl)
+
+
+def cross_checks(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int] | None = None) -> None:
+    """Rules between keys (:data:`CROSS_RULES`, in order; the first failure raises). ``lines``
+    (key → line) tells which keys the file sets, so a rule that trips on a default blames the key
+    the user did write."""
+    for rule in CROSS_RULES:
+        rule({**v, "topology": topo}, fail, lines if lines is not None else {})
 
 
 def name_lengths(v: dict[str, Any], fail: Fail) -> None:
@@ -159,15 +216,20 @@ def name_lengths(v: dict[str, Any], fail: Fail) -> None:
              f"shorten ENV_BUILD_NAME to at most {MAX_GCE_NAME - MIG_SUFFIX - len('worker-')} characters")
 
 
-def mig_for(v: dict[str, Any], topo: Topology, fail: Fail) -> None:
+def mig_shape_for(topo: Topology, fail: Fail) -> MigShape:
     """TPU_ARCH="mig": a generation and size Google offers as a MIG of TPU VMs (the shapes of the
-    generation record's ``mig``), no queued resource, and none of the options that belong to the other architectures."""
+    generation record's ``mig``). This is the root of every other mig rule: a generation that has
+    no MIG is reported alone (not also the TPU runtime a TPU VM of that generation would need)."""
     try:
-        shape = mig_shape(topo)
+        return mig_shape(topo)
     except BadInput as exc:
-        fix = ('set TPU_ARCH="vm" (TPU API) for this generation' if topo.record.mig is None
-               else "choose a size from that list")
+        fix = ('set TPU_ARCH="vm" (the TPU API, with a TPU runtime) for this generation'
+               if topo.record.mig is None else "choose a size from that list")
         fail("TPU_ACCELERATOR_TYPE", str(exc), fix)
+        raise  # fail raises; this line keeps type checkers content
+
+
+def _mig_disk(v: dict[str, Any], shape: MigShape, fail: Fail) -> None:
     if v["shared_pd_attach"] and v["shared_pd_type"] not in shape.shared_pd_types:
         if not shape.shared_pd_types:
             fail("SHARED_PD_DISK_ATTACH", f"{shape.machine_type} VMs attach only Hyperdisk, so the {v['shared_pd_type']} "
@@ -175,12 +237,29 @@ def mig_for(v: dict[str, Any], topo: Topology, fail: Fail) -> None:
                  'set SHARED_PD_DISK_ATTACH="false" and read the dataset from Filestore (SHARED_FS) or GCS_DATASET')
         fail("SHARED_PD_DISK_TYPE", f"{shape.machine_type} VMs attach only {', '.join(shape.shared_pd_types)} disks",
              f'set SHARED_PD_DISK_TYPE="{shape.shared_pd_types[0]}"')
+
+
+def _mig_queued(v: dict[str, Any], shape: MigShape, fail: Fail) -> None:
     # Provisioning (TPU_PROVISIONING, TPU_RESERVATION) is checked by offers.resolve_provisioning
     # against the generation's record like every TPU VM: v5p/v6e/tpu7x offer on-demand, spot
     # and reservation (preemptible is refused there). A queued resource is a TPU API object:
     if v["queued"]:
         fail("TPU_QUEUED", "a queued resource (google_tpu_v2_queued_resource) creates TPU API VMs, not the "
              "Compute Engine VMs of a MIG", 'remove TPU_QUEUED (the MIG retries creating its VMs until capacity is free)')
+
+
+def _mig_external_ip(v: dict[str, Any], shape: MigShape, fail: Fail) -> None:
     if v["mig_external_ip"]:
         fail("MIG_EXTERNAL_IP", "is a node option; on mig the hosts' external IPs are TPU_EXTERNAL_IPS",
              'use TPU_EXTERNAL_IPS="true" (off by default)')
+
+
+#: The mig rules that hold once the slice has a MIG shape; independent of each other.
+MIG_RULES: tuple[Callable[[dict[str, Any], MigShape, Fail], None], ...] = (_mig_disk, _mig_queued, _mig_external_ip)
+
+
+def mig_for(v: dict[str, Any], topo: Topology, fail: Fail) -> None:
+    """Every mig rule in order (the first failure raises): the shape, then :data:`MIG_RULES`."""
+    shape = mig_shape_for(topo, fail)
+    for rule in MIG_RULES:
+        rule(v, shape, fail)

@@ -7,13 +7,16 @@ imports tpubuild (it runs only inside tpubuild, when values.env is loaded).
 The defaults are fairseq's RoBERTa-base pretraining recipe
 (peak LR 5e-4, 10k warmup updates, 125k updates, 512 tokens per sample) with a global batch of
 2048 sequences, which ``--update-freq`` keeps fixed whatever the pod size (see
-``models/roberta/launcher.py``). Cross-key checks (does the batch divide across the pod?) happen
-when ``tpubuild train`` builds the launch, because they need the topology.
+``models/roberta/launcher.py``). The rules that need the topology (does the batch divide across
+the slice's devices? does the launcher know the generation?) are the launcher's
+(models/roberta/recipe.py ``problems``); :func:`check` hands them to ``tpubuild validate``
+through builder/model_registry.py, so validate and ``train`` refuse the same things.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from builder.config.keys import KeySpec, boolean, choice, integer
 
@@ -87,6 +90,43 @@ def extra_args(value: str) -> tuple[str, ...]:
     if words and not words[0].startswith("--"):
         raise ValueError(f"{value!r} must start with a fairseq flag; write it like '--dropout 0.1'")
     return words
+
+
+def check(settings: Any) -> list[tuple[str, str, str]]:
+    """The model's own rules on a loaded Settings: ``(key, what, fix)`` each."""
+    from .recipe import Job, problems
+
+    return [(e.key, e.what, e.fix) for e in problems(Job.from_settings(settings))]
+
+
+def warnings(settings: Any) -> list[str]:
+    """Can ``tpubuild train roberta`` run with this file as it stands? Warnings, not errors (the
+    infrastructure is still valid), that ``tpubuild validate`` prints, each ``file:line: text``.
+
+    RoBERTa prepares its data from ``ROBERTA_DATA_SOURCE``: a gs:// folder, an absolute path, or a
+    folder on the shared PD (``<MOUNT_POINT>/shared_pd/...``). The last needs the disk attached to
+    every host (``SHARED_PD_DISK_ATTACH="true"``) and something on it: ``GCS_DATASET`` (copied onto
+    the disk after it is created) or ``SHARED_PD_RESTORE`` (a snapshot)."""
+    options, lines, path = settings.model_options, settings.lines, settings.source
+    src = str(options.get("roberta_data_source") or "")
+    if src.startswith(("gs://", "/")):
+        return []
+    where = f"{settings.mount_point.rstrip('/')}/shared_pd{'/' + src if src else ''}"
+
+    def at(*keys: str) -> str:
+        line = next((lines[k] for k in keys if k in lines), None)
+        return f"{path}:{line}" if line is not None else str(path)
+
+    if not settings.shared_pd_attach:
+        return [f"{at('SHARED_PD_DISK_ATTACH', 'ROBERTA_DATA_SOURCE', 'MODEL')}: `tpubuild train` cannot run as "
+                f"shipped: RoBERTa reads its data from the shared PD ({where}) but SHARED_PD_DISK_ATTACH is "
+                'false; set SHARED_PD_DISK_ATTACH="true" and GCS_DATASET (copied onto the disk), or '
+                'ROBERTA_DATA_SOURCE="gs://bucket/folder"']
+    if not settings.gcs_dataset and not settings.shared_pd_restore:
+        return [f"{at('SHARED_PD_DISK_ATTACH', 'ROBERTA_DATA_SOURCE')}: `tpubuild train` reads {where} on the "
+                "shared PD, but nothing fills the disk (no GCS_DATASET, no SHARED_PD_RESTORE); set GCS_DATASET "
+                "to the raw text's gs:// folder, or put the data there yourself before training"]
+    return []
 
 
 KEYS: tuple[KeySpec, ...] = (

@@ -26,7 +26,7 @@ from .. import hosts
 from .host_lines import _sh, host_train_line, install_line, leader_launch_line, prepare_line
 from .recipe import (MIG_TORCH_XLA, MODEL, PROFILER_PORT, RECIPE, TORCH_CPU_INDEX,  # noqa: F401
                      VM_FAIRSEQ, VM_TORCH_XLA, Job, LaunchError, code_dir, conda_env, data_bin, data_source,
-                     fairseq_args, fairseq_requirement, host_arch, host_log, log_dir, nfs, pjrt, save_dir,
+                     fairseq_args, fairseq_requirement, host_arch, host_log, log_dir, nfs, pjrt, problems, save_dir,
                      sequences_per_update, torch_xla_version, train_env, update_freq, wheelhouse, world_size)
 
 # ---------------------------------------------------------------- on the hosts
@@ -84,7 +84,9 @@ def _stage(job: Job, repo_models: str, *, stop: bool = False) -> list[Step]:
 
 def plan_train(job: Job, repo_models: str) -> list[Step]:
     """Stage the scripts, install on every host, prepare the data once, launch on every host."""
-    world_size(job)  # a generation without a device count stops here
+    found = problems(job)  # the model's own rules, the ones `tpubuild validate` reports
+    if found:
+        raise found[0]
     steps = _stage(job, repo_models)
     reach = access(job)
     if pjrt(job):

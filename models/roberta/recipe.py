@@ -119,8 +119,31 @@ def world_size(job: Job) -> int:
     """XLA devices in the slice: the number of processes fairseq trains with."""
     if job.devices_per_chip <= 0:
         raise LaunchError("TPU_ACCELERATOR_TYPE", f"the roberta launcher has no proven PyTorch/XLA device count for "
-                          f"{job.generation}", "use v5p or v6e, or start your own script with `tpubuild run -- ...`")
+                          f"{job.generation} (its generation record has none)",
+                          'use a v5p or v6e slice for MODEL="roberta", or set MODEL="" and start your own script '
+                          "with `tpubuild run -- ...`")
     return job.chips * job.devices_per_chip
+
+
+def problems(job: Job) -> list[LaunchError]:
+    """Every setting this launch refuses, each once: the model's own rules. ``tpubuild validate``
+    reports them all (models/roberta/keys.py ``check``); :func:`plan_train` raises the first.
+    A generation without a device count is the root: the batch cannot be checked without one."""
+    found: list[LaunchError] = []
+    try:
+        world = world_size(job)
+        update_freq(job.opt("total_batch"), world, job.opt("batch_per_device"))
+    except LaunchError as exc:
+        found.append(exc)
+    if job.opt("warmup_updates") >= job.opt("max_updates"):
+        found.append(_warmup_error(job))
+    return found
+
+
+def _warmup_error(job: Job) -> LaunchError:
+    return LaunchError("ROBERTA_WARMUP_UPDATES", f"{job.opt('warmup_updates')} warmup updates is not below "
+                       f"ROBERTA_MAX_UPDATES={job.opt('max_updates')}",
+                       "lower ROBERTA_WARMUP_UPDATES or raise ROBERTA_MAX_UPDATES")
 
 
 def pjrt(job: Job) -> bool:
@@ -236,8 +259,7 @@ def fairseq_args(job: Job) -> list[str]:
     max_update = job.opt("max_updates")
     warmup = job.opt("warmup_updates")
     if warmup >= max_update:
-        raise LaunchError("ROBERTA_WARMUP_UPDATES", f"{warmup} warmup updates is not below ROBERTA_MAX_UPDATES={max_update}",
-                          "lower ROBERTA_WARMUP_UPDATES or raise ROBERTA_MAX_UPDATES")
+        raise _warmup_error(job)
     scheduler = job.opt("lr_scheduler")
     args = [
         data_bin(job),

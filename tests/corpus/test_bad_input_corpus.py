@@ -131,8 +131,8 @@ CASES: list[Case] = [
     Case("gpu-type", _env(TPU_ACCELERATOR_TYPE="nvidia-tesla-v100"), expect=("TPU_ACCELERATOR_TYPE:", "unknown accelerator type")),
     Case("node-v4", _env(TPU_ACCELERATOR_TYPE="v4-32"), base=NODE, expect=("TPU_ARCH:", "v2 and v3 only", 'TPU_ARCH="vm"')),
     Case("node-v5p-inferred", _env(TPU_ARCH=None, TPU_ACCELERATOR_TYPE="v5p-32"), base=NODE, expect=("TPU_PYTORCH_VERSION:", "v2-alpha-tpuv5")),
-    Case("v6e-ubuntu", _env(TPU_ACCELERATOR_TYPE="v6e-16"), base=VM, expect=("TPU_RUNTIME_VERSION:", "use v2-alpha-tpuv6e")),
-    Case("v3-on-v6e-runtime", _env(TPU_ACCELERATOR_TYPE="v3-8", TPU_RUNTIME_VERSION="v2-alpha-tpuv6e"), base=VM,
+    Case("v6e-ubuntu", _env(TPU_ACCELERATOR_TYPE="v6e-16", ZONE="us-east1-d"), base=VM, expect=("TPU_RUNTIME_VERSION:", "use v2-alpha-tpuv6e")),
+    Case("v3-on-v6e-runtime", _env(TPU_ACCELERATOR_TYPE="v3-8", TPU_RUNTIME_VERSION="v2-alpha-tpuv6e", ZONE="europe-west4-a"), base=VM,
          expect=("TPU_RUNTIME_VERSION:", "does not run on v3")),
     Case("vm-with-xrt-runtime", _env(TPU_ARCH="vm"), base=NODE, expect=("TPU_ARCH:", "contradicts")),
     Case("spot-node", _env(TPU_SPOT="true"), base=NODE, expect=("TPU_SPOT:", "only as TPU VMs")),
@@ -155,6 +155,8 @@ CASES: list[Case] = [
          expect=("SHARED_PD_DISK_ATTACH:", "attach only Hyperdisk", 'SHARED_PD_DISK_ATTACH="false"')),
     Case("mig-tpu7x-wrong-zone", _env(TPU_ACCELERATOR_TYPE="tpu7x-8"), base=MIG,
          expect=("ZONE:", "tpu7x-8 is not offered in us-east5-b", 'ZONE="us-central1-c"')),
+    Case("vm-tpu7x", _env(TPU_ACCELERATOR_TYPE="tpu7x-128", ZONE="us-central1-c", REGION=None),
+         expect=("TPU_ARCH:", "tpu7x (tpu7x-128) has no TPU VM runtime", 'TPU_ARCH="mig"', "remove TPU_RUNTIME_VERSION")),
     Case("mig-runtime", _env(TPU_RUNTIME_VERSION="v2-alpha-tpuv6e"), base=MIG,
          expect=("TPU_RUNTIME_VERSION:", "no TPU runtime", "remove TPU_RUNTIME_VERSION")),
     Case("ssd-too-small", _env(SHARED_FS_TIER="BASIC_SSD"), expect=("SHARED_FS_CAPACITY:", "2560")),
@@ -393,14 +395,16 @@ def test_unreadable_file(cli, tmp_path: Path) -> None:
 
 
 def test_script_missing_when_a_pipeline_uses_it(cli, make_env) -> None:
-    """A seed-era MIG_SETUP_SCRIPT path is a warning at validate time and an error when the
-    pipeline would use it: render exits 2 with one error line (after the validate-time warning)."""
+    """A seed-era MIG_SETUP_SCRIPT path is a warning when the file loads and an error when the
+    pipeline would use it: render exits 2 with one error line (after the load's warning), and
+    validate, which reports what render would refuse, gives that same line."""
     path = make_env(SHIPPED, MIG_SETUP_SCRIPT="env_setup/scripts/setup_mig.sh")
     code, out, err = cli("validate", "--values", path)
-    assert code == 0
+    assert code == 2
+    validate_errors = [line for line in err.splitlines() if line.startswith("tpubuild: error: ")]
     code, out, err = cli("render", "--values", path, "--action", "create")
     assert code == 2 and out == ""
     errors = [line for line in err.splitlines() if line.startswith("tpubuild: error: ")]
     others = [line for line in err.splitlines() if not line.startswith("tpubuild: error: ")]
-    assert len(errors) == 1 and "MIG_SETUP_SCRIPT" in errors[0]
+    assert len(errors) == 1 and "MIG_SETUP_SCRIPT" in errors[0] and validate_errors == errors
     assert all(line.startswith("tpubuild: warning: ") and "MIG_SETUP_SCRIPT" in line for line in others)

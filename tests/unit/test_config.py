@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from builder.config import load, load_text
-from builder.errors import BadInput, ConfigError
+from builder.errors import BadInput, ConfigError, ConfigErrors
 from tests.conftest import EXAMPLES, SHIPPED
 
 # The seed repository's values.env, key for key (only the project ID is ours).
@@ -100,11 +100,16 @@ def test_seed_file_loads_with_only_script_path_warnings(tmp_path: Path, cli) -> 
     assert "MIG_SEED_DATA_PREP_SCRIPT" in s.warnings[1]
     assert f"{path}:{line_of(SEED_VALUES, 'MIG_SEED_DATA_PREP_SCRIPT')}:" in s.warnings[1]
     assert all("seed repository's own script" in w and "run tpubuild migrate" in w for w in s.warnings)
-    # Through the CLI: exit 0, the warnings on stderr, the summary on stdout.
+    # Through the CLI: a node file builds nothing any more, so validate says what plan/create will
+    # do, and that the seed's script paths (which submit refuses, for every action) are the seed's;
+    # every line's fix is tpubuild migrate. Exit 2.
     code, out, err = cli("validate", "--values", path)
-    assert code == 0 and "20200430" in out and "node architecture" in out
-    # (plus validate's own: the seed's unattached disk means `tpubuild train` cannot prepare data)
-    assert err.count("tpubuild: warning:") == 3 and "`tpubuild train` cannot run" in err and "Traceback" not in err
+    errors = [ln for ln in err.splitlines() if ln.startswith("tpubuild: error:")]
+    assert code == 2 and out == "" and len(errors) == 3, err
+    assert "this seed-era file" in errors[0] and all("tpubuild migrate" in e for e in errors)
+    assert "refuse create, update and auto" in errors[0] and "destroy and status still work" in errors[0]
+    assert ": MIG_SETUP_SCRIPT: " in errors[1] and ": MIG_SEED_DATA_PREP_SCRIPT: " in errors[2]
+    assert "Traceback" not in err
 
 
 def test_existing_script_path_is_not_a_warning(tmp_path: Path) -> None:
@@ -291,9 +296,12 @@ def test_runtime_alias_is_accepted_and_blamed_by_its_own_name() -> None:
     text = MINIMAL.replace('TPU_PYTORCH_VERSION="pytorch-nightly"', 'TPU_RUNTIME_VERSION="tpu-ubuntu2204-base"')
     assert load_text(text, "v.env").runtime_version == "tpu-ubuntu2204-base"
     bad = text.replace('"v3-8"', '"v5p-8"')
-    with pytest.raises(ConfigError) as exc:
+    with pytest.raises(ConfigErrors) as exc:
         load_text(bad, "v.env")
-    assert exc.value.key == "TPU_RUNTIME_VERSION" and exc.value.line == 5 and "v2-alpha-tpuv5" in str(exc.value)
+    # (and, on its own line, ZONE: europe-west4-a offers no v5p; every problem is reported at once)
+    runtime = [e for e in exc.value.errors if e.key == "TPU_RUNTIME_VERSION"]
+    assert len(runtime) == 1 and runtime[0].line == 5 and "v2-alpha-tpuv5" in str(runtime[0])
+    assert [e.key for e in exc.value.errors] == ["ZONE", "TPU_RUNTIME_VERSION"]
 
 
 # ---------------------------------------------------------------- files
