@@ -20,7 +20,23 @@ node). One :class:`ModuleSpec` per (plan module, directory) says:
   they change); a folder inside another module's ``boot`` folder belongs to that module only;
 * ``destroy_only``: a legacy root (node) that declares no resources: only ``terraform plan
   -destroy`` runs there (``modules/_shared/destroy_only.tf``), so no key and no boot folder feeds it;
-* ``what``: the one-line description ``tpubuild plan`` shows.
+* ``what``: the one-line description ``tpubuild plan`` shows;
+* ``data_resources``: the resource types holding its data that a destroy of it deletes on purpose
+  (after its ``snapshot``/``backup`` step), with what goes away: the guard lets a destroy delete
+  these and refuses to delete any other data holder without ``_ALLOW_DATA_LOSS``;
+* ``training_resources``: the resource types whose replacement or deletion stops the training on
+  them, and ``replace_warning``, what the guard announces when a create/update replaces one;
+* ``status``: its rows in ``tpubuild status`` (:class:`StatusPart`: the report key, the row
+  formatter in builder/status_rows.py, whether this environment has it); builder/cloud/status.py
+  ``READERS`` asks the API behind each key;
+* ``state_link``: the output of its Terraform state that ``status`` shows as a link (the
+  dashboard's ``console_url``);
+* ``steps``: its steps beyond plan → guard → apply (:class:`ExtraStep`: restore, snapshot,
+  backup, unqueue, drain, resize, queue, seed), which ``builder.plan.steps`` places;
+* ``snapshot``: the snapshot an apply of it starts from ('' none, ``latest`` the newest, which its
+  restore step names), passed to its plan step;
+* ``scoped``: the scope flags name it (``--tpu``/``--mig``, ``_TPU``/``_MIG``);
+* ``tiles``: the maker of its dashboard tiles (builder/dashboard_tiles.py).
 
 Everything else is derived here: the module list, create and destroy DAGs and the destroy order
 per architecture (:func:`modules`, :func:`create_after`, :func:`destroy_after`,
@@ -31,7 +47,7 @@ per architecture (:func:`modules`, :func:`create_after`, :func:`destroy_after`,
 Adding a module is one entry in :data:`CATALOGUE` plus its own files (``modules/<dir>/`` and its
 inputs in ``builder/tfvars.py``); docs/architecture.md has a worked example.
 
-Pure: no I/O, standard library only.
+Pure: no I/O, standard library only (and the pure formatters its entries name).
 """
 
 from __future__ import annotations
@@ -39,7 +55,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from builder import dashboard_tiles as dash
+from builder import status_rows as rows
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
@@ -118,6 +137,54 @@ def _slice(s: Settings) -> str:
             "drained first if the topology changes, then resized to the slice")
 
 
+def _always(s: Settings) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class StatusPart:
+    """One row of ``tpubuild status``: ``key`` names it in the report and on its line,
+    builder/cloud/status.py ``READERS[key]`` reads it, ``row`` (builder/status_rows.py) formats
+    what was read, ``when`` says whether the environment has it."""
+
+    key: str
+    row: Callable[[dict[str, Any]], str]
+    when: Callable[[Settings], bool] = _always
+
+
+#: Where an :class:`ExtraStep` goes in its module's steps.
+BEFORE, GATE, AFTER, BESIDE = "before", "gate", "after", "beside"
+
+
+@dataclass(frozen=True)
+class ExtraStep:
+    """A step of a module's pipeline beyond plan → guard → apply, id ``<module>-<kind>``
+    (``kind``: a row of ``builder.pipeline.KINDS``), with the module's ``op`` (apply|destroy) when
+    ``when(settings)``. ``at``: :data:`BEFORE` its plan step, :data:`GATE` between its guard and its
+    apply, :data:`AFTER` its apply (what waits for the module waits for it), :data:`BESIDE` after
+    its apply (only the hosts that attach the shared PD wait for it)."""
+
+    kind: str
+    op: str
+    at: str
+    when: Callable[[Settings], bool] = _always
+
+
+#: What a replaced TPU (or TPU VM) means for the training on it; the guard says it.
+INTERRUPTS = "this interrupts training; running jobs stop and must resume from their last checkpoint"
+
+
+def _backs_up(s: Settings) -> bool:
+    """The share's tier keeps backups (builder/config/filestore.py), so destroy takes one first."""
+    from builder.config.filestore import TIERS
+
+    return TIERS[s.shared_fs_tier].backups
+
+
+def _queued(s: Settings) -> bool:
+    return s.queued
+
+
 @dataclass(frozen=True)
 class ModuleSpec:
     """One Terraform directory as one plan module of some architectures (the module docstring
@@ -135,28 +202,60 @@ class ModuleSpec:
     hosts: bool = False
     boot: tuple[str, ...] = ()
     destroy_only: bool = False
+    data_resources: tuple[tuple[str, str], ...] = ()
+    training_resources: tuple[str, ...] = ()
+    replace_warning: str = INTERRUPTS
+    status: tuple[StatusPart, ...] = ()
+    state_link: str = ""
+    steps: tuple[ExtraStep, ...] = ()
+    snapshot: Callable[[Settings], str] | None = None
+    scoped: bool = False
+    tiles: Callable[[dash.Names], list[dict[str, Any]]] | None = None
 
 
 #: Every module, in create's order (ties in a DAG stage keep this order).
 CATALOGUE: tuple[ModuleSpec, ...] = (
-    ModuleSpec("filestore", "modules/filestore", ARCHS, _filestore, keys=FILESTORE_KEYS, holds_data=True),
+    ModuleSpec("filestore", "modules/filestore", ARCHS, _filestore, keys=FILESTORE_KEYS, holds_data=True,
+               data_resources=(("google_filestore_instance", "the Filestore share (checkpoints and preprocessed data)"),),
+               status=(StatusPart("filestore", rows.filestore_row),),
+               steps=(ExtraStep("backup", "destroy", BEFORE, _backs_up),), tiles=dash.filestore_tiles),
     ModuleSpec("shared_pd", "modules/shared_pd", ARCHS, _shared_pd, keys=SHARED_PD_KEYS, apply_timeout=1800,
-               holds_data=True, boot=("env_setup/seeder",)),  # the seeder VM's script
+               holds_data=True, boot=("env_setup/seeder",),  # the seeder VM's script
+               data_resources=(("google_compute_disk", "the shared persistent disk (the dataset)"),),
+               steps=(ExtraStep("restore", "apply", BEFORE, lambda s: s.shared_pd_restore == "latest"),
+                      ExtraStep("snapshot", "destroy", BEFORE),
+                      ExtraStep("seed", "apply", BESIDE, lambda s: s.shared_pd_attach and bool(s.gcs_dataset))),
+               snapshot=lambda s: s.shared_pd_restore),
     ModuleSpec("tpu", "modules/tpu_vm", ("vm",), _tpu("TPU VM"), after=("filestore", "shared_pd"),
-               keys=TPU_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",)),
-    # mig (issue 13): tpu = the slice's access (identity, IAP-SSH firewall, MIG reader role); mig =
+               keys=TPU_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",),
+               training_resources=("google_tpu_v2_vm", "google_tpu_v2_queued_resource"),
+               status=(StatusPart("tpu", rows.tpu_row), StatusPart("queued", rows.queued_row, _queued)),
+               # TPU_QUEUED: tpu-queue requests the slice with gcloud, tpu-unqueue deletes it
+               steps=(ExtraStep("unqueue", "destroy", BEFORE, _queued), ExtraStep("queue", "apply", AFTER, _queued)),
+               scoped=True, tiles=dash.tpu_vm_tiles),
+    # mig: tpu = the slice's access (identity, IAP-SSH firewall, MIG reader role); mig =
     # the slice (workload policy + instance template + MIG), one state: docs/pipeline.md has why
-    ModuleSpec("tpu", "modules/tpu_mig_access", ("mig",), _slice_access, keys=("GCS_DATASET",)),
+    ModuleSpec("tpu", "modules/tpu_mig_access", ("mig",), _slice_access, keys=("GCS_DATASET",), scoped=True),
     # node (legacy, destroy only): Google Cloud stopped creating TPU Nodes on 2025-04-25
     ModuleSpec("tpu", "modules/tpu_node", ("node",), _tpu("TPU Node"), destroy_before=("filestore", "shared_pd"),
-               destroy_only=True),
+               destroy_only=True, training_resources=("google_tpu_node",),
+               status=(StatusPart("tpu", rows.tpu_row),), scoped=True, tiles=dash.tpu_node_tiles),
     ModuleSpec("mig", "modules/tpu_mig", ("mig",), _slice, after=("filestore", "shared_pd", "tpu"),
-               keys=TPU_KEYS + MIG_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",)),
+               keys=TPU_KEYS + MIG_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",),
+               # a new workload policy is a new topology: every VM of the MIG is recreated
+               training_resources=("google_compute_resource_policy",),
+               replace_warning="the slice's topology changes: training is interrupted; every VM of the MIG is "
+                               "deleted (mig-drain) and recreated (mig-resize)",
+               status=(StatusPart("slice", rows.slice_row),),
+               steps=(ExtraStep("drain", "apply", GATE), ExtraStep("resize", "apply", AFTER)),  # docs/pipeline.md
+               scoped=True, tiles=dash.slice_tiles),
     # one worker per TPU host, which read the TPU's, the share's and the disk's states
     ModuleSpec("mig", "modules/mig", ("node",), lambda s: f"MIG {s.mig_name} ({s.hosts} x {s.machine_type})",
-               after=("filestore", "shared_pd", "tpu"), hosts=True, destroy_only=True),
+               after=("filestore", "shared_pd", "tpu"), hosts=True, destroy_only=True,
+               status=(StatusPart("mig", rows.workers_row),), scoped=True, tiles=dash.worker_tiles),
     ModuleSpec("dashboard", "modules/dashboard", ARCHS, apply_timeout=600,
-               what=lambda s: f"Cloud Monitoring dashboard and step-rate metric of {s.env_name} (modules/dashboard)"),
+               what=lambda s: f"Cloud Monitoring dashboard and step-rate metric of {s.env_name} (modules/dashboard)",
+               state_link="console_url", tiles=dash.step_tiles),
 )
 
 #: Which module a full destroy takes first when several are free to go (the hosts, then their
@@ -255,3 +354,17 @@ def holds_data(module: str) -> bool:
 
 #: The plan modules that hold data (Filestore, the shared PD), in create's order.
 DATA_MODULES: tuple[str, ...] = tuple(n for n in NAMES if holds_data(n))
+
+
+#: Resource type → what a destroy of its module deletes on purpose (the entries' ``data_resources``).
+DESTROYED_ON_PURPOSE: dict[str, str] = {t: what for s in CATALOGUE for t, what in s.data_resources}
+#: Resource type → what the guard announces when a create/update replaces it (``training_resources``).
+TRAINING_RESOURCES: dict[str, str] = {t: s.replace_warning for s in CATALOGUE for t in s.training_resources}
+#: The plan modules the scope flags name (``--tpu``/``--mig``, ``_TPU``/``_MIG``), in create's order.
+SCOPED: tuple[str, ...] = tuple(n for n in NAMES if any(s.scoped for s in CATALOGUE if s.name == n))
+
+
+def extra_steps(settings: Settings, module: str, op: str) -> tuple[ExtraStep, ...]:
+    """The steps ``op`` (apply|destroy) of ``module`` runs beyond plan → guard → apply, in order."""
+    found = spec(settings.arch, module)
+    return tuple(x for x in found.steps if x.op == op and x.when(settings)) if found else ()

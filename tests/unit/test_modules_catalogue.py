@@ -120,7 +120,8 @@ def test_no_module_list_is_kept_by_hand_outside_the_catalogue() -> None:
 
 def test_adding_a_module_is_its_files_plus_one_catalogue_line(tmp_path: Path) -> None:
     """docs/architecture.md's worked example, done for real on a copy of builder/: one catalogue
-    line and the module's inputs, and plan, render, --only, destroy and the guard all know it."""
+    entry and the module's inputs, and plan, render, --only, destroy and the guard all know it
+    (the guard lets a destroy delete the data the entry declares, and refuses it on an update)."""
     import json
     import shutil
     import subprocess
@@ -131,10 +132,11 @@ def test_adding_a_module_is_its_files_plus_one_catalogue_line(tmp_path: Path) ->
     shutil.copy(REPO / "values.env", tmp_path / "values.env")
     catalogue = tmp_path / "builder/modules.py"
     text = catalogue.read_text()
-    anchor = '(modules/dashboard)"),\n'
-    assert anchor in text
-    catalogue.write_text(text.replace(anchor, anchor + '    ModuleSpec("logs", "modules/logs", ARCHS, '
-                                      'lambda s: f"bucket {s.env_name}-logs", holds_data=True),\n'))
+    anchor = "\n)\n\n#: Which module a full destroy"
+    assert text.count(anchor) == 1
+    catalogue.write_text(text.replace(anchor, '\n    ModuleSpec("logs", "modules/logs", ARCHS, lambda s: f"bucket {s.env_name}-logs",'
+                                      ' holds_data=True,\n               data_resources=(("google_storage_bucket",'
+                                      ' "the TensorBoard logs"),)),' + anchor))
     inputs = tmp_path / "builder/tfvars.py"
     inputs.write_text(inputs.read_text() + '\n\n@inputs("modules/logs")\ndef _logs(s: Settings) -> dict[str, Any]:\n'
                       '    return {"project_id": s.project_id, "env_name": s.env_name, "labels": s.labels}\n')
@@ -156,5 +158,10 @@ def test_adding_a_module_is_its_files_plus_one_catalogue_line(tmp_path: Path) ->
     assert [st["id"] for st in only["steps"]] == ["tpubuild-wheel", "logs-plan", "logs-guard", "logs-apply", "finalize"]
     destroy = json.loads(tpubuild("plan", "--format", "json", "--action", "destroy").stdout)
     assert "logs" in destroy["destroyed"]
-    guard = tpubuild("guard", "--module", "logs", "--action", "create", "--plan-json", str(tmp_path / "none.json"))
-    assert "not a plan module" not in guard.stderr, guard.stderr
+    doc = {"format_version": "1.2", "resource_changes": [{"address": "google_storage_bucket.logs",
+           "type": "google_storage_bucket", "change": {"actions": ["delete"]}}]}
+    (tmp_path / "logs.json").write_text(json.dumps(doc))
+    guard = tpubuild("guard", "--module", "logs", "--action", "destroy", "--plan-json", str(tmp_path / "logs.json"))
+    assert guard.returncode == 0 and "the TensorBoard logs goes away" in guard.stdout, guard.stdout + guard.stderr
+    guard = tpubuild("guard", "--module", "logs", "--action", "update", "--plan-json", str(tmp_path / "logs.json"))
+    assert guard.returncode != 0 and "REFUSED" in guard.stdout, guard.stdout + guard.stderr
