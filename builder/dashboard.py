@@ -39,7 +39,8 @@ Decisions:
 
 * Per host means grouped by the resource's worker label (``worker_id`` on TPU VMs) or by the
   Compute Engine ``instance_name``; the filters name only environment-level names
-  (``tpu-<env>``, ``worker-<env>``, ``nfs-<env>``), so a resize never changes the dashboard.
+  (``tpu-<env>``, ``worker-<env>``, ``nfs-<env>``; the mig slice's instances are ``tpu-<env>-xxxx``),
+  so a resize never changes the dashboard.
 * ``node`` (legacy) shows what a TPU Node publishes (tpu_worker with ``node_id`` = the TPU name:
   MXU, idle duration, host CPU/memory/network) plus its worker MIG's Compute Engine VMs.
 * ``mig``: the accelerator metrics of a Compute Engine TPU VM are on the monitored resource

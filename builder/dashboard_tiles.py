@@ -115,7 +115,8 @@ def tpu_node_tiles(n: Names) -> list[dict[str, Any]]:
 def slice_tiles(n: Names) -> list[dict[str, Any]]:
     """modules/tpu_mig: the accelerator metrics of the slice's Compute Engine TPU VMs
     (``GceTpuWorker``, which names no instance: filtered to the project and zone), then the host
-    tiles of the MIG's instances."""
+    tiles of the MIG's instances, which are named after the slice (``base_instance_name``, the TPU's
+    name) and not after the node architecture's worker MIG."""
     res = "tpu.googleapis.com/GceTpuWorker"
     where = [f'resource.label.resource_container="{n.project}"', f'resource.label.location="{n.zone}"']
     per = ["resource.label.worker_id"]
@@ -127,7 +128,7 @@ def slice_tiles(n: Names) -> list[dict[str, Any]]:
                  "REDUCE_MEAN", "${resource.labels.worker_id}")], "%"),
         _chart("HBM used per worker", [(_metric("tpu.googleapis.com/accelerator/memory_used", res, *where),
                                         "ALIGN_MEAN", per, "REDUCE_SUM", "${resource.labels.worker_id}")], "bytes"),
-        *_gce_tiles(n.project, n.zone, n.mig, SHARED_PD_DEVICE if n.shared_pd else ""),
+        *_gce_tiles(n.project, n.zone, n.tpu, SHARED_PD_DEVICE if n.shared_pd else ""),
     ]
 
 
