@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from builder import modules as M
+from builder.config import Settings, load_text
+from builder.errors import BadInput
 from builder import tfvars
-from tests.conftest import REPO
+from tests.conftest import EXAMPLES, NODE, REPO, SHIPPED, rewrite_env
 
 _REMOTE = re.compile(r'data\s+"terraform_remote_state"\s+"(\w+)"\s*\{(.*?)\n\}', re.S)
 
@@ -165,3 +167,48 @@ def test_adding_a_module_is_its_files_plus_one_catalogue_line(tmp_path: Path) ->
     assert guard.returncode == 0 and "the TensorBoard logs goes away" in guard.stdout, guard.stdout + guard.stderr
     guard = tpubuild("guard", "--module", "logs", "--action", "update", "--plan-json", str(tmp_path / "logs.json"))
     assert guard.returncode != 0 and "REFUSED" in guard.stdout, guard.stdout + guard.stderr
+
+
+def _variants() -> list[tuple[str, Path, dict[str, str]]]:
+    """Every shipped and example file, and edits that turn each extra step on and off."""
+    files = [SHIPPED, NODE, *sorted(EXAMPLES.glob("*.env"))]
+    edits = [{}, {"SHARED_PD_RESTORE": "latest"}, {"SHARED_PD_DISK_ATTACH": "false"},
+             {"TPU_QUEUED": "true", "TPU_PROVISIONING": "spot"}, {"SHARED_FS_TIER": "ZONAL"},
+             {"GCS_DATASET": "gs://my-bucket/dataset/*"}]
+    return [(f"{f.name}{'+' + ','.join(e) if e else ''}", f, e) for f in files for e in edits]
+
+
+def _load(path: Path, edit: dict[str, str]) -> Settings | None:
+    """The file with the edit, or None where the edit is refused for that file."""
+    try:
+        return load_text(rewrite_env(path.read_text(), **edit), path)
+    except BadInput:
+        return None
+
+
+def test_the_variants_run_every_extra_step_of_the_catalogue() -> None:
+    declared = {x.kind for spec in M.CATALOGUE for x in spec.steps}
+    run = {x.kind for _n, path, edit in _variants() if (s := _load(path, edit)) for spec in M.specs(s.arch)
+           for op in ("apply", "destroy") for x in M.extra_steps(s, spec.name, op)}
+    assert run == declared
+
+
+@pytest.mark.parametrize("name,path,edit", _variants(), ids=[v[0] for v in _variants()])
+def test_each_modules_steps_are_its_entrys(name: str, path: Path, edit: dict[str, str]) -> None:
+    """What ``builder.plan.steps`` runs for a module beyond plan → guard → apply is what its
+    catalogue entry's ``steps`` say, in place (before, gate, after, beside), for every action."""
+    from builder.plan import make_plan
+
+    s = _load(path, edit)
+    if s is None:
+        pytest.skip("this edit does not apply to this file")
+    for action, scope in (("create", {}), ("update", {}), ("update", {"tpu": True}), ("destroy", {}),
+                          ("destroy", {"tpu": True, "mig": s.arch != "vm"})):
+        if action != "destroy" and s.arch == "node":
+            continue  # legacy: destroy only
+        plan = make_plan(s, action, **scope)
+        for op in plan.operations:
+            x = M.extra_steps(s, op.module, op.op)
+            at = {w: [e.kind for e in x if e.at == w] for w in (M.BEFORE, M.GATE, M.AFTER, M.BESIDE)}
+            expected = [*at[M.BEFORE], "plan", "guard", *at[M.GATE], "apply", *at[M.AFTER], *at[M.BESIDE]]
+            assert [st.kind for st in plan.steps if st.module == op.module] == expected, (action, scope, op)
