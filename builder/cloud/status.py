@@ -40,16 +40,23 @@ def _absent() -> dict[str, Any]:
     return {"state": "ABSENT"}
 
 
-def _tpu(settings: Settings) -> dict[str, Any]:
+def _get(what: str, call: Callable[[], Any]) -> Any:
+    """``call()`` (a Get of one resource) inside ``cloud_call(what)``; None when it is NotFound."""
     from google.api_core import exceptions as gexc
 
+    with cloud_call(what):
+        try:
+            return call()
+        except gexc.NotFound:
+            return None
+
+
+def _tpu(settings: Settings) -> dict[str, Any]:
     client = clients.tpu(settings.arch)
     name = f"projects/{settings.project_id}/locations/{settings.zone}/nodes/{settings.tpu_name}"
-    with cloud_call(f"reading TPU {settings.tpu_name}"):
-        try:
-            node = client.get_node(name=name)
-        except gexc.NotFound:
-            return _absent()
+    node = _get(f"reading TPU {settings.tpu_name}", lambda: client.get_node(name=name))
+    if node is None:
+        return _absent()
     endpoints = [f"{e.ip_address}:{e.port}" if e.port else e.ip_address for e in node.network_endpoints]
     version = node.tensorflow_version if settings.arch == "node" else node.runtime_version
     return {"name": settings.tpu_name, "api": "tpu v1" if settings.arch == "node" else "tpu v2",
@@ -58,15 +65,11 @@ def _tpu(settings: Settings) -> dict[str, Any]:
 
 
 def _queued(settings: Settings) -> dict[str, Any]:
-    from google.api_core import exceptions as gexc
-
     client = clients.tpu("vm")
     name = f"projects/{settings.project_id}/locations/{settings.zone}/queuedResources/{settings.tpu_name}"
-    with cloud_call(f"reading queued resource {settings.tpu_name}"):
-        try:
-            qr = client.get_queued_resource(name=name)
-        except gexc.NotFound:
-            return _absent()
+    qr = _get(f"reading queued resource {settings.tpu_name}", lambda: client.get_queued_resource(name=name))
+    if qr is None:
+        return _absent()
     spec = qr.tpu.node_spec[0].node if qr.tpu.node_spec else None
     valid = qr.queueing_policy.valid_until_time
     return {"name": settings.tpu_name, "state": qr.state.state.name,
@@ -81,16 +84,12 @@ def filestore_location(settings: Settings) -> str:
 
 
 def _filestore(settings: Settings) -> dict[str, Any]:
-    from google.api_core import exceptions as gexc
-
     client = clients.filestore()
     name = (f"projects/{settings.project_id}/locations/{filestore_location(settings)}"
             f"/instances/{settings.filestore_name}")
-    with cloud_call(f"reading Filestore {settings.filestore_name}"):
-        try:
-            inst = client.get_instance(name=name)
-        except gexc.NotFound:
-            return _absent()
+    inst = _get(f"reading Filestore {settings.filestore_name}", lambda: client.get_instance(name=name))
+    if inst is None:
+        return _absent()
     ips = [ip for net in inst.networks for ip in net.ip_addresses]
     shares = [{"name": s.name, "capacity_gb": int(s.capacity_gb)} for s in inst.file_shares]
     return {"name": settings.filestore_name, "state": inst.state.name, "tier": inst.tier.name,
