@@ -26,23 +26,21 @@ node). One :class:`ModuleSpec` per (plan module, directory) says:
   these and refuses to delete any other data holder without ``_ALLOW_DATA_LOSS``;
 * ``training_resources``: the resource types whose replacement or deletion stops the training on
   them, and ``replace_warning``, what the guard announces when a create/update replaces one;
-* ``status``: its rows in ``tpubuild status`` (:class:`StatusPart`: the report key, the row
-  formatter in builder/status_rows.py, whether this environment has it); builder/cloud/status.py
-  ``READERS`` asks the API behind each key;
-* ``state_link``: the output of its Terraform state that ``status`` shows as a link (the
-  dashboard's ``console_url``);
-* ``steps``: its steps beyond plan → guard → apply (:class:`ExtraStep`: restore, snapshot,
-  backup, unqueue, drain, resize, queue, seed), which ``builder.plan.steps`` places;
-* ``snapshot``: the snapshot an apply of it starts from ('' none, ``latest`` the newest, which its
-  restore step names), passed to its plan step;
+* ``status``: its rows in ``tpubuild status`` (:class:`StatusPart`); ``state_link``: the output
+  of its state that ``status`` shows as a link (the dashboard's ``console_url``);
+* ``steps``: its steps beyond plan → guard → apply (:class:`ExtraStep`); ``snapshot``: what an
+  apply of it starts from ('' none, ``latest`` the newest, which its restore step names);
 * ``scoped``: the scope flags name it (``--tpu``/``--mig``, ``_TPU``/``_MIG``);
 * ``tiles``: the maker of its dashboard tiles (builder/dashboard_tiles.py).
 
 Everything else is derived here: the module list, create and destroy DAGs and the destroy order
 per architecture (:func:`modules`, :func:`create_after`, :func:`destroy_after`,
 :func:`destroy_order`), the Terraform directory (:func:`spec`), the hosts module
-(:func:`hosts_module`). ``builder.plan``, ``builder.tfvars``, ``builder.guard``, ``builder.diff``,
-``builder.auto`` and ``tpubuild plan`` read them from here.
+(:func:`hosts_module`), the guard's resource tables (:data:`DESTROYED_ON_PURPOSE`,
+:data:`TRAINING_RESOURCES`). ``builder.plan``, ``builder.tfvars``, ``builder.guard``,
+``builder.diff``, ``builder.auto``, ``builder.pipeline``, ``builder.dashboard``, ``tpubuild status``
+and ``tpubuild plan`` read them from here; ``tests/unit/test_module_branches.py`` fails on code
+elsewhere that branches on a module's name.
 
 Adding a module is one entry in :data:`CATALOGUE` plus its own files (``modules/<dir>/`` and its
 inputs in ``builder/tfvars.py``); docs/architecture.md has a worked example.
