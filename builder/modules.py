@@ -31,7 +31,9 @@ node). One :class:`ModuleSpec` per (plan module, directory) says:
 * ``steps``: its steps beyond plan → guard → apply (:class:`ExtraStep`); ``snapshot``: what an
   apply of it starts from ('' none, ``latest`` the newest, which its restore step names);
 * ``scoped``: the scope flags name it (``--tpu``/``--mig``, ``_TPU``/``_MIG``);
-* ``tiles``: the maker of its dashboard tiles (builder/dashboard_tiles.py).
+* ``tiles``: the maker of its dashboard tiles (builder/dashboard_tiles.py);
+* ``ttl``: its Terraform calls ``modules/ttl`` (the TTL's Scheduler job lives and dies with it),
+  so the TTL's destroy is scoped to it.
 
 Everything else is derived here: the module list, create and destroy DAGs and the destroy order
 per architecture (:func:`modules`, :func:`create_after`, :func:`destroy_after`,
@@ -209,6 +211,7 @@ class ModuleSpec:
     snapshot: Callable[[Settings], str] | None = None
     scoped: bool = False
     tiles: Callable[[dash.Names], list[dict[str, Any]]] | None = None
+    ttl: bool = False
 
 
 #: Every module, in create's order (ties in a DAG stage keep this order).
@@ -230,7 +233,7 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                status=(StatusPart("tpu", rows.tpu_row), StatusPart("queued", rows.queued_row, _queued)),
                # TPU_QUEUED: tpu-queue requests the slice with gcloud, tpu-unqueue deletes it
                steps=(ExtraStep("unqueue", "destroy", BEFORE, _queued), ExtraStep("queue", "apply", AFTER, _queued)),
-               scoped=True, tiles=dash.tpu_vm_tiles),
+               scoped=True, tiles=dash.tpu_vm_tiles, ttl=True),
     # mig: tpu = the slice's access (identity, IAP-SSH firewall, MIG reader role); mig =
     # the slice (workload policy + instance template + MIG), one state: docs/pipeline.md has why
     ModuleSpec("tpu", "modules/tpu_mig_access", ("mig",), _slice_access, keys=("GCS_DATASET",), scoped=True),
@@ -246,7 +249,7 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                                "deleted (mig-drain) and recreated (mig-resize)",
                status=(StatusPart("slice", rows.slice_row),),
                steps=(ExtraStep("drain", "apply", GATE), ExtraStep("resize", "apply", AFTER)),  # docs/pipeline.md
-               scoped=True, tiles=dash.slice_tiles),
+               scoped=True, tiles=dash.slice_tiles, ttl=True),
     # one worker per TPU host, which read the TPU's, the share's and the disk's states
     ModuleSpec("mig", "modules/mig", ("node",), lambda s: f"MIG {s.mig_name} ({s.hosts} x {s.machine_type})",
                after=("filestore", "shared_pd", "tpu"), hosts=True, destroy_only=True,
@@ -360,6 +363,15 @@ DESTROYED_ON_PURPOSE: dict[str, str] = {t: what for s in CATALOGUE for t, what i
 TRAINING_RESOURCES: dict[str, str] = {t: s.replace_warning for s in CATALOGUE for t in s.training_resources}
 #: The plan modules the scope flags name (``--tpu``/``--mig``, ``_TPU``/``_MIG``), in create's order.
 SCOPED: tuple[str, ...] = tuple(n for n in NAMES if any(s.scoped for s in CATALOGUE if s.name == n))
+
+
+def ttl_scope(arch: str) -> dict[str, bool]:
+    """The scope flags (:data:`SCOPED` → on) of the TTL's destroy on ``arch``: only the module
+    that holds the TTL's job. ValueError where no module holds one (node has no TTL)."""
+    holders = {s.name for s in specs(arch) if s.ttl}
+    if not holders:
+        raise ValueError(f"the {arch} architecture has no TTL")
+    return {m: m in holders for m in SCOPED}
 
 
 def extra_steps(settings: Settings, module: str, op: str) -> tuple[ExtraStep, ...]:

@@ -40,6 +40,13 @@ def test_create_order_is_the_remote_state_reads(spec: M.ModuleSpec) -> None:
 
 
 @pytest.mark.parametrize("spec", M.CATALOGUE, ids=lambda s: f"{s.name}@{s.tfdir}")
+def test_ttl_is_the_entry_whose_terraform_calls_modules_ttl(spec: M.ModuleSpec) -> None:
+    calls = any(re.search(r'source\s*=\s*"\.\./ttl"', tf.read_text()) for tf in (REPO / spec.tfdir).glob("*.tf"))
+    assert calls == spec.ttl, spec.tfdir
+    assert spec.ttl <= spec.scoped, "the TTL's destroy names its module with a scope flag"
+
+
+@pytest.mark.parametrize("spec", M.CATALOGUE, ids=lambda s: f"{s.name}@{s.tfdir}")
 def test_destroy_only_roots_are_the_skeletons(spec: M.ModuleSpec) -> None:
     """A destroy-only root links modules/_shared/destroy_only.tf and declares no resource of its
     own (so a destroy deletes exactly what its state holds); no key or boot folder feeds it, and
