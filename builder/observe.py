@@ -93,11 +93,11 @@ def _refuse_node(t: Target, what: str) -> None:
 
 
 def _reach(t: Target) -> Any:
-    """How gcloud reaches the target's hosts (models/hosts.py, the one host transport): the
-    slice's ``SliceHosts`` that builder/commands/observe.py puts in ``t.extra["slice"]`` (its
-    hosts are listed at run time), else the TPU VM's ``TpuVmHosts``."""
-    if "slice" in t.extra:
-        return t.extra["slice"]
+    """How gcloud reaches the target's hosts (models/hosts.py, the one host transport):
+    ``t.extra["reach"]`` as builder/commands/observe.py finds it (on mig the slice's
+    ``SliceHosts``, whose hosts are listed at run time), else the TPU VM's ``TpuVmHosts``."""
+    if "reach" in t.extra:
+        return t.extra["reach"]
     from builder.model_registry import hosts
 
     return hosts().for_arch("vm", t.project, t.zone, t.iap, t.hosts, tpu_name=t.tpu, mig_name="")
