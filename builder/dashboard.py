@@ -90,10 +90,9 @@ def render(*, arch: str, project: str, zone: str, env: str, tpu: str, mig: str, 
     if arch not in ARCHS:
         raise ValueError(f"{arch!r} is not an architecture; use one of {', '.join(ARCHS)}")
     names = Names(project=project, zone=zone, env=env, tpu=tpu, mig=mig, filestore=filestore, shared_pd=shared_pd)
-    # each module's own tiles (its catalogue entry's ``tiles``), in destroy order: the hosts and
-    # their TPU first, then the data, the step rate (the dashboard's own) last
-    specs = {s.name: s for s in catalogue.specs(arch)}
-    tiles = [t for m in catalogue.destroy_order(arch) if specs[m].tiles for t in specs[m].tiles(names)]
+    # each module's own tiles (its catalogue entry's ``tiles``): the TPU's first, then the hosts',
+    # the data's, the step rate (the dashboard's own) last
+    tiles = [t for spec in catalogue.shown(arch) if spec.tiles for t in spec.tiles(names)]
     per_row = COLUMNS // TILE_WIDTH
     placed = [
         {"xPos": (i % per_row) * TILE_WIDTH, "yPos": (i // per_row) * TILE_HEIGHT, "width": TILE_WIDTH,

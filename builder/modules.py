@@ -365,6 +365,14 @@ TRAINING_RESOURCES: dict[str, str] = {t: s.replace_warning for s in CATALOGUE fo
 SCOPED: tuple[str, ...] = tuple(n for n in NAMES if any(s.scoped for s in CATALOGUE if s.name == n))
 
 
+def shown(arch: str) -> tuple[ModuleSpec, ...]:
+    """The modules of ``arch`` in the order ``status`` and the dashboard show them: what trains
+    first (the entries with ``training_resources``), then in destroy order (the hosts, the data,
+    the dashboard last)."""
+    by_name = {s.name: s for s in specs(arch)}
+    return tuple(sorted((by_name[m] for m in destroy_order(arch)), key=lambda s: not s.training_resources))
+
+
 def ttl_scope(arch: str) -> dict[str, bool]:
     """The scope flags (:data:`SCOPED` → on) of the TTL's destroy on ``arch``: only the module
     that holds the TTL's job. ValueError where no module holds one (node has no TTL)."""

@@ -18,8 +18,8 @@
   (``<ENV>/<module>/default.tfstate``); "not created" while that state has none.
 * With ``ENV_TTL_HOURS``: the TTL's Cloud Scheduler job (google-cloud-scheduler) and when it fires.
 
-Which resources an environment has is its modules' (``status`` on each catalogue entry, in
-destroy order: the hosts first, then the TPU, then the data); :data:`READERS` asks the API behind
+Which resources an environment has is its modules' (``status`` on each catalogue entry, in the
+order of ``builder.modules.shown``: the TPU first, then the hosts, then the data); :data:`READERS` asks the API behind
 each part's key and the entry's row formats it. Every part is asked separately; a part that fails is reported as ``error`` with one line and the
 command exits 1 after printing everything (absent resources are not errors).
 """
@@ -208,9 +208,8 @@ READERS: dict[str, Callable[[Settings], dict[str, Any]]] = {
 
 
 def _parts(arch: str) -> list[catalogue.StatusPart]:
-    """The resource parts of ``arch``'s status, module by module in destroy order."""
-    specs = {s.name: s for s in catalogue.specs(arch)}
-    return [part for m in catalogue.destroy_order(arch) for part in specs[m].status]
+    """The resource parts of ``arch``'s status, module by module (``catalogue.shown``)."""
+    return [part for spec in catalogue.shown(arch) for part in spec.status]
 
 
 def gather(settings: Settings) -> dict[str, Any]:
