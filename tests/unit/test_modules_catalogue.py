@@ -219,3 +219,11 @@ def test_each_modules_steps_are_its_entrys(name: str, path: Path, edit: dict[str
             at = {w: [e.kind for e in x if e.at == w] for w in (M.BEFORE, M.GATE, M.AFTER, M.BESIDE)}
             expected = [*at[M.BEFORE], "plan", "guard", *at[M.GATE], "apply", *at[M.AFTER], *at[M.BESIDE]]
             assert [st.kind for st in plan.steps if st.module == op.module] == expected, (action, scope, op)
+
+
+def test_every_status_row_has_a_reader_and_every_reader_a_row() -> None:
+    """A module's status rows are on its entry; builder/cloud/status.py only knows how to read
+    each row's resource, and reads nothing no entry shows."""
+    from builder.cloud.status import READERS
+
+    assert {p.key for spec in M.CATALOGUE for p in spec.status} == set(READERS)
