@@ -32,6 +32,7 @@ node). One :class:`ModuleSpec` per (plan module, directory) says:
   apply of it starts from ('' none, ``latest`` the newest, which its restore step names);
 * ``scoped``: the scope flags name it (``--tpu``/``--mig``, ``_TPU``/``_MIG``);
 * ``tiles``: the maker of its dashboard tiles (builder/dashboard_tiles.py);
+* ``summary``: what ``tpubuild validate`` says of the hosts it makes (the hosts module's);
 * ``ttl``: its Terraform calls ``modules/ttl`` (the TTL's Scheduler job lives and dies with it),
   so the TTL's destroy is scoped to it.
 
@@ -137,6 +138,14 @@ def _slice(s: Settings) -> str:
             "drained first if the topology changes, then resized to the slice")
 
 
+def _runtime(s: Settings) -> str:
+    return f"runtime {s.runtime_version}"
+
+
+def _slice_shape(s: Settings) -> str:
+    return f"{s.mig_shape.vms} x {s.mig_shape.machine_type}, topology {s.mig_shape.topology}, {s.provisioning}"
+
+
 def _always(s: Settings) -> bool:
     return True
 
@@ -212,6 +221,7 @@ class ModuleSpec:
     scoped: bool = False
     tiles: Callable[[dash.Names], list[dict[str, Any]]] | None = None
     ttl: bool = False
+    summary: Callable[[Settings], str] | None = None
 
 
 #: Every module, in create's order (ties in a DAG stage keep this order).
@@ -233,7 +243,7 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                status=(StatusPart("tpu", rows.tpu_row), StatusPart("queued", rows.queued_row, _queued)),
                # TPU_QUEUED: tpu-queue requests the slice with gcloud, tpu-unqueue deletes it
                steps=(ExtraStep("unqueue", "destroy", BEFORE, _queued), ExtraStep("queue", "apply", AFTER, _queued)),
-               scoped=True, tiles=dash.tpu_vm_tiles, ttl=True),
+               scoped=True, tiles=dash.tpu_vm_tiles, ttl=True, summary=_runtime),
     # mig: tpu = the slice's access (identity, IAP-SSH firewall, MIG reader role); mig =
     # the slice (workload policy + instance template + MIG), one state: docs/pipeline.md has why
     ModuleSpec("tpu", "modules/tpu_mig_access", ("mig",), _slice_access, keys=("GCS_DATASET",), scoped=True),
@@ -249,11 +259,12 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                                "deleted (mig-drain) and recreated (mig-resize)",
                status=(StatusPart("slice", rows.slice_row),),
                steps=(ExtraStep("drain", "apply", GATE), ExtraStep("resize", "apply", AFTER)),  # docs/pipeline.md
-               scoped=True, tiles=dash.slice_tiles, ttl=True),
+               scoped=True, tiles=dash.slice_tiles, ttl=True, summary=_slice_shape),
     # one worker per TPU host, which read the TPU's, the share's and the disk's states
     ModuleSpec("mig", "modules/mig", ("node",), lambda s: f"MIG {s.mig_name} ({s.hosts} x {s.machine_type})",
                after=("filestore", "shared_pd", "tpu"), hosts=True, destroy_only=True,
-               status=(StatusPart("mig", rows.workers_row),), scoped=True, tiles=dash.worker_tiles),
+               status=(StatusPart("mig", rows.workers_row),), scoped=True, tiles=dash.worker_tiles,
+               summary=_runtime),  # the TPU Node's runtime
     ModuleSpec("dashboard", "modules/dashboard", ARCHS, apply_timeout=600,
                what=lambda s: f"Cloud Monitoring dashboard and step-rate metric of {s.env_name} (modules/dashboard)",
                state_link="console_url", tiles=dash.step_tiles),

@@ -71,6 +71,7 @@ def test_one_directory_per_plan_module_and_arch(arch: str) -> None:
     assert len(names) == len(set(names)), names
     assert M.hosts_module(arch) in names
     assert sum(s.hosts for s in M.specs(arch)) == 1
+    assert all(bool(s.summary) == s.hosts for s in M.specs(arch)), "validate summarises the hosts module"
 
 
 def test_every_root_module_is_catalogued_once_and_has_inputs() -> None:
