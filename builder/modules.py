@@ -60,6 +60,8 @@ from typing import TYPE_CHECKING, Any
 
 from builder import dashboard_tiles as dash
 from builder import status_rows as rows
+from builder.module_parts import (AFTER, BEFORE, BESIDE, GATE, INTERRUPTS, ExtraStep, StatusPart, backs_up,
+                                  queued, runtime, slice_shape)
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
@@ -138,62 +140,6 @@ def _slice(s: Settings) -> str:
             "drained first if the topology changes, then resized to the slice")
 
 
-def _runtime(s: Settings) -> str:
-    return f"runtime {s.runtime_version}"
-
-
-def _slice_shape(s: Settings) -> str:
-    return f"{s.mig_shape.vms} x {s.mig_shape.machine_type}, topology {s.mig_shape.topology}, {s.provisioning}"
-
-
-def _always(s: Settings) -> bool:
-    return True
-
-
-@dataclass(frozen=True)
-class StatusPart:
-    """One row of ``tpubuild status``: ``key`` names it in the report and on its line,
-    builder/cloud/status.py ``READERS[key]`` reads it, ``row`` (builder/status_rows.py) formats
-    what was read, ``when`` says whether the environment has it."""
-
-    key: str
-    row: Callable[[dict[str, Any]], str]
-    when: Callable[[Settings], bool] = _always
-
-
-#: Where an :class:`ExtraStep` goes in its module's steps.
-BEFORE, GATE, AFTER, BESIDE = "before", "gate", "after", "beside"
-
-
-@dataclass(frozen=True)
-class ExtraStep:
-    """A step of a module's pipeline beyond plan → guard → apply, id ``<module>-<kind>``
-    (``kind``: a row of ``builder.pipeline.KINDS``), with the module's ``op`` (apply|destroy) when
-    ``when(settings)``. ``at``: :data:`BEFORE` its plan step, :data:`GATE` between its guard and its
-    apply, :data:`AFTER` its apply (what waits for the module waits for it), :data:`BESIDE` after
-    its apply (only the hosts that attach the shared PD wait for it)."""
-
-    kind: str
-    op: str
-    at: str
-    when: Callable[[Settings], bool] = _always
-
-
-#: What a replaced TPU (or TPU VM) means for the training on it; the guard says it.
-INTERRUPTS = "this interrupts training; running jobs stop and must resume from their last checkpoint"
-
-
-def _backs_up(s: Settings) -> bool:
-    """The share's tier keeps backups (builder/config/filestore.py), so destroy takes one first."""
-    from builder.config.filestore import TIERS
-
-    return TIERS[s.shared_fs_tier].backups
-
-
-def _queued(s: Settings) -> bool:
-    return s.queued
-
-
 @dataclass(frozen=True)
 class ModuleSpec:
     """One Terraform directory as one plan module of some architectures (the module docstring
@@ -229,7 +175,7 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
     ModuleSpec("filestore", "modules/filestore", ARCHS, _filestore, keys=FILESTORE_KEYS, holds_data=True,
                data_resources=(("google_filestore_instance", "the Filestore share (checkpoints and preprocessed data)"),),
                status=(StatusPart("filestore", rows.filestore_row),),
-               steps=(ExtraStep("backup", "destroy", BEFORE, _backs_up),), tiles=dash.filestore_tiles),
+               steps=(ExtraStep("backup", "destroy", BEFORE, backs_up),), tiles=dash.filestore_tiles),
     ModuleSpec("shared_pd", "modules/shared_pd", ARCHS, _shared_pd, keys=SHARED_PD_KEYS, apply_timeout=1800,
                holds_data=True, boot=("env_setup/seeder",),  # the seeder VM's script
                data_resources=(("google_compute_disk", "the shared persistent disk (the dataset)"),),
@@ -240,10 +186,10 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
     ModuleSpec("tpu", "modules/tpu_vm", ("vm",), _tpu("TPU VM"), after=("filestore", "shared_pd"),
                keys=TPU_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",),
                training_resources=("google_tpu_v2_vm", "google_tpu_v2_queued_resource"),
-               status=(StatusPart("tpu", rows.tpu_row), StatusPart("queued", rows.queued_row, _queued)),
+               status=(StatusPart("tpu", rows.tpu_row), StatusPart("queued", rows.queued_row, queued)),
                # TPU_QUEUED: tpu-queue requests the slice with gcloud, tpu-unqueue deletes it
-               steps=(ExtraStep("unqueue", "destroy", BEFORE, _queued), ExtraStep("queue", "apply", AFTER, _queued)),
-               scoped=True, tiles=dash.tpu_vm_tiles, ttl=True, summary=_runtime),
+               steps=(ExtraStep("unqueue", "destroy", BEFORE, queued), ExtraStep("queue", "apply", AFTER, queued)),
+               scoped=True, tiles=dash.tpu_vm_tiles, ttl=True, summary=runtime),
     # mig: tpu = the slice's access (identity, IAP-SSH firewall, MIG reader role); mig =
     # the slice (workload policy + instance template + MIG), one state: docs/pipeline.md has why
     ModuleSpec("tpu", "modules/tpu_mig_access", ("mig",), _slice_access, keys=("GCS_DATASET",), scoped=True),
@@ -259,12 +205,12 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                                "deleted (mig-drain) and recreated (mig-resize)",
                status=(StatusPart("slice", rows.slice_row),),
                steps=(ExtraStep("drain", "apply", GATE), ExtraStep("resize", "apply", AFTER)),  # docs/pipeline.md
-               scoped=True, tiles=dash.slice_tiles, ttl=True, summary=_slice_shape),
+               scoped=True, tiles=dash.slice_tiles, ttl=True, summary=slice_shape),
     # one worker per TPU host, which read the TPU's, the share's and the disk's states
     ModuleSpec("mig", "modules/mig", ("node",), lambda s: f"MIG {s.mig_name} ({s.hosts} x {s.machine_type})",
                after=("filestore", "shared_pd", "tpu"), hosts=True, destroy_only=True,
                status=(StatusPart("mig", rows.workers_row),), scoped=True, tiles=dash.worker_tiles,
-               summary=_runtime),  # the TPU Node's runtime
+               summary=runtime),  # the TPU Node's runtime
     ModuleSpec("dashboard", "modules/dashboard", ARCHS, apply_timeout=600,
                what=lambda s: f"Cloud Monitoring dashboard and step-rate metric of {s.env_name} (modules/dashboard)",
                state_link="console_url", tiles=dash.step_tiles),
