@@ -30,7 +30,7 @@ from builder.config import Settings
 from builder.config.keys import KEYS
 from builder.model_registry import model_keys
 from builder.errors import BadInput
-from builder.modules import Action, modules_for_key, specs
+from builder.modules import SCOPED, Action, modules_for_key, specs
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.plan import Plan
@@ -118,7 +118,7 @@ def decide(
         wanted.setdefault(m, []).append("outstanding")
     for m in sorted(set(wanted) & absent):
         reasons.append(f"{m}: destroyed by a scoped destroy; auto leaves it absent "
-                       f"(run update with _{m.upper()}=true to bring it back)" if m in ("tpu", "mig") else
+                       f"(run update with _{m.upper()}=true to bring it back)" if m in SCOPED else
                        f"{m}: destroyed; auto leaves it absent (run create to bring it back)")
         del wanted[m]
     if not wanted:

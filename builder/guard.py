@@ -18,11 +18,14 @@ Rules (see docs/safety.md):
   own message: the data keeps existing but no tpubuild step (destroy, snapshot, backup, status)
   knows it any more. ``allow_data_loss`` accepts it.
 * An action combination Terraform does not document (:data:`KNOWN_ACTIONS`) is refused.
-* During ``destroy`` deleting the Filestore instance and the shared PD (:data:`PROTECTED_TYPES`)
-  is the point (the pipeline snapshots the shared PD and backs up Filestore on tiers with backups
-  first); deleting any other data holder (a snapshot, a backup, a bucket: the copies themselves)
-  is refused without ``allow_data_loss``. A destroy plan must not create or update anything.
-* Replacing or deleting a TPU (:data:`TPU_TYPES`) is allowed but announced: it interrupts training.
+* During ``destroy`` deleting the data holders the modules declare (:data:`PROTECTED_TYPES`, each
+  catalogue entry's ``data_resources``: the Filestore instance, the shared PD) is the point (the
+  pipeline snapshots the shared PD and backs up Filestore on tiers with backups first); deleting
+  any other data holder (a snapshot, a backup, a bucket: the copies themselves) is refused without
+  ``allow_data_loss``. A destroy plan must not create or update anything. A type names what it
+  is whatever module's plan it appears in.
+* Replacing or deleting a TPU (:data:`TPU_TYPES`, the entries' ``training_resources``) is allowed
+  but announced, with the entry's ``replace_warning``: it interrupts training.
 * A plan Terraform marked ``errored`` (or not ``applyable`` when there is something to do) is
   refused; a document that is not a Terraform plan is bad input.
 """
@@ -35,19 +38,16 @@ from typing import Any
 
 from builder import guard_classes
 from builder.errors import BadInput
-from builder.modules import GUARD_ACTIONS, NAMES
+from builder.modules import DESTROYED_ON_PURPOSE, GUARD_ACTIONS, NAMES, TRAINING_RESOURCES
 
 #: Plan modules and the actions whose pipelines apply Terraform plans (builder.modules).
 MODULES: tuple[str, ...] = NAMES
 ACTIONS: tuple[str, ...] = GUARD_ACTIONS
 
 #: The data holders a ``destroy`` deletes on purpose, after the pipeline snapshotted/backed them up.
-PROTECTED_TYPES: dict[str, str] = {
-    "google_filestore_instance": "the Filestore share (checkpoints and preprocessed data)",
-    "google_compute_disk": "the shared persistent disk (the dataset)",
-}
-#: TPU resource types, by architecture: a replacement interrupts training.
-TPU_TYPES: dict[str, str] = guard_classes.TPU
+PROTECTED_TYPES: dict[str, str] = DESTROYED_ON_PURPOSE
+#: TPU resource types → what their replacement means: it interrupts training.
+TPU_TYPES: dict[str, str] = TRAINING_RESOURCES
 #: Every action list ``terraform show -json`` writes (Terraform 1.11: plans.Action's JSON forms).
 KNOWN_ACTIONS: frozenset[tuple[str, ...]] = frozenset({
     ("no-op",), ("create",), ("read",), ("update",), ("delete",), ("delete", "create"), ("create", "delete"),
@@ -242,10 +242,6 @@ def evaluate(doc: Any, module: str, action: str, *, allow_data_loss: bool = Fals
         if c.type in TPU_TYPES and c.destroys:
             if action == "destroy":
                 warnings.append(f"{c.address} will be destroyed: training on it stops")
-            elif TPU_TYPES[c.type] == "mig":
-                warnings.append(f"{c.describe()}: the slice's topology changes: training is interrupted; "
-                                "every VM of the MIG is deleted (mig-drain) and recreated (mig-resize)")
             else:
-                warnings.append(f"{c.describe()}: this interrupts training; running jobs stop and must "
-                                "resume from their last checkpoint")
+                warnings.append(f"{c.describe()}: {TPU_TYPES[c.type]}")
     return Decision(True, module, action, changes, warnings=tuple(warnings))

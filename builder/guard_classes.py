@@ -5,7 +5,8 @@ A type is classified by what losing it loses, not by which module uses it:
 * :data:`DATA`: the resource *is* stored data (disks of every kind, snapshots, images, Filestore
   instances, backups and snapshots, buckets and their objects and folders). Destroying,
   replacing or forgetting one loses or orphans that data.
-* :data:`TPU`: TPUs; replacing one interrupts training (announced, not refused).
+* :data:`TPU`: TPUs (and the slice's workload policy); replacing one interrupts training
+  (announced, not refused); each module's catalogue entry lists its own.
 * :data:`NO_DATA`: types whose names sound like data but which only configure access or
   attachments (IAM bindings, ACLs, policy attachments, notifications, LB backends, transfer
   jobs...), and the stateless types our modules use (firewalls, templates, MIG, service
@@ -22,6 +23,8 @@ explicitly.
 from __future__ import annotations
 
 import re
+
+from builder.modules import TRAINING_RESOURCES
 
 DATA: dict[str, str] = {
     # Compute Engine block storage and what is copied from it
@@ -46,10 +49,8 @@ DATA: dict[str, str] = {
        for parent in ("project", "folder", "organization", "billing_account")},
 }
 
-TPU: dict[str, str] = {"google_tpu_node": "node", "google_tpu_v2_vm": "vm", "google_tpu_v2_queued_resource": "vm",
-                       # mig: a new workload policy is a new topology; the pipeline drains the
-                       # slice's MIG and recreates every VM (modules/tpu_mig)
-                       "google_compute_resource_policy": "mig"}
+#: The modules' ``training_resources`` (builder/modules.py): what the hosts train on.
+TPU: frozenset[str] = frozenset(TRAINING_RESOURCES)
 
 NO_DATA: frozenset[str] = frozenset({
     # access to data, not data

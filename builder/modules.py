@@ -36,18 +36,35 @@ node). One :class:`ModuleSpec` per (plan module, directory) says:
   only when ``wanted(settings)``, and ``tpubuild plan`` says why not (``unwanted_why``) otherwise. Destroy
   always includes it (an older environment may have it; destroying a module that does not exist
   does nothing). The shared PD is created only for hosts that attach it: ``SHARED_PD_DISK_ATTACH``
-  is how values.env asks for the disk (docs/modules.md).
+  is how values.env asks for the disk (docs/modules.md);
+* ``data_resources``: the resource types holding its data that a destroy of it deletes on purpose
+  (after its ``snapshot``/``backup`` step), with what goes away: the guard lets a destroy delete
+  these and refuses to delete any other data holder without ``_ALLOW_DATA_LOSS``;
+* ``training_resources``: the resource types whose replacement or deletion stops the training on
+  them, and ``replace_warning``, what the guard announces when a create/update replaces one;
+* ``status``: its rows in ``tpubuild status`` (:class:`StatusPart`); ``state_link``: the output
+  of its state that ``status`` shows as a link (the dashboard's ``console_url``);
+* ``steps``: its steps beyond plan → guard → apply (:class:`ExtraStep`); ``snapshot``: what an
+  apply of it starts from ('' none, ``latest`` the newest, which its restore step names);
+* ``scoped``: the scope flags name it (``--tpu``/``--mig``, ``_TPU``/``_MIG``);
+* ``tiles``: the maker of its dashboard tiles (builder/dashboard_tiles.py);
+* ``summary``: what ``tpubuild validate`` says of the hosts it makes (the hosts module's);
+* ``ttl``: its Terraform calls ``modules/ttl`` (the TTL's Scheduler job lives and dies with it),
+  so the TTL's destroy is scoped to it.
 
 Everything else is derived here: the module list, create and destroy DAGs and the destroy order
 per architecture (:func:`modules`, :func:`create_after`, :func:`destroy_after`,
 :func:`destroy_order`), the Terraform directory (:func:`spec`), the hosts module
-(:func:`hosts_module`). ``builder.plan``, ``builder.tfvars``, ``builder.guard``, ``builder.diff``,
-``builder.auto`` and ``tpubuild plan`` read them from here.
+(:func:`hosts_module`), the guard's resource tables (:data:`DESTROYED_ON_PURPOSE`,
+:data:`TRAINING_RESOURCES`). ``builder.plan``, ``builder.tfvars``, ``builder.guard``,
+``builder.diff``, ``builder.auto``, ``builder.pipeline``, ``builder.dashboard``, ``tpubuild status``
+and ``tpubuild plan`` read them from here; ``tests/unit/test_module_branches.py`` fails on code
+elsewhere that branches on a module's name.
 
 Adding a module is one entry in :data:`CATALOGUE` plus its own files (``modules/<dir>/`` and its
 inputs in ``builder/tfvars.py``); docs/architecture.md has a worked example.
 
-Pure: no I/O, standard library only.
+Pure: no I/O, standard library only (and the pure formatters its entries name).
 """
 
 from __future__ import annotations
@@ -55,7 +72,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from builder import dashboard_tiles as dash
+from builder import status_rows as rows
+from builder.module_parts import (AFTER, BEFORE, BESIDE, GATE, INTERRUPTS, SLICE_TEMPLATE, TPU_VM_REPLACED_BY,
+                                  ExtraStep, StatusPart, backs_up, filestore_what, queued, runtime, shared_pd_what,
+                                  slice_access_what, slice_shape, slice_what, tpu_what)
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
@@ -123,33 +146,6 @@ SHARED_PD_KEYS = ("SHARED_PD_DISK_ATTACH", "SHARED_PD_DISK_SIZE", "SHARED_PD_DIS
                   "GCS_DATASET", "MIG_SEED_DATA_PREP_SCRIPT")
 
 
-# ---- what `tpubuild plan` says each module is ----
-
-def _filestore(s: Settings) -> str:
-    return f"Filestore {s.filestore_name} ({s.shared_fs_tier}, {s.shared_fs_capacity_gb} GiB, share /{s.shared_fs_name})"
-
-
-def _shared_pd(s: Settings) -> str:
-    use = "attached to every host" if s.shared_pd_attach else "not attached"
-    return f"disk {s.shared_pd_name} ({s.shared_pd_type}, {s.shared_pd_size_gb} GB, {use})"
-
-
-def _tpu(kind: str) -> Callable[[Settings], str]:
-    return lambda s: f"{kind} {s.tpu_name} ({s.accelerator_type}, {s.runtime_version})"
-
-
-def _slice_access(s: Settings) -> str:
-    return (f"slice access for {s.tpu_name} (service account {s.worker_service_account_id}, IAP-SSH firewall, "
-            "MIG reader role)")
-
-
-def _slice(s: Settings) -> str:
-    sh = s.mig_shape
-    policy = f"workload policy {s.tpu_name}-{sh.topology}" if sh.accelerator_topology else "no workload policy (one VM)"
-    return (f"MIG {s.tpu_name} ({sh.vms} x {sh.machine_type}, {policy}, {s.provisioning}); "
-            "drained first if the topology changes, then resized to the slice")
-
-
 @dataclass(frozen=True)
 class ModuleSpec:
     """One Terraform directory as one plan module of some architectures (the module docstring
@@ -177,56 +173,79 @@ class ModuleSpec:
     training: bool = False
     wanted: Callable[[Settings], bool] | None = None
     unwanted_why: str = ""
+    data_resources: tuple[tuple[str, str], ...] = ()
+    training_resources: tuple[str, ...] = ()
+    replace_warning: str = INTERRUPTS
+    status: tuple[StatusPart, ...] = ()
+    state_link: str = ""
+    steps: tuple[ExtraStep, ...] = ()
+    snapshot: Callable[[Settings], str] | None = None
+    scoped: bool = False
+    tiles: Callable[[dash.Names], list[dict[str, Any]]] | None = None
+    ttl: bool = False
+    summary: Callable[[Settings], str] | None = None
 
     def is_wanted(self, settings: Settings) -> bool:
         """Whether create and update apply this module with these values (``wanted``)."""
         return self.wanted is None or self.wanted(settings)
 
 
-#: modules/tpu_vm: every argument of ``google_tpu_v2_vm`` but the labels and the host metadata
-#: (mount point, setup script, dataset grant) forces a new TPU VM.
-_TPU_VM_REPLACED_BY = frozenset({"project_id", "zone", "name", "accelerator_type", "runtime_version", "network",
-                                 "subnetwork", "external_ips", "preemptible", "spot", "reserved", "shared_pd_attach"})
-#: modules/tpu_mig: what the workload policy and the instance template hold; a change makes a new
-#: template (every VM of the group is replaced) or a new policy (the group is drained first).
-_SLICE_TEMPLATE = frozenset({"accelerator_type", "machine_type", "vm_count", "accelerator_topology", "topology",
-                             "host_bounds", "chips_per_host_bounds", "image_project", "image_family",
-                             "boot_disk_size_gb", "boot_disk_type", "external_ips", "network", "subnetwork",
-                             "shared_pd_attach", "mount_point", "setup_script", "provisioning", "reservation",
-                             "env_name"})
-
 #: Every module, in create's order (ties in a DAG stage keep this order).
 CATALOGUE: tuple[ModuleSpec, ...] = (
-    ModuleSpec("filestore", "modules/filestore", ARCHS, _filestore, keys=FILESTORE_KEYS, holds_data=True,
+    ModuleSpec("filestore", "modules/filestore", ARCHS, filestore_what, keys=FILESTORE_KEYS, holds_data=True,
                prices=("filestore",), grows="capacity_gb",
-               replaced_by=frozenset({"project_id", "region", "zone", "name", "tier", "share_name", "network"})),
-    ModuleSpec("shared_pd", "modules/shared_pd", ARCHS, _shared_pd, keys=SHARED_PD_KEYS, apply_timeout=1800,
+               replaced_by=frozenset({"project_id", "region", "zone", "name", "tier", "share_name", "network"}),
+               data_resources=(("google_filestore_instance", "the Filestore share (checkpoints and preprocessed data)"),),
+               status=(StatusPart("filestore", rows.filestore_row),),
+               steps=(ExtraStep("backup", "destroy", BEFORE, backs_up),), tiles=dash.filestore_tiles),
+    ModuleSpec("shared_pd", "modules/shared_pd", ARCHS, shared_pd_what, keys=SHARED_PD_KEYS, apply_timeout=1800,
                holds_data=True, boot=("env_setup/seeder",),  # the seeder VM's script
                prices=("disk",), grows="size_gb",
                replaced_by=frozenset({"project_id", "zone", "name", "type", "snapshot"}),
                wanted=lambda s: s.shared_pd_attach,
-               unwanted_why="no host attaches it (SHARED_PD_DISK_ATTACH=false)"),
-    ModuleSpec("tpu", "modules/tpu_vm", ("vm",), _tpu("TPU VM"), after=("filestore", "shared_pd"),
+               unwanted_why="no host attaches it (SHARED_PD_DISK_ATTACH=false)",
+               data_resources=(("google_compute_disk", "the shared persistent disk (the dataset)"),),
+               steps=(ExtraStep("restore", "apply", BEFORE, lambda s: s.shared_pd_restore == "latest"),
+                      ExtraStep("snapshot", "destroy", BEFORE),
+                      ExtraStep("seed", "apply", BESIDE, lambda s: s.shared_pd_attach and bool(s.gcs_dataset))),
+               snapshot=lambda s: s.shared_pd_restore),
+    ModuleSpec("tpu", "modules/tpu_vm", ("vm",), tpu_what("TPU VM"), after=("filestore", "shared_pd"),
                keys=TPU_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",),
-               accelerator=True, prices=("tpu",), training=True, replaced_by=_TPU_VM_REPLACED_BY),
+               accelerator=True, prices=("tpu",), training=True, replaced_by=TPU_VM_REPLACED_BY,
+               training_resources=("google_tpu_v2_vm", "google_tpu_v2_queued_resource"),
+               status=(StatusPart("tpu", rows.tpu_row), StatusPart("queued", rows.queued_row, queued)),
+               # TPU_QUEUED: tpu-queue requests the slice with gcloud, tpu-unqueue deletes it
+               steps=(ExtraStep("unqueue", "destroy", BEFORE, queued), ExtraStep("queue", "apply", AFTER, queued)),
+               scoped=True, tiles=dash.tpu_vm_tiles, ttl=True, summary=runtime),
     # mig: tpu = the slice's access (identity, IAP-SSH firewall, MIG reader role); mig =
     # the slice (workload policy + instance template + MIG), one state: docs/pipeline.md has why
-    ModuleSpec("tpu", "modules/tpu_mig_access", ("mig",), _slice_access, keys=("GCS_DATASET",),
+    ModuleSpec("tpu", "modules/tpu_mig_access", ("mig",), slice_access_what, keys=("GCS_DATASET",), scoped=True,
                training=True, replaced_by=frozenset({"project_id", "name", "service_account_id"})),
     # node (legacy, destroy only): Google Cloud stopped creating TPU Nodes on 2025-04-25
-    ModuleSpec("tpu", "modules/tpu_node", ("node",), _tpu("TPU Node"), destroy_before=("filestore", "shared_pd"),
-               destroy_only=True,
-               accelerator=True, prices=("tpu",), training=True, replaced_by=frozenset({"project_id", "zone"})),
-    ModuleSpec("mig", "modules/tpu_mig", ("mig",), _slice, after=("filestore", "shared_pd", "tpu"),
+    ModuleSpec("tpu", "modules/tpu_node", ("node",), tpu_what("TPU Node"), destroy_before=("filestore", "shared_pd"),
+               destroy_only=True, training_resources=("google_tpu_node",),
+               accelerator=True, prices=("tpu",), training=True, replaced_by=frozenset({"project_id", "zone"}),
+               status=(StatusPart("tpu", rows.tpu_row),), scoped=True, tiles=dash.tpu_node_tiles),
+    ModuleSpec("mig", "modules/tpu_mig", ("mig",), slice_what, after=("filestore", "shared_pd", "tpu"),
                keys=TPU_KEYS + MIG_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",),
                accelerator=True, prices=("tpu",), training=True, replaced_by=frozenset({"project_id", "zone", "name"}),
-               hosts_recreated_by=_SLICE_TEMPLATE, drained_by=frozenset({"accelerator_topology", "topology"})),
+               hosts_recreated_by=SLICE_TEMPLATE, drained_by=frozenset({"accelerator_topology", "topology"}),
+               # a new workload policy is a new topology: every VM of the MIG is recreated
+               training_resources=("google_compute_resource_policy",),
+               replace_warning="the slice's topology changes: training is interrupted; every VM of the MIG is "
+                               "deleted (mig-drain) and recreated (mig-resize)",
+               status=(StatusPart("slice", rows.slice_row),),
+               steps=(ExtraStep("drain", "apply", GATE), ExtraStep("resize", "apply", AFTER)),  # docs/pipeline.md
+               scoped=True, tiles=dash.slice_tiles, ttl=True, summary=slice_shape),
     # one worker per TPU host, which read the TPU's, the share's and the disk's states
     ModuleSpec("mig", "modules/mig", ("node",), lambda s: f"MIG {s.mig_name} ({s.hosts} x {s.machine_type})",
                after=("filestore", "shared_pd", "tpu"), hosts=True, destroy_only=True,
-               prices=("worker_vms",), training=True, replaced_by=frozenset({"project_id", "zone"})),
+               prices=("worker_vms",), training=True, replaced_by=frozenset({"project_id", "zone"}),
+               status=(StatusPart("mig", rows.workers_row),), scoped=True, tiles=dash.worker_tiles,
+               summary=runtime),  # the TPU Node's runtime
     ModuleSpec("dashboard", "modules/dashboard", ARCHS, apply_timeout=600,
-               what=lambda s: f"Cloud Monitoring dashboard and step-rate metric of {s.env_name} (modules/dashboard)"),
+               what=lambda s: f"Cloud Monitoring dashboard and step-rate metric of {s.env_name} (modules/dashboard)",
+               state_link="console_url", tiles=dash.step_tiles),
 )
 
 #: Which module a full destroy takes first when several are free to go (the hosts, then their
@@ -330,3 +349,34 @@ def holds_data(module: str) -> bool:
 
 #: The plan modules that hold data (Filestore, the shared PD), in create's order.
 DATA_MODULES: tuple[str, ...] = tuple(n for n in NAMES if holds_data(n))
+
+
+#: Resource type → what a destroy of its module deletes on purpose (the entries' ``data_resources``).
+DESTROYED_ON_PURPOSE: dict[str, str] = {t: what for s in CATALOGUE for t, what in s.data_resources}
+#: Resource type → what the guard announces when a create/update replaces it (``training_resources``).
+TRAINING_RESOURCES: dict[str, str] = {t: s.replace_warning for s in CATALOGUE for t in s.training_resources}
+#: The plan modules the scope flags name (``--tpu``/``--mig``, ``_TPU``/``_MIG``), in create's order.
+SCOPED: tuple[str, ...] = tuple(n for n in NAMES if any(s.scoped for s in CATALOGUE if s.name == n))
+
+
+def shown(arch: str) -> tuple[ModuleSpec, ...]:
+    """The modules of ``arch`` in the order ``status`` and the dashboard show them: what trains
+    first (the entries with ``training_resources``), then in destroy order (the hosts, the data,
+    the dashboard last)."""
+    by_name = {s.name: s for s in specs(arch)}
+    return tuple(sorted((by_name[m] for m in destroy_order(arch)), key=lambda s: not s.training_resources))
+
+
+def ttl_scope(arch: str) -> dict[str, bool]:
+    """The scope flags (:data:`SCOPED` → on) of the TTL's destroy on ``arch``: only the module
+    that holds the TTL's job. ValueError where no module holds one (node has no TTL)."""
+    holders = {s.name for s in specs(arch) if s.ttl}
+    if not holders:
+        raise ValueError(f"the {arch} architecture has no TTL")
+    return {m: m in holders for m in SCOPED}
+
+
+def extra_steps(settings: Settings, module: str, op: str) -> tuple[ExtraStep, ...]:
+    """The steps ``op`` (apply|destroy) of ``module`` runs beyond plan → guard → apply, in order."""
+    found = spec(settings.arch, module)
+    return tuple(x for x in found.steps if x.op == op and x.when(settings)) if found else ()

@@ -92,32 +92,38 @@ def _refuse_node(t: Target, what: str) -> None:
                        "(TPU Nodes): migrate to TPU_ARCH=vm")
 
 
-def _slice_script(t: Target, line: str) -> list[str]:
-    """mig: ``bash -c`` of the slice listing (worker order, models/hosts.py SliceHosts, which
-    builder/commands/observe.py puts in ``t.extra["slice"]``) and then ``line``."""
-    return ["bash", "-c", "\n".join(["set -euo pipefail", t.extra["slice"].preamble(), line])]
-
-
-def _vm(t: Target) -> Any:
-    """vm: models/hosts.py's ``TpuVmHosts`` for the target (the one host transport)."""
+def _reach(t: Target) -> Any:
+    """How gcloud reaches the target's hosts (models/hosts.py, the one host transport):
+    ``t.extra["reach"]`` as builder/commands/observe.py finds it (on mig the slice's
+    ``SliceHosts``, whose hosts are listed at run time), else the TPU VM's ``TpuVmHosts``."""
+    if "reach" in t.extra:
+        return t.extra["reach"]
     from builder.model_registry import hosts
 
     return hosts().for_arch("vm", t.project, t.zone, t.iap, t.hosts, tpu_name=t.tpu, mig_name="")
 
 
+def _listed(reach: Any, line: str) -> list[str]:
+    """``bash -c`` of the transport's preamble (the listing of the slice's VMs in worker order)
+    and then ``line``."""
+    return ["bash", "-c", "\n".join(["set -euo pipefail", reach.preamble(), line])]
+
+
 def ssh(t: Target, worker: int, command: str) -> list[str]:
-    """argv of an SSH to TPU VM worker ``worker``. Through IAP the flag exists only in
-    ``gcloud alpha`` (gcloud 528). mig: a ``bash -c`` that lists the slice, then
-    ``gcloud compute ssh`` to its ``worker``-th VM."""
-    if t.arch == "mig":
-        return _slice_script(t, t.extra["slice"].ssh(str(worker), command, ready=False))
-    return _vm(t).argv(str(worker), command)
+    """argv of an SSH to worker ``worker``. Through IAP the TPU VM flag exists only in ``gcloud
+    alpha`` (gcloud 528). Hosts listed at run time (a slice's MIG): a ``bash -c`` that lists
+    them, then ``gcloud compute ssh`` to the ``worker``-th."""
+    reach = _reach(t)
+    if reach.preamble():
+        return _listed(reach, reach.ssh(str(worker), command, ready=False))
+    return reach.argv(str(worker), command)
 
 
 def scp_back(t: Target, worker: int, remote: str, local: str) -> list[str]:
-    if t.arch == "mig":
-        return _slice_script(t, t.extra["slice"].scp_from(str(worker), remote, local))
-    return _vm(t).scp_from_argv(str(worker), remote, local)
+    reach = _reach(t)
+    if reach.preamble():
+        return _listed(reach, reach.scp_from(str(worker), remote, local))
+    return reach.scp_from_argv(str(worker), remote, local)
 
 
 #: Runs the helper on a host: the host's environment and the training Python (train.sh's) first.
@@ -151,12 +157,11 @@ def open_hints(t: Target, host: int, stamp: str, state_bucket: str) -> list[str]
     remote = profile_dir(t.mount_point, t.env, stamp)
     gcs = profile_gcs(state_bucket, t.env, stamp)
     board = f"python3 -m tensorboard.main --logdir {shlex.quote(remote)} --port 6006"
-    if t.arch == "mig":  # worker 0 = the first VM name of the group in C-locale order
-        tunnel = shlex.join([*t.extra["slice"].argv("WORKER0", board), "--", "-L", "6006:localhost:6006"])
-    else:
-        tunnel = shlex.join([*ssh(t, 0, board), "--", "-L", "6006:localhost:6006"])
-    where = ([f"  WORKER0 is the first name {shlex.join(list(t.extra['slice'].listing))} prints in C-locale order"]
-             if t.arch == "mig" else [])
+    reach = _reach(t)
+    listed = bool(reach.preamble())  # worker 0 = the first VM name of the group in C-locale order
+    tunnel = shlex.join([*(reach.argv("WORKER0", board) if listed else ssh(t, 0, board)),
+                         "--", "-L", "6006:localhost:6006"])
+    where = [f"  WORKER0 is the first name {shlex.join(list(reach.listing))} prints in C-locale order"] if listed else []
     return [
         f"profile of host {host} ({t.tpu}): {remote} (Filestore) and {gcs}",
         "open it in TensorBoard's Profile tab (pip install tensorboard xprof):",

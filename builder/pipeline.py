@@ -41,7 +41,7 @@ from builder import modules as catalogue
 from builder.config.filestore import TIERS
 from builder.config.scripts import repo_script
 from builder.errors import BadInput
-from builder.plan import Plan, Step, module_dir, queues, restore_snapshot, runs_setup_script, seeds
+from builder.plan import Plan, Step, module_dir, runs_setup_script, seeds
 
 if TYPE_CHECKING:  # pragma: no cover
     from jinja2 import Environment
@@ -218,9 +218,7 @@ class _Steps:
         if fixed is not None:
             return fixed
         if step.kind == "apply":
-            spec = catalogue.spec(self.s.arch, step.module)
-            assert spec is not None, step
-            return spec.apply_timeout
+            return self._spec(step).apply_timeout
         return queue_wait_s(self.s) + QUEUE_SLACK_S  # queue
 
     def _op(self, step: Step) -> str:
@@ -260,8 +258,14 @@ class _Steps:
         return dict(module=m, op=self._op(step), tfdir=module_dir(s, m), bucket=s.state_bucket,
                     prefix=f"{s.env_name}/{m}", lock_timeout=LOCK_TIMEOUT)
 
+    def _spec(self, step: Step) -> catalogue.ModuleSpec:
+        spec = catalogue.spec(self.s.arch, step.module)
+        assert spec is not None, step
+        return spec
+
     def _plan(self, step: Step) -> dict[str, Any]:
-        restore = restore_snapshot(self.s, self.plan) if step.module == "shared_pd" else ""
+        starts_from = self._spec(step).snapshot  # the snapshot an apply of this module starts from
+        restore = starts_from(self.s) if starts_from and self._op(step) == "apply" else ""
         return dict(snapshot_file=restore == "latest", snapshot_name=restore if restore not in ("", "latest") else "",
                     **self._terraform(step))
 
@@ -270,8 +274,9 @@ class _Steps:
                     wheels=WHEELS)
 
     def _apply(self, step: Step) -> dict[str, Any]:
-        queued = step.module == "tpu" and queues(self.s)
-        return dict(queued_request=queued and self._op(step) == "apply", **self._terraform(step))
+        # TPU_QUEUED: the plan's tpu-queue step reads the request this apply leaves
+        queued = any(st.module == step.module and st.kind == "queue" for st in self.plan.steps)
+        return dict(queued_request=queued, **self._terraform(step))
 
     def _slice(self, step: Step) -> dict[str, Any]:
         s = self.s

@@ -4,7 +4,8 @@ Decision (docs/cloud.md, "TTL"): a TTL counts from the TPU's creation. When it e
 Scheduler job (``modules/ttl``, called by the TPU module so it lives and dies with the TPU) calls
 ``POST https://cloudbuild.googleapis.com/v1/projects/<project>/builds`` with :func:`build_request`:
 the same dispatch step as the root ``cloudbuild.yaml``, with ``_BUILD_ACTION=destroy`` and the
-scope :data:`SCOPE` of the architecture, from the source tarball ``submit`` keeps at
+scope of the architecture (``builder.modules.ttl_scope``: the module whose Terraform calls
+modules/ttl), from the source tarball ``submit`` keeps at
 ``gs://<state_bucket>/<SOURCE>``. vm: ``_TPU=true`` (modules/tpu_vm, which holds the job); mig:
 ``_MIG=true`` (modules/tpu_mig: the slice's VMs, template and workload policy, which holds the
 job; the hosts' account and firewall in modules/tpu_mig_access stay, as after any
@@ -41,18 +42,15 @@ def job_name(settings: Settings) -> str:
     return f"projects/{settings.project_id}/locations/{settings.region}/jobs/tpubuild-{settings.env_name}-ttl"
 
 
-#: architecture → the (_TPU, _MIG) scope of the TTL's destroy: the module that holds modules/ttl.
-SCOPE: dict[str, tuple[str, str]] = {"vm": ("true", "false"), "mig": ("false", "true")}
-
-
 def build_request(settings: Settings) -> dict[str, Any]:
-    """The Build the TTL job creates: dispatch destroy, scoped to the TPU (:data:`SCOPE`)."""
+    """The Build the TTL job creates: dispatch destroy, scoped to the module that holds the job."""
     import shlex
 
+    from builder.modules import ttl_scope
     from builder.root_build import DISPATCH_IMAGE
 
-    tpu, mig = SCOPE[settings.arch]
-    dispatch = shlex.join(["tpubuild", "dispatch", "--action", "destroy", "--tpu", tpu, "--mig", mig,
+    scope = [w for m, on in ttl_scope(settings.arch).items() for w in (f"--{m}", "true" if on else "false")]
+    dispatch = shlex.join(["tpubuild", "dispatch", "--action", "destroy", *scope,
                            "--allow-data-loss", "false", "--allow-wipe", "false"])
     script = "\n".join(["set -euo pipefail", "python -m pip install -q --no-cache-dir .", dispatch, ""])
     return {

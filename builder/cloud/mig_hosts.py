@@ -1,4 +1,4 @@
-"""TPU_ARCH="mig": how `tpubuild train/stop/logs` reach the slice's TPU VMs (issue 13).
+"""How `tpubuild train/stop/logs/profile` reach the hosts; on TPU_ARCH="mig" the slice's TPU VMs.
 
 The hosts are the instances of the MIG ``Settings.tpu_name``; PJRT worker N is the N-th name in
 C-locale order (env_setup/scripts/startup.sh derives TPU_WORKER_ID the same way), so the list is
@@ -27,12 +27,15 @@ def hosts(listing: str) -> list[str]:
 
 
 def access(settings: Settings, hosts_module: Any = None) -> Any:
-    """models/hosts.py's ``SliceHosts`` for this slice (IAP unless TPU_EXTERNAL_IPS)."""
+    """models/hosts.py's transport for the hosts of ``settings`` (IAP unless they have external
+    IPs): on mig the ``SliceHosts`` of this slice, given its listing; the other architectures'
+    transports take no listing."""
     if hosts_module is None:
         from builder.model_registry import hosts as load_hosts
 
         hosts_module = load_hosts(settings.repo_root)
-    return hosts_module.for_arch("mig", settings.project_id, settings.zone, not settings.tpu_external_ips,
+    external = settings.mig_external_ip if settings.arch == "node" else settings.tpu_external_ips
+    return hosts_module.for_arch(settings.arch, settings.project_id, settings.zone, not external,
                                  settings.hosts, tpu_name=settings.tpu_name, mig_name=settings.mig_name,
                                  listing=tuple(list_argv(settings)))
 

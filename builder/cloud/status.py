@@ -13,11 +13,14 @@
   running instances, stable.
 * Terraform state: whether ``gs://<state_bucket>/<ENV>/<module>/default.tfstate`` exists.
 * The lock holder and the applied snapshot's build.
-* The dashboard's console URL: the ``console_url`` output of ``modules/dashboard``, read from its
-  state object (``<ENV>/dashboard/default.tfstate``); "not created" while that state has none.
+* A module's link (its catalogue entry's ``state_link``: the dashboard's console URL, the
+  ``console_url`` output of ``modules/dashboard``), read from its state object
+  (``<ENV>/<module>/default.tfstate``); "not created" while that state has none.
 * With ``ENV_TTL_HOURS``: the TTL's Cloud Scheduler job (google-cloud-scheduler) and when it fires.
 
-Every part is asked separately; a part that fails is reported as ``error`` with one line and the
+Which resources an environment has is its modules' (``status`` on each catalogue entry, in the
+order of ``builder.modules.shown``: the TPU first, then the hosts, then the data); :data:`READERS` asks the API behind
+each part's key and the entry's row formats it. Every part is asked separately; a part that fails is reported as ``error`` with one line and the
 command exits 1 after printing everything (absent resources are not errors).
 """
 
@@ -26,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from builder import modules as catalogue
 from builder.cloud import clients, lock, snapshot
 from builder.cloud.errors import cloud_call, describe
 from builder.config import Settings
@@ -36,16 +40,23 @@ def _absent() -> dict[str, Any]:
     return {"state": "ABSENT"}
 
 
-def _tpu(settings: Settings) -> dict[str, Any]:
+def _get(what: str, call: Callable[[], Any]) -> Any:
+    """``call()`` (a Get of one resource) inside ``cloud_call(what)``; None when it is NotFound."""
     from google.api_core import exceptions as gexc
 
+    with cloud_call(what):
+        try:
+            return call()
+        except gexc.NotFound:
+            return None
+
+
+def _tpu(settings: Settings) -> dict[str, Any]:
     client = clients.tpu(settings.arch)
     name = f"projects/{settings.project_id}/locations/{settings.zone}/nodes/{settings.tpu_name}"
-    with cloud_call(f"reading TPU {settings.tpu_name}"):
-        try:
-            node = client.get_node(name=name)
-        except gexc.NotFound:
-            return _absent()
+    node = _get(f"reading TPU {settings.tpu_name}", lambda: client.get_node(name=name))
+    if node is None:
+        return _absent()
     endpoints = [f"{e.ip_address}:{e.port}" if e.port else e.ip_address for e in node.network_endpoints]
     version = node.tensorflow_version if settings.arch == "node" else node.runtime_version
     return {"name": settings.tpu_name, "api": "tpu v1" if settings.arch == "node" else "tpu v2",
@@ -54,15 +65,11 @@ def _tpu(settings: Settings) -> dict[str, Any]:
 
 
 def _queued(settings: Settings) -> dict[str, Any]:
-    from google.api_core import exceptions as gexc
-
     client = clients.tpu("vm")
     name = f"projects/{settings.project_id}/locations/{settings.zone}/queuedResources/{settings.tpu_name}"
-    with cloud_call(f"reading queued resource {settings.tpu_name}"):
-        try:
-            qr = client.get_queued_resource(name=name)
-        except gexc.NotFound:
-            return _absent()
+    qr = _get(f"reading queued resource {settings.tpu_name}", lambda: client.get_queued_resource(name=name))
+    if qr is None:
+        return _absent()
     spec = qr.tpu.node_spec[0].node if qr.tpu.node_spec else None
     valid = qr.queueing_policy.valid_until_time
     return {"name": settings.tpu_name, "state": qr.state.state.name,
@@ -77,16 +84,12 @@ def filestore_location(settings: Settings) -> str:
 
 
 def _filestore(settings: Settings) -> dict[str, Any]:
-    from google.api_core import exceptions as gexc
-
     client = clients.filestore()
     name = (f"projects/{settings.project_id}/locations/{filestore_location(settings)}"
             f"/instances/{settings.filestore_name}")
-    with cloud_call(f"reading Filestore {settings.filestore_name}"):
-        try:
-            inst = client.get_instance(name=name)
-        except gexc.NotFound:
-            return _absent()
+    inst = _get(f"reading Filestore {settings.filestore_name}", lambda: client.get_instance(name=name))
+    if inst is None:
+        return _absent()
     ips = [ip for net in inst.networks for ip in net.ip_addresses]
     shares = [{"name": s.name, "capacity_gb": int(s.capacity_gb)} for s in inst.file_shares]
     return {"name": settings.filestore_name, "state": inst.state.name, "tier": inst.tier.name,
@@ -166,7 +169,9 @@ def _state(settings: Settings) -> dict[str, Any]:
         "build_id": held.build_id, "action": held.action, "holder": held.holder, "since": held.created,
         "state": held.state, "outcome": held.outcome, "failed_step": held.failed_step, "log_url": held.log_url,
         "describe": held.describe()}
-    out["dashboard_url"] = _dashboard_url(bucket, settings.env_name) if out["modules"].get("dashboard") else None
+    for spec in _linked(settings.arch):
+        there = out["modules"].get(spec.name)
+        out[f"{spec.name}_url"] = _state_link(bucket, settings.env_name, spec) if there else None
     applied = snapshot.read(bucket, settings.env_name)
     out["applied"] = None if applied is None else {
         "build_id": applied.build_id, "action": applied.action, "time": applied.time,
@@ -174,14 +179,19 @@ def _state(settings: Settings) -> dict[str, Any]:
     return out
 
 
-def _dashboard_url(bucket: Any, env: str) -> str | None:
-    """``console_url`` from the dashboard module's Terraform state (None when it has none)."""
+def _linked(arch: str) -> tuple[catalogue.ModuleSpec, ...]:
+    """The modules of ``arch`` whose state holds a link that status shows."""
+    return tuple(s for s in catalogue.specs(arch) if s.state_link)
+
+
+def _state_link(bucket: Any, env: str, spec: catalogue.ModuleSpec) -> str | None:
+    """The ``state_link`` output (a console URL) of the module's Terraform state (None when it has none)."""
     import json
 
-    with cloud_call(f"reading the dashboard state of {env}"):
-        raw = bucket.blob(f"{env}/dashboard/default.tfstate").download_as_bytes()
+    with cloud_call(f"reading the {spec.name} state of {env}"):
+        raw = bucket.blob(f"{env}/{spec.name}/default.tfstate").download_as_bytes()
     try:
-        url = json.loads(raw).get("outputs", {}).get("console_url", {}).get("value")
+        url = json.loads(raw).get("outputs", {}).get(spec.state_link, {}).get("value")
     except (ValueError, AttributeError):
         return None
     return url if isinstance(url, str) and url.startswith("https://") else None
@@ -193,13 +203,20 @@ def _ttl(settings: Settings) -> dict[str, Any]:
     return ttl.read(settings)
 
 
+#: A status part's key (a catalogue entry's :class:`~builder.modules.StatusPart`) → its API read.
+READERS: dict[str, Callable[[Settings], dict[str, Any]]] = {
+    "tpu": _tpu, "queued": _queued, "filestore": _filestore, "slice": _slice, "mig": _mig}
+
+
+def _parts(arch: str) -> list[catalogue.StatusPart]:
+    """The resource parts of ``arch``'s status, module by module (``catalogue.shown``)."""
+    return [part for spec in catalogue.shown(arch) for part in spec.status]
+
+
 def gather(settings: Settings) -> dict[str, Any]:
     parts: list[tuple[str, Callable[[Settings], dict[str, Any]]]] = [
-        ("slice", _slice) if settings.arch == "mig" else ("tpu", _tpu), ("filestore", _filestore), ("terraform", _state)]
-    if settings.arch == "node":
-        parts.insert(2, ("mig", _mig))
-    if settings.arch == "vm" and settings.queued:
-        parts.insert(1, ("queued", _queued))
+        (part.key, READERS[part.key]) for part in _parts(settings.arch) if part.when(settings)]
+    parts.append(("terraform", _state))
     if settings.env_ttl_hours:
         parts.append(("ttl", _ttl))
     report: dict[str, Any] = {"env": settings.env_name, "project": settings.project_id, "zone": settings.zone,
@@ -228,47 +245,15 @@ def _missing_line(label: str, part: dict[str, Any]) -> str:
     return f"  {label:<10} {part['state'].lower()}{why}"
 
 
-def _slice_row(sl: dict[str, Any]) -> str:
-    policy = f"policy {sl['policy']}" if sl["policy"] else "no workload policy"
-    return (f"{sl['name']}: {sl['running']}/{sl['target_size']} running (values.env: {sl['vms']} x "
-            f"{sl['machine_type']}, topology {sl['topology']}, {sl['provisioning']}), {policy}, {sl['state']}")
-
-
-def _tpu_row(tpu: dict[str, Any]) -> str:
-    return (f"{tpu['name']}: {tpu['state']}, health {tpu['health']}, {tpu['accelerator_type']}, "
-            f"{tpu['runtime_version']} ({tpu['api']})")
-
-
-def _queued_row(qr: dict[str, Any]) -> str:
-    until = f", valid until {qr['valid_until']}" if qr["valid_until"] else ""
-    return f"{qr['name']}: {qr['state']}, {qr['accelerator_type']}{until} (queued resource)"
-
-
-def _filestore_row(fs: dict[str, Any]) -> str:
-    share = fs["shares"][0] if fs["shares"] else {"name": "?", "capacity_gb": 0}
-    return (f"{fs['name']}: {fs['state']}, {fs['ip'] or 'no IP yet'}:/{share['name']} "
-            f"({share['capacity_gb']} GiB, {fs['tier']})")
-
-
-def _mig_row(mig: dict[str, Any]) -> str:
-    return (f"{mig['name']}: {mig['running']}/{mig['target_size']} running "
-            f"(target {mig['target_size']}, {mig['expected_size']} TPU hosts), {mig['state']}")
-
-
 def _ttl_row(ttl: dict[str, Any]) -> str:
     return (f"destroys the TPU at {ttl['fires']} (in {ttl['in']}; job {ttl['state'].lower()}; "
             "`tpubuild ttl extend 4h` pushes it back)")
 
 
-#: The resource rows of ``status``'s text, in order: report key → its line when it exists.
-_ROWS: tuple[tuple[str, Callable[[dict[str, Any]], str]], ...] = (
-    ("slice", _slice_row), ("tpu", _tpu_row), ("queued", _queued_row), ("filestore", _filestore_row),
-    ("mig", _mig_row), ("ttl", _ttl_row))
-
-
 def text(report: dict[str, Any]) -> list[str]:
     lines = [f"{report['env']} ({report['project']}, {report['zone']}, {report['arch']} architecture)"]
-    for key, row in _ROWS:
+    rows = [(p.key, p.row) for p in _parts(report["arch"])] + [("ttl", _ttl_row)]
+    for key, row in rows:
         part = report.get(key)
         if part is not None:
             lines.append(_missing_line(key, part) if _missing(part) else f"  {key:<10} {row(part)}")
@@ -287,8 +272,10 @@ def text(report: dict[str, Any]) -> list[str]:
             lines.append(f"  lock       stale (the next dispatch takes it over): {held['describe']}")
         else:
             lines.append(f"  lock       held by {held['describe']}")
-        url = tf.get("dashboard_url")
-        lines.append(f"  dashboard  {url}" if url else "  dashboard  not created yet (tpubuild create applies it)")
+        for spec in _linked(report["arch"]):
+            url = tf.get(f"{spec.name}_url")
+            lines.append(f"  {spec.name:<10} {url}" if url else
+                         f"  {spec.name:<10} not created yet (tpubuild create applies it)")
         applied = tf["applied"]
         if applied is None:
             lines.append("  applied    none (no successful build yet)")

@@ -41,9 +41,12 @@ def run_validate(args: argparse.Namespace) -> int:
 
     for warning in train_warnings(s):
         print(f"tpubuild: warning: {warning}", file=sys.stderr)
+    from builder import modules as catalogue
+
     t = s.topology
+    hosts = catalogue.spec(s.arch, catalogue.hosts_module(s.arch))
+    assert hosts is not None and hosts.summary is not None, s.arch
     print(f"{s.source}: ok: {s.env_name} in {s.project_id}/{s.zone}, {s.arch} architecture, "
           f"{s.accelerator_type} ({t.generation}, {t.chips} chips, {t.hosts} host{'s' if t.hosts != 1 else ''}), "
-          + (f"{s.mig_shape.vms} x {s.mig_shape.machine_type}, topology {s.mig_shape.topology}, "
-             f"{s.provisioning}" if s.arch == "mig" else f"runtime {s.runtime_version}"))
+          + hosts.summary(s))
     return 0

@@ -29,12 +29,11 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 def target(settings: Settings) -> observe.Target:
     s = settings
-    external = s.mig_external_ip if s.arch == "node" else s.tpu_external_ips
-    extra: dict[str, Any] = {}
-    if s.arch == "mig":  # the slice's VMs in worker order (models/hosts.py SliceHosts)
-        from builder.cloud import mig_hosts
+    from builder.cloud import mig_hosts
 
-        extra["slice"] = mig_hosts.access(s)
+    external = s.mig_external_ip if s.arch == "node" else s.tpu_external_ips
+    # how gcloud reaches the hosts (models/hosts.py; on mig the slice's VMs in worker order)
+    extra: dict[str, Any] = {"reach": mig_hosts.access(s)}
     return observe.Target(arch=s.arch, project=s.project_id, zone=s.zone, tpu=s.tpu_name, env=s.env_name,
                           iap=not external, hosts=s.hosts, accelerator=s.accelerator_type,
                           mount_point=s.mount_point, extra=extra)

@@ -62,6 +62,17 @@ def test_each_architecture_gets_its_own_tiles() -> None:
     assert f"logging.googleapis.com/user/{dashboard.step_metric_name('e1')}" in vm & node & mig
 
 
+def test_mig_host_tiles_watch_the_instances_of_the_slice_mig() -> None:
+    """On mig the hosts are the instances of the slice's MIG, named after its base_instance_name
+    (modules/tpu_mig: var.name); the host tiles filter on that prefix, not on another MIG's."""
+    s = load(EXAMPLES / "mig-v6e-16-spot.env")
+    base = tfvars.for_module(s, "mig")["name"]
+    assert 'base_instance_name = var.name' in (REPO / "modules/tpu_mig/main.tf").read_text()
+    text = json.dumps(dashboard.for_settings(s))
+    prefixes = {p.split('\\"')[0] for p in text.split('instance_name=starts_with(\\"')[1:]}
+    assert prefixes == {base}, prefixes
+
+
 def test_tfvars_carry_the_rendered_dashboard_and_a_resize_keeps_it(make_env) -> None:
     s = load(VM)
     v = tfvars.for_module(s, "dashboard")

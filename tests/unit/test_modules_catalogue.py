@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from builder import modules as M
+from builder.config import Settings, load_text
+from builder.errors import BadInput
 from builder import tfvars
-from tests.conftest import REPO
+from tests.conftest import EXAMPLES, NODE, REPO, SHIPPED, rewrite_env
 
 _REMOTE = re.compile(r'data\s+"terraform_remote_state"\s+"(\w+)"\s*\{(.*?)\n\}', re.S)
 
@@ -35,6 +37,13 @@ def test_create_order_is_the_remote_state_reads(spec: M.ModuleSpec) -> None:
         f"{spec.tfdir} reads {sorted(remote_states(spec.tfdir))} but the catalogue says after={spec.after}")
     for arch in spec.archs:
         assert set(spec.after) <= set(M.modules(arch)), (spec, arch)
+
+
+@pytest.mark.parametrize("spec", M.CATALOGUE, ids=lambda s: f"{s.name}@{s.tfdir}")
+def test_ttl_is_the_entry_whose_terraform_calls_modules_ttl(spec: M.ModuleSpec) -> None:
+    calls = any(re.search(r'source\s*=\s*"\.\./ttl"', tf.read_text()) for tf in (REPO / spec.tfdir).glob("*.tf"))
+    assert calls == spec.ttl, spec.tfdir
+    assert spec.ttl <= spec.scoped, "the TTL's destroy names its module with a scope flag"
 
 
 @pytest.mark.parametrize("spec", M.CATALOGUE, ids=lambda s: f"{s.name}@{s.tfdir}")
@@ -62,6 +71,7 @@ def test_one_directory_per_plan_module_and_arch(arch: str) -> None:
     assert len(names) == len(set(names)), names
     assert M.hosts_module(arch) in names
     assert sum(s.hosts for s in M.specs(arch)) == 1
+    assert all(bool(s.summary) == s.hosts for s in M.specs(arch)), "validate summarises the hosts module"
 
 
 def test_every_root_module_is_catalogued_once_and_has_inputs() -> None:
@@ -120,7 +130,8 @@ def test_no_module_list_is_kept_by_hand_outside_the_catalogue() -> None:
 
 def test_adding_a_module_is_its_files_plus_one_catalogue_line(tmp_path: Path) -> None:
     """docs/architecture.md's worked example, done for real on a copy of builder/: one catalogue
-    line and the module's inputs, and plan, render, --only, destroy and the guard all know it."""
+    entry and the module's inputs, and plan, render, --only, destroy and the guard all know it
+    (the guard lets a destroy delete the data the entry declares, and refuses it on an update)."""
     import json
     import shutil
     import subprocess
@@ -131,10 +142,11 @@ def test_adding_a_module_is_its_files_plus_one_catalogue_line(tmp_path: Path) ->
     shutil.copy(REPO / "values.env", tmp_path / "values.env")
     catalogue = tmp_path / "builder/modules.py"
     text = catalogue.read_text()
-    anchor = '(modules/dashboard)"),\n'
-    assert anchor in text
-    catalogue.write_text(text.replace(anchor, anchor + '    ModuleSpec("logs", "modules/logs", ARCHS, '
-                                      'lambda s: f"bucket {s.env_name}-logs", holds_data=True),\n'))
+    anchor = "\n)\n\n#: Which module a full destroy"
+    assert text.count(anchor) == 1
+    catalogue.write_text(text.replace(anchor, '\n    ModuleSpec("logs", "modules/logs", ARCHS, lambda s: f"bucket {s.env_name}-logs",'
+                                      ' holds_data=True,\n               data_resources=(("google_storage_bucket",'
+                                      ' "the TensorBoard logs"),)),' + anchor))
     inputs = tmp_path / "builder/tfvars.py"
     inputs.write_text(inputs.read_text() + '\n\n@inputs("modules/logs")\ndef _logs(s: Settings) -> dict[str, Any]:\n'
                       '    return {"project_id": s.project_id, "env_name": s.env_name, "labels": s.labels}\n')
@@ -156,5 +168,63 @@ def test_adding_a_module_is_its_files_plus_one_catalogue_line(tmp_path: Path) ->
     assert [st["id"] for st in only["steps"]] == ["tpubuild-wheel", "logs-plan", "logs-guard", "logs-apply", "finalize"]
     destroy = json.loads(tpubuild("plan", "--format", "json", "--action", "destroy").stdout)
     assert "logs" in destroy["destroyed"]
-    guard = tpubuild("guard", "--module", "logs", "--action", "create", "--plan-json", str(tmp_path / "none.json"))
-    assert "not a plan module" not in guard.stderr, guard.stderr
+    doc = {"format_version": "1.2", "resource_changes": [{"address": "google_storage_bucket.logs",
+           "type": "google_storage_bucket", "change": {"actions": ["delete"]}}]}
+    (tmp_path / "logs.json").write_text(json.dumps(doc))
+    guard = tpubuild("guard", "--module", "logs", "--action", "destroy", "--plan-json", str(tmp_path / "logs.json"))
+    assert guard.returncode == 0 and "the TensorBoard logs goes away" in guard.stdout, guard.stdout + guard.stderr
+    guard = tpubuild("guard", "--module", "logs", "--action", "update", "--plan-json", str(tmp_path / "logs.json"))
+    assert guard.returncode != 0 and "REFUSED" in guard.stdout, guard.stdout + guard.stderr
+
+
+def _variants() -> list[tuple[str, Path, dict[str, str]]]:
+    """Every shipped and example file, and edits that turn each extra step on and off (an edit
+    that a file refuses, such as TPU_QUEUED on mig, is left out)."""
+    files = [SHIPPED, NODE, *sorted(EXAMPLES.glob("*.env"))]
+    edits = [{}, {"SHARED_PD_RESTORE": "latest"}, {"SHARED_PD_DISK_ATTACH": "false"},
+             {"TPU_QUEUED": "true", "TPU_PROVISIONING": "spot"}, {"SHARED_FS_TIER": "ZONAL"},
+             {"GCS_DATASET": "gs://my-bucket/dataset/*"}]
+    return [(f"{f.name}{'+' + ','.join(e) if e else ''}", f, e) for f in files for e in edits if _load(f, e)]
+
+
+def _load(path: Path, edit: dict[str, str]) -> Settings | None:
+    """The file with the edit, or None where the edit is refused for that file."""
+    try:
+        return load_text(rewrite_env(path.read_text(), **edit), path)
+    except BadInput:
+        return None
+
+
+def test_the_variants_run_every_extra_step_of_the_catalogue() -> None:
+    declared = {x.kind for spec in M.CATALOGUE for x in spec.steps}
+    run = {x.kind for _n, path, edit in _variants() if (s := _load(path, edit)) for spec in M.specs(s.arch)
+           for op in ("apply", "destroy") for x in M.extra_steps(s, spec.name, op)}
+    assert run == declared
+
+
+@pytest.mark.parametrize("name,path,edit", _variants(), ids=[v[0] for v in _variants()])
+def test_each_modules_steps_are_its_entrys(name: str, path: Path, edit: dict[str, str]) -> None:
+    """What ``builder.plan.steps`` runs for a module beyond plan → guard → apply is what its
+    catalogue entry's ``steps`` say, in place (before, gate, after, beside), for every action."""
+    from builder.plan import make_plan
+
+    s = _load(path, edit)
+    assert s is not None
+    for action, scope in (("create", {}), ("update", {}), ("update", {"tpu": True}), ("destroy", {}),
+                          ("destroy", {"tpu": True, "mig": s.arch != "vm"})):
+        if action != "destroy" and s.arch == "node":
+            continue  # legacy: destroy only
+        plan = make_plan(s, action, **scope)
+        for op in plan.operations:
+            x = M.extra_steps(s, op.module, op.op)
+            at = {w: [e.kind for e in x if e.at == w] for w in (M.BEFORE, M.GATE, M.AFTER, M.BESIDE)}
+            expected = [*at[M.BEFORE], "plan", "guard", *at[M.GATE], "apply", *at[M.AFTER], *at[M.BESIDE]]
+            assert [st.kind for st in plan.steps if st.module == op.module] == expected, (action, scope, op)
+
+
+def test_every_status_row_has_a_reader_and_every_reader_a_row() -> None:
+    """A module's status rows are on its entry; builder/cloud/status.py only knows how to read
+    each row's resource, and reads nothing no entry shows."""
+    from builder.cloud.status import READERS
+
+    assert {p.key for spec in M.CATALOGUE for p in spec.status} == set(READERS)

@@ -1,0 +1,111 @@
+"""The parts catalogue entries (builder/modules.py) are made of: a status row, an extra
+pipeline step, and the small predicates and summaries the entries name. Pure: no I/O."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from builder.config import Settings
+
+__all__ = ["AFTER", "BEFORE", "BESIDE", "GATE", "INTERRUPTS", "ExtraStep", "StatusPart", "backs_up", "queued",
+           "runtime", "slice_shape", "filestore_what", "shared_pd_what", "tpu_what",
+           "slice_access_what", "slice_what", "SLICE_TEMPLATE", "TPU_VM_REPLACED_BY"]
+
+
+def runtime(s: Settings) -> str:
+    return f"runtime {s.runtime_version}"
+
+
+def slice_shape(s: Settings) -> str:
+    return f"{s.mig_shape.vms} x {s.mig_shape.machine_type}, topology {s.mig_shape.topology}, {s.provisioning}"
+
+
+def _always(s: Settings) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class StatusPart:
+    """One row of ``tpubuild status``: ``key`` names it in the report and on its line,
+    builder/cloud/status.py ``READERS[key]`` reads it, ``row`` (builder/status_rows.py) formats
+    what was read, ``when`` says whether the environment has it."""
+
+    key: str
+    row: Callable[[dict[str, Any]], str]
+    when: Callable[[Settings], bool] = _always
+
+
+#: Where an :class:`ExtraStep` goes in its module's steps.
+BEFORE, GATE, AFTER, BESIDE = "before", "gate", "after", "beside"
+
+
+@dataclass(frozen=True)
+class ExtraStep:
+    """A step of a module's pipeline beyond plan → guard → apply, id ``<module>-<kind>``
+    (``kind``: a row of ``builder.pipeline.KINDS``), with the module's ``op`` (apply|destroy) when
+    ``when(settings)``. ``at``: :data:`BEFORE` its plan step, :data:`GATE` between its guard and its
+    apply, :data:`AFTER` its apply (what waits for the module waits for it), :data:`BESIDE` after
+    its apply (only the hosts that attach the shared PD wait for it)."""
+
+    kind: str
+    op: str
+    at: str
+    when: Callable[[Settings], bool] = _always
+
+
+#: What a replaced TPU (or TPU VM) means for the training on it; the guard says it.
+INTERRUPTS = "this interrupts training; running jobs stop and must resume from their last checkpoint"
+
+
+def backs_up(s: Settings) -> bool:
+    """The share's tier keeps backups (builder/config/filestore.py), so destroy takes one first."""
+    from builder.config.filestore import TIERS
+
+    return TIERS[s.shared_fs_tier].backups
+
+
+def queued(s: Settings) -> bool:
+    return s.queued
+
+
+#: modules/tpu_vm: every argument of ``google_tpu_v2_vm`` but the labels and the host metadata
+#: (mount point, setup script, dataset grant) forces a new TPU VM.
+TPU_VM_REPLACED_BY = frozenset({"project_id", "zone", "name", "accelerator_type", "runtime_version", "network",
+                                 "subnetwork", "external_ips", "preemptible", "spot", "reserved", "shared_pd_attach"})
+#: modules/tpu_mig: what the workload policy and the instance template hold; a change makes a new
+#: template (every VM of the group is replaced) or a new policy (the group is drained first).
+SLICE_TEMPLATE = frozenset({"accelerator_type", "machine_type", "vm_count", "accelerator_topology", "topology",
+                             "host_bounds", "chips_per_host_bounds", "image_project", "image_family",
+                             "boot_disk_size_gb", "boot_disk_type", "external_ips", "network", "subnetwork",
+                             "shared_pd_attach", "mount_point", "setup_script", "provisioning", "reservation",
+                             "env_name"})
+
+
+# ---- what `tpubuild plan` says each module is ----
+
+def filestore_what(s: Settings) -> str:
+    return f"Filestore {s.filestore_name} ({s.shared_fs_tier}, {s.shared_fs_capacity_gb} GiB, share /{s.shared_fs_name})"
+
+
+def shared_pd_what(s: Settings) -> str:
+    use = "attached to every host" if s.shared_pd_attach else "not attached"
+    return f"disk {s.shared_pd_name} ({s.shared_pd_type}, {s.shared_pd_size_gb} GB, {use})"
+
+
+def tpu_what(kind: str) -> Callable[[Settings], str]:
+    return lambda s: f"{kind} {s.tpu_name} ({s.accelerator_type}, {s.runtime_version})"
+
+
+def slice_access_what(s: Settings) -> str:
+    return (f"slice access for {s.tpu_name} (service account {s.worker_service_account_id}, IAP-SSH firewall, "
+            "MIG reader role)")
+
+
+def slice_what(s: Settings) -> str:
+    sh = s.mig_shape
+    policy = f"workload policy {s.tpu_name}-{sh.topology}" if sh.accelerator_topology else "no workload policy (one VM)"
+    return (f"MIG {s.tpu_name} ({sh.vms} x {sh.machine_type}, {policy}, {s.provisioning}); "
+            "drained first if the topology changes, then resized to the slice")
