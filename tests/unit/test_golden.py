@@ -1,4 +1,4 @@
-"""Byte-for-byte golden renderings (issue 12): ``render`` and ``plan`` print exactly what
+"""Byte-for-byte golden renderings: ``render`` and ``plan`` print exactly what
 ``tests/data/golden/`` holds for every shipped values file × action × scope, the GitOps
 selections, the allow flags and ``auto`` against a changed copy. A refactor that changes a
 single byte of a pipeline or a plan fails here; a change that means to, regenerates them
@@ -62,7 +62,7 @@ def _plan_text_steps(text: str) -> list[str]:
 @pytest.mark.parametrize("path", golden.FILES)
 def test_plan_text_and_rendered_steps_match_one_to_one(path: str, tmp_path: Path) -> None:
     """For every case that renders a pipeline, ``plan`` (text and JSON) names exactly the steps
-    ``render`` emits, in the same order, each waiting for the same steps (issue 12)."""
+    ``render`` emits, in the same order, each waiting for the same steps."""
     import yaml
 
     data = golden.render_all(path, tmp_path)

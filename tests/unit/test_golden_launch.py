@@ -1,4 +1,4 @@
-"""Byte-for-byte golden launch scripts (issue 12, models plug in): ``train``, ``stop``, ``logs``
+"""Byte-for-byte golden launch scripts: ``train``, ``stop``, ``logs``
 and ``run`` with ``--dry-run`` print exactly what ``tests/data/golden_launch/`` holds for every
 shipped values file, with IAP and with external IPs, with and without a MODEL. The host transport
 and the roberta launcher moved and split under this test; a change that means to change a launch
