@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.support.golden import assert_matches_golden, load_generator, recorded
+from tests.support.golden import assert_matches_golden, every_recording, load_generator
 
 golden = load_generator("golden")
 
@@ -31,8 +31,7 @@ def test_renderings_match_golden(path: str, tmp_path: Path) -> None:
 
 def test_golden_cases_cover_success_and_refusal() -> None:
     """The corpus is not all errors: each architecture renders pipelines, and refusals are kept."""
-    for path in golden.FILES:
-        data = recorded(golden, path)
+    for path, data in every_recording(golden):
         ok = [n for n, r in data.items() if r["rc"] == 0 and n.startswith("render") and "steps:" in r["stdout"]]
         refused = [n for n, r in data.items() if r["rc"] == 2]
         assert refused, path
