@@ -3,8 +3,8 @@
     python benchmarks/cli_startup.py [--runs N] [--values PATH] [--command render|plan|validate]
 
 Both are run as fresh subprocesses N times each, interleaved so that machine noise hits both
-alike; the medians and their ratio are printed. The aim (issue 15) is a ratio of 4 or less for
-`render` (it was 6 in issue 2): `render` must not import the Google Cloud client libraries,
+alike; the medians and their ratio are printed. The aim is a ratio of 4 or less for
+`render`: `render` must not import the Google Cloud client libraries,
 `plan`/`validate` not even jinja2, the CLI imports only the module of the command it runs
 (builder/cli.py COMMAND_OWNERS) and nothing does work at import time. Both commands run with
 bytecode caching on (PYTHONDONTWRITEBYTECODE is dropped for them), as an installed tpubuild does:

@@ -1,4 +1,4 @@
-"""The module catalogue: every fact about a Terraform module, once (issue 12).
+"""The module catalogue: every fact about a Terraform module, once.
 
 A *plan module* is what a build applies or destroys as one Terraform state
 (``gs://<state bucket>/<ENV_BUILD_NAME>/<plan module>``): ``filestore``, ``shared_pd``, ``tpu``,

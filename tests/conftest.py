@@ -24,7 +24,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = REPO / "values.env"
-#: The shipped values.env as it was before issue 11 (a TPU Node file): tests of node behaviour
+#: A TPU Node values.env (the seed-era shipped file): tests of node behaviour
 #: (legacy: destroy/status only) and of `tpubuild migrate` use it.
 NODE = REPO / "tests" / "data" / "node-values.env"
 EXAMPLES = REPO / "examples"

@@ -17,66 +17,57 @@ import argparse
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     from builder.commands.parser import add_action, add_scope
 
-    p = sub.add_parser("initialize", parents=[common],
-                       help="create the state and dataset buckets and upload the workspace")
-    p.set_defaults(func=_run("initialize"))
+    def verb(name: str, **kwargs: str) -> argparse.ArgumentParser:
+        """The subcommand ``name`` with the common options, run by its body in :data:`BODIES`."""
+        p = sub.add_parser(name, parents=[common], **kwargs)
+        p.set_defaults(func=_run(name))
+        return p
 
-    p = sub.add_parser("submit", parents=[common],
-                       help="pack the source and run the action's pipeline on Cloud Build")
+    verb("initialize", help="create the state and dataset buckets and upload the workspace")
+
+    p = verb("submit", help="pack the source and run the action's pipeline on Cloud Build")
     add_action(p, what="the action to run")
     add_scope(p)
     p.add_argument("--allow-wipe", action="store_true",
                    help="let the seeder overwrite a shared PD that already holds data")
     p.add_argument("--wait", action="store_true",
                    help="stream the build's step states and exit with its outcome")
-    p.set_defaults(func=_run("submit"))
 
-    p = sub.add_parser("dispatch", parents=[common],
-                       help="the root cloudbuild.yaml's step: raw substitution strings in, action run")
+    p = verb("dispatch", help="the root cloudbuild.yaml's step: raw substitution strings in, action run")
     p.add_argument("--action", required=True, metavar="_BUILD_ACTION")
     p.add_argument("--tpu", default="default", metavar="_TPU")
     p.add_argument("--mig", default="default", metavar="_MIG")
     p.add_argument("--allow-data-loss", default="false", metavar="_ALLOW_DATA_LOSS")
     p.add_argument("--allow-wipe", default="false", metavar="_ALLOW_WIPE")
-    p.set_defaults(func=_run("dispatch"))
 
-    p = sub.add_parser("finalize", parents=[common],
-                       help="the pipeline's last step: record the applied snapshot, release the lock")
+    p = verb("finalize", help="the pipeline's last step: record the applied snapshot, release the lock")
     p.add_argument("--build-id", required=True, metavar="ID")
     p.add_argument("--action", required=True, metavar="ACTION")
-    p.set_defaults(func=_run("finalize"))
 
-    p = sub.add_parser("unlock", parents=[common], help="break the environment lock")
+    p = verb("unlock", help="break the environment lock")
     p.add_argument("--force", action="store_true",
                    help="required; refused while Cloud Build reports a build of this environment QUEUED or WORKING")
     p.add_argument("--even-if-running", action="store_true",
                    help="with --force: break the lock even while a build of this environment runs")
-    p.set_defaults(func=_run("unlock"))
 
-    p = sub.add_parser("status", parents=[common],
-                       help="TPU, Filestore, MIG, Terraform state, lock and applied snapshot")
+    p = verb("status", help="TPU, Filestore, MIG, Terraform state, lock and applied snapshot")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
-    p.set_defaults(func=_run("status"))
 
-    p = sub.add_parser("bootstrap", parents=[common],
-                       help="write the root cloudbuild.yaml (the file users submit) for values.env's environment")
+    p = verb("bootstrap", help="write the root cloudbuild.yaml (the file users submit) for values.env's environment")
     p.add_argument("--output", default="cloudbuild.yaml", metavar="PATH",
                    help="where to write it ('-' for stdout; default ./cloudbuild.yaml)")
     p.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 when the file differs from what would be written")
-    p.set_defaults(func=_run("bootstrap"))
 
-    p = sub.add_parser("trigger", parents=[common],
-                       help="print a GitHub push trigger (auto) to pipe into gcloud builds triggers import",
-                       description="Print a GitHub push trigger (_BUILD_ACTION=auto) as YAML. Import it with: "
-                       "tpubuild trigger --repo-owner O --repo-name N | "
-                       "gcloud builds triggers import --source=/dev/stdin (gcloud reads --source as a path, "
-                       "so --source=- does not work)")
+    p = verb("trigger", help="print a GitHub push trigger (auto) to pipe into gcloud builds triggers import",
+             description="Print a GitHub push trigger (_BUILD_ACTION=auto) as YAML. Import it with: "
+             "tpubuild trigger --repo-owner O --repo-name N | "
+             "gcloud builds triggers import --source=/dev/stdin (gcloud reads --source as a path, "
+             "so --source=- does not work)")
     p.add_argument("--repo-owner", required=True, metavar="OWNER", help="the GitHub user or organisation")
     p.add_argument("--repo-name", required=True, metavar="NAME", help="the GitHub repository holding values.env")
     p.add_argument("--branch", default="main",
                    help="the branch whose pushes run auto (exactly this branch; default: main)")
-    p.set_defaults(func=_run("trigger"))
 
 
 #: Which module of builder/commands/ holds each command's body (``cmd_<name>``): imported only

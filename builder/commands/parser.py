@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn
 
 from builder.errors import BadInput
@@ -101,6 +101,21 @@ def _flag(name: str) -> str:
     return max(name.split("/"), key=len)
 
 
+def _kind(type_name: str) -> str:
+    """What argparse's ``type`` name asks for, in words."""
+    return {"int": "a whole number", "float": "a number"}.get(type_name, f"a valid {type_name}")
+
+
+#: argparse's complaints about one option (``argument --x: <problem>``), each as the pattern of
+#: its problem and the line that says what is wrong and how to fix it.
+_OPTION_PROBLEMS: tuple[tuple[str, Callable[[str, re.Match[str]], str]], ...] = (
+    (r"invalid (\w+) value: (.*)", lambda flag, m: f"{flag}: {m[2]} is not {_kind(m[1])}; pass {_kind(m[1])}"),
+    (r"not allowed with argument (\S+)",
+     lambda flag, m: f"{flag}: cannot be used with {_flag(m[1])}; drop one of them"),
+    (r"ignored explicit argument (.*)", lambda flag, m: f"{flag}: takes no value (got {m[1]}); write {flag} alone"),
+)
+
+
 class Parser(argparse.ArgumentParser):
     """argparse whose every complaint is one ``BadInput`` line with its fix (exit 2).
 
@@ -143,16 +158,10 @@ class Parser(argparse.ArgumentParser):
                 return f"{flag}: needs a value; use {or_list([str(c) for c in action.choices])}"
             metavar = (action.metavar or action.dest.upper()) if action else "VALUE"
             return f"{flag}: needs a value; write {flag} {metavar}"
-        m = re.fullmatch(r"invalid (\w+) value: (.*)", problem)
-        if m:
-            kind = {"int": "a whole number", "float": "a number"}.get(m[1], f"a valid {m[1]}")
-            return f"{flag}: {m[2]} is not {kind}; pass {kind}"
-        m = re.fullmatch(r"not allowed with argument (\S+)", problem)
-        if m:
-            return f"{flag}: cannot be used with {_flag(m[1])}; drop one of them"
-        m = re.fullmatch(r"ignored explicit argument (.*)", problem)
-        if m:
-            return f"{flag}: takes no value (got {m[1]}); write {flag} alone"
+        for pattern, say in _OPTION_PROBLEMS:
+            m = re.fullmatch(pattern, problem)
+            if m:
+                return say(flag, m)
         return f"{flag}: {problem}"
 
     def _check_value(self, action: argparse.Action, value: Any) -> None:

@@ -1,4 +1,4 @@
-"""Filestore service tiers: every fact tpubuild uses about a tier, in one table (issue 12).
+"""Filestore service tiers: every fact tpubuild uses about a tier, in one table.
 
 Sources: https://cloud.google.com/filestore/docs/service-tiers ,
 https://cloud.google.com/filestore/docs/service-tiers-zonal ,

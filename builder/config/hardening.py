@@ -1,4 +1,4 @@
-"""Rules that keep accepted values from failing in the cloud (issue 17 §3), each blaming the key
+"""Rules that keep accepted values from failing in the cloud, each blaming the key
 the user must change. Run by ``builder.config.load_text`` after the settings are built."""
 
 from __future__ import annotations

@@ -147,7 +147,7 @@ class Settings:
     def line_of(self, key: str) -> int | None:
         return self.lines.get(key)
 
-    # ---- TPU_ARCH="mig" (issue 13): the slice as a Compute Engine MIG of TPU VMs ----
+    # ---- TPU_ARCH="mig": the slice as a Compute Engine MIG of TPU VMs ----
     @property
     def mig_shape(self) -> MigShape:
         """Machine type, VM count and workload-policy topology of the slice (builder/topology.py)."""

@@ -1,4 +1,4 @@
-"""Bad input, everywhere (issue 7 §4): a corpus of broken inputs, each of which must exit 2 with
+"""Bad input, everywhere: a corpus of broken inputs, each of which must exit 2 with
 exactly one line on stderr that names the key or the line and says how to fix it, and no traceback.
 
 Every case runs with no cloud reachable and no credentials (the ``no_cloud`` fixture): bad input
@@ -137,7 +137,7 @@ CASES: list[Case] = [
     Case("vm-with-xrt-runtime", _env(TPU_ARCH="vm"), base=NODE, expect=("TPU_ARCH:", "contradicts")),
     Case("spot-node", _env(TPU_SPOT="true"), base=NODE, expect=("TPU_SPOT:", "only as TPU VMs")),
     Case("reserved-node", _env(TPU_RESERVED="true"), base=NODE, expect=("TPU_RESERVED:", "TPU VM option", "TPU_PREEMPTIBLE", 'TPU_ARCH="vm"')),
-    # TPU_ARCH="mig" (issue 13): wrong generation, impossible topology, spot + reservation, a runtime
+    # TPU_ARCH="mig": wrong generation, impossible topology, spot + reservation, a runtime
     Case("mig-v4", _env(TPU_ACCELERATOR_TYPE="v4-32"), base=MIG,
          expect=("TPU_ACCELERATOR_TYPE:", "v5p, v6e, tpu7x only", 'TPU_ARCH="vm"'), sub=True),
     Case("mig-v5p-24", _env(TPU_ACCELERATOR_TYPE="v5p-24"), base=MIG,
@@ -225,7 +225,7 @@ CASES: list[Case] = [
     Case("train-unknown-model", args=("train", "--values", "{values}", "gpt5", "--dry-run"), expect=("'gpt5'", "roberta")),
     Case("logs-host-out-of-range", args=("logs", "--values", "{values}", "--host", "99", "--dry-run"), expect=("--host", "99", "0 to 3")),
     Case("logs-lines-not-int", args=("logs", "--values", "{values}", "--lines", "abc"), expect=("--lines: 'abc' is not a whole number",)),
-    # ---------------------------------------------------------------- watch it (issue 18)
+    # ---------------------------------------------------------------- watch it
     Case("profile-bad-duration", VM.read_text(), args=("profile", "--values", "{values}", "--duration", "10x", "--dry-run"),
          expect=("--duration", "'10x'", "10s")),
     Case("profile-duration-too-long", VM.read_text(), args=("profile", "--values", "{values}", "--duration", "2h", "--dry-run"),
@@ -244,7 +244,7 @@ CASES: list[Case] = [
          expect=("--ship /etc/passwd: is not under the current folder",)),
     Case("bootstrap-unwritable", args=("bootstrap", "--values", "{values}", "--output", "{tmp}/no/such/dir/cloudbuild.yaml"),
          expect=("{tmp}/no/such/dir/cloudbuild.yaml", "--output")),
-    # ---------------------------------------------------------------- issue 11: provisioning, zones, node legacy, migrate
+    # ---------------------------------------------------------------- provisioning, zones, node legacy, migrate
     Case("provisioning-unknown", _env(TPU_PROVISIONING="cheap"), expect=("TPU_PROVISIONING:", "'cheap' is not allowed", "on-demand, spot")),
     Case("provisioning-vs-legacy", _env(TPU_PROVISIONING="reservation", TPU_SPOT="true"),
          expect=("TPU_SPOT:", "means spot", 'TPU_PROVISIONING is "reservation"', "remove TPU_SPOT")),

@@ -1,4 +1,4 @@
-"""The bad-input corpus, extended (issue 17 §3): capped reads (/dev/zero, an endless stream, a
+"""The bad-input corpus, extended: capped reads (/dev/zero, an endless stream, a
 directory), 5,000-digit integers, non-UTF-8 and lone surrogates, Google's naming rules, canonical
 accelerator names, errors on the key to change, CIDR, machine types, Filestore maximums,
 credentials, and hypothesis over CLI flags and guard input.

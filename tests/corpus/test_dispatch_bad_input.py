@@ -61,7 +61,7 @@ CASES = [
     ("submit-update-mig-on-vm", "vm", {}, ["submit", "--action", "update", "--mig"], ["--mig: the vm architecture"]),
     ("submit-wipe-without-seeder", "vm", {}, ["submit", "--action", "update", "--tpu", "--allow-wipe"],
      ["--allow-wipe: this update (apply tpu) does not apply shared_pd"]),
-    # TPU Node is read-only legacy (issue 11): anything that would apply one is refused first
+    # TPU Node is read-only legacy: anything that would apply one is refused first
     ("dispatch-node-create", "node", {}, ["dispatch", "--action", "create"],
      ['TPU_ARCH: TPU_ARCH="node"', "2025-04-25", "tpubuild migrate"]),
     ("submit-node-update", "node", {}, ["submit", "--action", "update", "--tpu"], ["2025-04-25", "tpubuild migrate"]),

@@ -1,4 +1,4 @@
-"""Builds run as our own account (issue 17 §4): `initialize` creates the builder service account
+"""Builds run as our own account: `initialize` creates the builder service account
 with the real google-cloud-iam client (gRPC, against tests/support/fakes/gcp.py FakeIam) and grants its
 roles with the real google-cloud-resource-manager client (REST, against FakeGoogle's
 getIamPolicy/setIamPolicy with etags); every build config names it."""

@@ -14,7 +14,7 @@ ACCEPTED = [
 ]
 
 REJECTED = [
-    # ...and not in GA (the bug issue 16 reports)
+    # ...and not in GA: the same line without `alpha` is refused
     ["compute", "tpus", "tpu-vm", "ssh", "tpu-x", "--zone", "us-central1-a", "--worker=all",
      "--tunnel-through-iap", "--command", "true"],
     ["compute", "ssh", "vm-1", "--zone", "us-central1-a", "--no-such-flag"],

@@ -1,4 +1,4 @@
-"""The lock against live builds (issue 17): the real google-cloud-storage client against
+"""The lock against live builds: the real google-cloud-storage client against
 fake-gcs-server and the real google-cloud-build client (ListBuilds with a filter, CreateBuild,
 GetBuild) against the local Cloud Build fake, with builds that stay WORKING.
 

@@ -1,4 +1,4 @@
-"""The README's GitOps command, run for real (issue 17 §5): `tpubuild trigger ... | gcloud builds
+"""The README's GitOps command, run for real: `tpubuild trigger ... | gcloud builds
 triggers import --source=/dev/stdin` through bash, with the real gcloud offline
 (tests/support/gcloud.py: throwaway config, fake token, every API at a local recording fake).
 gcloud 528 reads --source as a path, so `--source=-` (the old README line) is the negative

@@ -1,4 +1,4 @@
-"""Issue 18: the dashboard (real monitoring_dashboard_v1 types), `tpubuild profile` and
+"""Watching a run: the dashboard (real monitoring_dashboard_v1 types), `tpubuild profile` and
 `tpubuild logs --metrics` (real gcloud parsing), models/xla_observe.py under REAL torch_xla on CPU
 (TPUBUILD_XLA_PYTHON: a Python with torch_xla 2.9.0; required in CI)."""
 

@@ -1,4 +1,4 @@
-"""Failure propagation (issue 7 §3): every generated step script, run under real bash against stub
+"""Failure propagation: every generated step script, run under real bash against stub
 ``terraform``/``gcloud``/``pip``/``tpubuild`` executables, exits non-zero when any stub call fails
 (and stops right there), and exits 0 when they all succeed.
 

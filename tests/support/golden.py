@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -24,6 +25,12 @@ def load_generator(folder: str) -> ModuleType:
 def recorded(golden: ModuleType, path: str) -> dict[str, Any]:
     """What the golden file of ``path`` holds: case name → its ``rc``, ``stdout`` and ``stderr``."""
     return json.loads(golden.golden_path(path).read_text())
+
+
+def every_recording(golden: ModuleType) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(values file, what its golden file holds) for every values file ``golden`` covers."""
+    for path in golden.FILES:
+        yield path, recorded(golden, path)
 
 
 def assert_matches_golden(golden: ModuleType, path: str, tmp_path: Path) -> None:

@@ -34,6 +34,11 @@ class SubstitutionError(ValueError):
     pass
 
 
+def ops(plan: Any) -> list[tuple[str, str, tuple[str, ...]]]:
+    """A plan's operations as (module, op, after) tuples, the form the plan tests compare."""
+    return [(o.module, o.op, o.after) for o in plan.operations]
+
+
 def substitute(text: str, substitutions: dict[str, str] | None = None) -> str:
     """What Cloud Build does to a step's args and env with substitutionOption MUST_MATCH: ``$$``
     becomes ``$``; ``$NAME``/``${NAME}`` become the value of a built-in or user substitution;

@@ -1,4 +1,4 @@
-"""The guard's plan fixtures that real Terraform writes (issue 14 item 5).
+"""The guard's plan fixtures that real Terraform writes.
 
 ``regenerate(dest, tf)`` plans the plan modules of three values files with ``terraform`` 1.11
 through the stand-in provider (tools/tfstandin, tests/support/terraform.py), in the pipeline's

@@ -1,4 +1,4 @@
-"""The guard's plan fixtures (tests/data/plans) are what their makers write today (issue 14 item 5).
+"""The guard's plan fixtures (tests/data/plans) are what their makers write today.
 
 * MANIFEST.json lists every fixture, and only fixtures, with ``made_by`` terraform or hand (and,
   for a hand-made one, why Terraform through the stand-in cannot write it);

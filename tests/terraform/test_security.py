@@ -1,4 +1,4 @@
-"""Security posture of modules/, checked on the parsed Terraform (issue 7 §5).
+"""Security posture of modules/, checked on the parsed Terraform.
 
 * no firewall source is 0.0.0.0/0 or ::/0, and no ingress rule leaves its source out (which GCP
   reads as 0.0.0.0/0); SSH reaches the hosts from outside the VPC only from IAP's 35.235.240.0/20;

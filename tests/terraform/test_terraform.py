@@ -1,4 +1,4 @@
-"""Real Terraform (issue 14): every module validated and planned by ``terraform`` itself, through
+"""Real Terraform: every module validated and planned by ``terraform`` itself, through
 the stand-in google/google-beta 6.50.0 provider (tools/tfstandin, docs/terraform.md).
 
 * a negative control proves Terraform + the stand-in report the errors "clean" must exclude;

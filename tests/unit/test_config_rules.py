@@ -1,4 +1,4 @@
-"""Every values.env validation rule (issue 2 §2), good and bad, through `tpubuild validate`.
+"""Every values.env validation rule, good and bad, through `tpubuild validate`.
 
 A bad case must exit 2 with exactly one stderr line of the form
 ``<file>:<line>: <KEY>: <what is wrong>; <how to fix it>`` where <line> is the line of the key

@@ -1,4 +1,4 @@
-"""Byte-for-byte golden renderings (issue 12): ``render`` and ``plan`` print exactly what
+"""Byte-for-byte golden renderings: ``render`` and ``plan`` print exactly what
 ``tests/data/golden/`` holds for every shipped values file × action × scope, the GitOps
 selections, the allow flags and ``auto`` against a changed copy. A refactor that changes a
 single byte of a pipeline or a plan fails here; a change that means to, regenerates them
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.support.golden import assert_matches_golden, load_generator, recorded
+from tests.support.golden import assert_matches_golden, every_recording, load_generator
 
 golden = load_generator("golden")
 
@@ -31,8 +31,7 @@ def test_renderings_match_golden(path: str, tmp_path: Path) -> None:
 
 def test_golden_cases_cover_success_and_refusal() -> None:
     """The corpus is not all errors: each architecture renders pipelines, and refusals are kept."""
-    for path in golden.FILES:
-        data = recorded(golden, path)
+    for path, data in every_recording(golden):
         ok = [n for n, r in data.items() if r["rc"] == 0 and n.startswith("render") and "steps:" in r["stdout"]]
         refused = [n for n, r in data.items() if r["rc"] == 2]
         assert refused, path
@@ -62,7 +61,7 @@ def _plan_text_steps(text: str) -> list[str]:
 @pytest.mark.parametrize("path", golden.FILES)
 def test_plan_text_and_rendered_steps_match_one_to_one(path: str, tmp_path: Path) -> None:
     """For every case that renders a pipeline, ``plan`` (text and JSON) names exactly the steps
-    ``render`` emits, in the same order, each waiting for the same steps (issue 12)."""
+    ``render`` emits, in the same order, each waiting for the same steps."""
     import yaml
 
     data = golden.render_all(path, tmp_path)

@@ -1,4 +1,4 @@
-"""The plan guard (issue 7 §1) on plan JSON shaped like Terraform's `terraform show -json`.
+"""The plan guard on plan JSON shaped like Terraform's `terraform show -json`.
 
 Fixtures are in tests/data/plans/: most are real Terraform output through the stand-in provider,
 the rest hand-made by generate.py there (MANIFEST.json says which and why). When `terraform` is on PATH,

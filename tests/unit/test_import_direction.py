@@ -1,4 +1,4 @@
-"""The direction of imports in builder/ (issue 12): the CLI and the commands sit on top, the Google
+"""The direction of imports in builder/: the CLI and the commands sit on top, the Google
 edge (builder/cloud/) under them, the pure core at the bottom.
 
 * nothing under builder/cloud/ imports ``builder.commands`` or ``builder.cli``;
@@ -21,7 +21,7 @@ from tests.conftest import REPO
 
 BUILDER = REPO / "builder"
 
-#: Known violations owned by another change of issue 12, each (file, imported module). Remove
+#: Known violations that a change in progress removes, each (file, imported module). Remove
 #: an entry once that change lands; a stale entry fails test_no_stale_exemption.
 PENDING: frozenset[tuple[str, str]] = frozenset({
 })
@@ -81,7 +81,7 @@ def test_cloud_never_imports_the_commands_or_the_cli() -> None:
 
 def test_core_imports_neither_cloud_nor_commands() -> None:
     names = {p.name for p in core_files()}
-    # the stages the issue names are all scanned (a rename must not silently drop one)
+    # the core stages of docs/architecture.md are all scanned (a rename must not silently drop one)
     assert {"plan.py", "pipeline.py", "auto.py", "diff.py", "tfvars.py", "guard.py", "topology.py", "applied.py",
             "files.py", "loader.py", "settings.py", "validate.py"} <= names
     assert violations(core_files(), ("builder.cloud", "builder.commands", "builder.cli")) == []

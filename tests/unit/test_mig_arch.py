@@ -1,4 +1,4 @@
-"""TPU_ARCH="mig" (issue 13): a v5p / v6e / TPU7x slice as a Compute Engine MIG of TPU VMs.
+"""TPU_ARCH="mig": a v5p / v6e / TPU7x slice as a Compute Engine MIG of TPU VMs.
 
 The topology table against Google's documented shapes (written out here once more by hand from
 the sources of builder/data/tpu_offers.json), config refusals, what _TPU/_MIG mean, and the resize

@@ -1,4 +1,4 @@
-"""issue 11: `tpubuild migrate` turns seed-era and TPU Node values.env files into TPU VM files;
+"""`tpubuild migrate` turns seed-era and TPU Node values.env files into TPU VM files;
 TPU Node is read-only legacy (create/update/auto refused, destroy/status still work)."""
 
 from __future__ import annotations

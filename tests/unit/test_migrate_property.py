@@ -1,4 +1,4 @@
-"""Property test for `tpubuild migrate` (issue 11): whatever way a TPU Node file writes its lines
+"""Property test for `tpubuild migrate`: whatever way a TPU Node file writes its lines
 (quotes, `export`, comments after values, the runtime under either key, the arch inferred or
 declared, node-only keys present or not), the migrated text loads as a TPU VM file with the same
 environment, and migrating it again changes nothing. Bounded and derandomized like

@@ -1,4 +1,4 @@
-"""Models plug in (issue 12): builder/model_registry.py's registry and Launcher protocol, a model's
+"""Models plug in: builder/model_registry.py's registry and Launcher protocol, a model's
 keys in its own package, a launcher of the user's own beside values.env, and the one host
 transport (models/hosts.py) building every shell line from templates and quoted words."""
 

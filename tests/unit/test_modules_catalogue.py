@@ -1,4 +1,4 @@
-"""The module catalogue (builder/modules.py) against the Terraform it describes (issue 12): the
+"""The module catalogue (builder/modules.py) against the Terraform it describes: the
 create order comes from the ``terraform_remote_state`` blocks of each root, every root has inputs
 in tfvars, and every list the code used to keep by hand is derived from the catalogue."""
 
@@ -121,7 +121,7 @@ def test_action_enum_is_its_value() -> None:
 
 
 def test_no_module_list_is_kept_by_hand_outside_the_catalogue() -> None:
-    """The tables issue 12 found in eight places stay gone."""
+    """No module list is kept by hand in builder/: every one is derived from the catalogue."""
     pattern = re.compile(r'\(\s*"filestore",\s*"shared_pd",\s*"tpu"')
     for path in sorted((REPO / "builder").rglob("*.py")):
         if path.name != "modules.py":

@@ -13,7 +13,7 @@ from builder.errors import BadInput
 from builder.modules import modules as arch_modules
 from builder.plan import ACTIONS, Operation, make_plan, module_dir
 from tests.conftest import run_tpubuild
-from tests.support.pipeline import ENVS, NODE_ENV, VM_ENV
+from tests.support.pipeline import ENVS, NODE_ENV, VM_ENV, ops
 
 
 @pytest.fixture(scope="module")
@@ -24,10 +24,6 @@ def node():
 @pytest.fixture(scope="module")
 def vm():
     return load(VM_ENV)
-
-
-def ops(plan) -> list[tuple[str, str, tuple[str, ...]]]:
-    return [(o.module, o.op, o.after) for o in plan.operations]
 
 
 # ---- the dispatch table, row by row ----

@@ -1,4 +1,4 @@
-"""Property tests (issue 7 §4): whatever text values.env holds, ``builder.config.load_text`` returns
+"""Property tests: whatever text values.env holds, ``builder.config.load_text`` returns
 Settings or raises our own ConfigError/BadInput, with a one-line message; likewise the guard for
 any JSON document. Bounded so the suite stays fast (300 derandomized examples: the same each run; set
 TPUBUILD_FUZZ_EXAMPLES=N for a deep random run)."""

@@ -1,4 +1,4 @@
-"""issue 11: ways to pay for a TPU (TPU_PROVISIONING and the legacy booleans, TPU_RESERVATION,
+"""Ways to pay for a TPU (TPU_PROVISIONING and the legacy booleans, TPU_RESERVATION,
 TPU_QUEUED / TPU_QUEUED_VALID_FOR) and the zone x generation x runtime table
 (builder/data/tpu_offers.json)."""
 

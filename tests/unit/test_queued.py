@@ -1,4 +1,4 @@
-"""TPU_QUEUED on vm (issue 11): the slice is a queued resource that the pipeline's ``tpu-queue``
+"""TPU_QUEUED on vm: the slice is a queued resource that the pipeline's ``tpu-queue``
 step requests with gcloud after ``tpu-apply`` (google-beta 6.50's google_tpu_v2_queued_resource
 cannot carry metadata, a service account, data disks, spot/reserved, labels or valid-until), and
 ``tpu-unqueue`` deletes before the tpu module's Terraform destroy.

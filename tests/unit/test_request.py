@@ -10,17 +10,13 @@ from builder.errors import BadInput
 from builder.modules import Action
 from builder.plan import make_plan
 from builder.request import CLI, SUBSTITUTIONS, Request, parse, parse_action, parse_flag, plan_for
-from tests.support.pipeline import MIG_ENV, NODE_ENV, VM_ENV
+from tests.support.pipeline import MIG_ENV, NODE_ENV, VM_ENV, ops
 from tests.support.request import respell
 
 
 @pytest.fixture(scope="module")
 def vm():
     return load(VM_ENV)
-
-
-def ops(plan) -> list[tuple[str, str, tuple[str, ...]]]:
-    return [(o.module, o.op, o.after) for o in plan.operations]
 
 
 # ---- every refusal, one line, in the caller's spelling ----

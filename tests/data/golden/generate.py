@@ -1,5 +1,5 @@
 """The golden renderings: what ``tpubuild render`` and ``tpubuild plan`` print, byte for byte,
-for every shipped values file × action × scope (issue 12: a refactor must not change them).
+for every shipped values file × action × scope (a refactor must not change them).
 
 ``python tests/data/golden/generate.py --diff`` shows what the current code would change;
 ``python tests/data/golden/generate.py`` rewrites ``tests/data/golden/<file>.json`` from the

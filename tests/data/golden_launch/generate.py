@@ -1,5 +1,5 @@
 """The golden launch scripts: what ``tpubuild train/stop/logs/run --dry-run`` print, byte for
-byte, for every shipped values file (issue 12: models plug in; the host transport and the roberta
+byte, for every shipped values file (a refactor must not change them: the host transport and the roberta
 launcher were split and moved without changing one emitted gcloud/ssh line).
 
 ``python tests/data/golden_launch/generate.py`` rewrites ``tests/data/golden_launch/<file>.json``
