@@ -32,8 +32,8 @@ Decisions recorded here:
 
 from __future__ import annotations
 
-from dataclasses import replace
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from builder import modules as catalogue
