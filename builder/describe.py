@@ -165,14 +165,12 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
     if plans.seeds(s, plan):
         notes.append(f"shared_pd: after it is applied, {s.gcs_dataset} is copied onto {s.shared_pd_name} "
                      "(shared_pd-seed), before any host attaches it")
-    if plans.snapshots_before_destroy(plan):
+    if plans.runs(s, plan, "snapshot"):
         notes.append(f"shared_pd: a snapshot of {s.shared_pd_name} is taken before it is destroyed and named "
                      f"in the build log; SHARED_PD_RESTORE=latest restores it")
-    if plans.backs_up_before_destroy(s, plan):
+    if plans.runs(s, plan, "backup"):
         notes.append(f"filestore: a backup of {s.filestore_name}:/{s.shared_fs_name} is taken before it is destroyed")
-    if plans.loses_share_on_destroy(s, plan):
-        warnings.append(f"filestore tier {s.shared_fs_tier} has no backups: destroying {s.filestore_name} "
-                        f"deletes the data on the share /{s.shared_fs_name} for good; copy what you need first")
+    warnings.extend(sp.lost(s) for sp in plans.loses_data(s, plan) if sp.lost is not None)
     if plan.action == "destroy":
         notes.append(f"the buckets are kept (gs://{s.state_bucket} holds the Terraform state and the workspace)")
     chips = spec(s.arch, accelerator_module(s.arch))
@@ -180,19 +178,20 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
     if plan.applies(chips.name) and plan.action == "update" and "accelerator_type" in chips.replaced_by:
         notes.append("tpu: if the change replaces the TPU (a new accelerator type or runtime), training is "
                      "interrupted; the guard announces it")
-    if plans.queues(s) and plan.applies("tpu"):
+    if queue := plans.runs(s, plan, "queue"):
         wait = queue_wait_s(s)
         limit = f"up to TPU_QUEUED_VALID_FOR={s.queued_valid_for}" if s.queued_valid_for else "until capacity is free"
-        notes.append(f"tpu: queued: after tpu-apply (the hosts' identity and firewall), tpu-queue requests {s.tpu_name} "
+        notes.append(f"{queue}: queued: after {queue}-apply (the hosts' identity and firewall), {queue}-queue requests "
+                     f"{s.tpu_name} "
                      f"with `gcloud compute tpus queued-resources create`; it may wait {limit}, and the build waits "
                      f"for it to become ACTIVE for at most {wait // 3600}h{wait % 3600 // 60:02d}m (then the build fails "
                      "and the request stays queued: run update to wait again)")
         if plan.action == "update":
-            notes.append(f"tpu: queued: if the accelerator type or runtime changed, queued resource {s.tpu_name} is "
-                         "replaced: training interrupted; the new slice waits in the queue")
-    if plans.queues(s) and plan.destroys("tpu"):
-        notes.append(f"tpu: queued resource {s.tpu_name} (and its TPU VM) is deleted by tpu-unqueue before the "
-                     "tpu module's Terraform destroy")
+            notes.append(f"{queue}: queued: if the accelerator type or runtime changed, queued resource "
+                         f"{s.tpu_name} is replaced: training interrupted; the new slice waits in the queue")
+    if unqueue := plans.runs(s, plan, "unqueue"):
+        notes.append(f"{unqueue}: queued resource {s.tpu_name} (and its TPU VM) is deleted by {unqueue}-unqueue "
+                     f"before the {unqueue} module's Terraform destroy")
     if s.env_ttl_hours and s.arch != "node":
         from builder import ttl
 

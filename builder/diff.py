@@ -93,6 +93,7 @@ class Diff:
     accelerator_after: str
     notes: tuple[str, ...] = field(default=())
     action: str = "create"
+    other_arch: str = ""  # the applied values' TPU_ARCH when it is not the plan's (then not compared)
 
     @property
     def hosts_recreated(self) -> bool:
@@ -196,14 +197,17 @@ def compare(applied: Settings | None, target: Settings, plan: Plan, *,
     """What ``plan`` changes relative to ``applied`` (None: nothing was applied yet)."""
     modules = catalogue.modules(target.arch)
     notes: tuple[str, ...] = ()
-    if applied is not None and applied.arch != target.arch:
-        # another architecture: nothing carries over (auto refuses this; create would rebuild)
-        notes = (f"the applied values are of the {applied.arch} architecture, these of {target.arch}: "
-                 "nothing carries over, so they are compared with nothing",)
-        applied = None
+    other_arch = ""
     host_mod, accel_mod = hosts_module(target.arch), accelerator_module(target.arch)
+    if applied is not None and applied.arch != target.arch:
+        # another architecture: its modules are not these (auto refuses this; create builds beside
+        # it), but its hosts and chips are there before the build
+        other_arch, host_mod, accel_mod = applied.arch, hosts_module(applied.arch), accelerator_module(applied.arch)
     hosts_before = applied.hosts if applied is not None and host_mod not in absent else 0
     accel_before = applied.accelerator_type if applied is not None and accel_mod not in absent else ""
+    if other_arch:
+        applied = None
+        host_mod, accel_mod = hosts_module(target.arch), accelerator_module(target.arch)
     hosts_after = hosts_before
     accel_after = accel_before
     out: list[ModuleDiff] = []
@@ -246,7 +250,7 @@ def compare(applied: Settings | None, target: Settings, plan: Plan, *,
         if module == accel_mod:
             accel_after = target.accelerator_type
     return Diff(applied is not None, tuple(out), hosts_before, hosts_after, accel_before, accel_after, notes,
-                action=plan.action)
+                action=plan.action, other_arch=other_arch)
 
 
 #: What "nothing to compare with" means for each action.
@@ -261,7 +265,10 @@ def lines(diff: Diff) -> list[str]:
     """The text of ``tpubuild plan``'s "Before → after" section."""
     out: list[str] = []
     out.extend(diff.notes)
-    if not diff.applied:
+    if diff.other_arch:
+        out.append(f"the applied environment is another architecture (TPU_ARCH={diff.other_arch}): its modules are "
+                   f"not compared with these; {_UNKNOWN.get(diff.action, _UNKNOWN['create'])}")
+    elif not diff.applied:
         out.append(f"no applied snapshot to compare with: {_UNKNOWN.get(diff.action, _UNKNOWN['create'])}")
     for m in diff.modules:
         if m.status in ("unchanged", "untouched", "absent"):

@@ -11,7 +11,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
 __all__ = ["AFTER", "BEFORE", "BESIDE", "GATE", "INTERRUPTS", "ExtraStep", "StatusPart", "backs_up", "queued",
-           "runtime", "slice_shape", "filestore_what", "shared_pd_what", "tpu_what",
+           "runtime", "share_lost", "slice_shape", "filestore_what", "shared_pd_what", "tpu_what",
            "slice_access_what", "slice_what", "SLICE_TEMPLATE", "TPU_VM_REPLACED_BY"]
 
 
@@ -65,6 +65,12 @@ def backs_up(s: Settings) -> bool:
     from builder.config.filestore import TIERS
 
     return TIERS[s.shared_fs_tier].backups
+
+
+def share_lost(s: Settings) -> str:
+    """What a destroy of a share on a tier without backups loses (``tpubuild plan`` warns)."""
+    return (f"filestore tier {s.shared_fs_tier} has no backups: destroying {s.filestore_name} deletes the data on "
+            f"the share /{s.shared_fs_name} for good; copy what you need first")
 
 
 def queued(s: Settings) -> bool:

@@ -39,7 +39,8 @@ node). One :class:`ModuleSpec` per (plan module, directory) says:
   is how values.env asks for the disk (docs/modules.md);
 * ``data_resources``: the resource types holding its data that a destroy of it deletes on purpose
   (after its ``snapshot``/``backup`` step), with what goes away: the guard lets a destroy delete
-  these and refuses to delete any other data holder without ``_ALLOW_DATA_LOSS``;
+  these and refuses to delete any other data holder without ``_ALLOW_DATA_LOSS``; ``lost``: what
+  ``tpubuild plan`` warns when a destroy takes it with no such step first;
 * ``training_resources``: the resource types whose replacement or deletion stops the training on
   them, and ``replace_warning``, what the guard announces when a create/update replaces one;
 * ``status``: its rows in ``tpubuild status`` (:class:`StatusPart`); ``state_link``: the output
@@ -77,7 +78,8 @@ from typing import TYPE_CHECKING, Any
 from builder import dashboard_tiles as dash
 from builder import status_rows as rows
 from builder.module_parts import (AFTER, BEFORE, BESIDE, GATE, INTERRUPTS, SLICE_TEMPLATE, TPU_VM_REPLACED_BY,
-                                  ExtraStep, StatusPart, backs_up, filestore_what, queued, runtime, shared_pd_what,
+                                  ExtraStep, StatusPart, backs_up, filestore_what, queued, runtime, share_lost,
+                                  shared_pd_what,
                                   slice_access_what, slice_shape, slice_what, tpu_what)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -174,6 +176,7 @@ class ModuleSpec:
     wanted: Callable[[Settings], bool] | None = None
     unwanted_why: str = ""
     data_resources: tuple[tuple[str, str], ...] = ()
+    lost: Callable[[Settings], str] | None = None
     training_resources: tuple[str, ...] = ()
     replace_warning: str = INTERRUPTS
     status: tuple[StatusPart, ...] = ()
@@ -196,6 +199,7 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                prices=("filestore",), grows="capacity_gb",
                replaced_by=frozenset({"project_id", "region", "zone", "name", "tier", "share_name", "network"}),
                data_resources=(("google_filestore_instance", "the Filestore share (checkpoints and preprocessed data)"),),
+               lost=share_lost,
                status=(StatusPart("filestore", rows.filestore_row),),
                steps=(ExtraStep("backup", "destroy", BEFORE, backs_up),), tiles=dash.filestore_tiles),
     ModuleSpec("shared_pd", "modules/shared_pd", ARCHS, shared_pd_what, keys=SHARED_PD_KEYS, apply_timeout=1800,
@@ -357,6 +361,12 @@ DESTROYED_ON_PURPOSE: dict[str, str] = {t: what for s in CATALOGUE for t, what i
 TRAINING_RESOURCES: dict[str, str] = {t: s.replace_warning for s in CATALOGUE for t in s.training_resources}
 #: The plan modules the scope flags name (``--tpu``/``--mig``, ``_TPU``/``_MIG``), in create's order.
 SCOPED: tuple[str, ...] = tuple(n for n in NAMES if any(s.scoped for s in CATALOGUE if s.name == n))
+
+
+def in_scope(*, tpu: bool, mig: bool) -> frozenset[str]:
+    """The plan modules the scope flags name: each flag is spelt as its module (``--tpu``, ``--mig``)."""
+    flags = {"tpu": tpu, "mig": mig}
+    return frozenset(m for m in SCOPED if flags.get(m))
 
 
 def shown(arch: str) -> tuple[ModuleSpec, ...]:

@@ -36,9 +36,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from builder import modules as catalogue
-from builder.config.filestore import TIERS
 from builder.errors import BadInput
-from builder.modules import PLAN_ACTIONS, Action, hosts_module
+from builder.module_parts import AFTER, BEFORE, BESIDE, GATE, ExtraStep
+from builder.modules import PLAN_ACTIONS, Action, ModuleSpec, hosts_module
 
 __all__ = ["ACTIONS", "Operation", "Plan", "Step", "hosts_module", "make_plan", "module_dir", "steps"]
 
@@ -163,7 +163,7 @@ def make_plan(
         if action == "update" and only is not None:
             kept = tuple(m for m in order if m in only)  # builder.request refuses an empty one
         elif action == "update" and (tpu or mig):
-            kept = tuple(m for m in order if (m == "tpu" and tpu) or (m == "mig" and mig))
+            kept = tuple(m for m in order if m in catalogue.in_scope(tpu=tpu, mig=mig))
         else:
             kept = order
         ops = _restrict(kept, catalogue.create_after(arch))
@@ -171,7 +171,7 @@ def make_plan(
     elif action is Action.DESTROY:
         order = catalogue.destroy_order(arch)
         if tpu or mig:
-            kept = tuple(m for m in order if (m == "tpu" and tpu) or (m == "mig" and mig))
+            kept = tuple(m for m in order if m in catalogue.in_scope(tpu=tpu, mig=mig))
         else:
             kept = order
         ops = _restrict(kept, catalogue.destroy_after(arch))
@@ -201,40 +201,35 @@ def runs_setup_script(settings: Settings, module: str) -> bool:
     return module == hosts_module(settings.arch)
 
 
+def extra(settings: Settings, plan: Plan) -> dict[str, tuple[ExtraStep, ...]]:
+    """module → the steps beyond plan → guard → apply its operation in ``plan`` runs (its
+    catalogue entry's ``steps``)."""
+    return {o.module: catalogue.extra_steps(settings, o.module, o.op) for o in plan.operations}
+
+
+def runs(settings: Settings, plan: Plan, kind: str) -> str:
+    """The module of ``plan`` that runs the extra step ``kind`` (seed, backup, queue, ...), '' none."""
+    return next((m for m, xs in extra(settings, plan).items() if any(x.kind == kind for x in xs)), "")
+
+
 def seeds(settings: Settings, plan: Plan) -> bool:
-    """A ``shared_pd-seed`` step follows shared_pd's apply when there is a dataset to copy."""
-    return plan.applies("shared_pd") and settings.shared_pd_attach and bool(settings.gcs_dataset)
+    """A seed step follows the disk's apply when there is a dataset to copy."""
+    return bool(runs(settings, plan, "seed"))
 
 
 def restore_snapshot(settings: Settings, plan: Plan) -> str:
-    """The SHARED_PD_RESTORE of an apply of shared_pd ('' when none): 'latest' or a name."""
-    return settings.shared_pd_restore if plan.applies("shared_pd") else ""
+    """What an applied module starts from ('' none): 'latest' (its restore step finds the newest)
+    or a snapshot's name (the entry's ``snapshot``)."""
+    return next((sp.snapshot(settings) for sp in catalogue.specs(settings.arch)
+                 if sp.snapshot is not None and plan.applies(sp.name)), "")
 
 
-def snapshots_before_destroy(plan: Plan) -> bool:
-    return plan.destroys("shared_pd")
-
-
-def backs_up_before_destroy(settings: Settings, plan: Plan) -> bool:
-    return plan.destroys("filestore") and TIERS[settings.shared_fs_tier].backups
-
-
-def loses_share_on_destroy(settings: Settings, plan: Plan) -> bool:
-    """Filestore is destroyed on a tier without backups: the share's data is gone for good."""
-    return plan.destroys("filestore") and not TIERS[settings.shared_fs_tier].backups
-
-
-def queues(settings: Settings) -> bool:
-    """TPU_QUEUED on vm: the slice is a queued resource that tpu-queue requests with gcloud after
-    tpu-apply (which then creates only the hosts' identity and firewall), and tpu-unqueue deletes
-    before the tpu module's Terraform destroy."""
-    return settings.arch == "vm" and settings.queued
-
-
-def resizes_slice(settings: Settings, plan: Plan) -> bool:
-    """TPU_ARCH=mig and the slice (plan module mig) is applied: mig-drain runs before its apply
-    and mig-resize after it (docs/pipeline.md, "Resize on mig")."""
-    return settings.arch == "mig" and plan.applies("mig")
+def loses_data(settings: Settings, plan: Plan) -> tuple[ModuleSpec, ...]:
+    """The data modules ``plan`` destroys with nothing kept first (no snapshot or backup step
+    before the destroy): their data is gone for good."""
+    steps_of = extra(settings, plan)
+    return tuple(sp for sp in catalogue.specs(settings.arch) if sp.holds_data and plan.destroys(sp.name)
+                 and not any(x.at == BEFORE for x in steps_of[sp.name]))
 
 
 def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
@@ -251,35 +246,26 @@ def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
         return step_id
 
     wheel = add("tpubuild-wheel", "wheel", "", [])
-    has_seed = seeds(s, plan)
+    extras = extra(s, plan)
+    beside = [f"{m}-{x.kind}" for m, xs in extras.items() for x in xs if x.at == BESIDE]
     last: dict[str, str] = {}  # module → its last step, which the modules after it wait for
     for op in plan.operations:
         m = op.module
+        at = {w: [x.kind for x in extras[m] if x.at == w]
+              for w in (BEFORE, GATE, AFTER, BESIDE)}
         deps = [last.get(a, f"{a}-apply") for a in op.after]
-        if op.op == "apply" and has_seed and attaches_disk(s, m):
-            deps.append("shared_pd-seed")
-        pre: list[str] = []
-        if m == "shared_pd" and restore_snapshot(s, plan) == "latest":
-            pre.append(add("shared_pd-restore", "restore", m, deps))
-        if m == "shared_pd" and op.op == "destroy" and snapshots_before_destroy(plan):
-            pre.append(add("shared_pd-snapshot", "snapshot", m, deps))
-        if m == "filestore" and backs_up_before_destroy(s, plan):
-            pre.append(add("filestore-backup", "backup", m, deps))
-        queued = m == "tpu" and queues(s)
-        if queued and op.op == "destroy":
-            pre.append(add("tpu-unqueue", "unqueue", m, deps))
+        if op.op == "apply" and attaches_disk(s, m):
+            deps += beside  # the hosts that attach the shared PD wait for its seed
+        pre = [add(f"{m}-{k}", k, m, deps) for k in at[BEFORE]]
         add(f"{m}-plan", "plan", m, [*deps, *pre])
         gate = add(f"{m}-guard", "guard", m, [f"{m}-plan", wheel])
-        slice_steps = m == "mig" and resizes_slice(s, plan)
-        if slice_steps:
-            gate = add("mig-drain", "drain", m, [gate])
+        for k in at[GATE]:
+            gate = add(f"{m}-{k}", k, m, [gate])
         last[m] = add(f"{m}-apply", "apply", m, [gate])
-        if slice_steps:
-            last[m] = add("mig-resize", "resize", m, [last[m]])
-        if queued and op.op == "apply":
-            last[m] = add("tpu-queue", "queue", m, [last[m]])
-        if m == "shared_pd" and has_seed:
-            add("shared_pd-seed", "seed", m, ["shared_pd-apply"])
+        for k in at[AFTER]:
+            last[m] = add(f"{m}-{k}", k, m, [last[m]])
+        for k in at[BESIDE]:
+            add(f"{m}-{k}", k, m, [f"{m}-apply"])
     waited = {a for st in out for a in st.after}
     add("finalize", "finalize", "", [st.id for st in out if st.id not in waited])
     return tuple(out)

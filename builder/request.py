@@ -193,8 +193,9 @@ def plan_for(settings: Settings, request: Request) -> Plan | None:
         return None
     plan = make_plan(settings, request.action, tpu=request.tpu, mig=request.mig, only=request.only)
     name = request.spelling.allow_wipe
-    if request.allow_wipe and not plan.applies("shared_pd"):
+    seeder = next((sp.name for sp in catalogue.specs(settings.arch) if any(x.kind == "seed" for x in sp.steps)), "")
+    if request.allow_wipe and not plan.applies(seeder):
         ops = ", ".join(f"{o.op} {o.module}" for o in plan.operations)
-        raise BadInput(f"{name}: this {plan.action} ({ops}) does not apply shared_pd, so the seeder "
+        raise BadInput(f"{name}: this {plan.action} ({ops}) does not apply {seeder}, so the seeder "
                        f"never runs and there is nothing to wipe; drop {name}")
     return plan

@@ -33,6 +33,7 @@ Decisions recorded here:
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from builder import modules as catalogue
@@ -180,6 +181,11 @@ def for_module(settings: Settings, module: str) -> dict[str, Any]:
     return INPUTS[spec.tfdir](settings)
 
 
-def all_for(settings: Settings) -> dict[str, dict[str, Any]]:
-    """``{plan module: variables}`` for every plan module of the settings' architecture."""
+def all_for(settings: Settings, *, scripts: bool = True) -> dict[str, dict[str, Any]]:
+    """``{plan module: variables}`` for every plan module of the settings' architecture.
+    ``scripts=False`` (a destroy: no host boots and no seeder runs) leaves MIG_SETUP_SCRIPT and
+    MIG_SEED_DATA_PREP_SCRIPT out (``setup_script`` is ''), unresolved: a seed-era file's paths,
+    which no longer exist, do not stop its destroy."""
+    if not scripts:
+        settings = replace(settings, mig_setup_script="", mig_seed_data_prep_script="")
     return {module: for_module(settings, module) for module in catalogue.modules(settings.arch)}

@@ -55,7 +55,9 @@ def prepare(settings: Settings, request: Request) -> Prepared:
         return Prepared(request, None, None, None, repo)
     config = None if plan is None else pipeline.render(settings, plan, allow_data_loss=request.allow_data_loss,
                                                        allow_wipe=request.allow_wipe)
-    src = source.pack(source.collect(repo, workspace.values_bytes(settings), tfvars.all_for(settings)))
+    destroys = plan is not None and plan.action == Action.DESTROY  # runs no script: none is resolved
+    src = source.pack(source.collect(repo, workspace.values_bytes(settings), tfvars.all_for(settings,
+                                                                                         scripts=not destroys)))
     return Prepared(request, plan, config, src, repo)
 
 

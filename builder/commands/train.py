@@ -216,7 +216,7 @@ def run_access(settings: Settings, hosts: ModuleType) -> Any:
 
         return mig_hosts.access(settings, hosts)
     if settings.arch != "vm":
-        raise BadInput(f"tpubuild run works on TPU_ARCH=\"vm\" or \"mig\", not {settings.arch!r} ({settings.source}); "
+        raise BadInput(f"run works on TPU_ARCH=\"vm\" or \"mig\", not {settings.arch!r} ({settings.source}); "
                        "node is legacy (use xla_dist on the leader)")
     return hosts.for_arch("vm", settings.project_id, settings.zone, not settings.tpu_external_ips, settings.hosts,
                           tpu_name=settings.tpu_name, mig_name=settings.mig_name)
@@ -298,7 +298,7 @@ def run_run(args: argparse.Namespace) -> int:
     if words and words[0] == "--":
         words = words[1:]
     if not words:
-        raise BadInput("tpubuild run: no command; write it after --, e.g. tpubuild run -- python3 train.py")
+        raise BadInput("run: no command; write it after --, e.g. tpubuild run -- python3 train.py")
     settings = load_settings(args)
     hosts = load_hosts(settings)
     here = Path.cwd()

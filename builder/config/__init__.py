@@ -206,7 +206,7 @@ def _runtime(values: _Known, fail: Any) -> None:
 
     Root causes first: on mig a generation that has no MIG is reported alone (not also the TPU
     runtime the file sets, which only a TPU VM of that generation would use)."""
-    declared = values["arch"]  # TPU_ARCH as written ("" when empty); a value that did not parse stops here
+    declared_arch = values["arch"]  # TPU_ARCH as written ("" when empty); a value that did not parse stops here
     values.unknown.update(("arch", "mig_shape"))
     alias = values["runtime_version_alias"]
     runtime = values["runtime_version"]
@@ -216,7 +216,7 @@ def _runtime(values: _Known, fail: Any) -> None:
     runtime_key = "TPU_PYTORCH_VERSION" if runtime else "TPU_RUNTIME_VERSION"
     runtime = runtime or alias
     values["runtime_version"] = runtime
-    if declared == "mig":  # TPU VMs as Compute Engine instances boot an OS image: no TPU runtime
+    if declared_arch == "mig":  # TPU VMs as Compute Engine instances boot an OS image: no TPU runtime
         values["mig_shape"] = validate.mig_shape_for(values["topology"], fail)
         values.unknown.discard("mig_shape")
         values.unknown.discard("arch")
@@ -227,18 +227,19 @@ def _runtime(values: _Known, fail: Any) -> None:
     if not runtime:
         topo = dict.get(values, "topology") if "topology" not in values.unknown else None
         want = [r for r, gens in validate.VM_RUNTIMES.items() if topo and topo.generation in gens]
-        if declared == "vm" and want:  # vm is settled, only its runtime is missing
+        if declared_arch == "vm" and want:  # vm is settled, only its runtime is missing
             values["arch"] = "vm"
             values.unknown.discard("arch")
             fail("TPU_PYTORCH_VERSION", "is required but not set",
                  f'add TPU_RUNTIME_VERSION="{want[0]}" (the TPU VM runtime of {topo.accelerator_type})')
         fail("TPU_PYTORCH_VERSION", "is required but not set",
              'add TPU_PYTORCH_VERSION="pytorch-nightly" (node) or "tpu-ubuntu2204-base" (vm)')
-    arch = validate.infer_arch(declared, runtime, fail, runtime_key=runtime_key)
+    arch = validate.infer_arch(declared_arch, runtime, fail, runtime_key=runtime_key)
     if arch == "vm" and validate.vm_generation(values["topology"]):  # then vm is certain, whatever runtime
         values["arch"] = arch
         values.unknown.discard("arch")
-    validate.runtime_for(runtime, arch, values["topology"], fail, runtime_key=runtime_key, arch_declared=bool(declared))
+    validate.runtime_for(runtime, arch, values["topology"], fail, runtime_key=runtime_key,
+                         arch_declared=bool(declared_arch))
     values["arch"] = arch
     values.unknown.discard("arch")
 

@@ -15,9 +15,10 @@ after it refuse three more things, which this module finds without running them:
   ``plan``, ``render`` and ``submit`` refuse them for create, update and auto
   (``builder.legacy.refuse_unbuildable``), before a slice the model cannot use is billed;
 * a MIG_SETUP_SCRIPT / MIG_SEED_DATA_PREP_SCRIPT that does not exist: a pipeline that runs it
-  and ``submit`` (which packs every module's variables, destroy included) refuse it; on its own,
-  ``load`` only warns (seed-era files name the seed repository's scripts, and ``plan``/``render
-  --action destroy`` keep working).
+  (a create or update that boots the hosts or seeds the disk) refuses it; a destroy runs neither,
+  so ``plan``, ``render``, ``submit`` and ``dispatch`` with destroy do not resolve the paths
+  (``submit`` packs the destroy's variables without them: ``builder.tfvars.all_for``), and on its
+  own ``load`` only warns (seed-era files name the seed repository's scripts).
 
 Pure: reads the model plug-ins and the script paths, calls no cloud.
 """

@@ -33,10 +33,11 @@ def repo_script(settings: Settings, key: str, rel: str) -> str:
     found = find_script(root, rel)
     if found is not None:
         return found
+    used = "a create or update that runs it is refused (destroy runs no script)"  # what each command does
     if rel in SEED_SCRIPTS:
-        raise ConfigError(f"{rel!r} is {SEED_SCRIPTS[rel]}, not a script of this repository",
+        raise ConfigError(f"{rel!r} is {SEED_SCRIPTS[rel]}, not a script of this repository; {used}",
                           "run tpubuild migrate (it clears the seed's script paths)",
                           path=settings.source, line=settings.line_of(key), key=key)
-    raise ConfigError(f"{rel!r} does not exist (looked in {root} and {root / 'models'})",
+    raise ConfigError(f"{rel!r} does not exist (looked in {root} and {root / 'models'}); {used}",
                       "add the script to the repository (a path relative to it or to models/) or clear the key",
                       path=settings.source, line=settings.line_of(key), key=key)

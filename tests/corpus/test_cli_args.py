@@ -32,6 +32,7 @@ CASES = [
     (["logs", "-n", "many"], ["--lines: 'many' is not a whole number; pass 1 or more"]),
     (["logs", "--host", "x"], ["--host: 'x' is not a whole number"]),
     (["plan", "--values"], ["--values: needs a value; write --values PATH"]),
+    (["run"], ["run: no command; write it after --"]),
 ]
 
 
@@ -62,3 +63,32 @@ def test_every_action_is_accepted_by_name_in_any_case(cli, tmp_path):
         code, out, err = cli("plan", "--action", f" {str(action).upper()} ", "--values", VALUES,
                              "--applied", nothing_applied)
         assert code == 0 and out, err
+
+
+def _bad_input_messages() -> list[tuple[str, int, str]]:
+    """(file, line, leading text) of every ``BadInput(...)`` under builder/ whose message starts
+    with a literal string (a plain string or an f-string's first part)."""
+    import ast
+
+    from tests.conftest import REPO
+
+    out = []
+    for path in sorted((REPO / "builder").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "BadInput"
+                    and node.args):
+                first = node.args[0]
+                if isinstance(first, ast.JoinedStr) and first.values:
+                    first = first.values[0]
+                if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                    out.append((path.relative_to(REPO).as_posix(), node.lineno, first.value))
+    return out
+
+
+def test_no_bad_input_message_names_tpubuild_first():
+    """The CLI prints a BadInput as ``tpubuild: error: <message>``: a message that starts with
+    ``tpubuild`` would print the prefix twice."""
+    found = _bad_input_messages()
+    assert len(found) > 20  # the reader sees the messages
+    doubled = [f"{f}:{line}: {text!r}" for f, line, text in found if text.lstrip().startswith("tpubuild")]
+    assert not doubled, "\n".join(doubled)

@@ -128,8 +128,8 @@ def test_run_ship_outside_or_missing_is_one_line(cli, tmp_path, monkeypatch, shi
 @pytest.mark.parametrize("args,msg", [
     (["--hosts", "4", "--", "true"], "--hosts 4: tpu-v4-pod has 4 host(s); use --hosts all or a number from 0 to 3"),
     (["--hosts", "x", "--", "true"], "--hosts x: tpu-v4-pod has 4 host(s)"),
-    ([], "tpubuild run: no command; write it after --"),
-    (["--"], "tpubuild run: no command"),
+    ([], "tpubuild: error: run: no command; write it after --"),
+    (["--"], "tpubuild: error: run: no command"),
 ])
 def test_run_refuses_in_one_line(cli, args, msg):
     code, out, err = cli("run", "--dry-run", "--values", VM, *args)
@@ -140,7 +140,7 @@ def test_run_refuses_other_architectures(cli):  # mig: tests/shell/test_run_mig.
     from tests.conftest import NODE
 
     code, out, err = cli("run", "--dry-run", "--values", NODE, "--", "true")
-    assert code == 2 and out == "" and 'tpubuild run works on TPU_ARCH="vm" or "mig"' in err, err
+    assert code == 2 and out == "" and 'tpubuild: error: run works on TPU_ARCH="vm" or "mig"' in err, err
 
 
 def test_stop_and_logs_cover_run_jobs(cli):

@@ -301,3 +301,28 @@ def test_auto_names_a_disk_change_that_creates_nothing(tmp_path: Path, cli) -> N
     code, out, _ = cli("plan", "--values", tmp_path / "new.env", "--action", "auto", "--applied", tmp_path / "old.env")
     assert code == 0 and "auto: nothing to do" in out
     assert "SHARED_PD_DISK_SIZE: 200 → 300 (shared_pd: not created: no host attaches it" in out
+
+
+@pytest.mark.parametrize("action", ["create", "update", "destroy"])
+def test_a_node_era_applied_file_is_not_called_nothing_applied(cli, tmp_path: Path, action: str) -> None:
+    """``plan --applied <node-era file>`` on the file ``tpubuild migrate`` made of it: the node
+    environment is there (not compared with the vm modules, but priced and counted), so no line
+    says nothing is applied, and the cost before is the node environment's."""
+    import json
+
+    from tests.conftest import NODE
+
+    migrated = tmp_path / "values.env"
+    assert cli("migrate", "--values", NODE, "--output", migrated)[0] == 0
+    code, out, err = cli("plan", "--values", migrated, "--applied", NODE, "--action", action, "--format", "json")
+    assert code == 0, err
+    info = json.loads(out)
+    ba = info["before_after"]
+    assert not any("no applied snapshot" in line for line in ba["lines"]), ba["lines"]
+    assert any("another architecture (TPU_ARCH=node)" in line for line in ba["lines"]), ba["lines"]
+    node = load_text(NODE.read_text(encoding="utf-8"), str(NODE))
+    assert info["cost"]["before"] == cost.estimate(node, frozenset(modules("node"))).as_dict()
+    assert info["cost"]["before"]["items"], info["cost"]
+    assert (ba["hosts_before"], ba["accelerator_before"]) == (node.hosts, node.accelerator_type)
+    text = cli("plan", "--values", migrated, "--applied", NODE, "--action", action)[1]
+    assert "no applied snapshot" not in text and "another architecture (TPU_ARCH=node)" in text
