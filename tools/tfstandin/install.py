@@ -100,8 +100,9 @@ def _run(cmd: list[str], cwd: Path, hint: str) -> None:
     except FileNotFoundError:
         raise InstallError(f"tfstandin: {cmd[0]} is not installed ({hint})") from None
     except subprocess.CalledProcessError as exc:
-        last = (exc.stderr or "").strip().splitlines()[-1:] or ["no output"]
-        raise InstallError(f"tfstandin: `{' '.join(cmd)}` failed: {last[0]}") from None
+        lines = [line.strip() for line in (exc.stderr or "").splitlines() if any(c.isalnum() for c in line)]
+        said = [line for line in lines if "error" in line.lower()] or lines or ["no output"]
+        raise InstallError(f"tfstandin: `{' '.join(cmd)}` failed: {said[-1]}") from None
 
 
 def _from_wheel(cache: Path, release: Release, provider: str) -> Path:
