@@ -1,7 +1,10 @@
-"""The full google / google-beta 6.50.0 provider schema, rebuilt from the cdktf npm packages.
+"""The full google / google-beta provider schema, rebuilt from the provider's CDK bindings.
 
-``@cdktf/provider-google(-beta)@16.12.1`` is generated from ``terraform providers schema -json``
-of provider 6.50.0, and its JavaScript (``package/lib/<type>/index.js``) keeps what a Terraform
+The bindings (PyPI ``cdktn-provider-google(-beta)==21.1.0`` for provider 8.7.0, npm
+``@cdktf/provider-google(-beta)@16.12.1`` for 6.50.0; install.py fetches both) are generated from
+``terraform providers schema -json`` of their release. cdktn (CDK Terrain, the cdktf fork) writes
+the same JavaScript with its own library name, class fields and ``static tfResourceType``, which
+``Module`` reads alike. The JavaScript (``package/lib/<type>/index.js``) keeps what a Terraform
 schema needs, per resource, data source and the provider itself:
 
 * ``synthesizeHclAttributes()`` (top level) and ``<struct>ToHclTerraform(struct)`` (each nested
