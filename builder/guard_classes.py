@@ -15,7 +15,8 @@ A type is classified by what losing it loses, not by which module uses it:
 A type in none of them is judged by its name (:data:`DATA_WORDS`): a new
 ``google_compute_hyperdisk_pool`` is treated as data until someone classifies it here. The test
 ``tests/unit/test_guard_classes.py`` checks that every resource type in ``modules/`` and every type of
-the same families in the google/google-beta 6.50 provider whose name sounds like data
+the same families in the google/google-beta providers the modules pin (8.7, and 6.50 for the
+legacy node roots) whose name sounds like data
 (``tests/data/provider_resource_types.json``, from ``tools/provider_types.py``) is classified
 explicitly.
 """
@@ -32,6 +33,7 @@ DATA: dict[str, str] = {
     "google_compute_region_disk": "a regional persistent disk and everything on it",
     "google_compute_snapshot": "a disk snapshot (destroy takes these to keep the shared PD's data)",
     "google_compute_instant_snapshot": "an instant disk snapshot",
+    "google_compute_region_instant_snapshot": "an instant snapshot of a regional disk",
     "google_compute_image": "a disk image",
     "google_compute_machine_image": "a machine image (the VM's disks)",
     "google_compute_storage_pool": "a storage pool and the disks provisioned in it",
@@ -54,8 +56,9 @@ TPU: frozenset[str] = frozenset(TRAINING_RESOURCES)
 
 NO_DATA: frozenset[str] = frozenset({
     # access to data, not data
-    *(f"google_compute_{r}_iam_{k}" for r in ("disk", "region_disk", "snapshot", "instant_snapshot", "image",
-                                               "machine_image", "storage_pool", "backend_bucket")
+    *(f"google_compute_{r}_iam_{k}" for r in ("disk", "region_disk", "snapshot", "instant_snapshot",
+                                               "region_instant_snapshot", "image", "machine_image",
+                                               "storage_pool", "backend_bucket", "region_backend_bucket")
       for k in ("binding", "member", "policy")),
     *(f"google_storage_{r}_iam_{k}" for r in ("bucket", "managed_folder") for k in ("binding", "member", "policy")),
     "google_storage_bucket_acl", "google_storage_bucket_access_control", "google_storage_default_object_acl",
@@ -70,6 +73,10 @@ NO_DATA: frozenset[str] = frozenset({
     "google_storage_insights_dataset_config", "google_storage_insights_report_config",
     "google_storage_control_folder_intelligence_config", "google_storage_control_organization_intelligence_config",
     "google_storage_control_project_intelligence_config", "google_project_usage_export_bucket",
+    "google_compute_region_backend_bucket",  # a load balancer's backend pointing at a bucket
+    # how long deleted snapshots stay recoverable: a setting; the snapshots are classified above
+    "google_compute_snapshot_recycle_bin_policy", "google_compute_organization_snapshot_recycle_bin_policy",
+    "google_storage_ftp_server", "google_storage_ftp_user",  # FTP access to a bucket, not its objects
     # stateless types our modules use
     "google_compute_firewall", "google_compute_instance_template", "google_compute_instance_group_manager",
     "google_project_iam_member", "google_project_iam_custom_role", "google_service_account",

@@ -48,12 +48,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from builder.config import Settings
 
-#: Builder images, pinned by tag. The Terraform image has no bash: its steps run under its
-#: BusyBox ``sh`` (which has ``pipefail``) and are written in the POSIX subset plus pipefail.
+#: Builder images, pinned by tag: the one place each is named (docs/terraform.md, "Terraform
+#: versions", says which releases and how the tests' Terraform compares). The Terraform image has
+#: no bash: its steps run under its BusyBox ``sh`` (which has ``pipefail``) and are written in
+#: the POSIX subset plus pipefail.
 IMAGES: dict[str, str] = {
-    "terraform": "hashicorp/terraform:1.9.8",
+    "terraform": "hashicorp/terraform:1.16.4",
     "python": "python:3.11-slim",
-    "gcloud": "gcr.io/google.com/cloudsdktool/google-cloud-cli:499.0.0-slim",
+    "gcloud": "gcr.io/google.com/cloudsdktool/google-cloud-cli:587.0.0-slim",
 }
 SHELLS: dict[str, str] = {"terraform": "sh", "python": "bash", "gcloud": "bash"}
 

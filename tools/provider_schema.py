@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""Extract a trimmed Terraform provider schema from the cdktf provider packages.
+"""Extract a trimmed Terraform provider schema from the cdktn (cdktf) provider bindings.
 
 There is no google provider binary offline, so ``terraform providers schema -json`` cannot run.
-The same schema ships inside npm ``@cdktf/provider-google`` and ``@cdktf/provider-google-beta``
-(16.12.1 = provider 6.50.0) as ``package/.jsii``, a JSON "assembly" of TypeScript types:
+The same schema ships inside the bindings of the provider the root modules pin: PyPI
+``cdktn-provider-google`` and ``cdktn-provider-google-beta`` 21.1.0 (= provider 8.7.0; the
+wheel's ``_jsii/*.jsii.tgz``, downloaded and cached by ``tools/tfstandin/install.py``, the same
+files the stand-in provider serves), as ``package/.jsii``, a JSON "assembly" of TypeScript types:
 
-* every resource / data source is a class (base ``cdktf.TerraformResource`` or
-  ``cdktf.TerraformDataSource``) whose docs summary links ``.../docs/resources/<type>`` (or
+* every resource / data source is a class (base ``cdktn.TerraformResource`` or
+  ``cdktn.TerraformDataSource``; ``cdktf.`` in the older cdktf packages) whose docs summary
+  links ``.../docs/resources/<type>`` (or
   ``docs/data-sources/<type>``) and names the Terraform type (``google_tpu_node``);
 * its initializer's ``config`` parameter is a struct (``kind: interface, datatype: true``), e.g.
   ``@cdktf/provider-google-beta.tpuV2Vm.TpuV2VmConfig``; each property is one argument;
@@ -29,11 +32,11 @@ Only the types the modules use are kept (found by scanning ``modules/**/*.tf``, 
 ``--type``). Usage::
 
     python tools/provider_schema.py --out tests/data/provider_schema.json
-    python tools/provider_schema.py --packages-dir /tmp/npm --out ...   # already unpacked/packed
+    python tools/provider_schema.py --packages-dir DIR --out ...   # tarballs already at hand
 
-``--packages-dir`` holds either ``cdktf-provider-google-16.12.1.tgz`` style tarballs (as
-``npm pack`` writes them) or folders ``google/package/.jsii`` and ``google-beta/package/.jsii``.
-Without it the tool runs ``npm pack`` into a temporary folder (about 65 MB, deleted after).
+``--packages-dir`` holds either ``cdktn-provider-google-21.1.0.jsii.tgz`` style tarballs (as the
+stand-in's cache keeps them) or folders ``google/package/.jsii`` and ``google-beta/package/.jsii``.
+Without it the tool takes the stand-in's cached tarballs (``pip download`` on first use, ~90 MB).
 """
 
 from __future__ import annotations
@@ -41,23 +44,26 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
 import sys
 import tarfile
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-TOOL_VERSION = "1"
-CDKTF_VERSION = "16.12.1"
-PACKAGES: dict[str, str] = {"google": "@cdktf/provider-google", "google-beta": "@cdktf/provider-google-beta"}
+TOOL_VERSION = "2"
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tools" / "tfstandin"))
+
+import install  # noqa: E402  (tools/tfstandin is not a package)
+
+RELEASE = install.CURRENT
+PACKAGES: dict[str, str] = RELEASE.packages
 
 #: Types kept even though no module declares them: builder checks its refusals against them
-#: (google_tpu_v2_queued_resource: what 6.50 lets a queued TPU VM carry, builder/legacy.py).
+#: (google_tpu_v2_queued_resource: what the pinned provider lets a queued TPU VM carry, builder/legacy.py).
 ALWAYS: set[tuple[str, str]] = {("resources", "google_tpu_v2_queued_resource")}
 
+_BASES = {f"{lib}.{cls}" for lib in ("cdktn", "cdktf") for cls in ("TerraformResource", "TerraformDataSource")}
 _TYPE_LINK = re.compile(r"registry\.terraform\.io/providers/hashicorp/([\w-]+)/([\d.]+)/docs/(resources|data-sources)/\w+ (\w+)\}")
 _ANCHOR = re.compile(r"#(\w+) \w+#(\w+)\}")
 _TF_DECL = re.compile(r'^\s*(resource|data)\s+"((?:google)_[a-z0-9_]+)"', re.M)
@@ -82,7 +88,7 @@ class Assembly:
         self.provider_version = ""
         self.classes: dict[tuple[str, str], str] = {}
         for fqn, spec in self.types.items():
-            if spec.get("kind") != "class" or spec.get("base") not in ("cdktf.TerraformResource", "cdktf.TerraformDataSource"):
+            if spec.get("kind") != "class" or spec.get("base") not in _BASES:
                 continue
             match = _TYPE_LINK.search(spec.get("docs", {}).get("summary", ""))
             if not match:
@@ -204,37 +210,30 @@ def _jsii_from(path: Path) -> dict[str, Any]:
 
 
 def locate(packages_dir: Path, provider: str) -> Path:
-    for candidate in (packages_dir / provider, packages_dir / f"cdktf-provider-{provider}-{CDKTF_VERSION}.tgz"):
+    label = f"{PACKAGES[provider]}-{RELEASE.package_version}.jsii.tgz"
+    for candidate in (packages_dir / provider, packages_dir / label):
         if candidate.exists():
             return candidate
-    raise SystemExit(f"provider_schema: neither {packages_dir / provider}/package/.jsii nor "
-                     f"cdktf-provider-{provider}-{CDKTF_VERSION}.tgz in {packages_dir}")
-
-
-def npm_pack(into: Path) -> None:
-    for package in PACKAGES.values():
-        cmd = ["npm", "pack", "--silent", f"{package}@{CDKTF_VERSION}"]
-        try:
-            subprocess.run(cmd, cwd=into, check=True, stdout=subprocess.DEVNULL)
-        except (OSError, subprocess.CalledProcessError) as exc:
-            raise SystemExit(f"provider_schema: `{' '.join(cmd)}` failed ({exc}); "
-                             "install npm, or download the packages and pass --packages-dir") from None
+    raise SystemExit(f"provider_schema: neither {packages_dir / provider}/package/.jsii nor {label} in {packages_dir}")
 
 
 def load_assemblies(packages_dir: Path | None) -> dict[str, Assembly]:
     """Both providers' jsii assemblies, from ``packages_dir`` (tarballs or unpacked packages), or
-    from a throwaway ``npm pack`` of the pinned packages when it is None."""
-    with tempfile.TemporaryDirectory(prefix="provider-schema-") as tmp:
-        if packages_dir is None:
-            packages_dir = Path(tmp)
-            npm_pack(packages_dir)
-        return {p: Assembly(_jsii_from(locate(packages_dir, p))) for p in PACKAGES}
+    from the stand-in's cache of the pinned bindings (downloaded there on first use) when it is None."""
+    if packages_dir is None:
+        try:
+            paths = {p: install.tarball(install.cache_dir(), RELEASE, p) for p in PACKAGES}
+        except install.InstallError as exc:
+            raise SystemExit(f"provider_schema: {exc}; or download the wheels and pass --packages-dir") from None
+    else:
+        paths = {p: locate(packages_dir, p) for p in PACKAGES}
+    return {p: Assembly(_jsii_from(path)) for p, path in paths.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="where to write the trimmed schema JSON")
-    ap.add_argument("--packages-dir", type=Path, help="folder with the npm tarballs or unpacked packages")
+    ap.add_argument("--packages-dir", type=Path, help="folder with the jsii tarballs or unpacked packages")
     ap.add_argument("--modules", type=Path, default=REPO / "modules", help="scan these .tf files for types")
     ap.add_argument("--type", action="append", default=[], metavar="resource:T|data:T", help="also keep this type")
     args = ap.parse_args(argv)

@@ -1,5 +1,6 @@
 # The one provider pin of every root module: each root's versions.tf is a relative symlink to
-# this file (modules/_shared/README.md). tpu_vm adds google-beta in its versions_google_beta.tf.
+# this file (modules/_shared/README.md). tpu_vm adds google-beta in its versions_override.tf; the
+# legacy destroy-only node roots (tpu_node, mig) link versions_legacy.tf instead.
 terraform {
   required_version = ">= 1.5"
 
@@ -10,8 +11,8 @@ terraform {
   required_providers {
     google = {
       source = "hashicorp/google"
-      # google_tpu_node (modules/tpu_node) was removed in provider 7.0: keep this below 7.
-      version = ">= 5, < 7"
+      # 8.x, from 8.7: what docs/terraform.md ("Provider 8.x") says about a state written by 6.x.
+      version = "~> 8.7"
     }
   }
 }

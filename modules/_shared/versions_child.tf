@@ -4,11 +4,11 @@ terraform {
   required_version = ">= 1.5"
 
   # A child module: no backend (its resources live in the state of the root that calls it) and no
-  # provider block (it uses the caller's google provider).
+  # provider block (it uses the caller's google provider). Its callers pin ~> 8.7 (versions.tf).
   required_providers {
     google = {
       source  = "hashicorp/google"
-      version = ">= 5, < 7"
+      version = "~> 8.7"
     }
   }
 }

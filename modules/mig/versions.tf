@@ -1,1 +1,1 @@
-../_shared/versions.tf
+../_shared/versions_legacy.tf

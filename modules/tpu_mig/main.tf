@@ -105,8 +105,14 @@ resource "google_compute_instance_template" "slice" {
   can_ip_forward = false
   metadata       = local.metadata
 
+  # type and mode are set, not left to the provider: since provider 7.0 it no longer fills in a
+  # template disk's type, mode or interface (the API does). These are the values a 6.x-applied
+  # template holds, so the first 8.x plan is a no-op; interface stays the API's (NVMe for the
+  # Hyperdisk boot disks of v6e and TPU7x).
   disk {
     boot         = true
+    type         = "PERSISTENT"
+    mode         = "READ_WRITE"
     auto_delete  = true
     source_image = "projects/${var.image_project}/global/images/family/${var.image_family}"
     disk_size_gb = var.boot_disk_size_gb
@@ -118,6 +124,7 @@ resource "google_compute_instance_template" "slice" {
     for_each = var.shared_pd_attach ? [true] : []
     content {
       boot        = false
+      type        = "PERSISTENT"
       auto_delete = false
       source      = data.terraform_remote_state.shared_pd[0].outputs.name
       mode        = "READ_ONLY"

@@ -82,7 +82,7 @@ module "tpu_vm_firewall" {
 }
 
 # ---- the TPU VM slice ----
-# With queued = true the slice is not a Terraform resource: google-beta 6.50's
+# With queued = true the slice is not a Terraform resource: google-beta 8.7's
 # google_tpu_v2_queued_resource cannot carry metadata, a service account, data disks, scheduling,
 # labels or a valid-until duration, so the pipeline's tpu-queue step requests it with
 # `gcloud compute tpus queued-resources create` from this module's queued_request output

@@ -6,7 +6,7 @@ terraform {
   required_providers {
     google-beta = {
       source  = "hashicorp/google-beta"
-      version = ">= 5, < 7"
+      version = "~> 8.7"
     }
   }
 }

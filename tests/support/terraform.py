@@ -3,7 +3,7 @@
 * ``standin_terraform()``: the tools a real-Terraform test needs (``require``: a skip on a laptop, a
   failure in CI), then a ``Terraform`` on the stand-in;
 * ``standin_env()``: installs the stand-in (cached) and returns the environment Terraform needs
-  (``TF_CLI_CONFIG_FILE`` → a mirror holding only the stand-in google/google-beta 6.50.0);
+  (``TF_CLI_CONFIG_FILE`` → a mirror holding only the stand-in google/google-beta, 8.7.0 and 6.50.0);
 * ``Terraform``: runs ``terraform`` in a folder and returns the completed process;
 * ``Workspace``: a copy of ``modules/`` (and ``env_setup/``, which the modules read with
   ``file()``) in a temporary folder where each root module gets an override file
@@ -43,12 +43,17 @@ def is_root(path: Path) -> bool:
     return any(re.search(r'^\s*backend\s+"', f.read_text(), re.M) for f in path.glob("*.tf"))
 
 
+sys.path.insert(0, str(TOOLS))
+try:
+    import install  # noqa: E402  (tools/tfstandin is not a package)
+finally:
+    sys.path.remove(str(TOOLS))
+
+#: The provider release the roots pin, and the one the legacy node roots keep.
+CURRENT, LEGACY = install.CURRENT, install.LEGACY
+
+
 def standin_env() -> dict[str, str]:
-    sys.path.insert(0, str(TOOLS))
-    try:
-        import install  # noqa: E402  (tools/tfstandin is not a package)
-    finally:
-        sys.path.remove(str(TOOLS))
     return {**os.environ, **install.install().env()}
 
 
@@ -139,3 +144,22 @@ def standin_terraform() -> "Terraform":
     except ImportError as exc:
         require("the stand-in's Python packages", False, f"pip install msgpack && pip install --no-deps tf==1.2.0 ({exc})")
     return Terraform(standin_env())
+
+
+def git_tree(commit: str, dest: Path) -> None:
+    """``modules/`` and ``env_setup/`` of ``commit`` extracted into ``dest``."""
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "modules", "env_setup"],
+                             capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+
+
+def old_values(old_dir: Path, values: dict[str, Any]) -> dict[str, Any]:
+    """HEAD's tfvars reduced to the variables the old module declares (new ones did not exist)."""
+    import hcl2
+
+    declared: set[str] = set()
+    for tf_file in old_dir.glob("*.tf"):
+        with tf_file.open() as handle:
+            for block in hcl2.load(handle).get("variable", []):
+                declared |= {name.strip('"') for name in block}
+    return {k: v for k, v in values.items() if k in declared}

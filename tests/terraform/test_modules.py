@@ -3,7 +3,7 @@ and checkov.
 
 There is no cloud and no provider binary here, so the modules are checked against real
 artefacts: python-hcl2 parses every file, ``terraform fmt`` formats (when on PATH), the schema of
-hashicorp/google and google-beta 6.50.0 (extracted from the cdktf packages by
+hashicorp/google and google-beta 8.7.0 (extracted from the cdktn bindings by
 tools/provider_schema.py into tests/data/provider_schema.json) validates every argument and
 block, and checkov scans for security misconfigurations.
 """
@@ -81,8 +81,12 @@ def _own_files(mod: Module, versions: str, extra: set[str]) -> dict[str, Any]:
 @pytest.mark.parametrize("name", MODULE_DIRS)
 def test_root_module_with_gcs_backend_and_pinned_providers(name: str) -> None:
     mod = load_module(name)
+    # The legacy destroy-only node roots (those linking destroy_only.tf) keep provider 6.x: their
+    # state holds google_tpu_node, removed in 7.0.0. Every other root pins ~> 8.7.
+    legacy = "destroy_only.tf" in mod.files
     # google-beta only where a resource needs it: an override file adds it to the shared pin
-    tf = _own_files(mod, "versions.tf", {"moved.tf"} | ({"versions_override.tf"} if name == "tpu_vm" else set()))
+    tf = _own_files(mod, "versions_legacy.tf" if legacy else "versions.tf",
+                    {"moved.tf"} | ({"versions_override.tf"} if name == "tpu_vm" else set()))
     if "moved.tf" in mod.files:
         assert {k for k in mod.files["moved.tf"] if not k.startswith("__")} == {"moved"}, "moved.tf holds moved blocks only"
     assert not [f for f, parsed in mod.files.items() if f != "moved.tf" and "moved" in parsed]
@@ -96,7 +100,7 @@ def test_root_module_with_gcs_backend_and_pinned_providers(name: str) -> None:
     assert set(providers) == want
     for prov, spec in providers.items():
         assert unquote(spec["source"]) == f"hashicorp/{prov}"
-        assert unquote(spec["version"]) == ">= 5, < 7"
+        assert unquote(spec["version"]) == (">= 5, < 7" if legacy else "~> 8.7")
     assert set(mod.providers) == want, "every required provider is configured (project from var.project_id)"
 
 
@@ -111,7 +115,7 @@ def test_child_module_without_backend_or_provider_config(name: str) -> None:
     providers = {k: v for k, v in tf["required_providers"][0].items() if not k.startswith("__")}
     assert set(providers) == {"google"}
     assert unquote(providers["google"]["source"]) == "hashicorp/google"
-    assert unquote(providers["google"]["version"]) == ">= 5, < 7"
+    assert unquote(providers["google"]["version"]) == "~> 8.7"
     assert mod.providers == {}, "providers come from the caller"
     assert mod.calls == {} and mod.moved == [], "children stay flat"
     assert not [k for k in mod.data if k[0] == "terraform_remote_state"], "state is read by the roots only"
@@ -456,12 +460,13 @@ def module_schema_errors(mod: Module) -> list[str]:
 
 def test_schema_is_stamped() -> None:
     stamp = SCHEMA["_stamp"]
-    assert stamp["packages"] == {"@cdktf/provider-google": "16.12.1", "@cdktf/provider-google-beta": "16.12.1"}
-    assert stamp["providers"] == {"google": "hashicorp/google 6.50.0", "google-beta": "hashicorp/google-beta 6.50.0"}
+    assert stamp["packages"] == {"@cdktn/provider-google": "21.1.0", "@cdktn/provider-google-beta": "21.1.0"}
+    assert stamp["providers"] == {"google": "hashicorp/google 8.7.0", "google-beta": "hashicorp/google-beta 8.7.0"}
     assert stamp["tool"].startswith("tools/provider_schema.py")
-    # google_tpu_v2_vm is a beta-only resource; google_tpu_node is in both (until 7.0)
+    # google_tpu_v2_vm is a beta-only resource; google_tpu_node was removed in 7.0.0
     assert "google_tpu_v2_vm" in SCHEMA["google-beta"]["resources"]
     assert "google_tpu_v2_vm" not in SCHEMA["google"]["resources"]
+    assert "google_tpu_node" not in SCHEMA["google-beta"]["resources"]
 
 
 def test_schema_covers_every_type_the_modules_use() -> None:
@@ -523,37 +528,38 @@ def test_schema_check_catches_what_it_should(tmp_path: Path) -> None:
     assert "at most one log_config block" in errors
     assert "deny[0]: required argument protocol is missing" in errors, "dynamic blocks are checked too"
     assert "colour is not an argument" in errors
-    assert "google_tpu_v2_vm is not a resource of google hashicorp/google 6.50.0" in errors
+    assert "google_tpu_v2_vm is not a resource of google hashicorp/google 8.7.0" in errors
 
 
-def test_schema_tool_reads_a_jsii_assembly(tmp_path: Path) -> None:
-    """tools/provider_schema.py on a miniature assembly shaped like the cdktf ones."""
+@pytest.mark.parametrize("lib", ["cdktn", "cdktf"])
+def test_schema_tool_reads_a_jsii_assembly(tmp_path: Path, lib: str) -> None:
+    """tools/provider_schema.py on a miniature assembly shaped like the cdktn (and older cdktf) ones."""
     import importlib.util
     spec = importlib.util.spec_from_file_location("provider_schema", REPO / "tools" / "provider_schema.py")
     assert spec and spec.loader
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
-    link = "{@link https://registry.terraform.io/providers/hashicorp/google/6.50.0/docs/resources/x_thing google_x_thing}"
-    p = "@cdktf/provider-google.xThing."
+    link = "{@link https://registry.terraform.io/providers/hashicorp/google/8.7.0/docs/resources/x_thing google_x_thing}"
+    p = f"@{lib}/provider-google.xThing."
 
     def prop(name: str, jtype: dict[str, Any], optional: bool, anchor: str) -> dict[str, Any]:
         remark = f"Docs at Terraform Registry: {{@link https://x/x_thing#{anchor} XThing#{anchor}}}"
         return {"name": name, "type": jtype, "docs": {"remarks": remark}, **({"optional": True} if optional else {})}
 
     types = {
-        p + "XThing": {"kind": "class", "base": "cdktf.TerraformResource", "docs": {"summary": f"Represents a {link}."},
+        p + "XThing": {"kind": "class", "base": f"{lib}.TerraformResource", "docs": {"summary": f"Represents a {link}."},
                        "initializer": {"parameters": [{"name": "config", "type": {"fqn": p + "XThingConfig"}}]},
                        "properties": [{"name": "selfLink", "immutable": True, "type": {"primitive": "string"}}]},
-        p + "XThingConfig": {"kind": "interface", "datatype": True, "interfaces": ["cdktf.TerraformMetaArguments"], "properties": [
+        p + "XThingConfig": {"kind": "interface", "datatype": True, "interfaces": [f"{lib}.TerraformMetaArguments"], "properties": [
             prop("machineType", {"primitive": "string"}, False, "machine_type"),
             prop("ipv6Access", {"primitive": "boolean"}, True, "ipv6_access"),
             prop("bootDisk", {"fqn": p + "XThingBootDisk"}, False, "boot_disk"),
-            prop("nic", {"union": {"types": [{"fqn": "cdktf.IResolvable"}, {"collection": {"kind": "array", "elementtype": {"fqn": p + "XThingNic"}}}]}}, True, "network_interface"),
+            prop("nic", {"union": {"types": [{"fqn": f"{lib}.IResolvable"}, {"collection": {"kind": "array", "elementtype": {"fqn": p + "XThingNic"}}}]}}, True, "network_interface"),
         ]},
         p + "XThingBootDisk": {"kind": "interface", "datatype": True, "properties": [prop("sizeGb", {"primitive": "number"}, True, "size_gb")]},
         p + "XThingNic": {"kind": "interface", "datatype": True, "properties": [prop("network", {"primitive": "string"}, False, "network")]},
     }
-    asm = tool.Assembly({"name": "@cdktf/provider-google", "version": "16.12.1", "types": types})
+    asm = tool.Assembly({"name": f"@{lib}/provider-google", "version": "21.1.0", "types": types})
     out = tool.extract({"google": asm}, {("resources", "google_x_thing")})
     thing = out["google"]["resources"]["google_x_thing"]
     assert thing["attributes"] == {"ipv6_access": {"required": False}, "machine_type": {"required": True}}
@@ -561,7 +567,7 @@ def test_schema_tool_reads_a_jsii_assembly(tmp_path: Path) -> None:
     assert thing["blocks"]["network_interface"] == {"attributes": {"network": {"required": True}}, "blocks": {},
                                                     "required": False, "max_one": False}
     assert thing["computed"] == {"self_link": []}
-    assert out["_stamp"]["providers"] == {"google": "hashicorp/google 6.50.0"}
+    assert out["_stamp"]["providers"] == {"google": "hashicorp/google 8.7.0"}
 
 
 # ---- checkov ----

@@ -1,5 +1,6 @@
-"""Real Terraform: every module validated and planned by ``terraform`` itself, through
-the stand-in google/google-beta 6.50.0 provider (tools/tfstandin, docs/terraform.md).
+"""Real Terraform: every module validated and planned by ``terraform`` itself, through the
+stand-in google/google-beta provider (tools/tfstandin, docs/terraform.md): 8.7.0 for every root,
+6.50.0 for the legacy destroy-only node roots.
 
 * a negative control proves Terraform + the stand-in report the errors "clean" must exclude;
 * ``init -backend=false`` + ``validate`` on every folder under modules/ (found by listing);
@@ -11,7 +12,7 @@ the stand-in google/google-beta 6.50.0 provider (tools/tfstandin, docs/terraform
 * ``moved`` blocks: the release before the host_identity/host_firewall move, fake-applied, then
   HEAD planned on its state: nothing to add, change or destroy.
 
-Needs terraform and npm (first run: the npm packages, cached under ~/.cache/tpubuild/tfstandin).
+Needs terraform, pip and npm (first run: the bindings packages, cached under ~/.cache/tpubuild/tfstandin).
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ from builder.config import load
 from builder.plan import module_dir
 from tests.conftest import EXAMPLES, NODE, REPO, SHIPPED, require
 from tests.support.terraform_fixtures import STATES
-from tests.support.terraform import Terraform, Workspace, counts, is_root, module_dirs, resources, standin_terraform
+from tests.support.terraform import (
+    CURRENT, Terraform, Workspace, counts, git_tree, is_root, module_dirs, old_values, resources, standin_terraform,
+)
 
 ENV_FILES = [SHIPPED, *sorted(EXAMPLES.glob("*.env"))]
 STARTUP = (REPO / "env_setup" / "scripts" / "startup.sh").read_text()
@@ -68,7 +71,7 @@ NEGATIVE = {
                                "Insufficient disk blocks"),
 }
 _PROVIDERS = ('terraform {\n  required_providers {\n    google = {\n      source  = "hashicorp/google"\n'
-              '      version = "6.50.0"\n    }\n  }\n}\n')
+              f'      version = "{CURRENT.provider_version}"\n    }}\n  }}\n}}\n')
 
 
 @pytest.mark.parametrize("case", sorted(NEGATIVE), ids=lambda c: c.replace(" ", "-"))
@@ -250,12 +253,6 @@ def test_update_in_place_and_destroy_plans_through_the_guard(tf: Terraform, appl
 
 # ---- moved blocks ------------------------------------------------------------------------------
 
-def _git_tree(commit: str, dest: Path) -> None:
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "modules", "env_setup"],
-                             capture_output=True, check=True)
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
-
-
 def test_moved_blocks_keep_every_object_of_the_previous_release(tf: Terraform, tmp_path: Path) -> None:
     require("git history", subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", PREVIOUS_RELEASE],
                                           capture_output=True).returncode == 0, "a full clone")
@@ -266,7 +263,7 @@ def test_moved_blocks_keep_every_object_of_the_previous_release(tf: Terraform, t
         settings = load(env)
         old_src, new_src = tmp_path / env.stem / "old", tmp_path / env.stem / "new"
         old_src.mkdir(parents=True)
-        _git_tree(PREVIOUS_RELEASE, old_src)
+        git_tree(PREVIOUS_RELEASE, old_src)
         state = tmp_path / env.stem / "state"
         old_ws = Workspace(tmp_path / env.stem / "ws-old", modules=old_src / "modules", state=state)
         new_ws = Workspace(tmp_path / env.stem / "ws-new", state=state)
@@ -274,7 +271,7 @@ def test_moved_blocks_keep_every_object_of_the_previous_release(tf: Terraform, t
             directory = module_dir(settings, module)
             if not (old_src / directory).is_dir():  # a module added since (nothing to move)
                 continue
-            old = old_ws.module(directory, module, _old_values(old_src / directory, values))
+            old = old_ws.module(directory, module, old_values(old_src / directory, values))
             tf.init(old)
             tf(old, "apply", "-input=false", "-no-color", "-lock=false", "-auto-approve")
             new = new_ws.module(directory, module, values)
@@ -323,26 +320,15 @@ def test_destroy_only_roots_destroy_a_node_environment(tf: Terraform, tmp_path: 
     _assert_destroys_exactly_the_state(tf, work, ws.state / f"{module}.tfstate", module)
 
 
-def _old_values(old_dir: Path, values: dict[str, Any]) -> dict[str, Any]:
-    """HEAD's tfvars reduced to the variables the old module declares (new ones did not exist)."""
-    import hcl2
-
-    declared: set[str] = set()
-    for tf_file in old_dir.glob("*.tf"):
-        with tf_file.open() as handle:
-            for block in hcl2.load(handle).get("variable", []):
-                declared |= {name.strip('"') for name in block}
-    return {k: v for k, v in values.items() if k in declared}
-
-
 # ---- the schema the stand-in serves ------------------------------------------------------------
 
 def test_stand_in_schema_is_the_full_provider_with_nesting_and_flags(tf: Terraform) -> None:
-    """The schema rebuilt from the cdktf package has what Terraform's checks rely on (a parse
+    """The schema rebuilt from the cdktn bindings has what Terraform's checks rely on (a parse
     regression in tools/tfstandin/schema.py shows here, and in the negative control)."""
     schemas = {}
     for provider in ("google", "google-beta"):
-        path = next((Path(tf.env["TF_CLI_CONFIG_FILE"]).parent.parent / "schema").glob(f"{provider}-6.50.0-*.json"))
+        path = next((Path(tf.env["TF_CLI_CONFIG_FILE"]).parent.parent / "schema").glob(
+            f"{provider}-{CURRENT.provider_version}-*.json"))
         schemas[provider] = json.loads(path.read_text())
     ga, beta = schemas["google"], schemas["google-beta"]
     assert len(ga["resources"]) > 1000 and len(beta["resources"]) > len(ga["resources"]) and len(ga["data_sources"]) > 300

@@ -1,7 +1,10 @@
-"""The full google / google-beta 6.50.0 provider schema, rebuilt from the cdktf npm packages.
+"""The full google / google-beta provider schema, rebuilt from the provider's CDK bindings.
 
-``@cdktf/provider-google(-beta)@16.12.1`` is generated from ``terraform providers schema -json``
-of provider 6.50.0, and its JavaScript (``package/lib/<type>/index.js``) keeps what a Terraform
+The bindings (PyPI ``cdktn-provider-google(-beta)==21.1.0`` for provider 8.7.0, npm
+``@cdktf/provider-google(-beta)@16.12.1`` for 6.50.0; install.py fetches both) are generated from
+``terraform providers schema -json`` of their release. cdktn (CDK Terrain, the cdktf fork) writes
+the same JavaScript with its own library name, class fields and ``static tfResourceType``, which
+``Module`` reads alike. The JavaScript (``package/lib/<type>/index.js``) keeps what a Terraform
 schema needs, per resource, data source and the provider itself:
 
 * ``synthesizeHclAttributes()`` (top level) and ``<struct>ToHclTerraform(struct)`` (each nested
@@ -37,12 +40,14 @@ _TOP = re.compile(r"^(?:class (\w+) extends ([\w.]+) \{|function (\w+)\(struct\)
 _HCL_ENTRY = re.compile(
     r"(\w+): \{\n\s*value: ([^\n]*),\n\s*isBlock: (true|false),\n\s*type: \"(\w+)\",\n\s*storageClassType: \"(\w+)\",\n\s*\}")
 _FLAGS = re.compile(
-    r"// (\w+) - computed: (\w+), optional: (\w+), required: (\w+)\n\s*"
-    r"(?:get (\w+)\(\) \{\s*return ([^;]+);|this\._(\w+) = ([^;]+);)")
+    r"// (\w+) - computed: (\w+), optional: (\w+), required: (\w+)\n\s*(?:_\w+;\n\s*)?"
+    r"(?:get (\w+)\(\) \{\s*return ([^;]+);|(?:this\.)?_(\w+) = ([^;]+);)")
 _GETTER = re.compile(r"get (\w+)\(\) \{\s*return ([^;]+);")
-_FIELD = re.compile(r"this\._(\w+) = (new [^;]+);")
+_FIELD = re.compile(r"(?:this\.)?_(\w+) = (new [^;]+);")
 _RESET = re.compile(r"^\s*reset(\w+)\(\) \{", re.M)
 _TYPE_NAME = re.compile(r'^(\w+)\.tfResourceType = "([\w-]+)";', re.M)
+_STATIC_TYPE_NAME = re.compile(r'^\s+static tfResourceType = "([\w-]+)";', re.M)
+_CDKTN = re.compile(r"\bcdktn\.")
 _NEW = re.compile(r'new ([\w.]+)\(this, "(\w+)"(?:, (true|false))?\)')
 
 _PRIM = {"string": "string", "number": "number", "boolean": "bool", "any": "dynamic"}
@@ -68,6 +73,8 @@ class Module:
 
     def __init__(self, source: str) -> None:
         source = source.split("\n//# sourceMappingURL=", 1)[0]
+        # cdktn (CDK Terrain, the cdktf fork) names its library cdktn: same classes, same shape.
+        source = _CDKTN.sub("cdktf.", source)
         self.source = source
         self.classes: dict[str, str] = {}
         self.functions: dict[str, str] = {}
@@ -81,7 +88,12 @@ class Module:
                 self.bases[match.group(1)] = match.group(2)
             else:
                 self.functions[match.group(3)] = body
+        self._open: list[str] = []
         self.types = {cls: tf for cls, tf in _TYPE_NAME.findall(source)}
+        for cls, body in self.classes.items():  # cdktn: `static tfResourceType = "...";` in the class
+            found = _STATIC_TYPE_NAME.search(body)
+            if found:
+                self.types[cls] = found.group(1)
 
     # -- pieces ------------------------------------------------------------------------------
     @staticmethod
@@ -97,6 +109,18 @@ class Module:
     def block(self, cls: str, hcl_body: str, depth: int = 0) -> dict[str, Any]:
         if depth > 30:
             raise ValueError(f"nesting too deep at {cls}")
+        if cls in self._open:
+            # A struct that contains itself (cdktn 21's cloud_security_compliance parameter
+            # specs): a Terraform schema is finite, so the generator cut the real one somewhere;
+            # the stand-in cuts it at the repetition, an empty block.
+            return {"attributes": {}, "block_types": {}}
+        self._open.append(cls)
+        try:
+            return self._block(cls, hcl_body, depth)
+        finally:
+            self._open.pop()
+
+    def _block(self, cls: str, hcl_body: str, depth: int) -> dict[str, Any]:
         body = self.classes.get(cls, "")
         resets = {_lower_first(r) for r in _RESET.findall(body)}
         flags: dict[str, tuple[bool, bool, bool, str]] = {}
@@ -159,7 +183,7 @@ class Module:
         expr = expr.strip()
         field = re.fullmatch(r"this\._(\w+)", expr)
         if field:
-            init = re.search(rf"this\._{field.group(1)} = (new [^;]+);", body)
+            init = re.search(rf"(?:this\.)?\b_{field.group(1)} = (new [^;]+);", body)
             if not init:
                 return None
             expr = init.group(1)

@@ -14,8 +14,10 @@ Terraform starts it as ``terraform-provider-<name>`` from the filesystem mirror 
   ForceNew), so a plan never shows a replacement;
 * ``ApplyResourceChange`` (fake apply): the planned state with each unknown replaced by a plausible
   value (ids and names derived from the resource's name, one element for a computed list or set,
-  an empty map); ``ReadResource`` returns the state unchanged;
-  ``ReadDataSource`` fills the computed attributes the same way.
+  an empty map); ``ReadResource`` (refresh) returns the state with the computed attributes it
+  leaves null filled the same way, as a read from the API would: after a provider upgrade the
+  upgraded state has null for every computed attribute the newer schema added, and a real refresh
+  fills them; ``ReadDataSource`` fills the computed attributes the same way.
 """
 
 from __future__ import annotations
@@ -273,7 +275,12 @@ class Provider(rpc.ProviderServicer):
         return pb.UpgradeResourceState.Response(upgraded_state=encode(conform(block, raw)))
 
     def ReadResource(self, request: Any, context: Any) -> Any:
-        return pb.ReadResource.Response(new_state=request.current_state, private=request.private)
+        current = decode(request.current_state)
+        if current is None:
+            return pb.ReadResource.Response(new_state=request.current_state, private=request.private)
+        block = self._block("resources", request.type_name)
+        read = Filler(request.type_name, current).block(block, mark_unknown(block, current))
+        return pb.ReadResource.Response(new_state=encode(read), private=request.private)
 
     def PlanResourceChange(self, request: Any, context: Any) -> Any:
         proposed = decode(request.proposed_new_state)

@@ -140,7 +140,7 @@ def plan(changes: list[dict[str, Any]], variables: dict[str, Any], *, errored: b
                               "values": {"root_module": {"resources": prior}}}
     doc["configuration"] = {
         "provider_config": {p.rsplit("/", 1)[1]: {"name": p.rsplit("/", 1)[1], "full_name": p,
-                                                  "version_constraint": "~> 6.50"} for p in providers},
+                                                  "version_constraint": "~> 8.7"} for p in providers},
         "root_module": {
             "resources": [{"address": rc["address"], "mode": rc["mode"], "type": rc["type"], "name": rc["name"],
                            "provider_config_key": rc["provider_name"].rsplit("/", 1)[1],
