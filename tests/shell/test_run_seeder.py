@@ -9,13 +9,7 @@ from pathlib import Path
 
 import pytest
 from test_startup_sandbox import (
-    RUN_SEEDER,
-    SEED_DISK,
-    SEED_WORKSPACE,
-    SEEDER_PIPELINE_ENV,
-    MetadataServer,
-    Sandbox,
-    calls_of,
+    RUN_SEEDER, SEED_DISK, SEED_WORKSPACE, SEEDER_PIPELINE_ENV, MetadataServer, Sandbox, calls_of,
 )
 
 # gcloud as the pipeline sees it. state/vm: the seeder VM exists. state/guest: one answer of

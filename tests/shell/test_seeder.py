@@ -10,14 +10,7 @@ from pathlib import Path
 
 import pytest
 from test_startup_sandbox import (
-    RUN_SEEDER,
-    SEED_DISK,
-    SEED_WORKSPACE,
-    SEEDER_PIPELINE_ENV,
-    MetadataServer,
-    Sandbox,
-    calls_of,
-    make_device,
+    RUN_SEEDER, SEED_DISK, SEED_WORKSPACE, SEEDER_PIPELINE_ENV, MetadataServer, Sandbox, calls_of, make_device,
 )
 
 DATASET = "gs://proj-env1-dataset/dataset/*"

@@ -1,25 +1,12 @@
-"""Bad input on the command line and in files: flag combinations, each command's own flags,
-and missing or unreadable files. Each case must exit 2 with exactly one line on stderr that names
-the flag, the key or the file and says how to fix it, and no traceback. The values-file corpus is
-test_bad_input_corpus.py; the machinery (``Case``, the checks) is tests/support/bad_input.py.
-"""
+"""The bad-input corpus, command lines and files: flag combinations, each command's own flags,
+and missing or unreadable files. test_bad_input_corpus.py runs every case."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
-import pytest
-
-from tests.conftest import EXAMPLES, NODE, SHIPPED
-from tests.support.bad_input import (
-    Case, a_directory, check_table, other_env_file, plan_files, run_console_script, run_in_process, symlink_loop,
-)
-
-pytestmark = pytest.mark.usefixtures("no_cloud")
+from tests.conftest import EXAMPLES, NODE
+from tests.support.bad_input import Case, a_directory, other_env_file, plan_files, symlink_loop
 
 VM = EXAMPLES / "vm-v4-32.env"
-
 
 CASES: list[Case] = [
     # ---------------------------------------------------------------- flag combinations
@@ -110,51 +97,3 @@ CASES: list[Case] = [
     Case("plan-json-is-binary-plan", args=("guard", "--plan-json", "{tmp}/plan.tfplan", "--module", "tpu", "--action", "create"),
          expect=("{tmp}/plan.tfplan:", "not UTF-8", "not the binary plan file"), setup=plan_files, sub=True),
 ]
-
-check_table(CASES, at_least=20, console_at_least=5)
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_bad_input_in_process(cli, tmp_path: Path, case: Case) -> None:
-    run_in_process(cli, tmp_path, case)
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if c.sub], ids=[c.id for c in CASES if c.sub])
-def test_bad_input_console_script(tmp_path: Path, case: Case) -> None:
-    run_console_script(tmp_path, case)
-
-
-def test_unreadable_file(cli, tmp_path: Path) -> None:
-    """chmod 000 blocks reads for ordinary users; root reads anyway, so there the test uses a file
-    that no one can read: /proc/self/mem (reading offset 0 fails with EIO)."""
-    values = tmp_path / "values.env"
-    values.write_text(SHIPPED.read_text())
-    values.chmod(0)
-    try:
-        if os.access(values, os.R_OK):  # root: chmod does not block reads
-            target, fragment = Path("/proc/self/mem"), "cannot read"
-            if not target.exists():
-                pytest.skip("running as root without /proc: no file is unreadable to us")
-        else:
-            target, fragment = values, "permission denied; make the file readable"
-        code, out, err = cli("validate", "--values", target)
-        assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err
-        assert err.startswith(f"tpubuild: error: {target}: ") and fragment in err
-    finally:
-        values.chmod(0o644)
-
-
-def test_script_missing_when_a_pipeline_uses_it(cli, make_env) -> None:
-    """A seed-era MIG_SETUP_SCRIPT path is a warning when the file loads and an error when the
-    pipeline would use it: render exits 2 with one error line (after the load's warning), and
-    validate, which reports what render would refuse, gives that same line."""
-    path = make_env(SHIPPED, MIG_SETUP_SCRIPT="env_setup/scripts/setup_mig.sh")
-    code, out, err = cli("validate", "--values", path)
-    assert code == 2
-    validate_errors = [line for line in err.splitlines() if line.startswith("tpubuild: error: ")]
-    code, out, err = cli("render", "--values", path, "--action", "create")
-    assert code == 2 and out == ""
-    errors = [line for line in err.splitlines() if line.startswith("tpubuild: error: ")]
-    others = [line for line in err.splitlines() if not line.startswith("tpubuild: error: ")]
-    assert len(errors) == 1 and "MIG_SETUP_SCRIPT" in errors[0] and validate_errors == errors
-    assert all(line.startswith("tpubuild: warning: ") and "MIG_SETUP_SCRIPT" in line for line in others)
