@@ -92,7 +92,7 @@ GENERIC = Wording(
 )
 
 
-#: How an unreadable values.env is refused .
+#: How an unreadable values.env is refused.
 VALUES_FILE = Wording(
     directory="{path}: is a directory; pass the values.env file itself with --values",
     missing="{path}: no such file; create it (copy the shipped values.env) or pass --values PATH",
@@ -104,7 +104,7 @@ VALUES_FILE = Wording(
 )
 
 
-#: How an unreadable plan JSON is refused .
+#: How an unreadable plan JSON is refused.
 PLAN_JSON = Wording(
     directory="{path}: is a directory; pass the file written by 'terraform show -json PLANFILE'",
     missing="{path}: no such file; run 'terraform show -json PLANFILE > {path}' first",

@@ -9,6 +9,12 @@ from typing import Any
 from builder.topology import MigShape, Topology, mig_shape
 
 
+def _env_name(template: str) -> property:
+    """A name derived from PROJECT_ID and ENV_BUILD_NAME, read like any property of Settings:
+    ``template`` with ``{project}`` and ``{env}`` filled in."""
+    return property(lambda s: template.format(project=s.project_id, env=s.env_name), doc=f"``{template}``")
+
+
 @dataclass(frozen=True)
 class Settings:
     source: Path
@@ -64,33 +70,13 @@ class Settings:
     def hosts(self) -> int:
         return self.topology.hosts
 
-    @property
-    def state_bucket(self) -> str:
-        return f"{self.project_id}-{self.env_name}-tf-backend"
-
-    @property
-    def dataset_bucket(self) -> str:
-        return f"{self.project_id}-{self.env_name}-dataset"
-
-    @property
-    def tpu_name(self) -> str:
-        return f"tpu-{self.env_name}"
-
-    @property
-    def filestore_name(self) -> str:
-        return f"nfs-{self.env_name}"
-
-    @property
-    def shared_pd_name(self) -> str:
-        return f"pd-{self.env_name}"
-
-    @property
-    def mig_name(self) -> str:
-        return f"worker-{self.env_name}"
-
-    @property
-    def workspace_prefix(self) -> str:
-        return f"workspace/{self.env_name}"
+    state_bucket = _env_name("{project}-{env}-tf-backend")
+    dataset_bucket = _env_name("{project}-{env}-dataset")
+    tpu_name = _env_name("tpu-{env}")
+    filestore_name = _env_name("nfs-{env}")
+    shared_pd_name = _env_name("pd-{env}")
+    mig_name = _env_name("worker-{env}")
+    workspace_prefix = _env_name("workspace/{env}")
 
     @property
     def worker_service_account_id(self) -> str:

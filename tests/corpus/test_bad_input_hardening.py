@@ -4,7 +4,7 @@ accelerator names, errors on the key to change, CIDR, machine types, Filestore m
 credentials, and hypothesis over CLI flags and guard input.
 
 Every case: exit 2, one line, the key/flag/file named, "what; fix", no "internal error" and no
-Python message. Cases reuse ``tests/corpus/test_bad_input_corpus.py``'s ``Case`` and checks."""
+Python message. Cases reuse ``tests/support/bad_input.py``'s ``Case`` and checks."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import SHIPPED, run_tpubuild, tpubuild_cmd
-from tests.corpus.test_bad_input_corpus import MINIMAL, Case, _check, _materialize, _sub
+from tests.conftest import SHIPPED, tpubuild_cmd
+from tests.support.bad_input import MINIMAL, Case, run_console_script, run_in_process
 
 pytestmark = pytest.mark.usefixtures("no_cloud")
 
@@ -111,18 +111,12 @@ def _clean(line: str) -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_hardened_bad_input_in_process(cli, tmp_path: Path, case: Case) -> None:
-    subs = _materialize(case, tmp_path)
-    code, out, err = cli(*[_sub(a, subs) for a in case.args])
-    _check(case, code, out, err, subs)
-    _clean(err)
+    _clean(run_in_process(cli, tmp_path, case))
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.sub], ids=[c.id for c in CASES if c.sub])
 def test_hardened_bad_input_console_script(tmp_path: Path, case: Case) -> None:
-    subs = _materialize(case, tmp_path)
-    proc = run_tpubuild(*[_sub(a, subs) for a in case.args], cwd=tmp_path)
-    _check(case, proc.returncode, proc.stdout, proc.stderr, subs)
-    _clean(proc.stderr)
+    _clean(run_console_script(tmp_path, case))
 
 
 @pytest.mark.parametrize("target", ["dir", "/dev/zero", "binary", "empty", "missing"])

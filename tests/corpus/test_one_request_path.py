@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.pipeline import MIG_ENV, NODE_ENV, VM_ENV
-from tests.support.request import SPELLING, TAKES, argv, respell
+from tests.support.request import SPELLING, TAKES, argv, request_ids, respell
 
 # (values file, action, flags): one request per refusal of builder.request
 CASES = [
@@ -38,8 +38,7 @@ def _error_lines(err: str) -> list[str]:
     return [line for line in err.splitlines() if not line.startswith("tpubuild: warning: ")]
 
 
-@pytest.mark.parametrize("values, action, flags", CASES,
-                         ids=[f"{v.stem}-{a}-{'-'.join(f)}" for v, a, f in CASES])
+@pytest.mark.parametrize("values, action, flags", CASES, ids=request_ids(CASES))
 def test_the_same_bad_request_gets_the_same_line_from_every_command(no_cloud, cli, tmp_path: Path, monkeypatch,
                                                                     values, action, flags) -> None:
     from builder.cloud import clients

@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.fakes.fixtures import Fakes, fakes, make_repo, unique_env  # noqa: F401 - fixtures
 from tests.support.pipeline import MIG_ENV, NODE_ENV, VM_ENV
-from tests.support.request import argv
+from tests.support.request import argv, request_ids
 
 CASES = [
     (VM_ENV, "create", {}),
@@ -29,7 +29,7 @@ def _steps(config: dict) -> list[tuple[str, tuple[str, ...]]]:
     return [(st["id"], tuple(st.get("waitFor") or ())) for st in config["steps"]]
 
 
-@pytest.mark.parametrize("base, action, flags", CASES, ids=[f"{b.stem}-{a}-{'-'.join(f)}" for b, a, f in CASES])
+@pytest.mark.parametrize("base, action, flags", CASES, ids=request_ids(CASES))
 def test_a_valid_request_gives_the_same_plan_from_every_command(fakes: Fakes, cli, tmp_path: Path, monkeypatch,
                                                                  base, action, flags) -> None:
     values = make_repo(tmp_path / "repo", unique_env(), base=base)

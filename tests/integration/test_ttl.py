@@ -114,7 +114,7 @@ def test_the_ttl_build_runs_as_the_pipelines_account_and_the_invoker_may_act_onl
 
 def test_the_ttl_invoker_is_least_privilege():
     """The TTL's own account: creates builds, may act as the one account the build runs as; nothing
-    else, and no authoritative IAM (tests/terraform/test_security.py checks the hosts' account without it)."""
+    else, and no authoritative IAM (tests/terraform/test_security_identity.py checks the hosts' account without it)."""
     from tests.support.hcl import effective_resources, load_module
 
     res = {k: v for k, v in effective_resources(load_module("tpu_vm")).items() if k[1].startswith("module.ttl.")}

@@ -1,5 +1,6 @@
-"""The shared PD seeder: env_setup/seeder/seed_disk.sh (on the seeder VM) and run_seeder.sh (in
-the pipeline), both run by real bash against the sandbox of test_startup_sandbox.py."""
+"""The shared PD seeder's VM side: env_setup/seeder/seed_disk.sh, run by real bash against the
+sandbox of test_startup_sandbox.py, alone and started by run_seeder.sh (the pipeline side, whose
+own tests are test_run_seeder.py)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,10 @@ from pathlib import Path
 
 import pytest
 from test_startup_sandbox import (
-    RUN_SEEDER,
-    SEED_DISK,
-    MetadataServer,
-    Sandbox,
-    make_device,
+    RUN_SEEDER, SEED_DISK, SEED_WORKSPACE, SEEDER_PIPELINE_ENV, MetadataServer, Sandbox, calls_of, make_device,
 )
 
 DATASET = "gs://proj-env1-dataset/dataset/*"
-WORKSPACE = "gs://proj-env1-tf-backend/workspace/env1"
 MARKER = ".tpubuild-seed.json"
 
 
@@ -52,16 +48,12 @@ def marker_text(source: str, objects: int = 2, complete: bool = True) -> str:
 @pytest.fixture
 def seed(tmp_path: Path, md: MetadataServer) -> tuple[Sandbox, Disk]:
     box = Sandbox(tmp_path, md)
-    md.attrs(tpubuild_gcs_dataset=DATASET, tpubuild_workspace=WORKSPACE, tpubuild_prep_script="",
+    md.attrs(tpubuild_gcs_dataset=DATASET, tpubuild_workspace=SEED_WORKSPACE, tpubuild_prep_script="",
              tpubuild_allow_wipe="false", tpubuild_seed_device="tpubuild-seed")
     for i in range(3):
         box.gcs(f"gs://proj-env1-dataset/dataset/shard{i}.bin", f"data {i}\n")
     box.gcs("gs://proj-env1-dataset/dataset/dict/dict.txt", "a 1\n")
     return box, Disk(box)
-
-
-def calls_of(box: Sandbox, prefix: str) -> list[str]:
-    return [c for c in box.calls() if c.startswith(prefix)]
 
 
 def run_seed(box: Sandbox) -> subprocess.CompletedProcess[str]:
@@ -187,7 +179,7 @@ printf 'prep-script\\n' >>"$STUB_STATE/calls.log"
 
 def test_prep_script_runs_after_the_copy_before_the_marker_completes(seed, md):
     box, disk = seed
-    box.gcs(f"{WORKSPACE}/models/roberta/prep.sh", PREP)
+    box.gcs(f"{SEED_WORKSPACE}/models/roberta/prep.sh", PREP)
     md.attrs(tpubuild_prep_script="models/roberta/prep.sh")
     result = run_seed(box)
     assert result.returncode == 0, result.stderr
@@ -199,7 +191,7 @@ def test_prep_script_runs_after_the_copy_before_the_marker_completes(seed, md):
 
 def test_failing_prep_script_leaves_the_marker_incomplete(seed, md):
     box, disk = seed
-    box.gcs(f"{WORKSPACE}/prep.sh", "exit 3\n")
+    box.gcs(f"{SEED_WORKSPACE}/prep.sh", "exit 3\n")
     md.attrs(tpubuild_prep_script="prep.sh")
     assert run_seed(box).returncode == 1
     assert md.guest["tpubuild/seed"] == "error:SEED_PREP_SCRIPT prep.sh failed with exit 3"
@@ -223,183 +215,6 @@ def test_check_mode_only_reads(seed, md, source, ok):
     assert not calls_of(box, "mkfs") and not calls_of(box, "gcloud")
     assert [c for c in calls_of(box, "mount ")] == [f"mount -t ext4 -o ro,noload {disk.dev} {disk.files}"]
     assert md.guest["tpubuild/seed"].startswith("done:already seeded" if ok else "error:disk tpubuild-seed is attached read-only")
-
-
-# ---------------------------------------------------------------------------------------------
-# run_seeder.sh
-# ---------------------------------------------------------------------------------------------
-# gcloud as the pipeline sees it. state/vm: the seeder VM exists. state/guest: one answer of
-# get-guest-attributes per line, the last one repeated ("-" = attribute not set yet).
-GCLOUD_PIPELINE = r"""printf '%s\n' "gcloud $*" >>"$STUB_STATE/calls.log"
-case "$1 $2 $3" in
-  "compute instances describe") [[ -f "$STUB_STATE/vm" ]]; exit ;;
-  "compute instances create")
-    [[ -f "$STUB_STATE/create_fail" ]] && { echo "ERROR: (gcloud.compute.instances.create) quota" >&2; exit 1; }
-    touch "$STUB_STATE/vm"; mkdir -p "$STUB_STATE/md"
-    prev=""
-    for a in "$@"; do
-      if [[ $prev == --metadata-from-file ]]; then
-        IFS=, read -r -a pairs <<<"$a"
-        for p in "${pairs[@]}"; do cp "${p#*=}" "$STUB_STATE/md/${p%%=*}"; done
-      fi
-      prev=$a
-    done
-    exit 0 ;;
-  "compute instances delete")
-    [[ -f "$STUB_STATE/delete_fail" ]] && { echo "ERROR: (gcloud) delete failed" >&2; exit 1; }
-    rm -f "$STUB_STATE/vm"; exit 0 ;;
-  "compute disks describe")
-    [[ -f "$STUB_STATE/no_disk" ]] && { echo "ERROR: not found" >&2; exit 1; }
-    if [[ -f "$STUB_STATE/disk_users" ]]; then cat "$STUB_STATE/disk_users"; fi; exit 0 ;;
-  "compute instances get-guest-attributes")
-    [[ -f "$STUB_STATE/vm" ]] || exit 1
-    line=$(head -n 1 "$STUB_STATE/guest")
-    if (( $(wc -l <"$STUB_STATE/guest") > 1 )); then sed -i 1d "$STUB_STATE/guest"; fi
-    [[ $line == - ]] && { echo "ERROR: guest attribute not found" >&2; exit 1; }
-    printf '%s\n' "$line"; exit 0 ;;
-  "compute instances get-serial-port-output")
-    echo "Nov 1 startup-script: tpubuild-seed: FATAL: something broke"; exit 0 ;;
-esac
-echo "unexpected gcloud call: $*" >&2
-exit 64
-"""
-
-PIPELINE_ENV = {
-    "PROJECT_ID": "proj", "ZONE": "europe-west4-a", "ENV_BUILD_NAME": "env1",
-    "DISK_NAME": "pd-env1", "GCS_DATASET": "gs://proj-env1-dataset/a,b/*",
-    "WORKSPACE_GCS": WORKSPACE, "SEED_PREP_SCRIPT": "", "ALLOW_WIPE": "false",
-    "SEED_TIMEOUT_S": "30", "SEED_POLL_S": "0.01",
-}
-
-
-@pytest.fixture
-def pipeline(tmp_path: Path, md: MetadataServer) -> Sandbox:
-    box = Sandbox(tmp_path, md)
-    box.write_stub("gcloud", GCLOUD_PIPELINE)
-    return box
-
-
-def run_pipeline(box: Sandbox, guest: list[str], **env: str) -> subprocess.CompletedProcess[str]:
-    """Runs run_seeder.sh from a directory outside the repository (it must find its files)."""
-    (box.state / "guest").write_text("\n".join(guest) + "\n")
-    full = {"PATH": f"{box.bin}:/usr/bin:/bin", "HOME": str(box.base), "STUB_STATE": str(box.state),
-            **PIPELINE_ENV, **env}
-    return subprocess.run(["bash", str(RUN_SEEDER)], env=full, cwd=box.base, capture_output=True,
-                          text=True, timeout=60)
-
-
-def deleted(box: Sandbox) -> bool:
-    return not (box.state / "vm").exists() and bool(calls_of(box, "gcloud compute instances delete seed-env1"))
-
-
-def test_run_seeder_success(pipeline):
-    box = pipeline
-    result = run_pipeline(box, ["-", "running:copy dataset", "done:copied 4 objects from x"])
-    assert result.returncode == 0, result.stderr
-    assert "seeded: copied 4 objects from x" in result.stderr
-    assert "seeder: running:copy dataset" in result.stderr
-    create = calls_of(box, "gcloud compute instances create seed-env1")
-    assert len(create) == 1
-    args = create[0]
-    for flag in ("--no-address", "--shielded-secure-boot", "--shielded-vtpm",
-                 "--project proj", "--zone europe-west4-a",
-                 "--disk name=pd-env1,device-name=tpubuild-seed,mode=rw,boot=no,auto-delete=no",
-                 "enable-guest-attributes=TRUE", "tpubuild-seed-mode=seed"):
-        assert flag in args
-    md_files = box.state / "md"
-    assert (md_files / "startup-script").read_text() == SEED_DISK.read_text()
-    assert (md_files / "tpubuild-gcs-dataset").read_text() == "gs://proj-env1-dataset/a,b/*"
-    assert (md_files / "tpubuild-allow-wipe").read_text() == "false"
-    assert (md_files / "tpubuild-workspace").read_text() == WORKSPACE
-    assert not (md_files / "tpubuild-prep-script").exists()
-    assert deleted(box)
-    assert "--keep-disks=data" in calls_of(box, "gcloud compute instances delete")[0]
-
-
-def test_run_seeder_error_names_the_error(pipeline):
-    box = pipeline
-    result = run_pipeline(box, ["running:prepare disk",
-                                "error:disk tpubuild-seed holds the dataset gs://old/*; refusing"])
-    assert result.returncode == 1
-    assert "ERROR: the seeder VM reported: disk tpubuild-seed holds the dataset gs://old/*; refusing" in result.stderr
-    assert "FATAL: something broke" in result.stderr  # the serial console's tail
-    assert deleted(box)
-
-
-def test_run_seeder_timeout(pipeline):
-    box = pipeline
-    result = run_pipeline(box, ["running:copy dataset"], SEED_TIMEOUT_S="1", SEED_POLL_S="0.05")
-    assert result.returncode == 1
-    assert "timed out after 1s waiting for the seeder VM seed-env1 (last state: running:copy dataset)" in result.stderr
-    assert deleted(box)
-
-
-def test_run_seeder_replaces_a_leftover_vm(pipeline):
-    box = pipeline
-    (box.state / "vm").touch()
-    result = run_pipeline(box, ["done"])
-    assert result.returncode == 0, result.stderr
-    calls = [c.split()[3] for c in box.calls() if c.startswith("gcloud compute instances ")
-             and c.split()[3] in ("create", "delete")]
-    assert calls == ["delete", "create", "delete"]
-    assert "left from an earlier run" in result.stderr
-    assert deleted(box)
-
-
-def test_run_seeder_checks_read_only_when_the_disk_is_in_use(pipeline):
-    box = pipeline
-    (box.state / "disk_users").write_text(
-        "https://www.googleapis.com/compute/v1/projects/proj/zones/z/instances/worker-env1-abcd;"
-        "https://www.googleapis.com/compute/v1/projects/proj/zones/z/instances/worker-env1-q1w2\n")
-    result = run_pipeline(box, ["done:already seeded with 4 objects from x"], ALLOW_WIPE="true",
-                          SEED_PREP_SCRIPT="prep.sh")
-    assert result.returncode == 0, result.stderr
-    args = calls_of(box, "gcloud compute instances create")[0]
-    assert "mode=ro" in args and "tpubuild-seed-mode=check" in args
-    assert "attached to worker-env1-abcd worker-env1-q1w2" in result.stderr
-    assert (box.state / "md" / "tpubuild-prep-script").read_text() == "prep.sh"
-    assert deleted(box)
-
-
-def failed_run(box: Sandbox, stub_fault: str) -> subprocess.CompletedProcess[str]:
-    """run_seeder.sh with GCLOUD_PIPELINE's ``stub_fault`` switched on (create_fail, delete_fail,
-    no_disk): the step must fail with exit 1."""
-    (box.state / stub_fault).touch()
-    result = run_pipeline(box, ["done"])
-    assert result.returncode == 1
-    return result
-
-
-def test_run_seeder_create_failure_still_cleans_up(pipeline):
-    result = failed_run(pipeline, "create_fail")
-    assert "could not create seeder VM seed-env1" in result.stderr
-    assert not (pipeline.state / "vm").exists()
-
-
-def test_run_seeder_undeletable_vm_fails_the_step(pipeline):
-    result = failed_run(pipeline, "delete_fail")
-    assert "could not delete seeder VM seed-env1" in result.stderr
-
-
-def test_run_seeder_missing_disk(pipeline):
-    result = failed_run(pipeline, "no_disk")
-    assert "disk pd-env1 not found in europe-west4-a" in result.stderr
-    assert not calls_of(pipeline, "gcloud compute instances create")
-
-
-@pytest.mark.parametrize("env,message", [
-    ({"DISK_NAME": ""}, "DISK_NAME is not set"),
-    ({"ALLOW_WIPE": "maybe"}, "ALLOW_WIPE 'maybe' must be true or false"),
-    ({"SEED_TIMEOUT_S": "soon"}, "SEED_TIMEOUT_S 'soon' must be a positive number"),
-    ({"GCS_DATASET": "/local/data"}, "GCS_DATASET '/local/data' is not a gs:// URI"),
-])
-def test_run_seeder_bad_settings(pipeline, env, message):
-    box = pipeline
-    result = run_pipeline(box, ["done"], **env)
-    assert result.returncode == 2
-    assert message in result.stderr
-    assert not [c for c in box.calls() if c.startswith("gcloud")]
-
 
 
 # ---------------------------------------------------------------------------------------------
@@ -454,7 +269,7 @@ def e2e(seed, md) -> tuple[Sandbox, Disk]:
 
 
 def run_e2e(box: Sandbox, **env: str) -> subprocess.CompletedProcess[str]:
-    full = {**box.env(), **PIPELINE_ENV, "GCS_DATASET": DATASET, **env}
+    full = {**box.env(), **SEEDER_PIPELINE_ENV, "GCS_DATASET": DATASET, **env}
     return subprocess.run(["bash", str(RUN_SEEDER)], env=full, cwd=box.base, capture_output=True,
                           text=True, timeout=60)
 

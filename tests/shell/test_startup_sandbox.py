@@ -1,4 +1,5 @@
-"""Sandbox shared by the env_setup tests (test_startup.py, test_seeder.py); it holds no tests.
+"""Sandbox shared by the env_setup tests (test_startup.py, test_seeder.py, test_run_seeder.py); it
+holds no tests.
 
 The scripts under test run in real bash. What a test cannot have (the GCE metadata server,
 mount(8), apt-get, gcloud, blkid, mkfs) is replaced as follows:
@@ -28,6 +29,14 @@ REPO = Path(__file__).resolve().parents[2]
 STARTUP = REPO / "env_setup" / "scripts" / "startup.sh"
 SEED_DISK = REPO / "env_setup" / "seeder" / "seed_disk.sh"
 RUN_SEEDER = REPO / "env_setup" / "seeder" / "run_seeder.sh"
+#: The seeder's workspace prefix, and run_seeder.sh's environment as the pipeline step sets it.
+SEED_WORKSPACE = "gs://proj-env1-tf-backend/workspace/env1"
+SEEDER_PIPELINE_ENV = {
+    "PROJECT_ID": "proj", "ZONE": "europe-west4-a", "ENV_BUILD_NAME": "env1",
+    "DISK_NAME": "pd-env1", "GCS_DATASET": "gs://proj-env1-dataset/a,b/*",
+    "WORKSPACE_GCS": SEED_WORKSPACE, "SEED_PREP_SCRIPT": "", "ALLOW_WIPE": "false",
+    "SEED_TIMEOUT_S": "30", "SEED_POLL_S": "0.01",
+}
 
 
 class MetadataServer:
@@ -308,3 +317,8 @@ def source_profile(profile: Path, shell: str = "sh", **env: str) -> dict[str, st
 
 __all__ = ["MetadataServer", "Sandbox", "closed_port", "listening_port", "make_device",
            "metadata_server", "source_profile"]
+
+
+def calls_of(box: Sandbox, prefix: str) -> list[str]:
+    """The stub calls of ``box`` that start with ``prefix``, in order."""
+    return [c for c in box.calls() if c.startswith(prefix)]

@@ -36,6 +36,11 @@ def argv(verb: str, values: Path, action: str, flags: dict[str, Any]) -> list[st
     return out
 
 
+def request_ids(cases: list[tuple[Path, str, dict[str, Any]]]) -> list[str]:
+    """Test ids of (values file, action, flags) requests: ``<file stem>-<action>-<flag>-...``."""
+    return [f"{values.stem}-{action}-{'-'.join(flags)}" for values, action, flags in cases]
+
+
 def respell(message: str, source: Spelling, target: Spelling) -> str:
     """``message`` with every input named as ``target`` names it (a flag turned on included)."""
     for field in ("tpu", "mig", "allow_data_loss", "allow_wipe"):

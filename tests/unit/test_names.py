@@ -66,7 +66,7 @@ def test_every_derived_name_property_is_checked() -> None:
 def test_a_reserved_bucket_word_is_blamed_on_the_key_that_holds_it(text: str, key: str, line: int) -> None:
     from builder.config import load_text
     from builder.errors import ConfigError
-    from tests.corpus.test_bad_input_corpus import MINIMAL
+    from tests.support.bad_input import MINIMAL
 
     with pytest.raises(ConfigError) as exc:
         load_text(MINIMAL + text, "v.env")
@@ -76,7 +76,7 @@ def test_a_reserved_bucket_word_is_blamed_on_the_key_that_holds_it(text: str, ke
 def test_env_name_in_the_state_bucket_is_blamed_on_env_build_name() -> None:
     from builder.config import load_text
     from builder.errors import ConfigError
-    from tests.corpus.test_bad_input_corpus import MINIMAL
+    from tests.support.bad_input import MINIMAL
 
     with pytest.raises(ConfigError) as exc:
         load_text(MINIMAL.replace('"env1"', '"g00gle"') + 'GCS_DATASET="gs://${PROJECT_ID}-${ENV_BUILD_NAME}/x"\n', "v.env")
