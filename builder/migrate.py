@@ -137,8 +137,8 @@ def _to_mig(text: str, path: Path | str, settings: Settings) -> Result:
 def migrate_text(text: str, path: Path | str) -> Result:
     """The migrated text and what changed. Raises ConfigError when the file does not load."""
     settings = load_text(text, path)
-    target = target_path(settings)
-    if settings.arch == "vm" and target == "mig":
+    target_arch = target_path(settings)
+    if settings.arch == "vm" and target_arch == "mig":
         return _to_mig(text, path, settings)
     lines = text.splitlines()
     out: list[str] = []
