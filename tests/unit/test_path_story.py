@@ -86,3 +86,14 @@ def test_a_vm_file_of_a_generation_compute_engine_offers_is_pointed_there() -> N
     for gen in only_vm:
         line, _ = generations.path_story("vm", gen.name)
         assert f"the only path for {gen.name}" in line
+
+
+
+def test_v5e_stays_on_the_cloud_tpu_api_and_its_record_says_why() -> None:
+    # Google offers MIGs of TPU VMs "for TPU versions v5p and later" and no v5e Compute Engine
+    # machine type (searched 2026-11-24): the decision and its pages are on the record
+    v5e = generations.get("v5e")
+    assert v5e is not None and v5e.mig is None and generations.preferred_path(v5e) == "vm"
+    note = generations.table()["generations"]["v5e"]["_note"]
+    assert "https://docs.cloud.google.com/tpu/docs/tpus-and-migs" in note
+    assert "https://docs.cloud.google.com/compute/docs/tpus/tpu-machines" in note
