@@ -47,6 +47,17 @@ def provisioning_meaning(s: Settings) -> str:
     return describe_provisioning(s.provisioning, s.queued, s.queued_valid_for, s.reservation)
 
 
+def path_info(s: Settings) -> dict[str, Any]:
+    """Which API the file's path (TPU_ARCH) uses, what Google says of it and, where Google does not
+    recommend it, the warning (builder/generations.py ``path_story``, from the data file's ``apis``)."""
+    from builder import generations
+
+    found = generations.api(s.arch)
+    line, warning = generations.path_story(s.arch, s.topology.generation)
+    return {"arch": s.arch, "api": found.api, "status": found.status, "text": line, "warning": warning,
+            "source": found.source, "checked": found.checked}
+
+
 def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[str, Any]:
     """The before → after and the cost sections of ``describe``.
 
@@ -108,11 +119,13 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
                      "compared_with": previous.source if previous is not None else ""}
     if plan is None:
         return {"action": "auto", "env": s.env_name, "project_id": s.project_id, "zone": s.zone, "arch": s.arch,
+                "path": path_info(s),
                 "accelerator_type": s.accelerator_type, "hosts": s.hosts, "auto": auto_info,
                 "nothing_to_do": True, "operations": [], "notes": [], "warnings": []}
     info: dict[str, Any] = {
         "action": plan.action,
         "arch": s.arch,
+        "path": path_info(s),
         "accelerator_type": s.accelerator_type,
         "hosts": s.hosts,
         "env": s.env_name,
@@ -205,6 +218,8 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
         else:
             notes.append("a guard checks every Terraform plan before its apply and refuses one that destroys or "
                          "replaces Filestore or the shared PD (override: _ALLOW_DATA_LOSS=true)")
+        if info["path"]["warning"]:  # building on an API Google no longer develops (a destroy only leaves it)
+            warnings.append(info["path"]["warning"])
     return info
 
 
@@ -242,6 +257,7 @@ def as_text(info: dict[str, Any], *, bold: bool) -> str:
     arch = {"node": "node (TPU Node + MIG of worker VMs, XRT)", "vm": "vm (TPU VM pod, PJRT)",
             "mig": "mig (Compute Engine MIG of TPU VMs with a workload policy, PJRT)"}[info["arch"]]
     lines.append(f"  architecture: {arch}")
+    lines.append(f"  path:         {info['path']['text']}")
     if "slice" in info:
         sl = info["slice"]
         lines.append(f"  accelerator:  {info['accelerator_type']} ({info['generation']}, {info['chips']} chips), "

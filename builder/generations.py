@@ -12,6 +12,9 @@ xpk ``system_characteristics.py``) and answers the questions the other stages as
 * ``builder.cost``: the price key (the generation's name, whatever alias a table used);
 * the model launchers: ``xla_devices_per_chip`` (through ``Job.from_settings``, as the launchers
   are standard library only);
+* ``builder.describe`` / ``validate`` / ``builder.migrate``: the API behind each path, what
+  Google says of it (the file's ``apis``: Compute Engine recommended, the Cloud TPU API
+  maintenance-only) and the path chosen for a generation (``preferred_path``);
 * ``env_setup/scripts/startup.sh`` and ``modules/*/variables.tf`` cannot import Python; their
   lists are checked against these records by tests/unit/test_generations.py.
 
@@ -138,3 +141,55 @@ def by_prefix(prefix: str) -> Generation | None:
 def on_path(path: str) -> tuple[Generation, ...]:
     """The generations tpubuild can create with TPU_ARCH=``path``."""
     return tuple(g for g in records() if g.offers(path))
+
+
+@dataclass(frozen=True)
+class Api:
+    """The API behind a path (TPU_ARCH) and what Google says of it (the data file's ``apis``)."""
+
+    path: str  # mig, vm, node
+    api: str  # "Compute Engine", "Cloud TPU API", ...
+    status: str  # recommended, maintenance-only, retired
+    in_short: str
+    google_says: str
+    source: str  # the page that says it
+    checked: str
+
+    @property
+    def label(self) -> str:
+        """``Compute Engine (TPU_ARCH=mig)``."""
+        return f"{self.api} (TPU_ARCH={self.path})"
+
+
+def api(path: str) -> Api:
+    """The API behind TPU_ARCH=``path``."""
+    row = table()["apis"][path]
+    return Api(path, row["api"], row["status"], row["in_short"], row["google_says"], row["source"], row["checked"])
+
+
+def preferred_path(gen: Generation) -> str:
+    """The path ``tpubuild migrate`` and the examples choose for ``gen``: the first of the data
+    file's ``apis.preference`` (Compute Engine before the Cloud TPU API) that the generation offers."""
+    return next(p for p in table()["apis"]["preference"] if gen.offers(p))
+
+
+def path_story(path: str, generation: str) -> tuple[str, str | None]:
+    """What ``plan`` and ``validate`` say about a file's path: one line naming the API, what Google
+    says of it and the alternative, and a warning where Google does not recommend that API (None
+    where it does).
+
+    ``("Cloud TPU API (TPU_ARCH=vm): maintenance-only at Google (bug and security fixes only);
+    Compute Engine (TPU_ARCH=mig) is Google's recommended path for v6e", "...")``."""
+    here, gen = api(path), get(generation)
+    if here.status == "recommended":
+        return f"{here.label}: {here.in_short} for {', '.join(g.name for g in on_path(path))}", None
+    best = api(preferred_path(gen)) if gen is not None else here
+    if best.path != path:
+        alternative = (f"{best.label} is {best.in_short} for {generation}" if best.status == "recommended"
+                       else f"{best.label} is the path for {generation} now (tpubuild migrate rewrites the file)")
+    else:
+        offered = [a for a in (api(p) for p in table()["apis"]["preference"]) if a.status == "recommended"]
+        alternative = f"the only path for {generation}; " + "; ".join(
+            f"{a.label} is {a.in_short} for {', '.join(g.name for g in on_path(a.path))}" for a in offered)
+    line = f"{here.label}: {here.status} at Google ({here.in_short}); {alternative}"
+    return line, f"{here.label} is {here.status} at Google: {here.google_says} ({here.source}); {alternative}"

@@ -1,7 +1,18 @@
-"""``tpubuild migrate``: a seed-era or TPU Node values.env → its TPU VM equivalent.
+"""``tpubuild migrate``: a values.env → the path Google recommends for its generation.
 
 Pure text in, text out (``migrate_text``); the command (builder/commands/migrate.py) reads and
-writes the files. What it does, line by line, keeping every other line and every comment:
+writes the files. The target is the generation record's ``preferred_path``
+(builder/generations.py, the ``apis.preference`` of builder/data/tpu_offers.json): Compute Engine
+(``mig``) for the generations Google offers there (v5p, v6e, TPU7x), the Cloud TPU API (``vm``)
+for v2-v4 and v5e. Two rewrites follow from it:
+
+* a TPU VM file of a Compute Engine generation that did not ask for ``vm`` (TPU_ARCH empty or
+  absent) becomes ``mig``: TPU_ARCH="mig" is written, and TPU_RUNTIME_VERSION (MIG VMs boot the
+  record's accelerator OS image) and TPU_QUEUED (a queued resource makes Cloud TPU API VMs; the
+  MIG retries until capacity is free) are commented out with their reason. A file that says
+  TPU_ARCH="vm" asked for that path and is kept, with a note naming the recommended one;
+* a TPU Node file (v2/v3, whose path is ``vm``) becomes its TPU VM equivalent, line by line,
+  keeping every other line and every comment:
 
 * ``TPU_ARCH`` becomes ``vm`` (inserted above TPU_ACCELERATOR_TYPE when the file left it to be
   inferred);
@@ -19,8 +30,8 @@ writes the files. What it does, line by line, keeping every other line and every
   MIG_SETUP_SCRIPT / MIG_SEED_DATA_PREP_SCRIPT are cleared with a note, since this product does
   their work itself.
 
-Name, project, zone, Filestore and the other PD settings are untouched. A file that is already TPU VM and
-holds no seed script path comes back unchanged, so running migrate twice changes nothing.
+Name, project, zone, Filestore and the other PD settings are untouched. A file already on its path
+that holds no seed script path comes back unchanged, so running migrate twice changes nothing.
 """
 
 from __future__ import annotations
@@ -30,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from builder import generations
-from builder.config import load_text
+from builder.config import Settings, load_text
 from builder.config.validate import VM_RUNTIMES
 from builder.legacy import SEED_SCRIPTS
 
@@ -71,9 +82,64 @@ def _unquote(value: str) -> str:
     return value
 
 
+def target_path(settings: Settings) -> str:
+    """The path migrate writes: the generation's preferred path, unless the file asked for
+    TPU_ARCH="vm" (kept: the Cloud TPU API still serves it) or a node generation (v2/v3) has no
+    other path than ``vm``."""
+    preferred = generations.preferred_path(settings.topology.record)
+    if settings.arch == "vm" and settings.raw.get("TPU_ARCH", "") == "vm":
+        return "vm"
+    if settings.arch == "node":
+        assert preferred == "vm", preferred  # no TPU Node generation is offered on Compute Engine
+    return preferred
+
+
+def _to_mig(text: str, path: Path | str, settings: Settings) -> Result:
+    """A TPU VM file of a Compute Engine generation → TPU_ARCH="mig" (see the module docstring)."""
+    shape = settings.topology.record.mig
+    assert shape is not None
+    image = f"{shape.image_project}/{shape.image_family}"
+    drop = {"TPU_RUNTIME_VERSION": f"MIG VMs boot the accelerator OS image {image}; no TPU runtime",
+            "TPU_PYTORCH_VERSION": f"MIG VMs boot the accelerator OS image {image}; no TPU runtime",
+            "TPU_QUEUED": "a queued resource makes Cloud TPU API VMs; the MIG retries creating its VMs "
+                          "until capacity is free"}
+    result, out, arch_written = Result(text), [], False
+    for line in text.splitlines():
+        m = _ASSIGN.match(line)
+        key = m["key"] if m else ""
+        if m and key == "TPU_ARCH":
+            out.append(f'{m["lead"]}TPU_ARCH{m["eq"]}"mig"{m["tail"]}')
+            arch_written = True
+            result.changes.append(f"TPU_ARCH: {_unquote(m['value'])!r} → 'mig'")
+            continue
+        if m and key == "TPU_ACCELERATOR_TYPE" and not arch_written and settings.line_of("TPU_ARCH") is None:
+            out.append('TPU_ARCH="mig" # Compute Engine MIG of TPU VMs; written by tpubuild migrate')
+            arch_written = True
+            result.changes.append("TPU_ARCH: (inferred vm) → 'mig'")
+        if m and key in drop and (key != "TPU_QUEUED" or settings.queued):
+            out.extend((f"{MARK} {drop[key]}", f"# {line.lstrip()}"))
+            result.changes.append(f"{key}={_unquote(m['value'])!r}: commented out ({drop[key]})")
+            continue
+        out.append(line)
+    result.text = "\n".join(out) + ("\n" if text.endswith("\n") else "")
+    migrated = load_text(result.text, path)  # the result must load; a ConfigError here is a bug report
+    mig = migrated.mig_shape
+    best = generations.api("mig")
+    result.notes.append(f"{migrated.accelerator_type} is now a Compute Engine MIG slice ({mig.vms} x {mig.machine_type}, "
+                        f"topology {mig.topology}, {migrated.provisioning}): {best.label} is {best.in_short} for "
+                        f"{settings.topology.generation}; Filestore, the shared PD and their settings are unchanged")
+    result.notes.append("an applied TPU VM of this environment is destroyed and the MIG slice created by the next "
+                        "create or update (training is interrupted; `tpubuild plan` shows it); to keep the Cloud "
+                        'TPU API path, set TPU_ARCH="vm" in the original instead')
+    return result
+
+
 def migrate_text(text: str, path: Path | str) -> Result:
     """The migrated text and what changed. Raises ConfigError when the file does not load."""
     settings = load_text(text, path)
+    target_arch = target_path(settings)
+    if settings.arch == "vm" and target_arch == "mig":
+        return _to_mig(text, path, settings)
     lines = text.splitlines()
     out: list[str] = []
     result = Result(text)
@@ -133,6 +199,11 @@ def migrate_text(text: str, path: Path | str) -> Result:
             continue
         out.append(line)
     if not result.changes:
+        preferred = generations.preferred_path(settings.topology.record)
+        if settings.arch != preferred:  # a file that asked for TPU_ARCH="vm"
+            best = generations.api(preferred)
+            result.notes.append(f'TPU_ARCH="{settings.arch}" is kept as the file asks; {best.label} is {best.in_short} '
+                                f'for {gen}: delete the TPU_ARCH line and run tpubuild migrate again to move there')
         return result
     new_text = "\n".join(out) + ("\n" if text.endswith("\n") or not text else "")
     migrated = load_text(new_text, path)  # the result must load; a ConfigError here is a bug report

@@ -41,12 +41,15 @@ def run_validate(args: argparse.Namespace) -> int:
 
     for warning in train_warnings(s):
         print(f"tpubuild: warning: {warning}", file=sys.stderr)
+    from builder import generations
     from builder import modules as catalogue
 
     t = s.topology
+    path = generations.api(s.arch)
     hosts = catalogue.spec(s.arch, catalogue.hosts_module(s.arch))
     assert hosts is not None and hosts.summary is not None, s.arch
-    print(f"{s.source}: ok: {s.env_name} in {s.project_id}/{s.zone}, {s.arch} architecture, "
+    print(f"{s.source}: ok: {s.env_name} in {s.project_id}/{s.zone}, {s.arch} architecture "
+          f"({path.api}: {path.in_short if path.status == 'recommended' else path.status + ' at Google'}), "
           f"{s.accelerator_type} ({t.generation}, {t.chips} chips, {t.hosts} host{'s' if t.hosts != 1 else ''}), "
           + hosts.summary(s))
     return 0

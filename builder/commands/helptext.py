@@ -79,10 +79,12 @@ HELP: dict[str, tuple[str, str]] = {
         "Show one host's training log, kept on Filestore.",
         "examples:\n  tpubuild logs                  host 0, last 200 lines\n  tpubuild logs --host 3 -f"),
     "migrate": (
-        "Rewrite a seed-era or TPU Node values.env as its TPU VM equivalent: same environment, project, "
-        "zone, Filestore and disk settings and comments; the runtime mapped to the generation's TPU VM "
-        "runtime; node-only keys commented out with the reason. Keeps a .bak (or writes --output); "
-        "prints a before/after summary; running it twice changes nothing.",
+        "Rewrite a values.env onto the path Google recommends for its generation: a TPU Node file "
+        "(v2/v3) becomes its TPU VM equivalent (the runtime mapped to the generation's TPU VM runtime, "
+        "node-only keys commented out with the reason); a TPU VM file of a generation Compute Engine "
+        "offers (v5p, v6e, TPU7x) that does not say TPU_ARCH=\"vm\" becomes TPU_ARCH=\"mig\" (a file that "
+        "says vm keeps it). Same environment, project, zone, Filestore and disk settings and comments. "
+        "Keeps a .bak (or writes --output); prints a before/after summary; running it twice changes nothing.",
         "examples:\n  tpubuild migrate                          rewrite ./values.env (values.env.bak kept)\n"
         "  tpubuild migrate --values old.env --output new.env"),
     "profile": (

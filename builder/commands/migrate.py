@@ -1,4 +1,5 @@
-"""``tpubuild migrate [--output FILE]``: rewrite a seed-era or TPU Node values.env as TPU VM.
+"""``tpubuild migrate [--output FILE]``: rewrite a values.env onto its generation's recommended path
+(a seed-era or TPU Node file as TPU VM; a TPU VM file of a Compute Engine generation as mig).
 
 In place by default, keeping the original as ``<file>.bak``; ``--output FILE`` writes there and
 leaves the original alone. Prints a before/after summary. A file with nothing to migrate is left
@@ -18,7 +19,7 @@ from builder.errors import BadInput
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("migrate", parents=[common],
-                       help="rewrite a seed-era or TPU Node values.env as its TPU VM equivalent (keeps a .bak)")
+                       help="rewrite a values.env onto the path Google recommends for its generation (keeps a .bak)")
     p.add_argument("--output", metavar="FILE", default=None,
                    help="write the migrated file here instead of in place (no .bak then)")
     p.set_defaults(func=run_migrate)
@@ -45,7 +46,9 @@ def run_migrate(args: argparse.Namespace) -> int:
     result = migrate_text(text, source)
     target = Path(args.output) if args.output else source
     if not result.changed:
-        print(f"{source}: nothing to migrate (already a TPU VM file without seed-era script paths)")
+        print(f"{source}: nothing to migrate (already on its path, without seed-era script paths)")
+        for note in result.notes:
+            print(f"note: {note}")
         if args.output and target.resolve() != source.resolve():
             _write(target, text)
             print(f"copied unchanged to {target}")
@@ -54,7 +57,11 @@ def run_migrate(args: argparse.Namespace) -> int:
         backup = source.with_name(source.name + ".bak")
         _write(backup, text)
     _write(target, result.text)
-    print(f"{source}: migrated to TPU VM{'' if not args.output else f' into {target}'}"
+    from builder.config import load_text
+    from builder.generations import api
+
+    done = api(load_text(result.text, target).arch)
+    print(f"{source}: migrated to {done.label}{'' if not args.output else f' into {target}'}"
           f"{'' if args.output else f' (original kept as {backup})'}")
     print("before → after:")
     for change in result.changes:
