@@ -23,22 +23,8 @@ data "terraform_remote_state" "tpu" {
   }
 }
 
-data "terraform_remote_state" "filestore" {
-  backend = "gcs"
-  config = {
-    bucket = var.state_bucket
-    prefix = "${var.env_name}/filestore"
-  }
-}
-
-data "terraform_remote_state" "shared_pd" {
-  count   = var.shared_pd_attach ? 1 : 0
-  backend = "gcs"
-  config = {
-    bucket = var.state_bucket
-    prefix = "${var.env_name}/shared_pd"
-  }
-}
+# filestore's and shared_pd's state: data.terraform_remote_state.* in remote_state_mounts.tf
+# (linked from modules/_shared).
 
 locals {
   region = join("-", slice(split("-", var.zone), 0, 2))

@@ -8,24 +8,8 @@ provider "google-beta" {
   zone    = var.zone
 }
 
-# ---- what filestore and shared_pd applied (they run before this module in the vm architecture) ----
-
-data "terraform_remote_state" "filestore" {
-  backend = "gcs"
-  config = {
-    bucket = var.state_bucket
-    prefix = "${var.env_name}/filestore"
-  }
-}
-
-data "terraform_remote_state" "shared_pd" {
-  count   = var.shared_pd_attach ? 1 : 0
-  backend = "gcs"
-  config = {
-    bucket = var.state_bucket
-    prefix = "${var.env_name}/shared_pd"
-  }
-}
+# filestore's and shared_pd's state: data.terraform_remote_state.* in remote_state_mounts.tf
+# (linked from modules/_shared; they run before this module in the vm architecture).
 
 locals {
   # Network tag of the TPU VM hosts; the firewall rules (module.tpu_vm_firewall) target it.
