@@ -18,16 +18,6 @@ variable "boot_disk_type" {
   }
 }
 
-variable "name" {
-  description = "Name of the slice (tpu-<ENV_BUILD_NAME>): the MIG, its VMs' prefix, the template's prefix and, with the topology, the workload policy."
-  type        = string
-
-  validation {
-    condition     = can(regex("^[a-z]([-a-z0-9]{0,44}[a-z0-9])?$", var.name))
-    error_message = "name must be 1-46 lowercase letters, digits or hyphens, starting with a letter."
-  }
-}
-
 variable "accelerator_type" {
   description = "The slice's accelerator type (TPU_ACCELERATOR_TYPE), e.g. v6e-16; recorded in metadata for PJRT (TPU_ACCELERATOR_TYPE)."
   type        = string

@@ -8,24 +8,8 @@ provider "google-beta" {
   zone    = var.zone
 }
 
-# ---- what filestore and shared_pd applied (they run before this module in the vm architecture) ----
-
-data "terraform_remote_state" "filestore" {
-  backend = "gcs"
-  config = {
-    bucket = var.state_bucket
-    prefix = "${var.env_name}/filestore"
-  }
-}
-
-data "terraform_remote_state" "shared_pd" {
-  count   = var.shared_pd_attach ? 1 : 0
-  backend = "gcs"
-  config = {
-    bucket = var.state_bucket
-    prefix = "${var.env_name}/shared_pd"
-  }
-}
+# filestore's and shared_pd's state: data.terraform_remote_state.* in remote_state_mounts.tf
+# (linked from modules/_shared; they run before this module in the vm architecture).
 
 locals {
   # Network tag of the TPU VM hosts; the firewall rules (module.tpu_vm_firewall) target it.
@@ -33,22 +17,8 @@ locals {
   # A TPU VM names its first data disk persistent-disk-1: /dev/disk/by-id/google-persistent-disk-1.
   pd_device = "persistent-disk-1"
 
-  metadata = {
-    "enable-oslogin"            = "TRUE"
-    "block-project-ssh-keys"    = "TRUE"
-    "enable-guest-attributes"   = "TRUE"
-    "startup-script"            = file("${path.module}/../../env_setup/scripts/startup.sh")
-    "tpubuild-arch"             = "vm"
-    "tpubuild-env"              = var.env_name
-    "tpubuild-mount-point"      = var.mount_point
-    "tpubuild-nfs-ip"           = data.terraform_remote_state.filestore.outputs.nfs_ip
-    "tpubuild-nfs-share"        = data.terraform_remote_state.filestore.outputs.share_name
-    "tpubuild-shared-pd-device" = var.shared_pd_attach ? local.pd_device : ""
-    "tpubuild-tpu-name"         = var.name
-    "tpubuild-tpu-endpoints"    = ""
-    "tpubuild-workspace"        = "gs://${var.state_bucket}/workspace/${var.env_name}"
-    "tpubuild-setup-script"     = var.setup_script
-  }
+  # TPU_ARCH, in the hosts' metadata (local.host_metadata, host_metadata.tf: every key the hosts get).
+  arch = "vm"
 
   shared_pd_id = var.shared_pd_attach ? data.terraform_remote_state.shared_pd[0].outputs.id : ""
 }
@@ -99,7 +69,7 @@ resource "google_tpu_v2_vm" "this" {
   runtime_version  = var.runtime_version
   labels           = var.labels
   tags             = [local.tag]
-  metadata         = local.metadata
+  metadata         = local.host_metadata
 
   network_config {
     network             = var.network

@@ -30,6 +30,8 @@ REMOTE_DIR = {
     "tpu_vm": {"filestore": "filestore", "shared_pd": "shared_pd"},
     "tpu_mig": {"tpu": "tpu_mig_access", "filestore": "filestore", "shared_pd": "shared_pd"},
 }
+#: The shared files besides the provider pins and var_*.tf that a module may link (modules/_shared/README.md).
+SHARED_FILES = {"destroy_only.tf", "host_metadata.tf", "remote_state_mounts.tf"}
 
 
 def test_every_module_is_there() -> None:
@@ -62,8 +64,8 @@ def _own_files(mod: Module, versions: str, extra: set[str]) -> dict[str, Any]:
     assert {"main.tf", "variables.tf", "outputs.tf", "versions.tf"} <= files
     assert os.readlink(mod.path / "versions.tf") == f"../_shared/{versions}", "one provider pin, linked"
     for name in sorted(files - {"main.tf", "variables.tf", "outputs.tf", "versions.tf"} - extra):
-        assert (name.startswith("var_") or name == "destroy_only.tf") and os.readlink(mod.path / name) == f"../_shared/{name}", \
-            f"{mod.path.name}/{name}: only the four files, {sorted(extra)}, destroy_only.tf and shared var_*.tf links"
+        assert (name.startswith("var_") or name in SHARED_FILES) and os.readlink(mod.path / name) == f"../_shared/{name}", \
+            f"{mod.path.name}/{name}: only the four files, {sorted(extra)}, {sorted(SHARED_FILES)} and shared var_*.tf links"
     for name in ("main.tf", "variables.tf", "outputs.tf", *sorted(extra & files)):
         assert not (mod.path / name).is_symlink(), f"{mod.path.name}/{name} is the module's own file"
     [tf, *override] = mod.terraform

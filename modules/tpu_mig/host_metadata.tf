@@ -1,0 +1,1 @@
+../_shared/host_metadata.tf

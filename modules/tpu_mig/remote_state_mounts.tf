@@ -1,0 +1,1 @@
+../_shared/remote_state_mounts.tf
