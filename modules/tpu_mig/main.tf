@@ -36,11 +36,21 @@ locals {
   # points at the new one); "4x4" is a legal name part ([a-z0-9-]).
   policy_name = "${var.name}-${var.topology}"
 
-  # TPU_ARCH, in the hosts' metadata (local.host_metadata, host_metadata.tf: the keys every host gets).
-  arch = "mig"
-  # What a slice's VM adds: PJRT's view of the slice, which a Compute Engine TPU VM does not get
-  # from the TPU API.
-  slice_metadata = {
+  metadata = {
+    "enable-oslogin"                 = "TRUE"
+    "block-project-ssh-keys"         = "TRUE"
+    "enable-guest-attributes"        = "TRUE"
+    "startup-script"                 = file("${path.module}/../../env_setup/scripts/startup.sh")
+    "tpubuild-arch"                  = "mig"
+    "tpubuild-env"                   = var.env_name
+    "tpubuild-mount-point"           = var.mount_point
+    "tpubuild-nfs-ip"                = data.terraform_remote_state.filestore.outputs.nfs_ip
+    "tpubuild-nfs-share"             = data.terraform_remote_state.filestore.outputs.share_name
+    "tpubuild-shared-pd-device"      = var.shared_pd_attach ? local.pd_device : ""
+    "tpubuild-tpu-name"              = var.name
+    "tpubuild-tpu-endpoints"         = ""
+    "tpubuild-workspace"             = "gs://${var.state_bucket}/workspace/${var.env_name}"
+    "tpubuild-setup-script"          = var.setup_script
     "tpubuild-accelerator-type"      = var.accelerator_type
     "tpubuild-topology"              = var.topology
     "tpubuild-vm-count"              = tostring(var.vm_count)
@@ -79,7 +89,7 @@ resource "google_compute_instance_template" "slice" {
   labels         = var.labels
   tags           = [data.terraform_remote_state.tpu.outputs.network_tag]
   can_ip_forward = false
-  metadata       = merge(local.host_metadata, local.slice_metadata)
+  metadata       = local.metadata
 
   # type and mode are set, not left to the provider: since provider 7.0 it no longer fills in a
   # template disk's type, mode or interface (the API does). These are the values a 6.x-applied

@@ -17,8 +17,22 @@ locals {
   # A TPU VM names its first data disk persistent-disk-1: /dev/disk/by-id/google-persistent-disk-1.
   pd_device = "persistent-disk-1"
 
-  # TPU_ARCH, in the hosts' metadata (local.host_metadata, host_metadata.tf: every key the hosts get).
-  arch = "vm"
+  metadata = {
+    "enable-oslogin"            = "TRUE"
+    "block-project-ssh-keys"    = "TRUE"
+    "enable-guest-attributes"   = "TRUE"
+    "startup-script"            = file("${path.module}/../../env_setup/scripts/startup.sh")
+    "tpubuild-arch"             = "vm"
+    "tpubuild-env"              = var.env_name
+    "tpubuild-mount-point"      = var.mount_point
+    "tpubuild-nfs-ip"           = data.terraform_remote_state.filestore.outputs.nfs_ip
+    "tpubuild-nfs-share"        = data.terraform_remote_state.filestore.outputs.share_name
+    "tpubuild-shared-pd-device" = var.shared_pd_attach ? local.pd_device : ""
+    "tpubuild-tpu-name"         = var.name
+    "tpubuild-tpu-endpoints"    = ""
+    "tpubuild-workspace"        = "gs://${var.state_bucket}/workspace/${var.env_name}"
+    "tpubuild-setup-script"     = var.setup_script
+  }
 
   shared_pd_id = var.shared_pd_attach ? data.terraform_remote_state.shared_pd[0].outputs.id : ""
 }
@@ -69,7 +83,7 @@ resource "google_tpu_v2_vm" "this" {
   runtime_version  = var.runtime_version
   labels           = var.labels
   tags             = [local.tag]
-  metadata         = local.host_metadata
+  metadata         = local.metadata
 
   network_config {
     network             = var.network

@@ -41,7 +41,7 @@ output "queued" {
 output "queued_request" {
   description = "What the tpu-queue step needs for `gcloud compute tpus queued-resources create`: metadata (every key and value the direct TPU VM would get, startup script included), service_account_email, network_tag, data_disk (the shared PD's id, or \"\")."
   value = {
-    metadata              = local.host_metadata
+    metadata              = local.metadata
     service_account_email = module.tpu_vm_identity.email
     network_tag           = local.tag
     data_disk             = local.shared_pd_id

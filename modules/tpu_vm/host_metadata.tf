@@ -1,1 +1,0 @@
-../_shared/host_metadata.tf
