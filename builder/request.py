@@ -43,7 +43,7 @@ from builder.plan import Plan, make_plan, not_wanted
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
-__all__ = ["CLI", "SUBSTITUTIONS", "Request", "Spelling", "parse", "parse_action", "parse_flag", "plan_for"]
+__all__ = ["CLI", "SUBSTITUTIONS", "Request", "Spelling", "parse", "parse_flag", "plan_for"]
 
 
 @dataclass(frozen=True)
@@ -85,12 +85,6 @@ class Request:
     spelling: Spelling = CLI
 
 
-def parse_action(raw: str, name: str = CLI.action, *, choices: Iterable[Action] = tuple(Action),
-                 what: str = "an action") -> Action:
-    """``raw`` as one of ``choices`` (:meth:`Action.parse`, the one wording)."""
-    return Action.parse(raw, name, choices=choices, what=what)
-
-
 def parse_flag(raw: str | bool, name: str) -> bool:
     """A flag: a command-line switch (bool) as it is, or a Cloud Build substitution string: true,
     or false/default/empty (any case). The seed-era pipeline passed "default" for an unset flag;
@@ -119,7 +113,7 @@ def parse(settings: Settings, action: str, *, tpu: bool | str = False, mig: bool
     cloud (the module docstring lists them). Flags are switches or substitution strings;
     ``only`` is a comma-separated string or the module names."""
     n = spelling
-    request = Request(parse_action(action, n.action), tpu=parse_flag(tpu, n.tpu), mig=parse_flag(mig, n.mig),
+    request = Request(Action.parse(action, n.action), tpu=parse_flag(tpu, n.tpu), mig=parse_flag(mig, n.mig),
                       only=_selection(only), allow_data_loss=parse_flag(allow_data_loss, n.allow_data_loss),
                       allow_wipe=parse_flag(allow_wipe, n.allow_wipe), spelling=spelling)
     refuse_unbuildable(settings, request.action)  # TPU Node is read-only legacy; see builder/legacy.py

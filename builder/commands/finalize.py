@@ -38,14 +38,13 @@ def _wait_for_build_id(bucket: Any, env: str, build_id: str) -> Lock | None:
 def cmd_finalize(args: argparse.Namespace) -> int:
     from builder.cloud import clients, lock
     from builder.plan import make_plan
-    from builder.request import parse_action
 
     settings = load_settings(args)
     env, build_id = settings.env_name, args.build_id.strip()
     if not build_id:
         raise BadInput("--build-id: empty; pass $BUILD_ID")
     # a pipeline runs a plan's action: auto has become create or update before any pipeline exists
-    action = parse_action(args.action, "--action", choices=map(Action, PLAN_ACTIONS), what="a pipeline action")
+    action = Action.parse(args.action, "--action", choices=map(Action, PLAN_ACTIONS), what="a pipeline action")
     bucket = clients.storage(settings.project_id).bucket(settings.state_bucket)
     held = _wait_for_build_id(bucket, env, build_id)
     if held is None or held.build_id != build_id or held.state != "held":

@@ -62,9 +62,9 @@ def read_plan_json(path: Path) -> Any:
 
 
 def run_guard(args: argparse.Namespace) -> int:
-    from builder.request import parse_action
+    from builder.modules import Action
 
-    action = parse_action(args.action, "--action")
+    action = Action.parse(args.action, "--action")
     check_args(args.module, action)  # flags first: cheap, and the clearer message
     path = Path(args.plan_json)
     decision = evaluate(read_plan_json(path), args.module, action,

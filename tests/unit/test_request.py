@@ -9,7 +9,7 @@ from builder.config import load
 from builder.errors import BadInput
 from builder.modules import Action
 from builder.plan import make_plan
-from builder.request import CLI, SUBSTITUTIONS, Request, parse, parse_action, parse_flag, plan_for
+from builder.request import CLI, SUBSTITUTIONS, Request, parse, parse_flag, plan_for
 from tests.support.pipeline import MIG_ENV, NODE_ENV, VM_ENV, ops
 from tests.support.request import respell
 
@@ -88,7 +88,7 @@ def test_a_refusal_names_the_inputs_as_the_caller_does(path, action, flags, word
 
 def test_an_unknown_action_lists_every_action() -> None:
     with pytest.raises(BadInput) as err:
-        parse_action("explode", "_BUILD_ACTION")
+        Action.parse("explode", "_BUILD_ACTION")
     *rest, last = (a.value for a in Action)
     assert str(err.value) == f"_BUILD_ACTION: 'explode' is not an action; use {', '.join(rest)} or {last}"
 
