@@ -10,6 +10,8 @@ provider "google" {
 locals {
   # Network tag of the slice's VMs; the firewall rules target it and modules/tpu_mig sets it.
   tag = var.name
+  # The hosts' identity, for the outputs linked from modules/_shared/outputs_hosts.tf.
+  hosts_identity = module.slice_identity
 }
 
 # ---- the hosts' own, least-privilege identity (modules/host_identity) ----

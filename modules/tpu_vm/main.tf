@@ -14,6 +14,8 @@ provider "google-beta" {
 locals {
   # Network tag of the TPU VM hosts; the firewall rules (module.tpu_vm_firewall) target it.
   tag = var.name
+  # The hosts' identity (their account here and in the outputs of modules/_shared/outputs_hosts.tf).
+  hosts_identity = module.tpu_vm_identity
   # A TPU VM names its first data disk persistent-disk-1: /dev/disk/by-id/google-persistent-disk-1.
   pd_device = "persistent-disk-1"
 
@@ -102,7 +104,7 @@ resource "google_tpu_v2_vm" "this" {
   }
 
   service_account {
-    email = module.tpu_vm_identity.email
+    email = local.hosts_identity.email
     scope = ["https://www.googleapis.com/auth/cloud-platform"]
   }
 

@@ -1,3 +1,5 @@
+# service_account_email and network_tag: outputs_hosts.tf (linked from modules/_shared).
+
 output "name" {
   description = "Name of the TPU VM slice (also the queued resource's node id when queued)."
   value       = var.name
@@ -23,16 +25,6 @@ output "hosts" {
   value       = length(flatten([for vm in google_tpu_v2_vm.this : vm.network_endpoints]))
 }
 
-output "service_account_email" {
-  description = "Email of the hosts' service account."
-  value       = module.tpu_vm_identity.email
-}
-
-output "network_tag" {
-  description = "Network tag of the hosts (the firewall rules target it)."
-  value       = local.tag
-}
-
 output "queued" {
   description = "Whether the slice is requested as a queued resource by the pipeline (var.queued)."
   value       = var.queued
@@ -42,7 +34,7 @@ output "queued_request" {
   description = "What the tpu-queue step needs for `gcloud compute tpus queued-resources create`: metadata (every key and value the direct TPU VM would get, startup script included), service_account_email, network_tag, data_disk (the shared PD's id, or \"\")."
   value = {
     metadata              = local.metadata
-    service_account_email = module.tpu_vm_identity.email
+    service_account_email = local.hosts_identity.email
     network_tag           = local.tag
     data_disk             = local.shared_pd_id
   }

@@ -124,7 +124,8 @@ def test_hosts_use_os_login_shielded_vm_and_their_own_account(name: str) -> None
     _, blocks = body_parts(host)
     [(account, _)] = blocks["service_account"]
     call = f"{WORKER_MODULES[name]}_identity"
-    assert account["email"] == from_this_root(name, f"${{module.{call}.email}}", "service_account_email"), \
+    assert load_module(name).locals["hosts_identity"] == f"${{module.{call}}}", "the hosts' identity is this call"
+    assert account["email"] == from_this_root(name, "${local.hosts_identity.email}", "service_account_email"), \
         "never the default compute account"
     _identity_call(load_module(name), call)
     if kind == "google_compute_instance_template":
