@@ -225,12 +225,10 @@ module "slice_ttl" {
   source = "../ttl"
   count  = var.ttl_hours > 0 ? 1 : 0
 
-  project_id         = var.project_id
-  region             = join("-", slice(split("-", var.zone), 0, 2))
-  env_name           = var.env_name
-  name               = "tpubuild-${var.env_name}-ttl"
-  invoker_account_id = "tb-${var.env_name}-tl"
-  ttl_hours          = var.ttl_hours
-  build_body         = var.ttl_build_body
-  tpu_id             = google_compute_instance_group_manager.slice.id
+  project_id     = var.project_id
+  region         = join("-", slice(split("-", var.zone), 0, 2))
+  env_name       = var.env_name
+  ttl_hours      = var.ttl_hours
+  ttl_build_body = var.ttl_build_body
+  tpu_id         = google_compute_instance_group_manager.slice.id
 }

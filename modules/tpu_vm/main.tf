@@ -141,13 +141,11 @@ module "ttl" {
   source = "../ttl"
   count  = var.ttl_hours > 0 ? 1 : 0
 
-  project_id         = var.project_id
-  region             = join("-", slice(split("-", var.zone), 0, 2))
-  env_name           = var.env_name
-  name               = "tpubuild-${var.env_name}-ttl"
-  invoker_account_id = "tb-${var.env_name}-tl"
-  ttl_hours          = var.ttl_hours
-  build_body         = var.ttl_build_body
+  project_id     = var.project_id
+  region         = join("-", slice(split("-", var.zone), 0, 2))
+  env_name       = var.env_name
+  ttl_hours      = var.ttl_hours
+  ttl_build_body = var.ttl_build_body
   # queued: the slice is no resource here (the tpu-queue step creates it under the node id below)
   tpu_id = var.queued ? "projects/${var.project_id}/locations/${var.zone}/nodes/${var.name}" : google_tpu_v2_vm.this[0].id
 }

@@ -4,6 +4,11 @@
 # the shared PD and the buckets are never in its scope.
 
 locals {
+  # The job's and its invoker's names follow from the environment's: every caller gets the same
+  # (builder/ttl.py names the job tpubuild-<env>-ttl too; var_env_name.tf keeps tb-<env>-tl within
+  # the 6-30 characters of a service account id).
+  name               = "tpubuild-${var.env_name}-ttl"
+  invoker_account_id = "tb-${var.env_name}-tl"
   # Cloud Scheduler has no one-shot schedule: a cron on the expiry's minute, hour, day and month
   # fires once a year; the build it starts destroys this job with the TPU.
   expires_at = timeadd(timestamp(), "${var.ttl_hours}h")
@@ -18,12 +23,12 @@ data "google_client_openid_userinfo" "builder" {}
 
 locals {
   builder_sa = "projects/${var.project_id}/serviceAccounts/${data.google_client_openid_userinfo.builder.email}"
-  build_body = jsonencode(merge(jsondecode(var.build_body), { serviceAccount = local.builder_sa }))
+  build_body = jsonencode(merge(jsondecode(var.ttl_build_body), { serviceAccount = local.builder_sa }))
 }
 
 resource "google_service_account" "invoker" {
   project      = var.project_id
-  account_id   = var.invoker_account_id
+  account_id   = local.invoker_account_id
   display_name = "tpubuild ${var.env_name} TTL"
   description  = "Runs the TTL's destroy-scoped Cloud Build build of ${var.env_name}; nothing else."
 }
@@ -48,7 +53,7 @@ resource "terraform_data" "tpu" {
 resource "google_cloud_scheduler_job" "ttl" {
   project     = var.project_id
   region      = var.region
-  name        = var.name
+  name        = local.name
   description = "tpubuild TTL of ${var.env_name}: destroys the TPU (not Filestore, the disk or the buckets)"
   schedule    = local.schedule
   time_zone   = "Etc/UTC"
@@ -72,6 +77,12 @@ resource "google_cloud_scheduler_job" "ttl" {
   }
 
   lifecycle {
+    # var.ttl_hours and var.ttl_build_body are the roots' own (_shared/var_ttl.tf, where 0 and ""
+    # mean no TTL): a caller creates this module only with a TTL (count = ttl_hours > 0 ? 1 : 0).
+    precondition {
+      condition     = var.ttl_hours >= 1 && var.ttl_build_body != ""
+      error_message = "modules/ttl is called only with a TTL: ttl_hours of 1 or more and a ttl_build_body."
+    }
     # `tpubuild ttl extend` moves the schedule; a later apply must not move it back. A new TPU
     # (replaced) gets a new job, counted from its own creation.
     ignore_changes       = [schedule, description]

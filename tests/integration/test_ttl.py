@@ -109,7 +109,7 @@ def test_the_ttl_build_runs_as_the_pipelines_account_and_the_invoker_may_act_onl
     [job] = resources["google_cloud_scheduler_job"].values()
     assert "local.build_body" in job["http_target"][0]["body"]
     text = (REPO / "modules/ttl/main.tf").read_text()
-    assert "merge(jsondecode(var.build_body), { serviceAccount = local.builder_sa })" in text
+    assert "merge(jsondecode(var.ttl_build_body), { serviceAccount = local.builder_sa })" in text
 
 
 def test_the_ttl_invoker_is_least_privilege():

@@ -93,6 +93,10 @@ def test_the_slice_module_plans_the_ttl_job_in_real_terraform(make_env, tmp_path
     assert mig_plan is not None
     jobs = [r for r in resources(mig_plan) if r["type"] == "google_cloud_scheduler_job"]
     assert len(jobs) == 1 and jobs[0]["address"].startswith("module.slice_ttl[0].")
+    # modules/ttl names the job and its invoker from the environment: the job is the one `tpubuild` reads
+    assert ttl.job_name(s) == f"projects/{s.project_id}/locations/{jobs[0]['values']['region']}/jobs/{jobs[0]['values']['name']}"
+    [invoker] = [r for r in resources(mig_plan) if r["address"] == "module.slice_ttl[0].google_service_account.invoker"]
+    assert invoker["values"]["account_id"] == f"tb-{s.env_name}-tl"
     body = jobs[0]["values"]["http_target"][0]["body"]
     import base64
 
