@@ -1,6 +1,6 @@
 # A host's own, least-privilege identity: a dedicated service account, a few project roles, read
 # access to the dataset bucket and to the environment's workspace in the state bucket (not to the
-# Terraform state). A child module: the roots mig, tpu_vm (the hosts) and shared_pd (the seeder
+# Terraform state). A child module: the roots tpu_mig_access, tpu_vm (the hosts) and shared_pd (the seeder
 # VM) call it; it has no backend and no tfvars of its own.
 
 locals {

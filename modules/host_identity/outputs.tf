@@ -2,8 +2,3 @@ output "email" {
   description = "Email of the service account (what a VM's or TPU VM's service_account.email takes)."
   value       = google_service_account.this.email
 }
-
-output "member" {
-  description = "IAM member string of the account (serviceAccount:<email>), for grants the caller adds itself."
-  value       = local.member
-}

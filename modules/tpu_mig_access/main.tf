@@ -45,7 +45,7 @@ resource "google_project_iam_custom_role" "mig_reader" {
 resource "google_project_iam_member" "mig_reader" {
   project = var.project_id
   role    = google_project_iam_custom_role.mig_reader.name
-  member  = module.slice_identity.member
+  member  = "serviceAccount:${module.slice_identity.email}"
 }
 
 # ---- network access (modules/host_firewall): IAP-only SSH, and VM <-> VM inside the VPC ----
