@@ -1,6 +1,6 @@
 # The one provider pin of every root module: each root's versions.tf is a relative symlink to
 # this file (modules/_shared/README.md). tpu_vm adds google-beta in its versions_override.tf; the
-# legacy destroy-only node roots (tpu_node, mig) link versions_legacy.tf instead.
+# legacy destroy-only node roots (tpu_node, mig) keep google 6.x through versions_legacy_override.tf.
 terraform {
   required_version = ">= 1.5"
 

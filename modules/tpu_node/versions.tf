@@ -1,1 +1,1 @@
-../_shared/versions_legacy.tf
+../_shared/versions.tf

@@ -31,7 +31,7 @@ REMOTE_DIR = {
     "tpu_mig": {"tpu": "tpu_mig_access", "filestore": "filestore", "shared_pd": "shared_pd"},
 }
 #: The shared files besides the provider pins and var_*.tf that a module may link (modules/_shared/README.md).
-SHARED_FILES = {"destroy_only.tf", "remote_state_mounts.tf", "outputs_hosts.tf"}
+SHARED_FILES = {"destroy_only.tf", "remote_state_mounts.tf", "outputs_hosts.tf", "versions_legacy_override.tf"}
 
 
 def test_every_module_is_there() -> None:
@@ -69,7 +69,7 @@ def _own_files(mod: Module, versions: str, extra: set[str]) -> dict[str, Any]:
     for name in ("main.tf", "variables.tf", "outputs.tf", *sorted(extra & files)):
         assert not (mod.path / name).is_symlink(), f"{mod.path.name}/{name} is the module's own file"
     [tf, *override] = mod.terraform
-    assert len(override) == ("versions_override.tf" in files)
+    assert len(override) == len([f for f in files if f.endswith("_override.tf")])
     merged = {**tf, "required_providers": [{k: v for block in mod.terraform for k, v in block["required_providers"][0].items()}]}
     for block in override:
         assert set(block) - {"__is_block__", "__comments__"} == {"required_providers"}, "the override only adds providers"
@@ -82,9 +82,9 @@ def test_root_module_with_gcs_backend_and_pinned_providers(name: str) -> None:
     # The legacy destroy-only node roots (those linking destroy_only.tf) keep provider 6.x: their
     # state holds google_tpu_node, removed in 7.0.0. Every other root pins ~> 8.7.
     legacy = "destroy_only.tf" in mod.files
+    assert ("versions_legacy_override.tf" in mod.files) == legacy, "the legacy roots override the shared pin to < 7"
     # google-beta only where a resource needs it: an override file adds it to the shared pin
-    tf = _own_files(mod, "versions_legacy.tf" if legacy else "versions.tf",
-                    {"moved.tf"} | ({"versions_override.tf"} if name == "tpu_vm" else set()))
+    tf = _own_files(mod, "versions.tf", {"moved.tf"} | ({"versions_override.tf"} if name == "tpu_vm" else set()))
     if "moved.tf" in mod.files:
         assert {k for k in mod.files["moved.tf"] if not k.startswith("__")} == {"moved"}, "moved.tf holds moved blocks only"
     assert not [f for f, parsed in mod.files.items() if f != "moved.tf" and "moved" in parsed]

@@ -27,8 +27,7 @@ def test_links_are_relative_and_point_into_shared() -> None:
     for link in LINKS:
         target = os.readlink(link)
         assert not os.path.isabs(target), f"{link}: an absolute link breaks in another checkout"
-        want = {"versions.tf": ("../_shared/versions.tf", "../_shared/versions_legacy.tf",
-                                "../_shared/versions_child.tf")}.get(
+        want = {"versions.tf": ("../_shared/versions.tf", "../_shared/versions_child.tf")}.get(
             link.name, (f"../_shared/{link.name}",))
         assert target in want, f"{link} -> {target}: a link is ../_shared/<its own name> (versions.tf: the pin)"
         assert link.resolve().is_file() and link.resolve().parent == SHARED.resolve()

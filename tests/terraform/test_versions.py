@@ -33,7 +33,7 @@ def test_the_doc_names_the_pipeline_images() -> None:
 def test_the_stand_in_serves_what_the_modules_pin() -> None:
     major, minor, _ = CURRENT.provider_version.split(".")
     assert _pin("versions.tf") == _pin("versions_child.tf") == f"~> {major}.{minor}"
-    assert _pin("versions_legacy.tf") == ">= 5, < 7" and LEGACY.provider_version.startswith("6.")
+    assert _pin("versions_legacy_override.tf") == ">= 5, < 7" and LEGACY.provider_version.startswith("6.")
     assert f"**{CURRENT.provider_version}**" in DOC and f"**{LEGACY.provider_version}**" in DOC
 
 

@@ -62,7 +62,7 @@ class Release:
 #: What the root modules pin (modules/_shared/versions.tf: ~> 8.7).
 CURRENT = Release("8.7.0", "pypi", "21.1.0",
                   {"google": "cdktn-provider-google", "google-beta": "cdktn-provider-google-beta"})
-#: What the legacy destroy-only node roots pin (modules/_shared/versions_legacy.tf: < 7).
+#: What the legacy destroy-only node roots pin (modules/_shared/versions_legacy_override.tf: < 7).
 LEGACY = Release("6.50.0", "npm", "16.12.1",
                  {"google": "@cdktf/provider-google", "google-beta": "@cdktf/provider-google-beta"})
 RELEASES = (CURRENT, LEGACY)
