@@ -30,6 +30,10 @@ What fairseq 0.12's ``--tpu`` path gets wrong under PJRT, and what replaces it:
    group, the positions become the iterators' *consumed* positions, which the epoch iterator
    reports instead. The saved position therefore equals the batches actually trained.
 
+5. Resume across world sizes (not a PJRT matter: taken with or without PJRT): the saved
+   position is translated from the world size it was saved at to this run's
+   (models/roberta/resume.py, installed when this file is imported).
+
 Diagnostics (tests, benchmarks; off unless set): ``TPUBUILD_TRACE=FILE`` appends one JSON line
 per training step of every replica: ``pid``, ``rank``, ``update`` (after the step), ``ids`` (the
 dataset ids of the samples trained in it, read on the host before the transfer), ``compiles``
@@ -337,7 +341,18 @@ def main() -> None:
     train.cli_main()
 
 
+def _install_resume() -> None:
+    """models/roberta/resume.py, beside this file (on sys.path when this file runs as a script)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import resume
+
+    resume.install()
+
+
 install()
+_install_resume()
 
 if __name__ == "__main__":
     sys.argv[0] = "fairseq-train"
