@@ -95,7 +95,8 @@ def translated_state(state: dict[str, Any], *, world: int, batches: int, batch_s
         raise ResumeError(
             f"the checkpoint's epochs had {saved_batches} batches and this run forms {batches}: the batch size "
             "(ROBERTA_BATCH_PER_DEVICE), the sequence length (ROBERTA_SEQ_LEN) or the data changed since it was "
-            "saved; set them back, or start a new run (move checkpoint_last.pt out of --save-dir)")
+            "saved; set them back, or set ROBERTA_RESUME=\"reset-data\" (the data order restarts), or start a new run "
+            "(move checkpoint_last.pt out of --save-dir)")
     if grouped and saved_world != world:
         raise ResumeError(f"--grouped-shuffling shuffles groups of world-size batches: a checkpoint of world size "
                           f"{saved_world} cannot resume at {world}; drop --grouped-shuffling or keep the size")
