@@ -107,6 +107,14 @@ def check_change(applied: Any, settings: Any) -> list[tuple[str, str, str]]:
     return [(e.key, e.what, e.fix) for e in resume_problems(Job.from_settings(applied), Job.from_settings(settings))]
 
 
+def change_notes(applied: Any, settings: Any) -> list[str]:
+    """What ``plan`` notes about the training on an update from ``applied`` (recipe.py ``resize_note``)."""
+    from .recipe import Job, resize_note
+
+    note = resize_note(Job.from_settings(applied), Job.from_settings(settings))
+    return [note] if note else []
+
+
 def warnings(settings: Any) -> list[str]:
     """Can ``tpubuild train roberta`` run with this file as it stands? Warnings, not errors (the
     infrastructure is still valid), that ``tpubuild validate`` prints, each ``file:line: text``.

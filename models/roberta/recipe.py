@@ -173,6 +173,24 @@ def resume_problems(before: Job, after: Job) -> list[LaunchError]:
     return found
 
 
+def resize_note(before: Job, after: Job) -> str | None:
+    """What ``plan`` says about the training when an update changes the world size (None: it
+    does not, or the change is refused): how the saved position is translated (resume.py)."""
+    if before.env != after.env or after.opt("resume") != "exact" or resume_problems(before, after):
+        return None
+    try:
+        sizes = [(world_size(j), update_freq(j.opt("total_batch"), world_size(j), j.opt("batch_per_device")))
+                 for j in (before, after)]
+    except LaunchError:
+        return None
+    (old, freq_then), (new, freq_now) = sizes
+    if old == new:
+        return None
+    return (f"{MODEL}: training resumes at the next sequence: each host translates checkpoint_last.pt's position "
+            f"from world size {old} to {new} (--update-freq {freq_then} → {freq_now}, global batch "
+            f"{after.opt('total_batch')} sequences; models/{MODEL}/resume.py): none skipped, none repeated")
+
+
 def _warmup_error(job: Job) -> LaunchError:
     return LaunchError("ROBERTA_WARMUP_UPDATES", f"{job.opt('warmup_updates')} warmup updates is not below "
                        f"ROBERTA_MAX_UPDATES={job.opt('max_updates')}",

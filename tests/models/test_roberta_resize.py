@@ -112,3 +112,19 @@ def test_dry_run_says_how_the_position_is_translated(make_env, cli):
             in note)
     host = next(ln for ln in out.splitlines() if ln.startswith("# host 0 "))
     assert "--reset-dataloader" not in shlex.split(host.split(" runs: ", 1)[1])
+
+
+def test_plan_of_a_resize_says_how_training_resumes_in_text_and_json(make_env, cli):
+    import json
+
+    old = make_env(TPU_ACCELERATOR_TYPE="v3-128")
+    new = make_env(TPU_ACCELERATOR_TYPE="v3-32")
+    code, out, err = cli("plan", "--values", new, "--action", "update", "--tpu", "--applied", old)
+    assert code == 0, err
+    said = ("roberta: training resumes at the next sequence: each host translates checkpoint_last.pt's position from "
+            "world size 128 to 32 (--update-freq 1 → 4, global batch 2048 sequences; models/roberta/resume.py)")
+    assert any(ln.startswith(f"note: {said}") for ln in out.splitlines())
+    code, out, err = cli("plan", "--values", new, "--action", "update", "--tpu", "--applied", old, "--format", "json")
+    assert any(n.startswith(said) for n in json.loads(out)["notes"])
+    code, out, err = cli("plan", "--values", new, "--action", "update", "--tpu", "--applied", new)
+    assert "training resumes at the next sequence" not in out  # the same size: nothing to translate
