@@ -32,7 +32,8 @@ What fairseq 0.12's ``--tpu`` path gets wrong under PJRT, and what replaces it:
 
 5. Resume across world sizes (not a PJRT matter: taken with or without PJRT): the saved
    position is translated from the world size it was saved at to this run's
-   (models/roberta/resume.py, installed when this file is imported).
+   (models/roberta/resume.py, installed by :func:`main` after fairseq_cli.train set up fairseq's
+   logging, and in every spawned replica).
 
 Diagnostics (tests, benchmarks; off unless set): ``TPUBUILD_TRACE=FILE`` appends one JSON line
 per training step of every replica: ``pid``, ``rank``, ``update`` (after the step), ``ids`` (the
@@ -135,6 +136,7 @@ def _replica_main(index: int, main: Any, plain_cfg: Any, kwargs: dict[str, Any])
     from fairseq.distributed import utils as distributed_utils
 
     install()  # a spawned process imported this file as __mp_main__, which already did it
+    _install_resume()  # (main() did it in the launched process, not in this one)
     cfg = _rebuilt(copy.deepcopy(plain_cfg))
     distributed_utils.distributed_main(index, main, cfg, copy.deepcopy(kwargs))
 
@@ -336,8 +338,9 @@ def install() -> bool:
 
 
 def main() -> None:
-    from fairseq_cli import train
+    from fairseq_cli import train  # first: it configures fairseq's logging
 
+    _install_resume()
     train.cli_main()
 
 
@@ -352,7 +355,6 @@ def _install_resume() -> None:
 
 
 install()
-_install_resume()
 
 if __name__ == "__main__":
     sys.argv[0] = "fairseq-train"
