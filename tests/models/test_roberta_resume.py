@@ -14,6 +14,7 @@ compared with one unresized run: the same, update by update, none skipped, none 
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import sys
 from pathlib import Path
@@ -161,26 +162,18 @@ def test_resized_run_trains_the_unresized_runs_sequences(corpus, reference, tmp_
     assert len(flat) == len(set(flat)) == per * TOTAL  # an epoch: no sequence twice
 
 
-def test_position_translates_with_the_global_batch_count(corpus, tmp_path):
+def test_position_translates_with_the_global_batch_count(corpus, tmp_path, caplog):
     pod = Pod(corpus[4])
     pod.train(3)
     pod.save(tmp_path / "c.pt", 3)
     state = restore(tmp_path / "c.pt")
     assert state["iterations_in_epoch"] == 3 * pod.freq  # 24 batches per device of 4
-    line = []
-    import logging
-
-    handler = logging.Handler()
-    handler.emit = lambda record: line.append(record.getMessage())  # type: ignore[method-assign]
-    logging.getLogger("tpubuild.resume").addHandler(handler)
-    logging.getLogger("tpubuild.resume").setLevel(logging.INFO)
-    try:
+    with caplog.at_level(logging.INFO, logger="tpubuild.resume"):
         big = Pod(corpus[32], state)
-    finally:
-        logging.getLogger("tpubuild.resume").removeHandler(handler)
-    assert big.shards[5].iterations_in_epoch == 3 * TOTAL // 32
-    assert line == [f"tpubuild: resumes at update 3, sample {3 * TOTAL} of epoch 1, translated from world size 4 "
-                    f"to 32 (iterations_in_epoch {3 * pod.freq} -> 3)"]
+    assert all(shard.iterations_in_epoch == 3 * TOTAL // 32 for shard in big.shards)
+    assert [r.getMessage() for r in caplog.records if r.name == "tpubuild.resume"] == [  # rank 0 says it once
+        f"tpubuild: resumes at update 3, sample {3 * TOTAL} of epoch 1, translated from world size 4 to 32 "
+        f"(iterations_in_epoch {3 * pod.freq} -> 3)"]
 
 
 def test_checkpoint_without_world_size_reads_it_from_its_cfg(corpus, tmp_path):
