@@ -191,6 +191,10 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
     if plan.applies(chips.name) and plan.action == "update" and "accelerator_type" in chips.replaced_by:
         notes.append("tpu: if the change replaces the TPU (a new accelerator type or runtime), training is "
                      "interrupted; the guard announces it")
+        if previous is not None and previous.settings is not None:
+            from builder.model_registry import change_notes
+
+            notes.extend(change_notes(previous.settings, s))
     if queue := plans.runs(s, plan, "queue"):
         wait = queue_wait_s(s)
         limit = f"up to TPU_QUEUED_VALID_FOR={s.queued_valid_for}" if s.queued_valid_for else "until capacity is free"

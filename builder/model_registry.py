@@ -11,7 +11,11 @@ Adding a model = its own folder plus one line in :data:`MODELS`:
   ``submit`` refuse them for create/update/auto, and the launcher refuses the same when it plans
   ``train``, so they must be the launcher's own rules, not a copy; and ``warnings(settings)``:
   ``file:line: text`` lines ``validate`` prints about a file the model cannot train with as it
-  stands (no data on the hosts) that is still a valid environment;
+  stands (no data on the hosts) that is still a valid environment; and ``check_change(applied,
+  settings)``: the model's rules on an update from the applied values (a change its training
+  cannot resume across), each a ``(key, what, fix)`` (:func:`change_problems`); and
+  ``change_notes(applied, settings)``: what ``plan`` notes about the training on that update
+  (how a resize's training resumes);
 * ``models/<name>/launcher.py``: the :class:`Launcher` that ``tpubuild train/stop/logs`` call;
 * its host scripts. The host transport (gcloud ssh/scp, IAP, the ready check, detach, stop) is the
   shared ``models/hosts.py``: a launcher imports it as ``from .. import hosts``.
@@ -53,6 +57,8 @@ LAUNCHER = "launcher.py"
 KEYS = "keys.py"
 #: The optional functions of models/<name>/keys.py: the model's own rules, and its advice.
 CHECK = "check"
+CHECK_CHANGE = "check_change"
+CHANGE_NOTES = "change_notes"
 WARNINGS = "warnings"
 HOSTS = "hosts.py"
 
@@ -189,6 +195,26 @@ def problems(settings: Any) -> list[tuple[str, str, str]]:
                  f'use TPU_ARCH="vm", or MODEL="" and start your script with `tpubuild run`{default}')]
     check = _hook(settings, CHECK)
     return [(key, what, fix + default) for key, what, fix in (check(settings) if check is not None else ())]
+
+
+def change_problems(applied: Any, settings: Any) -> list[tuple[str, str, str]]:
+    """``(key, what, fix)`` for each thing the selected MODEL refuses about updating the applied
+    values ``applied`` into ``settings`` (its keys.py ``check_change``). Nothing when either side
+    selects no model or another one, or the model's own rules already refuse ``settings``
+    (:func:`problems` is the root cause then)."""
+    if not settings.model or applied.model != settings.model or problems(settings):
+        return []
+    check = _hook(settings, CHECK_CHANGE)
+    return list(check(applied, settings)) if check is not None else []
+
+
+def change_notes(applied: Any, settings: Any) -> list[str]:
+    """The selected MODEL's notes on updating ``applied`` into ``settings`` (its keys.py
+    ``change_notes``); none where :func:`change_problems` would have nothing to check."""
+    if not settings.model or applied.model != settings.model or problems(settings):
+        return []
+    notes = _hook(settings, CHANGE_NOTES)
+    return list(notes(applied, settings)) if notes is not None else []
 
 
 def _hook(settings: Any, name: str) -> Any:

@@ -11,6 +11,7 @@ from builder.errors import ConfigErrors
 _EXAMPLES = """examples:
   tpubuild validate                         check ./values.env
   tpubuild validate --values examples/vm-v4-32.env --strict
+  tpubuild validate --applied applied.env   and what an update from those applied values refuses
 
 Every problem is printed, one line each (file:line: KEY: what is wrong; how to fix it), and the
 exit code is 2 when there is any. Unknown keys are warnings unless --strict makes them errors
@@ -23,12 +24,20 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                                    "every problem found (exit 2).",
                        epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--strict", action="store_true", help="unknown keys are errors, not warnings")
+    p.add_argument("--applied", metavar="FILE", default=None,
+                   help="the values.env last applied: also report what an update from it refuses (a change the "
+                        "model's training cannot resume across), as plan and submit do")
     p.set_defaults(func=run_validate)
 
 
 def run_validate(args: argparse.Namespace) -> int:
     try:
         s = load_settings(args, strict=args.strict, later=True)  # and what plan/render/submit/train refuse
+        if args.applied is not None:
+            from builder.commands.pipeline_cmds import previous
+            from builder.config.later import refuse_changes
+
+            refuse_changes(previous(s, args.applied, need=False).settings, s)
     except ConfigErrors as exc:
         for warning in exc.warnings:
             print(f"tpubuild: warning: {warning}", file=sys.stderr)

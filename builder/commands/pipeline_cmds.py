@@ -72,12 +72,18 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 def _plan(args: argparse.Namespace, *, compare: bool = False) -> tuple[Settings, Plan | None, Previous | None]:
     from builder import request
+    from builder.config.later import refuse_changes
+    from builder.legacy import APPLYING
 
     settings = load_settings(args)
     req = request.parse(settings, args.action, tpu=args.tpu, mig=args.mig, only=args.only,
                         allow_data_loss=args.allow_data_loss, allow_wipe=getattr(args, "allow_wipe", False))
     plan = request.plan_for(settings, req)  # None: auto, decided from the applied values (read here)
-    prev = previous(settings, args.applied, need=plan is None) if compare or plan is None else None
+    # render compares only when it must (auto) or is told (--applied FILE): then it refuses what plan refuses
+    read = compare or plan is None or getattr(args, "applied", None) is not None
+    prev = previous(settings, args.applied, need=plan is None) if read else None
+    if prev is not None and req.action in APPLYING:  # before a slice is changed: builder/config/later.py
+        refuse_changes(prev.settings, settings)
     return settings, (auto_plan(settings, prev) if plan is None else plan), prev
 
 

@@ -79,6 +79,9 @@ def auto_plan(settings: Settings, bucket: Any) -> Plan | None:
         if old is None:
             decision = auto.decide_unreadable(make_plan(settings, Action.CREATE).modules, applied.absent)
         else:
+            from builder.config.later import refuse_changes
+
+            refuse_changes(old, settings)  # what the model cannot resume across, before any change
             decision = decide_now(settings, old, build_id=applied.build_id, outstanding=applied.outstanding,
                                   absent=applied.absent, sources_then=applied.sources)
     say(decision.summary())

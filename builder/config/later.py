@@ -44,6 +44,27 @@ def model_refusals(settings: Settings) -> list[ConfigError]:
             for key, what, fix in problems(settings)]
 
 
+def change_refusals(applied: Settings, settings: Settings) -> list[ConfigError]:
+    """What the selected MODEL refuses about updating the applied values ``applied`` into
+    ``settings`` (builder/model_registry.py ``change_problems``; models/roberta: a batch shape its
+    checkpoint cannot resume across), one line each at ``settings``' line. ``plan``/``render``
+    (``--applied`` or the snapshot) and ``submit``'s auto refuse them for create, update and auto,
+    before the slice is changed; ``validate --applied FILE`` reports them."""
+    from builder.model_registry import change_problems
+
+    return [ConfigError(what, fix, path=settings.source, line=settings.line_of(key), key=key)
+            for key, what, fix in change_problems(applied, settings)]
+
+
+def refuse_changes(applied: Settings | None, settings: Settings) -> None:
+    """Raise :func:`change_refusals` (a ``ConfigErrors``), if any; ``applied`` None: nothing applied."""
+    from builder.errors import ConfigErrors
+
+    found = change_refusals(applied, settings) if applied is not None else []
+    if found:
+        raise ConfigErrors(found, ())
+
+
 def refusals(settings: Settings, *, skip: Collection[str] = (), node: bool = True) -> list[ConfigError]:
     """Everything a later command would refuse about ``settings``. ``skip``: Settings fields whose
     value did not parse (their own error is the root cause, so the rules reading them stay quiet;

@@ -99,6 +99,22 @@ def check(settings: Any) -> list[tuple[str, str, str]]:
     return [(e.key, e.what, e.fix) for e in problems(Job.from_settings(settings))]
 
 
+def check_change(applied: Any, settings: Any) -> list[tuple[str, str, str]]:
+    """The model's rules on an update from the ``applied`` Settings to ``settings``: a change the
+    training cannot resume across exactly (models/roberta/recipe.py ``resume_problems``)."""
+    from .recipe import Job, resume_problems
+
+    return [(e.key, e.what, e.fix) for e in resume_problems(Job.from_settings(applied), Job.from_settings(settings))]
+
+
+def change_notes(applied: Any, settings: Any) -> list[str]:
+    """What ``plan`` notes about the training on an update from ``applied`` (recipe.py ``resize_note``)."""
+    from .recipe import Job, resize_note
+
+    note = resize_note(Job.from_settings(applied), Job.from_settings(settings))
+    return [note] if note else []
+
+
 def warnings(settings: Any) -> list[str]:
     """Can ``tpubuild train roberta`` run with this file as it stands? Warnings, not errors (the
     infrastructure is still valid), that ``tpubuild validate`` prints, each ``file:line: text``.
@@ -160,6 +176,10 @@ KEYS: tuple[KeySpec, ...] = (
             "Write a checkpoint (and checkpoint_last.pt) every N updates."),
     KeySpec("ROBERTA_KEEP_CHECKPOINTS", "roberta_keep_checkpoints", 3, integer(1, 1000, "checkpoints"),
             "Keep the newest N interval checkpoints (checkpoint_last.pt is always kept)."),
+    KeySpec("ROBERTA_RESUME", "roberta_resume", "exact", choice(("exact", "reset-data")),
+            "exact: a relaunch continues at the next sequence, translated across world sizes "
+            "(models/roberta/resume.py); reset-data: fairseq --reset-dataloader (model and optimizer "
+            "resume, the data order restarts), to change the batch shape of a running training."),
     KeySpec("ROBERTA_ARCH", "roberta_arch", "roberta_base", choice(("roberta_base", "roberta_large")),
             "fairseq model architecture."),
     KeySpec("ROBERTA_BF16", "roberta_bf16", True, boolean,

@@ -2,7 +2,8 @@
 
 The package is split by job: models/roberta/keys.py (its values.env keys), recipe.py (Job, pins,
 arithmetic, paths, fairseq arguments), host_lines.py (what runs on a host), this file (the step
-plans: which line goes to which host through models/hosts.py, the shared host transport). This
+plans: which line goes to which host through models/hosts.py, the shared host transport), resume.py
+(the resume position across world sizes, on the hosts). This
 file is the ``Launcher`` tpubuild calls (builder/model_registry.py) and re-exports the names of
 the other two that tpubuild and the tests use.
 
@@ -26,8 +27,10 @@ from .. import hosts
 from .host_lines import _sh, host_train_line, install_line, leader_launch_line, prepare_line
 from .recipe import (MIG_TORCH_XLA, MODEL, PROFILER_PORT, RECIPE, TORCH_CPU_INDEX,  # noqa: F401
                      VM_FAIRSEQ, VM_TORCH_XLA, Job, LaunchError, code_dir, conda_env, data_bin, data_source,
-                     fairseq_args, fairseq_requirement, host_arch, host_log, log_dir, nfs, pjrt, problems, save_dir,
-                     sequences_per_update, torch_xla_version, train_env, update_freq, wheelhouse, world_size)
+                     fairseq_args, fairseq_requirement, host_arch, host_log, log_dir, nfs, pjrt, problems,
+                     resume_problems, save_dir, sequences_per_update, torch_xla_version, train_env, update_freq,
+                     wheelhouse, world_size)
+from .resume import SAYS
 
 # ---------------------------------------------------------------- on the hosts
 
@@ -146,11 +149,22 @@ def header(job: Job, model: str) -> str:
         f"# tpubuild train {model}: {job.accelerator_type} ({job.arch}), {job.hosts} host(s), {world} devices;",
         f"# global batch {sequences_per_update(args)} sequences = {world} devices x {per} x --update-freq {freq}",
     ]
+    lines.append(resume_note(job, world))
     if job.arch == "node":
         lines.append(f"# the leader runs: {leader_launch_line(job)}")
     for host in range(job.hosts):
         lines.append(f"# host {host} (log {host_log(job, host)}) runs: {host_train_line(job)}")
     return "\n".join(lines)
+
+
+def resume_note(job: Job, world: int) -> str:
+    """How a relaunch continues (models/roberta/resume.py), in the words each host logs."""
+    if job.opt("resume") == "reset-data":
+        return ("# resume: ROBERTA_RESUME=reset-data: the model and optimizer resume from checkpoint_last.pt, the data "
+                "order restarts (--reset-dataloader)")
+    where = SAYS.format(updates="N", sample="S", epoch="E", old="A", new=world)
+    return (f"# resume: from {save_dir(job)}/checkpoint_last.pt when there is one; each host logs "
+            f"'{where}' (models/roberta/resume.py): no sequence skipped or repeated")
 
 
 def render(steps: list[Step]) -> str:

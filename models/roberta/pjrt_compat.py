@@ -30,6 +30,11 @@ What fairseq 0.12's ``--tpu`` path gets wrong under PJRT, and what replaces it:
    group, the positions become the iterators' *consumed* positions, which the epoch iterator
    reports instead. The saved position therefore equals the batches actually trained.
 
+5. Resume across world sizes (not a PJRT matter: taken with or without PJRT): the saved
+   position is translated from the world size it was saved at to this run's
+   (models/roberta/resume.py, installed by :func:`main` after fairseq_cli.train set up fairseq's
+   logging, and in every spawned replica).
+
 Diagnostics (tests, benchmarks; off unless set): ``TPUBUILD_TRACE=FILE`` appends one JSON line
 per training step of every replica: ``pid``, ``rank``, ``update`` (after the step), ``ids`` (the
 dataset ids of the samples trained in it, read on the host before the transfer), ``compiles``
@@ -131,6 +136,7 @@ def _replica_main(index: int, main: Any, plain_cfg: Any, kwargs: dict[str, Any])
     from fairseq.distributed import utils as distributed_utils
 
     install()  # a spawned process imported this file as __mp_main__, which already did it
+    _install_resume()  # (main() did it in the launched process, not in this one)
     cfg = _rebuilt(copy.deepcopy(plain_cfg))
     distributed_utils.distributed_main(index, main, cfg, copy.deepcopy(kwargs))
 
@@ -332,9 +338,20 @@ def install() -> bool:
 
 
 def main() -> None:
-    from fairseq_cli import train
+    from fairseq_cli import train  # first: it configures fairseq's logging
 
+    _install_resume()
     train.cli_main()
+
+
+def _install_resume() -> None:
+    """models/roberta/resume.py, beside this file (on sys.path when this file runs as a script)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import resume
+
+    resume.install()
 
 
 install()

@@ -140,6 +140,57 @@ def problems(job: Job) -> list[LaunchError]:
     return found
 
 
+def resume_problems(before: Job, after: Job) -> list[LaunchError]:
+    """What changing the applied ``before`` into ``after`` would make training unable to resume
+    exactly (models/roberta/resume.py): the checkpoint's position counts batches of
+    ``ROBERTA_BATCH_PER_DEVICE`` sequences of ``ROBERTA_SEQ_LEN`` tokens, taken after a whole
+    number of updates of ``ROBERTA_TOTAL_BATCH / ROBERTA_BATCH_PER_DEVICE`` batches, which the new
+    world size must split. A size change the batch rules accept (:func:`problems`) always does;
+    ``ROBERTA_RESUME="reset-data"`` restarts the data order instead. Another environment, or a
+    slice the model cannot use (its own root cause, :func:`problems`), has nothing to add."""
+    if after.opt("resume") != "exact" or before.env != after.env:
+        return []
+    fix = ('or set ROBERTA_RESUME="reset-data" for this update (fairseq --reset-dataloader: the model and optimizer '
+           "resume, the data order restarts)")
+    found = [LaunchError(key, f"{key} changes from {before.opt(name)} to {after.opt(name)}, but training resumes from "
+                         f"the applied run's checkpoint, whose position counts batches of {before.opt('batch_per_device')} "
+                         f"sequences of {before.opt('seq_len')} tokens", f'keep {key}="{before.opt(name)}" {fix}')
+             for name, key in (("batch_per_device", "ROBERTA_BATCH_PER_DEVICE"), ("seq_len", "ROBERTA_SEQ_LEN"))
+             if before.opt(name) != after.opt(name)]
+    if found:
+        return found
+    try:
+        world = world_size(after)
+    except LaunchError:
+        return []
+    batches = before.opt("total_batch") // before.opt("batch_per_device")
+    if batches % world:
+        found.append(LaunchError(
+            "ROBERTA_TOTAL_BATCH", f"ROBERTA_TOTAL_BATCH changes from {before.opt('total_batch')} to "
+            f"{after.opt('total_batch')}: the applied run's checkpoint stands after whole updates of {batches} batches, "
+            f"which do not split across {world} devices", f'keep ROBERTA_TOTAL_BATCH="{before.opt("total_batch")}" on a slice '
+            f"whose device count divides {batches} {fix}"))
+    return found
+
+
+def resize_note(before: Job, after: Job) -> str | None:
+    """What ``plan`` says about the training when an update changes the world size (None: it
+    does not, or the change is refused): how the saved position is translated (resume.py)."""
+    if before.env != after.env or after.opt("resume") != "exact" or resume_problems(before, after):
+        return None
+    try:
+        sizes = [(world_size(j), update_freq(j.opt("total_batch"), world_size(j), j.opt("batch_per_device")))
+                 for j in (before, after)]
+    except LaunchError:
+        return None
+    (old, freq_then), (new, freq_now) = sizes
+    if old == new:
+        return None
+    return (f"{MODEL}: training resumes at the next sequence: each host translates checkpoint_last.pt's position "
+            f"from world size {old} to {new} (--update-freq {freq_then} → {freq_now}, global batch "
+            f"{after.opt('total_batch')} sequences; models/{MODEL}/resume.py): none skipped, none repeated")
+
+
 def _warmup_error(job: Job) -> LaunchError:
     return LaunchError("ROBERTA_WARMUP_UPDATES", f"{job.opt('warmup_updates')} warmup updates is not below "
                        f"ROBERTA_MAX_UPDATES={job.opt('max_updates')}",
@@ -272,6 +323,8 @@ def fairseq_args(job: Job) -> list[str]:
     ]
     if scheduler == "polynomial_decay":
         args += ["--total-num-update", str(max_update)]
+    if job.opt("resume") == "reset-data":
+        args += ["--reset-dataloader"]
     if job.opt("bf16") and pjrt(job):
         # torch_xla 2.9 dropped XLA_USE_BF16: fairseq casts the model to bfloat16 itself and keeps
         # fp32 master weights in its optimizer wrapper.

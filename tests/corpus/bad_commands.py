@@ -4,7 +4,8 @@ and missing or unreadable files. test_bad_input_corpus.py runs every case."""
 from __future__ import annotations
 
 from tests.conftest import EXAMPLES, NODE
-from tests.support.bad_input import Case, a_directory, other_env_file, plan_files, symlink_loop
+from tests.support.bad_input import (Case, a_directory, other_env_file, plan_files, roberta_applied_file,
+                                     symlink_loop)
 
 VM = EXAMPLES / "vm-v4-32.env"
 
@@ -85,6 +86,13 @@ CASES: list[Case] = [
     Case("render-auto-applied-other-env", args=("render", "--values", "{values}", "--action", "auto", "--applied",
                                                 "{tmp}/other.env"), expect=("--applied: {tmp}/other.env:", "another environment"),
          setup=other_env_file),
+    # an update the model's training cannot resume across exactly: refused before the slice changes
+    Case("plan-applied-roberta-batch-shape", args=("plan", "--values", "{values}", "--action", "update", "--applied",
+                                                   "{tmp}/applied.env"),
+         expect=("{values}:48: ROBERTA_BATCH_PER_DEVICE:", "changes from 8 to 16", 'keep ROBERTA_BATCH_PER_DEVICE="8"',
+                 'ROBERTA_RESUME="reset-data"'), setup=roberta_applied_file),
+    Case("validate-applied-roberta-batch-shape", args=("validate", "--values", "{values}", "--applied", "{tmp}/applied.env"),
+         expect=("{values}:48: ROBERTA_BATCH_PER_DEVICE:", "changes from 8 to 16"), setup=roberta_applied_file),
     Case("values-missing", args=("validate", "--values", "{tmp}/nope.env"), expect=("{tmp}/nope.env: no such file", "--values PATH"), sub=True),
     Case("values-missing-before-command", args=("--values", "{tmp}/nope.env", "plan"), expect=("{tmp}/nope.env: no such file",)),
     Case("values-directory", args=("validate", "--values", "{tmp}/values.env.d"), expect=("{tmp}/values.env.d: is a directory",), setup=a_directory, sub=True),

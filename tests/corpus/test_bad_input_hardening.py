@@ -87,6 +87,7 @@ CASES: list[Case] = [
     Case("dataset-bucket-g00gle", {"GCS_DATASET": "gs://my-g00gle-data/x"}, expect=("GCS_DATASET:", "misspelling")),
     Case("dataset-bucket-too-long", {"GCS_DATASET": "gs://" + "a" * 64 + "/x"}, expect=("GCS_DATASET:", "64 characters")),
     Case("dataset-bucket-ip", {"GCS_DATASET": "gs://192.168.5.4/x"}, expect=("GCS_DATASET:", "is an IP address")),
+    Case("roberta-resume-word", {"ROBERTA_RESUME": "maybe"}, expect=("ROBERTA_RESUME:", "'maybe'", "exact, reset-data")),
     Case("roberta-bucket-goog", {"ROBERTA_DATA_SOURCE": "gs://googley/wiki"}, expect=("ROBERTA_DATA_SOURCE:", "begins with 'goog'")),
     # ---------------------------------------------------------------- values that would fail in the cloud
     Case("cidr-loopback", {"TPU_CIDR_BLOCK": "127.0.0.0/29"}, expect=("TPU_CIDR_BLOCK:", "127.0.0.0/8", "RFC 1918")),

@@ -223,6 +223,25 @@ def test_auto_refuses_to_move_the_environment(env, fakes: Fakes, repo: Path, cli
     assert len(fakes.google.created) == 1
 
 
+def test_auto_refuses_a_resize_training_cannot_resume_across_before_any_build(env, fakes: Fakes, repo: Path, cli):
+    """The model's rules on the change (models/roberta: the checkpoint counts batches of 16
+    sequences), from the applied snapshot, before a build is submitted; the resize alone goes on."""
+    _finalize_on_success(fakes, cli, repo, "create")
+    assert cli("--values", repo, "dispatch", "--action", "create")[0] == 0
+    applied = repo.read_text()
+    repo.write_text(applied.replace('TPU_ACCELERATOR_TYPE="v3-32"', 'TPU_ACCELERATOR_TYPE="v3-128"')
+                    .replace('ROBERTA_BATCH_PER_DEVICE="16"', 'ROBERTA_BATCH_PER_DEVICE="8"'))
+    code, out, err = cli("--values", repo, "dispatch", "--action", "auto")
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert f"{repo}:" in line and "ROBERTA_BATCH_PER_DEVICE: ROBERTA_BATCH_PER_DEVICE changes from 16 to 8" in line
+    assert len(fakes.google.created) == 1
+    repo.write_text(applied.replace('TPU_ACCELERATOR_TYPE="v3-32"', 'TPU_ACCELERATOR_TYPE="v3-128"'))
+    code, out, err = cli("--values", repo, "dispatch", "--action", "auto")
+    assert code == 0, err
+    assert "auto: update tpu" in out and len(fakes.google.created) == 2
+
+
 def test_scoped_update_keeps_other_changes_outstanding_for_auto(env, fakes: Fakes, repo: Path, cli):
     from builder.cloud import snapshot
 

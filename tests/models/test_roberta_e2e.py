@@ -104,6 +104,8 @@ def test_prepare_train_two_updates_then_resume_to_four(make_env, tmp_path):
     r = train(launcher, job4, env)
     assert r.returncode == 0, r.stdout[-3000:]
     assert f"Loaded checkpoint {save_dir}/checkpoint_last.pt (epoch 1 @ 2 updates)" in r.stdout
+    # models/roberta/resume.py read the position (world size 1 both times: 2 updates x 2 batches of 2)
+    assert "tpubuild: resumes at update 2, sample 8 of epoch 1, translated from world size 1 to 1" in r.stdout
     assert re.search(r"num_updates: 4 >= max_update: 4", r.stdout)
     assert "num_updates 3" in r.stdout or "checkpoint_1_3.pt" in r.stdout
     assert "No existing checkpoint found" not in r.stdout

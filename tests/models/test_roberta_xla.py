@@ -11,8 +11,9 @@ What it proves (docs/models.md, "What is proven"):
 * after warm-up (2 updates per process) a training step compiles no new XLA graph (torch_xla's
   ``CompileTime`` metric around every ``train_step``);
 * stop at 4 updates, relaunch to 8: the relaunch loads the launcher's ``checkpoint_last.pt``,
-  whose saved position is the 8 batches trained (not the loader's read-ahead), and trains on
-  exactly the samples an uninterrupted 8-update run trains in updates 5..8.
+  whose saved position is the 8 batches trained (not the loader's read-ahead), read through
+  models/roberta/resume.py (the same world size: no translation), and trains on exactly the
+  samples an uninterrupted 8-update run trains in updates 5..8.
 """
 
 from __future__ import annotations
@@ -151,6 +152,8 @@ def test_printed_line_trains_under_pjrt_and_resumes_at_the_trained_position(make
     r, steps2 = host.run(again)
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
     assert f"Loaded checkpoint {save_dir}/checkpoint_last.pt (epoch 1 @ 4 updates)" in r.stdout
+    # models/roberta/resume.py in the spawned replica: the same size, 8 batches of 2 sequences
+    assert "tpubuild: resumes at update 4, sample 16 of epoch 1, translated from world size 1 to 1" in r.stdout
     assert [s["update"] for s in steps2] == [5, 6, 7, 8]
     assert_no_compile_after_warmup(steps2)
     pos = saved_position(python, save_dir / "checkpoint_last.pt")

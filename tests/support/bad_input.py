@@ -55,6 +55,11 @@ def other_env_file(tmp: Path) -> None:
     (tmp / "other.env").write_text(rewrite_env(SHIPPED.read_text(), ENV_BUILD_NAME="other-env"))
 
 
+def roberta_applied_file(tmp: Path) -> None:
+    """Applied values whose training ran with another batch shape (8 sequences per device)."""
+    (tmp / "applied.env").write_text(rewrite_env(SHIPPED.read_text(), ROBERTA_BATCH_PER_DEVICE="8"))
+
+
 def plan_files(tmp: Path) -> None:
     (tmp / "plans").mkdir()
     (tmp / "plan.tfplan").write_bytes(b"PK\x03\x04\x14\x00\x00\x00\x08\x00\x9c\xb1tfplan\xff\xfe")
