@@ -125,7 +125,32 @@ class Parser(argparse.ArgumentParser):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
+        self._building = False
         super().__init__(*args, **kwargs)
+
+    # argparse makes a throw-away help formatter for each argument it adds (to check the metavar)
+    # and for add_subparsers (the sub-commands' prog, here the bare "tpubuild"); that formatter
+    # asks shutil (which imports zlib, bz2, lzma) for the terminal's width, a few ms of every run.
+    # Neither use depends on the width, so while building, the formatter gets a fixed one; help
+    # and usage text still take the terminal's.
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        if self._building:
+            return self.formatter_class(prog=self.prog, width=80)
+        return super()._get_formatter()
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        self._building = True
+        try:
+            return super().add_argument(*args, **kwargs)
+        finally:
+            self._building = False
+
+    def add_subparsers(self, **kwargs: Any) -> argparse._SubParsersAction:
+        self._building = True
+        try:
+            return super().add_subparsers(**kwargs)
+        finally:
+            self._building = False
 
     def error(self, message: str) -> NoReturn:  # type: ignore[override]
         raise BadInput(self.explain(message))

@@ -3,7 +3,6 @@ Filestore tier minimums, scheduling options, and the length of every derived res
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable
 from typing import Any
@@ -89,6 +88,8 @@ def infer_arch(declared: str, runtime: str, fail: Fail, *, runtime_key: str = "T
     inferred = "node" if runtime.startswith("pytorch-") else "vm"
     if declared and declared != inferred and not _known_runtime(runtime):
         # a runtime that is no runtime at all (a typo) is what the user must change, not TPU_ARCH
+        import difflib  # only on a typo: not at start-up
+
         known = [*VM_RUNTIMES, "pytorch-1.13", "pytorch-2.0", "pytorch-2.1", "pytorch-nightly"]
         guess = difflib.get_close_matches(runtime, known, n=1, cutoff=0.6)
         hint = f"did you mean {guess[0]}?" if guess else f"use a {declared} runtime"

@@ -149,14 +149,21 @@ def test_plan_restore_notes(cli, make_env):
 
 
 # ---- import budget: plan/render/validate never load the Google clients ----
+# nor what only a rarer path needs (benchmarks/cli_startup.py): difflib (a typo's "did you mean"),
+# PyYAML (yamlout's fallback), the package metadata; and without jinja2, not even shutil (argparse's
+# help formatter wants it for the terminal width; only help and usage text need that)
 
-PROBE = """
+HEAVY = ("difflib", "yaml", "importlib.metadata", "pkg_resources", "shutil")
+
+PROBE = f"""
 import sys
+HEAVY = {HEAVY!r}
 from builder.cli import main
 rc = main(sys.argv[1:])
 loaded = sorted(m for m in sys.modules if m == "google" or m.startswith("google."))
 print("GOOGLE=" + ",".join(loaded), file=sys.stderr)
 print("JINJA=" + str("jinja2" in sys.modules), file=sys.stderr)
+print("HEAVY=" + ",".join(m for m in HEAVY if m in sys.modules), file=sys.stderr)
 raise SystemExit(rc)
 """
 
@@ -177,6 +184,10 @@ def test_no_google_imports(args, jinja, env):
     assert proc.returncode == (2 if refused else 0), proc.stderr
     assert "GOOGLE=\n" in proc.stderr, proc.stderr
     assert f"JINJA={jinja and not refused}" in proc.stderr
+    # jinja2's bytecode cache imports tempfile, and so shutil
+    heavy = [m for m in HEAVY if not (m == "shutil" and jinja and not refused)]
+    loaded = next(line for line in proc.stderr.splitlines() if line.startswith("HEAVY="))[6:]
+    assert not set(loaded.split(",")) & set(heavy), loaded
 
 
 @pytest.mark.parametrize("values", [SHIPPED, NODE, *sorted(EXAMPLES.glob("*.env"))], ids=lambda p: p.name)
