@@ -65,7 +65,7 @@ class Generation:
     sizes: tuple[int, ...]
     paths: tuple[str, ...]  # node, vm, mig
     xla_devices_per_chip: int | None  # None: no proven PyTorch/XLA device count
-    shared_pd_types: tuple[str, ...]  # SHARED_PD_DISK_TYPE values its hosts attach READ_ONLY; empty: none
+    shared_pd_types: tuple[str, ...]  # SHARED_PD_DISK_TYPE values its hosts attach read-only; the first is the default
     runtimes: tuple[str, ...]  # TPU VM runtimes (vm path)
     provisioning: tuple[str, ...]
     zones: dict[str, tuple[str, ...]]  # accelerator type or "*" → zones
@@ -86,7 +86,7 @@ class Generation:
 
 
 #: How messages name the disk types of ``shared_pd_types``.
-DISK_WORDS = {"pd-balanced": "Balanced Persistent Disk"}
+DISK_WORDS = {"pd-balanced": "Balanced Persistent Disk", "hyperdisk-ml": "Hyperdisk ML"}
 
 
 def disk_words(types: tuple[str, ...]) -> str:

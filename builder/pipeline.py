@@ -304,7 +304,7 @@ class _Steps:
         s = self.s
         prep = s.mig_seed_data_prep_script
         return dict(project=s.project_id, zone=s.zone, env=s.env_name, disk=s.shared_pd_name,
-                    dataset=s.gcs_dataset, workspace_gcs=f"gs://{s.state_bucket}/{s.workspace_prefix}",
+                    disk_type=s.shared_pd_type, dataset=s.gcs_dataset, workspace_gcs=f"gs://{s.state_bucket}/{s.workspace_prefix}",
                     prep_script=repo_script(s, "MIG_SEED_DATA_PREP_SCRIPT", prep) if prep else "",
                     allow_wipe="true" if self.allow_wipe else "false", seed_timeout_s=SEED_TIMEOUT_S,
                     network=s.network, subnet=s.subnetwork, service_account=s.seeder_service_account)

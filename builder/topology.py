@@ -126,11 +126,6 @@ class MigShape:
         return self._mig.boot_disk_type
 
     @property
-    def shared_pd_types(self) -> tuple[str, ...]:
-        """SHARED_PD_DISK_TYPE values these VMs can attach READ_ONLY (empty: none)."""
-        return self._record.shared_pd_types
-
-    @property
     def accelerator_topology(self) -> str:
         return self.topology if self.vms > 1 else ""
 

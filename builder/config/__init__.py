@@ -116,7 +116,7 @@ def load_text(text: str, path: Path | str, *, strict: bool = False, later: bool 
     # rule that reads a value that did not parse (or that an earlier rule could not settle) is
     # skipped, since that value's own error is the root cause.
     _each_group(lambda: _accelerator(values, fail))
-    _each_group(lambda: _runtime(values, fail))
+    _each_group(lambda: _runtime(values, fail), lambda: _disk_type(values))
 
     def zone() -> None:
         def zone_warning(key: str, what: str, fix: str) -> None:
@@ -198,6 +198,13 @@ def _accelerator(values: _Known, fail: Any) -> None:
         fail("TPU_ACCELERATOR_TYPE", str(exc), "")
     values["topology"] = topo
     values.unknown.discard("topology")
+
+
+def _disk_type(values: _Known) -> None:
+    """SHARED_PD_DISK_TYPE left empty: the first type the generation's hosts attach (its record's
+    ``shared_pd_types``: pd-balanced, or hyperdisk-ml on the Hyperdisk-only generations)."""
+    if not values["shared_pd_type"]:
+        values["shared_pd_type"] = values["topology"].record.shared_pd_types[0]
 
 
 def _runtime(values: _Known, fail: Any) -> None:

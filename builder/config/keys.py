@@ -298,8 +298,10 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("SHARED_PD_DISK_ATTACH", "shared_pd_attach", False, boolean,
             "Create the shared dataset disk and attach it read-only to every host."),
     KeySpec("SHARED_PD_DISK_SIZE", "shared_pd_size_gb", 200, integer(10, 65536, "GB"), "Shared PD size in GB."),
-    KeySpec("SHARED_PD_DISK_TYPE", "shared_pd_type", "pd-balanced",
-            choice(("pd-standard", "pd-balanced", "pd-ssd")), "Shared PD type."),
+    KeySpec("SHARED_PD_DISK_TYPE", "shared_pd_type", "",
+            choice(("", "pd-standard", "pd-balanced", "pd-ssd", "hyperdisk-ml")),
+            "Shared dataset disk type; empty: the one the generation's hosts attach (its record's "
+            "shared_pd_types: pd-balanced, or hyperdisk-ml where they attach only Hyperdisk)."),
     KeySpec("SHARED_PD_RESTORE", "shared_pd_restore", "", restore,
             "Create the shared PD from a snapshot: 'latest' or a snapshot name."),
     KeySpec("BUILD_SERVICE_ACCOUNT", "build_service_account", "", service_account_email,

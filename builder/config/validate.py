@@ -159,19 +159,18 @@ def _restore(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
              'set SHARED_PD_DISK_ATTACH="true" or remove SHARED_PD_RESTORE')
 
 
-def _vm_disk(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
-    if v["arch"] != "vm" or not v["shared_pd_attach"]:
+def _dataset_disk(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
+    """The shared dataset disk is a type the hosts of both paths (vm, mig) attach read-only to
+    every host: the generation record's ``shared_pd_types`` (pd-balanced where they attach
+    Persistent Disk, hyperdisk-ml where they attach only Hyperdisk)."""
+    if v["arch"] not in ("vm", "mig") or not v["shared_pd_attach"]:
         return
     topo = v["topology"]
-    attachable = topo.record.shared_pd_types  # its record's sources: v6e takes Hyperdisk only, v2-v5p pd-balanced
-    if not attachable:
-        # modules/shared_pd makes a pd-* disk, which a Hyperdisk-only TPU VM cannot attach
-        fail("SHARED_PD_DISK_ATTACH", f"{topo.generation} TPU VMs attach only Hyperdisk, so the {v['shared_pd_type']} "
-             "dataset disk (modules/shared_pd) cannot be attached to them",
-             'set SHARED_PD_DISK_ATTACH="false" and read the dataset from Filestore (SHARED_FS) or GCS_DATASET')
+    attachable = topo.record.shared_pd_types
     if v["shared_pd_type"] not in attachable:
-        fail("SHARED_PD_DISK_TYPE", f"{topo.generation} TPU VMs attach only {generations.disk_words(attachable)}, so a "
-             f"{v['shared_pd_type']} dataset disk cannot be attached to them", f'set SHARED_PD_DISK_TYPE="{attachable[0]}"')
+        fail("SHARED_PD_DISK_TYPE", f"{topo.generation} TPU VMs attach only {generations.disk_words(attachable)} "
+             f"as a disk shared read-only by every host, so a {v['shared_pd_type']} dataset disk cannot be attached "
+             f"to them", f'set SHARED_PD_DISK_TYPE="{attachable[0]}" (or leave it empty for that default)')
 
 
 def _node_ttl(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
@@ -186,7 +185,7 @@ Rule = Callable[[dict[str, Any], Fail, dict[str, int]], None]
 #: one failing rule never hides another (and a rule that reads a value that did not parse is
 #: skipped: that value's own error is the root cause). A rule reads the slice as v["topology"].
 CROSS_RULES: tuple[Rule, ...] = (_region, _filestore_minimum, _share_name, _scheduling_flags, _node_options,
-                                 _external_ips, _restore, _vm_disk, _node_ttl)
+                                 _external_ips, _restore, _dataset_disk, _node_ttl)
 
 
 def cross_checks(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int] | None = None) -> None:
@@ -230,16 +229,6 @@ def mig_shape_for(topo: Topology, fail: Fail) -> MigShape:
         raise  # fail raises; this line keeps type checkers content
 
 
-def _mig_disk(v: dict[str, Any], shape: MigShape, fail: Fail) -> None:
-    if v["shared_pd_attach"] and v["shared_pd_type"] not in shape.shared_pd_types:
-        if not shape.shared_pd_types:
-            fail("SHARED_PD_DISK_ATTACH", f"{shape.machine_type} VMs attach only Hyperdisk, so the {v['shared_pd_type']} "
-                 "dataset disk (modules/shared_pd) cannot be attached to the slice",
-                 'set SHARED_PD_DISK_ATTACH="false" and read the dataset from Filestore (SHARED_FS) or GCS_DATASET')
-        fail("SHARED_PD_DISK_TYPE", f"{shape.machine_type} VMs attach only {', '.join(shape.shared_pd_types)} disks",
-             f'set SHARED_PD_DISK_TYPE="{shape.shared_pd_types[0]}"')
-
-
 def _mig_queued(v: dict[str, Any], shape: MigShape, fail: Fail) -> None:
     # Provisioning (TPU_PROVISIONING, TPU_RESERVATION) is checked by offers.resolve_provisioning
     # against the generation's record like every TPU VM: v5p/v6e/tpu7x offer on-demand, spot
@@ -256,7 +245,7 @@ def _mig_external_ip(v: dict[str, Any], shape: MigShape, fail: Fail) -> None:
 
 
 #: The mig rules that hold once the slice has a MIG shape; independent of each other.
-MIG_RULES: tuple[Callable[[dict[str, Any], MigShape, Fail], None], ...] = (_mig_disk, _mig_queued, _mig_external_ip)
+MIG_RULES: tuple[Callable[[dict[str, Any], MigShape, Fail], None], ...] = (_mig_queued, _mig_external_ip)
 
 
 def mig_for(v: dict[str, Any], topo: Topology, fail: Fail) -> None:

@@ -12,8 +12,9 @@
 #   SEED_PREP_SCRIPT  repo-relative path of MIG_SEED_DATA_PREP_SCRIPT, or empty
 #   ALLOW_WIPE        true|false (default false): may a disk holding something else be reformatted
 #   SEED_TIMEOUT_S    how long to wait for the VM, seconds (default 7200)
+#   DISK_TYPE         the disk's type, SHARED_PD_DISK_TYPE (default pd-balanced)
 # Optional:
-#   SEED_MACHINE_TYPE (e2-standard-8)  SEED_IMAGE_FAMILY (debian-12)  SEED_IMAGE_PROJECT (debian-cloud)
+#   SEED_MACHINE_TYPE (e2-standard-8; c3-standard-8 for hyperdisk-ml, which E2 cannot attach)  SEED_IMAGE_FAMILY (debian-12)  SEED_IMAGE_PROJECT (debian-cloud)
 #   SEED_NETWORK (default)  SEED_SUBNET (none)  SEED_SERVICE_ACCOUNT (the project's default)
 #   SEED_SCOPES (storage-ro,logging-write)  SEED_POLL_S (15)
 # The VM has no external IP: its subnet needs Private Google Access to reach Cloud Storage.
@@ -21,6 +22,13 @@
 # When the disk is attached to other instances (the MIG or the TPU VM, read-only), it cannot be
 # attached read-write: the seeder VM then attaches it read-only and only checks that it already
 # holds GCS_DATASET (tpubuild-seed-mode=check).
+#
+# Hyperdisk ML (DISK_TYPE=hyperdisk-ml: the dataset disk of generations whose hosts attach only
+# Hyperdisk) is attached read-only to many VMs only in access mode READ_ONLY_MANY, and written only
+# in READ_WRITE_SINGLE. modules/shared_pd creates it READ_WRITE_SINGLE (blank) or READ_ONLY_MANY
+# (restored from a snapshot). Once the seeder VM has written it and is deleted, this script sets
+# READ_ONLY_MANY (gcloud compute disks update --access-mode); a disk already READ_ONLY_MANY is only
+# checked, read-only, like a disk the hosts hold.
 #
 # Exit: 0 seeded (or already seeded); 1 the seeder failed, timed out, or its VM could not be
 # deleted; 2 a missing or malformed setting.
@@ -49,6 +57,8 @@ ALLOW_WIPE="${ALLOW_WIPE:-false}"
 ALLOW_WIPE="${ALLOW_WIPE,,}"
 SEED_TIMEOUT_S="${SEED_TIMEOUT_S:-7200}"
 SEED_POLL_S="${SEED_POLL_S:-15}"
+DISK_TYPE="${DISK_TYPE:-pd-balanced}"
+if [[ "$DISK_TYPE" == hyperdisk-ml ]]; then SEED_MACHINE_TYPE="${SEED_MACHINE_TYPE:-c3-standard-8}"; fi
 [[ "$GCS_DATASET" == gs://?* ]] || bad "GCS_DATASET '${GCS_DATASET}' is not a gs:// URI"
 [[ "$ALLOW_WIPE" == true || "$ALLOW_WIPE" == false ]] || bad "ALLOW_WIPE '${ALLOW_WIPE}' must be true or false"
 [[ "$SEED_TIMEOUT_S" =~ ^[1-9][0-9]*$ ]] || bad "SEED_TIMEOUT_S '${SEED_TIMEOUT_S}' must be a positive number of seconds"
@@ -112,7 +122,27 @@ if ((${#others[@]} > 0)); then
   mode=check
   disk_mode=ro
   log "disk ${DISK_NAME} is attached to ${others[*]}; attaching it read-only to check that it holds ${GCS_DATASET}"
+elif [[ "$DISK_TYPE" == hyperdisk-ml ]] &&
+  [[ "$(gcloud compute disks describe "$DISK_NAME" "${LOC[@]}" --format='value(accessMode)')" == READ_ONLY_MANY ]]; then
+  mode=check
+  disk_mode=ro
+  log "disk ${DISK_NAME} is READ_ONLY_MANY (written already); attaching it read-only to check that it holds ${GCS_DATASET}"
 fi
+
+# read_only_many: the written Hyperdisk ML becomes READ_ONLY_MANY, the access mode in which every
+# host attaches it (Google changes it only while no VM holds the disk: the seeder VM goes first).
+read_only_many() {
+  [[ "$DISK_TYPE" == hyperdisk-ml && "$mode" == seed ]] || return 0
+  delete_vm || {
+    log "ERROR: could not delete seeder VM ${VM} to make ${DISK_NAME} READ_ONLY_MANY"
+    return 1
+  }
+  gcloud compute disks update "$DISK_NAME" "${LOC[@]}" --access-mode=READ_ONLY_MANY || {
+    log "ERROR: ${DISK_NAME} is written but still READ_WRITE_SINGLE; set it: gcloud compute disks update ${DISK_NAME} --zone ${ZONE} --project ${PROJECT_ID} --access-mode=READ_ONLY_MANY"
+    return 1
+  }
+  log "disk ${DISK_NAME} is READ_ONLY_MANY: every host attaches it read-only"
+}
 
 # Metadata values go through files: a GCS URI may hold commas, which --metadata would split.
 from_file="startup-script=${SEED_SCRIPT}"
@@ -159,6 +189,7 @@ while true; do
   case "$value" in
     done | done:*)
       log "seeded: ${value#done:}"
+      read_only_many || exit 1
       exit 0
       ;;
     error:*)

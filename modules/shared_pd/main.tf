@@ -6,17 +6,29 @@ provider "google" {
 # every worker. `snapshot` only matters when the disk is created: a later change of the
 # restore point must never replace a disk that holds data, so Terraform ignores it afterwards
 # (SHARED_PD_RESTORE restores a disk that a destroy removed; it does not roll back a live one).
+#
+# Hyperdisk ML (type hyperdisk-ml: generations whose hosts attach only Hyperdisk) is shared
+# read-only only in access mode READ_ONLY_MANY and written only in READ_WRITE_SINGLE: a blank disk
+# is created READ_WRITE_SINGLE, and the seeder sets READ_ONLY_MANY once it has written it
+# (env_setup/seeder/run_seeder.sh); a disk restored from a snapshot already holds the data and is
+# created READ_ONLY_MANY. Terraform then ignores access_mode: the seeder's switch is not drift.
+# Its throughput is Google's default for the size (it grows with the disk).
+locals {
+  access_mode = var.type != "hyperdisk-ml" ? null : (var.snapshot == "" ? "READ_WRITE_SINGLE" : "READ_ONLY_MANY")
+}
+
 resource "google_compute_disk" "this" {
   #checkov:skip=CKV_GCP_37:Customer-supplied keys would have to be handed to Cloud Build, the seeder and every worker; the dataset disk uses Google-managed encryption at rest.
-  name     = var.name
-  zone     = var.zone
-  type     = var.type
-  size     = var.size_gb
-  labels   = var.labels
-  snapshot = var.snapshot == "" ? null : var.snapshot
+  name        = var.name
+  zone        = var.zone
+  type        = var.type
+  size        = var.size_gb
+  labels      = var.labels
+  snapshot    = var.snapshot == "" ? null : var.snapshot
+  access_mode = local.access_mode
 
   lifecycle {
-    ignore_changes = [snapshot]
+    ignore_changes = [snapshot, access_mode]
   }
 }
 

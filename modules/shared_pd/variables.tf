@@ -9,12 +9,12 @@ variable "name" {
 }
 
 variable "type" {
-  description = "Disk type (SHARED_PD_DISK_TYPE); a disk attached read-only to many VMs must be pd-standard, pd-balanced or pd-ssd."
+  description = "Disk type (SHARED_PD_DISK_TYPE); a disk attached read-only to many VMs: pd-standard, pd-balanced or pd-ssd, or hyperdisk-ml (READ_ONLY_MANY) for hosts that attach only Hyperdisk."
   type        = string
 
   validation {
-    condition     = contains(["pd-standard", "pd-balanced", "pd-ssd"], var.type)
-    error_message = "type must be pd-standard, pd-balanced or pd-ssd."
+    condition     = contains(["pd-standard", "pd-balanced", "pd-ssd", "hyperdisk-ml"], var.type)
+    error_message = "type must be pd-standard, pd-balanced, pd-ssd or hyperdisk-ml."
   }
 }
 

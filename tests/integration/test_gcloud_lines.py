@@ -119,6 +119,46 @@ def test_step_script_gcloud_lines_parse(gcloud, tmp_path, step_id, text, env):
     _parse_all(gcloud, argvs)
 
 
+# ---------------------------------------------------------------- the seeder
+
+#: gcloud as run_seeder.sh meets it when a blank Hyperdisk ML disk is seeded: no VM left over, the
+#: disk READ_WRITE_SINGLE and unused, the seeder VM reports done.
+SEEDER_GCLOUD = """#!/usr/bin/env bash
+n=$(ls "$RECORD_DIR" | wc -l)
+printf '%s\\0' "$@" > "$RECORD_DIR/call-$n"
+case "$1 $2 $3" in
+  "compute instances describe") [[ -f "$RECORD_DIR/../vm" ]]; exit ;;
+  "compute instances create") touch "$RECORD_DIR/../vm" ;;
+  "compute instances delete") rm -f "$RECORD_DIR/../vm" ;;
+  "compute instances get-guest-attributes") echo "done:copied" ;;
+  "compute disks describe") [[ "$*" == *accessMode* ]] && echo READ_WRITE_SINGLE ;;
+esac
+exit 0
+"""
+
+
+@pytest.mark.parametrize("disk_type", ["pd-balanced", "hyperdisk-ml"])
+def test_seeder_gcloud_lines_parse(gcloud, tmp_path, disk_type):
+    """env_setup/seeder/run_seeder.sh (the shared_pd-seed step's script): every gcloud line, the
+    Hyperdisk ML access-mode switch (gcloud compute disks update --access-mode) included."""
+    from tests.shell.test_startup_sandbox import SEEDER_PIPELINE_ENV
+
+    bindir, rec = tmp_path / "bin", tmp_path / "calls"
+    bindir.mkdir()
+    rec.mkdir()
+    (bindir / "gcloud").write_text(SEEDER_GCLOUD)
+    (bindir / "gcloud").chmod(0o755)
+    env = {**os.environ, **SEEDER_PIPELINE_ENV, "DISK_TYPE": disk_type, "RECORD_DIR": str(rec),
+           "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp_path)}
+    proc = subprocess.run(["bash", str(REPO / "env_setup/seeder/run_seeder.sh")], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    argvs = [tuple(c.read_bytes().decode().split("\0")[:-1]) for c in sorted(rec.iterdir())]
+    switched = [a for a in argvs if a[:3] == ("compute", "disks", "update")]
+    assert switched if disk_type == "hyperdisk-ml" else not switched
+    _parse_all(gcloud, argvs)
+
+
 # ---------------------------------------------------------------- train / stop / logs / run
 
 VM = EXAMPLES / "vm-v4-32.env"

@@ -34,7 +34,15 @@ case "$1 $2 $3" in
     rm -f "$STUB_STATE/vm"; exit 0 ;;
   "compute disks describe")
     [[ -f "$STUB_STATE/no_disk" ]] && { echo "ERROR: not found" >&2; exit 1; }
+    if [[ "$*" == *"value(accessMode)"* ]]; then
+      [[ -f "$STUB_STATE/vm" ]] && echo "unexpected: the access mode is read while the seeder VM holds the disk" >&2
+      cat "$STUB_STATE/access_mode" 2>/dev/null || echo READ_WRITE_SINGLE; exit 0
+    fi
     if [[ -f "$STUB_STATE/disk_users" ]]; then cat "$STUB_STATE/disk_users"; fi; exit 0 ;;
+  "compute disks update")
+    [[ -f "$STUB_STATE/vm" ]] && { echo "ERROR: (gcloud.compute.disks.update) the disk is in use by seed-env1" >&2; exit 1; }
+    [[ -f "$STUB_STATE/update_fail" ]] && { echo "ERROR: (gcloud.compute.disks.update) denied" >&2; exit 1; }
+    [[ "$*" == *"--access-mode=READ_ONLY_MANY"* ]] && echo READ_ONLY_MANY >"$STUB_STATE/access_mode"; exit 0 ;;
   "compute instances get-guest-attributes")
     [[ -f "$STUB_STATE/vm" ]] || exit 1
     line=$(head -n 1 "$STUB_STATE/guest")
@@ -175,3 +183,49 @@ def test_run_seeder_bad_settings(pipeline, env, message):
     assert result.returncode == 2
     assert message in result.stderr
     assert not [c for c in box.calls() if c.startswith("gcloud")]
+
+
+# ---- Hyperdisk ML: written READ_WRITE_SINGLE, then READ_ONLY_MANY for every host ----
+
+def test_run_seeder_hyperdisk_ml_is_written_then_read_only_many(pipeline):
+    box = pipeline
+    result = run_pipeline(box, ["running:copy dataset", "done:copied 4 objects from x"], DISK_TYPE="hyperdisk-ml")
+    assert result.returncode == 0, result.stderr
+    args = calls_of(box, "gcloud compute instances create")[0]
+    # E2 cannot attach Hyperdisk: the seeder VM is a C3 there, and writes the disk (rw)
+    assert "--machine-type c3-standard-8" in args and "mode=rw" in args and "tpubuild-seed-mode=seed" in args
+    update = calls_of(box, "gcloud compute disks update pd-env1")
+    assert len(update) == 1 and "--access-mode=READ_ONLY_MANY" in update[0] and "--zone europe-west4-a" in update[0]
+    # the VM is gone before the switch (the stub refuses a switch while it holds the disk)
+    assert (box.state / "access_mode").read_text().strip() == "READ_ONLY_MANY" and deleted(box)
+    assert "pd-env1 is READ_ONLY_MANY: every host attaches it read-only" in result.stderr
+
+
+def test_run_seeder_hyperdisk_ml_read_only_many_is_only_checked(pipeline):
+    """A Hyperdisk ML disk already READ_ONLY_MANY (seeded before, or restored from a snapshot) is
+    attached read-only and checked; its access mode is left alone."""
+    box = pipeline
+    (box.state / "access_mode").write_text("READ_ONLY_MANY\n")
+    result = run_pipeline(box, ["done:already seeded with 4 objects from x"], DISK_TYPE="hyperdisk-ml")
+    assert result.returncode == 0, result.stderr
+    args = calls_of(box, "gcloud compute instances create")[0]
+    assert "mode=ro" in args and "tpubuild-seed-mode=check" in args
+    assert not calls_of(box, "gcloud compute disks update")
+    assert "is READ_ONLY_MANY (written already)" in result.stderr
+
+
+def test_run_seeder_pd_balanced_keeps_its_access_mode(pipeline):
+    box = pipeline
+    result = run_pipeline(box, ["done"], DISK_TYPE="pd-balanced")
+    assert result.returncode == 0, result.stderr
+    assert "--machine-type e2-standard-8" in calls_of(box, "gcloud compute instances create")[0]
+    assert not calls_of(box, "gcloud compute disks update") and not [c for c in box.calls() if "accessMode" in c]
+
+
+def test_run_seeder_hyperdisk_ml_switch_failure_fails_the_step(pipeline):
+    box = pipeline
+    (box.state / "update_fail").touch()
+    result = run_pipeline(box, ["done"], DISK_TYPE="hyperdisk-ml")
+    assert result.returncode == 1
+    assert "pd-env1 is written but still READ_WRITE_SINGLE; set it: gcloud compute disks update pd-env1" in result.stderr
+    assert deleted(box)

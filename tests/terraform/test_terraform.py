@@ -146,6 +146,12 @@ def _spot_check(settings: Any, module: str, plan: dict[str, Any]) -> list[str]:
                     checked.append("read-only")
             assert values["metadata"]["startup-script"] == STARTUP
             checked += ["no-external-ip", "startup-script"]
+        if rtype == "google_compute_disk" and module == "shared_pd":
+            assert values["type"] == settings.shared_pd_type in settings.topology.record.shared_pd_types
+            # Hyperdisk ML: created writable by one VM (the seeder), then READ_ONLY_MANY
+            hyperdisk = settings.shared_pd_type == "hyperdisk-ml"
+            assert values.get("access_mode") == ("READ_WRITE_SINGLE" if hyperdisk else None), res["address"]
+            checked.append("access-mode")
         if rtype == "google_tpu_v2_vm":
             for nc in values.get("network_config") or []:
                 assert nc["enable_external_ips"] is bool(getattr(settings, "tpu_external_ips", False)), res["address"]
@@ -201,7 +207,7 @@ def test_every_root_module_plans_and_applies_for_every_values_file(applied: dict
         assert set(counts(run["after"])) <= {"no-op"}, (module, counts(run["after"]))
     assert "startup-script" in checked and "no-external-ip" in checked
     if settings.shared_pd_attach:
-        assert "read-only" in checked
+        assert "read-only" in checked and "access-mode" in checked
     if settings.arch == "mig":
         assert "mig-size" in checked
 
@@ -249,6 +255,53 @@ def test_update_in_place_and_destroy_plans_through_the_guard(tf: Terraform, appl
             seen.add("refused")
         seen.add("destroy")
     assert {"destroy", "refused"} <= seen
+
+
+def test_hyperdisk_ml_switched_by_the_seeder_is_no_drift_and_a_replace_is_refused(
+        tf: Terraform, applied: dict[str, Any]) -> None:
+    """The Hyperdisk ML dataset disk of a Hyperdisk-only generation: once the seeder has set it
+    READ_ONLY_MANY (gcloud compute disks update --access-mode), the next plan is a no-op; growing
+    it changes it in place; replacing it (another type) is refused by the guard without the
+    override, since the disk is data."""
+    record = next(r for r in applied.values() if "error" not in r and r["settings"].shared_pd_type == "hyperdisk-ml"
+                  and "shared_pd" in r["modules"])
+    run = record["modules"]["shared_pd"]
+    work: Path = run["work"]
+    values = dict(run["values"])
+
+    def plan_with(name: str, **change: Any) -> dict[str, Any]:
+        (work / "terraform.tfvars.json").write_text(json.dumps({**values, **change}))
+        return tf.plan_json(work, name)
+
+    # the seeder's switch, written into the applied state as the API would report it
+    state_file = record["ws"].state / "shared_pd.tfstate"
+    state = json.loads(state_file.read_text())
+    disk = next(r for r in state["resources"] if r["type"] == "google_compute_disk")
+    disk["instances"][0]["attributes"]["access_mode"] = "READ_ONLY_MANY"
+    state["serial"] += 1
+    state_file.write_text(json.dumps(state))
+    assert set(counts(plan_with("switched"))) <= {"no-op"}
+    grown = plan_with("grown", size_gb=values["size_gb"] * 2)
+    assert {k: n for k, n in counts(grown).items() if k != "no-op"} == {"update": 1}, counts(grown)
+    # another type: the provider replaces the disk (ForceNew); the stand-in never plans a
+    # replacement (tools/tfstandin/server.py), so the change Terraform wrote is marked as the
+    # provider would mark it before the guard reads it
+    retyped = plan_with("retyped", type="pd-balanced")
+    change = next(c for c in retyped["resource_changes"] if c["type"] == "google_compute_disk")
+    assert change["change"]["actions"] == ["update"] and change["change"]["after"]["type"] == "pd-balanced"
+    change["change"]["actions"] = ["delete", "create"]
+    refused = _guard(_write_plan(work, "retyped", retyped), "shared_pd", "update")
+    assert refused.returncode != 0 and "data" in (refused.stdout + refused.stderr).lower(), refused.stdout
+    (work / "terraform.tfvars.json").write_text(json.dumps(values))
+
+
+def test_hyperdisk_ml_from_a_snapshot_is_created_read_only_many(tf: Terraform, tmp_path: Path) -> None:
+    settings = load(EXAMPLES / "mig-v6e-16-spot.env")
+    values = {**tfvars.all_for(settings)["shared_pd"], "snapshot": "pd-v6e-slice-20261124"}
+    work = Workspace(tmp_path).module("modules/shared_pd", "shared_pd", values)
+    tf.init(work)
+    disk = next(r for r in resources(tf.plan_json(work, "restore")) if r["type"] == "google_compute_disk")
+    assert (disk["values"]["type"], disk["values"]["access_mode"]) == ("hyperdisk-ml", "READ_ONLY_MANY")
 
 
 # ---- moved blocks ------------------------------------------------------------------------------

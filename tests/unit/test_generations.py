@@ -15,9 +15,13 @@ from types import ModuleType
 import pytest
 
 from builder import generations
+from builder.config.keys import KEYS
 from builder.errors import BadInput
 from builder.topology import mig_shape, parse
 from tests.conftest import EXAMPLES, REPO
+
+
+KEY_TYPES = next(k for k in KEYS if k.name == "SHARED_PD_DISK_TYPE").parse
 
 
 def _sync() -> ModuleType:
@@ -37,6 +41,8 @@ def test_a_record_is_consistent(gen: generations.Generation) -> None:
     assert gen.cores_per_chip == 1 or gen.name_counts == "TensorCores"
     assert bool(gen.runtimes) == gen.offers("vm"), "a vm generation has a runtime; no other has one"
     assert (gen.mig is not None) == gen.offers("mig")
+    # the dataset disk: at least one type (the first is SHARED_PD_DISK_TYPE's default), each one the key takes
+    assert gen.shared_pd_types and all(KEY_TYPES(t) == t for t in gen.shared_pd_types)
     for size in gen.sizes:
         t = parse(f"{gen.prefix}-{size}")
         assert t.chips * gen.cores_per_chip == t.cores and t.chips % t.hosts == 0
@@ -105,7 +111,7 @@ def test_v5e_16_is_answered_with_v5litepod_16_on_the_key_line(make_env, cli) -> 
 FAKE = {
     "prefix": "v9z", "aliases": ["fakium"], "name_counts": "chips", "cores_per_chip": 1, "chips_per_host": 4,
     "single_host_max_chips": 4, "sizes": [4, 16, 32], "paths": ["vm", "mig"], "xla_devices_per_chip": 1,
-    "shared_pd_types": [], "runtimes": ["v2-alpha-tpuv9z"], "provisioning": ["on-demand", "spot"],
+    "shared_pd_types": ["hyperdisk-ml"], "runtimes": ["v2-alpha-tpuv9z"], "provisioning": ["on-demand", "spot"],
     "zones": {"*": ["us-central1-b"]},
     "mig": {"machine_type": "ct9z-standard-4t", "chips_per_vm": 4, "single_host_machine_types": {},
             "image_project": "ubuntu-os-accelerator-images", "image_family": "ubuntu-accel-2404-amd64-tpu-v9z",
@@ -165,3 +171,29 @@ def test_adding_a_generation_is_its_record(tmp_path: Path) -> None:
     assert "v9z" in (tmp_path / "modules/tpu_vm/variables.tf").read_text()
     assert "ct9z-standard-4t" in (tmp_path / "modules/tpu_mig/variables.tf").read_text()
     assert "v9z" in (tmp_path / "env_setup/scripts/startup.sh").read_text()
+
+
+# ---- the shipped files ----
+
+def test_every_generation_and_path_google_offers_has_an_example() -> None:
+    """One shipped values file (values.env or examples/*.env) per generation × path that Google
+    still creates (the paths whose API is not retired): read from the records, so a new
+    generation or path without an example fails here."""
+    from builder.config import load
+
+    shipped = {(s.topology.generation, s.arch) for s in map(load, [REPO / "values.env", *EXAMPLES.glob("*.env")])}
+    offered = {(gen.name, path) for gen in generations.records() for path in gen.paths
+               if generations.api(path).status != "retired"}
+    assert offered - shipped == set(), "add an example under examples/ for each"
+
+
+def test_the_dataset_disk_default_is_the_record_s() -> None:
+    """SHARED_PD_DISK_TYPE left out is the generation's first shared_pd_types entry: Hyperdisk ML
+    where the hosts attach only Hyperdisk, pd-balanced where they attach Persistent Disk."""
+    from builder.config import load
+
+    for path in [REPO / "values.env", *EXAMPLES.glob("*.env")]:
+        s = load(path)
+        assert s.shared_pd_type in s.topology.record.shared_pd_types, path.name
+    hyperdisk_only = [g for g in generations.records() if g.mig and g.mig.boot_disk_type.startswith("hyperdisk")]
+    assert hyperdisk_only and all(g.shared_pd_types == ("hyperdisk-ml",) for g in hyperdisk_only)

@@ -126,9 +126,12 @@ def test_examples_load_as_mig() -> None:
     ({"TPU_ACCELERATOR_TYPE": "tpu7x-8"}, "ZONE", "tpu7x-8 is not offered in us-east5-b; it is offered in us-central1-c"),
     ({"TPU_RUNTIME_VERSION": "v2-alpha-tpuv6e"}, "TPU_RUNTIME_VERSION", "have no TPU runtime"),
     ({"MIG_EXTERNAL_IP": "true"}, "MIG_EXTERNAL_IP", "TPU_EXTERNAL_IPS"),
-    ({"SHARED_PD_DISK_ATTACH": "true"}, "SHARED_PD_DISK_ATTACH", "ct6e-standard-4t VMs attach only Hyperdisk"),
+    ({"SHARED_PD_DISK_ATTACH": "true", "SHARED_PD_DISK_TYPE": "pd-balanced"}, "SHARED_PD_DISK_TYPE",
+     "v6e TPU VMs attach only Hyperdisk ML"),
     ({"SHARED_PD_DISK_ATTACH": "true", "TPU_ACCELERATOR_TYPE": "v5p-32", "ZONE": "us-east5-a",
-      "SHARED_PD_DISK_TYPE": "pd-ssd"}, "SHARED_PD_DISK_TYPE", "ct5p-hightpu-4t VMs attach only pd-balanced"),
+      "SHARED_PD_DISK_TYPE": "pd-ssd"}, "SHARED_PD_DISK_TYPE", "v5p TPU VMs attach only Balanced Persistent Disk"),
+    ({"SHARED_PD_DISK_ATTACH": "true", "TPU_ACCELERATOR_TYPE": "v5p-32", "ZONE": "us-east5-a",
+      "SHARED_PD_DISK_TYPE": "hyperdisk-ml"}, "SHARED_PD_DISK_TYPE", "v5p TPU VMs attach only Balanced Persistent Disk"),
 ])
 def test_bad_mig_settings_are_one_located_line(make_env: Callable[..., Path], over: dict[str, str | None],
                                                key: str, what: str) -> None:
@@ -146,8 +149,8 @@ def test_flags_mean_access_and_slice() -> None:
     both = make_plan(s, "update", tpu=True, mig=True)
     assert both.modules == ("tpu", "mig") and both.get("mig").after == ("tpu",)
     create = make_plan(s, "create")
-    # the example attaches no shared PD, so none is created for the slice to wait for
-    assert not s.shared_pd_attach and create.get("mig").after == ("filestore", "tpu")
+    # the example attaches its Hyperdisk ML dataset disk: the slice waits for it (and its seed)
+    assert s.shared_pd_attach and create.get("mig").after == ("filestore", "shared_pd", "tpu")
     assert make_plan(s, "destroy").modules[:2] == ("mig", "tpu")
     assert make_plan(s, "destroy", tpu=True, mig=True).modules == ("mig", "tpu")
     with pytest.raises(BadInput, match="cut off the running TPU VMs"):
@@ -268,4 +271,7 @@ def test_shared_pd_attaches_to_v5p_and_boot_disks_follow_the_generation(make_env
     tv = for_module(v5p, "mig")
     assert (tv["shared_pd_attach"], tv["boot_disk_type"], tv["machine_type"]) == (True, "pd-balanced", "ct5p-hightpu-4t")
     assert for_module(load(V6E), "mig")["boot_disk_type"] == "hyperdisk-balanced"
+    # the dataset disk's type left out is the record's: pd-balanced on v5p, Hyperdisk ML on v6e
+    assert for_module(v5p, "shared_pd")["type"] == "pd-balanced"
+    assert for_module(load(V6E), "shared_pd")["type"] == "hyperdisk-ml"
     assert for_module(load(TPU7X), "mig")["boot_disk_type"] == "hyperdisk-balanced"
