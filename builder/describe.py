@@ -44,7 +44,7 @@ def provisioning_meaning(s: Settings) -> str:
     """How the TPU is paid for and what that means (builder.config.offers.describe)."""
     from builder.config.offers import describe as describe_provisioning
 
-    return describe_provisioning(s.provisioning, s.queued, s.queued_valid_for, s.reservation)
+    return describe_provisioning(s.provisioning, s.queued, s.queued_valid_for, s.reservation, s.max_run_hours)
 
 
 def path_info(s: Settings) -> dict[str, Any]:

@@ -68,6 +68,7 @@ class Generation:
     shared_pd_types: tuple[str, ...]  # SHARED_PD_DISK_TYPE values its hosts attach read-only; the first is the default
     runtimes: tuple[str, ...]  # TPU VM runtimes (vm path)
     provisioning: tuple[str, ...]
+    path_provisioning: dict[str, tuple[str, ...]]  # path → its own TPU_PROVISIONING list (mig: flex-start)
     zones: dict[str, tuple[str, ...]]  # accelerator type or "*" → zones
     mig: MigFacts | None
 
@@ -80,6 +81,10 @@ class Generation:
 
     def hosts_of(self, chips: int) -> int:
         return 1 if chips <= self.single_host_max_chips else chips // self.chips_per_host
+
+    def provisioning_on(self, path: str) -> tuple[str, ...]:
+        """The TPU_PROVISIONING values offered on ``path``."""
+        return self.path_provisioning.get(path, self.provisioning)
 
     def offers(self, path: str) -> bool:
         return path in self.paths
@@ -102,6 +107,7 @@ def _record(name: str, row: dict[str, Any]) -> Generation:
         single_host_max_chips=row["single_host_max_chips"], sizes=tuple(row["sizes"]), paths=tuple(row["paths"]),
         xla_devices_per_chip=row["xla_devices_per_chip"], shared_pd_types=tuple(row["shared_pd_types"]),
         runtimes=tuple(row["runtimes"]), provisioning=tuple(row["provisioning"]),
+        path_provisioning={k: tuple(v) for k, v in row.get("path_provisioning", {}).items()},
         zones={k: tuple(v) for k, v in row["zones"].items()},
         mig=None if mig is None else MigFacts(
             machine_type=mig["machine_type"], chips_per_vm=mig["chips_per_vm"],

@@ -290,7 +290,10 @@ class _Steps:
                     wait_s=RESIZE_STEP_S - 300)
 
     _drain = _slice
-    _resize = _slice
+
+    def _resize(self, step: Step) -> dict[str, Any]:
+        # flex-start: modules/tpu_mig's resize request (<name>-flex) brings the VMs, not a resize
+        return dict(flex=self.s.provisioning == "flex-start", request=f"{self.s.tpu_name}-flex", **self._slice(step))
 
     def _queue(self, step: Step) -> dict[str, Any]:
         s = self.s

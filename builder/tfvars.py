@@ -39,6 +39,7 @@ from typing import Any
 from builder import modules as catalogue
 from builder.config.scripts import repo_script
 from builder.config.settings import Settings
+from builder.config.offers import MAX_RUN_HOURS
 from builder.errors import BadInput
 
 #: Terraform directory → the function that gives its variables; :func:`inputs` fills it.
@@ -154,6 +155,7 @@ def _tpu_mig(s: Settings) -> dict[str, Any]:
         "boot_disk_size_gb": s.boot_disk_size_gb, "boot_disk_type": shape.boot_disk_type,
         "external_ips": s.tpu_external_ips,
         "provisioning": s.provisioning, "reservation": s.reservation,
+        "max_run_hours": s.max_run_hours or MAX_RUN_HOURS,  # read only by flex-start
         **_ttl(s),
     }
 

@@ -243,14 +243,17 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("TPU_SPOT", "tpu_spot", False, boolean, "Spot TPU (vm only)."),
     KeySpec("TPU_RESERVED", "tpu_reserved", False, boolean, "Use reserved capacity (vm only: google_tpu_v2_vm's scheduling_config.reserved)."),
     KeySpec("TPU_PROVISIONING", "provisioning", "",
-            choice(("on-demand", "spot", "preemptible", "reservation", ""),
+            choice(("on-demand", "spot", "preemptible", "reservation", "flex-start", ""),
                    {"ondemand": "on-demand", "on_demand": "on-demand", "standard": "on-demand",
-                    "reserved": "reservation"}),
+                    "reserved": "reservation", "flex": "flex-start", "dws": "flex-start"}),
             "How the TPU is paid for: on-demand (default), spot, preemptible ("
-            f"{'/'.join(g.name for g in generations.records() if 'preemptible' in g.provisioning)}) or reservation; "
+            f"{'/'.join(g.name for g in generations.records() if 'preemptible' in g.provisioning)}) reservation or flex-start (mig: Dynamic Workload Scheduler); "
             "the legacy TPU_SPOT/TPU_PREEMPTIBLE/TPU_RESERVED booleans map onto it."),
     KeySpec("TPU_RESERVATION", "reservation", "", reservation_name,
             "With TPU_PROVISIONING=reservation: the reservation's name or full path; empty = any matching reservation."),
+    KeySpec("TPU_MAX_RUN_HOURS", "max_run_hours", 0, integer(1, 168, "hours"),
+            "With TPU_PROVISIONING=flex-start: hours the slice may run before Compute Engine deletes it "
+            "(1-168, i.e. at most 7 days; empty = 168)."),
     KeySpec("TPU_QUEUED", "queued", False, boolean,
             "vm/mig: request the TPU as a queued resource (google_tpu_v2_queued_resource) that waits for capacity."),
     KeySpec("TPU_QUEUED_VALID_FOR", "queued_valid_for", "", duration,

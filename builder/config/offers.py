@@ -20,6 +20,9 @@ Decisions (docs/architecture.md, "Provisioning"):
   ``spot`` and ``reserved``. ``reservation`` with an empty TPU_RESERVATION sets ``reserved`` (the
   project's matching TPU reservation is consumed); a name is refused on ``vm`` with that reason.
   Compute Engine MIGs can name one (``reservation_affinity``), so the key exists for ``mig``.
+* Flex-start (Dynamic Workload Scheduler) is a Compute Engine offer: a MIG resize request
+  (modules/tpu_mig), so it is listed in each generation's ``mig.provisioning`` only; the TPU API
+  path refuses it and names TPU_ARCH="mig". TPU_MAX_RUN_HOURS (1-168, default 168) limits the run.
 * Queued resources create TPU VMs, never TPU Nodes; TPU_QUEUED_VALID_FOR needs TPU_QUEUED; a
   queued request is on-demand, spot or reservation (preemptible is not a queued-resource tier).
 """
@@ -51,7 +54,14 @@ MEANING: dict[str, str] = {
                    "training resumes from checkpoint_last.pt",
     "reservation": "reservation: uses capacity your project has reserved, so creation does not compete "
                    "for on-demand capacity",
+    "flex-start": "flex-start (Dynamic Workload Scheduler): a resize request waits until Google has the whole "
+                  "slice, then starts every VM at once; it runs at most {hours} h, billed at Google's "
+                  "flex-start rate (below on-demand; the estimate uses the on-demand price), then Compute Engine deletes the VMs (checkpoint before the limit)",
 }
+
+#: Flex-start's longest run (Google: a resize request's run duration is 10 minutes to 7 days); the
+#: default of TPU_MAX_RUN_HOURS.
+MAX_RUN_HOURS = 7 * 24
 
 Fail = Callable[[str, str, str], Any]
 
@@ -112,12 +122,16 @@ def resolve_provisioning(v: dict[str, Any], topo: Topology, fail: Fail, lines: d
         if declared and mode not in ("on-demand", "preemptible"):
             fail("TPU_PROVISIONING", f"{mode} is not offered for TPU Nodes (on-demand or preemptible only)",
                  'use TPU_PROVISIONING="preemptible" on node, or migrate to TPU VM with `tpubuild migrate`')
-    elif gen is not None and gen.provisioning and mode not in gen.provisioning:
-        offered = ", ".join(gen.provisioning)
+    elif gen is not None and gen.provisioning_on(arch) and mode not in gen.provisioning_on(arch):
+        offered = ", ".join(gen.provisioning_on(arch))
+        elsewhere = [p for p in records.PATHS if p != arch and gen.offers(p) and mode in gen.provisioning_on(p)]
         fix = 'use TPU_PROVISIONING="spot" (the successor of preemptible)' if mode == "preemptible" \
-            else f"use one of {offered}"
-        fail(mode_key, f"{mode} is not offered for {topo.generation} TPUs ({topo.accelerator_type}); "
-             f"{topo.generation} offers {offered}", fix)
+            else f"use one of {offered}" + (f', or TPU_ARCH="{elsewhere[0]}", which offers {mode}' if elsewhere else "")
+        fail(mode_key, f"{mode} is not offered for {topo.generation} TPUs ({topo.accelerator_type}) on "
+             f'TPU_ARCH="{arch}"; it offers {offered}', fix)
+    if v["max_run_hours"] and mode != "flex-start":
+        fail("TPU_MAX_RUN_HOURS", f"limits a flex-start slice's run, but the TPU is {mode}",
+             'set TPU_PROVISIONING="flex-start" or remove TPU_MAX_RUN_HOURS')
     reservation = v["reservation"]
     if reservation and mode != "reservation":
         fail("TPU_RESERVATION", f"names a reservation but the TPU is {mode}",
@@ -143,9 +157,9 @@ def resolve_provisioning(v: dict[str, Any], topo: Topology, fail: Fail, lines: d
              'set TPU_QUEUED="true" or remove TPU_QUEUED_VALID_FOR')
 
 
-def describe(provisioning: str, queued: bool, valid_for: str, reservation: str) -> str:
+def describe(provisioning: str, queued: bool, valid_for: str, reservation: str, max_run_hours: int = 0) -> str:
     """One line for the plan: which provisioning is used and what it means."""
-    text = MEANING[provisioning]
+    text = MEANING[provisioning].format(hours=max_run_hours or MAX_RUN_HOURS)
     if provisioning == "reservation":
         text += f" (reservation {reservation})" if reservation else " (any matching reservation of the project)"
     if queued:

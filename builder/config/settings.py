@@ -32,6 +32,7 @@ class Settings:
     tpu_reserved: bool
     provisioning: str
     reservation: str
+    max_run_hours: int
     queued: bool
     queued_valid_for: str
     tpu_external_ips: bool

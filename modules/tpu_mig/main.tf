@@ -32,6 +32,9 @@ locals {
   pd_device = "shared-pd"
   spot      = var.provisioning == "spot"
   reserved  = var.provisioning == "reservation"
+  # Flex-start (Dynamic Workload Scheduler): the VMs come from a resize request, run at most
+  # var.max_run_hours and are then deleted (docs/capacity.md).
+  flex = var.provisioning == "flex-start"
   # One policy per topology: a new topology is a new policy (the old one is deleted once the MIG
   # points at the new one); "4x4" is a legal name part ([a-z0-9-]).
   policy_name = "${var.name}-${var.topology}"
@@ -145,20 +148,29 @@ resource "google_compute_instance_template" "slice" {
   # MIG recreates them (a stopped VM would hold the slice's place without running).
   scheduling {
     on_host_maintenance         = "TERMINATE"
-    automatic_restart           = !local.spot
+    automatic_restart           = !(local.spot || local.flex)
     preemptible                 = local.spot
-    provisioning_model          = local.spot ? "SPOT" : "STANDARD"
-    instance_termination_action = local.spot ? "DELETE" : null
+    provisioning_model          = local.spot ? "SPOT" : (local.flex ? "FLEX_START" : "STANDARD")
+    instance_termination_action = local.spot || local.flex ? "DELETE" : null
+
+    # Flex-start VMs run at most TPU_MAX_RUN_HOURS, then Compute Engine deletes them.
+    dynamic "max_run_duration" {
+      for_each = local.flex ? [var.max_run_hours * 3600] : []
+      content {
+        seconds = max_run_duration.value
+      }
+    }
   }
 
   # Reservation-bound: a named reservation (TPU_RESERVATION), else any matching one in the zone.
   dynamic "reservation_affinity" {
-    for_each = local.reserved ? [true] : []
+    # Flex-start VMs must not consume a reservation (Google's flex-start template: NO_RESERVATION).
+    for_each = local.reserved || local.flex ? [true] : []
     content {
-      type = var.reservation == "" ? "ANY_RESERVATION" : "SPECIFIC_RESERVATION"
+      type = local.flex ? "NO_RESERVATION" : (var.reservation == "" ? "ANY_RESERVATION" : "SPECIFIC_RESERVATION")
 
       dynamic "specific_reservation" {
-        for_each = var.reservation == "" ? [] : [var.reservation]
+        for_each = local.flex || var.reservation == "" ? [] : [var.reservation]
         content {
           key    = "compute.googleapis.com/reservation-name"
           values = [specific_reservation.value]
@@ -177,7 +189,9 @@ resource "google_compute_instance_group_manager" "slice" {
   base_instance_name = var.name
   zone               = var.zone
   description        = "tpubuild ${var.env_name}: the ${var.accelerator_type} slice (${var.vm_count} TPU VMs)"
-  target_size        = var.vm_count
+  # Flex-start: the group starts empty and the resize request below adds the whole slice at
+  # once when Dynamic Workload Scheduler finds the capacity.
+  target_size = local.flex ? 0 : var.vm_count
 
   version {
     name              = "slice"
@@ -202,7 +216,7 @@ resource "google_compute_instance_group_manager" "slice" {
     max_unavailable_fixed          = var.vm_count
   }
 
-  wait_for_instances        = true
+  wait_for_instances        = !local.flex
   wait_for_instances_status = "STABLE"
 
   timeouts {
@@ -215,6 +229,19 @@ resource "google_compute_instance_group_manager" "slice" {
     # a topology change), so Terraform creates the group at full size and then leaves it alone.
     ignore_changes = [target_size]
   }
+}
+
+# ---- flex-start: one resize request for the whole slice (all VMs or none) ----
+
+resource "google_compute_resize_request" "slice" {
+  count                  = local.flex ? 1 : 0
+  name                   = "${var.name}-flex"
+  zone                   = var.zone
+  instance_group_manager = google_compute_instance_group_manager.slice.name
+  description            = "tpubuild ${var.env_name}: ${var.vm_count} TPU VMs of ${var.accelerator_type} for at most ${var.max_run_hours} h"
+  # The run limit lives on the template (scheduling.max_run_duration): gcloud's resize-requests
+  # reference says a FLEX_START group takes its run duration from the template, not the request.
+  resize_by = var.vm_count
 }
 
 # ---- the environment's TTL (ENV_TTL_HOURS; modules/ttl): created and destroyed with the slice ----

@@ -109,12 +109,23 @@ variable "image_family" {
 }
 
 variable "provisioning" {
-  description = "How the VMs get capacity: on-demand, spot (deleted on preemption, recreated by the MIG) or reservation (reservation-bound)."
+  description = "How the VMs get capacity: on-demand, spot (deleted on preemption, recreated by the MIG), reservation (reservation-bound) or flex-start (Dynamic Workload Scheduler resize request; deleted after max_run_hours)."
   type        = string
 
   validation {
-    condition     = contains(["on-demand", "spot", "reservation"], var.provisioning)
-    error_message = "provisioning must be on-demand, spot or reservation."
+    condition     = contains(["on-demand", "spot", "reservation", "flex-start"], var.provisioning)
+    error_message = "provisioning must be on-demand, spot, reservation or flex-start."
+  }
+}
+
+variable "max_run_hours" {
+  description = "With provisioning = flex-start: how long the slice may run before Compute Engine deletes its VMs (TPU_MAX_RUN_HOURS), 1 to 168 hours (7 days)."
+  type        = number
+  default     = 168
+
+  validation {
+    condition     = var.max_run_hours >= 1 && var.max_run_hours <= 168 && floor(var.max_run_hours) == var.max_run_hours
+    error_message = "max_run_hours must be a whole number of hours from 1 to 168 (7 days)."
   }
 }
 

@@ -135,8 +135,13 @@ def _spot_check(settings: Any, module: str, plan: dict[str, Any]) -> list[str]:
     for res in resources(plan):
         values, rtype = res["values"], res["type"]
         if rtype == "google_compute_instance_group_manager":
-            assert values["target_size"] == settings.hosts, f"{res['address']}: MIG size"
+            # flex-start: the group starts empty; its resize request adds the whole slice at once
+            flex = settings.provisioning == "flex-start"
+            assert values["target_size"] == (0 if flex else settings.hosts), f"{res['address']}: MIG size"
             checked.append("mig-size")
+        if rtype == "google_compute_resize_request":
+            assert values["resize_by"] == settings.hosts, f"{res['address']}: the whole slice in one request"
+            checked.append("resize-request")
         if rtype == "google_compute_instance_template":
             for nic in values["network_interface"]:
                 assert nic["access_config"] == [] or settings.mig_external_ip, f"{res['address']}: external IP"
@@ -146,6 +151,11 @@ def _spot_check(settings: Any, module: str, plan: dict[str, Any]) -> list[str]:
                     checked.append("read-only")
             assert values["metadata"]["startup-script"] == STARTUP
             checked += ["no-external-ip", "startup-script"]
+            if settings.provisioning == "flex-start":
+                (sched,) = values["scheduling"]
+                assert sched["provisioning_model"] == "FLEX_START" and sched["instance_termination_action"] == "DELETE"
+                assert sched["max_run_duration"][0]["seconds"] == settings.max_run_hours * 3600, res["address"]
+                checked.append("flex-start")
         if rtype == "google_compute_disk" and module == "shared_pd":
             assert values["type"] == settings.shared_pd_type in settings.topology.record.shared_pd_types
             # Hyperdisk ML: created writable by one VM (the seeder), then READ_ONLY_MANY
@@ -210,6 +220,8 @@ def test_every_root_module_plans_and_applies_for_every_values_file(applied: dict
         assert "read-only" in checked and "access-mode" in checked
     if settings.arch == "mig":
         assert "mig-size" in checked
+    if settings.provisioning == "flex-start":
+        assert {"flex-start", "resize-request"} <= set(checked)
 
 
 @pytest.mark.parametrize("env", ENV_FILES, ids=lambda p: p.name)
