@@ -254,14 +254,16 @@ def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
         at = {w: [x.kind for x in extras[m] if x.at == w]
               for w in (BEFORE, GATE, AFTER, BESIDE)}
         deps = [last.get(a, f"{a}-apply") for a in op.after]
-        if op.op == "apply" and attaches_disk(s, m):
-            deps += beside  # the hosts that attach the shared PD wait for its seed
+        # the hosts that attach the shared PD wait for its seed at their apply only: Compute
+        # Engine refuses the seeder's read-write attachment once a host holds the disk read-only,
+        # so their plan and guard run beside the seed and the apply follows it at once
+        seeded = beside if op.op == "apply" and attaches_disk(s, m) else []
         pre = [add(f"{m}-{k}", k, m, deps) for k in at[BEFORE]]
         add(f"{m}-plan", "plan", m, [*deps, *pre])
         gate = add(f"{m}-guard", "guard", m, [f"{m}-plan", wheel])
         for k in at[GATE]:
             gate = add(f"{m}-{k}", k, m, [gate])
-        last[m] = add(f"{m}-apply", "apply", m, [gate])
+        last[m] = add(f"{m}-apply", "apply", m, [gate, *seeded])
         for k in at[AFTER]:
             last[m] = add(f"{m}-{k}", k, m, [last[m]])
         for k in at[BESIDE]:
