@@ -17,7 +17,7 @@ from builder.pipeline import IMAGES, LOCK_TIMEOUT, check_duration, render, to_js
 from builder.plan import make_plan, module_dir
 from builder.modules import accelerator_module, hosts_module
 from tests.conftest import EXAMPLES, REPO
-from tests.support.pipeline import ENVS, NODE_ENV, VM_ENV, BUILTINS, Case, all_cases, step_script
+from tests.support.pipeline import ENVS, NODE_ENV, VM_ENV, BUILTINS, Case, all_cases, ancestors, step_script
 
 Build = pytest.importorskip("google.cloud.devtools.cloudbuild_v1.types").Build
 
@@ -31,18 +31,6 @@ def load_build(config: dict[str, Any]):
 
 def by_id(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {st["id"]: st for st in config["steps"]}
-
-
-def ancestors(config: dict[str, Any], step_id: str) -> set[str]:
-    steps = by_id(config)
-    out: set[str] = set()
-    todo = [w for w in steps[step_id]["waitFor"] if w != "-"]
-    while todo:
-        w = todo.pop()
-        if w not in out:
-            out.add(w)
-            todo.extend(x for x in steps[w]["waitFor"] if x != "-")
-    return out
 
 
 def check_config(config: dict[str, Any], settings, plan, *, allow_data_loss: bool = False) -> None:
