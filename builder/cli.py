@@ -40,7 +40,8 @@ COMMAND_MODULES: tuple[str, ...] = (
 COMMAND_OWNERS: dict[str, str] = {
     "validate": "builder.commands.core",
     "guard": "builder.commands.guard",
-    **dict.fromkeys(("initialize", "submit", "dispatch", "finalize", "unlock", "status", "bootstrap", "trigger"),
+    **dict.fromkeys(("initialize", "submit", "dispatch", "finalize", "check-capacity", "unlock", "status", "bootstrap",
+                     "trigger"),
                     "builder.commands.cloud"),
     "plan": "builder.commands.pipeline_cmds", "render": "builder.commands.pipeline_cmds",
     **dict.fromkeys(("train", "run", "stop", "logs"), "builder.commands.train"),
@@ -73,7 +74,7 @@ COMMAND_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 #: Verbs the pipeline runs, not people: they work, but the top-level help does not list them.
-HIDDEN_COMMANDS: frozenset[str] = frozenset({"dispatch", "guard", "finalize"})
+HIDDEN_COMMANDS: frozenset[str] = frozenset({"dispatch", "guard", "finalize", "check-capacity"})
 
 DESCRIPTION = ("Turn one values.env into a Google Cloud TPU training environment for PyTorch/XLA, "
                "and keep it right as the file changes.")

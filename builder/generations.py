@@ -52,6 +52,15 @@ class MigFacts:
 
 
 @dataclass(frozen=True)
+class Quota:
+    """The Cloud TPU API quota a generation's slices use (TPU_ARCH=vm), as Cloud Quotas names it."""
+
+    service: str  # tpu.googleapis.com
+    counts: str  # "chips" or "TensorCores"
+    ids: dict[str, str]  # provisioning model → quota ID (no entry: none checked, e.g. a reservation)
+
+
+@dataclass(frozen=True)
 class Generation:
     """One TPU generation (a row of builder/data/tpu_offers.json)."""
 
@@ -71,6 +80,7 @@ class Generation:
     path_provisioning: dict[str, tuple[str, ...]]  # path → its own TPU_PROVISIONING list (mig: flex-start)
     zones: dict[str, tuple[str, ...]]  # accelerator type or "*" → zones
     mig: MigFacts | None
+    quota: Quota | None = None  # None: no quota tpubuild checks (builder/capacity.py)
 
     def types(self) -> list[str]:
         """Every accelerator type of this generation, smallest first."""
@@ -114,7 +124,14 @@ def _record(name: str, row: dict[str, Any]) -> Generation:
             single_host_machine_types={int(k): v for k, v in mig["single_host_machine_types"].items()},
             image_project=mig["image_project"], image_family=mig["image_family"],
             boot_disk_type=mig["boot_disk_type"], shapes={int(k): v for k, v in mig["shapes"].items()}),
+        quota=_quota(row.get("quota")),
     )
+
+
+def _quota(row: dict[str, str] | None) -> Quota | None:
+    if row is None:
+        return None
+    return Quota(row["service"], row["counts"], {k: v for k, v in row.items() if k not in ("service", "counts")})
 
 
 @lru_cache(maxsize=1)

@@ -15,6 +15,8 @@ Per module operation the steps are, in order (docs/pipeline.md has the full anat
 * ``<module>-apply`` (Terraform image): ``apply`` of the saved plan.
 
 Around them: ``tpubuild-wheel`` (builds tpubuild once for the guard and finalize steps),
+``check-capacity`` (the TPU quota holds the slice: every guard waits for it, so nothing billed
+is made before it passes),
 ``shared_pd-restore`` (SHARED_PD_RESTORE=latest: names the newest snapshot),
 ``shared_pd-snapshot`` / ``filestore-backup`` (before a full destroy), ``shared_pd-seed`` (copies
 GCS_DATASET onto a freshly applied shared PD) and ``finalize`` (last). ``waitFor`` expresses the
@@ -77,6 +79,7 @@ SEED_STEP_S = 14400
 #: Step kind (builder.plan.Step.kind) → how it is rendered.
 KINDS: dict[str, Kind] = {
     "wheel": Kind("python", "wheel.sh.j2", 900),
+    "capacity": Kind("python", "capacity.sh.j2", 300),
     "restore": Kind("gcloud", "pd_restore.sh.j2", 300),
     "snapshot": Kind("gcloud", "pd_snapshot.sh.j2", 3600),
     "backup": Kind("gcloud", "fs_backup.sh.j2", 7200),
@@ -234,6 +237,9 @@ class _Steps:
     # ---- one context per step kind ----
 
     def _wheel(self, step: Step) -> dict[str, Any]:
+        return dict(wheels=WHEELS)
+
+    def _capacity(self, step: Step) -> dict[str, Any]:
         return dict(wheels=WHEELS)
 
     def _restore(self, step: Step) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from builder import modules as catalogue
 from builder.errors import BadInput
 from builder.module_parts import AFTER, BEFORE, BESIDE, GATE, ExtraStep
-from builder.modules import PLAN_ACTIONS, Action, ModuleSpec, hosts_module
+from builder.modules import PLAN_ACTIONS, Action, ModuleSpec, accelerator_module, hosts_module
 
 __all__ = ["ACTIONS", "Operation", "Plan", "Step", "hosts_module", "make_plan", "module_dir", "steps"]
 
@@ -235,7 +235,8 @@ def loses_data(settings: Settings, plan: Plan) -> tuple[ModuleSpec, ...]:
 def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
     """Every step of ``plan``'s pipeline, in the order the build lists them (docs/pipeline.md has
     the anatomy): per operation ``[restore|snapshot|backup|unqueue] → plan → guard → [drain] →
-    apply → [resize|queue|seed]``, with ``tpubuild-wheel`` first and ``finalize`` last."""
+    apply → [resize|queue|seed]``, with ``tpubuild-wheel`` first, then ``check-capacity`` when the
+    accelerator is applied (every guard waits for it), and ``finalize`` last."""
     if not plan.operations:
         return ()
     s = settings
@@ -246,6 +247,9 @@ def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
         return step_id
 
     wheel = add("tpubuild-wheel", "wheel", "", [])
+    # the capacity check: when the accelerator is applied, every guard (so every apply, the first
+    # billed step of each module) waits for the TPU quota to be known to hold the slice
+    checked = [add("check-capacity", "capacity", "", [wheel])] if plan.applies(accelerator_module(s.arch)) else []
     extras = extra(s, plan)
     beside = [f"{m}-{x.kind}" for m, xs in extras.items() for x in xs if x.at == BESIDE]
     last: dict[str, str] = {}  # module → its last step, which the modules after it wait for
@@ -254,14 +258,16 @@ def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
         at = {w: [x.kind for x in extras[m] if x.at == w]
               for w in (BEFORE, GATE, AFTER, BESIDE)}
         deps = [last.get(a, f"{a}-apply") for a in op.after]
-        if op.op == "apply" and attaches_disk(s, m):
-            deps += beside  # the hosts that attach the shared PD wait for its seed
+        # the hosts that attach the shared PD wait for its seed at their apply only: Compute
+        # Engine refuses the seeder's read-write attachment once a host holds the disk read-only,
+        # so their plan and guard run beside the seed and the apply follows it at once
+        seeded = beside if op.op == "apply" and attaches_disk(s, m) else []
         pre = [add(f"{m}-{k}", k, m, deps) for k in at[BEFORE]]
         add(f"{m}-plan", "plan", m, [*deps, *pre])
-        gate = add(f"{m}-guard", "guard", m, [f"{m}-plan", wheel])
+        gate = add(f"{m}-guard", "guard", m, [f"{m}-plan", wheel, *checked])
         for k in at[GATE]:
             gate = add(f"{m}-{k}", k, m, [gate])
-        last[m] = add(f"{m}-apply", "apply", m, [gate])
+        last[m] = add(f"{m}-apply", "apply", m, [gate, *seeded])
         for k in at[AFTER]:
             last[m] = add(f"{m}-{k}", k, m, [last[m]])
         for k in at[BESIDE]:

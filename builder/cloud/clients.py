@@ -14,6 +14,8 @@ Endpoints for local emulators and fakes (tests, offline work) come from the envi
   service account (``builder/cloud/iam.py``).
 * ``TPUBUILD_COMPUTE_ENDPOINT`` (``http://127.0.0.1:PORT/compute/v1``): the Compute Engine REST
   base used for the MIG (no google-cloud-compute dependency: google-auth's AuthorizedSession).
+* ``TPUBUILD_QUOTAS_ENDPOINT`` (``http://127.0.0.1:PORT/v1``): the Cloud Quotas REST base of the
+  capacity check (``builder/cloud/quotas.py``; no google-cloud-quotas dependency, the same way).
 
 Outside those, Application Default Credentials are required; when there are none the command
 stops with one line telling the user to run ``gcloud auth application-default login``.
@@ -163,16 +165,27 @@ def projects() -> Any:
     return resourcemanager_v3.ProjectsClient(**_rest_options("TPUBUILD_RESOURCEMANAGER_ENDPOINT"))
 
 
-def compute() -> tuple[Any, str]:
-    """(an authorized requests session, the Compute Engine v1 REST base URL)."""
+def _session(variable: str, base: str) -> tuple[Any, str]:
+    """(a requests session, a REST base URL): plain and ``variable``'s URL for a local fake, else
+    google-auth's AuthorizedSession and ``base``."""
     import requests
 
-    base = emulated("TPUBUILD_COMPUTE_ENDPOINT")
-    if base:
-        return requests.Session(), base.rstrip("/")
+    fake = emulated(variable)
+    if fake:
+        return requests.Session(), fake.rstrip("/")
     from google.auth.transport.requests import AuthorizedSession
 
-    return AuthorizedSession(credentials()), "https://compute.googleapis.com/compute/v1"
+    return AuthorizedSession(credentials()), base
+
+
+def compute() -> tuple[Any, str]:
+    """(an authorized requests session, the Compute Engine v1 REST base URL)."""
+    return _session("TPUBUILD_COMPUTE_ENDPOINT", "https://compute.googleapis.com/compute/v1")
+
+
+def quotas() -> tuple[Any, str]:
+    """(an authorized requests session, the Cloud Quotas v1 REST base URL)."""
+    return _session("TPUBUILD_QUOTAS_ENDPOINT", "https://cloudquotas.googleapis.com/v1")
 
 
 def _first_line(exc: BaseException) -> str:

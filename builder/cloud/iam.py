@@ -57,6 +57,7 @@ ROLES: tuple[Role, ...] = (
          "(modules/tpu_mig_access; a node destroy deletes modules/mig's)"),
     Role("roles/resourcemanager.projectIamAdmin", "grant the workers' and the seeder's accounts their project roles"),
     Role("roles/logging.logWriter", "build logs (CLOUD_LOGGING_ONLY)"),
+    Role("roles/cloudquotas.viewer", "the check-capacity step reads the TPU quota (Cloud Quotas)"),
 )
 
 

@@ -1,5 +1,5 @@
 """Commands that talk to Google Cloud: ``initialize``, ``submit``, ``dispatch``, ``finalize``,
-``unlock``, ``status``, plus the two renderers ``bootstrap`` (the root cloudbuild.yaml) and
+``check-capacity``, ``unlock``, ``status``, plus the two renderers ``bootstrap`` (the root cloudbuild.yaml) and
 ``trigger`` (a GitOps trigger config).
 
 Nothing here imports ``google.*`` at import time: each command's body lives in its own module
@@ -44,6 +44,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--build-id", required=True, metavar="ID")
     p.add_argument("--action", required=True, metavar="ACTION")
 
+    verb("check-capacity", help="the pipeline's first step: refuse (exit 1) when the TPU quota cannot hold the slice")
+
     p = verb("unlock", help="break the environment lock")
     p.add_argument("--force", action="store_true",
                    help="required; refused while Cloud Build reports a build of this environment QUEUED or WORKING")
@@ -77,6 +79,7 @@ BODIES: dict[str, str] = {
     "submit": "builder.commands.submit",
     "dispatch": "builder.commands.submit",
     "finalize": "builder.commands.finalize",
+    "check-capacity": "builder.commands.capacity",
     "unlock": "builder.commands.state",
     "status": "builder.commands.state",
     "bootstrap": "builder.commands.bootstrap",
@@ -88,7 +91,7 @@ def _run(name: str):  # noqa: ANN202 - argparse callback
     def run(args: argparse.Namespace) -> int:
         import importlib
 
-        return int(getattr(importlib.import_module(BODIES[name]), f"cmd_{name}")(args) or 0)
+        return int(getattr(importlib.import_module(BODIES[name]), f"cmd_{name.replace('-', '_')}")(args) or 0)
 
     run.__name__ = f"run_{name}"
     return run

@@ -29,6 +29,11 @@ HELP: dict[str, tuple[str, str]] = {
     "finalize": (
         "The pipeline's last step (run by Cloud Build): record the applied snapshot and release the lock.",
         "example (what the pipeline runs):\n  tpubuild finalize --build-id \"$BUILD_ID\" --action create"),
+    "check-capacity": (
+        "The pipeline's first step (run by Cloud Build, before anything billed): read the TPU quota of the "
+        "slice's generation and provisioning model (Cloud Quotas) and refuse (exit 1, one line) when it cannot "
+        "hold the slice. `tpubuild plan --check` runs the same check from a workstation.",
+        "example (what the pipeline runs):\n  tpubuild check-capacity"),
     "guard": (
         "Read a saved Terraform plan (terraform show -json) and refuse it (exit 1) when it destroys or "
         "replaces Filestore or the shared PD without --allow-data-loss (run by the pipeline).",

@@ -58,6 +58,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                        epilog=_PLAN_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     scope(p)
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    p.add_argument("--check", action="store_true",
+                   help="also run the pipeline's capacity check (the TPU quota, read from Cloud Quotas): exit 1 "
+                        "when it cannot hold the slice")
     p.set_defaults(func=run_plan)
 
     r = sub.add_parser("render", parents=[common], help="print the Cloud Build config of an action",
@@ -209,6 +212,11 @@ def run_plan(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(info, indent=2) + "\n")
     else:
         sys.stdout.write(as_text(info, bold=_bold_style()))
+    if args.check:
+        from builder.commands.capacity import check
+
+        sys.stdout.flush()
+        check(settings)
     return 0
 
 

@@ -311,6 +311,22 @@ mount_nfs() {
 
 dev_present() { [[ -e "$1" ]]; }
 
+# say_seed DIR: what the seeder's marker (env_setup/seeder/seed_disk.sh) says of the dataset on the
+# mounted shared PD. The pipeline applies the hosts only after shared_pd-seed, and a disk this host
+# holds read-only cannot be written by a seeder meanwhile, so there is nothing to wait for here: a
+# missing or unfinished marker means the seed failed or has not run, and the log says so.
+say_seed() {
+  local marker="$1/.tpubuild-seed.json" from
+  if [[ ! -f "$marker" ]]; then
+    log "WARNING: shared PD at $1 holds no seeded dataset (no .tpubuild-seed.json): its data, if any, did not come from a finished shared_pd-seed"
+  elif ! grep -Eq '^  "complete": true$' "$marker"; then
+    log "WARNING: shared PD at $1 holds an unfinished seed (.tpubuild-seed.json says complete: false); rerun the pipeline so shared_pd-seed finishes it"
+  else
+    from="$(sed -n 's/^  "source": "\(.*\)",$/\1/p' "$marker" | head -n 1)"
+    log "shared PD at $1 holds the dataset seeded from ${from:-an unnamed source}"
+  fi
+}
+
 mount_shared_pd() {
   local dir="$1" device="$2" dev fstype opts
   if [[ -z "$device" ]]; then
@@ -337,11 +353,12 @@ mount_shared_pd() {
   PD_DIR_MOUNTED="$dir"
   if mountpoint -q "$dir"; then
     log "shared PD already mounted at ${dir}"
-    return 0
+  else
+    mount -t "$fstype" -o "$opts" "$dev" "$dir" ||
+      die "cannot mount shared PD ${dev} (${fstype}) read-only at ${dir}"
+    log "shared PD ${dev} (${fstype}) mounted read-only at ${dir}"
   fi
-  mount -t "$fstype" -o "$opts" "$dev" "$dir" ||
-    die "cannot mount shared PD ${dev} (${fstype}) read-only at ${dir}"
-  log "shared PD ${dev} (${fstype}) mounted read-only at ${dir}"
+  say_seed "$dir"
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -365,3 +365,19 @@ def test_detached_pd_loses_its_fstab_line(tmp_path, md, tpu):
     ok(box)
     assert not [e for e in fstab_entries(box) if e[1] == pd_dir]
     assert len([e for e in fstab_entries(box) if e[1].endswith("/nfs_share")]) == 1
+
+
+@pytest.mark.parametrize("marker, said", [
+    (None, "WARNING: shared PD at {dir} holds no seeded dataset (no .tpubuild-seed.json)"),
+    ('{\n  "source": "gs://b/data/*",\n  "objects": 0,\n  "complete": false\n}\n', "holds an unfinished seed"),
+    ('{\n  "source": "gs://b/data/*",\n  "objects": 3,\n  "complete": true\n}\n',
+     "shared PD at {dir} holds the dataset seeded from gs://b/data/*"),
+], ids=["no-marker", "unfinished", "complete"])
+def test_the_boot_says_what_the_seed_left_on_the_shared_pd(tmp_path, md, tpu, marker, said):
+    box = node_box(tmp_path, md, endpoint(tpu))
+    pd_dir = box.root / "mnt" / "common" / "shared_pd"
+    if marker is not None:
+        pd_dir.mkdir(parents=True, exist_ok=True)
+        (pd_dir / ".tpubuild-seed.json").write_text(marker)
+    ok(box)  # said, never waited for or refused: the hosts are applied after the seed
+    assert said.format(dir=pd_dir) in box.console()

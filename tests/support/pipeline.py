@@ -34,6 +34,19 @@ class SubstitutionError(ValueError):
     pass
 
 
+def ancestors(config: dict[str, Any], step_id: str) -> set[str]:
+    """Every step a rendered Build's step ``step_id`` waits for, directly or not (its waitFor graph)."""
+    steps = {st["id"]: st for st in config["steps"]}
+    out: set[str] = set()
+    todo = [w for w in steps[step_id]["waitFor"] if w != "-"]
+    while todo:
+        w = todo.pop()
+        if w not in out:
+            out.add(w)
+            todo.extend(x for x in steps[w]["waitFor"] if x != "-")
+    return out
+
+
 def ops(plan: Any) -> list[tuple[str, str, tuple[str, ...]]]:
     """A plan's operations as (module, op, after) tuples, the form the plan tests compare."""
     return [(o.module, o.op, o.after) for o in plan.operations]

@@ -15,7 +15,9 @@ from builder.config import load
 from builder.errors import BadInput, ConfigError
 from builder.pipeline import IMAGES, LOCK_TIMEOUT, check_duration, render, to_json, to_yaml
 from builder.plan import make_plan, module_dir
-from tests.support.pipeline import ENVS, NODE_ENV, VM_ENV, BUILTINS, Case, all_cases, step_script
+from builder.modules import accelerator_module, hosts_module
+from tests.conftest import EXAMPLES, REPO
+from tests.support.pipeline import ENVS, NODE_ENV, VM_ENV, BUILTINS, Case, all_cases, ancestors, step_script
 
 Build = pytest.importorskip("google.cloud.devtools.cloudbuild_v1.types").Build
 
@@ -29,18 +31,6 @@ def load_build(config: dict[str, Any]):
 
 def by_id(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {st["id"]: st for st in config["steps"]}
-
-
-def ancestors(config: dict[str, Any], step_id: str) -> set[str]:
-    steps = by_id(config)
-    out: set[str] = set()
-    todo = [w for w in steps[step_id]["waitFor"] if w != "-"]
-    while todo:
-        w = todo.pop()
-        if w not in out:
-            out.add(w)
-            todo.extend(x for x in steps[w]["waitFor"] if x != "-")
-    return out
 
 
 def check_config(config: dict[str, Any], settings, plan, *, allow_data_loss: bool = False) -> None:
@@ -194,7 +184,9 @@ def test_seed_follows_shared_pd_and_precedes_the_disk_users():
             steps = by_id(config)
             seed = steps["shared_pd-seed"]
             assert seed["waitFor"] == ["shared_pd-apply"] and seed["name"] == IMAGES["gcloud"]
-            assert "shared_pd-seed" in ancestors(config, f"{user}-plan")
+            # the seed holds only the disk users' apply (their plan and guard run beside it)
+            assert "shared_pd-seed" in ancestors(config, f"{user}-apply")
+            assert "shared_pd-seed" not in ancestors(config, f"{user}-guard")
             script = step_script(seed)
             assert "bash env_setup/seeder/run_seeder.sh" in script
             for key, value in (("PROJECT_ID", s.project_id), ("ZONE", s.zone), ("ENV_BUILD_NAME", s.env_name),
@@ -204,6 +196,22 @@ def test_seed_follows_shared_pd_and_precedes_the_disk_users():
             assert f"export GCS_DATASET='{s.gcs_dataset}'\n" in script  # wildcards stay quoted
             assert re.search(r"^export SEED_TIMEOUT_S=\d+$", script, re.M)
             assert "export SEED_PREP_SCRIPT=''" in script
+
+
+@pytest.mark.parametrize("values", sorted(EXAMPLES.glob("*.env")) + [REPO / "values.env"], ids=lambda p: p.name)
+def test_the_tpu_is_planned_and_guarded_beside_the_seed(values):
+    """For every example, the rendered create's TPU plan and guard wait for no seed: only the
+    apply of the hosts that attach the disk does (docs/pipeline.md, "The scarce resource first")."""
+    s = load(values)
+    config = render(s, make_plan(s, "create"))
+    steps = by_id(config)
+    tpu = accelerator_module(s.arch)
+    seeding = "shared_pd-seed" in steps
+    for kind in ("plan", "guard"):
+        assert "shared_pd-seed" not in ancestors(config, f"{tpu}-{kind}")
+    users = {i.rsplit("-", 1)[0] for i in steps if i.endswith("-apply") and "shared_pd-seed" in ancestors(config, i)}
+    assert users == ({hosts_module(s.arch)} if seeding else set())
+    assert seeding == (s.shared_pd_attach and bool(s.gcs_dataset))
 
 
 def test_no_seed_without_disk_dataset_or_shared_pd_apply(make_env):

@@ -1,0 +1,144 @@
+"""The rendered pipelines' critical paths, in minutes, from one table of step durations.
+
+    python benchmarks/critical_path.py [--actions create,update,destroy] [--values PATH ...]
+
+For every example (examples/*.env and values.env) and action it renders the Cloud Build config
+(offline, as `tpubuild render` does), then walks its ``waitFor`` graph with the durations of
+:data:`MINUTES` and prints, now and before the capacity check and the seed change (``before``:
+the same steps without ``check-capacity`` and with the seed held before the disk users' plan, as
+the pipeline was rendered until then):
+
+* ``billed``: minutes until the first billed resource is being made (the start of the first
+  apply of a module with prices on its catalogue entry, builder/modules.py);
+* ``quota``: minutes until the TPU quota is known to hold the slice (the end of
+  ``check-capacity``; before, the end of the accelerator's apply, where a refusal showed);
+* ``tpu``: minutes until the TPU exists (the end of the accelerator's apply or queue step);
+* ``train``: minutes until training can start (the end of every step but finalize); for a
+  destroy, the build's length (the other figures do not apply).
+
+The durations are estimates, documented where a source gives one and otherwise measured or
+typical values for the step's container start, image pull and work; they are one table, below, so
+every figure moves together when one is corrected. This is a measurement, not a test: it prints
+and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+#: Minutes per step: "<kind>" or "<module>-<kind>" (the more specific wins). Sources: Filestore
+#: creation takes "several minutes" (Filestore docs, creating instances; ~8 measured for
+#: BASIC_HDD); a TPU VM create typically 3-5 minutes (Cloud TPU docs, TPU VM creation); a MIG of
+#: TPU VMs similar plus its instances (resize); a disk and IAM objects take seconds. Tool steps:
+#: container start plus image pull (~0.5) plus pip install of the wheels (~0.5); terraform init
+#: (provider download ~0.5) plus plan (~0.5).
+MINUTES: dict[str, float] = {
+    "wheel": 1.5, "capacity": 1.0, "guard": 1.0, "finalize": 1.0,
+    "plan": 1.0, "apply": 1.0, "filestore-apply": 8.0, "shared_pd-apply": 0.5, "dashboard-apply": 0.5,
+    "tpu-apply": 5.0, "mig-apply": 2.0, "resize": 6.0, "drain": 4.0, "queue": 5.0, "unqueue": 3.0,
+    "restore": 0.5, "snapshot": 2.0, "backup": 10.0,
+    "seed": 2.0,  # the seeder VM's start, plus SEED_PER_100GB per 100 GB of the disk
+}
+#: Minutes the seeder takes per 100 GB copied (gcloud storage cp on an e2-standard-8, ~170 MB/s).
+SEED_PER_100GB = 10.0
+
+
+def duration(step: dict[str, Any], settings: Any) -> float:
+    sid = step["id"]
+    kind = sid.rsplit("-", 1)[-1] if "-" in sid else sid
+    kind = {"tpubuild-wheel": "wheel", "check-capacity": "capacity"}.get(sid, kind)
+    minutes = MINUTES.get(sid, MINUTES.get(kind, 1.0))
+    if kind == "seed":
+        minutes += SEED_PER_100GB * settings.shared_pd_size_gb / 100
+    return minutes
+
+
+def before(config: dict[str, Any]) -> dict[str, Any]:
+    """The same Build as rendered before the capacity check and the seed change: no
+    ``check-capacity``, and the seed held at the disk users' plan instead of their apply."""
+    steps = [dict(st) for st in config["steps"] if st["id"] != "check-capacity"]
+    for st in steps:
+        wait = [w for w in st["waitFor"] if w != "check-capacity"] or ["-"]
+        seeds = [w for w in wait if w.endswith("-seed")]
+        if st["id"].endswith("-apply") and seeds:
+            wait = [w for w in wait if w not in seeds]
+            plan = next(p for p in steps if p["id"] == st["id"][:-len("apply")] + "plan")
+            plan["waitFor"] = [w for w in plan["waitFor"] if w != "-"] + seeds
+        st["waitFor"] = wait
+    return {**config, "steps": steps}
+
+
+def times(config: dict[str, Any], settings: Any) -> dict[str, tuple[float, float]]:
+    """step id → (start, end) in minutes, every step starting when all it waits for have ended."""
+    out: dict[str, tuple[float, float]] = {}
+    for st in config["steps"]:
+        start = max((out[w][1] for w in st["waitFor"] if w != "-"), default=0.0)
+        out[st["id"]] = (start, start + duration(st, settings))
+    return out
+
+
+def figures(config: dict[str, Any], settings: Any) -> dict[str, float | None]:
+    from builder import modules as catalogue
+
+    t = times(config, settings)
+    end = max(e for _s, e in t.values())
+    if not any(st["id"] == "check-capacity" for st in config["steps"]) and not _creates(config):
+        return {"billed": None, "quota": None, "tpu": None, "train": end}  # a destroy: only its length
+    billed = [t[f"{sp.name}-apply"][0] for sp in catalogue.specs(settings.arch) if sp.prices and f"{sp.name}-apply" in t]
+    acc = catalogue.accelerator_module(settings.arch)
+    made = [t[i][1] for i in (f"{acc}-apply", f"{acc}-queue") if i in t]
+    from builder.capacity import Need, need
+
+    # the check knows the quota only where tpubuild knows which one (it warns and passes elsewhere)
+    checked = "check-capacity" in t and isinstance(need(settings), Need)
+    quota = t["check-capacity"][1] if checked else (max(made) if made else None)
+    return {"billed": min(billed) if billed else None, "quota": quota, "tpu": max(made) if made else None,
+            "train": max(end for sid, (_s, end) in t.items() if sid != "finalize")}
+
+
+def _creates(config: dict[str, Any]) -> bool:
+    """Whether the Build applies (a destroy's guards run ``--action destroy``)."""
+    return not any("--action destroy" in st["args"][-1] for st in config["steps"] if st["id"].endswith("-guard"))
+
+
+def rows(values: list[Path], actions: list[str]) -> list[tuple[str, str, dict[str, float | None], dict[str, float | None]]]:
+    from builder.config import load
+    from builder.pipeline import render
+    from builder.plan import make_plan
+
+    out = []
+    for path in values:
+        s = load(path)
+        for action in actions:
+            config = render(s, make_plan(s, action))
+            out.append((path.name, action, figures(before(config), s), figures(config, s)))
+    return out
+
+
+def _m(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--actions", default="create,update,destroy")
+    ap.add_argument("--values", nargs="*", type=Path,
+                    default=[*sorted((REPO / "examples").glob("*.env")), REPO / "values.env"])
+    args = ap.parse_args(argv)
+    keys = ("billed", "quota", "tpu", "train")
+    print("minutes until: billed = first billed resource, quota = TPU quota known, tpu = TPU made, "
+          "train = training can start (before -> now)")
+    print(f"{'values':<24} {'action':<8} " + " ".join(f"{k:>14}" for k in keys))
+    for name, action, old, new in rows(args.values, args.actions.split(",")):
+        print(f"{name:<24} {action:<8} " + " ".join(f"{_m(old[k]) + ' -> ' + _m(new[k]):>14}" for k in keys))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

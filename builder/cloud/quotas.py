@@ -1,0 +1,64 @@
+"""Read one quota's value for a zone from the Cloud Quotas API v1 (``QuotaInfo``), for the
+capacity check (``builder/capacity.py`` says what to read and what it means).
+
+``GET {base}/projects/{project}/locations/global/services/{service}/quotaInfos/{quota_id}``
+answers the quota's ``dimensionsInfos``: per set of dimensions (``{"zone": ...}``, ``{"region":
+...}``, or ``{}`` for the default) the value in ``details.value`` (an int64, as a JSON string; -1
+is unlimited). The REST API is called through google-auth's AuthorizedSession (no
+google-cloud-quotas dependency; ``clients.quotas`` builds it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from builder.errors import WorldError
+
+#: The value Cloud Quotas gives an unlimited quota.
+UNLIMITED = -1
+
+
+class NotReadable(Exception):
+    """The quota could not be read (unknown to Cloud Quotas, or not readable with these
+    credentials): the check says so and does not refuse."""
+
+
+def value_for(info: dict[str, Any], zone: str, region: str) -> int | None:
+    """The quota's value in ``zone``: the zone's own entry, else its region's, else the default
+    (``{}``); None when none applies."""
+    entries = info.get("dimensionsInfos") or []
+
+    def find(match: Any) -> dict[str, Any] | None:
+        return next((e for e in entries if match(e.get("dimensions") or {})), None)
+
+    entry = (find(lambda d: d.get("zone") == zone) or find(lambda d: d.get("region") == region and "zone" not in d)
+             or find(lambda d: not d))
+    if entry is None:
+        return None
+    return int((entry.get("details") or {}).get("value", 0))
+
+
+def read(project: str, service: str, quota_id: str, zone: str, region: str) -> int | None:
+    """The value of ``quota_id`` in ``zone`` (``UNLIMITED``: no limit; None: no value there).
+    Raises :class:`NotReadable` (404/403) or ``WorldError`` (any other failure)."""
+    import requests
+
+    from builder.cloud import clients
+
+    session, base = clients.quotas()
+    url = f"{base}/projects/{project}/locations/global/services/{service}/quotaInfos/{quota_id}"
+    try:
+        reply = session.get(url, timeout=60)
+    except requests.RequestException as exc:
+        raise WorldError(f"cannot reach Cloud Quotas to read {quota_id}: {type(exc).__name__}") from None
+    if reply.status_code in (403, 404):
+        why = "unknown to Cloud Quotas" if reply.status_code == 404 else (
+            "not readable by these credentials (grant roles/cloudquotas.viewer)")
+        raise NotReadable(f"quota {quota_id} ({service}) is {why}")
+    if reply.status_code != 200:
+        raise WorldError(f"Cloud Quotas answered HTTP {reply.status_code} reading {quota_id} ({service}) "
+                         f"of project {project}; rerun, or check the quota in the console")
+    try:
+        return value_for(reply.json(), zone, region)
+    except (ValueError, TypeError, AttributeError):
+        raise WorldError(f"Cloud Quotas answered something that is not a QuotaInfo for {quota_id}") from None

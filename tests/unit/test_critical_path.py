@@ -1,0 +1,34 @@
+"""benchmarks/critical_path.py: its figures follow the rendered graphs (not timings)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+from builder.config import load
+from builder.pipeline import render
+from builder.plan import make_plan
+from tests.conftest import EXAMPLES, REPO
+
+_spec = importlib.util.spec_from_file_location("critical_path", REPO / "benchmarks" / "critical_path.py")
+critical_path = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(critical_path)
+
+
+def test_the_quota_is_known_before_anything_billed_and_the_seed_holds_only_the_apply():
+    s = load(EXAMPLES / "vm-v4-32.env")  # a vm slice with a dataset to seed
+    config = render(s, make_plan(s, "create"))
+    now, old = critical_path.figures(config, s), critical_path.figures(critical_path.before(config), s)
+    assert now["quota"] <= now["billed"] < old["quota"]
+    old_plan = next(st for st in critical_path.before(config)["steps"] if st["id"] == "tpu-plan")
+    assert "shared_pd-seed" in old_plan["waitFor"] and "check-capacity" not in str(critical_path.before(config))
+    assert now["tpu"] <= old["tpu"] and now["train"] <= old["train"]
+
+
+def test_a_path_without_a_known_quota_learns_it_at_the_apply(capsys):
+    s = load(EXAMPLES / "mig-v6e-16-spot.env")
+    config = render(s, make_plan(s, "create"))
+    now = critical_path.figures(config, s)
+    assert now["quota"] == now["tpu"]
+    assert critical_path.main(["--values", str(EXAMPLES / "vm-v4-32.env"), "--actions", "create,destroy"]) == 0
+    out = capsys.readouterr().out
+    assert "vm-v4-32.env" in out and "destroy" in out and " -> " in out
