@@ -11,7 +11,7 @@ from builder.errors import ConfigErrors
 _EXAMPLES = """examples:
   tpubuild validate                         check ./values.env
   tpubuild validate --values examples/vm-v4-32.env --strict
-  tpubuild validate --applied applied.env   and what an update from those applied values refuses
+  tpubuild validate --applied old.env       and what an update from those applied values refuses
 
 Every problem is printed, one line each (file:line: KEY: what is wrong; how to fix it), and the
 exit code is 2 when there is any. Unknown keys are warnings unless --strict makes them errors
