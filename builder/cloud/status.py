@@ -8,6 +8,8 @@
 * Slice (mig architecture, no TPU API object): the MIG named like the TPU through the same REST
   calls, plus its workload policy (the topology it was created for), set against the topology,
   VM count, machine type and provisioning values.env asks for.
+* Capacity (mig with flex-start or calendar): the slice's resize request or calendar-mode future
+  reservation (Compute Engine REST): waiting, provisioning, active, failed, and when it ends.
 * MIG (node): Compute Engine REST (``instanceGroupManagers.get`` and ``listManagedInstances``
   through google-auth's AuthorizedSession; no google-cloud-compute dependency): target size,
   running instances, stable.
@@ -137,6 +139,41 @@ def _slice(settings: Settings) -> dict[str, Any]:
     return out
 
 
+def _capacity(settings: Settings) -> dict[str, Any]:
+    """mig with flex-start or calendar: the capacity request the slice waits on (Compute Engine
+    REST): the resize request ``<TPU name>-flex`` of the slice's MIG, or the calendar-mode future
+    reservation ``<TPU name>-cal``; where it stands and when the slice's run ends."""
+    from builder.config.offers import MAX_RUN_HOURS, calendar_name, calendar_window, flex_request_name
+
+    session, base = clients.compute()
+    zone = f"{base}/projects/{settings.project_id}/zones/{settings.zone}"
+    if settings.provisioning == "calendar":
+        name = calendar_name(settings.tpu_name)
+        url, kind = f"{zone}/futureReservations/{name}", "calendar-mode future reservation"
+    else:
+        name = flex_request_name(settings.tpu_name)
+        url, kind = f"{zone}/instanceGroupManagers/{settings.tpu_name}/resizeRequests/{name}", "flex-start resize request"
+    with cloud_call(f"reading {kind} {name}"):
+        resp = session.get(url, timeout=30)
+        if resp.status_code == 404:
+            return _absent()
+        _raise_for(resp, f"{kind} {name}")
+        body = resp.json()
+    status = body.get("status") or {}
+    if settings.provisioning == "calendar":
+        window = body.get("timeWindow") or {}
+        start = window.get("startTime") or settings.calendar_start
+        end = window.get("endTime") or calendar_window(settings.calendar_start, settings.calendar_days)[1].strftime(
+            "%Y-%m-%dT%H:%M:%SZ")
+        state, ends = status.get("procurementStatus", "UNKNOWN"), f"starts {start}, expires at {end}"
+    else:
+        hours = settings.max_run_hours or MAX_RUN_HOURS
+        state, ends = body.get("state", "UNKNOWN"), f"its VMs run at most {hours} h from their start"
+    errors = (status.get("error") or status.get("lastAttempt", {}).get("error") or {}).get("errors") or []
+    return {"name": name, "kind": kind, "state": state, "ends": ends,
+            "error": " ".join((errors[0].get("message") or "").split()) if errors else ""}
+
+
 def _raise_for(resp: Any, what: str) -> None:
     if resp.status_code >= 400:
         from builder.errors import WorldError
@@ -205,7 +242,7 @@ def _ttl(settings: Settings) -> dict[str, Any]:
 
 #: A status part's key (a catalogue entry's :class:`~builder.modules.StatusPart`) → its API read.
 READERS: dict[str, Callable[[Settings], dict[str, Any]]] = {
-    "tpu": _tpu, "queued": _queued, "filestore": _filestore, "slice": _slice, "mig": _mig}
+    "tpu": _tpu, "queued": _queued, "filestore": _filestore, "slice": _slice, "mig": _mig, "capacity": _capacity}
 
 
 def _parts(arch: str) -> list[catalogue.StatusPart]:
