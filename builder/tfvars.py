@@ -161,14 +161,14 @@ def _tpu_mig(s: Settings) -> dict[str, Any]:
 
 
 def _calendar(s: Settings) -> dict[str, Any]:
-    """Calendar mode: the request's window and name; its vm_family only where
-    google-beta's google_compute_future_reservation takes them (else the mig-calendar step asks)."""
-    shape, on = s.mig_shape, s.provisioning == "calendar"
-    facts = shape.generation_record.calendar if on else None
-    terraform = facts is not None and facts.terraform
-    return {"calendar_name": calendar_name(s.tpu_name), "calendar_start": s.calendar_start if on else "",
-            "calendar_days": s.calendar_days if on else 0, "calendar_chips": shape.vms * shape.chips_per_vm,
-            "calendar_vm_family": facts.vm_family if terraform else ""}
+    """Calendar mode: the request's name, window and chips; its vm_family only where google-beta's
+    google_compute_future_reservation takes it (else the mig-calendar step asks with gcloud)."""
+    shape = s.mig_shape
+    facts = shape.generation_record.calendar if s.provisioning == "calendar" else None
+    if facts is None:
+        return {"calendar": None}
+    return {"calendar": {"name": calendar_name(s.tpu_name), "start": s.calendar_start, "days": s.calendar_days,
+                         "chips": shape.vms * shape.chips_per_vm, "vm_family": facts.vm_family if facts.terraform else ""}}
 
 
 @inputs("modules/dashboard")

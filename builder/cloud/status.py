@@ -98,16 +98,24 @@ def _filestore(settings: Settings) -> dict[str, Any]:
             "ip": ips[0] if ips else "", "shares": shares}
 
 
+def _compute_get(session: Any, url: str, what: str) -> dict[str, Any] | None:
+    """GET one Compute Engine REST resource inside ``cloud_call``: its JSON, None when absent."""
+    with cloud_call(f"reading {what}"):
+        resp = session.get(url, timeout=30)
+        if resp.status_code == 404:
+            return None
+        _raise_for(resp, what)
+        return resp.json()
+
+
 def _group(settings: Settings, name: str) -> dict[str, Any]:
     """A zonal MIG: its manager resource and its instances (Compute Engine REST)."""
     session, base = clients.compute()
     url = f"{base}/projects/{settings.project_id}/zones/{settings.zone}/instanceGroupManagers/{name}"
+    body = _compute_get(session, url, f"MIG {name}")
+    if body is None:
+        return _absent()
     with cloud_call(f"reading MIG {name}"):
-        resp = session.get(url, timeout=30)
-        if resp.status_code == 404:
-            return _absent()
-        _raise_for(resp, f"MIG {name}")
-        body = resp.json()
         listing = session.post(f"{url}/listManagedInstances", timeout=30)
         _raise_for(listing, f"MIG {name} instances")
         instances = listing.json().get("managedInstances", [])
@@ -153,12 +161,9 @@ def _capacity(settings: Settings) -> dict[str, Any]:
     else:
         name = flex_request_name(settings.tpu_name)
         url, kind = f"{zone}/instanceGroupManagers/{settings.tpu_name}/resizeRequests/{name}", "flex-start resize request"
-    with cloud_call(f"reading {kind} {name}"):
-        resp = session.get(url, timeout=30)
-        if resp.status_code == 404:
-            return _absent()
-        _raise_for(resp, f"{kind} {name}")
-        body = resp.json()
+    body = _compute_get(session, url, f"{kind} {name}")
+    if body is None:
+        return _absent()
     status = body.get("status") or {}
     if settings.provisioning == "calendar":
         window = body.get("timeWindow") or {}

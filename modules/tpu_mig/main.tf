@@ -41,11 +41,12 @@ locals {
   # Flex-start (Dynamic Workload Scheduler): the VMs come from a resize request, run at most
   # var.max_run_hours and are then deleted (docs/capacity.md).
   flex = var.provisioning == "flex-start"
-  # Calendar mode: a calendar-mode future reservation delivers reservation var.calendar_name at
-  # var.calendar_start for var.calendar_days; the VMs are bound to it. Terraform makes the request
+  # Calendar mode: a calendar-mode future reservation delivers reservation var.calendar.name at
+  # var.calendar.start for var.calendar.days; the VMs are bound to it. Terraform makes the request
   # where google-beta knows the generation's vm_family, else the pipeline's mig-calendar step does.
-  calendar    = var.provisioning == "calendar"
-  calendar_tf = local.calendar && var.calendar_vm_family != ""
+  calendar    = var.provisioning == "calendar" && var.calendar != null
+  cal         = local.calendar ? var.calendar : { name = "", start = "", days = 0, chips = 0, vm_family = "" }
+  calendar_tf = local.calendar && local.cal.vm_family != ""
   # One policy per topology: a new topology is a new policy (the old one is deleted once the MIG
   # points at the new one); "4x4" is a legal name part ([a-z0-9-]).
   policy_name = "${var.name}-${var.topology}"
@@ -182,7 +183,7 @@ resource "google_compute_instance_template" "slice" {
   }
 
   # Reservation-bound: a named reservation (TPU_RESERVATION), else any matching one in the zone;
-  # calendar mode: the reservation its request delivers (var.calendar_name).
+  # calendar mode: the reservation its request delivers (var.calendar.name).
   dynamic "reservation_affinity" {
     # Flex-start VMs must not consume a reservation (Google's flex-start template: NO_RESERVATION).
     for_each = local.reserved || local.flex || local.calendar ? [true] : []
@@ -190,7 +191,7 @@ resource "google_compute_instance_template" "slice" {
       type = local.flex ? "NO_RESERVATION" : (local.calendar || var.reservation != "" ? "SPECIFIC_RESERVATION" : "ANY_RESERVATION")
 
       dynamic "specific_reservation" {
-        for_each = local.flex ? [] : compact([local.calendar ? var.calendar_name : var.reservation])
+        for_each = local.flex ? [] : compact([local.calendar ? local.cal.name : var.reservation])
         content {
           key    = "compute.googleapis.com/reservation-name"
           values = [specific_reservation.value]
@@ -269,38 +270,38 @@ resource "google_compute_resize_request" "slice" {
 # ---- calendar mode: one calendar-mode future reservation for the whole slice ----
 # Google cannot cancel, delete or change a submitted calendar request: a destroy forgets it
 # (deletion_policy ABANDON; the guard announces it) and the reservation ends at its end time,
-# billed until then. Its reservation is named var.calendar_name (the request's own name), only
+# billed until then. Its reservation is named var.calendar.name (the request's own name), only
 # VMs that name it consume it (specific_reservation_required), and it is deleted at the end.
 
 resource "google_compute_future_reservation" "slice" {
   provider    = google-beta
   count       = local.calendar_tf ? 1 : 0
-  name        = var.calendar_name
+  name        = local.cal.name
   zone        = var.zone
-  description = "tpubuild ${var.env_name}: ${var.calendar_chips} chips of ${var.accelerator_type} for ${var.calendar_days} days"
+  description = "tpubuild ${var.env_name}: ${local.cal.chips} chips of ${var.accelerator_type} for ${local.cal.days} days"
 
   reservation_mode                      = "CALENDAR"
   planning_status                       = "SUBMITTED"
   deployment_type                       = "DENSE"
-  reservation_name                      = var.calendar_name
+  reservation_name                      = local.cal.name
   specific_reservation_required         = true
   auto_delete_auto_created_reservations = true
   deletion_policy                       = "ABANDON"
 
   time_window {
-    start_time = var.calendar_start
+    start_time = local.cal.start
     duration {
-      seconds = tostring(var.calendar_days * 86400)
+      seconds = tostring(local.cal.days * 86400)
     }
   }
 
   aggregate_reservation {
-    vm_family     = var.calendar_vm_family
+    vm_family     = local.cal.vm_family
     workload_type = "BATCH"
     reserved_resources {
       accelerator {
         # the chips only, as gcloud's --tpu-version/--chip-count request them
-        accelerator_count = var.calendar_chips
+        accelerator_count = local.cal.chips
       }
     }
   }

@@ -129,58 +129,26 @@ variable "flex_request_name" {
   }
 }
 
-variable "calendar_name" {
-  description = "With provisioning = calendar: the name of the calendar-mode request and of the reservation it delivers, which the VMs consume (builder.config.offers.calendar_name: <name>-cal)."
-  type        = string
-  default     = ""
+variable "calendar" {
+  description = "With provisioning = calendar, the calendar-mode request (else null): name (of the request and of the reservation it delivers, which the VMs consume: builder.config.offers.calendar_name, <name>-cal), start (TPU_CALENDAR_START, RFC 3339 UTC), days (TPU_CALENDAR_DAYS, 1 to 90), chips (the slice's) and vm_family (the aggregate reservation's where google-beta's google_compute_future_reservation accepts the generation, CT5P or CT6E; empty: the pipeline's mig-calendar step requests it with gcloud, TPU7x)."
+  type = object({
+    name      = string
+    start     = string
+    days      = number
+    chips     = number
+    vm_family = string
+  })
+  default = null
 
   validation {
-    condition     = var.calendar_name == "" || can(regex("^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", var.calendar_name))
-    error_message = "calendar_name must be empty or a reservation name."
-  }
-}
-
-variable "calendar_start" {
-  description = "With provisioning = calendar: when the reservation starts (TPU_CALENDAR_START), RFC 3339 UTC like 2027-01-15T08:00:00Z."
-  type        = string
-  default     = ""
-
-  validation {
-    condition     = var.calendar_start == "" || can(regex("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$", var.calendar_start))
-    error_message = "calendar_start must be empty or an RFC 3339 UTC time like 2027-01-15T08:00:00Z."
-  }
-}
-
-variable "calendar_days" {
-  description = "With provisioning = calendar: how many days the reservation lasts (TPU_CALENDAR_DAYS), 1 to 90; 0 otherwise."
-  type        = number
-  default     = 0
-
-  validation {
-    condition     = var.calendar_days >= 0 && var.calendar_days <= 90 && floor(var.calendar_days) == var.calendar_days
-    error_message = "calendar_days must be a whole number of days from 1 to 90 (0: no calendar reservation)."
-  }
-}
-
-variable "calendar_chips" {
-  description = "The slice's chips: what a calendar-mode request reserves."
-  type        = number
-  default     = 0
-
-  validation {
-    condition     = var.calendar_chips >= 0 && floor(var.calendar_chips) == var.calendar_chips
-    error_message = "calendar_chips must be a whole number."
-  }
-}
-
-variable "calendar_vm_family" {
-  description = "With provisioning = calendar: the aggregate reservation's vm_family when google-beta's google_compute_future_reservation accepts the generation (CT5P, CT6E); empty: the pipeline's mig-calendar step makes the request with gcloud (TPU7x)."
-  type        = string
-  default     = ""
-
-  validation {
-    condition     = contains(["", "VM_FAMILY_CLOUD_TPU_POD_SLICE_CT5P", "VM_FAMILY_CLOUD_TPU_LITE_POD_SLICE_CT6E"], var.calendar_vm_family)
-    error_message = "calendar_vm_family must be empty or a TPU vm_family google-beta 8.7 accepts for Compute Engine TPU VMs (CT5P, CT6E)."
+    condition = var.calendar == null ? true : (
+      can(regex("^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", var.calendar.name))
+      && can(regex("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$", var.calendar.start))
+      && var.calendar.days >= 1 && var.calendar.days <= 90 && floor(var.calendar.days) == var.calendar.days
+      && var.calendar.chips >= 1 && floor(var.calendar.chips) == var.calendar.chips
+      && contains(["", "VM_FAMILY_CLOUD_TPU_POD_SLICE_CT5P", "VM_FAMILY_CLOUD_TPU_LITE_POD_SLICE_CT6E"], var.calendar.vm_family)
+    )
+    error_message = "calendar must be null or name a reservation, start at an RFC 3339 UTC time, last 1 to 90 days, reserve a whole number of chips and name a vm_family google-beta 8.7 accepts (CT5P, CT6E) or none."
   }
 }
 

@@ -39,7 +39,11 @@ LAST_6X = "7feaa01"
 PROVIDER_6X_FILLED: dict[str, dict[str, dict[str, str]]] = {
     "google_compute_instance_template": {"disk": {"type": "PERSISTENT", "mode": "READ_WRITE"}},
 }
-UPGRADED = [env for env in [SHIPPED, *sorted(EXAMPLES.glob("*.env"))] if load(env).arch != "node"]
+#: The capacity modes the 6.x-era modules refused (their provisioning variable's validation): no
+#: environment was ever applied with them under 6.x, so there is no 6.x state to upgrade.
+NEWER_MODES = ("flex-start", "calendar")
+UPGRADED = [env for env in [SHIPPED, *sorted(EXAMPLES.glob("*.env"))]
+            if load(env).arch != "node" and load(env).provisioning not in NEWER_MODES]
 
 pytestmark = pytest.mark.slow
 

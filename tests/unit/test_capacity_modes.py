@@ -75,12 +75,12 @@ def test_a_running_window_is_accepted_an_ended_one_refused() -> None:
 
 def test_calendar_terraform_inputs_follow_the_generation_record() -> None:
     v6e, tpu7x = load(V6E_CAL), load(TPU7X_CAL)
-    a, b = tfvars.for_module(v6e, "mig"), tfvars.for_module(tpu7x, "mig")
-    assert a["calendar_vm_family"] == generations.get("v6e").calendar.vm_family and a["calendar_chips"] == 32
-    assert b["calendar_vm_family"] == "" and b["calendar_chips"] == 4  # google-beta 8.7 has no TPU7x vm_family
-    assert (a["calendar_name"], a["calendar_start"], a["calendar_days"]) == ("tpu-v6e-cal-cal", v6e.calendar_start, 7)
+    a, b = tfvars.for_module(v6e, "mig")["calendar"], tfvars.for_module(tpu7x, "mig")["calendar"]
+    assert a == {"name": "tpu-v6e-cal-cal", "start": v6e.calendar_start, "days": 7, "chips": 32,
+                 "vm_family": generations.get("v6e").calendar.vm_family}
+    assert b["vm_family"] == "" and b["chips"] == 4  # google-beta 8.7 has no TPU7x vm_family: mig-calendar asks
     flex = tfvars.for_module(load(FLEX), "mig")
-    assert flex["calendar_start"] == "" and flex["calendar_days"] == 0 and flex["flex_request_name"] == "tpu-v6e-flex-flex"
+    assert flex["calendar"] is None and flex["flex_request_name"] == "tpu-v6e-flex-flex"
 
 
 def _ids(env: Path, action: str = "create") -> list[str]:
