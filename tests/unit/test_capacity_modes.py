@@ -39,6 +39,13 @@ def test_every_mode_is_explained_and_every_offered_mode_is_a_key_value() -> None
         assert line.startswith("starts ") and "; runs " in line and "; costs " in line and "; at the end " in line, name
 
 
+def test_calendar_is_offered_exactly_where_the_record_has_its_facts() -> None:
+    for gen in generations.records():
+        offered = any("calendar" in gen.provisioning_on(p) for p in gen.paths)
+        assert offered == (gen.calendar is not None), gen.name
+        assert not offered or ("calendar" in gen.provisioning_on("mig") and gen.calendar.zones), gen.name
+
+
 def test_docs_table_is_written_from_the_modes() -> None:
     proc = subprocess.run([sys.executable, str(REPO / "tools" / "capacity_table.py")], capture_output=True, text=True)
     assert proc.returncode == 0, "docs/capacity.md is stale: python tools/capacity_table.py --write\n" + proc.stdout
