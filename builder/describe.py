@@ -44,7 +44,9 @@ def provisioning_meaning(s: Settings) -> str:
     """How the TPU is paid for and what that means (builder.config.offers.describe)."""
     from builder.config.offers import describe as describe_provisioning
 
-    return describe_provisioning(s.provisioning, s.queued, s.queued_valid_for, s.reservation, s.max_run_hours)
+    return describe_provisioning(s.provisioning, s.queued, s.queued_valid_for, s.reservation,
+                                 max_run_hours=s.max_run_hours, calendar_start=s.calendar_start,
+                                 calendar_days=s.calendar_days)
 
 
 def path_info(s: Settings) -> dict[str, Any]:
@@ -206,6 +208,13 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
         if plan.action == "update":
             notes.append(f"{queue}: queued: if the accelerator type or runtime changed, queued resource "
                          f"{s.tpu_name} is replaced: training interrupted; the new slice waits in the queue")
+    if calendar := plans.runs(s, plan, "calendar"):
+        notes.append(f"{calendar}: calendar: after {calendar}-apply, {calendar}-calendar submits the calendar-mode "
+                     f"request with gcloud (the pinned google-beta provider cannot request {s.mig_shape.generation}) "
+                     "and waits for Google's decision; a submitted request cannot be cancelled or changed")
+    if s.provisioning == "calendar" and plan.destroys(accelerator_module(s.arch)):
+        notes.append("calendar: Google cannot cancel the calendar-mode request: the destroy forgets it, and the "
+                     f"reservation stays billed until its end ({s.calendar_days} days from {s.calendar_start})")
     if unqueue := plans.runs(s, plan, "unqueue"):
         notes.append(f"{unqueue}: queued resource {s.tpu_name} (and its TPU VM) is deleted by {unqueue}-unqueue "
                      f"before the {unqueue} module's Terraform destroy")

@@ -61,6 +61,16 @@ class Quota:
 
 
 @dataclass(frozen=True)
+class CalendarFacts:
+    """Calendar-mode future reservations of a generation (TPU_PROVISIONING="calendar", mig path)."""
+
+    tpu_version: str  # gcloud future-reservations create --tpu-version (V6E, TPU7X)
+    vm_family: str  # the API's aggregate_reservation.vm_family
+    terraform: bool  # google-beta's google_compute_future_reservation accepts vm_family; else a gcloud step
+    zones: tuple[str, ...]  # zones Google lists for calendar mode
+
+
+@dataclass(frozen=True)
 class Generation:
     """One TPU generation (a row of builder/data/tpu_offers.json)."""
 
@@ -81,6 +91,7 @@ class Generation:
     zones: dict[str, tuple[str, ...]]  # accelerator type or "*" → zones
     mig: MigFacts | None
     quota: Quota | None = None  # None: no quota tpubuild checks (builder/capacity.py)
+    calendar: CalendarFacts | None = None
 
     def types(self) -> list[str]:
         """Every accelerator type of this generation, smallest first."""
@@ -110,7 +121,7 @@ def disk_words(types: tuple[str, ...]) -> str:
 
 
 def _record(name: str, row: dict[str, Any]) -> Generation:
-    mig = row["mig"]
+    mig, cal = row["mig"], row.get("calendar")
     return Generation(
         name=name, prefix=row["prefix"], aliases=tuple(row["aliases"]), name_counts=row["name_counts"],
         cores_per_chip=row["cores_per_chip"], chips_per_host=row["chips_per_host"],
@@ -125,6 +136,9 @@ def _record(name: str, row: dict[str, Any]) -> Generation:
             image_project=mig["image_project"], image_family=mig["image_family"],
             boot_disk_type=mig["boot_disk_type"], shapes={int(k): v for k, v in mig["shapes"].items()}),
         quota=_quota(row.get("quota")),
+        calendar=None if cal is None else CalendarFacts(
+            tpu_version=cal["tpu_version"], vm_family=cal["vm_family"], terraform=cal["terraform"],
+            zones=tuple(cal["zones"])),
     )
 
 

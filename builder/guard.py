@@ -26,6 +26,9 @@ Rules (see docs/safety.md):
   is whatever module's plan it appears in.
 * Replacing or deleting a TPU (:data:`TPU_TYPES`, the entries' ``training_resources``) is allowed
   but announced, with the entry's ``replace_warning``: it interrupts training.
+* Deleting, replacing or forgetting a capacity request (``guard_classes.CAPACITY``: a flex-start
+  resize request, a calendar-mode future reservation) is allowed but announced in every action:
+  capacity the slice waits on or runs on is given up (a calendar request is billed to its end).
 * A plan Terraform marked ``errored`` (or not ``applyable`` when there is something to do) is
   refused; a document that is not a Terraform plan is bad input.
 """
@@ -239,6 +242,8 @@ def evaluate(doc: Any, module: str, action: str, *, allow_data_loss: bool = Fals
         for c in lost:
             warnings.append(f"DATA LOSS ALLOWED ({OVERRIDE}): {c.describe()}; {loses(c.type)} is lost")
     for c in changes:
+        if c.type in guard_classes.CAPACITY and (c.destroys or c.forgets):
+            warnings.append(f"CAPACITY: {c.describe()}: {guard_classes.CAPACITY[c.type]}")
         if c.type in TPU_TYPES and c.destroys:
             if action == "destroy":
                 warnings.append(f"{c.address} will be destroyed: training on it stops")

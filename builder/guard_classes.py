@@ -7,6 +7,9 @@ A type is classified by what losing it loses, not by which module uses it:
   replacing or forgetting one loses or orphans that data.
 * :data:`TPU`: TPUs (and the slice's workload policy); replacing one interrupts training
   (announced, not refused); each module's catalogue entry lists its own.
+* :data:`CAPACITY`: requests for TPU capacity (a flex-start resize request, a calendar-mode
+  future reservation); deleting or forgetting one gives up capacity the slice waits on or runs
+  on (announced, not refused: docs/capacity.md).
 * :data:`NO_DATA`: types whose names sound like data but which only configure access or
   attachments (IAM bindings, ACLs, policy attachments, notifications, LB backends, transfer
   jobs...), and the stateless types our modules use (firewalls, templates, MIG, service
@@ -54,6 +57,17 @@ DATA: dict[str, str] = {
 #: The modules' ``training_resources`` (builder/modules.py): what the hosts train on.
 TPU: frozenset[str] = frozenset(TRAINING_RESOURCES)
 
+#: Capacity requests → what the guard announces when a plan deletes or forgets one.
+CAPACITY: dict[str, str] = {
+    "google_compute_resize_request": "the flex-start resize request goes: VMs it did not bring yet will not "
+                                     "come, and the slice's running VMs still stop at their run limit",
+    "google_compute_region_resize_request": "the regional flex-start resize request goes: VMs it did not bring "
+                                            "yet will not come",
+    "google_compute_future_reservation": "Google cannot cancel a submitted calendar-mode request: Terraform only "
+                                         "forgets it; the reservation is billed until its end, and the slice's "
+                                         "VMs on it stop when it ends",
+}
+
 NO_DATA: frozenset[str] = frozenset({
     # access to data, not data
     *(f"google_compute_{r}_iam_{k}" for r in ("disk", "region_disk", "snapshot", "instant_snapshot",
@@ -98,7 +112,7 @@ DATA_WORDS = re.compile(r"disk|snapshot|image|backup|bucket|object|folder|filest
 def holds_data(rtype: str) -> bool:
     if rtype in DATA:
         return True
-    if rtype in NO_DATA or rtype in TPU:
+    if rtype in NO_DATA or rtype in TPU or rtype in CAPACITY:
         return False
     return bool(DATA_WORDS.search(rtype.removeprefix("google_")))
 

@@ -11,6 +11,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
 __all__ = ["AFTER", "BEFORE", "BESIDE", "GATE", "INTERRUPTS", "ExtraStep", "StatusPart", "backs_up", "queued",
+           "capacity_request", "calendar_by_gcloud",
            "runtime", "share_lost", "slice_shape", "filestore_what", "shared_pd_what", "tpu_what",
            "slice_access_what", "slice_what", "SLICE_TEMPLATE", "TPU_VM_REPLACED_BY"]
 
@@ -75,6 +76,19 @@ def share_lost(s: Settings) -> str:
 
 def queued(s: Settings) -> bool:
     return s.queued
+
+
+def capacity_request(s: Settings) -> bool:
+    """The slice waits on a capacity request that ``status`` reads: a flex-start resize request or
+    a calendar-mode future reservation (docs/capacity.md)."""
+    return s.provisioning in ("flex-start", "calendar")
+
+
+def calendar_by_gcloud(s: Settings) -> bool:
+    """Calendar mode for a generation google-beta's google_compute_future_reservation cannot
+    request (its record's ``calendar.terraform``): the mig-calendar step requests it with gcloud."""
+    cal = s.mig_shape.generation_record.calendar if s.provisioning == "calendar" else None
+    return cal is not None and not cal.terraform
 
 
 #: modules/tpu_vm: every argument of ``google_tpu_v2_vm`` but the labels and the host metadata

@@ -78,8 +78,8 @@ from typing import TYPE_CHECKING, Any
 from builder import dashboard_tiles as dash
 from builder import status_rows as rows
 from builder.module_parts import (AFTER, BEFORE, BESIDE, GATE, INTERRUPTS, SLICE_TEMPLATE, TPU_VM_REPLACED_BY,
-                                  ExtraStep, StatusPart, backs_up, filestore_what, queued, runtime, share_lost,
-                                  shared_pd_what,
+                                  ExtraStep, StatusPart, backs_up, calendar_by_gcloud, capacity_request,
+                                  filestore_what, queued, runtime, share_lost, shared_pd_what,
                                   slice_access_what, slice_shape, slice_what, tpu_what)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -238,8 +238,9 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                training_resources=("google_compute_resource_policy",),
                replace_warning="the slice's topology changes: training is interrupted; every VM of the MIG is "
                                "deleted (mig-drain) and recreated (mig-resize)",
-               status=(StatusPart("slice", rows.slice_row),),
-               steps=(ExtraStep("drain", "apply", GATE), ExtraStep("resize", "apply", AFTER)),  # docs/pipeline.md
+               status=(StatusPart("slice", rows.slice_row), StatusPart("capacity", rows.capacity_row, capacity_request)),
+               steps=(ExtraStep("drain", "apply", GATE), ExtraStep("calendar", "apply", AFTER, calendar_by_gcloud),
+                      ExtraStep("resize", "apply", AFTER)),  # docs/pipeline.md
                scoped=True, tiles=dash.slice_tiles, ttl=True, summary=slice_shape),
     # one worker per TPU host, which read the TPU's, the share's and the disk's states
     ModuleSpec("mig", "modules/mig", ("node",), lambda s: f"MIG {s.mig_name} ({s.hosts} x {s.machine_type})",

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder import modules as catalogue
 from builder.config.filestore import TIERS
+from builder.config.offers import calendar_name, flex_request_name
 from builder.config.scripts import repo_script
 from builder.errors import BadInput
 from builder.plan import Plan, Step, module_dir, runs_setup_script, seeds
@@ -76,6 +77,8 @@ class Kind:
 #: Seconds a resize (and a drain) step may take, and the seed step.
 RESIZE_STEP_S = 3600
 SEED_STEP_S = 14400
+#: Seconds the mig-calendar step may take: it waits this less 300 for Google's decision on the request.
+CALENDAR_STEP_S = 1800
 #: Step kind (builder.plan.Step.kind) → how it is rendered.
 KINDS: dict[str, Kind] = {
     "wheel": Kind("python", "wheel.sh.j2", 900),
@@ -88,6 +91,7 @@ KINDS: dict[str, Kind] = {
     "guard": Kind("python", "guard.sh.j2", 600),
     "drain": Kind("gcloud", "mig_drain.sh.j2", RESIZE_STEP_S),
     "apply": Kind("terraform", "tf_apply.sh.j2", None),  # the module's apply_timeout (builder.modules)
+    "calendar": Kind("gcloud", "mig_calendar.sh.j2", CALENDAR_STEP_S),
     "resize": Kind("gcloud", "mig_resize.sh.j2", RESIZE_STEP_S),
     "queue": Kind("gcloud", "tpu_queue.sh.j2", None),  # how long it waits for the queue, plus slack
     "seed": Kind("gcloud", "pd_seed.sh.j2", SEED_STEP_S),
@@ -298,8 +302,22 @@ class _Steps:
     _drain = _slice
 
     def _resize(self, step: Step) -> dict[str, Any]:
-        # flex-start: modules/tpu_mig's resize request (<name>-flex) brings the VMs, not a resize
-        return dict(flex=self.s.provisioning == "flex-start", request=f"{self.s.tpu_name}-flex", **self._slice(step))
+        # flex-start: modules/tpu_mig's resize request brings the VMs, not a resize; calendar: the
+        # VMs wait for the reservation its request delivers at the start time
+        s = self.s
+        calendar = s.provisioning == "calendar"
+        return dict(flex=s.provisioning == "flex-start", request=flex_request_name(s.tpu_name),
+                    calendar_start=s.calendar_start if calendar else "", reservation=calendar_name(s.tpu_name),
+                    **self._slice(step))
+
+    def _calendar(self, step: Step) -> dict[str, Any]:
+        s, shape = self.s, self.s.mig_shape
+        facts = shape.generation_record.calendar
+        assert facts is not None, step  # module_parts.calendar_by_gcloud
+        return dict(project=s.project_id, zone=s.zone, env=s.env_name, name=calendar_name(s.tpu_name),
+                    generation=shape.generation, accelerator_type=s.accelerator_type, tpu_version=facts.tpu_version,
+                    chips=shape.vms * shape.chips_per_vm, start=s.calendar_start, days=s.calendar_days,
+                    seconds=s.calendar_days * 86400, wait_s=CALENDAR_STEP_S - 300)
 
     def _queue(self, step: Step) -> dict[str, Any]:
         s = self.s

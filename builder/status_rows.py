@@ -35,3 +35,23 @@ def slice_row(sl: dict[str, Any]) -> str:
 def workers_row(mig: dict[str, Any]) -> str:
     return (f"{mig['name']}: {mig['running']}/{mig['target_size']} running "
             f"(target {mig['target_size']}, {mig['expected_size']} TPU hosts), {mig['state']}")
+
+
+#: Where a capacity request stands, in words: a resize request's ``state`` (flex-start) and a
+#: calendar-mode future reservation's ``status.procurementStatus`` (Compute Engine API).
+STANDING: dict[str, str] = {
+    "ACCEPTED": "waiting for capacity", "CREATING": "provisioning", "SUCCEEDED": "active",
+    "FAILED": "failed", "CANCELLED": "cancelled",
+    "DRAFTING": "waiting (draft, not submitted)", "PENDING_APPROVAL": "waiting for Google's approval",
+    "PENDING_AMENDMENT_APPROVAL": "waiting for Google's approval", "PROCESSING": "waiting for Google's approval",
+    "APPROVED": "approved, waiting for its start", "COMMITTED": "approved, waiting for its start",
+    "PROVISIONING": "provisioning", "FULFILLED": "active", "FAILED_PARTIALLY_FULFILLED": "failed (partly fulfilled)",
+    "DECLINED": "failed (declined by Google)",
+}
+
+
+def capacity_row(req: dict[str, Any]) -> str:
+    """A flex-start resize request or a calendar-mode request: where it stands and when it ends."""
+    standing = STANDING.get(req["state"], req["state"].lower())
+    detail = f": {req['error']}" if req.get("error") else ""
+    return f"{req['name']}: {standing} ({req['state']}{detail}), {req['ends']} ({req['kind']})"

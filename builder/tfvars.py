@@ -39,7 +39,7 @@ from typing import Any
 from builder import modules as catalogue
 from builder.config.scripts import repo_script
 from builder.config.settings import Settings
-from builder.config.offers import MAX_RUN_HOURS
+from builder.config.offers import MAX_RUN_HOURS, calendar_name, flex_request_name
 from builder.errors import BadInput
 
 #: Terraform directory → the function that gives its variables; :func:`inputs` fills it.
@@ -155,9 +155,20 @@ def _tpu_mig(s: Settings) -> dict[str, Any]:
         "boot_disk_size_gb": s.boot_disk_size_gb, "boot_disk_type": shape.boot_disk_type,
         "external_ips": s.tpu_external_ips,
         "provisioning": s.provisioning, "reservation": s.reservation,
-        "max_run_hours": s.max_run_hours or MAX_RUN_HOURS,  # read only by flex-start
-        **_ttl(s),
+        "max_run_hours": s.max_run_hours or MAX_RUN_HOURS, "flex_request_name": flex_request_name(s.tpu_name),
+        **_calendar(s), **_ttl(s),
     }
+
+
+def _calendar(s: Settings) -> dict[str, Any]:
+    """Calendar mode: the request's name, window and chips; its vm_family only where google-beta's
+    google_compute_future_reservation takes it (else the mig-calendar step asks with gcloud)."""
+    shape = s.mig_shape
+    facts = shape.generation_record.calendar if s.provisioning == "calendar" else None
+    if facts is None:
+        return {"calendar": None}
+    return {"calendar": {"name": calendar_name(s.tpu_name), "start": s.calendar_start, "days": s.calendar_days,
+                         "chips": shape.vms * shape.chips_per_vm, "vm_family": facts.vm_family if facts.terraform else ""}}
 
 
 @inputs("modules/dashboard")

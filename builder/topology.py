@@ -111,19 +111,24 @@ class MigShape:
     image_family: str
 
     @property
-    def _record(self) -> generations.Generation:
+    def generation_record(self) -> generations.Generation:
         gen = generations.get(self.generation)
         assert gen is not None and gen.mig is not None  # mig_shape made it from this record
         return gen
 
     @property
     def _mig(self) -> generations.MigFacts:
-        assert self._record.mig is not None
-        return self._record.mig
+        assert self.generation_record.mig is not None
+        return self.generation_record.mig
 
     @property
     def boot_disk_type(self) -> str:
         return self._mig.boot_disk_type
+
+    @property
+    def shared_pd_types(self) -> tuple[str, ...]:
+        """SHARED_PD_DISK_TYPE values these VMs can attach READ_ONLY (empty: none)."""
+        return self.generation_record.shared_pd_types
 
     @property
     def accelerator_topology(self) -> str:

@@ -49,6 +49,8 @@ ROLES: tuple[Role, ...] = (
     Role("roles/file.editor", "the Filestore instance and its backups"),
     Role("roles/compute.instanceAdmin.v1", "instance template, MIG, shared PD, its snapshots, the seeder VM"),
     Role("roles/compute.securityAdmin", "the IAP-SSH and internal firewall rules"),
+    Role("roles/compute.futureReservationUser", "the calendar-mode request of TPU_PROVISIONING=calendar "
+         "(mig; docs/capacity.md)"),
     Role("roles/iam.serviceAccountAdmin", "the hosts' service account (modules/tpu_vm, modules/tpu_mig_access; "
          "a node destroy deletes modules/mig's) and the seeder's (modules/shared_pd)"),
     Role("roles/iam.serviceAccountUser", "attach those accounts to VMs and TPUs, and run the pipeline builds "

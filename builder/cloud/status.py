@@ -8,6 +8,8 @@
 * Slice (mig architecture, no TPU API object): the MIG named like the TPU through the same REST
   calls, plus its workload policy (the topology it was created for), set against the topology,
   VM count, machine type and provisioning values.env asks for.
+* Capacity (mig with flex-start or calendar): the slice's resize request or calendar-mode future
+  reservation (Compute Engine REST): waiting, provisioning, active, failed, and when it ends.
 * MIG (node): Compute Engine REST (``instanceGroupManagers.get`` and ``listManagedInstances``
   through google-auth's AuthorizedSession; no google-cloud-compute dependency): target size,
   running instances, stable.
@@ -96,16 +98,24 @@ def _filestore(settings: Settings) -> dict[str, Any]:
             "ip": ips[0] if ips else "", "shares": shares}
 
 
+def _compute_get(session: Any, url: str, what: str) -> dict[str, Any] | None:
+    """GET one Compute Engine REST resource inside ``cloud_call``: its JSON, None when absent."""
+    with cloud_call(f"reading {what}"):
+        resp = session.get(url, timeout=30)
+        if resp.status_code == 404:
+            return None
+        _raise_for(resp, what)
+        return resp.json()
+
+
 def _group(settings: Settings, name: str) -> dict[str, Any]:
     """A zonal MIG: its manager resource and its instances (Compute Engine REST)."""
     session, base = clients.compute()
     url = f"{base}/projects/{settings.project_id}/zones/{settings.zone}/instanceGroupManagers/{name}"
+    body = _compute_get(session, url, f"MIG {name}")
+    if body is None:
+        return _absent()
     with cloud_call(f"reading MIG {name}"):
-        resp = session.get(url, timeout=30)
-        if resp.status_code == 404:
-            return _absent()
-        _raise_for(resp, f"MIG {name}")
-        body = resp.json()
         listing = session.post(f"{url}/listManagedInstances", timeout=30)
         _raise_for(listing, f"MIG {name} instances")
         instances = listing.json().get("managedInstances", [])
@@ -135,6 +145,38 @@ def _slice(settings: Settings) -> dict[str, Any]:
                 "topology": shape.topology, "vms": shape.vms, "machine_type": shape.machine_type,
                 "provisioning": settings.provisioning})
     return out
+
+
+def _capacity(settings: Settings) -> dict[str, Any]:
+    """mig with flex-start or calendar: the capacity request the slice waits on (Compute Engine
+    REST): the resize request ``<TPU name>-flex`` of the slice's MIG, or the calendar-mode future
+    reservation ``<TPU name>-cal``; where it stands and when the slice's run ends."""
+    from builder.config.offers import MAX_RUN_HOURS, calendar_name, calendar_window, flex_request_name
+
+    session, base = clients.compute()
+    zone = f"{base}/projects/{settings.project_id}/zones/{settings.zone}"
+    if settings.provisioning == "calendar":
+        name = calendar_name(settings.tpu_name)
+        url, kind = f"{zone}/futureReservations/{name}", "calendar-mode future reservation"
+    else:
+        name = flex_request_name(settings.tpu_name)
+        url, kind = f"{zone}/instanceGroupManagers/{settings.tpu_name}/resizeRequests/{name}", "flex-start resize request"
+    body = _compute_get(session, url, f"{kind} {name}")
+    if body is None:
+        return _absent()
+    status = body.get("status") or {}
+    if settings.provisioning == "calendar":
+        window = body.get("timeWindow") or {}
+        start = window.get("startTime") or settings.calendar_start
+        end = window.get("endTime") or calendar_window(settings.calendar_start, settings.calendar_days)[1].strftime(
+            "%Y-%m-%dT%H:%M:%SZ")
+        state, ends = status.get("procurementStatus", "UNKNOWN"), f"starts {start}, expires at {end}"
+    else:
+        hours = settings.max_run_hours or MAX_RUN_HOURS
+        state, ends = body.get("state", "UNKNOWN"), f"its VMs run at most {hours} h from their start"
+    errors = (status.get("error") or status.get("lastAttempt", {}).get("error") or {}).get("errors") or []
+    return {"name": name, "kind": kind, "state": state, "ends": ends,
+            "error": " ".join((errors[0].get("message") or "").split()) if errors else ""}
 
 
 def _raise_for(resp: Any, what: str) -> None:
@@ -205,7 +247,7 @@ def _ttl(settings: Settings) -> dict[str, Any]:
 
 #: A status part's key (a catalogue entry's :class:`~builder.modules.StatusPart`) → its API read.
 READERS: dict[str, Callable[[Settings], dict[str, Any]]] = {
-    "tpu": _tpu, "queued": _queued, "filestore": _filestore, "slice": _slice, "mig": _mig}
+    "tpu": _tpu, "queued": _queued, "filestore": _filestore, "slice": _slice, "mig": _mig, "capacity": _capacity}
 
 
 def _parts(arch: str) -> list[catalogue.StatusPart]:

@@ -155,6 +155,25 @@ def image_date(value: str) -> str:
     return v
 
 
+def timestamp(value: str) -> str:
+    """A UTC time in RFC 3339, ``2027-01-15T08:00:00Z`` (a date alone means its midnight UTC);
+    empty stays empty. Whether it lies in the future is checked by builder.config.offers."""
+    v = value.strip()
+    if v == "":
+        return v
+    if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", v):
+        v += "T00:00:00Z"
+    import datetime
+
+    try:
+        if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z", v):
+            raise ValueError
+        datetime.datetime.strptime(v, "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        raise ValueError(f"{value!r} is not a UTC time; write it like '2027-01-15T08:00:00Z' (RFC 3339, UTC)") from None
+    return v
+
+
 def service_account_email(value: str) -> str:
     """A user-managed service account's email (``<id>@<project>.iam.gserviceaccount.com``; account
     IDs per https://cloud.google.com/iam/docs/reference/rest/v1/projects.serviceAccounts/create).
@@ -243,17 +262,25 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("TPU_SPOT", "tpu_spot", False, boolean, "Spot TPU (vm only)."),
     KeySpec("TPU_RESERVED", "tpu_reserved", False, boolean, "Use reserved capacity (vm only: google_tpu_v2_vm's scheduling_config.reserved)."),
     KeySpec("TPU_PROVISIONING", "provisioning", "",
-            choice(("on-demand", "spot", "preemptible", "reservation", "flex-start", ""),
+            choice(("on-demand", "spot", "preemptible", "reservation", "flex-start", "calendar", ""),
                    {"ondemand": "on-demand", "on_demand": "on-demand", "standard": "on-demand",
-                    "reserved": "reservation", "flex": "flex-start", "dws": "flex-start"}),
-            "How the TPU is paid for: on-demand (default), spot, preemptible ("
-            f"{'/'.join(g.name for g in generations.records() if 'preemptible' in g.provisioning)}) reservation or flex-start (mig: Dynamic Workload Scheduler); "
+                    "reserved": "reservation", "flex": "flex-start", "dws": "flex-start",
+                    "calendar-mode": "calendar", "future-reservation": "calendar"}),
+            "How the TPU gets capacity: on-demand (default), spot, preemptible ("
+            f"{'/'.join(g.name for g in generations.records() if 'preemptible' in g.provisioning)}), reservation, "
+            "flex-start or calendar (mig: Dynamic Workload Scheduler; docs/capacity.md); "
             "the legacy TPU_SPOT/TPU_PREEMPTIBLE/TPU_RESERVED booleans map onto it."),
     KeySpec("TPU_RESERVATION", "reservation", "", reservation_name,
             "With TPU_PROVISIONING=reservation: the reservation's name or full path; empty = any matching reservation."),
     KeySpec("TPU_MAX_RUN_HOURS", "max_run_hours", 0, integer(1, 168, "hours"),
             "With TPU_PROVISIONING=flex-start: hours the slice may run before Compute Engine deletes it "
-            "(1-168, i.e. at most 7 days; empty = 168)."),
+            "(1-168, i.e. at most 7 days; not set = 168)."),
+    KeySpec("TPU_CALENDAR_START", "calendar_start", "", timestamp,
+            "With TPU_PROVISIONING=calendar: when the reserved slice starts, a UTC time in the future "
+            "(2027-01-15T08:00:00Z; a date alone is its midnight UTC)."),
+    KeySpec("TPU_CALENDAR_DAYS", "calendar_days", 0, integer(1, 90, "days"),
+            "With TPU_PROVISIONING=calendar: how many days the reservation lasts (1-90); Compute Engine "
+            "deletes the slice's VMs at its end."),
     KeySpec("TPU_QUEUED", "queued", False, boolean,
             "vm/mig: request the TPU as a queued resource (google_tpu_v2_queued_resource) that waits for capacity."),
     KeySpec("TPU_QUEUED_VALID_FOR", "queued_valid_for", "", duration,

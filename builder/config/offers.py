@@ -16,20 +16,29 @@ Decisions (docs/architecture.md, "Provisioning"):
 * Preemptible is offered for v2, v3 and v4 only; Spot is its successor and the choice for v5e and
   later (Google's preemptible page; v5e/v5p/v6e docs use ``--spot``).
 * A named reservation (TPU_RESERVATION) cannot be expressed on a TPU VM by the pinned
-  google-beta 6.50 provider: ``google_tpu_v2_vm.scheduling_config`` has only ``preemptible``,
+  google-beta 8.7 provider: ``google_tpu_v2_vm.scheduling_config`` has only ``preemptible``,
   ``spot`` and ``reserved``. ``reservation`` with an empty TPU_RESERVATION sets ``reserved`` (the
   project's matching TPU reservation is consumed); a name is refused on ``vm`` with that reason.
   Compute Engine MIGs can name one (``reservation_affinity``), so the key exists for ``mig``.
 * Flex-start (Dynamic Workload Scheduler) is a Compute Engine offer: a MIG resize request
   (modules/tpu_mig), so it is listed in each generation's ``mig.provisioning`` only; the TPU API
   path refuses it and names TPU_ARCH="mig". TPU_MAX_RUN_HOURS (1-168, default 168) limits the run.
+* Calendar mode (a calendar-mode future reservation, Dynamic Workload Scheduler) is a Compute
+  Engine offer too (``mig.provisioning``), in the zones of the generation's ``calendar`` record:
+  TPU_CALENDAR_START (UTC) and TPU_CALENDAR_DAYS (1-90) give the window; a window that has ended is
+  refused. The request is named ``<TPU name>-cal`` and delivers the reservation of that name, which
+  the MIG consumes by name (modules/tpu_mig; docs/capacity.md).
+* What each mode means (when it starts, how long it runs, what it costs, its end) is
+  :data:`MODES`, read by ``tpubuild plan`` and written into docs/capacity.md.
 * Queued resources create TPU VMs, never TPU Nodes; TPU_QUEUED_VALID_FOR needs TPU_QUEUED; a
   queued request is on-demand, spot or reservation (preemptible is not a queued-resource tier).
 """
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from builder import generations as records
@@ -44,24 +53,90 @@ LEGACY_FLAGS: dict[str, tuple[str, str]] = {
     "TPU_RESERVED": ("tpu_reserved", "reservation"),
 }
 
-#: What each provisioning model means, in the plan's words.
-MEANING: dict[str, str] = {
-    "on-demand": "on-demand: billed per second at the list price; kept until you destroy it, "
-                 "but creation fails when the zone has no free capacity",
-    "spot": "spot: much cheaper, but Google can take it away at any time (the TPU is then PREEMPTED "
-            "and must be recreated); training resumes from checkpoint_last.pt",
-    "preemptible": "preemptible: cheaper, but Google can stop it at any time and always within 24 hours; "
-                   "training resumes from checkpoint_last.pt",
-    "reservation": "reservation: uses capacity your project has reserved, so creation does not compete "
-                   "for on-demand capacity",
-    "flex-start": "flex-start (Dynamic Workload Scheduler): a resize request waits until Google has the whole "
-                  "slice, then starts every VM at once; it runs at most {hours} h, billed at Google's "
-                  "flex-start rate (below on-demand; the estimate uses the on-demand price), then Compute Engine deletes the VMs (checkpoint before the limit)",
+@dataclass(frozen=True)
+class Mode:
+    """One capacity mode (TPU_PROVISIONING) in the words of ``tpubuild plan`` and of the table in
+    docs/capacity.md (tools/capacity_table.py writes it from :data:`MODES`): how it is rendered,
+    when the slice starts, how long it may run, what it costs and what happens at its end.
+    ``{max_run_hours}``, ``{calendar_start}``, ``{calendar_days}`` and ``{calendar_end}`` are
+    filled from values.env (the docs show the key instead)."""
+
+    rendered: str
+    starts: str
+    runs: str
+    costs: str
+    ends: str
+
+    def line(self, **values: Any) -> str:
+        return (f"starts {self.starts}; runs {self.runs}; costs {self.costs}; at the end "
+                f"{self.ends}").format(**values)
+
+
+#: Every capacity mode, in the order the docs list them.
+MODES: dict[str, Mode] = {
+    "on-demand": Mode(
+        "Cloud TPU API: no scheduling flag; Compute Engine: template provisioning_model STANDARD",
+        "at apply, if the zone has free capacity (else the create fails)", "until you destroy it",
+        "the list price, per second", "it is kept until `tpubuild destroy` (or ENV_TTL_HOURS)"),
+    "spot": Mode(
+        "scheduling_config.spot; Compute Engine: SPOT with instance_termination_action DELETE",
+        "at apply, if spare capacity exists", "until Google preempts it, which can happen at any time",
+        "the Spot price, far below on-demand",
+        "preempted hosts are deleted (a MIG recreates them, `tpubuild update` resizes back); training "
+        "resumes from checkpoint_last.pt"),
+    "preemptible": Mode(
+        "scheduling_config.preemptible", "at apply, if spare capacity exists",
+        "at most 24 hours, and Google can stop it sooner", "the preemptible price, below on-demand",
+        "Google stops it; training resumes from checkpoint_last.pt"),
+    "reservation": Mode(
+        "scheduling_config.reserved (any matching reservation); Compute Engine: reservation_affinity "
+        "SPECIFIC_RESERVATION (TPU_RESERVATION) or ANY_RESERVATION",
+        "at apply, from capacity your project reserved, without competing for on-demand capacity",
+        "until you destroy it or the reservation ends", "the reservation's price, paid whether used or not",
+        "the capacity returns to the reservation"),
+    "flex-start": Mode(
+        "Terraform: the group is created empty, its template FLEX_START with max_run_duration, one "
+        "google_compute_resize_request for every VM; mig-resize waits for it",
+        "when Dynamic Workload Scheduler has the whole slice: a resize request waits for it and every VM "
+        "starts at once", "at most {max_run_hours} h from its start (TPU_MAX_RUN_HOURS, 7 days at most)",
+        "the flex-start (Dynamic Workload Scheduler) rate, below on-demand; the estimate uses the "
+        "on-demand price", "Compute Engine deletes the VMs at the limit; checkpoint before it"),
+    "calendar": Mode(
+        "Terraform (google-beta google_compute_future_reservation) where the provider knows the "
+        "generation, else the mig-calendar gcloud step; the template consumes the delivered "
+        "reservation by name (SPECIFIC_RESERVATION)",
+        "at {calendar_start}, if Google approves the calendar-mode request (which cannot be cancelled "
+        "or changed once submitted); the group creates its VMs when the reservation is delivered",
+        "{calendar_days} days, until {calendar_end}",
+        "the calendar-mode (Dynamic Workload Scheduler) rate for the whole reserved period, used or not; "
+        "the estimate uses the on-demand price",
+        "Compute Engine deletes the reservation and the slice's VMs; checkpoint before it"),
 }
+
+#: What docs/capacity.md shows for the values a line is filled with.
+DOC_VALUES = {"max_run_hours": "TPU_MAX_RUN_HOURS (1-168)", "calendar_start": "TPU_CALENDAR_START",
+              "calendar_days": "TPU_CALENDAR_DAYS (1-90)", "calendar_end": "the start plus those days"}
 
 #: Flex-start's longest run (Google: a resize request's run duration is 10 minutes to 7 days); the
 #: default of TPU_MAX_RUN_HOURS.
 MAX_RUN_HOURS = 7 * 24
+
+
+def calendar_window(start: str, days: int) -> tuple[datetime.datetime, datetime.datetime]:
+    """TPU_CALENDAR_START and TPU_CALENDAR_DAYS → the reservation's start and end (UTC)."""
+    begin = datetime.datetime.strptime(start, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+    return begin, begin + datetime.timedelta(days=days)
+
+
+def calendar_name(tpu_name: str) -> str:
+    """The calendar request's name, and the reservation it delivers (the MIG consumes it by name)."""
+    return f"{tpu_name}-cal"
+
+
+def flex_request_name(tpu_name: str) -> str:
+    """The flex-start resize request of the slice's MIG (modules/tpu_mig, mig-resize, status)."""
+    return f"{tpu_name}-flex"
+
 
 Fail = Callable[[str, str, str], Any]
 
@@ -132,6 +207,7 @@ def resolve_provisioning(v: dict[str, Any], topo: Topology, fail: Fail, lines: d
     if v["max_run_hours"] and mode != "flex-start":
         fail("TPU_MAX_RUN_HOURS", f"limits a flex-start slice's run, but the TPU is {mode}",
              'set TPU_PROVISIONING="flex-start" or remove TPU_MAX_RUN_HOURS')
+    _calendar(v, mode, mode_key, gen, fail)
     reservation = v["reservation"]
     if reservation and mode != "reservation":
         fail("TPU_RESERVATION", f"names a reservation but the TPU is {mode}",
@@ -142,9 +218,10 @@ def resolve_provisioning(v: dict[str, Any], topo: Topology, fail: Fail, lines: d
             fail("TPU_RESERVATION", f"is in zone {parts[3]} but ZONE is {v['zone']}",
                  "use a reservation in the TPU's zone")
     if reservation and arch == "vm":
-        fail("TPU_RESERVATION", "a TPU VM cannot name a reservation with the pinned provider (google-beta 6.50: "
+        fail("TPU_RESERVATION", "a TPU VM cannot name a reservation with the pinned provider (google-beta 8.7: "
              "google_tpu_v2_vm.scheduling_config has only preemptible, spot and reserved)",
-             'leave TPU_RESERVATION empty: TPU_PROVISIONING="reservation" then uses the project\'s matching TPU reservation')
+             'leave TPU_RESERVATION empty (TPU_PROVISIONING="reservation" then uses the project\'s matching TPU '
+             'reservation), or set TPU_ARCH="mig", whose VMs consume a named reservation')
     if v["queued"]:
         if arch == "node":
             fail("TPU_QUEUED", "queued resources create TPU VMs, not TPU Nodes",
@@ -157,9 +234,45 @@ def resolve_provisioning(v: dict[str, Any], topo: Topology, fail: Fail, lines: d
              'set TPU_QUEUED="true" or remove TPU_QUEUED_VALID_FOR')
 
 
-def describe(provisioning: str, queued: bool, valid_for: str, reservation: str, max_run_hours: int = 0) -> str:
-    """One line for the plan: which provisioning is used and what it means."""
-    text = MEANING[provisioning].format(hours=max_run_hours or MAX_RUN_HOURS)
+def _calendar(v: dict[str, Any], mode: str, mode_key: str, gen: records.Generation | None, fail: Fail,
+              now: datetime.datetime | None = None) -> None:
+    """TPU_CALENDAR_START / TPU_CALENDAR_DAYS: both with calendar mode, neither without; the zone
+    must be one Google lists for the generation's calendar mode; a window that has already ended
+    is refused (a start in the past whose window still runs is let through: it is how an existing
+    request reads on a later update; a new request with it is refused by Google)."""
+    start, days = v["calendar_start"], v["calendar_days"]
+    if mode != "calendar":
+        for key, value in (("TPU_CALENDAR_START", start), ("TPU_CALENDAR_DAYS", days)):
+            if value:
+                fail(key, f"belongs to a calendar-mode reservation, but the TPU is {mode}",
+                     f'set TPU_PROVISIONING="calendar" or remove {key}')
+        return
+    cal = gen.calendar if gen is not None else None
+    if cal is not None and v["zone"] not in cal.zones:
+        fail(mode_key, f"calendar mode is not offered for {gen.name if gen else ''} in {v['zone']}; Google lists "
+             f"{', '.join(cal.zones)} (builder/data/tpu_offers.json)",
+             f'set ZONE="{cal.zones[0]}", or use TPU_PROVISIONING="flex-start" (no fixed start) in {v["zone"]}')
+    if not start:
+        fail("TPU_PROVISIONING", "calendar mode needs a start time (TPU_CALENDAR_START)",
+             'add TPU_CALENDAR_START="2027-01-15T08:00:00Z" (a UTC time in the future)')
+    if not days:
+        fail("TPU_PROVISIONING", "calendar mode needs a duration (TPU_CALENDAR_DAYS)",
+             'add TPU_CALENDAR_DAYS="7" (1 to 90 days)')
+    end = calendar_window(start, days)[1]
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    if end <= now:
+        fail("TPU_CALENDAR_START", f"{start} is in the past: a {days}-day reservation from then ended at "
+             f"{end:%Y-%m-%dT%H:%M:%SZ}", "set TPU_CALENDAR_START to a UTC time in the future, like "
+             f"\"{(now + datetime.timedelta(days=7)):%Y-%m-%dT00:00:00Z}\"")
+
+
+def describe(provisioning: str, queued: bool, valid_for: str, reservation: str, *, max_run_hours: int = 0,
+             calendar_start: str = "", calendar_days: int = 0) -> str:
+    """One line for the plan: which capacity mode is used and what it means (:data:`MODES`)."""
+    end = calendar_window(calendar_start, calendar_days)[1].strftime("%Y-%m-%dT%H:%M:%SZ") if calendar_start else ""
+    text = f"{provisioning}: " + MODES[provisioning].line(
+        max_run_hours=max_run_hours or MAX_RUN_HOURS, calendar_start=calendar_start, calendar_days=calendar_days,
+        calendar_end=end)
     if provisioning == "reservation":
         text += f" (reservation {reservation})" if reservation else " (any matching reservation of the project)"
     if queued:

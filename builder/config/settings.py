@@ -33,6 +33,8 @@ class Settings:
     provisioning: str
     reservation: str
     max_run_hours: int
+    calendar_start: str
+    calendar_days: int
     queued: bool
     queued_valid_for: str
     tpu_external_ips: bool

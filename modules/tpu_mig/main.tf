@@ -13,6 +13,12 @@ provider "google" {
   zone    = var.zone
 }
 
+# The calendar-mode request and the workload policy's accelerator_topology_mode (google-beta only).
+provider "google-beta" {
+  project = var.project_id
+  zone    = var.zone
+}
+
 # ---- what the other modules applied, read from their state (same bucket, <env>/<module>) ----
 
 data "terraform_remote_state" "tpu" {
@@ -35,6 +41,12 @@ locals {
   # Flex-start (Dynamic Workload Scheduler): the VMs come from a resize request, run at most
   # var.max_run_hours and are then deleted (docs/capacity.md).
   flex = var.provisioning == "flex-start"
+  # Calendar mode: a calendar-mode future reservation delivers reservation var.calendar.name at
+  # var.calendar.start for var.calendar.days; the VMs are bound to it. Terraform makes the request
+  # where google-beta knows the generation's vm_family, else the pipeline's mig-calendar step does.
+  calendar    = var.provisioning == "calendar" && var.calendar != null
+  cal         = local.calendar ? var.calendar : { name = "", start = "", days = 0, chips = 0, vm_family = "" }
+  calendar_tf = local.calendar && local.cal.vm_family != ""
   # One policy per topology: a new topology is a new policy (the old one is deleted once the MIG
   # points at the new one); "4x4" is a legal name part ([a-z0-9-]).
   policy_name = "${var.name}-${var.topology}"
@@ -65,19 +77,26 @@ locals {
 # ---- the slice's shape: one workload policy per topology (multi-host slices only) ----
 
 resource "google_compute_resource_policy" "slice" {
-  count  = var.accelerator_topology == "" ? 0 : 1
-  name   = local.policy_name
-  region = local.region
+  provider = google-beta
+  count    = var.accelerator_topology == "" ? 0 : 1
+  name     = local.policy_name
+  region   = local.region
 
   description = "tpubuild ${var.env_name}: ${var.accelerator_type} as ${var.vm_count} ICI-connected TPU VMs"
 
   workload_policy {
     type                 = "HIGH_THROUGHPUT"
     accelerator_topology = var.accelerator_topology
+    # The ICI links are set up when the VMs are created, as a training slice needs (the API's
+    # default); PROVISION_ONLY leaves them to a scheduler that connects chips later.
+    accelerator_topology_mode = "AUTO_CONNECT"
   }
 
   lifecycle {
     create_before_destroy = true
+    # A policy made before this field was set holds it empty; the field forces a new policy, and a
+    # new policy drains the slice: leave those alone (they are AUTO_CONNECT, the API's default).
+    ignore_changes = [workload_policy[0].accelerator_topology_mode]
   }
 }
 
@@ -145,13 +164,14 @@ resource "google_compute_instance_template" "slice" {
   }
 
   # TPU VMs cannot live-migrate: maintenance stops them. Spot VMs are deleted on preemption so the
-  # MIG recreates them (a stopped VM would hold the slice's place without running).
+  # MIG recreates them (a stopped VM would hold the slice's place without running). Calendar-mode
+  # VMs are RESERVATION_BOUND: they run only on their reservation and are deleted when it ends.
   scheduling {
     on_host_maintenance         = "TERMINATE"
-    automatic_restart           = !(local.spot || local.flex)
+    automatic_restart           = !(local.spot || local.flex || local.calendar)
     preemptible                 = local.spot
-    provisioning_model          = local.spot ? "SPOT" : (local.flex ? "FLEX_START" : "STANDARD")
-    instance_termination_action = local.spot || local.flex ? "DELETE" : null
+    provisioning_model          = local.spot ? "SPOT" : (local.flex ? "FLEX_START" : (local.calendar ? "RESERVATION_BOUND" : "STANDARD"))
+    instance_termination_action = local.spot || local.flex || local.calendar ? "DELETE" : null
 
     # Flex-start VMs run at most TPU_MAX_RUN_HOURS, then Compute Engine deletes them.
     dynamic "max_run_duration" {
@@ -162,15 +182,16 @@ resource "google_compute_instance_template" "slice" {
     }
   }
 
-  # Reservation-bound: a named reservation (TPU_RESERVATION), else any matching one in the zone.
+  # Reservation-bound: a named reservation (TPU_RESERVATION), else any matching one in the zone;
+  # calendar mode: the reservation its request delivers (var.calendar.name).
   dynamic "reservation_affinity" {
     # Flex-start VMs must not consume a reservation (Google's flex-start template: NO_RESERVATION).
-    for_each = local.reserved || local.flex ? [true] : []
+    for_each = local.reserved || local.flex || local.calendar ? [true] : []
     content {
-      type = local.flex ? "NO_RESERVATION" : (var.reservation == "" ? "ANY_RESERVATION" : "SPECIFIC_RESERVATION")
+      type = local.flex ? "NO_RESERVATION" : (local.calendar || var.reservation != "" ? "SPECIFIC_RESERVATION" : "ANY_RESERVATION")
 
       dynamic "specific_reservation" {
-        for_each = local.flex || var.reservation == "" ? [] : [var.reservation]
+        for_each = local.flex ? [] : compact([local.calendar ? local.cal.name : var.reservation])
         content {
           key    = "compute.googleapis.com/reservation-name"
           values = [specific_reservation.value]
@@ -216,7 +237,9 @@ resource "google_compute_instance_group_manager" "slice" {
     max_unavailable_fixed          = var.vm_count
   }
 
-  wait_for_instances        = !local.flex
+  # Flex-start and calendar VMs come when Google has the capacity (the request is fulfilled, the
+  # reservation is delivered at its start): the apply does not wait; mig-resize does.
+  wait_for_instances        = !(local.flex || local.calendar)
   wait_for_instances_status = "STABLE"
 
   timeouts {
@@ -235,13 +258,53 @@ resource "google_compute_instance_group_manager" "slice" {
 
 resource "google_compute_resize_request" "slice" {
   count                  = local.flex ? 1 : 0
-  name                   = "${var.name}-flex"
+  name                   = var.flex_request_name
   zone                   = var.zone
   instance_group_manager = google_compute_instance_group_manager.slice.name
   description            = "tpubuild ${var.env_name}: ${var.vm_count} TPU VMs of ${var.accelerator_type} for at most ${var.max_run_hours} h"
   # The run limit lives on the template (scheduling.max_run_duration): gcloud's resize-requests
   # reference says a FLEX_START group takes its run duration from the template, not the request.
   resize_by = var.vm_count
+}
+
+# ---- calendar mode: one calendar-mode future reservation for the whole slice ----
+# Google cannot cancel, delete or change a submitted calendar request: a destroy forgets it
+# (deletion_policy ABANDON; the guard announces it) and the reservation ends at its end time,
+# billed until then. Its reservation is named var.calendar.name (the request's own name), only
+# VMs that name it consume it (specific_reservation_required), and it is deleted at the end.
+
+resource "google_compute_future_reservation" "slice" {
+  provider    = google-beta
+  count       = local.calendar_tf ? 1 : 0
+  name        = local.cal.name
+  zone        = var.zone
+  description = "tpubuild ${var.env_name}: ${local.cal.chips} chips of ${var.accelerator_type} for ${local.cal.days} days"
+
+  reservation_mode                      = "CALENDAR"
+  planning_status                       = "SUBMITTED"
+  deployment_type                       = "DENSE"
+  reservation_name                      = local.cal.name
+  specific_reservation_required         = true
+  auto_delete_auto_created_reservations = true
+  deletion_policy                       = "ABANDON"
+
+  time_window {
+    start_time = local.cal.start
+    duration {
+      seconds = tostring(local.cal.days * 86400)
+    }
+  }
+
+  aggregate_reservation {
+    vm_family     = local.cal.vm_family
+    workload_type = "BATCH"
+    reserved_resources {
+      accelerator {
+        # the chips only, as gcloud's --tpu-version/--chip-count request them
+        accelerator_count = local.cal.chips
+      }
+    }
+  }
 }
 
 # ---- the environment's TTL (ENV_TTL_HOURS; modules/ttl): created and destroyed with the slice ----

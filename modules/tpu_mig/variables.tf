@@ -109,12 +109,46 @@ variable "image_family" {
 }
 
 variable "provisioning" {
-  description = "How the VMs get capacity: on-demand, spot (deleted on preemption, recreated by the MIG), reservation (reservation-bound) or flex-start (Dynamic Workload Scheduler resize request; deleted after max_run_hours)."
+  description = "How the VMs get capacity: on-demand, spot (deleted on preemption, recreated by the MIG), reservation (reservation-bound), flex-start (Dynamic Workload Scheduler resize request; deleted after max_run_hours) or calendar (a calendar-mode future reservation, consumed by name)."
   type        = string
 
   validation {
-    condition     = contains(["on-demand", "spot", "reservation", "flex-start"], var.provisioning)
-    error_message = "provisioning must be on-demand, spot, reservation or flex-start."
+    condition     = contains(["on-demand", "spot", "reservation", "flex-start", "calendar"], var.provisioning)
+    error_message = "provisioning must be on-demand, spot, reservation, flex-start or calendar."
+  }
+}
+
+variable "flex_request_name" {
+  description = "With provisioning = flex-start: the name of the slice's resize request (builder.config.offers.flex_request_name: <name>-flex)."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.flex_request_name == "" || can(regex("^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", var.flex_request_name))
+    error_message = "flex_request_name must be empty or a resize request name."
+  }
+}
+
+variable "calendar" {
+  description = "With provisioning = calendar, the calendar-mode request (else null): name (of the request and of the reservation it delivers, which the VMs consume: builder.config.offers.calendar_name, <name>-cal), start (TPU_CALENDAR_START, RFC 3339 UTC), days (TPU_CALENDAR_DAYS, 1 to 90), chips (the slice's) and vm_family (the aggregate reservation's where google-beta's google_compute_future_reservation accepts the generation, CT5P or CT6E; empty: the pipeline's mig-calendar step requests it with gcloud, TPU7x)."
+  type = object({
+    name      = string
+    start     = string
+    days      = number
+    chips     = number
+    vm_family = string
+  })
+  default = null
+
+  validation {
+    condition = var.calendar == null ? true : (
+      can(regex("^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", var.calendar.name))
+      && can(regex("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$", var.calendar.start))
+      && var.calendar.days >= 1 && var.calendar.days <= 90 && floor(var.calendar.days) == var.calendar.days
+      && var.calendar.chips >= 1 && floor(var.calendar.chips) == var.calendar.chips
+      && contains(["", "VM_FAMILY_CLOUD_TPU_POD_SLICE_CT5P", "VM_FAMILY_CLOUD_TPU_LITE_POD_SLICE_CT6E"], var.calendar.vm_family)
+    )
+    error_message = "calendar must be null or name a reservation, start at an RFC 3339 UTC time, last 1 to 90 days, reserve a whole number of chips and name a vm_family google-beta 8.7 accepts (CT5P, CT6E) or none."
   }
 }
 

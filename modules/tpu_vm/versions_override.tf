@@ -1,12 +1,1 @@
-# tpu_vm's one provider beyond the shared pin of the roots (versions.tf -> ../_shared/versions.tf):
-# google_tpu_v2_vm exists only in google-beta. A module may hold one required_providers block, so
-# this is an override file: Terraform merges its required_providers into versions.tf's provider by
-# provider (https://developer.hashicorp.com/terraform/language/files/override).
-terraform {
-  required_providers {
-    google-beta = {
-      source  = "hashicorp/google-beta"
-      version = "~> 8.7"
-    }
-  }
-}
+../_shared/versions_override.tf

@@ -10,6 +10,7 @@ from tests.support.bad_input import MINIMAL, Case, a_directory, big_file, overri
 VM = EXAMPLES / "vm-v4-32.env"
 V5E = EXAMPLES / "vm-v5litepod-16.env"
 MIG = EXAMPLES / "mig-v6e-16-spot.env"
+CAL = EXAMPLES / "mig-v6e-32-calendar.env"
 
 CASES: list[Case] = [
     # ---------------------------------------------------------------- values.env syntax
@@ -137,13 +138,30 @@ CASES: list[Case] = [
          expect=("TPU_PROVISIONING:", 'flex-start is not offered', 'TPU_ARCH="mig"')),
     Case("flex-start-over-7-days", overrides(TPU_PROVISIONING="flex-start", TPU_MAX_RUN_HOURS="200"), base=MIG,
          expect=("TPU_MAX_RUN_HOURS:", "out of range", "168")),
+    # calendar mode (a calendar-mode future reservation on the Compute Engine path)
+    Case("calendar-start-in-the-past", overrides(TPU_CALENDAR_START="2020-01-06T00:00:00Z"), base=CAL,
+         expect=("TPU_CALENDAR_START:", "is in the past", "ended at 2020-01-13T00:00:00Z", "a UTC time in the future")),
+    Case("calendar-start-not-utc", overrides(TPU_CALENDAR_START="2030-03-02 08:00"), base=CAL,
+         expect=("TPU_CALENDAR_START:", "is not a UTC time", "2027-01-15T08:00:00Z")),
+    Case("calendar-over-90-days", overrides(TPU_CALENDAR_DAYS="120"), base=CAL,
+         expect=("TPU_CALENDAR_DAYS:", "out of range", "1 to 90")),
+    Case("calendar-zero-days", overrides(TPU_CALENDAR_DAYS="0"), base=CAL, expect=("TPU_CALENDAR_DAYS:", "out of range")),
+    Case("calendar-without-start", overrides(TPU_CALENDAR_START=None), base=CAL,
+         expect=("TPU_PROVISIONING:", "needs a start time", "TPU_CALENDAR_START=")),
+    Case("calendar-zone-not-offered", overrides(ZONE="us-central1-b", REGION=None), base=CAL,
+         expect=("TPU_PROVISIONING:", "calendar mode is not offered for v6e in us-central1-b", 'ZONE="asia-northeast1-b"',
+                 "flex-start")),
+    Case("calendar-on-vm", overrides(TPU_PROVISIONING="calendar"), base=EXAMPLES / "vm-v6e-16.env",
+         expect=("TPU_PROVISIONING:", "calendar is not offered", 'TPU_ARCH="vm"', 'TPU_ARCH="mig"')),
+    Case("calendar-days-without-calendar", overrides(TPU_CALENDAR_DAYS="7"), base=MIG,
+         expect=("TPU_CALENDAR_DAYS:", "calendar-mode reservation", "remove TPU_CALENDAR_DAYS")),
     Case("max-run-hours-without-flex-start", overrides(TPU_MAX_RUN_HOURS="24"), base=MIG,
          expect=("TPU_MAX_RUN_HOURS:", "flex-start", "remove TPU_MAX_RUN_HOURS")),
     Case("reservation-bad-name", overrides(TPU_PROVISIONING="reservation", TPU_RESERVATION="My Res"),
          expect=("TPU_RESERVATION:", "not a reservation", "projects/PROJECT/zones/ZONE/reservations/NAME")),
     Case("reservation-without-provisioning", overrides(TPU_RESERVATION="r1"), expect=("TPU_RESERVATION:", "names a reservation", 'TPU_PROVISIONING="reservation"')),
     Case("reservation-named-on-vm", overrides(TPU_PROVISIONING="reservation", TPU_RESERVATION="r1"),
-         expect=("TPU_RESERVATION:", "google-beta 6.50", "leave TPU_RESERVATION empty")),
+         expect=("TPU_RESERVATION:", "google-beta 8.7", "leave TPU_RESERVATION empty", 'TPU_ARCH="mig"')),
     Case("reservation-other-zone", overrides(TPU_PROVISIONING="reservation", TPU_RESERVATION="projects/my-tpu-project/zones/us-east1-d/reservations/r1"),
          expect=("TPU_RESERVATION:", "us-east1-d", "europe-west4-a")),
     Case("queued-not-bool", overrides(TPU_QUEUED="maybe"), expect=("TPU_QUEUED:", "not a boolean")),

@@ -55,3 +55,50 @@ def test_status_mig_absent_and_failing_slice(fakes: Fakes, tmp_path: Path, cli) 
     code, out, err = cli("--values", values, "status")
     assert code == 1 and f"slice      error: reading MIG {s.tpu_name}: HTTP 403" in out
     assert "Traceback" not in out + err
+
+
+def _capacity_repo(tmp_path: Path, base: Path) -> Path:
+    return make_repo(tmp_path / base.stem, unique_env(), base=base)
+
+
+def test_status_shows_where_a_flex_start_request_stands(fakes: Fakes, tmp_path: Path, cli) -> None:
+    from builder.config import load
+
+    values = _capacity_repo(tmp_path, EXAMPLES / "mig-v6e-16-flex.env")
+    s = load(values)
+    group = f"/compute/v1/projects/{s.project_id}/zones/{s.zone}/instanceGroupManagers/{s.tpu_name}"
+    request = f"{group}/resizeRequests/{s.tpu_name}-flex"
+    code, out, err = cli("--values", values, "status")
+    assert code == 0 and "capacity   absent" in out, out + err
+    fakes.google.compute_objects[request] = {"name": f"{s.tpu_name}-flex", "state": "ACCEPTED", "resizeBy": 4}
+    code, out, err = cli("--values", values, "status")
+    assert code == 0, err
+    assert (f"capacity   {s.tpu_name}-flex: waiting for capacity (ACCEPTED), its VMs run at most "
+            f"{s.max_run_hours} h from their start (flex-start resize request)") in out
+    fakes.google.compute_objects[request] = {
+        "name": f"{s.tpu_name}-flex", "state": "FAILED",
+        "status": {"error": {"errors": [{"code": "ZONE_RESOURCE_POOL_EXHAUSTED", "message": "no  capacity"}]}}}
+    code, out, err = cli("--values", values, "status", "--format", "json")
+    report = json.loads(out)
+    assert report["capacity"]["state"] == "FAILED" and report["capacity"]["error"] == "no capacity"
+    code, out, err = cli("--values", values, "status")
+    assert "failed (FAILED: no capacity)" in out
+
+
+def test_status_shows_a_calendar_request_and_when_it_expires(fakes: Fakes, tmp_path: Path, cli) -> None:
+    from builder.config import load
+
+    values = _capacity_repo(tmp_path, EXAMPLES / "mig-tpu7x-8-calendar.env")
+    s = load(values)
+    path = f"/compute/v1/projects/{s.project_id}/zones/{s.zone}/futureReservations/{s.tpu_name}-cal"
+    fakes.google.compute_objects[path] = {
+        "name": f"{s.tpu_name}-cal", "status": {"procurementStatus": "APPROVED"},
+        "timeWindow": {"startTime": "2030-03-02T08:00:00Z", "endTime": "2030-03-16T08:00:00Z"}}
+    code, out, err = cli("--values", values, "status")
+    assert code == 0, err
+    assert (f"capacity   {s.tpu_name}-cal: approved, waiting for its start (APPROVED), starts 2030-03-02T08:00:00Z, "
+            "expires at 2030-03-16T08:00:00Z (calendar-mode future reservation)") in out
+    fakes.google.fail[path] = 403
+    code, out, err = cli("--values", values, "status")
+    assert code == 1 and "capacity   error: reading calendar-mode future reservation" in out
+    assert "Traceback" not in out + err

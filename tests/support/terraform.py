@@ -163,3 +163,21 @@ def old_values(old_dir: Path, values: dict[str, Any]) -> dict[str, Any]:
             for block in hcl2.load(handle).get("variable", []):
                 declared |= {name.strip('"') for name in block}
     return {k: v for k, v in values.items() if k in declared}
+
+
+#: Dataset disk types the shared_pd module accepted before Hyperdisk ML (its ``type`` validation then).
+OLD_DISK_TYPES = ("pd-standard", "pd-balanced", "pd-ssd")
+
+
+def as_applied_before_hyperdisk(env: Path) -> tuple[Any, bool]:
+    """An example's settings as an environment applied by the pre-Hyperdisk-ML modules could have
+    them, and whether its shared_pd module existed then. Those modules refused a Hyperdisk ML dataset
+    disk, so a v6e or TPU7x environment of that era had no dataset disk attached to its hosts
+    (``SHARED_PD_DISK_ATTACH="false"``) and no state of a Hyperdisk ML disk to carry over: a test of
+    an old state skips that module (a new disk is a create, not an upgrade)."""
+    from builder.config import load, load_text, read_text
+
+    settings = load(env)
+    if settings.shared_pd_type in OLD_DISK_TYPES:
+        return settings, True
+    return load_text(read_text(env) + '\nSHARED_PD_DISK_ATTACH="false"\n', env), False

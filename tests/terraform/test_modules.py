@@ -31,7 +31,8 @@ REMOTE_DIR = {
     "tpu_mig": {"tpu": "tpu_mig_access", "filestore": "filestore", "shared_pd": "shared_pd"},
 }
 #: The shared files besides the provider pins and var_*.tf that a module may link (modules/_shared/README.md).
-SHARED_FILES = {"destroy_only.tf", "remote_state_mounts.tf", "outputs_hosts.tf", "versions_legacy_override.tf"}
+SHARED_FILES = {"destroy_only.tf", "remote_state_mounts.tf", "outputs_hosts.tf", "versions_override.tf",
+                "versions_legacy_override.tf"}
 
 
 def test_every_module_is_there() -> None:
@@ -84,7 +85,7 @@ def test_root_module_with_gcs_backend_and_pinned_providers(name: str) -> None:
     legacy = "destroy_only.tf" in mod.files
     assert ("versions_legacy_override.tf" in mod.files) == legacy, "the legacy roots override the shared pin to < 7"
     # google-beta only where a resource needs it: an override file adds it to the shared pin
-    tf = _own_files(mod, "versions.tf", {"moved.tf"} | ({"versions_override.tf"} if name == "tpu_vm" else set()))
+    tf = _own_files(mod, "versions.tf", {"moved.tf"})
     if "moved.tf" in mod.files:
         assert {k for k in mod.files["moved.tf"] if not k.startswith("__")} == {"moved"}, "moved.tf holds moved blocks only"
     assert not [f for f, parsed in mod.files.items() if f != "moved.tf" and "moved" in parsed]
@@ -94,7 +95,7 @@ def test_root_module_with_gcs_backend_and_pinned_providers(name: str) -> None:
     assert [unquote(k) for k in backend if not k.startswith("__")] == ["gcs"]
     assert not [k for k in backend['"gcs"'] if not k.startswith("__")], "bucket and prefix come from -backend-config"
     providers = {k: v for k, v in tf["required_providers"][0].items() if not k.startswith("__")}
-    want = {"google"} | ({"google-beta"} if name == "tpu_vm" else set())
+    want = {"google"} | ({"google-beta"} if name in ("tpu_vm", "tpu_mig") else set())
     assert set(providers) == want
     for prov, spec in providers.items():
         assert unquote(spec["source"]) == f"hashicorp/{prov}"

@@ -33,6 +33,7 @@ from builder.plan import module_dir
 from tests.conftest import EXAMPLES, NODE, REPO, SHIPPED, require
 from tests.support.terraform_fixtures import STATES
 from tests.support.terraform import (
+    as_applied_before_hyperdisk,
     CURRENT, Terraform, Workspace, counts, git_tree, is_root, module_dirs, old_values, resources, standin_terraform,
 )
 
@@ -139,6 +140,25 @@ def _spot_check(settings: Any, module: str, plan: dict[str, Any]) -> list[str]:
             flex = settings.provisioning == "flex-start"
             assert values["target_size"] == (0 if flex else settings.hosts), f"{res['address']}: MIG size"
             checked.append("mig-size")
+        if rtype == "google_compute_resource_policy":
+            (policy,) = values["workload_policy"]
+            assert policy["accelerator_topology_mode"] == "AUTO_CONNECT", res["address"]  # google-beta only
+            checked.append("auto-connect")
+        if rtype == "google_compute_future_reservation":
+            # calendar mode in Terraform: the whole slice's chips, for the window values.env gives
+            facts = settings.mig_shape.generation_record.calendar
+            assert facts is not None and facts.terraform, res["address"]
+            (window,) = values["time_window"]
+            assert window["start_time"] == settings.calendar_start
+            assert window["duration"][0]["seconds"] == str(settings.calendar_days * 86400)
+            (agg,) = values["aggregate_reservation"]
+            assert agg["vm_family"] == facts.vm_family
+            assert agg["reserved_resources"][0]["accelerator"][0]["accelerator_count"] == settings.mig_shape.vms * \
+                settings.mig_shape.chips_per_vm
+            assert (values["reservation_mode"], values["planning_status"], values["deletion_policy"]) == \
+                ("CALENDAR", "SUBMITTED", "ABANDON")
+            assert values["reservation_name"] == values["name"] and values["specific_reservation_required"] is True
+            checked.append("calendar-request")
         if rtype == "google_compute_resize_request":
             assert values["resize_by"] == settings.hosts, f"{res['address']}: the whole slice in one request"
             checked.append("resize-request")
@@ -156,6 +176,13 @@ def _spot_check(settings: Any, module: str, plan: dict[str, Any]) -> list[str]:
                 assert sched["provisioning_model"] == "FLEX_START" and sched["instance_termination_action"] == "DELETE"
                 assert sched["max_run_duration"][0]["seconds"] == settings.max_run_hours * 3600, res["address"]
                 checked.append("flex-start")
+            if settings.provisioning == "calendar":
+                (sched,) = values["scheduling"]
+                assert sched["provisioning_model"] == "RESERVATION_BOUND" and sched["instance_termination_action"] == "DELETE"
+                (affinity,) = values["reservation_affinity"]
+                assert affinity["type"] == "SPECIFIC_RESERVATION"
+                assert affinity["specific_reservation"][0]["values"] == [f"{settings.tpu_name}-cal"], res["address"]
+                checked.append("calendar-bound")
         if rtype == "google_compute_disk" and module == "shared_pd":
             assert values["type"] == settings.shared_pd_type in settings.topology.record.shared_pd_types
             # Hyperdisk ML: created writable by one VM (the seeder), then READ_ONLY_MANY
@@ -222,6 +249,12 @@ def test_every_root_module_plans_and_applies_for_every_values_file(applied: dict
         assert "mig-size" in checked
     if settings.provisioning == "flex-start":
         assert {"flex-start", "resize-request"} <= set(checked)
+    if settings.provisioning == "calendar":
+        # Terraform makes the request where google-beta knows the generation, else mig-calendar does
+        made = settings.mig_shape.generation_record.calendar.terraform
+        assert "calendar-bound" in checked and ("calendar-request" in checked) is made
+    if settings.arch == "mig" and settings.mig_shape.accelerator_topology:
+        assert "auto-connect" in checked
 
 
 @pytest.mark.parametrize("env", ENV_FILES, ids=lambda p: p.name)
@@ -325,7 +358,7 @@ def test_moved_blocks_keep_every_object_of_the_previous_release(tf: Terraform, t
     # not node: its roots are destroy only (test_destroy_only_roots_destroy_a_node_environment)
     one_per_arch = {load(env).arch: env for env in reversed(ENV_FILES)}
     for env in one_per_arch.values():
-        settings = load(env)
+        settings, with_disk_module = as_applied_before_hyperdisk(env)
         old_src, new_src = tmp_path / env.stem / "old", tmp_path / env.stem / "new"
         old_src.mkdir(parents=True)
         git_tree(PREVIOUS_RELEASE, old_src)
@@ -335,6 +368,8 @@ def test_moved_blocks_keep_every_object_of_the_previous_release(tf: Terraform, t
         for module, values in tfvars.all_for(settings).items():
             directory = module_dir(settings, module)
             if not (old_src / directory).is_dir():  # a module added since (nothing to move)
+                continue
+            if module == "shared_pd" and not with_disk_module:
                 continue
             old = old_ws.module(directory, module, old_values(old_src / directory, values))
             tf.init(old)

@@ -22,7 +22,7 @@ MODULE_TYPES = sorted({m.group(1) for tf in (REPO / "modules").rglob("*.tf")
                        for m in re.finditer(r'^\s*resource\s+"(google_[a-z0-9_]+)"', tf.read_text(), re.M)})
 FAMILIES = sorted({re.match(r"google_[a-z0-9]+_?", t).group(0).rstrip("_") + "_" for t in MODULE_TYPES})
 NEIGHBOURS = sorted(t for t in PROVIDER_TYPES if t.startswith(tuple(FAMILIES)))
-CLASSIFIED = set(guard_classes.DATA) | set(guard_classes.TPU) | guard_classes.NO_DATA
+CLASSIFIED = set(guard_classes.DATA) | set(guard_classes.TPU) | set(guard_classes.CAPACITY) | guard_classes.NO_DATA
 
 
 def test_the_schema_lists_are_real() -> None:

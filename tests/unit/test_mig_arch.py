@@ -173,7 +173,9 @@ def test_slice_steps_run_guard_drain_apply_resize(flags: dict[str, bool]) -> Non
     order = ["mig-plan", "mig-guard", "mig-drain", "mig-apply", "mig-resize"]
     assert [i for i in ids if i in order] == order
     wait = {st.id: list(st.wait_for) for st in build.steps}
-    assert wait["mig-drain"] == ["mig-guard"] and wait["mig-apply"] == ["mig-drain"]
+    # an update that applies the dataset disk too seeds it first: the hosts that attach it apply after the seed
+    seeded = ["shared_pd-seed"] if "shared_pd-seed" in ids else []
+    assert wait["mig-drain"] == ["mig-guard"] and wait["mig-apply"] == ["mig-drain", *seeded]
     assert wait["mig-resize"] == ["mig-apply"] and "mig-resize" in wait["finalize"]
     # nothing of the drain/resize touches Filestore or the disk
     for sid in ("mig-drain", "mig-resize"):

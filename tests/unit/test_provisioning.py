@@ -82,7 +82,7 @@ def test_preemptible_is_for_older_generations_only() -> None:
 
 def test_plan_says_which_provisioning_and_what_it_means(cli, make_env: Callable[..., Path]) -> None:
     code, out, _ = cli("plan", "--values", make_env(SHIPPED, TPU_PROVISIONING="spot"))
-    assert code == 0 and "provisioning: spot: " in out and "take it away at any time" in out
+    assert code == 0 and "provisioning: spot: starts " in out and "until Google preempts it" in out
     code, out, _ = cli("plan", "--values", make_env(SHIPPED, TPU_PROVISIONING="reservation"), "--format", "json")
     info = json.loads(out)
     assert info["provisioning"] == "reservation" and "any matching reservation" in info["provisioning_meaning"]

@@ -38,6 +38,10 @@ def _type_ok(tf_type: str, value: Any) -> bool:
         return isinstance(value, bool)
     if tf_type == "${map(string)}":
         return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+    if m := re.fullmatch(r"\$\{object\(\{(.*)\}\)\}", tf_type):  # flat objects of primitives; null allowed
+        fields = dict(re.findall(r"(\w+) = (\w+)", m.group(1)))
+        return value is None or (isinstance(value, dict) and set(value) == set(fields)
+                                 and all(_type_ok(fields[k], v) for k, v in value.items()))
     raise AssertionError(f"test does not know Terraform type {tf_type}")
 
 

@@ -47,6 +47,8 @@ class FakeGoogle(LocalHttpServer):
         self.queued_resources: dict[str, dict[str, Any]] = {}  # full resource name → QueuedResource JSON
         self.filestore: dict[str, dict[str, Any]] = {}  # full resource name → Instance JSON
         self.migs: dict[str, dict[str, Any]] = {}  # URL path → {"manager": {...}, "instances": [...]}
+        #: Compute Engine REST: URL path → the JSON a GET answers (resize requests, future reservations)
+        self.compute_objects: dict[str, dict[str, Any]] = {}
         self.on_done: Callable[[str, str], None] | None = None
         self.on_create: Callable[[str], None] | None = None
         self.hold_working = False
@@ -103,6 +105,7 @@ class FakeGoogle(LocalHttpServer):
             self.queued_resources.clear()
             self.filestore.clear()
             self.migs.clear()
+            self.compute_objects.clear()
             self.fail.clear()
             self.on_done = None
             self.on_create = None
@@ -157,6 +160,9 @@ class FakeGoogle(LocalHttpServer):
             if m.group(2):
                 return h._send(200, {"managedInstances": mig["instances"]})
             return h._send(200, mig["manager"])
+        if path.startswith("/compute/v1/") and method == "GET":
+            found = self.compute_objects.get(path)
+            return h._send(200, found) if found else h._send(404, _error(404, "The resource was not found"))
         return h._send(404, _error(404, f"fake: no route for {method} {path}"))
 
     # ------------------------------------------------------------ Cloud Build
