@@ -11,10 +11,12 @@ Per module operation the steps are, in order (docs/pipeline.md has the full anat
 * ``<module>-plan`` (Terraform image): ``init`` against the GCS backend with locking, ``plan``
   (``-destroy`` for destroy) to ``/workspace/plans/<module>.tfplan``, then ``terraform show
   -json`` of it to ``/workspace/plans/<module>.json``;
-* ``<module>-guard`` (Python image): ``tpubuild guard`` reads that JSON and refuses data loss;
+* ``<module>-guard`` (the tpubuild builder image): ``tpubuild guard`` reads that JSON and refuses
+  data loss;
 * ``<module>-apply`` (Terraform image): ``apply`` of the saved plan.
 
-Around them: ``tpubuild-wheel`` (builds tpubuild once for the guard and finalize steps),
+Around them: ``tpubuild-image`` (first: makes sure the builder image that guard and finalize run
+in exists, building it once when it does not; builder/builder_image.py),
 ``shared_pd-restore`` (SHARED_PD_RESTORE=latest: names the newest snapshot),
 ``shared_pd-snapshot`` / ``filestore-backup`` (before a full destroy), ``shared_pd-seed`` (copies
 GCS_DATASET onto a freshly applied shared PD) and ``finalize`` (last). ``waitFor`` expresses the
@@ -51,13 +53,30 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Builder images, pinned by tag: the one place each is named (docs/terraform.md, "Terraform
 #: versions", says which releases and how the tests' Terraform compares). The Terraform image has
 #: no bash: its steps run under its BusyBox ``sh`` (which has ``pipefail``) and are written in
-#: the POSIX subset plus pipefail.
+#: the POSIX subset plus pipefail. ``python`` is the base of the tpubuild builder image
+#: (builder/image/Dockerfile's BASE); ``tpubuild`` is that image, in the environment's Artifact
+#: Registry repository, filled in by :func:`image` (tag: ``builder.builder_image.tag()``);
+#: ``docker`` (the Docker CLI, talking to Cloud Build's Docker daemon) builds and pushes it.
 IMAGES: dict[str, str] = {
     "terraform": "hashicorp/terraform:1.16.4",
     "python": "python:3.11-slim",
     "gcloud": "gcr.io/google.com/cloudsdktool/google-cloud-cli:587.0.0-slim",
+    "docker": "docker:28.2.2-cli",
+    "tpubuild": "{region}-docker.pkg.dev/{project}/{repository}/{name}:{tag}",
 }
-SHELLS: dict[str, str] = {"terraform": "sh", "python": "bash", "gcloud": "bash"}
+SHELLS: dict[str, str] = {"terraform": "sh", "python": "bash", "gcloud": "bash", "docker": "sh", "tpubuild": "bash"}
+
+
+def image(settings: Settings, key: str) -> str:
+    """The image a step of ``IMAGES[key]`` runs in: the pinned name, or for ``tpubuild`` the
+    environment's builder image (``<region>-docker.pkg.dev/<project>/tpubuild-<env>/tpubuild:<tag>``)."""
+    if key != "tpubuild":
+        return IMAGES[key]
+    from builder import builder_image
+
+    return IMAGES[key].format(region=settings.region, project=settings.project_id,
+                              repository=settings.image_repository, name=builder_image.NAME,
+                              tag=builder_image.tag())
 
 
 
@@ -74,21 +93,23 @@ class Kind:
 #: Seconds a resize (and a drain) step may take, and the seed step.
 RESIZE_STEP_S = 3600
 SEED_STEP_S = 14400
+#: Seconds the tpubuild-image step may take: a check when the image exists, a build and push once.
+IMAGE_STEP_S = 1200
 #: Step kind (builder.plan.Step.kind) → how it is rendered.
 KINDS: dict[str, Kind] = {
-    "wheel": Kind("python", "wheel.sh.j2", 900),
+    "image": Kind("docker", "builder_image.sh.j2", IMAGE_STEP_S),
     "restore": Kind("gcloud", "pd_restore.sh.j2", 300),
     "snapshot": Kind("gcloud", "pd_snapshot.sh.j2", 3600),
     "backup": Kind("gcloud", "fs_backup.sh.j2", 7200),
     "unqueue": Kind("gcloud", "tpu_unqueue.sh.j2", 1800),
     "plan": Kind("terraform", "tf_plan.sh.j2", 1200),
-    "guard": Kind("python", "guard.sh.j2", 600),
+    "guard": Kind("tpubuild", "guard.sh.j2", 600),
     "drain": Kind("gcloud", "mig_drain.sh.j2", RESIZE_STEP_S),
     "apply": Kind("terraform", "tf_apply.sh.j2", None),  # the module's apply_timeout (builder.modules)
     "resize": Kind("gcloud", "mig_resize.sh.j2", RESIZE_STEP_S),
     "queue": Kind("gcloud", "tpu_queue.sh.j2", None),  # how long it waits for the queue, plus slack
     "seed": Kind("gcloud", "pd_seed.sh.j2", SEED_STEP_S),
-    "finalize": Kind("python", "finalize.sh.j2", 600),
+    "finalize": Kind("tpubuild", "finalize.sh.j2", 600),
 }
 #: TPU_QUEUED: how long tpu-queue waits for ACTIVE without TPU_QUEUED_VALID_FOR, and at most (a
 #: Cloud Build build lasts at most 24 h); its step timeout adds QUEUE_SLACK_S to the wait.
@@ -103,8 +124,6 @@ MAX_BUILD_TIMEOUT = 86400
 SEED_TIMEOUT_S = SEED_STEP_S - 600
 #: How long Terraform waits for the state lock that another build holds.
 LOCK_TIMEOUT = "5m"
-#: Where the wheel step leaves tpubuild and its dependencies (relative to the workspace).
-WHEELS = ".tpubuild/wheels"
 
 _DURATION = re.compile(r"^\d+s$")
 _SUB_MARK = "\x00"
@@ -198,7 +217,7 @@ class _Steps:
             raise AssertionError(f"step {step.id} waits for unknown steps {missing}")
         out: dict[str, Any] = {
             "id": step.id,
-            "name": IMAGES[kind.image],
+            "name": image(self.s, kind.image),
             "entrypoint": SHELLS[kind.image],
             "args": ["-c", _for_cloud_build(script)],
             "waitFor": list(step.after) or ["-"],
@@ -206,8 +225,6 @@ class _Steps:
         }
         if kind.image == "terraform":
             out["env"] = ["TF_IN_AUTOMATION=1"]
-        elif kind.image == "python":
-            out["env"] = ["PIP_ROOT_USER_ACTION=ignore", "PIP_DISABLE_PIP_VERSION_CHECK=1"]
         self.steps.append(out)
 
     def build(self) -> list[dict[str, Any]]:
@@ -233,8 +250,11 @@ class _Steps:
 
     # ---- one context per step kind ----
 
-    def _wheel(self, step: Step) -> dict[str, Any]:
-        return dict(wheels=WHEELS)
+    def _image(self, step: Step) -> dict[str, Any]:
+        from builder import builder_image
+
+        return dict(image=image(self.s, "tpubuild"), base=IMAGES["python"], dockerfile=builder_image.DOCKERFILE,
+                    repository=self.s.image_repository)
 
     def _restore(self, step: Step) -> dict[str, Any]:
         s = self.s
@@ -272,8 +292,7 @@ class _Steps:
                     **self._terraform(step))
 
     def _guard(self, step: Step) -> dict[str, Any]:
-        return dict(module=step.module, action=self.plan.action, allow_data_loss=self.allow_data_loss,
-                    wheels=WHEELS)
+        return dict(module=step.module, action=self.plan.action, allow_data_loss=self.allow_data_loss)
 
     def _apply(self, step: Step) -> dict[str, Any]:
         # TPU_QUEUED: the plan's tpu-queue step reads the request this apply leaves
@@ -310,7 +329,7 @@ class _Steps:
                     network=s.network, subnet=s.subnetwork, service_account=s.seeder_service_account)
 
     def _finalize(self, step: Step) -> dict[str, Any]:
-        return dict(action=self.plan.action, wheels=WHEELS)
+        return dict(action=self.plan.action)
 
 
 def build_timeout(steps: list[dict[str, Any]]) -> int:

@@ -235,7 +235,7 @@ def loses_data(settings: Settings, plan: Plan) -> tuple[ModuleSpec, ...]:
 def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
     """Every step of ``plan``'s pipeline, in the order the build lists them (docs/pipeline.md has
     the anatomy): per operation ``[restore|snapshot|backup|unqueue] → plan → guard → [drain] →
-    apply → [resize|queue|seed]``, with ``tpubuild-wheel`` first and ``finalize`` last."""
+    apply → [resize|queue|seed]``, with ``tpubuild-image`` first and ``finalize`` last."""
     if not plan.operations:
         return ()
     s = settings
@@ -245,7 +245,7 @@ def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
         out.append(Step(step_id, kind, module, tuple(dict.fromkeys(after))))
         return step_id
 
-    wheel = add("tpubuild-wheel", "wheel", "", [])
+    tools = add("tpubuild-image", "image", "", [])  # the builder image guard and finalize run in
     extras = extra(s, plan)
     beside = [f"{m}-{x.kind}" for m, xs in extras.items() for x in xs if x.at == BESIDE]
     last: dict[str, str] = {}  # module → its last step, which the modules after it wait for
@@ -258,7 +258,7 @@ def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
             deps += beside  # the hosts that attach the shared PD wait for its seed
         pre = [add(f"{m}-{k}", k, m, deps) for k in at[BEFORE]]
         add(f"{m}-plan", "plan", m, [*deps, *pre])
-        gate = add(f"{m}-guard", "guard", m, [f"{m}-plan", wheel])
+        gate = add(f"{m}-guard", "guard", m, [f"{m}-plan", tools])
         for k in at[GATE]:
             gate = add(f"{m}-{k}", k, m, [gate])
         last[m] = add(f"{m}-apply", "apply", m, [gate])
