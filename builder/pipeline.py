@@ -53,10 +53,8 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Builder images, pinned by tag: the one place each is named (docs/terraform.md, "Terraform
 #: versions", says which releases and how the tests' Terraform compares). The Terraform image has
 #: no bash: its steps run under its BusyBox ``sh`` (which has ``pipefail``) and are written in
-#: the POSIX subset plus pipefail. ``python`` is the base of the tpubuild builder image
-#: (builder/image/Dockerfile's BASE); ``tpubuild`` is that image, in the environment's Artifact
-#: Registry repository, filled in by :func:`image` (tag: ``builder.builder_image.tag()``);
-#: ``docker`` (the Docker CLI, talking to Cloud Build's Docker daemon) builds and pushes it.
+#: the POSIX subset plus pipefail. ``python``: the builder image's base; ``tpubuild``: that image
+#: (:func:`image` fills it in), which ``docker`` (the CLI on Cloud Build's daemon) builds and pushes.
 IMAGES: dict[str, str] = {
     "terraform": "hashicorp/terraform:1.16.4",
     "python": "python:3.11-slim",
@@ -350,15 +348,26 @@ def render(settings: Settings, plan: Plan, *, allow_data_loss: bool = False, all
     do not exist.
     """
     preflight(settings, plan)
-    steps = _Steps(settings, plan, allow_data_loss, allow_wipe).build()
+    return _build(settings, _Steps(settings, plan, allow_data_loss, allow_wipe).build(), f"tpubuild-{plan.action}")
+
+
+def _build(settings: Settings, steps: list[dict[str, Any]], tag: str) -> dict[str, Any]:
     return {
         "steps": steps,
         "timeout": check_duration(f"{build_timeout(steps)}s"),
         # a user-specified service account requires logs in Cloud Logging (or a logs bucket)
         "serviceAccount": settings.builder_service_account_resource,
         "options": {"logging": "CLOUD_LOGGING_ONLY"},
-        "tags": ["tpubuild", f"tpubuild-env-{settings.env_name}", f"tpubuild-{plan.action}"],
+        "tags": ["tpubuild", f"tpubuild-env-{settings.env_name}", tag],
     }
+
+
+def render_image_build(settings: Settings) -> dict[str, Any]:
+    """The build ``tpubuild initialize`` submits to make the builder image: the pipelines'
+    ``tpubuild-image`` step alone (it checks the tag, builds and pushes)."""
+    steps = _Steps(settings, Plan("initialize", settings.arch, ()), False, False)
+    steps.add(Step("tpubuild-image", "image"))
+    return _build(settings, steps.steps, "tpubuild-image")
 
 
 # ---- output formats ----
