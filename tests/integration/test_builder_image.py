@@ -30,6 +30,7 @@ def test_initialize_creates_the_repository_grants_only_the_builder_and_builds_th
     from builder.pipeline import IMAGES, image
 
     s = _settings(repo)
+    fakes.registry.images_present = False
     code, out, err = cli("--values", repo, "initialize")
     assert code == 0, err
     ref = image(s, "tpubuild")
@@ -59,7 +60,9 @@ def test_initialize_again_builds_nothing_when_the_tag_is_there(fakes: Fakes, rep
     from builder.builder_image import tag
 
     s = _settings(repo)
+    fakes.registry.images_present = False
     assert cli("--values", repo, "initialize")[0] == 0
+    assert len(fakes.google.created) == 1
     fakes.google.created.clear()
     name = f"projects/{s.project_id}/locations/{s.region}/repositories/{s.image_repository}"
     fakes.registry.tags.add(f"{name}/packages/tpubuild/tags/{tag()}")
@@ -94,6 +97,7 @@ def test_a_repository_of_another_format_is_one_line(fakes: Fakes, repo: Path, cl
 
 
 def test_a_failed_image_build_is_one_line_naming_the_step(fakes: Fakes, repo: Path, cli) -> None:
+    fakes.registry.images_present = False
     fakes.google.next_outcome("FAILURE", "tpubuild-image")
     code, out, err = cli("--values", repo, "initialize")
     assert code == 1

@@ -4,7 +4,9 @@ builder image (get, create as a finished long-running operation, patch with an u
 IAM policy (get, set, with etags) and an image's tags (get).
 
 ``repositories``: full name → Repository JSON as the API writes it (camelCase); ``tags``: the
-full names of the tags that exist (a test adds one to say "the image is there");
+full names of the tags that exist; ``images_present`` (True after ``reset``): every tag of an
+existing repository exists, so the tests of other commands find the builder image there and
+initialize builds nothing; tests of the image build set it False;
 ``policies``: repository → Policy JSON; ``requests``: (method, path) of every call.
 """
 
@@ -39,6 +41,7 @@ class FakeArtifactRegistry(LocalHttpServer):
     def __init__(self) -> None:
         self.repositories: dict[str, dict[str, Any]] = {}
         self.tags: set[str] = set()
+        self.images_present = True
         self.policies: dict[str, dict[str, Any]] = {}
         self.requests: list[tuple[str, str]] = []
         self._lock = threading.Lock()
@@ -72,6 +75,7 @@ class FakeArtifactRegistry(LocalHttpServer):
         with self._lock:
             self.repositories.clear()
             self.tags.clear()
+            self.images_present = True
             self.policies.clear()
             self.requests.clear()
 
@@ -97,7 +101,8 @@ class FakeArtifactRegistry(LocalHttpServer):
             m = re.fullmatch(_REPO + r"/packages/[^/]+/tags/[^/]+", path)
             if m and method == "GET":
                 name = path[len("/v1/"):]
-                return (200, {"name": name, "version": f"{name}@sha256:0"}) if name in self.tags else \
+                there = name in self.tags or (self.images_present and m.group(1) in self.repositories)
+                return (200, {"name": name, "version": f"{name}@sha256:0"}) if there else \
                     (404, _error(404, f"Tag {name} not found", "NOT_FOUND"))
         return 404, _error(404, f"fake: no route for {method} {path}", "NOT_FOUND")
 
