@@ -35,11 +35,12 @@ sys.path.insert(0, str(REPO))
 #: Minutes per step: "<kind>" or "<module>-<kind>" (the more specific wins). Sources: Filestore
 #: creation takes "several minutes" (Filestore docs, creating instances; ~8 measured for
 #: BASIC_HDD); a TPU VM create typically 3-5 minutes (Cloud TPU docs, TPU VM creation); a MIG of
-#: TPU VMs similar plus its instances (resize); a disk and IAM objects take seconds. Tool steps:
-#: container start plus image pull (~0.5) plus pip install of the wheels (~0.5); terraform init
-#: (provider download ~0.5) plus plan (~0.5).
+#: TPU VMs similar plus its instances (resize); a disk and IAM objects take seconds. Tool steps
+#: (guard, check-capacity, finalize in the builder image): container start plus image pull (~0.5)
+#: plus the command (~0.5); tpubuild-image: a docker container and a manifest lookup (the image is
+#: there; building it is initialize's); terraform init (provider download ~0.5) plus plan (~0.5).
 MINUTES: dict[str, float] = {
-    "wheel": 1.5, "capacity": 1.0, "guard": 1.0, "finalize": 1.0,
+    "image": 0.5, "capacity": 1.0, "guard": 1.0, "finalize": 1.0,
     "plan": 1.0, "apply": 1.0, "filestore-apply": 8.0, "shared_pd-apply": 0.5, "dashboard-apply": 0.5,
     "tpu-apply": 5.0, "mig-apply": 2.0, "resize": 6.0, "drain": 4.0, "queue": 5.0, "unqueue": 3.0,
     "restore": 0.5, "snapshot": 2.0, "backup": 10.0,
@@ -52,7 +53,7 @@ SEED_PER_100GB = 10.0
 def duration(step: dict[str, Any], settings: Any) -> float:
     sid = step["id"]
     kind = sid.rsplit("-", 1)[-1] if "-" in sid else sid
-    kind = {"tpubuild-wheel": "wheel", "check-capacity": "capacity"}.get(sid, kind)
+    kind = {"tpubuild-image": "image", "check-capacity": "capacity"}.get(sid, kind)
     minutes = MINUTES.get(sid, MINUTES.get(kind, 1.0))
     if kind == "seed":
         minutes += SEED_PER_100GB * settings.shared_pd_size_gb / 100

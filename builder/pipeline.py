@@ -11,10 +11,12 @@ Per module operation the steps are, in order (docs/pipeline.md has the full anat
 * ``<module>-plan`` (Terraform image): ``init`` against the GCS backend with locking, ``plan``
   (``-destroy`` for destroy) to ``/workspace/plans/<module>.tfplan``, then ``terraform show
   -json`` of it to ``/workspace/plans/<module>.json``;
-* ``<module>-guard`` (Python image): ``tpubuild guard`` reads that JSON and refuses data loss;
+* ``<module>-guard`` (the tpubuild builder image): ``tpubuild guard`` reads that JSON and refuses
+  data loss;
 * ``<module>-apply`` (Terraform image): ``apply`` of the saved plan.
 
-Around them: ``tpubuild-wheel`` (builds tpubuild once for the guard and finalize steps),
+Around them: ``tpubuild-image`` (first: makes sure the builder image that guard and finalize run
+in exists, building it once when it does not; builder/builder_image.py),
 ``check-capacity`` (the TPU quota holds the slice: every guard waits for it, so nothing billed
 is made before it passes),
 ``shared_pd-restore`` (SHARED_PD_RESTORE=latest: names the newest snapshot),
@@ -54,13 +56,28 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Builder images, pinned by tag: the one place each is named (docs/terraform.md, "Terraform
 #: versions", says which releases and how the tests' Terraform compares). The Terraform image has
 #: no bash: its steps run under its BusyBox ``sh`` (which has ``pipefail``) and are written in
-#: the POSIX subset plus pipefail.
+#: the POSIX subset plus pipefail. ``python``: the builder image's base; ``tpubuild``: that image
+#: (:func:`image` fills it in), which ``docker`` (the CLI on Cloud Build's daemon) builds and pushes.
 IMAGES: dict[str, str] = {
     "terraform": "hashicorp/terraform:1.16.4",
     "python": "python:3.11-slim",
     "gcloud": "gcr.io/google.com/cloudsdktool/google-cloud-cli:587.0.0-slim",
+    "docker": "docker:28.2.2-cli",
+    "tpubuild": "{region}-docker.pkg.dev/{project}/{repository}/{name}:{tag}",
 }
-SHELLS: dict[str, str] = {"terraform": "sh", "python": "bash", "gcloud": "bash"}
+SHELLS: dict[str, str] = {"terraform": "sh", "python": "bash", "gcloud": "bash", "docker": "sh", "tpubuild": "bash"}
+
+
+def image(settings: Settings, key: str) -> str:
+    """The image a step of ``IMAGES[key]`` runs in: the pinned name, or for ``tpubuild`` the
+    environment's builder image (``<region>-docker.pkg.dev/<project>/tpubuild-<env>/tpubuild:<tag>``)."""
+    if key != "tpubuild":
+        return IMAGES[key]
+    from builder import builder_image
+
+    return IMAGES[key].format(region=settings.region, project=settings.project_id,
+                              repository=settings.image_repository, name=builder_image.NAME,
+                              tag=builder_image.tag())
 
 
 
@@ -79,23 +96,25 @@ RESIZE_STEP_S = 3600
 SEED_STEP_S = 14400
 #: Seconds the mig-calendar step may take: it waits this less 300 for Google's decision on the request.
 CALENDAR_STEP_S = 1800
+#: Seconds the tpubuild-image step may take: a check when the image exists, a build and push once.
+IMAGE_STEP_S = 1200
 #: Step kind (builder.plan.Step.kind) → how it is rendered.
 KINDS: dict[str, Kind] = {
-    "wheel": Kind("python", "wheel.sh.j2", 900),
-    "capacity": Kind("python", "capacity.sh.j2", 300),
+    "image": Kind("docker", "builder_image.sh.j2", IMAGE_STEP_S),
+    "capacity": Kind("tpubuild", "capacity.sh.j2", 300),
     "restore": Kind("gcloud", "pd_restore.sh.j2", 300),
     "snapshot": Kind("gcloud", "pd_snapshot.sh.j2", 3600),
     "backup": Kind("gcloud", "fs_backup.sh.j2", 7200),
     "unqueue": Kind("gcloud", "tpu_unqueue.sh.j2", 1800),
     "plan": Kind("terraform", "tf_plan.sh.j2", 1200),
-    "guard": Kind("python", "guard.sh.j2", 600),
+    "guard": Kind("tpubuild", "guard.sh.j2", 600),
     "drain": Kind("gcloud", "mig_drain.sh.j2", RESIZE_STEP_S),
     "apply": Kind("terraform", "tf_apply.sh.j2", None),  # the module's apply_timeout (builder.modules)
     "calendar": Kind("gcloud", "mig_calendar.sh.j2", CALENDAR_STEP_S),
     "resize": Kind("gcloud", "mig_resize.sh.j2", RESIZE_STEP_S),
     "queue": Kind("gcloud", "tpu_queue.sh.j2", None),  # how long it waits for the queue, plus slack
     "seed": Kind("gcloud", "pd_seed.sh.j2", SEED_STEP_S),
-    "finalize": Kind("python", "finalize.sh.j2", 600),
+    "finalize": Kind("tpubuild", "finalize.sh.j2", 600),
 }
 #: TPU_QUEUED: how long tpu-queue waits for ACTIVE without TPU_QUEUED_VALID_FOR, and at most (a
 #: Cloud Build build lasts at most 24 h); its step timeout adds QUEUE_SLACK_S to the wait.
@@ -110,8 +129,6 @@ MAX_BUILD_TIMEOUT = 86400
 SEED_TIMEOUT_S = SEED_STEP_S - 600
 #: How long Terraform waits for the state lock that another build holds.
 LOCK_TIMEOUT = "5m"
-#: Where the wheel step leaves tpubuild and its dependencies (relative to the workspace).
-WHEELS = ".tpubuild/wheels"
 
 _DURATION = re.compile(r"^\d+s$")
 _SUB_MARK = "\x00"
@@ -205,7 +222,7 @@ class _Steps:
             raise AssertionError(f"step {step.id} waits for unknown steps {missing}")
         out: dict[str, Any] = {
             "id": step.id,
-            "name": IMAGES[kind.image],
+            "name": image(self.s, kind.image),
             "entrypoint": SHELLS[kind.image],
             "args": ["-c", _for_cloud_build(script)],
             "waitFor": list(step.after) or ["-"],
@@ -213,8 +230,6 @@ class _Steps:
         }
         if kind.image == "terraform":
             out["env"] = ["TF_IN_AUTOMATION=1"]
-        elif kind.image == "python":
-            out["env"] = ["PIP_ROOT_USER_ACTION=ignore", "PIP_DISABLE_PIP_VERSION_CHECK=1"]
         self.steps.append(out)
 
     def build(self) -> list[dict[str, Any]]:
@@ -240,11 +255,14 @@ class _Steps:
 
     # ---- one context per step kind ----
 
-    def _wheel(self, step: Step) -> dict[str, Any]:
-        return dict(wheels=WHEELS)
+    def _image(self, step: Step) -> dict[str, Any]:
+        from builder import builder_image
+
+        return dict(image=image(self.s, "tpubuild"), base=IMAGES["python"], dockerfile=builder_image.DOCKERFILE,
+                    repository=self.s.image_repository)
 
     def _capacity(self, step: Step) -> dict[str, Any]:
-        return dict(wheels=WHEELS)
+        return {}
 
     def _restore(self, step: Step) -> dict[str, Any]:
         s = self.s
@@ -282,8 +300,7 @@ class _Steps:
                     **self._terraform(step))
 
     def _guard(self, step: Step) -> dict[str, Any]:
-        return dict(module=step.module, action=self.plan.action, allow_data_loss=self.allow_data_loss,
-                    wheels=WHEELS)
+        return dict(module=step.module, action=self.plan.action, allow_data_loss=self.allow_data_loss)
 
     def _apply(self, step: Step) -> dict[str, Any]:
         # TPU_QUEUED: the plan's tpu-queue step reads the request this apply leaves
@@ -337,7 +354,7 @@ class _Steps:
                     network=s.network, subnet=s.subnetwork, service_account=s.seeder_service_account)
 
     def _finalize(self, step: Step) -> dict[str, Any]:
-        return dict(action=self.plan.action, wheels=WHEELS)
+        return dict(action=self.plan.action)
 
 
 def build_timeout(steps: list[dict[str, Any]]) -> int:
@@ -358,42 +375,23 @@ def render(settings: Settings, plan: Plan, *, allow_data_loss: bool = False, all
     do not exist.
     """
     preflight(settings, plan)
-    steps = _Steps(settings, plan, allow_data_loss, allow_wipe).build()
+    return _build(settings, _Steps(settings, plan, allow_data_loss, allow_wipe).build(), f"tpubuild-{plan.action}")
+
+
+def _build(settings: Settings, steps: list[dict[str, Any]], tag: str) -> dict[str, Any]:
     return {
         "steps": steps,
         "timeout": check_duration(f"{build_timeout(steps)}s"),
         # a user-specified service account requires logs in Cloud Logging (or a logs bucket)
         "serviceAccount": settings.builder_service_account_resource,
         "options": {"logging": "CLOUD_LOGGING_ONLY"},
-        "tags": ["tpubuild", f"tpubuild-env-{settings.env_name}", f"tpubuild-{plan.action}"],
+        "tags": ["tpubuild", f"tpubuild-env-{settings.env_name}", tag],
     }
 
 
-# ---- output formats ----
-
-def to_json(config: dict[str, Any]) -> str:
-    import json
-
-    return json.dumps(config, indent=2) + "\n"
-
-
-def to_yaml(config: dict[str, Any]) -> str:
-    """YAML with scripts as literal blocks, so `tpubuild render` output reads like a hand-written
-    cloudbuild.yaml: builder/yamlout.py (no PyYAML import: start-up time), else PyYAML."""
-    from builder import yamlout
-
-    try:
-        return yamlout.dump(config)
-    except yamlout.Unsupported:
-        pass
-    import yaml
-
-    class Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]  # libyaml when present
-        pass
-
-    def text(dumper: Any, value: str) -> yaml.ScalarNode:
-        style = "|" if "\n" in value else None
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-    Dumper.add_representer(str, text)
-    return yaml.dump(config, Dumper=Dumper, sort_keys=False, default_flow_style=False, width=1000)
+def render_image_build(settings: Settings) -> dict[str, Any]:
+    """The build ``tpubuild initialize`` submits to make the builder image: the pipelines'
+    ``tpubuild-image`` step alone (it checks the tag, builds and pushes)."""
+    steps = _Steps(settings, Plan("initialize", settings.arch, ()), False, False)
+    steps.add(Step("tpubuild-image", "image"))
+    return _build(settings, steps.steps, "tpubuild-image")

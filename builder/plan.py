@@ -235,7 +235,7 @@ def loses_data(settings: Settings, plan: Plan) -> tuple[ModuleSpec, ...]:
 def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
     """Every step of ``plan``'s pipeline, in the order the build lists them (docs/pipeline.md has
     the anatomy): per operation ``[restore|snapshot|backup|unqueue] → plan → guard → [drain] →
-    apply → [resize|queue|seed]``, with ``tpubuild-wheel`` first, then ``check-capacity`` when the
+    apply → [resize|queue|seed]``, with ``tpubuild-image`` first, then ``check-capacity`` when the
     accelerator is applied (every guard waits for it), and ``finalize`` last."""
     if not plan.operations:
         return ()
@@ -246,10 +246,10 @@ def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
         out.append(Step(step_id, kind, module, tuple(dict.fromkeys(after))))
         return step_id
 
-    wheel = add("tpubuild-wheel", "wheel", "", [])
+    tools = add("tpubuild-image", "image", "", [])  # the builder image guard and finalize run in
     # the capacity check: when the accelerator is applied, every guard (so every apply, the first
     # billed step of each module) waits for the TPU quota to be known to hold the slice
-    checked = [add("check-capacity", "capacity", "", [wheel])] if plan.applies(accelerator_module(s.arch)) else []
+    checked = [add("check-capacity", "capacity", "", [tools])] if plan.applies(accelerator_module(s.arch)) else []
     extras = extra(s, plan)
     beside = [f"{m}-{x.kind}" for m, xs in extras.items() for x in xs if x.at == BESIDE]
     last: dict[str, str] = {}  # module → its last step, which the modules after it wait for
@@ -264,7 +264,7 @@ def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
         seeded = beside if op.op == "apply" and attaches_disk(s, m) else []
         pre = [add(f"{m}-{k}", k, m, deps) for k in at[BEFORE]]
         add(f"{m}-plan", "plan", m, [*deps, *pre])
-        gate = add(f"{m}-guard", "guard", m, [f"{m}-plan", wheel, *checked])
+        gate = add(f"{m}-guard", "guard", m, [f"{m}-plan", tools, *checked])
         for k in at[GATE]:
             gate = add(f"{m}-{k}", k, m, [gate])
         last[m] = add(f"{m}-apply", "apply", m, [gate, *seeded])

@@ -12,6 +12,8 @@ Endpoints for local emulators and fakes (tests, offline work) come from the envi
 * ``TPUBUILD_RESOURCEMANAGER_ENDPOINT`` (REST, like the above) and ``TPUBUILD_IAM_ENDPOINT``
   (``127.0.0.1:PORT``, plaintext gRPC: iam_admin_v1 has no REST transport) for the builder
   service account (``builder/cloud/iam.py``).
+* ``TPUBUILD_ARTIFACTREGISTRY_ENDPOINT`` (REST, like the above): the builder image's repository
+  (``builder/cloud/registry.py``).
 * ``TPUBUILD_COMPUTE_ENDPOINT`` (``http://127.0.0.1:PORT/compute/v1``): the Compute Engine REST
   base used for the MIG (no google-cloud-compute dependency: google-auth's AuthorizedSession).
 * ``TPUBUILD_QUOTAS_ENDPOINT`` (``http://127.0.0.1:PORT/v1``): the Cloud Quotas REST base of the
@@ -163,6 +165,13 @@ def projects() -> Any:
     from google.cloud import resourcemanager_v3
 
     return resourcemanager_v3.ProjectsClient(**_rest_options("TPUBUILD_RESOURCEMANAGER_ENDPOINT"))
+
+
+def artifact_registry() -> Any:
+    """Artifact Registry (the builder image's repository), REST."""
+    from google.cloud import artifactregistry_v1
+
+    return artifactregistry_v1.ArtifactRegistryClient(**_rest_options("TPUBUILD_ARTIFACTREGISTRY_ENDPOINT"))
 
 
 def _session(variable: str, base: str) -> tuple[Any, str]:

@@ -20,6 +20,7 @@ import os
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from builder.cloud.workspace import walk
 from builder.files import MAX_SOURCE_FILE, read_file
@@ -79,3 +80,19 @@ def pack(files: dict[str, tuple[bytes, bool]]) -> Source:
     with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=9) as gz:
         gz.write(tar_bytes)
     return Source(hashlib.sha256(tar_bytes).hexdigest(), out.getvalue(), tuple(sorted(files)))
+
+
+def upload(bucket: Any, src: Source) -> None:
+    """Put ``src`` at its address in ``bucket`` (the state bucket) unless it is there: its name
+    is its content, so one that exists is the same bytes."""
+    from google.api_core import exceptions as gexc
+
+    from builder.cloud.errors import cloud_call
+
+    blob = bucket.blob(src.object_name)
+    with cloud_call(f"uploading gs://{bucket.name}/{src.object_name}"):
+        if not blob.exists():
+            try:
+                blob.upload_from_string(src.tgz, content_type="application/gzip", if_generation_match=0)
+            except gexc.PreconditionFailed:
+                pass  # the same content, uploaded by someone else meanwhile

@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
         p.set_defaults(func=_run(name))
         return p
 
-    verb("initialize", help="create the state and dataset buckets and upload the workspace")
+    verb("initialize", help="create the buckets, upload the workspace, build the builder image")
 
     p = verb("submit", help="pack the source and run the action's pipeline on Cloud Build")
     add_action(p, what="the action to run")

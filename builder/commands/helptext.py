@@ -11,7 +11,9 @@ HELP: dict[str, tuple[str, str]] = {
     "initialize": (
         "Create the environment's state bucket (Terraform state, lock, applied snapshot) and dataset "
         "bucket, versioned with uniform access and public access prevention, and upload the workspace "
-        "the hosts read at boot. Runs in-process, no Terraform; safe to run again.",
+        "the hosts read at boot; then the builder image the pipelines run their tpubuild steps in: its "
+        "Artifact Registry repository and, unless this version's tag is there, a Cloud Build build of it "
+        "(waited for). No Terraform; safe to run again.",
         "examples:\n  tpubuild initialize\n  tpubuild initialize --values examples/vm-v4-32.env"),
     "submit": (
         "Pack the source (content-addressed tarball in the state bucket) and run an action's pipeline "

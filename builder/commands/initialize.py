@@ -1,14 +1,19 @@
 """``tpubuild initialize``: create (or adopt) the state and dataset buckets, the builder service
-account and its roles, and upload the workspace. No Terraform runs: initialize has no pipeline."""
+account and its roles, upload the workspace, and make the tpubuild builder image: its Artifact
+Registry repository (``builder/cloud/registry.py``) and, unless its tag is there, the image itself,
+built by Cloud Build from the pipelines' own ``tpubuild-image`` step (``builder/builder_image.py``).
+No Terraform runs: initialize has no pipeline."""
 
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from builder.commands import load_settings, say
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+
     from builder.config import Settings
 
 
@@ -24,7 +29,31 @@ def initialize(settings: Settings) -> int:
     up, same, gone = workspace.sync(client.bucket(settings.state_bucket), settings, repo)
     say(f"gs://{settings.state_bucket}/{workspace.prefix(settings)}: workspace uploaded "
         f"({up} new or changed, {same} unchanged, {gone} removed)")
+    builder_image(settings, client.bucket(settings.state_bucket), repo)
     return 0
+
+
+def builder_image(settings: Settings, bucket: Any, repo: Path) -> None:
+    """The repository, its one grant, and the image of this tpubuild (built when its tag is missing)."""
+    from builder import pipeline
+    from builder.cloud import builds, clients, registry, source, workspace
+
+    ar = clients.artifact_registry()
+    say(registry.ensure_repository(ar, settings))
+    say(registry.grant_writer(ar, settings))
+    ref = pipeline.image(settings, "tpubuild")
+    if registry.image_exists(ar, settings):
+        say(f"builder image {ref}: exists")
+        return
+    src = source.pack(source.collect(repo, workspace.values_bytes(settings), {}))
+    source.upload(bucket, src)
+    build = builds.to_build(pipeline.render_image_build(settings), bucket=settings.state_bucket,
+                            object_name=src.object_name, tags=[], substitutions={})
+    cb = clients.cloudbuild()
+    created = builds.create(cb, settings.project_id, build)
+    say(f"builder image {ref}: building (build {created.id}; logs: {created.log_url})")
+    say(builds.outcome(builds.follow(cb, settings.project_id, created.id, emit=say)))
+    say(f"builder image {ref}: pushed; pipelines run guard and finalize in it")
 
 
 def cmd_initialize(args: argparse.Namespace) -> int:

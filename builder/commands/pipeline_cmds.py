@@ -180,7 +180,7 @@ def auto_plan(settings: Settings, prev: Previous) -> Plan | None:
 
 
 def run_render(args: argparse.Namespace) -> int:
-    from builder import pipeline
+    from builder import pipeline, yamlout
 
     settings, plan, prev = _plan(args)
     if plan is None:
@@ -193,7 +193,7 @@ def run_render(args: argparse.Namespace) -> int:
         print(f"tpubuild: {INITIALIZE_NOTE}; nothing to render", file=sys.stderr)
         return 0
     config = pipeline.render(settings, plan, allow_data_loss=args.allow_data_loss, allow_wipe=args.allow_wipe)
-    out = pipeline.to_json(config) if args.format == "json" else pipeline.to_yaml(config)
+    out = yamlout.to_json(config) if args.format == "json" else yamlout.to_yaml(config)
     sys.stdout.write(out)
     return 0
 

@@ -106,8 +106,7 @@ def submit(settings: Settings, action: str, *, tpu: bool = False, mig: bool = Fa
 def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> int:
     """Run what ``prepare`` decided: the first place a cloud client is built."""
     from builder import pipeline
-    from builder.cloud import buckets, builds, clients, lock, workspace
-    from builder.cloud.errors import cloud_call
+    from builder.cloud import buckets, builds, clients, lock, source, workspace
 
     request = prepared.request
     if request.action is Action.INITIALIZE:
@@ -142,15 +141,7 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> in
                                           created=lock.now(), scope=_scope(plan)),
                         lookup=lookup, live=builds.live_probe(cb, settings), warn=warn)
     try:
-        blob = bucket.blob(src.object_name)
-        with cloud_call(f"uploading gs://{settings.state_bucket}/{src.object_name}"):
-            if not blob.exists():
-                from google.api_core import exceptions as gexc
-
-                try:
-                    blob.upload_from_string(src.tgz, content_type="application/gzip", if_generation_match=0)
-                except gexc.PreconditionFailed:
-                    pass  # the same content, uploaded by someone else meanwhile
+        source.upload(bucket, src)
         workspace.sync(bucket, settings, repo, source_sha256=src.sha256)
         _keep_ttl_source(bucket, settings, plan.action, src)
         subs = {name: value for name, value in (("_ALLOW_DATA_LOSS", allow_data_loss), ("_ALLOW_WIPE", allow_wipe))

@@ -80,6 +80,8 @@ class Settings:
     shared_pd_name = _env_name("pd-{env}")
     mig_name = _env_name("worker-{env}")
     workspace_prefix = _env_name("workspace/{env}")
+    #: the Artifact Registry repository of the tpubuild builder image (builder/builder_image.py)
+    image_repository = _env_name("tpubuild-{env}")
 
     @property
     def worker_service_account_id(self) -> str:

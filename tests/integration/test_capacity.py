@@ -97,7 +97,7 @@ def test_every_create_checks_capacity_before_anything_billed(values_file):
     config = render(s, make_plan(s, "create"))
     steps = {st["id"]: st for st in config["steps"]}
     check = steps["check-capacity"]
-    assert "tpubuild check-capacity" in check["args"][1] and ancestors(config, "check-capacity") == {"tpubuild-wheel"}
+    assert "tpubuild check-capacity" in check["args"][1] and ancestors(config, "check-capacity") == {"tpubuild-image"}
     # every step that makes something (an apply, and what follows one) comes after the check
     for step_id in steps:
         if step_id.endswith(("-apply", "-seed", "-queue", "-resize")):

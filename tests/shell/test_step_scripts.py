@@ -1,5 +1,5 @@
 """Failure propagation: every generated step script, run under real bash against stub
-``terraform``/``gcloud``/``pip``/``tpubuild`` executables, exits non-zero when any stub call fails
+``terraform``/``gcloud``/``docker``/``pip``/``tpubuild`` executables, exits non-zero when any stub call fails
 (and stops right there), and exits 0 when they all succeed.
 
 The scripts are taken from real renderings (every valid action × flag combination, both
@@ -26,7 +26,7 @@ from builder.plan import make_plan, module_dir
 from tests.conftest import REPO, require, rewrite_env
 from tests.support.pipeline import ENVS, NODE_ENV, VM_ENV, all_cases, step_env, step_script
 
-STUBS = ("terraform", "gcloud", "pip", "tpubuild")
+STUBS = ("terraform", "gcloud", "docker", "pip", "tpubuild")
 
 STUB = """#!/usr/bin/env bash
 set -u
@@ -116,7 +116,7 @@ class Sandbox:
             (self.ws / "plans" / f"{module}.tfplan").write_text("saved plan\n")
         for d in ("modules/tpu_node", "modules/tpu_vm", "modules/filestore", "modules/shared_pd", "modules/mig",
                   "modules/tpu_mig", "modules/tpu_mig_access", "modules/dashboard",
-                  ".tpubuild/wheels", "env_setup/seeder"):
+                  "env_setup/seeder"):
             (self.ws / d).mkdir(parents=True, exist_ok=True)
         (self.ws / "plans" / "shared_pd.snapshot").write_text("snap-from-restore\n")
         (self.ws / "env_setup" / "seeder" / "run_seeder.sh").write_text(SEEDER)
@@ -154,7 +154,7 @@ def sandbox(tmp_path: Path) -> Sandbox:
 def test_collection_covers_every_kind_of_step():
     kinds = {s.step_id.split("-", 1)[-1] if s.step_id.split("-", 1)[0] in MODULE_NAMES else s.step_id
              for s in SCRIPTS}
-    assert {"plan", "guard", "apply", "seed", "snapshot", "backup", "restore", "tpubuild-wheel",
+    assert {"plan", "guard", "apply", "seed", "snapshot", "backup", "restore", "tpubuild-image",
             "finalize"} <= kinds, kinds
     assert len(SCRIPTS) > 40
 
@@ -347,4 +347,39 @@ def test_finalize_gets_the_build_id(sandbox: Sandbox):
     proc, calls, _ = sandbox.run(_first("finalize"))
     assert proc.returncode == 0
     assert calls[-1].startswith("tpubuild:1 finalize --build-id 0b5c3a5e-1f2d-4c1e-9a7b-3d2f1e0c9b8a --action ")
-    assert calls[0].startswith("pip:1 install -q --no-index --find-links")
+    assert not any(c.startswith("pip:") for c in calls), "the builder image has tpubuild: no install"
+
+
+MISSING_IMAGE_DOCKER = """#!/usr/bin/env bash
+set -u
+printf '%s\\n' "$*" >> "${STUB_DIR:?}/docker.log"
+if [ "$1" = manifest ]; then echo "${MANIFEST_ERROR:-no such manifest: $3}" >&2; exit 1; fi
+"""
+
+
+@pytest.mark.parametrize("error, built", [("no such manifest: x", True), ("manifest unknown", True),
+                                          ("denied: Permission 'artifactregistry.repositories.downloadArtifacts' denied", False)])
+def test_image_step_builds_a_missing_image_once_and_fails_on_other_errors(sandbox: Sandbox, error: str, built: bool):
+    """The pipeline's first step: an image that is missing is built from builder/image/Dockerfile
+    and pushed; any other answer (no permission, no network) fails the step naming the image,
+    never a build over it."""
+    from builder.builder_image import DOCKERFILE
+    from builder.pipeline import IMAGES, image
+
+    (sandbox.bin / "docker").write_text(MISSING_IMAGE_DOCKER)
+    script = _first("tpubuild-image")
+    settings = load_text(ENVS[script.arch].read_text(), ENVS[script.arch])
+    ref = image(settings, "tpubuild")
+    proc, calls, stub_dir = sandbox.run(Script(script.step_id, script.shell, script.text,
+                                               (*script.env, ("MANIFEST_ERROR", error)), script.arch),
+                                        shell=("bash",))
+    docker = (stub_dir / "docker.log").read_text().splitlines()
+    assert docker[0] == f"manifest inspect {ref}"
+    if built:
+        assert proc.returncode == 0, proc.stderr
+        assert docker[1:] == [f"build --pull --build-arg BASE={IMAGES['python']} --tag {ref} --file {DOCKERFILE} .",
+                              f"push {ref}"]
+        assert "is missing; building it once" in proc.stdout
+    else:
+        assert proc.returncode != 0 and docker == [f"manifest inspect {ref}"]
+        assert f"cannot look up the builder image {ref}" in proc.stderr and "artifactregistry.writer" in proc.stderr

@@ -165,7 +165,7 @@ def test_adding_a_module_is_its_files_plus_one_catalogue_line(tmp_path: Path) ->
     ids = [st["id"] for st in build["steps"]]
     assert ids[ids.index("logs-plan"):ids.index("logs-plan") + 3] == ["logs-plan", "logs-guard", "logs-apply"]
     only = json.loads(tpubuild("render", "--format", "json", "--action", "update", "--only", "logs").stdout)
-    assert [st["id"] for st in only["steps"]] == ["tpubuild-wheel", "logs-plan", "logs-guard", "logs-apply", "finalize"]
+    assert [st["id"] for st in only["steps"]] == ["tpubuild-image", "logs-plan", "logs-guard", "logs-apply", "finalize"]
     destroy = json.loads(tpubuild("plan", "--format", "json", "--action", "destroy").stdout)
     assert "logs" in destroy["destroyed"]
     doc = {"format_version": "1.2", "resource_changes": [{"address": "google_storage_bucket.logs",

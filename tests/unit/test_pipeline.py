@@ -13,7 +13,8 @@ import yaml
 
 from builder.config import load
 from builder.errors import BadInput, ConfigError
-from builder.pipeline import IMAGES, LOCK_TIMEOUT, check_duration, render, to_json, to_yaml
+from builder.pipeline import IMAGES, LOCK_TIMEOUT, SHELLS, check_duration, image, render
+from builder.yamlout import to_json, to_yaml
 from builder.plan import make_plan, module_dir
 from builder.modules import accelerator_module, hosts_module
 from tests.conftest import EXAMPLES, REPO
@@ -53,12 +54,16 @@ def check_config(config: dict[str, Any], settings, plan, *, allow_data_loss: boo
     assert int(config["timeout"][:-1]) >= max(finish.values())
     assert int(config["timeout"][:-1]) <= 86400
 
-    # images pinned by tag, from the one table
+    # images pinned by tag, from the one table; tpubuild's own steps run in its builder image
+    # (no install at run time), which the first step makes sure of
+    images = {image(settings, key): key for key in IMAGES}
     for st in config["steps"]:
-        assert st["name"] in IMAGES.values()
+        assert st["name"] in images, st["name"]
         assert re.search(r":[0-9][\w.-]*$", st["name"].rsplit("/", 1)[-1]), st["name"]
-        assert st["entrypoint"] in ("sh", "bash")
-        assert st["entrypoint"] == ("sh" if st["name"] == IMAGES["terraform"] else "bash")
+        assert st["entrypoint"] == SHELLS[images[st["name"]]] in ("sh", "bash")
+        assert "pip install" not in step_script(st), st["id"]
+    assert ids[0] == "tpubuild-image" and config["steps"][0]["waitFor"] == ["-"]
+    assert image(settings, "tpubuild") in step_script(config["steps"][0])
 
     # waitFor: earlier steps only, '-' only alone, finalize last and after everything
     seen: set[str] = set()
@@ -87,7 +92,8 @@ def check_config(config: dict[str, Any], settings, plan, *, allow_data_loss: boo
         p, g, a = (steps[f"{m}-{k}"] for k in ("plan", "guard", "apply"))
         ps, gs, as_ = step_script(p), step_script(g), step_script(a)
         assert p["name"] == a["name"] == IMAGES["terraform"]
-        assert g["name"] == IMAGES["python"]
+        assert g["name"] == image(settings, "tpubuild")
+        assert "tpubuild-image" in g["waitFor"]
         assert f'cd "$W/{module_dir(settings, m)}"' in ps and f'cd "$W/{module_dir(settings, m)}"' in as_
         init = next(line for line in ps.splitlines() if line.startswith("terraform init"))
         assert f"-backend-config=bucket={settings.state_bucket}" in init.split()
@@ -104,7 +110,6 @@ def check_config(config: dict[str, Any], settings, plan, *, allow_data_loss: boo
         guard = next(line for line in gs.splitlines() if line.startswith("tpubuild guard"))
         expected = f'tpubuild guard --plan-json "$W/plans/{m}.json" --module {m} --action {plan.action}'
         assert guard == expected + (" --allow-data-loss" if allow_data_loss else "")
-        assert "pip install -q" in gs
         # plan -> guard -> apply, and the DAG: a module's plan comes after its predecessors' applies
         assert f"{m}-plan" in ancestors(config, f"{m}-guard")
         assert f"{m}-guard" in ancestors(config, f"{m}-apply")
@@ -115,6 +120,7 @@ def check_config(config: dict[str, Any], settings, plan, *, allow_data_loss: boo
         for y in plan.operations:
             if x.module != y.module and not _depends(plan, x.module, y.module) and not _depends(plan, y.module, x.module):
                 assert not any(i.startswith(f"{y.module}-") for i in ancestors(config, f"{x.module}-apply")), (x, y)
+    assert steps["finalize"]["name"] == image(settings, "tpubuild")
     fin = step_script(steps["finalize"])
     assert f"tpubuild finalize --build-id {BUILTINS['BUILD_ID']} --action {plan.action}" in fin
 
@@ -360,7 +366,7 @@ def test_render_is_deterministic():
 
 
 def test_templates_ship_with_the_package():
-    """setup.cfg packages `templates/*` (one level): the pipeline's own `pip wheel` of the source
+    """setup.cfg packages `templates/*` (one level): the builder image's `pip install .` of the source
     must carry every template, so none may live in a sub-folder."""
     from tests.conftest import REPO
 

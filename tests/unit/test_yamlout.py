@@ -9,7 +9,8 @@ import yaml
 
 from builder import yamlout
 from builder.config import load
-from builder.pipeline import render, to_yaml
+from builder.pipeline import render
+from builder.yamlout import to_yaml
 from builder.plan import make_plan
 from tests.conftest import REPO
 

@@ -1,6 +1,7 @@
 """Fixtures for the cloud tests (import them into a test module with ``from tests.support.fakes.fixtures import *``).
 
-* ``fakes``: one fake-gcs-server and one ``FakeGoogle`` + ``FakeTpuV1`` per test process (started
+* ``fakes``: one fake-gcs-server and one ``FakeGoogle`` + ``FakeTpuV1`` + ``FakeIam`` +
+  ``FakeArtifactRegistry`` per test process (started
   on first use, stopped at exit), with the environment pointing every client at them
   (``STORAGE_EMULATOR_HOST``, ``TPUBUILD_*_ENDPOINT``) and polling without delay. The Google fake's
   records are cleared for each test.
@@ -29,6 +30,7 @@ def _servers() -> dict[str, Any]:
     if not _STARTED:
         from tests.support.fakes.gcp import FakeGoogle, FakeIam, FakeTpuV1
         from tests.support.fakes.gcs import MemoryFakeGCS
+        from tests.support.fakes.registry import FakeArtifactRegistry
 
         gcs = MemoryFakeGCS()
         gcs.start()
@@ -40,7 +42,9 @@ def _servers() -> dict[str, Any]:
         atexit.register(tpu1.stop)
         iam = FakeIam().start()
         atexit.register(iam.stop)
-        _STARTED.update(gcs=gcs, google=google, tpu1=tpu1, iam=iam)
+        registry = FakeArtifactRegistry().start()
+        atexit.register(registry.stop)
+        _STARTED.update(gcs=gcs, google=google, tpu1=tpu1, iam=iam, registry=registry)
     return _STARTED
 
 
@@ -50,6 +54,7 @@ class Fakes:
     google: Any
     tpu1: Any
     iam: Any = None
+    registry: Any = None
 
     def storage(self, project: str = "my-tpu-project") -> Any:
         from google.auth.credentials import AnonymousCredentials
@@ -62,7 +67,7 @@ class Fakes:
 def fakes(monkeypatch: pytest.MonkeyPatch) -> Fakes:
     servers = _servers()
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", servers["gcs"].url)
-    for key, value in servers["google"].env().items():
+    for key, value in {**servers["google"].env(), **servers["registry"].env()}.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("TPUBUILD_TPU_V1_ENDPOINT", servers["tpu1"].target)
     monkeypatch.setenv("TPUBUILD_IAM_ENDPOINT", servers["iam"].target)
@@ -72,7 +77,8 @@ def fakes(monkeypatch: pytest.MonkeyPatch) -> Fakes:
     servers["tpu1"].nodes.clear()
     servers["iam"].accounts.clear()
     servers["iam"].calls.clear()
-    return Fakes(servers["gcs"].url, servers["google"], servers["tpu1"], servers["iam"])
+    servers["registry"].reset()
+    return Fakes(servers["gcs"].url, servers["google"], servers["tpu1"], servers["iam"], servers["registry"])
 
 
 def make_repo(root: Path, env_name: str, *, base: Path | None = None, **overrides: str | None) -> Path:
