@@ -43,7 +43,7 @@ MINUTES: dict[str, float] = {
     "image": 0.5, "capacity": 1.0, "guard": 1.0, "finalize": 1.0,
     "plan": 1.0, "apply": 1.0, "filestore-apply": 8.0, "shared_pd-apply": 0.5, "dashboard-apply": 0.5,
     "tpu-apply": 5.0, "mig-apply": 2.0, "resize": 6.0, "drain": 4.0, "queue": 5.0, "unqueue": 3.0,
-    "restore": 0.5, "snapshot": 2.0, "backup": 10.0,
+    "restore": 0.5, "snapshot": 2.0, "backup": 10.0, "attach": 1.0,
     "seed": 2.0,  # the seeder VM's start, plus SEED_PER_100GB per 100 GB of the disk
 }
 #: Minutes the seeder takes per 100 GB copied (gcloud storage cp on an e2-standard-8, ~170 MB/s).
@@ -67,9 +67,9 @@ def before(config: dict[str, Any]) -> dict[str, Any]:
     for st in steps:
         wait = [w for w in st["waitFor"] if w != "check-capacity"] or ["-"]
         seeds = [w for w in wait if w.endswith("-seed")]
-        if st["id"].endswith("-apply") and seeds:
+        if st["id"].rsplit("-", 1)[-1] in ("apply", "attach") and seeds:  # then: the hosts' plan waited
             wait = [w for w in wait if w not in seeds]
-            plan = next(p for p in steps if p["id"] == st["id"][:-len("apply")] + "plan")
+            plan = next(p for p in steps if p["id"] == st["id"].rsplit("-", 1)[0] + "-plan")
             plan["waitFor"] = [w for w in plan["waitFor"] if w != "-"] + seeds
         st["waitFor"] = wait
     return {**config, "steps": steps}

@@ -180,6 +180,12 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
     if plans.seeds(s, plan):
         notes.append(f"shared_pd: after it is applied, {s.gcs_dataset} is copied onto {s.shared_pd_name} "
                      "(shared_pd-seed), before any host attaches it")
+    attacher = plans.runs(s, plan, "attach")
+    if attacher:
+        notes.append(f"{attacher}: the slice is made beside the seed; {attacher}-attach attaches {s.shared_pd_name} "
+                     "read-only to every host once it holds the dataset, and the hosts wait for it (their boot log "
+                     "says so)" if plans.seeds(s, plan) else
+                     f"{attacher}: {attacher}-attach attaches {s.shared_pd_name} read-only to every host after the apply")
     if plans.runs(s, plan, "snapshot"):
         notes.append(f"shared_pd: a snapshot of {s.shared_pd_name} is taken before it is destroyed and named "
                      f"in the build log; SHARED_PD_RESTORE=latest restores it")

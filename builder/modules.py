@@ -218,8 +218,10 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                accelerator=True, prices=("tpu",), training=True, replaced_by=TPU_VM_REPLACED_BY,
                training_resources=("google_tpu_v2_vm", "google_tpu_v2_queued_resource"),
                status=(StatusPart("tpu", rows.tpu_row), StatusPart("queued", rows.queued_row, queued)),
-               # TPU_QUEUED: tpu-queue requests the slice with gcloud, tpu-unqueue deletes it
-               steps=(ExtraStep("unqueue", "destroy", BEFORE, queued), ExtraStep("queue", "apply", AFTER, queued)),
+               # TPU_QUEUED: tpu-queue requests the slice with gcloud, tpu-unqueue deletes it; tpu-attach
+               # attaches the shared PD once it is seeded, so the TPU is made beside the seed
+               steps=(ExtraStep("unqueue", "destroy", BEFORE, queued), ExtraStep("queue", "apply", AFTER, queued),
+                      ExtraStep("attach", "apply", AFTER, lambda s: s.shared_pd_attach)),
                scoped=True, tiles=dash.tpu_vm_tiles, ttl=True, summary=runtime),
     # mig: tpu = the slice's access (identity, IAP-SSH firewall, MIG reader role); mig =
     # the slice (workload policy + instance template + MIG), one state: docs/pipeline.md has why

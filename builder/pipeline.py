@@ -113,6 +113,7 @@ KINDS: dict[str, Kind] = {
     "calendar": Kind("gcloud", "mig_calendar.sh.j2", CALENDAR_STEP_S),
     "resize": Kind("gcloud", "mig_resize.sh.j2", RESIZE_STEP_S),
     "queue": Kind("gcloud", "tpu_queue.sh.j2", None),  # how long it waits for the queue, plus slack
+    "attach": Kind("gcloud", "tpu_attach.sh.j2", 1200),
     "seed": Kind("gcloud", "pd_seed.sh.j2", SEED_STEP_S),
     "finalize": Kind("tpubuild", "finalize.sh.j2", 600),
 }
@@ -123,8 +124,7 @@ MAX_QUEUE_WAIT_S = 20 * 3600
 QUEUE_SLACK_S = 900
 #: Slack added to the longest path through the steps for the whole build's timeout.
 BUILD_TIMEOUT_SLACK = 900
-#: Cloud Build's maximum build timeout (24 h).
-MAX_BUILD_TIMEOUT = 86400
+MAX_BUILD_TIMEOUT = 86400  # Cloud Build's maximum build timeout (24 h)
 #: How long the seeder itself may run: its step's timeout less room to clean up its VM.
 SEED_TIMEOUT_S = SEED_STEP_S - 600
 #: How long Terraform waits for the state lock that another build holds.
@@ -341,8 +341,11 @@ class _Steps:
         return dict(project=s.project_id, zone=s.zone, name=s.tpu_name, accelerator_type=s.accelerator_type,
                     runtime_version=s.runtime_version, valid_for=s.queued_valid_for, provisioning=s.provisioning,
                     network=s.network, subnetwork=s.subnetwork, external_ips=s.tpu_external_ips,
-                    labels=self.labels(), shared_pd_attach=s.shared_pd_attach, wait_s=queue_wait_s(s),
+                    labels=self.labels(), wait_s=queue_wait_s(s),
                     replace=self.plan.action != "create")
+
+    def _attach(self, step: Step) -> dict[str, Any]:  # _restore's project and disk, and the TPU's
+        return dict(self._restore(step), zone=self.s.zone, name=self.s.tpu_name, mount_point=self.s.mount_point)
 
     def _seed(self, step: Step) -> dict[str, Any]:
         s = self.s

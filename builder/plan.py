@@ -235,7 +235,7 @@ def loses_data(settings: Settings, plan: Plan) -> tuple[ModuleSpec, ...]:
 def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
     """Every step of ``plan``'s pipeline, in the order the build lists them (docs/pipeline.md has
     the anatomy): per operation ``[restore|snapshot|backup|unqueue] → plan → guard → [drain] →
-    apply → [resize|queue|seed]``, with ``tpubuild-image`` first, then ``check-capacity`` when the
+    apply → [resize|queue|attach|seed]``, with ``tpubuild-image`` first, then ``check-capacity`` when the
     accelerator is applied (every guard waits for it), and ``finalize`` last."""
     if not plan.operations:
         return ()
@@ -258,18 +258,20 @@ def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
         at = {w: [x.kind for x in extras[m] if x.at == w]
               for w in (BEFORE, GATE, AFTER, BESIDE)}
         deps = [last.get(a, f"{a}-apply") for a in op.after]
-        # the hosts that attach the shared PD wait for its seed at their apply only: Compute
-        # Engine refuses the seeder's read-write attachment once a host holds the disk read-only,
-        # so their plan and guard run beside the seed and the apply follows it at once
+        # the hosts that attach the shared PD wait for its seed: Compute Engine refuses the
+        # seeder's read-write attachment once a host holds the disk read-only. A module with an
+        # attach step (the TPU VM) is made beside the seed and only its attach waits; the others
+        # (a MIG's template carries the disk) wait at their apply, their plan and guard beside it
         seeded = beside if op.op == "apply" and attaches_disk(s, m) else []
+        attach_later = "attach" in at[AFTER]
         pre = [add(f"{m}-{k}", k, m, deps) for k in at[BEFORE]]
         add(f"{m}-plan", "plan", m, [*deps, *pre])
         gate = add(f"{m}-guard", "guard", m, [f"{m}-plan", tools, *checked])
         for k in at[GATE]:
             gate = add(f"{m}-{k}", k, m, [gate])
-        last[m] = add(f"{m}-apply", "apply", m, [gate, *seeded])
+        last[m] = add(f"{m}-apply", "apply", m, [gate, *([] if attach_later else seeded)])
         for k in at[AFTER]:
-            last[m] = add(f"{m}-{k}", k, m, [last[m]])
+            last[m] = add(f"{m}-{k}", k, m, [last[m], *(seeded if k == "attach" else [])])
         for k in at[BESIDE]:
             add(f"{m}-{k}", k, m, [f"{m}-apply"])
     waited = {a for st in out for a in st.after}

@@ -14,7 +14,8 @@
 # Steps (each logged with a UTC timestamp to the serial console):
 #   1. read the metadata;  2. install the NFS client if mount.nfs is missing;
 #   3. mount Filestore at ${MOUNT_POINT}/nfs_share (one fstab line, retried with backoff);
-#   4. mount the shared PD read-only at ${MOUNT_POINT}/shared_pd when it is attached;
+#   4. mount the shared PD read-only at ${MOUNT_POINT}/shared_pd when it is attached (waiting for
+#      its device: on vm the pipeline attaches it after the host is made, once it is seeded);
 #   5. elect the leader (vm: worker 0; node: the lexically first instance of the MIG; mig: wait
 #      until the MIG lists tpubuild-vm-count live VMs, sort their names: this VM's index is its
 #      PJRT worker id, the sorted names are the peers, worker 0 leads);
@@ -43,6 +44,10 @@
 #   TPUBUILD_TPU_ATTEMPTS   TPU check attempts                   (default 10)
 #   TPUBUILD_ATTEMPTS       attempts for metadata, apt-get, gcloud and device waits (default 5)
 #   TPUBUILD_PEER_ATTEMPTS  mig: listings of the MIG until every VM of the slice is there (default 60)
+#   TPUBUILD_PD_WAIT_S      how long to wait for an attached shared PD's device, seconds (default
+#                           16200: on vm the pipeline's tpu-attach step attaches the disk once
+#                           shared_pd-seed has written it, up to its 4 h, so a host may come first)
+#   TPUBUILD_PD_POLL_S      seconds between two looks for that device (default 30)
 #   TPUBUILD_TCP_TIMEOUT_S  timeout of one TCP connect to a TPU endpoint (default 5)
 #   TPUBUILD_CONF_ROOT      prefix put before /etc/rsyslog.d, /etc/google-cloud-ops-agent and
 #                           /var/log of the training-log shipping (tests only; default empty)
@@ -63,6 +68,8 @@ TPU_ATTEMPTS="${TPUBUILD_TPU_ATTEMPTS:-10}"
 ATTEMPTS="${TPUBUILD_ATTEMPTS:-5}"
 TCP_TIMEOUT_S="${TPUBUILD_TCP_TIMEOUT_S:-5}"
 PEER_ATTEMPTS="${TPUBUILD_PEER_ATTEMPTS:-60}"
+PD_WAIT_S="${TPUBUILD_PD_WAIT_S:-16200}"
+PD_POLL_S="${TPUBUILD_PD_POLL_S:-30}"
 CONF_ROOT="${TPUBUILD_CONF_ROOT:-}"
 OPS_AGENT_SCRIPT_URL="${TPUBUILD_OPS_AGENT_SCRIPT_URL:-https://dl.google.com/cloudagents/add-google-cloud-ops-agent-repo.sh}"
 if [[ -n "${TPUBUILD_LOG:-}" ]]; then
@@ -311,10 +318,26 @@ mount_nfs() {
 
 dev_present() { [[ -e "$1" ]]; }
 
+# wait_for_disk DEV: the shared PD's device can come after the host: on vm the pipeline attaches
+# the disk (tpu-attach) only once shared_pd-seed has written the dataset, so the host waits, up to
+# PD_WAIT_S, and says so in its log (the first look and every tenth after).
+wait_for_disk() {
+  local dev="$1" start="$SECONDS" looks=0
+  until dev_present "$dev"; do
+    ((SECONDS - start < PD_WAIT_S)) || return 1
+    if ((looks % 10 == 0)); then
+      log "waiting for the dataset disk ${dev}: the pipeline attaches it once shared_pd-seed has copied the dataset ($((SECONDS - start))s so far, at most ${PD_WAIT_S}s)"
+    fi
+    looks=$((looks + 1))
+    sleep "$PD_POLL_S"
+  done
+}
+
 # say_seed DIR: what the seeder's marker (env_setup/seeder/seed_disk.sh) says of the dataset on the
-# mounted shared PD. The pipeline applies the hosts only after shared_pd-seed, and a disk this host
-# holds read-only cannot be written by a seeder meanwhile, so there is nothing to wait for here: a
-# missing or unfinished marker means the seed failed or has not run, and the log says so.
+# mounted shared PD. The disk reaches the hosts only after shared_pd-seed (a MIG's apply waits for
+# it; on vm tpu-attach attaches it then), and a disk this host holds read-only cannot be written by
+# a seeder meanwhile, so there is nothing more to wait for here: a missing or unfinished marker
+# means the seed failed or has not run, and the log says so.
 say_seed() {
   local marker="$1/.tpubuild-seed.json" from
   if [[ ! -f "$marker" ]]; then
@@ -335,8 +358,8 @@ mount_shared_pd() {
     return 0
   fi
   dev="${DEV_ROOT}/dev/disk/by-id/google-${device}"
-  retry "waiting for ${dev}" "$ATTEMPTS" dev_present "$dev" ||
-    die "shared PD device ${dev} does not exist although metadata says '${device}' is attached"
+  wait_for_disk "$dev" ||
+    die "shared PD device ${dev} does not exist ${PD_WAIT_S}s after boot although metadata says '${device}' is attached; the build log says whether shared_pd-seed or tpu-attach failed"
   fstype="$(blkid -o value -s TYPE "$dev" 2>/dev/null || true)"
   if [[ -z "$fstype" ]]; then
     fstab_set "$dir"

@@ -35,8 +35,6 @@ locals {
     "tpubuild-workspace"        = "gs://${var.state_bucket}/workspace/${var.env_name}"
     "tpubuild-setup-script"     = var.setup_script
   }
-
-  shared_pd_id = var.shared_pd_attach ? data.terraform_remote_state.shared_pd[0].outputs.id : ""
 }
 
 # ---- the hosts' own, least-privilege identity (modules/host_identity) ----
@@ -108,14 +106,6 @@ resource "google_tpu_v2_vm" "this" {
     scope = ["https://www.googleapis.com/auth/cloud-platform"]
   }
 
-  dynamic "data_disks" {
-    for_each = var.shared_pd_attach ? [true] : []
-    content {
-      source_disk = local.shared_pd_id
-      mode        = "READ_ONLY"
-    }
-  }
-
   timeouts {
     create = "60m"
     update = "30m"
@@ -123,6 +113,10 @@ resource "google_tpu_v2_vm" "this" {
   }
 
   lifecycle {
+    # The shared PD is attached read-only by the pipeline's tpu-attach step once shared_pd-seed has
+    # written it (the TPU is created beside the seed, not after it), so Terraform leaves the
+    # attachment alone; a TPU VM applied when Terraform attached it keeps it, with no diff.
+    ignore_changes = [data_disks]
     precondition {
       condition     = length([for flag in [var.preemptible, var.spot, var.reserved] : flag if flag]) <= 1
       error_message = "At most one of preemptible, spot and reserved may be true."

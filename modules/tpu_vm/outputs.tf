@@ -31,12 +31,11 @@ output "queued" {
 }
 
 output "queued_request" {
-  description = "What the tpu-queue step needs for `gcloud compute tpus queued-resources create`: metadata (every key and value the direct TPU VM would get, startup script included), service_account_email, network_tag, data_disk (the shared PD's id, or \"\")."
+  description = "What the tpu-queue step needs for `gcloud compute tpus queued-resources create`: metadata (every key and value the direct TPU VM would get, startup script included), service_account_email, network_tag (the shared PD is attached by the tpu-attach step)."
   value = {
     metadata              = local.metadata
     service_account_email = local.hosts_identity.email
     network_tag           = local.tag
-    data_disk             = local.shared_pd_id
   }
 }
 

@@ -284,6 +284,8 @@ class Sandbox:
             "TPUBUILD_NFS_ATTEMPTS": "5",
             "TPUBUILD_TPU_ATTEMPTS": "2",
             "TPUBUILD_ATTEMPTS": "2",
+            "TPUBUILD_PD_WAIT_S": "1",
+            "TPUBUILD_PD_POLL_S": "0.05",
             "TPUBUILD_TCP_TIMEOUT_S": "2",
             "TPUBUILD_CONF_ROOT": str(self.root),
             "TPUBUILD_OPS_AGENT_SCRIPT_URL": (self.state / "add-ops-agent-repo.sh").as_uri(),

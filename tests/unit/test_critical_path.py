@@ -22,6 +22,9 @@ def test_the_quota_is_known_before_anything_billed_and_the_seed_holds_only_the_a
     old_plan = next(st for st in critical_path.before(config)["steps"] if st["id"] == "tpu-plan")
     assert "shared_pd-seed" in old_plan["waitFor"] and "check-capacity" not in str(critical_path.before(config))
     assert now["tpu"] <= old["tpu"] and now["train"] <= old["train"]
+    # the TPU is made beside the seed (tpu-attach gives it the disk): it exists before the seed ends
+    seed_end = critical_path.times(config, s)["shared_pd-seed"][1]
+    assert now["tpu"] < seed_end <= old["tpu"]
 
 
 def test_a_path_without_a_known_quota_learns_it_at_the_apply(capsys):

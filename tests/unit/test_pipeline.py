@@ -190,9 +190,13 @@ def test_seed_follows_shared_pd_and_precedes_the_disk_users():
             steps = by_id(config)
             seed = steps["shared_pd-seed"]
             assert seed["waitFor"] == ["shared_pd-apply"] and seed["name"] == IMAGES["gcloud"]
-            # the seed holds only the disk users' apply (their plan and guard run beside it)
-            assert "shared_pd-seed" in ancestors(config, f"{user}-apply")
+            # the seed holds only the disk users' apply (their plan and guard run beside it); on vm
+            # only tpu-attach, which attaches the disk to the TPU made beside the seed
+            held = f"{user}-attach" if f"{user}-attach" in steps else f"{user}-apply"
+            assert held == (f"{user}-attach" if s.arch == "vm" else f"{user}-apply")
+            assert "shared_pd-seed" in ancestors(config, held)
             assert "shared_pd-seed" not in ancestors(config, f"{user}-guard")
+            assert ("shared_pd-seed" in ancestors(config, f"{user}-apply")) == (s.arch != "vm")
             script = step_script(seed)
             assert "bash env_setup/seeder/run_seeder.sh" in script
             for key, value in (("PROJECT_ID", s.project_id), ("ZONE", s.zone), ("ENV_BUILD_NAME", s.env_name),
@@ -206,17 +210,20 @@ def test_seed_follows_shared_pd_and_precedes_the_disk_users():
 
 @pytest.mark.parametrize("values", sorted(EXAMPLES.glob("*.env")) + [REPO / "values.env"], ids=lambda p: p.name)
 def test_the_tpu_is_planned_and_guarded_beside_the_seed(values):
-    """For every example, the rendered create's TPU plan and guard wait for no seed: only the
-    apply of the hosts that attach the disk does (docs/pipeline.md, "The scarce resource first")."""
+    """For every example, the rendered create's TPU plan and guard wait for no seed, and on vm
+    neither does the TPU's apply: only the step that gives the hosts the disk does (a MIG's apply,
+    whose template carries it; tpu-attach on vm) (docs/pipeline.md, "The scarce resource first")."""
     s = load(values)
     config = render(s, make_plan(s, "create"))
     steps = by_id(config)
     tpu = accelerator_module(s.arch)
     seeding = "shared_pd-seed" in steps
-    for kind in ("plan", "guard"):
+    for kind in ("plan", "guard") + (("apply",) if s.arch == "vm" else ()):
         assert "shared_pd-seed" not in ancestors(config, f"{tpu}-{kind}")
-    users = {i.rsplit("-", 1)[0] for i in steps if i.endswith("-apply") and "shared_pd-seed" in ancestors(config, i)}
-    assert users == ({hosts_module(s.arch)} if seeding else set())
+    held = {i for i in steps if i.rsplit("-", 1)[-1] in ("apply", "attach")
+            and "shared_pd-seed" in ancestors(config, i) and "shared_pd-seed" in steps[i]["waitFor"]}
+    gives_disk = f"{hosts_module(s.arch)}-{'attach' if s.arch == 'vm' else 'apply'}"
+    assert held == ({gives_disk} if seeding else set())
     assert seeding == (s.shared_pd_attach and bool(s.gcs_dataset))
 
 

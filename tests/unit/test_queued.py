@@ -64,7 +64,9 @@ def test_queue_runs_after_tpu_apply_and_finalize_waits_for_it() -> None:
     ids = [st["id"] for st in cfg["steps"]]
     assert ids.index("tpu-apply") < ids.index("tpu-queue") < ids.index("finalize")
     assert step(cfg, "tpu-queue")["waitFor"] == ["tpu-apply"]
-    assert "tpu-queue" in step(cfg, "finalize")["waitFor"] and "tpu-apply" not in step(cfg, "finalize")["waitFor"]
+    # tpu-attach gives the queued slice the shared PD once it is ACTIVE (and the disk seeded)
+    assert step(cfg, "tpu-attach")["waitFor"][0] == "tpu-queue"
+    assert "tpu-attach" in step(cfg, "finalize")["waitFor"] and "tpu-apply" not in step(cfg, "finalize")["waitFor"]
     # 6h of valid-until is the wait; the step's timeout leaves room for create and the last poll
     assert step(cfg, "tpu-queue")["timeout"] == f"{6 * 3600 + QUEUE_SLACK_S}s"
     assert step(cfg, "tpu-queue")["name"].startswith("gcr.io/google.com/cloudsdktool/google-cloud-cli")
@@ -94,7 +96,7 @@ def test_module_creates_no_tpu_vm_when_queued_and_outputs_the_request() -> None:
     main = (REPO / "modules/tpu_vm/main.tf").read_text()
     outputs = (REPO / "modules/tpu_vm/outputs.tf").read_text()
     assert "count    = var.queued ? 0 : 1" in main
-    for field in ("metadata", "service_account_email", "network_tag", "data_disk"):
+    for field in ("metadata", "service_account_email", "network_tag"):
         assert f"{field} " in outputs.split('output "queued_request"')[1]
 
 
@@ -145,7 +147,6 @@ class Sandbox:
                          "enable-oslogin": "TRUE", "tpubuild-env": "tpu-dev1", "tpubuild-tpu-endpoints": ""},
             "service_account_email": "tb-tpu-dev1-vm@my-tpu-project.iam.gserviceaccount.com",
             "network_tag": "tpu-tpu-dev1",
-            "data_disk": "projects/my-tpu-project/zones/europe-west4-a/disks/pd-tpu-dev1",
         }))
 
     def scenario(self, *, name: str, exists: bool = False, spec: str = "", states: str = "ACTIVE") -> None:
@@ -186,7 +187,8 @@ def test_create_requests_the_queued_resource_and_waits_until_active(box: Sandbox
     assert proc.stdout.count("WAITING_FOR_RESOURCES (") == 2 and "is ACTIVE" in proc.stdout
     create = calls[1]
     assert create[4] == s.tpu_name and "--spot" in create and "--valid-until-duration=6h" in create
-    assert "--data-disk=source=projects/my-tpu-project/zones/europe-west4-a/disks/pd-tpu-dev1,mode=read-only" in create
+    # the shared PD comes with tpu-attach, once it is seeded (the queued slice does not wait for the seed)
+    assert not [a for a in create if a.startswith("--data-disk")]
     meta = next(a for a in create if a.startswith("--metadata-from-file="))
     assert f"startup-script={box.ws}/plans/tpu-queued/metadata/startup-script" in meta
 
@@ -284,8 +286,7 @@ def test_every_gcloud_line_of_the_queue_steps_parses_in_the_real_gcloud(box: San
     assert node["serviceAccount"]["email"] == "tb-tpu-dev1-vm@my-tpu-project.iam.gserviceaccount.com"
     assert node["metadata"]["startup-script"] == (REPO / "env_setup/scripts/startup.sh").read_text()
     assert node["metadata"]["tpubuild-tpu-endpoints"] == ""
-    assert node["dataDisks"] == [{"mode": "READ_ONLY",
-                                  "sourceDisk": "projects/my-tpu-project/zones/europe-west4-a/disks/pd-tpu-dev1"}]
+    assert "dataDisks" not in node  # tpu-attach attaches the shared PD once it is seeded
     assert node["networkConfig"]["enableExternalIps"] is False and node["tags"] == ["tpu-tpu-dev1"]
     assert node["labels"] == dict(s.labels)
 
