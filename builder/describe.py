@@ -185,7 +185,7 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
         notes.append(f"{attacher}: the slice is made beside the seed; {attacher}-attach attaches {s.shared_pd_name} "
                      "read-only to every host once it holds the dataset, and the hosts wait for it (their boot log "
                      "says so)" if plans.seeds(s, plan) else
-                     f"{attacher}: {attacher}-attach attaches {s.shared_pd_name} read-only to every host after the apply")
+                     f"{attacher}: {attacher}-attach attaches {s.shared_pd_name} read-only to every host after the apply, unless they have it already")
     if plans.runs(s, plan, "snapshot"):
         notes.append(f"shared_pd: a snapshot of {s.shared_pd_name} is taken before it is destroyed and named "
                      f"in the build log; SHARED_PD_RESTORE=latest restores it")
