@@ -118,6 +118,10 @@ resource "google_tpu_v2_vm" "this" {
     # attachment alone; a TPU VM applied when Terraform attached it keeps it, with no diff.
     ignore_changes = [data_disks]
     precondition {
+      condition     = !var.shared_pd_attach || try(data.terraform_remote_state.shared_pd[0].outputs.id, "") != ""
+      error_message = "shared_pd_attach is true but modules/shared_pd's state holds no disk: apply shared_pd first (tpu-attach attaches it to the hosts)."
+    }
+    precondition {
       condition     = length([for flag in [var.preemptible, var.spot, var.reserved] : flag if flag]) <= 1
       error_message = "At most one of preemptible, spot and reserved may be true."
     }

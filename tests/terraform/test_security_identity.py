@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import REPO
 from tests.support.hcl import MODULES, Module, body_parts, call_args, call_source, child_of, effective_resources, load_module, unquote
 from tests.support.hcl_hosts import WORKER_MODULES, from_this_root, hosts_of
 
@@ -174,5 +175,9 @@ def test_shared_pd_is_attached_read_only() -> None:
     mig_disks = body_parts(next(b for (t, _), b in load_module("tpu_mig").resources.items() if t == "google_compute_instance_template"))[1]["disk"]
     attached = [d for d, dynamic in mig_disks if dynamic]
     assert [unquote(d["mode"]) for d in attached] == ["READ_ONLY"]
+    # vm: the pipeline's tpu-attach attaches it read-only once seeded; Terraform leaves the attachment alone
     vm = next(b for (t, _), b in load_module("tpu_vm").resources.items() if t == "google_tpu_v2_vm")
-    assert [unquote(d["mode"]) for d, _ in body_parts(vm)[1]["data_disks"]] == ["READ_ONLY"]
+    assert "data_disks" not in body_parts(vm)[1]
+    assert "ignore_changes = [data_disks]" in (REPO / "modules/tpu_vm/main.tf").read_text()
+    assert "attach-disk" in (attach := (REPO / "builder/templates/tpu_attach.sh.j2").read_text())
+    assert "--mode=read-only" in attach and "--mode=read-write" not in attach
