@@ -193,8 +193,9 @@ def _spot_check(settings: Any, module: str, plan: dict[str, Any]) -> list[str]:
             for nc in values.get("network_config") or []:
                 assert nc["enable_external_ips"] is bool(getattr(settings, "tpu_external_ips", False)), res["address"]
                 checked.append("no-external-ip")
-            for disk in values.get("data_disks") or []:
-                assert disk["mode"] == "READ_ONLY", f"{res['address']}: the shared disk must be READ_ONLY"
+            # the shared PD is attached by tpu-attach once seeded (read-only: test_tpu_attach), not here
+            assert not values.get("data_disks"), f"{res['address']}: Terraform attaches no disk to a TPU VM"
+            if settings.shared_pd_attach:
                 checked.append("read-only")
             assert values["metadata"]["startup-script"] == STARTUP
             checked.append("startup-script")
