@@ -259,8 +259,8 @@ def test_shipped_files_arrive_on_every_host_and_the_command_runs_among_them(cli,
     for worker, name in enumerate(names):
         home = box / name / "home"
         log = log_dir / f"host-{worker}.log"
-        assert _wait(lambda: log.exists() and "worker=" in log.read_text(), 30)
-        assert f"worker={worker} pwd={home}/.tpubuild/run data=shipped" in log.read_text()
+        want = f"worker={worker} pwd={home}/.tpubuild/run data=shipped"
+        assert _wait(lambda: log.exists() and want in log.read_text(), 30), log.read_text() if log.exists() else ""
     # the folder is emptied at each shipping run: a file deleted here is gone there
     (project / "job/data.txt").unlink()
     script = _dry_run(cli, values, ["--hosts", "1", "--ship", "job", "--", "sh", "job/hello.sh"])

@@ -256,5 +256,5 @@ def test_run_ships_to_every_host_in_worker_order_and_each_line_parses(cli, gclou
     for worker, name in enumerate(ORDER):
         assert (box / name / "home/.tpubuild/run/job/hello.sh").exists()
         log = mount / f"nfs_share/logs/v6e-slice/run/host-{worker}.log"
-        assert _wait(lambda: log.exists() and "worker=" in log.read_text(), 30)
-        assert f"worker={worker} pwd={box / name}/home/.tpubuild/run" in log.read_text()
+        want = f"worker={worker} pwd={box / name}/home/.tpubuild/run"
+        assert _wait(lambda: log.exists() and want in log.read_text(), 30), log.read_text() if log.exists() else ""
