@@ -45,6 +45,10 @@ from builder.config.offers import calendar_name, flex_request_name
 from builder.config.scripts import repo_script
 from builder.errors import BadInput
 from builder.plan import Plan, Step, module_dir, runs_setup_script, seeds
+from builder.yamlout import to_json, to_yaml  # render's output formats
+
+__all__ = ["IMAGES", "KINDS", "Kind", "build_timeout", "check_duration", "preflight", "queue_wait_s", "render",
+           "to_json", "to_yaml"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from jinja2 import Environment
@@ -79,6 +83,9 @@ RESIZE_STEP_S = 3600
 SEED_STEP_S = 14400
 #: Seconds the mig-calendar step may take: it waits this less 300 for Google's decision on the request.
 CALENDAR_STEP_S = 1800
+#: TPU_REPLACE=make-before-break: how long tpu-swap waits for the new slice to be READY (tpu-apply's
+#: create already waited for it, up to modules/tpu_vm's 60 minutes create timeout).
+SWAP_WAIT_S = 900
 #: Step kind (builder.plan.Step.kind) → how it is rendered.
 KINDS: dict[str, Kind] = {
     "wheel": Kind("python", "wheel.sh.j2", 900),
@@ -94,6 +101,8 @@ KINDS: dict[str, Kind] = {
     "calendar": Kind("gcloud", "mig_calendar.sh.j2", CALENDAR_STEP_S),
     "resize": Kind("gcloud", "mig_resize.sh.j2", RESIZE_STEP_S),
     "queue": Kind("gcloud", "tpu_queue.sh.j2", None),  # how long it waits for the queue, plus slack
+    "swap": Kind("gcloud", "tpu_swap.sh.j2", SWAP_WAIT_S + 300),
+    "release": Kind("terraform", "tf_release.sh.j2", 3600),  # a TPU VM's delete: up to 30 minutes
     "seed": Kind("gcloud", "pd_seed.sh.j2", SEED_STEP_S),
     "finalize": Kind("python", "finalize.sh.j2", 600),
 }
@@ -287,8 +296,17 @@ class _Steps:
 
     def _apply(self, step: Step) -> dict[str, Any]:
         # TPU_QUEUED: the plan's tpu-queue step reads the request this apply leaves
-        queued = any(st.module == step.module and st.kind == "queue" for st in self.plan.steps)
-        return dict(queued_request=queued, **self._terraform(step))
+        queued, swaps = (any(st.module == step.module and st.kind == k for st in self.plan.steps)
+                         for k in ("queue", "swap"))
+        return dict(queued_request=queued, swaps=swaps, accelerator_type=self.s.accelerator_type,
+                    **self._terraform(step))
+
+    _release = _terraform
+
+    def _swap(self, step: Step) -> dict[str, Any]:
+        s = self.s
+        return dict(project=s.project_id, zone=s.zone, accelerator_type=s.accelerator_type, wait_s=SWAP_WAIT_S,
+                    model=s.model)
 
     def _slice(self, step: Step) -> dict[str, Any]:
         s = self.s
@@ -367,33 +385,3 @@ def render(settings: Settings, plan: Plan, *, allow_data_loss: bool = False, all
         "options": {"logging": "CLOUD_LOGGING_ONLY"},
         "tags": ["tpubuild", f"tpubuild-env-{settings.env_name}", f"tpubuild-{plan.action}"],
     }
-
-
-# ---- output formats ----
-
-def to_json(config: dict[str, Any]) -> str:
-    import json
-
-    return json.dumps(config, indent=2) + "\n"
-
-
-def to_yaml(config: dict[str, Any]) -> str:
-    """YAML with scripts as literal blocks, so `tpubuild render` output reads like a hand-written
-    cloudbuild.yaml: builder/yamlout.py (no PyYAML import: start-up time), else PyYAML."""
-    from builder import yamlout
-
-    try:
-        return yamlout.dump(config)
-    except yamlout.Unsupported:
-        pass
-    import yaml
-
-    class Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]  # libyaml when present
-        pass
-
-    def text(dumper: Any, value: str) -> yaml.ScalarNode:
-        style = "|" if "\n" in value else None
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-    Dumper.add_representer(str, text)
-    return yaml.dump(config, Dumper=Dumper, sort_keys=False, default_flow_style=False, width=1000)

@@ -120,3 +120,31 @@ def _sequence(value: list, indent: int, out: list[str]) -> None:
     for item in value:
         out.append(" " * indent + "-")
         _value(item, indent, out, in_list=True)
+
+
+# ---- render's output formats (builder.pipeline re-exports them) ----
+
+def to_json(config: dict[str, Any]) -> str:
+    import json
+
+    return json.dumps(config, indent=2) + "\n"
+
+
+def to_yaml(config: dict[str, Any]) -> str:
+    """YAML with scripts as literal blocks, so `tpubuild render` output reads like a hand-written
+    cloudbuild.yaml: builder/yamlout.py (no PyYAML import: start-up time), else PyYAML."""
+    try:
+        return dump(config)
+    except Unsupported:
+        pass
+    import yaml
+
+    class Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]  # libyaml when present
+        pass
+
+    def text(dumper: Any, value: str) -> yaml.ScalarNode:
+        style = "|" if "\n" in value else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    Dumper.add_representer(str, text)
+    return yaml.dump(config, Dumper=Dumper, sort_keys=False, default_flow_style=False, width=1000)
