@@ -65,8 +65,8 @@ def facts(settings: Settings, plan: Plan, applied: Settings | None, d: Diff) -> 
         when = "" if replaces else "if the change replaces the slice (compare with --applied FILE to know): "
         out["text"] = (f"{module}: {when}make-before-break: {module}-apply creates the {settings.accelerator_type} "
                        f"slice beside {was} under the other slice name ({name} or {other}) and waits until it is "
-                       f"READY, {module}-swap checks it, {module}-release deletes the old one (its training stops as "
-                       f"`tpubuild stop` does; `tpubuild train` resumes on the new one); both are billed together for "
+                       f"READY, {module}-swap checks it, {module}-release deletes the old one (training is interrupted: it "
+                       f"stops as `tpubuild stop` does; `tpubuild train` resumes it on the new one); both are billed together for "
                        f"~{minutes:.0f} min{price}; the TPU quota must hold both slices; if the new slice does not "
                        "come, the old one keeps running and the build fails")
     elif replaces is not False:
