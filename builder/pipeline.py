@@ -253,7 +253,7 @@ class _Steps:
         return dict(wheels=WHEELS)
 
     def _capacity(self, step: Step) -> dict[str, Any]:
-        return dict(wheels=WHEELS)
+        return dict(wheels=WHEELS, beside=any(st.kind == "swap" for st in self.plan.steps))
 
     def _restore(self, step: Step) -> dict[str, Any]:
         s = self.s
