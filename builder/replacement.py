@@ -39,7 +39,8 @@ def facts(settings: Settings, plan: Plan, applied: Settings | None, d: Diff) -> 
 
     ``replaces``: True/False from the before → after, None when nothing applied is known.
     ``overlap_minutes`` and ``overlap_cost`` (USD, the old slice's list price for that time; None:
-    unknown) only under make-before-break when the change replaces the slice, or may."""
+    unknown) only under make-before-break when the change replaces the slice, or (an update
+    compared with nothing) may; ``text``, what the plan notes ('' when there is nothing to say)."""
     from builder import cost
 
     module = accelerator_module(settings.arch)
@@ -51,7 +52,7 @@ def facts(settings: Settings, plan: Plan, applied: Settings | None, d: Diff) -> 
     out: dict[str, Any] = {"mode": settings.replace, "replaces": replaces, "module": module,
                            "overlap_minutes": None, "overlap_cost": None, "old_hourly": None}
     name, other = settings.tpu_name, f"{settings.tpu_name}-b"
-    if mbb and replaces is not False:
+    if mbb and (replaces or (replaces is None and plan.action == "update")):
         minutes = overlap_minutes(plan)
         out["overlap_minutes"] = minutes
         old = cost.estimate(applied, frozenset({module})) if applied is not None and replaces else None
@@ -69,9 +70,8 @@ def facts(settings: Settings, plan: Plan, applied: Settings | None, d: Diff) -> 
                        f"stops as `tpubuild stop` does; `tpubuild train` resumes it on the new one); both are billed together for "
                        f"~{minutes:.0f} min{price}; the TPU quota must hold both slices; if the new slice does not "
                        "come, the old one keeps running and the build fails")
-    elif replaces is not False:
-        when = "" if replaces else "if the change replaces the slice: "
-        out["text"] = (f"{module}: {when}break-before-make (TPU_REPLACE): the running slice is deleted first, then "
+    elif replaces:
+        out["text"] = (f"{module}: break-before-make (TPU_REPLACE): the running slice is deleted first, then "
                        f"the {settings.accelerator_type} slice is created in its place: one slice billed at a time, "
                        "and nothing runs if Google has no capacity for the new one")
     else:

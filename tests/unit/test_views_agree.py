@@ -200,7 +200,7 @@ def _replacement_agrees(old: Any, new: Any, plan: Any, info: dict[str, Any], tex
     assert rep["mode"] == new.replace and rep["replaces"] is ((status == "replace") if compared else None), story
     if rep["text"]:
         assert f"note: {rep['text']}\n" in text, story
-    if not swaps or rep["replaces"] is False:
+    if not swaps or rep["replaces"] is False or (rep["replaces"] is None and plan.action != "update"):
         assert rep["overlap_minutes"] is None and rep["overlap_cost"] is None, story
         return
     # both slices are billed from the new one's create (tpu-apply) to the old one's delete (tpu-release)
