@@ -48,3 +48,9 @@ def resolve(v: dict[str, Any], fail: Fail) -> None:
         fail("TPU_REPLACE", f"make-before-break {why_not}",
              f'remove TPU_REPLACE or set TPU_REPLACE="{BREAK_BEFORE_MAKE}"')
     v["replace"] = declared or (BREAK_BEFORE_MAKE if why_not else MAKE_BEFORE_BREAK)
+
+
+def slot_names(settings: Any) -> tuple[str, ...]:
+    """The names the slice may have: on vm the two slots of modules/tpu_vm (``tpu-<env>`` and
+    ``tpu-<env>-b``: make-before-break alternates them), elsewhere ``tpu-<env>`` alone."""
+    return (settings.tpu_name, f"{settings.tpu_name}-b") if settings.arch == "vm" else (settings.tpu_name,)
