@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from builder.config.replace import MAKE_BEFORE_BREAK
+from builder.config.replace import MAKE_BEFORE_BREAK, slot_names
 from builder.modules import accelerator_module
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -51,7 +51,7 @@ def facts(settings: Settings, plan: Plan, applied: Settings | None, d: Diff) -> 
     mbb = settings.replace == MAKE_BEFORE_BREAK and any(st.kind == "swap" for st in plan.steps)
     out: dict[str, Any] = {"mode": settings.replace, "replaces": replaces, "module": module,
                            "overlap_minutes": None, "overlap_cost": None, "old_hourly": None}
-    name, other = settings.tpu_name, f"{settings.tpu_name}-b"
+    names = " or ".join(slot_names(settings))
     if mbb and (replaces or (replaces is None and plan.action == "update")):
         minutes = overlap_minutes(plan)
         out["overlap_minutes"] = minutes
@@ -60,16 +60,20 @@ def facts(settings: Settings, plan: Plan, applied: Settings | None, d: Diff) -> 
             out["old_hourly"] = old.known
             out["overlap_cost"] = round(old.known * minutes / 60, 2)
         was = f"the running {applied.accelerator_type}" if applied is not None and replaces else "the running slice"
-        price = (f": ~${out['overlap_cost']:,.2f} ({was} at ${out['old_hourly']:,.2f}/h; the new one is billed from "
-                 "its create either way)" if out["overlap_cost"] is not None else
-                 " (the price of the running slice for that time; unknown until the applied values are)")
+        if out["overlap_cost"] is not None:
+            price = (f": ~${out['overlap_cost']:,.2f} ({was} at ${out['old_hourly']:,.2f}/h; the new one is billed "
+                     "from its create either way)")
+        elif replaces:
+            price = " (the running slice's list price is unknown: builder/data/prices.json)"
+        else:
+            price = " (the price of the running slice for that time; unknown until the applied values are)"
         when = "" if replaces else "if the change replaces the slice (compare with --applied FILE to know): "
         out["text"] = (f"{module}: {when}make-before-break: {module}-apply creates the {settings.accelerator_type} "
-                       f"slice beside {was} under the other slice name ({name} or {other}) and waits until it is "
-                       f"READY, {module}-swap checks it, {module}-release deletes the old one (training is interrupted: it "
-                       f"stops as `tpubuild stop` does; `tpubuild train` resumes it on the new one); both are billed together for "
-                       f"~{minutes:.0f} min{price}; the TPU quota must hold both slices; if the new slice does not "
-                       "come, the old one keeps running and the build fails")
+                       f"slice beside {was} under the other slice name ({names}) and waits until it is READY, "
+                       f"{module}-swap checks it, {module}-release deletes the old one (training is interrupted: it "
+                       "stops as `tpubuild stop` does; `tpubuild train` resumes it on the new one); both are billed "
+                       f"together for ~{minutes:.0f} min{price}; the TPU quota must hold both slices; if the new "
+                       "slice does not come, the old one keeps running and the build fails")
     elif replaces:
         out["text"] = (f"{module}: break-before-make (TPU_REPLACE): the running slice is deleted first, then "
                        f"the {settings.accelerator_type} slice is created in its place: one slice billed at a time, "

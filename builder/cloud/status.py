@@ -68,14 +68,16 @@ def _tpu(settings: Settings) -> dict[str, Any]:
             found[slot] = node
     if not found:
         return _absent()
-    name = next((n for n, node in found.items() if node.accelerator_type == settings.accelerator_type), next(iter(found)))
+    asked = [n for n, node in found.items() if node.accelerator_type == settings.accelerator_type]
+    name = asked[0] if asked else next(iter(found))
     node = found[name]
     endpoints = [f"{e.ip_address}:{e.port}" if e.port else e.ip_address for e in node.network_endpoints]
     version = node.tensorflow_version if settings.arch == "node" else node.runtime_version
     return {"name": name, "api": "tpu v1" if settings.arch == "node" else "tpu v2",
             "state": node.state.name, "health": node.health.name, "accelerator_type": node.accelerator_type,
             "runtime_version": version, "endpoints": endpoints,
-            "others": [f"{n} ({other.accelerator_type}, {other.state.name})" for n, other in found.items() if n != name]}
+            "others": [f"{n} ({other.accelerator_type}, {other.state.name})"
+                       for n, other in found.items() if n != name]}
 
 
 def _queued(settings: Settings) -> dict[str, Any]:
