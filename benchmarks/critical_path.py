@@ -4,7 +4,7 @@
 
 For every example (examples/*.env and values.env) and action it renders the Cloud Build config
 (offline, as `tpubuild render` does), then walks its ``waitFor`` graph with the durations of
-:data:`MINUTES` and prints, now and before the capacity check and the seed change (``before``:
+:data:`builder.durations.MINUTES` and prints, now and before the capacity check and the seed change (``before``:
 the same steps without ``check-capacity`` and with the seed held before the disk users' plan, as
 the pipeline was rendered until then):
 
@@ -17,7 +17,8 @@ the pipeline was rendered until then):
   destroy, the build's length (the other figures do not apply).
 
 The durations are estimates, documented where a source gives one and otherwise measured or
-typical values for the step's container start, image pull and work; they are one table, below, so
+typical values for the step's container start, image pull and work; they are one table
+(builder/durations.py, which ``tpubuild plan`` also reads for make-before-break's overlap), so
 every figure moves together when one is corrected. This is a measurement, not a test: it prints
 and exits 0.
 """
@@ -32,32 +33,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-#: Minutes per step: "<kind>" or "<module>-<kind>" (the more specific wins). Sources: Filestore
-#: creation takes "several minutes" (Filestore docs, creating instances; ~8 measured for
-#: BASIC_HDD); a TPU VM create typically 3-5 minutes (Cloud TPU docs, TPU VM creation); a MIG of
-#: TPU VMs similar plus its instances (resize); a disk and IAM objects take seconds. Tool steps
-#: (guard, check-capacity, finalize in the builder image): container start plus image pull (~0.5)
-#: plus the command (~0.5); tpubuild-image: a docker container and a manifest lookup (the image is
-#: there; building it is initialize's); terraform init (provider download ~0.5) plus plan (~0.5).
-MINUTES: dict[str, float] = {
-    "image": 0.5, "capacity": 1.0, "guard": 1.0, "finalize": 1.0,
-    "plan": 1.0, "apply": 1.0, "filestore-apply": 8.0, "shared_pd-apply": 0.5, "dashboard-apply": 0.5,
-    "tpu-apply": 5.0, "mig-apply": 2.0, "resize": 6.0, "drain": 4.0, "queue": 5.0, "unqueue": 3.0,
-    "restore": 0.5, "snapshot": 2.0, "backup": 10.0, "attach": 1.0,
-    "seed": 2.0,  # the seeder VM's start, plus SEED_PER_100GB per 100 GB of the disk
-}
-#: Minutes the seeder takes per 100 GB copied (gcloud storage cp on an e2-standard-8, ~170 MB/s).
-SEED_PER_100GB = 10.0
-
-
-def duration(step: dict[str, Any], settings: Any) -> float:
-    sid = step["id"]
-    kind = sid.rsplit("-", 1)[-1] if "-" in sid else sid
-    kind = {"tpubuild-image": "image", "check-capacity": "capacity"}.get(sid, kind)
-    minutes = MINUTES.get(sid, MINUTES.get(kind, 1.0))
-    if kind == "seed":
-        minutes += SEED_PER_100GB * settings.shared_pd_size_gb / 100
-    return minutes
+from builder.durations import MINUTES, duration  # noqa: E402  (the one table of step durations)
 
 
 def before(config: dict[str, Any]) -> dict[str, Any]:

@@ -53,6 +53,32 @@ def need(settings: Settings) -> Need | str:
                 s.provisioning)
 
 
+def beside(settings: Settings, running: Settings | None) -> Need | str:
+    """:func:`need` under make-before-break (TPU_REPLACE, builder/config/replace.py): while the new
+    slice is created beside the running one (``running``: the applied values, None: unknown or
+    none), the quota must hold both when both count against it. A change that keeps the slice
+    (none of the variables that replace it differ) needs what :func:`need` says."""
+    from dataclasses import replace
+
+    from builder import tfvars
+    from builder.config.replace import MAKE_BEFORE_BREAK
+    from builder.modules import accelerator_module, spec
+
+    new = need(settings)
+    if (isinstance(new, str) or running is None or settings.replace != MAKE_BEFORE_BREAK
+            or running.arch != settings.arch):
+        return new
+    module = accelerator_module(settings.arch)
+    forcing = spec(settings.arch, module).replaced_by  # type: ignore[union-attr]
+    before, after = tfvars.for_module(running, module), tfvars.for_module(settings, module)
+    old = need(running)
+    if all(before.get(v) == after.get(v) for v in forcing) or isinstance(old, str) or old.quota_id != new.quota_id:
+        return new
+    return replace(new, amount=new.amount + old.amount,
+                   accelerator_type=f"{new.accelerator_type} beside the running {old.accelerator_type} "
+                                    "(make-before-break: both until the old one is deleted)")
+
+
 def refusal(n: Need, value: int | None) -> str | None:
     """None when quota ``value`` (None: Cloud Quotas has no value for the zone) holds the slice,
     else the one line that fails the build."""

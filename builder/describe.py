@@ -69,7 +69,7 @@ def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[s
     build as it will be: a module the plan applies with these values (so with no module left out
     of the build's scope, it is what these values cost planned alone), a module outside the scope
     with the applied values it keeps, a destroyed one not at all."""
-    from builder import cost, diff
+    from builder import cost, diff, replacement
     from builder.modules import NAMES
 
     from builder.plan import not_wanted
@@ -95,6 +95,7 @@ def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[s
     return {
         "before_after": {"compared_with": prev.source if prev is not None else "nothing", **d.as_dict(),
                          "lines": diff.lines(d)},
+        "replacement": replacement.facts(settings, plan, applied, d),
         "cost": {"before": before.as_dict() if before is not None else None, "after": after.as_dict(),
                  "change": cost.change_text(before, after),
                  "prices": {"file": "builder/data/prices.json", "retrieved": table["retrieved"],
@@ -196,9 +197,13 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
         notes.append(f"the buckets are kept (gs://{s.state_bucket} holds the Terraform state and the workspace)")
     chips = spec(s.arch, accelerator_module(s.arch))
     assert chips is not None
+    swap = info.get("replacement") or {}
+    if swap.get("text"):
+        notes.append(swap["text"])
     if plan.applies(chips.name) and plan.action == "update" and "accelerator_type" in chips.replaced_by:
-        notes.append("tpu: if the change replaces the TPU (a new accelerator type or runtime), training is "
-                     "interrupted; the guard announces it")
+        if swap.get("overlap_minutes") is None:
+            notes.append("tpu: if the change replaces the TPU (a new accelerator type or runtime), training is "
+                         "interrupted; the guard announces it")
         if previous is not None and previous.settings is not None:
             from builder.model_registry import change_notes
 

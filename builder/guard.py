@@ -241,6 +241,8 @@ def evaluate(doc: Any, module: str, action: str, *, allow_data_loss: bool = Fals
                           f"refusing. Revert the change that forces this, or rerun with {OVERRIDE} to accept the loss")
         for c in lost:
             warnings.append(f"DATA LOSS ALLOWED ({OVERRIDE}): {c.describe()}; {loses(c.type)} is lost")
+    if action != "destroy":
+        warnings.extend(double_billing(doc, changes))
     for c in changes:
         if c.type in guard_classes.CAPACITY and (c.destroys or c.forgets):
             warnings.append(f"CAPACITY: {c.describe()}: {guard_classes.CAPACITY[c.type]}")
@@ -250,3 +252,30 @@ def evaluate(doc: Any, module: str, action: str, *, allow_data_loss: bool = Fals
             else:
                 warnings.append(f"{c.describe()}: {TPU_TYPES[c.type]}")
     return Decision(True, module, action, changes, warnings=tuple(warnings))
+
+
+def _described(doc: Mapping[str, Any], address: str, side: str) -> str:
+    """``name (accelerator_type)`` of a TPU in the plan, before or after ('' when not shown)."""
+    rc = next((r for r in doc.get("resource_changes", []) if r.get("address") == address), {})
+    values = (rc.get("change") or {}).get(side) or {}
+    name = values.get("name") if isinstance(values, Mapping) else None
+    kind = values.get("accelerator_type") if isinstance(values, Mapping) else None
+    return f"{name} ({kind})" if isinstance(name, str) and isinstance(kind, str) else address
+
+
+def double_billing(doc: Mapping[str, Any], changes: Sequence[Change]) -> list[str]:
+    """Make-before-break (TPU_REPLACE, modules/tpu_vm's slots): a TPU created while another of its type
+    is kept running. Both are billed until the pipeline's release step deletes the old one, after
+    the new one is READY; the plan says how long and what that costs (docs/pipeline.md)."""
+    out = []
+    for c in changes:
+        if c.type not in TPU_TYPES or c.kind != "create":
+            continue
+        kept = [k for k in changes if k.type == c.type and k.kind in ("no-op", "update")]
+        if kept:
+            new = _described(doc, c.address, "after")
+            old = ", ".join(_described(doc, k.address, "before") for k in kept)
+            out.append(f"DOUBLE BILLING (make-before-break): {new} is created beside {old}, which keeps running "
+                       f"and training until the new slice is READY; both are billed until the release step deletes "
+                       f"{old} (`tpubuild plan` estimates how long and what it costs)")
+    return out

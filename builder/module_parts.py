@@ -11,6 +11,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
 __all__ = ["AFTER", "BEFORE", "BESIDE", "GATE", "INTERRUPTS", "ExtraStep", "StatusPart", "backs_up", "queued",
+           "makes_before_breaking",
            "capacity_request", "calendar_by_gcloud",
            "runtime", "share_lost", "slice_shape", "filestore_what", "shared_pd_what", "tpu_what",
            "slice_access_what", "slice_what", "SLICE_TEMPLATE", "TPU_VM_REPLACED_BY"]
@@ -76,6 +77,15 @@ def share_lost(s: Settings) -> str:
 
 def queued(s: Settings) -> bool:
     return s.queued
+
+
+def makes_before_breaking(s: Settings) -> bool:
+    """TPU_REPLACE=make-before-break (builder/config/replace.py): a replacing change creates the new
+    slice beside the old one (tpu-apply), moves the training (tpu-swap), then deletes the old one
+    (tpu-release); a change that replaces nothing finds nothing to swap or release."""
+    from builder.config.replace import MAKE_BEFORE_BREAK
+
+    return s.replace == MAKE_BEFORE_BREAK
 
 
 def capacity_request(s: Settings) -> bool:

@@ -79,8 +79,8 @@ from builder import dashboard_tiles as dash
 from builder import status_rows as rows
 from builder.module_parts import (AFTER, BEFORE, BESIDE, GATE, INTERRUPTS, SLICE_TEMPLATE, TPU_VM_REPLACED_BY,
                                   ExtraStep, StatusPart, backs_up, calendar_by_gcloud, capacity_request,
-                                  filestore_what, queued, runtime, share_lost, shared_pd_what,
-                                  slice_access_what, slice_shape, slice_what, tpu_what)
+                                  filestore_what, makes_before_breaking as mbb, queued, runtime, share_lost,
+                                  shared_pd_what, slice_access_what, slice_shape, slice_what, tpu_what)
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
@@ -219,9 +219,11 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                training_resources=("google_tpu_v2_vm", "google_tpu_v2_queued_resource"),
                status=(StatusPart("tpu", rows.tpu_row), StatusPart("queued", rows.queued_row, queued)),
                # TPU_QUEUED: tpu-queue requests the slice with gcloud, tpu-unqueue deletes it; tpu-attach
-               # attaches the shared PD once it is seeded, so the TPU is made beside the seed
+               # attaches the shared PD once it is seeded, so the TPU is made beside the seed; TPU_REPLACE:
+               # tpu-swap moves the training onto a new slice made beside the old, tpu-release deletes the old
                steps=(ExtraStep("unqueue", "destroy", BEFORE, queued), ExtraStep("queue", "apply", AFTER, queued),
-                      ExtraStep("attach", "apply", AFTER, lambda s: s.shared_pd_attach)),
+                      ExtraStep("attach", "apply", AFTER, lambda s: s.shared_pd_attach),
+                      ExtraStep("swap", "apply", AFTER, mbb), ExtraStep("release", "apply", AFTER, mbb)),
                scoped=True, tiles=dash.tpu_vm_tiles, ttl=True, summary=runtime),
     # mig: tpu = the slice's access (identity, IAP-SSH firewall, MIG reader role); mig =
     # the slice (workload policy + instance template + MIG), one state: docs/pipeline.md has why

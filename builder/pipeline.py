@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -47,99 +46,23 @@ from builder.config.offers import calendar_name, flex_request_name
 from builder.config.scripts import repo_script
 from builder.errors import BadInput
 from builder.plan import Plan, Step, module_dir, runs_setup_script, seeds
+from builder.step_kinds import (  # noqa: F401  (re-exported: step kinds, images, timeouts)
+    BUILD_TIMEOUT_SLACK, CALENDAR_STEP_S, check_duration, image, IMAGE_STEP_S, IMAGES, Kind, KINDS,
+    LOCK_TIMEOUT, MAX_BUILD_TIMEOUT, MAX_QUEUE_WAIT_S, QUEUE_SLACK_S, QUEUE_WAIT_S, RESIZE_STEP_S,
+    SEED_STEP_S, SEED_TIMEOUT_S, SHELLS, SWAP_WAIT_S,
+)
+from builder.yamlout import to_json, to_yaml  # render's output formats
+
+__all__ = ["IMAGES", "KINDS", "Kind", "build_timeout", "check_duration", "preflight", "queue_wait_s", "render",
+           "to_json", "to_yaml"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from jinja2 import Environment
 
     from builder.config import Settings
 
-#: Builder images, pinned by tag: the one place each is named (docs/terraform.md, "Terraform
-#: versions", says which releases and how the tests' Terraform compares). The Terraform image has
-#: no bash: its steps run under its BusyBox ``sh`` (which has ``pipefail``) and are written in
-#: the POSIX subset plus pipefail. ``python``: the builder image's base; ``tpubuild``: that image
-#: (:func:`image` fills it in), which ``docker`` (the CLI on Cloud Build's daemon) builds and pushes.
-IMAGES: dict[str, str] = {
-    "terraform": "hashicorp/terraform:1.16.4",
-    "python": "python:3.11-slim",
-    "gcloud": "gcr.io/google.com/cloudsdktool/google-cloud-cli:587.0.0-slim",
-    "docker": "docker:28.2.2-cli",
-    "tpubuild": "{region}-docker.pkg.dev/{project}/{repository}/{name}:{tag}",
-}
-SHELLS: dict[str, str] = {"terraform": "sh", "python": "bash", "gcloud": "bash", "docker": "sh", "tpubuild": "bash"}
 
-
-def image(settings: Settings, key: str) -> str:
-    """The image a step of ``IMAGES[key]`` runs in: the pinned name, or for ``tpubuild`` the
-    environment's builder image (``<region>-docker.pkg.dev/<project>/tpubuild-<env>/tpubuild:<tag>``)."""
-    if key != "tpubuild":
-        return IMAGES[key]
-    from builder import builder_image
-
-    return IMAGES[key].format(region=settings.region, project=settings.project_id,
-                              repository=settings.image_repository, name=builder_image.NAME,
-                              tag=builder_image.tag())
-
-
-
-@dataclass(frozen=True)
-class Kind:
-    """How a step of one kind is rendered: the builder image, the script template, the step
-    timeout in seconds (None: per step, see :func:`_timeout`)."""
-
-    image: str
-    template: str
-    timeout: int | None
-
-
-#: Seconds a resize (and a drain) step may take, and the seed step.
-RESIZE_STEP_S = 3600
-SEED_STEP_S = 14400
-#: Seconds the mig-calendar step may take: it waits this less 300 for Google's decision on the request.
-CALENDAR_STEP_S = 1800
-#: Seconds the tpubuild-image step may take: a check when the image exists, a build and push once.
-IMAGE_STEP_S = 1200
-#: Step kind (builder.plan.Step.kind) → how it is rendered.
-KINDS: dict[str, Kind] = {
-    "image": Kind("docker", "builder_image.sh.j2", IMAGE_STEP_S),
-    "capacity": Kind("tpubuild", "capacity.sh.j2", 300),
-    "restore": Kind("gcloud", "pd_restore.sh.j2", 300),
-    "snapshot": Kind("gcloud", "pd_snapshot.sh.j2", 3600),
-    "backup": Kind("gcloud", "fs_backup.sh.j2", 7200),
-    "unqueue": Kind("gcloud", "tpu_unqueue.sh.j2", 1800),
-    "plan": Kind("terraform", "tf_plan.sh.j2", 1200),
-    "guard": Kind("tpubuild", "guard.sh.j2", 600),
-    "drain": Kind("gcloud", "mig_drain.sh.j2", RESIZE_STEP_S),
-    "apply": Kind("terraform", "tf_apply.sh.j2", None),  # the module's apply_timeout (builder.modules)
-    "calendar": Kind("gcloud", "mig_calendar.sh.j2", CALENDAR_STEP_S),
-    "resize": Kind("gcloud", "mig_resize.sh.j2", RESIZE_STEP_S),
-    "queue": Kind("gcloud", "tpu_queue.sh.j2", None),  # how long it waits for the queue, plus slack
-    "attach": Kind("gcloud", "tpu_attach.sh.j2", 1200),
-    "seed": Kind("gcloud", "pd_seed.sh.j2", SEED_STEP_S),
-    "finalize": Kind("tpubuild", "finalize.sh.j2", 600),
-}
-#: TPU_QUEUED: how long tpu-queue waits for ACTIVE without TPU_QUEUED_VALID_FOR, and at most (a
-#: Cloud Build build lasts at most 24 h); its step timeout adds QUEUE_SLACK_S to the wait.
-QUEUE_WAIT_S = 4 * 3600
-MAX_QUEUE_WAIT_S = 20 * 3600
-QUEUE_SLACK_S = 900
-#: Slack added to the longest path through the steps for the whole build's timeout.
-BUILD_TIMEOUT_SLACK = 900
-MAX_BUILD_TIMEOUT = 86400  # Cloud Build's maximum build timeout (24 h)
-#: How long the seeder itself may run: its step's timeout less room to clean up its VM.
-SEED_TIMEOUT_S = SEED_STEP_S - 600
-#: How long Terraform waits for the state lock that another build holds.
-LOCK_TIMEOUT = "5m"
-
-_DURATION = re.compile(r"^\d+s$")
 _SUB_MARK = "\x00"
-
-
-def check_duration(value: str) -> str:
-    """A Cloud Build duration we accept: whole seconds, positive (``"1800s"``). The Build type
-    itself takes ``"-5s"``, so we check."""
-    if not _DURATION.fullmatch(value) or int(value[:-1]) <= 0:
-        raise ValueError(f"{value!r} is not a positive duration in whole seconds like '600s'")
-    return value
 
 
 # ---- what the steps need beyond the plan ----
@@ -262,7 +185,7 @@ class _Steps:
                     repository=self.s.image_repository)
 
     def _capacity(self, step: Step) -> dict[str, Any]:
-        return {}
+        return dict(beside=any(st.kind == "swap" for st in self.plan.steps))
 
     def _restore(self, step: Step) -> dict[str, Any]:
         s = self.s
@@ -304,8 +227,17 @@ class _Steps:
 
     def _apply(self, step: Step) -> dict[str, Any]:
         # TPU_QUEUED: the plan's tpu-queue step reads the request this apply leaves
-        queued = any(st.module == step.module and st.kind == "queue" for st in self.plan.steps)
-        return dict(queued_request=queued, **self._terraform(step))
+        queued, swaps = (any(st.module == step.module and st.kind == k for st in self.plan.steps)
+                         for k in ("queue", "swap"))
+        return dict(queued_request=queued, swaps=swaps, accelerator_type=self.s.accelerator_type,
+                    **self._terraform(step))
+
+    _release = _terraform
+
+    def _swap(self, step: Step) -> dict[str, Any]:
+        s = self.s
+        return dict(project=s.project_id, zone=s.zone, accelerator_type=s.accelerator_type, wait_s=SWAP_WAIT_S,
+                    model=s.model)
 
     def _slice(self, step: Step) -> dict[str, Any]:
         s = self.s
@@ -345,7 +277,10 @@ class _Steps:
                     replace=self.plan.action != "create")
 
     def _attach(self, step: Step) -> dict[str, Any]:  # _restore's project and disk, and the TPU's
-        return dict(self._restore(step), zone=self.s.zone, name=self.s.tpu_name, mount_point=self.s.mount_point)
+        # make-before-break: the slice values.env asks for may be in the other slot (tpu-apply names it)
+        swaps = any(st.module == step.module and st.kind == "swap" for st in self.plan.steps)
+        return dict(self._restore(step), zone=self.s.zone, name=self.s.tpu_name, mount_point=self.s.mount_point,
+                    swaps=swaps)
 
     def _seed(self, step: Step) -> dict[str, Any]:
         s = self.s

@@ -11,8 +11,9 @@ from typing import Any
 
 
 def tpu_row(tpu: dict[str, Any]) -> str:
+    beside = f"; beside it {', '.join(tpu['others'])} (make-before-break under way)" if tpu.get("others") else ""
     return (f"{tpu['name']}: {tpu['state']}, health {tpu['health']}, {tpu['accelerator_type']}, "
-            f"{tpu['runtime_version']} ({tpu['api']})")
+            f"{tpu['runtime_version']} ({tpu['api']}){beside}")
 
 
 def queued_row(qr: dict[str, Any]) -> str:

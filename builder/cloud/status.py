@@ -54,16 +54,30 @@ def _get(what: str, call: Callable[[], Any]) -> Any:
 
 
 def _tpu(settings: Settings) -> dict[str, Any]:
+    """The slice under each name it may have (make-before-break's two slots on vm): the one running
+    what values.env asks for, else the first that exists; ``others`` names the rest that exist
+    (a replacement under way)."""
+    from builder.config.replace import slot_names
+
     client = clients.tpu(settings.arch)
-    name = f"projects/{settings.project_id}/locations/{settings.zone}/nodes/{settings.tpu_name}"
-    node = _get(f"reading TPU {settings.tpu_name}", lambda: client.get_node(name=name))
-    if node is None:
+    where = f"projects/{settings.project_id}/locations/{settings.zone}/nodes"
+    found = {}
+    for slot in slot_names(settings):
+        node = _get(f"reading TPU {slot}", lambda slot=slot: client.get_node(name=f"{where}/{slot}"))
+        if node is not None:
+            found[slot] = node
+    if not found:
         return _absent()
+    asked = [n for n, node in found.items() if node.accelerator_type == settings.accelerator_type]
+    name = asked[0] if asked else next(iter(found))
+    node = found[name]
     endpoints = [f"{e.ip_address}:{e.port}" if e.port else e.ip_address for e in node.network_endpoints]
     version = node.tensorflow_version if settings.arch == "node" else node.runtime_version
-    return {"name": settings.tpu_name, "api": "tpu v1" if settings.arch == "node" else "tpu v2",
+    return {"name": name, "api": "tpu v1" if settings.arch == "node" else "tpu v2",
             "state": node.state.name, "health": node.health.name, "accelerator_type": node.accelerator_type,
-            "runtime_version": version, "endpoints": endpoints}
+            "runtime_version": version, "endpoints": endpoints,
+            "others": [f"{n} ({other.accelerator_type}, {other.state.name})"
+                       for n, other in found.items() if n != name]}
 
 
 def _queued(settings: Settings) -> dict[str, Any]:

@@ -44,7 +44,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--build-id", required=True, metavar="ID")
     p.add_argument("--action", required=True, metavar="ACTION")
 
-    verb("check-capacity", help="the pipeline's first step: refuse (exit 1) when the TPU quota cannot hold the slice")
+    p = verb("check-capacity", help="the pipeline's first step: refuse (exit 1) when the TPU quota cannot hold the slice")
+    p.add_argument("--beside-applied", action="store_true",
+                   help="make-before-break: the quota must also hold the applied slice (read from the state bucket) "
+                        "while the new one is created beside it")
 
     p = verb("unlock", help="break the environment lock")
     p.add_argument("--force", action="store_true",

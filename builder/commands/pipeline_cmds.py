@@ -216,7 +216,7 @@ def run_plan(args: argparse.Namespace) -> int:
         from builder.commands.capacity import check
 
         sys.stdout.flush()
-        check(settings)
+        check(settings, prev.settings if prev is not None else None)
     return 0
 
 

@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
-from builder.config import hardening, names, offers, validate
+from builder.config import hardening, names, offers, replace, validate
 from builder.config.keys import IGNORED_KEYS, KEYS, KeySpec
 from builder.config.loader import Entry, parse, read_text
 from builder.config.scripts import find_script
@@ -130,6 +130,7 @@ def load_text(text: str, path: Path | str, *, strict: bool = False, later: bool 
         _each_group(*(partial(_mig_rule, rule, values, fail) for rule in validate.MIG_RULES))
     _each_group(*(partial(_cross_rule, rule, values, fail, lines) for rule in validate.CROSS_RULES),
                 lambda: offers.resolve_provisioning(values, values["topology"], fail, lines), zone,
+                lambda: replace.resolve(values, fail),
                 lambda: validate.name_lengths(values, fail))
     # A file with errors has no Settings, except for validate (``later``): what a later command
     # refuses is reported in the same run when the values it needs are settled.

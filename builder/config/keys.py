@@ -285,6 +285,10 @@ KEYS: tuple[KeySpec, ...] = (
             "vm/mig: request the TPU as a queued resource (google_tpu_v2_queued_resource) that waits for capacity."),
     KeySpec("TPU_QUEUED_VALID_FOR", "queued_valid_for", "", duration,
             "With TPU_QUEUED: how long the request waits before it expires, e.g. 6h, 90m, 2d (empty: no limit)."),
+    KeySpec("TPU_REPLACE", "replace", "", choice(("make-before-break", "break-before-make", "")),
+            "How an update that replaces the TPU VM goes: make-before-break (default on TPU_ARCH=vm: the new "
+            "slice is created and READY before the old one is deleted; both are billed meanwhile) or "
+            "break-before-make (one slice billed at a time; nothing runs if the new shape has no capacity)."),
     KeySpec("TPU_ZONE_CHECK", "zone_check", "error", choice(("error", "warn")),
             "error (default): a ZONE that builder/data/tpu_offers.json does not list for the generation is refused; "
             "warn: only warned about (for a zone Google added after the table's date)."),

@@ -67,6 +67,7 @@ class Settings:
     zone_check: str = "error"  # TPU_ZONE_CHECK: "warn" turns the zone-table refusal into a warning
     build_service_account: str = ""  # BUILD_SERVICE_ACCOUNT; see builder_service_account
     env_ttl_hours: int = 0
+    replace: str = "break-before-make"  # TPU_REPLACE, resolved (builder/config/replace.py)
 
     # ---- derived names: computed here once so every stage agrees ----
     @property

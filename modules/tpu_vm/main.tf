@@ -30,11 +30,14 @@ locals {
     "tpubuild-nfs-ip"           = data.terraform_remote_state.filestore.outputs.nfs_ip
     "tpubuild-nfs-share"        = data.terraform_remote_state.filestore.outputs.share_name
     "tpubuild-shared-pd-device" = var.shared_pd_attach ? local.pd_device : ""
-    "tpubuild-tpu-name"         = var.name
+    "tpubuild-tpu-name"         = local.slice_name
     "tpubuild-tpu-endpoints"    = ""
     "tpubuild-workspace"        = "gs://${var.state_bucket}/workspace/${var.env_name}"
     "tpubuild-setup-script"     = var.setup_script
   }
+
+  # the slot's name: "a" is var.name, "b" var.name-b (make-before-break; a queued slice is "a")
+  slice_name = local.target == "a" ? var.name : "${var.name}-b"
 }
 
 # ---- the hosts' own, least-privilege identity (modules/host_identity) ----
@@ -65,39 +68,95 @@ module "tpu_vm_firewall" {
   internal_description = "Traffic between the hosts of the ${var.name} TPU VM slice (PJRT/XLA collectives over the VPC)."
 }
 
-# ---- the TPU VM slice ----
+# ---- the TPU VM slice, in one of two slots ----
+# The slice is slot "a" (named var.name) or "b" (var.name-b). A change that replaces the slice
+# (replace = "make-before-break"; docs/pipeline.md, "Make-before-break") puts the new slice in the
+# free slot beside the running one: this apply creates it and waits until it is READY, the
+# pipeline's tpu-swap step moves the training onto it, and the next apply of the same values
+# (tpu-release) deletes the old slot. The slots the state holds come from this module's own outputs
+# (the previous apply's `slices`), so the two applies need no input but values.env.
 # With queued = true the slice is not a Terraform resource: google-beta 8.7's
 # google_tpu_v2_queued_resource cannot carry metadata, a service account, data disks, scheduling,
 # labels or a valid-until duration, so the pipeline's tpu-queue step requests it with
 # `gcloud compute tpus queued-resources create` from this module's queued_request output
 # (docs/pipeline.md). The identity and firewall above are created either way.
 
+data "terraform_remote_state" "tpu" {
+  backend = "gcs"
+  config = {
+    bucket = var.state_bucket
+    prefix = "${var.env_name}/tpu"
+  }
+  defaults = {
+    slices           = {}
+    accelerator_type = ""
+  }
+}
+
+locals {
+  # what forces a new TPU VM (ForceNew in google-beta): a slot whose values differ is another slice
+  wanted = {
+    accelerator_type = var.accelerator_type
+    runtime_version  = var.runtime_version
+    network          = var.network
+    subnetwork       = var.subnetwork
+    external_ips     = var.external_ips
+    preemptible      = var.preemptible
+    spot             = var.spot
+    reserved         = var.reserved
+  }
+  previous = var.queued ? {} : data.terraform_remote_state.tpu.outputs.slices
+  # a state written before the slots (google_tpu_v2_vm.this[0], moved to slot "a") has no `slices`
+  legacy_type = length(local.previous) == 0 ? data.terraform_remote_state.tpu.outputs.accelerator_type : ""
+  same        = [for slot, spec in local.previous : slot if spec.wanted == local.wanted]
+  free        = [for slot in ["a", "b"] : slot if !contains(keys(local.previous), slot)]
+  # the slot the values go to: the one already holding them; else, making before breaking, a free
+  # one beside the running slice; else the running one (replaced in place) or "a"
+  target = length(local.same) > 0 ? local.same[0] : (
+    var.replace == "make-before-break" && length(local.previous) == 1 ? local.free[0] : (
+  length(local.previous) > 0 ? sort(keys(local.previous))[0] : "a"))
+  # the running slices kept beside a new one until it is READY and holds the training: every other
+  # slot the state holds, until the release apply once the target is in the state
+  # (release = true: the tpu-release step, after tpu-swap moved the training; never the first apply)
+  kept = var.release && contains(keys(local.previous), local.target) ? {} : {
+    for slot, spec in local.previous : slot => spec if slot != local.target
+  }
+  # the slice values.env asks for, in its slot
+  slot = {
+    name     = local.slice_name
+    labels   = var.labels
+    metadata = local.metadata
+  }
+  slices = var.queued ? {} : merge(local.kept, { (local.target) = merge(local.slot, { wanted = local.wanted }) })
+}
+
 resource "google_tpu_v2_vm" "this" {
-  count    = var.queued ? 0 : 1
+  #checkov:skip=CKV2_GCP_32:enable_external_ips is the slot's external_ips, var.external_ips (TPU_EXTERNAL_IPS) when written, which defaults to false; tests/terraform/test_security.py proves no external IP by default.
+  for_each = local.slices
   provider = google-beta
 
-  name             = var.name
+  name             = each.value.name
   zone             = var.zone
   description      = "tpubuild ${var.env_name}"
-  accelerator_type = var.accelerator_type
-  runtime_version  = var.runtime_version
-  labels           = var.labels
+  accelerator_type = each.value.wanted.accelerator_type
+  runtime_version  = each.value.wanted.runtime_version
+  labels           = each.value.labels
   tags             = [local.tag]
-  metadata         = local.metadata
+  metadata         = each.value.metadata
 
   network_config {
-    network             = var.network
-    subnetwork          = var.subnetwork == "" ? null : var.subnetwork
-    enable_external_ips = var.external_ips
+    network             = each.value.wanted.network
+    subnetwork          = each.value.wanted.subnetwork == "" ? null : each.value.wanted.subnetwork
+    enable_external_ips = each.value.wanted.external_ips
     can_ip_forward      = false
   }
 
   dynamic "scheduling_config" {
-    for_each = var.preemptible || var.spot || var.reserved ? [true] : []
+    for_each = each.value.wanted.preemptible || each.value.wanted.spot || each.value.wanted.reserved ? [true] : []
     content {
-      preemptible = var.preemptible
-      spot        = var.spot
-      reserved    = var.reserved
+      preemptible = each.value.wanted.preemptible
+      spot        = each.value.wanted.spot
+      reserved    = each.value.wanted.reserved
     }
   }
 
@@ -106,6 +165,7 @@ resource "google_tpu_v2_vm" "this" {
     scope = ["https://www.googleapis.com/auth/cloud-platform"]
   }
 
+  # the create waits until the slice is READY: make-before-break's wait for the new slice
   timeouts {
     create = "60m"
     update = "30m"
@@ -124,6 +184,14 @@ resource "google_tpu_v2_vm" "this" {
     precondition {
       condition     = length([for flag in [var.preemptible, var.spot, var.reserved] : flag if flag]) <= 1
       error_message = "At most one of preemptible, spot and reserved may be true."
+    }
+    precondition {
+      condition     = length(local.previous) < 2 || length(local.same) > 0
+      error_message = "Two slices run (a replacement did not finish) and values.env asks for neither: set the slice's values back to those of one of them and update (the other is deleted), then change them."
+    }
+    precondition {
+      condition     = var.replace != "make-before-break" || local.legacy_type == "" || local.legacy_type == var.accelerator_type
+      error_message = "This TPU state was written before make-before-break, so the running slice's values are unknown: apply the values it runs with once (tpubuild update), then change the slice; or set TPU_REPLACE=\"break-before-make\"."
     }
   }
 
@@ -145,5 +213,5 @@ module "ttl" {
   ttl_hours      = var.ttl_hours
   ttl_build_body = var.ttl_build_body
   # queued: the slice is no resource here (the tpu-queue step creates it under the node id below)
-  tpu_id = var.queued ? "projects/${var.project_id}/locations/${var.zone}/nodes/${var.name}" : google_tpu_v2_vm.this[0].id
+  tpu_id = var.queued ? "projects/${var.project_id}/locations/${var.zone}/nodes/${var.name}" : google_tpu_v2_vm.this[local.target].id
 }

@@ -3,6 +3,18 @@
 # destroy/create). Keep these blocks as long as an environment created before the refactor may
 # still be applied; removing one later makes Terraform destroy and recreate that resource there.
 
+# The slice became slot "a" of google_tpu_v2_vm.this (for_each over the slots: make-before-break).
+# A chain, so both earlier layouts move: the slice without count (before TPU_QUEUED) and this[0].
+moved {
+  from = google_tpu_v2_vm.this
+  to   = google_tpu_v2_vm.this[0]
+}
+
+moved {
+  from = google_tpu_v2_vm.this[0]
+  to   = google_tpu_v2_vm.this["a"]
+}
+
 moved {
   from = google_service_account.worker
   to   = module.tpu_vm_identity.google_service_account.this

@@ -1,8 +1,13 @@
 # service_account_email and network_tag: outputs_hosts.tf (linked from modules/_shared).
 
 output "name" {
-  description = "Name of the TPU VM slice (also the queued resource's node id when queued)."
-  value       = var.name
+  description = "Name of the slice values.env asks for, the one training runs on once tpu-swap ran: name or name-b (make-before-break alternates them); the queued resource's node id when queued."
+  value       = local.slice_name
+}
+
+output "slices" {
+  description = "Every slice this state holds, by slot (a, b): name, the values that force a new slice (wanted), labels, metadata. The next apply reads it back (make-before-break); two slots: a replacement is under way."
+  value       = local.slices
 }
 
 output "accelerator_type" {
@@ -12,17 +17,17 @@ output "accelerator_type" {
 
 output "worker_ips" {
   description = "Internal IP address of each host, in worker order (worker 0 first); empty when queued (Terraform does not own the slice then: ask the TPU API)."
-  value       = flatten([for vm in google_tpu_v2_vm.this : vm.network_endpoints[*].ip_address])
+  value       = var.queued ? [] : google_tpu_v2_vm.this[local.target].network_endpoints[*].ip_address
 }
 
 output "external_ips" {
   description = "External IP address of each host; empty strings unless external_ips is true; empty when queued."
-  value       = flatten([for vm in google_tpu_v2_vm.this : [for e in vm.network_endpoints : try(e.access_config[0].external_ip, "")]])
+  value       = var.queued ? [] : [for e in google_tpu_v2_vm.this[local.target].network_endpoints : try(e.access_config[0].external_ip, "")]
 }
 
 output "hosts" {
   description = "Number of hosts in the slice (0 when queued: Terraform does not own the slice then)."
-  value       = length(flatten([for vm in google_tpu_v2_vm.this : vm.network_endpoints]))
+  value       = var.queued ? 0 : length(google_tpu_v2_vm.this[local.target].network_endpoints)
 }
 
 output "queued" {

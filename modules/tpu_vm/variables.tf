@@ -48,3 +48,20 @@ variable "queued" {
   type        = bool
   default     = false
 }
+
+variable "replace" {
+  description = "How a change that replaces the slice goes (TPU_REPLACE): make-before-break creates the new slice in the free slot (name-b or name) beside the running one; break-before-make replaces it in place."
+  type        = string
+  default     = "break-before-make"
+
+  validation {
+    condition     = contains(["make-before-break", "break-before-make"], var.replace)
+    error_message = "replace must be make-before-break or break-before-make."
+  }
+}
+
+variable "release" {
+  description = "Delete the slices kept beside the one values.env asks for once that one is in the state (the pipeline's tpu-release step, after tpu-swap moved the training); false on every other apply, which never deletes a running slice."
+  type        = bool
+  default     = false
+}

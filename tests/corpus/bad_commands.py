@@ -89,10 +89,10 @@ CASES: list[Case] = [
     # an update the model's training cannot resume across exactly: refused before the slice changes
     Case("plan-applied-roberta-batch-shape", args=("plan", "--values", "{values}", "--action", "update", "--applied",
                                                    "{tmp}/applied.env"),
-         expect=("{values}:48: ROBERTA_BATCH_PER_DEVICE:", "changes from 8 to 16", 'keep ROBERTA_BATCH_PER_DEVICE="8"',
+         expect=("{values}:49: ROBERTA_BATCH_PER_DEVICE:", "changes from 8 to 16", 'keep ROBERTA_BATCH_PER_DEVICE="8"',
                  'ROBERTA_RESUME="reset-data"'), setup=roberta_applied_file),
     Case("validate-applied-roberta-batch-shape", args=("validate", "--values", "{values}", "--applied", "{tmp}/applied.env"),
-         expect=("{values}:48: ROBERTA_BATCH_PER_DEVICE:", "changes from 8 to 16"), setup=roberta_applied_file),
+         expect=("{values}:49: ROBERTA_BATCH_PER_DEVICE:", "changes from 8 to 16"), setup=roberta_applied_file),
     Case("values-missing", args=("validate", "--values", "{tmp}/nope.env"), expect=("{tmp}/nope.env: no such file", "--values PATH"), sub=True),
     Case("values-missing-before-command", args=("--values", "{tmp}/nope.env", "plan"), expect=("{tmp}/nope.env: no such file",)),
     Case("values-directory", args=("validate", "--values", "{tmp}/values.env.d"), expect=("{tmp}/values.env.d: is a directory",), setup=a_directory, sub=True),

@@ -110,3 +110,20 @@ def test_no_check_when_the_accelerator_is_not_applied():
     update = make_plan(s, "update", only=frozenset({"filestore"}))
     assert not update.applies(accelerator_module(s.arch))
     assert "check-capacity" not in {st.id for st in update.steps}
+
+
+@pytest.mark.parametrize("mode,refused", [("", True), ("break-before-make", False)])
+def test_make_before_break_needs_quota_for_both_slices(quotas, cli, make_env, tmp_path, mode, refused):
+    """v4-32 (16 chips) → v4-64 (32): make-before-break holds both for a while (48 chips), so a quota of
+    40 refuses it, with one line naming both; break-before-make holds one slice at a time."""
+    old = tmp_path / "old.env"
+    old.write_text(V4.read_text())
+    new = make_env(V4, TPU_ACCELERATOR_TYPE="v4-64", TPU_REPLACE=mode or None)
+    need = _set(quotas, V4, {"us-central2-b": 40})
+    code, out, err = cli("plan", "--values", new, "--action", "update", "--tpu", "--applied", old, "--check")
+    assert code == (1 if refused else 0), err
+    if refused:
+        (line,) = err.strip().splitlines()
+        assert need.quota_id in line and "needs 48" in line and "v4-64 beside the running v4-32" in line
+    else:
+        assert "needs 32" in out

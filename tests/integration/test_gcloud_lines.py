@@ -33,7 +33,7 @@ exit 0
 OTHERS = ("terraform", "pip", "tpubuild", "sudo", "curl", "gsutil")
 #: The steps that poll a request (flex-start, calendar) look once: the recorder answers no state.
 QUICK = {"TPUBUILD_RESIZE_WAIT_S": "0", "TPUBUILD_RESIZE_POLL_S": "0", "TPUBUILD_CALENDAR_WAIT_S": "0",
-         "TPUBUILD_CALENDAR_POLL_S": "0"}
+         "TPUBUILD_CALENDAR_POLL_S": "0", "TPUBUILD_SWAP_WAIT_S": "0", "TPUBUILD_SWAP_POLL_S": "0"}
 
 
 def record(script: str, tmp: Path, env: dict[str, str] | None = None) -> list[tuple[str, ...]]:
@@ -50,7 +50,10 @@ def record(script: str, tmp: Path, env: dict[str, str] | None = None) -> list[tu
         rec = tmp / f"calls-{answer or 'empty'}"
         rec.mkdir(exist_ok=True)
         ws = tmp / "workspace"
-        ws.mkdir(exist_ok=True)
+        (ws / "plans").mkdir(parents=True, exist_ok=True)
+        # as tpu-apply leaves it under make-before-break: a new slice beside the old (tpu-swap reads it)
+        (ws / "plans" / "tpu.slices.json").write_text('{"a": {"name": "tpu-old"}, "b": {"name": "tpu-new"}}')
+        (ws / "plans" / "tpu.name").write_text("tpu-new")
         full = {**os.environ, **QUICK, **(env or {}), "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
                 "RECORD_DIR": str(rec), "RECORD_ANSWER": answer, "WORKSPACE": str(ws), "HOME": str(tmp)}
         subprocess.run(["bash", "-c", script], cwd=ws, env=full, capture_output=True, text=True, timeout=60)

@@ -104,3 +104,28 @@ def test_status_part_that_fails_is_reported_and_exits_1(fakes: Fakes, node_repo:
     assert "filestore  error: reading Filestore " + s.filestore_name in out and "permission denied" in out
     assert "tpu        absent" in out and "mig        absent" in out
     assert "Traceback" not in out + err
+
+
+def test_status_vm_finds_the_slice_in_either_slot_and_says_when_both_run(fakes: Fakes, tmp_path: Path, cli,
+                                                                         monkeypatch) -> None:
+    """After make-before-break the slice is tpu-<env>-b; during it both slots run."""
+    from builder.config import load
+
+    values = make_repo(tmp_path / "r", unique_env())
+    values.write_text((EXAMPLES / "vm-v4-32.env").read_text().replace('ENV_BUILD_NAME="', f'ENV_BUILD_NAME="{unique_env()}" # was "'))
+    monkeypatch.chdir(values.parent)
+    s = load(values)
+    nodes = f"projects/{s.project_id}/locations/{s.zone}/nodes"
+
+    def node(name: str, accel: str, state: str) -> dict[str, object]:
+        return {"name": name, "state": state, "health": "HEALTHY", "acceleratorType": accel,
+                "runtimeVersion": "tpu-ubuntu2204-base", "networkEndpoints": [{"ipAddress": "10.1.0.5"}]}
+
+    fakes.google.tpu_nodes[f"{nodes}/{s.tpu_name}-b"] = node(f"{s.tpu_name}-b", "v4-32", "READY")
+    code, out, err = cli("--values", values, "status", "--format", "json")
+    assert code == 0 and json.loads(out)["tpu"]["name"] == f"{s.tpu_name}-b", err
+    fakes.google.tpu_nodes[f"{nodes}/{s.tpu_name}"] = node(s.tpu_name, "v4-16", "READY")
+    code, out, err = cli("--values", values, "status")
+    assert code == 0, err
+    assert (f"tpu        {s.tpu_name}-b: READY, health HEALTHY, v4-32, tpu-ubuntu2204-base (tpu v2); beside it "
+            f"{s.tpu_name} (v4-16, READY) (make-before-break under way)") in out

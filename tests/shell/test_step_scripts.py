@@ -119,6 +119,9 @@ class Sandbox:
                   "env_setup/seeder"):
             (self.ws / d).mkdir(parents=True, exist_ok=True)
         (self.ws / "plans" / "shared_pd.snapshot").write_text("snap-from-restore\n")
+        # what tpu-apply leaves tpu-swap (make-before-break): one slice, nothing to swap
+        (self.ws / "plans" / "tpu.slices.json").write_text('{"a": {"name": "tpu-x"}}\n')
+        (self.ws / "plans" / "tpu.name").write_text("tpu-x")
         (self.ws / "env_setup" / "seeder" / "run_seeder.sh").write_text(SEEDER)
         self.runs = 0
 

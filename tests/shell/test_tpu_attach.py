@@ -26,8 +26,11 @@ exit 0
 """
 
 
-def _run(tmp_path: Path, attached: str, refuse: bool = False) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+def _run(tmp_path: Path, attached: str, refuse: bool = False, slot: str = "") -> tuple[subprocess.CompletedProcess[str], list[str]]:
     s = load(SHIPPED)
+    # tpu-apply names the slice values.env asks for (make-before-break: either slot)
+    (tmp_path / "plans").mkdir()
+    (tmp_path / "plans" / "tpu.name").write_text(slot or s.tpu_name)
     [step] = [st for st in render(s, make_plan(s, "create"))["steps"] if st["id"] == "tpu-attach"]
     bindir, state = tmp_path / "bin", tmp_path / "state"
     bindir.mkdir()
@@ -70,3 +73,13 @@ def test_an_attached_disk_is_left_as_it_is(tmp_path: Path) -> None:
 def test_a_refused_attach_fails_the_step(tmp_path: Path) -> None:
     proc, _calls = _run(tmp_path, "", refuse=True)
     assert proc.returncode != 0 and "disk in use" in proc.stderr
+
+
+def test_the_disk_goes_to_the_slice_tpu_apply_named(tmp_path: Path) -> None:
+    """make-before-break: the new slice may be the other slot (<name>-b); the disk goes to it."""
+    s = load(SHIPPED)
+    proc, calls = _run(tmp_path, "", slot=f"{s.tpu_name}-b")
+    assert proc.returncode == 0, proc.stderr
+    assert [c for c in calls if c.startswith(f"compute tpus tpu-vm describe {s.tpu_name}-b ")]
+    [attach] = [c for c in calls if "attach-disk" in c]
+    assert f"attach-disk {s.tpu_name}-b " in attach

@@ -199,7 +199,38 @@ def load_dir(path: Path) -> Module:
             mod.calls.update({unquote(k): v for k, v in call.items() if not k.startswith("__")})
         for mv in parsed.get("moved", []):
             mod.moved.append((_address(mv["from"]), _address(mv["to"])))
+    for key, body in mod.resources.items():
+        if body.get("for_each") == "${local.slices}":
+            mod.resources[key] = _as_target_slot(mod, body)
     return mod
+
+
+_SLOT_REF = re.compile(r"each\.value\.(wanted\.)?(\w+)")
+
+
+def _as_target_slot(mod: Module, body: Any) -> Any:
+    """A resource repeated over a root's slots (modules/tpu_vm: ``for_each = local.slices``) read as
+    the slot values.env asks for: ``each.value.wanted.K`` is ``local.wanted``'s K and
+    ``each.value.X`` is ``local.slot``'s X (a slot kept beside it holds values an earlier apply wrote
+    the same way)."""
+    def expr(m: re.Match[str]) -> str:
+        table = mod.locals["wanted" if m.group(1) else "slot"]
+        value = table[m.group(2)]
+        return _address(value) if isinstance(value, str) else json.dumps(value)
+
+    if isinstance(body, dict):
+        return {k: _as_target_slot(mod, v) for k, v in body.items()}
+    if isinstance(body, list):
+        return [_as_target_slot(mod, v) for v in body]
+    if isinstance(body, str) and "each.value." in body:
+        whole = re.fullmatch(r"\$\{(each\.value\.[\w.]+)\}", body)
+        if whole:
+            m = _SLOT_REF.fullmatch(whole.group(1))
+            assert m, body
+            value = mod.locals["wanted" if m.group(1) else "slot"][m.group(2)]
+            return value
+        return _SLOT_REF.sub(expr, body)
+    return body
 
 
 def _address(value: str) -> str:

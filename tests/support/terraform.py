@@ -10,7 +10,8 @@
   (``tpubuild_standin_override.tf``): the backend becomes ``local`` (``<ws>/state/<plan module>.tfstate``)
   and every ``terraform_remote_state`` reads the local state of the plan module its GCS prefix
   names (``"${var.env_name}/filestore"`` → ``state/filestore.tfstate``), so applying the plan
-  modules in the pipeline's order gives each one real (fake-applied) upstream outputs.
+  modules in the pipeline's order gives each one real (fake-applied) upstream outputs; a root that
+  reads its own state (modules/tpu_vm) finds an empty one before its first apply, as on GCS.
 """
 
 from __future__ import annotations
@@ -101,6 +102,11 @@ class Workspace:
             prefix = _PREFIX.search(body)
             assert prefix, f"{directory}: terraform_remote_state.{name} has no recognisable prefix"
             target = self.state / f"{prefix.group(1)}.tfstate"
+            if prefix.group(1) == plan_module and not target.exists():
+                # a root reading its own state (modules/tpu_vm's slots): the GCS backend writes an
+                # empty state at init when there is none; the local one does not, so do it here
+                target.write_text(json.dumps({"version": 4, "terraform_version": "1.11.0", "serial": 0,
+                                              "lineage": f"tpubuild-{plan_module}", "outputs": {}, "resources": []}))
             lines += [f'data "terraform_remote_state" "{name}" {{', '  backend = "local"',
                       f"  config = {{ path = {json.dumps(str(target))} }}", "}"]
         (path / OVERRIDE).write_text("\n".join(lines) + "\n")

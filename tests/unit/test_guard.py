@@ -105,6 +105,31 @@ def test_tpu_replacement_is_allowed_and_announced(cli, action: str) -> None:
     assert "1 to replace" in out
 
 
+def _slots(old: list[str], new: list[str]) -> dict:
+    """A plan of modules/tpu_vm's slots: ``old`` (no-op, update) kept running, ``new`` actions."""
+    def change(slot: str, actions: list[str], name: str, accel: str) -> dict:
+        values = {"name": name, "accelerator_type": accel}
+        return {"address": f'google_tpu_v2_vm.this["{slot}"]', "mode": "managed", "type": "google_tpu_v2_vm",
+                "change": {"actions": actions, "before": None if actions == ["create"] else values,
+                           "after": values}}
+    return {"format_version": "1.2", "resource_changes": [change("a", old, "tpu-x", "v3-32"),
+                                                          change("b", new, "tpu-x-b", "v3-128")]}
+
+
+@pytest.mark.parametrize("kept", [["no-op"], ["update"]])
+def test_a_tpu_made_beside_a_running_one_is_announced_as_double_billing(kept: list[str]) -> None:
+    decision = evaluate(_slots(kept, ["create"]), "tpu", "update")
+    assert decision.proceed
+    (line,) = [w for w in decision.warnings if "DOUBLE BILLING" in w]
+    assert "tpu-x-b (v3-128) is created beside tpu-x (v3-32)" in line and "release step deletes tpu-x" in line
+
+
+@pytest.mark.parametrize("old,new", [(["delete"], ["create"]), (["no-op"], ["no-op"]), (["delete"], ["no-op"])])
+def test_no_double_billing_without_a_slice_kept_beside_a_new_one(old: list[str], new: list[str]) -> None:
+    assert not [w for w in evaluate(_slots(old, new), "tpu", "update").warnings if "DOUBLE BILLING" in w]
+    assert not [w for w in evaluate(_slots(old, ["delete"]), "tpu", "destroy").warnings if "DOUBLE" in w]
+
+
 def test_tpu_update_in_place_and_destroy_messages(cli) -> None:
     _, out, _ = guard(cli, "tpu_vm_update_in_place", "tpu", "update")
     assert "WARNING" not in out and "1 to change" in out

@@ -95,7 +95,7 @@ def test_tfvars_tell_the_module_it_is_queued() -> None:
 def test_module_creates_no_tpu_vm_when_queued_and_outputs_the_request() -> None:
     main = (REPO / "modules/tpu_vm/main.tf").read_text()
     outputs = (REPO / "modules/tpu_vm/outputs.tf").read_text()
-    assert "count    = var.queued ? 0 : 1" in main
+    assert "for_each = local.slices" in main and "slices = var.queued ? {} :" in main
     for field in ("metadata", "service_account_email", "network_tag"):
         assert f"{field} " in outputs.split('output "queued_request"')[1]
 

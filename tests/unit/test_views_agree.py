@@ -175,11 +175,44 @@ def _check(old: Any, new: Any, action: str, scope: dict[str, bool]) -> None:
     if action in ("create", "update") and not scope and same_arch and not (set(not_wanted(new)) - set(not_wanted(old))):
         # nothing is left outside the build: after it, the environment is the new file planned alone
         assert info["cost"]["after"]["total"] == _alone_total(new), story
-    # the text says what the data says
+    # make-before-break (TPU_REPLACE) ↔ the before → after, the steps, the durations table and the prices
     text = as_text(info, bold=False)
+    _replacement_agrees(old, new, plan, info, text, story)
+    # the text says what the data says
     for line in ba["lines"]:
         assert f"  {line}\n" in text, (story, line)
     assert f"Cost per hour: {info['cost']['change']}" in text, story
+
+
+def _replacement_agrees(old: Any, new: Any, plan: Any, info: dict[str, Any], text: str, story: str) -> None:
+    from builder.durations import duration
+    from builder.modules import accelerator_module
+
+    accel = accelerator_module(new.arch)
+    rep = info["replacement"]
+    swaps = [st for st in plan.steps if st.kind in ("swap", "release")]
+    assert bool(swaps) == (new.replace == "make-before-break" and plan.applies(accel)), story
+    if not plan.applies(accel) or plan.action == "destroy":
+        assert rep is None, story
+        return
+    status = {m["module"]: m["status"] for m in info["before_after"]["modules"]}.get(accel)
+    compared = info["before_after"]["applied"] and not info["before_after"]["other_arch"]
+    assert rep["mode"] == new.replace and rep["replaces"] is ((status == "replace") if compared else None), story
+    if rep["text"]:
+        assert f"note: {rep['text']}\n" in text, story
+    if not swaps or rep["replaces"] is False or (rep["replaces"] is None and plan.action != "update"):
+        assert rep["overlap_minutes"] is None and rep["overlap_cost"] is None, story
+        return
+    # both slices are billed from the new one's create (tpu-apply) to the old one's delete (tpu-release)
+    minutes = sum(duration({"id": st.id}, new) for st in plan.steps if st.module == accel
+                  and st.kind in ("apply", "swap", "release"))
+    assert rep["overlap_minutes"] == minutes, story
+    old_tpu = [i for i in _alone(old).get(accel, []) if i["hourly"] is not None]
+    if rep["replaces"] is None:  # nothing applied to compare with: the overlap's price is unknown
+        assert rep["overlap_cost"] is None and "unknown" in rep["text"], story
+    elif old_tpu:
+        assert rep["overlap_cost"] == round(sum(i["hourly"] for i in old_tpu) * minutes / 60, 2), story
+        assert f"~${rep['overlap_cost']:,.2f}" in rep["text"] and f"~{minutes:.0f} min" in rep["text"], story
 
 
 def _alone_total(settings: Any) -> str:
@@ -326,3 +359,26 @@ def test_a_node_era_applied_file_is_not_called_nothing_applied(cli, tmp_path: Pa
     assert (ba["hosts_before"], ba["accelerator_before"]) == (node.hosts, node.accelerator_type)
     text = cli("plan", "--values", migrated, "--applied", NODE, "--action", action)[1]
     assert "no applied snapshot" not in text and "another architecture (TPU_ARCH=node)" in text
+
+
+def test_the_shipped_resize_is_made_before_broken_and_priced() -> None:
+    """v3-32 → v3-128 in values.env: plan (JSON and text), the rendered pipeline and the guard's
+    rule all say make-before-break, with the double billing priced; break-before-make says the
+    other story and renders no swap."""
+    text = (REPO / "values.env").read_text(encoding="utf-8")
+    old = _load(text, "old.env")
+    for mode, swaps in (("", True), ("break-before-make", False)):
+        new = _load(rewrite_env(text, TPU_ACCELERATOR_TYPE="v3-128", TPU_REPLACE=mode or None), "new.env")
+        plan = make_plan(new, "update", tpu=True)
+        info = describe(new, plan, previous=Previous(old, "old.env"))
+        rep, said = info["replacement"], as_text(info, bold=False)
+        rendered = [st["id"] for st in pipeline.render(new, plan)["steps"]]
+        assert ("tpu-swap" in rendered and "tpu-release" in rendered) is swaps
+        assert rep["replaces"] is True and rep["mode"] == (mode or "make-before-break")
+        if swaps:
+            assert rendered.index("tpu-apply") < rendered.index("tpu-swap") < rendered.index("tpu-release")
+            assert rep["overlap_minutes"] > 0 and rep["overlap_cost"] > 0
+            assert "make-before-break" in rep["text"] and "v3-32" in rep["text"] and "v3-128" in rep["text"]
+        else:
+            assert rep["overlap_minutes"] is None and "break-before-make" in rep["text"]
+        assert f"note: {rep['text']}" in said

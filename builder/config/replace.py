@@ -1,0 +1,56 @@
+"""TPU_REPLACE: how an update that replaces the TPU goes (docs/pipeline.md, "Make-before-break").
+
+The rule, decided here once and read by every view through ``Settings.replace``:
+
+* ``make-before-break`` is the default wherever tpubuild can do it: the TPU API path
+  (``TPU_ARCH="vm"``) with a slice Terraform owns (not ``TPU_QUEUED``). A change that replaces the
+  slice (accelerator type, runtime, provisioning, network, ...) first creates the new slice under
+  the environment's other slice name (``tpu-<env>`` ↔ ``tpu-<env>-b``), waits until it is READY,
+  stops the training on the old one, and only then deletes the old one. Google never guarantees
+  capacity for a shape the project does not run yet; deleting first can leave nothing running.
+  Both slices are billed meanwhile (``tpubuild plan`` says how long and what it costs).
+* ``break-before-make`` only when the user asks for it (one slice billed at a time, e.g. a TPU
+  quota that cannot hold both slices), and where make-before-break is not implemented: the
+  Compute Engine path (``TPU_ARCH="mig"``: its update drains the MIG, then resizes it) and a
+  queued slice (``TPU_QUEUED``: the tpu-queue step deletes and requests it again). Asking for
+  make-before-break there is refused, one line, rather than silently not honoured.
+
+The TPU quota check (``check-capacity``) counts both slices under make-before-break.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+MAKE_BEFORE_BREAK = "make-before-break"
+BREAK_BEFORE_MAKE = "break-before-make"
+
+Fail = Callable[[str, str, str], None]
+
+
+def supported(arch: str, queued: bool) -> str:
+    """'' where make-before-break is implemented, else why not (the end of a sentence)."""
+    if arch == "mig":
+        return ('is not implemented on TPU_ARCH="mig" (an update that changes the slice drains the MIG, then '
+                "resizes it: docs/pipeline.md)")
+    if arch == "node":
+        return "does not apply to the legacy TPU Node (it can only be destroyed)"
+    if queued:
+        return "is not implemented for a queued slice (TPU_QUEUED: tpu-queue deletes it and requests it again)"
+    return ""
+
+
+def resolve(v: dict[str, Any], fail: Fail) -> None:
+    """Set ``v["replace"]`` to the mode the slice is replaced with, or fail on TPU_REPLACE's line."""
+    declared = v["replace"]
+    why_not = supported(v["arch"], v["queued"])
+    if declared == MAKE_BEFORE_BREAK and why_not:
+        fail("TPU_REPLACE", f"make-before-break {why_not}",
+             f'remove TPU_REPLACE or set TPU_REPLACE="{BREAK_BEFORE_MAKE}"')
+    v["replace"] = declared or (BREAK_BEFORE_MAKE if why_not else MAKE_BEFORE_BREAK)
+
+
+def slot_names(settings: Any) -> tuple[str, ...]:
+    """The names the slice may have: on vm the two slots of modules/tpu_vm (``tpu-<env>`` and
+    ``tpu-<env>-b``: make-before-break alternates them), elsewhere ``tpu-<env>`` alone."""
+    return (settings.tpu_name, f"{settings.tpu_name}-b") if settings.arch == "vm" else (settings.tpu_name,)

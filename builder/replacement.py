@@ -1,0 +1,83 @@
+"""What ``tpubuild plan`` says of TPU_REPLACE: which of make-before-break and break-before-make an
+update that applies the slice does, how long both slices are billed together, and what that costs.
+
+The facts come from their one place each: the mode from ``Settings.replace``
+(builder/config/replace.py), whether the change replaces the slice from the before → after
+(``builder.diff``), the steps from the plan (``tpu-apply → tpu-swap → tpu-release``), their
+minutes from ``builder.durations`` (the table benchmarks/critical_path.py reads), the price from
+``builder.cost``. The guard says the same thing of the real Terraform plan (``builder.guard``:
+a slice created while another one is kept). Pure.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from builder.config.replace import MAKE_BEFORE_BREAK, slot_names
+from builder.modules import accelerator_module
+
+if TYPE_CHECKING:  # pragma: no cover
+    from builder.config import Settings
+    from builder.diff import Diff
+    from builder.plan import Plan
+
+#: The steps between the start of the new slice's create and the end of the old one's delete:
+#: both slices are billed through them.
+OVERLAP_KINDS = ("apply", "swap", "release")
+
+
+def overlap_minutes(plan: Plan) -> float:
+    """Minutes both slices are billed together: the accelerator's apply, swap and release steps."""
+    from builder.durations import duration
+
+    return sum(duration({"id": st.id}, None) for st in plan.steps
+               if st.module == accelerator_module(plan.arch) and st.kind in OVERLAP_KINDS)
+
+
+def facts(settings: Settings, plan: Plan, applied: Settings | None, d: Diff) -> dict[str, Any] | None:
+    """The replacement section of ``tpubuild plan`` (None: the plan does not apply the slice).
+
+    ``replaces``: True/False from the before → after, None when nothing applied is known.
+    ``overlap_minutes`` and ``overlap_cost`` (USD, the old slice's list price for that time; None:
+    unknown) only under make-before-break when the change replaces the slice, or (an update
+    compared with nothing) may; ``text``, what the plan notes ('' when there is nothing to say)."""
+    from builder import cost
+
+    module = accelerator_module(settings.arch)
+    if not plan.applies(module) or plan.action == "destroy":
+        return None
+    changed = d.get(module)
+    replaces = (changed is not None and changed.status == "replace") if d.applied else None
+    mbb = settings.replace == MAKE_BEFORE_BREAK and any(st.kind == "swap" for st in plan.steps)
+    out: dict[str, Any] = {"mode": settings.replace, "replaces": replaces, "module": module,
+                           "overlap_minutes": None, "overlap_cost": None, "old_hourly": None}
+    names = " or ".join(slot_names(settings))
+    if mbb and (replaces or (replaces is None and plan.action == "update")):
+        minutes = overlap_minutes(plan)
+        out["overlap_minutes"] = minutes
+        old = cost.estimate(applied, frozenset({module})) if applied is not None and replaces else None
+        if old is not None and not old.unknown:
+            out["old_hourly"] = old.known
+            out["overlap_cost"] = round(old.known * minutes / 60, 2)
+        was = f"the running {applied.accelerator_type}" if applied is not None and replaces else "the running slice"
+        if out["overlap_cost"] is not None:
+            price = (f": ~${out['overlap_cost']:,.2f} ({was} at ${out['old_hourly']:,.2f}/h; the new one is billed "
+                     "from its create either way)")
+        elif replaces:
+            price = " (the running slice's list price is unknown: builder/data/prices.json)"
+        else:
+            price = " (the price of the running slice for that time; unknown until the applied values are)"
+        when = "" if replaces else "if the change replaces the slice (compare with --applied FILE to know): "
+        out["text"] = (f"{module}: {when}make-before-break: {module}-apply creates the {settings.accelerator_type} "
+                       f"slice beside {was} under the other slice name ({names}) and waits until it is READY, "
+                       f"{module}-swap checks it, {module}-release deletes the old one (training is interrupted: it "
+                       "stops as `tpubuild stop` does; `tpubuild train` resumes it on the new one); both are billed "
+                       f"together for ~{minutes:.0f} min{price}; the TPU quota must hold both slices; if the new "
+                       "slice does not come, the old one keeps running and the build fails")
+    elif replaces:
+        out["text"] = (f"{module}: break-before-make (TPU_REPLACE): the running slice is deleted first, then "
+                       f"the {settings.accelerator_type} slice is created in its place: one slice billed at a time, "
+                       "and nothing runs if Google has no capacity for the new one")
+    else:
+        out["text"] = ""
+    return out

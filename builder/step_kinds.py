@@ -1,0 +1,106 @@
+"""How each kind of pipeline step is rendered: the builder images (pinned, the one place each is
+named), the script template and timeout per step kind (:data:`KINDS`), and the timeouts the steps
+and the build share. Pure data and small helpers; ``builder.pipeline`` renders with them and
+re-exports them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from builder.config import Settings
+
+#: Builder images, pinned by tag: the one place each is named (docs/terraform.md, "Terraform
+#: versions", says which releases and how the tests' Terraform compares). The Terraform image has
+#: no bash: its steps run under its BusyBox ``sh`` (which has ``pipefail``) and are written in
+#: the POSIX subset plus pipefail. ``python``: the builder image's base; ``tpubuild``: that image
+#: (:func:`image` fills it in), which ``docker`` (the CLI on Cloud Build's daemon) builds and pushes.
+IMAGES: dict[str, str] = {
+    "terraform": "hashicorp/terraform:1.16.4",
+    "python": "python:3.11-slim",
+    "gcloud": "gcr.io/google.com/cloudsdktool/google-cloud-cli:587.0.0-slim",
+    "docker": "docker:28.2.2-cli",
+    "tpubuild": "{region}-docker.pkg.dev/{project}/{repository}/{name}:{tag}",
+}
+SHELLS: dict[str, str] = {"terraform": "sh", "python": "bash", "gcloud": "bash", "docker": "sh", "tpubuild": "bash"}
+
+
+def image(settings: Settings, key: str) -> str:
+    """The image a step of ``IMAGES[key]`` runs in: the pinned name, or for ``tpubuild`` the
+    environment's builder image (``<region>-docker.pkg.dev/<project>/tpubuild-<env>/tpubuild:<tag>``)."""
+    if key != "tpubuild":
+        return IMAGES[key]
+    from builder import builder_image
+
+    return IMAGES[key].format(region=settings.region, project=settings.project_id,
+                              repository=settings.image_repository, name=builder_image.NAME,
+                              tag=builder_image.tag())
+
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How a step of one kind is rendered: the builder image, the script template, the step
+    timeout in seconds (None: per step, see :func:`_timeout`)."""
+
+    image: str
+    template: str
+    timeout: int | None
+
+
+#: Seconds a resize (and a drain) step may take, and the seed step.
+RESIZE_STEP_S = 3600
+SEED_STEP_S = 14400
+#: Seconds the mig-calendar step may take: it waits this less 300 for Google's decision on the request.
+CALENDAR_STEP_S = 1800
+#: Seconds the tpubuild-image step may take: a check when the image exists, a build and push once.
+IMAGE_STEP_S = 1200
+#: TPU_REPLACE=make-before-break: how long tpu-swap waits for the new slice to be READY (tpu-apply's
+#: create already waited for it, up to modules/tpu_vm's 60 minutes create timeout).
+SWAP_WAIT_S = 900
+#: Step kind (builder.plan.Step.kind) → how it is rendered.
+KINDS: dict[str, Kind] = {
+    "image": Kind("docker", "builder_image.sh.j2", IMAGE_STEP_S),
+    "capacity": Kind("tpubuild", "capacity.sh.j2", 300),
+    "restore": Kind("gcloud", "pd_restore.sh.j2", 300),
+    "snapshot": Kind("gcloud", "pd_snapshot.sh.j2", 3600),
+    "backup": Kind("gcloud", "fs_backup.sh.j2", 7200),
+    "unqueue": Kind("gcloud", "tpu_unqueue.sh.j2", 1800),
+    "plan": Kind("terraform", "tf_plan.sh.j2", 1200),
+    "guard": Kind("tpubuild", "guard.sh.j2", 600),
+    "drain": Kind("gcloud", "mig_drain.sh.j2", RESIZE_STEP_S),
+    "apply": Kind("terraform", "tf_apply.sh.j2", None),  # the module's apply_timeout (builder.modules)
+    "calendar": Kind("gcloud", "mig_calendar.sh.j2", CALENDAR_STEP_S),
+    "resize": Kind("gcloud", "mig_resize.sh.j2", RESIZE_STEP_S),
+    "queue": Kind("gcloud", "tpu_queue.sh.j2", None),  # how long it waits for the queue, plus slack
+    "attach": Kind("gcloud", "tpu_attach.sh.j2", 1200),
+    "swap": Kind("gcloud", "tpu_swap.sh.j2", SWAP_WAIT_S + 300),
+    "release": Kind("terraform", "tf_release.sh.j2", 3600),  # a TPU VM's delete: up to 30 minutes
+    "seed": Kind("gcloud", "pd_seed.sh.j2", SEED_STEP_S),
+    "finalize": Kind("tpubuild", "finalize.sh.j2", 600),
+}
+#: TPU_QUEUED: how long tpu-queue waits for ACTIVE without TPU_QUEUED_VALID_FOR, and at most (a
+#: Cloud Build build lasts at most 24 h); its step timeout adds QUEUE_SLACK_S to the wait.
+QUEUE_WAIT_S = 4 * 3600
+MAX_QUEUE_WAIT_S = 20 * 3600
+QUEUE_SLACK_S = 900
+#: Slack added to the longest path through the steps for the whole build's timeout.
+BUILD_TIMEOUT_SLACK = 900
+MAX_BUILD_TIMEOUT = 86400  # Cloud Build's maximum build timeout (24 h)
+#: How long the seeder itself may run: its step's timeout less room to clean up its VM.
+SEED_TIMEOUT_S = SEED_STEP_S - 600
+#: How long Terraform waits for the state lock that another build holds.
+LOCK_TIMEOUT = "5m"
+
+_DURATION = re.compile(r"^\d+s$")
+
+
+def check_duration(value: str) -> str:
+    """A Cloud Build duration we accept: whole seconds, positive (``"1800s"``). The Build type
+    itself takes ``"-5s"``, so we check."""
+    if not _DURATION.fullmatch(value) or int(value[:-1]) <= 0:
+        raise ValueError(f"{value!r} is not a positive duration in whole seconds like '600s'")
+    return value

@@ -1,0 +1,138 @@
+"""Make-before-break (TPU_REPLACE) as the rendered steps run it: ``tpu-apply`` (creates the new slice
+beside the old one and leaves the slots for the next steps), ``tpu-swap`` (the new slice is READY)
+and ``tpu-release`` (deletes the old one), each under its image's shell (``sh`` for the Terraform
+image's steps under BusyBox, bash for gcloud's), with stand-ins for terraform and gcloud that keep a journal of
+what happened to which slice.
+
+Happy path: create new → new READY → old deleted, in that order. A new slice that never becomes
+READY: the build stops at tpu-swap with one line on stderr, and the old slice is never touched.
+A create that fails (no capacity): tpu-apply fails with tpubuild's one line, and nothing is deleted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from builder.config import load_text
+from builder.pipeline import render
+from builder.plan import make_plan
+from tests.conftest import REPO, SHIPPED, require
+from tests.support.pipeline import step_env, step_script
+
+#: terraform: `apply <plan>` creates the new slot beside the old (the make plan) or, for the
+#: release plan, deletes every slot but the new; `output` answers from that state. STANDIN_APPLY_FAILS
+#: makes the create fail as Google does when it has no capacity.
+TERRAFORM = r"""#!/usr/bin/env bash
+set -u
+state="$JOURNAL_DIR/slots.json"
+echo "terraform $*" >> "$JOURNAL_DIR/journal"
+case "$1" in
+  plan) for a in "$@"; do case "$a" in -out=*) : > "${a#-out=}";; -var=release=true) : > "$JOURNAL_DIR/releasing";; esac; done ;;
+  show) echo '{"format_version": "1.2"}' ;;
+  apply)
+    if [ -f "$JOURNAL_DIR/releasing" ]; then
+      echo '{"b": {"name": "tpu-new"}}' > "$state"; echo "deleted tpu-old" >> "$JOURNAL_DIR/journal"
+    elif [ -n "${STANDIN_APPLY_FAILS:-}" ]; then
+      echo "Error: creating TPU VM tpu-new: there is no more capacity in the zone" >&2; exit 1
+    else
+      echo '{"a": {"name": "tpu-old"}, "b": {"name": "tpu-new"}}' > "$state"; echo "created tpu-new" >> "$JOURNAL_DIR/journal"
+    fi ;;
+  output)
+    if [ "$2" = "-json" ]; then cat "$state"; else echo -n "tpu-new"; fi ;;
+esac
+"""
+#: gcloud: the new slice's state is STANDIN_STATE (READY unless told).
+GCLOUD = r"""#!/usr/bin/env bash
+set -u
+echo "gcloud $*" >> "$JOURNAL_DIR/journal"
+case "$*" in
+  *"tpu-vm describe tpu-new"*) echo "${STANDIN_STATE-READY}"; echo "tpu-new is ${STANDIN_STATE-READY}" >> "$JOURNAL_DIR/journal" ;;
+  *delete*) echo "deleted by gcloud" >> "$JOURNAL_DIR/journal" ;;
+esac
+"""
+
+
+@pytest.fixture(scope="module")
+def steps() -> dict[str, tuple[str, str]]:
+    """The shipped v3-32 → v3-128 story, rendered: tpu-apply, tpu-swap and tpu-release by id."""
+    text = SHIPPED.read_text().replace('TPU_ACCELERATOR_TYPE="v3-32"', 'TPU_ACCELERATOR_TYPE="v3-128"')
+    settings = load_text(text, REPO / SHIPPED.name)
+    assert settings.replace == "make-before-break"
+    config = render(settings, make_plan(settings, "update", tpu=True))
+    by_id = {st["id"]: st for st in config["steps"]}
+    assert by_id["tpu-swap"]["waitFor"] == ["tpu-apply"] and by_id["tpu-release"]["waitFor"] == ["tpu-swap"]
+    assert not step_env(by_id["tpu-swap"])  # gcloud steps take no env
+    return {sid: (by_id[sid]["entrypoint"], step_script(by_id[sid])) for sid in ("tpu-apply", "tpu-swap", "tpu-release")}
+
+
+def _shell(entrypoint: str) -> list[str]:
+    """The step's shell: bash, or for the Terraform image's ``sh`` BusyBox's (POSIX plus pipefail)."""
+    if entrypoint == "bash":
+        return ["bash"]
+    busybox = shutil.which("busybox")
+    require("busybox", busybox is not None, "apt-get install busybox")
+    return [str(busybox), "sh"]
+
+
+def _sandbox(tmp: Path) -> dict[str, str]:
+    bin_dir, ws = tmp / "bin", tmp / "workspace"
+    for d in (bin_dir, ws / "plans", ws / "tfvars", ws / "modules" / "tpu_vm", tmp / "journal"):
+        d.mkdir(parents=True)
+    for name, text in (("terraform", TERRAFORM), ("gcloud", GCLOUD)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    (ws / "plans" / "tpu.tfplan").write_text("saved plan\n")
+    (ws / "tfvars" / "tpu.tfvars.json").write_text("{}\n")
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp), "LANG": "C.UTF-8",
+            "WORKSPACE": str(ws), "JOURNAL_DIR": str(tmp / "journal"), "TPUBUILD_SWAP_POLL_S": "0"}
+
+
+def _run(steps: dict[str, tuple[str, str]], env: dict[str, str], **extra: str) -> tuple[list[subprocess.CompletedProcess[str]], list[str]]:
+    """The three steps in the build's order, stopping at the first that fails (as Cloud Build does)."""
+    done = []
+    for sid in ("tpu-apply", "tpu-swap", "tpu-release"):
+        shell, script = steps[sid]
+        proc = subprocess.run([*_shell(shell), "-c", script], env={**env, **extra}, capture_output=True, text=True,
+                              timeout=60)
+        done.append(proc)
+        if proc.returncode != 0:
+            break
+    journal = Path(env["JOURNAL_DIR"], "journal").read_text().splitlines()
+    return done, journal
+
+
+def test_happy_path_creates_then_waits_ready_then_deletes_the_old(steps: dict[str, tuple[str, str]], tmp_path: Path) -> None:
+    done, journal = _run(steps, _sandbox(tmp_path))
+    assert [p.returncode for p in done] == [0, 0, 0], [p.stderr for p in done]
+    events = [line for line in journal if line in ("created tpu-new", "tpu-new is READY", "deleted tpu-old")]
+    assert events == ["created tpu-new", "tpu-new is READY", "deleted tpu-old"]
+    assert "tpu-old" in done[1].stdout and "tpubuild train" in done[1].stdout
+    assert "only tpu-new is left" in done[2].stdout
+    assert not any("delete" in line for line in journal if line.startswith("gcloud"))
+
+
+@pytest.mark.parametrize("state", ["CREATING", "", "UNHEALTHY"])
+def test_a_new_slice_never_ready_leaves_the_old_running_and_fails_with_one_line(
+        steps: dict[str, tuple[str, str]], tmp_path: Path, state: str) -> None:
+    done, journal = _run(steps, _sandbox(tmp_path), STANDIN_STATE=state, TPUBUILD_SWAP_WAIT_S="0")
+    assert [p.returncode for p in done] == [0, 1], "the build stops at tpu-swap"
+    (line,) = done[1].stderr.splitlines()
+    assert line.startswith("tpubuild: tpu: tpu-new is ") and "not READY; tpu-old keeps running" in line
+    assert "nothing was deleted" in line
+    assert not any("delete" in j or "release" in j for j in journal), journal
+    assert json.loads(Path(tmp_path / "journal" / "slots.json").read_text()) == \
+        {"a": {"name": "tpu-old"}, "b": {"name": "tpu-new"}}
+
+
+def test_a_create_that_fails_deletes_nothing_and_says_so_in_one_line(steps: dict[str, tuple[str, str]], tmp_path: Path) -> None:
+    done, journal = _run(steps, _sandbox(tmp_path), STANDIN_APPLY_FAILS="1")
+    assert [p.returncode for p in done] == [1]
+    ours = [line for line in done[0].stderr.splitlines() if line.startswith("tpubuild:")]
+    assert len(ours) == 1 and "did not become READY" in ours[0] and "nothing was deleted" in ours[0]
+    assert not any("delete" in j for j in journal) and not (tmp_path / "journal" / "slots.json").exists()
