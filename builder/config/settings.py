@@ -67,6 +67,8 @@ class Settings:
     zone_check: str = "error"  # TPU_ZONE_CHECK: "warn" turns the zone-table refusal into a warning
     build_service_account: str = ""  # BUILD_SERVICE_ACCOUNT; see builder_service_account
     env_ttl_hours: int = 0
+    recovery_mode: str = ""  # TPU_RECOVERY as written; see recovery
+    recovery_max_tries: int = 3
 
     # ---- derived names: computed here once so every stage agrees ----
     @property
@@ -80,6 +82,18 @@ class Settings:
     shared_pd_name = _env_name("pd-{env}")
     mig_name = _env_name("worker-{env}")
     workspace_prefix = _env_name("workspace/{env}")
+
+    @property
+    def recovery(self) -> bool:
+        """TPU_RECOVERY: whether the health check (builder/recovery.py, modules/health) recreates a
+        lost slice. Unset, it is on for spot and preemptible slices on vm and mig, where Google
+        takes the slice away by design, and off for every other capacity mode: on-demand and
+        reservation slices are rarely lost, a flex-start or calendar slice ends when its capacity
+        does, and a queued (TPU_QUEUED) slice is requested by the pipeline's tpu-queue step."""
+        if self.recovery_mode:
+            return self.recovery_mode == "auto"
+        return (self.provisioning in ("spot", "preemptible") and self.arch in ("vm", "mig")
+                and not (self.arch == "vm" and self.queued))
 
     @property
     def worker_service_account_id(self) -> str:
