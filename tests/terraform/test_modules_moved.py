@@ -33,7 +33,7 @@ def _repetition(body: dict[str, Any]) -> str:
 
 
 #: Module calls added after the split into child modules: nothing existed before them to move.
-NEW_CALLS = frozenset({"ttl"})
+NEW_CALLS = frozenset({"ttl", "health"})
 
 
 def moved_errors(mod: Module, former: dict[str, str]) -> list[str]:
