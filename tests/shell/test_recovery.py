@@ -95,7 +95,7 @@ def _sandbox(tmp_path: Path, base: Path, **overrides: str) -> Sandbox:
     if shutil.which("bash") is None:
         pytest.skip("bash is not on PATH")
     workspace = tmp_path / "workspace"
-    workspace.mkdir()
+    workspace.mkdir(parents=True)
     values = workspace / "values.env"
     values.write_text(rewrite_env(base.read_text(), **overrides))
     bin_dir = tmp_path / "bin"
@@ -265,3 +265,29 @@ def test_a_launch_that_never_succeeds_is_a_failed_try(tmp_path: Path) -> None:
     [record] = box.records()
     assert record["outcome"] == "failed" and "did not launch on every host" in record["message"]
     assert out.count("failed (the hosts may still be starting)") == recovery.LAUNCH_TRIES
+
+
+@pytest.mark.slow
+def test_every_gcloud_line_of_the_health_build_parses_in_real_gcloud(gcloud, tmp_path: Path) -> None:
+    """The argvs bash handed the fake gcloud through every branch (vm recreate with a TTL, a MIG
+    waiting then relaunching, a given-up recovery), parsed by the REAL gcloud offline."""
+    vm = _sandbox(tmp_path / "vm", VM, ENV_TTL_HOURS="8")
+    vm.put("tpu", "PREEMPTED")
+    vm.put("ttl", _ttl_line(datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=6)))
+    assert vm.run_build()[0] == 0
+    vm.put("tpu", "PREEMPTED")
+    vm.run_build("hb-2", FAKE_DISPATCH_FAILS="1")
+    mig = _sandbox(tmp_path / "mig", MIG, TPU_RECOVERY_MAX_TRIES="1")
+    mig.put("mig", "RUNNING NONE\n")
+    mig.run_build()
+    mig.put("mig", "RUNNING NONE\n" * 4)
+    assert mig.run_build("hb-2")[0] == 0
+    boxes = [vm, mig]
+    argvs = [tuple(json.loads(line)) for box in boxes for line in (box.state / "argv.jsonl").read_text().splitlines()]
+    assert any(a[:2] == ("builds", "list") for a in argvs) and any(a[:2] == ("storage", "cat") for a in argvs)
+    assert any(a[:4] == ("compute", "tpus", "tpu-vm", "delete") for a in argvs)
+    assert any(a[:3] == ("scheduler", "jobs", "describe") for a in argvs)
+    assert any(a[:4] == ("compute", "instance-groups", "managed", "list-instances") for a in argvs)
+    assert any(a[:2] == ("storage", "cp") for a in argvs) and any(a[:2] == ("storage", "rm") for a in argvs)
+    failures = [r.why() for r in (gcloud.parse(list(a)) for a in dict.fromkeys(argvs)) if not r.ok]
+    assert not failures, "\n\n".join(failures)

@@ -9,12 +9,13 @@ the health build runs, against files under ``$FAKE_GCLOUD_STATE``:
 * ``ongoing``: the ids ``builds list --ongoing`` prints;
 * ``ssh_rc``: the exit status of ``compute ssh``/``scp``/``tpu-vm ssh``/``scp`` (default 0).
 
-Every call is appended to ``calls.log``. The command lines themselves are proven in the REAL
+Every call is appended to ``calls.log`` (and its exact argv to ``argv.jsonl``). The command lines themselves are proven in the REAL
 gcloud by tests/integration/test_gcloud_lines.py.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -41,6 +42,8 @@ def _not_found(what: str) -> int:
 def main(argv: list[str]) -> int:
     with (STATE / "calls.log").open("a") as log:
         log.write("gcloud " + " ".join(argv) + "\n")
+    with (STATE / "argv.jsonl").open("a") as log:  # exactly what bash handed gcloud
+        log.write(json.dumps(argv) + "\n")
     words = [a for a in argv if not a.startswith("-")]
     if words[:2] == ["builds", "list"]:
         print(_read("ongoing") or "", end="")
