@@ -136,6 +136,25 @@ def build_request(settings: Settings) -> dict[str, Any]:
     }
 
 
+def parse_mark(text: str) -> dict[str, str]:
+    """The mark's ``key=value`` lines (health-check writes them; health-relaunch counts the tries)."""
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
+def summary(records: list[dict[str, Any]], shown: int) -> dict[str, Any]:
+    """What ``tpubuild status`` says of the records (oldest first): the newest ``shown`` of them,
+    how many recovered, and the down time and its cost of every episode (a failed try is part of
+    the episode the record that recovers or gives up ends, whose down time counts from the loss)."""
+    def number(record: dict[str, Any], key: str) -> float:
+        value = record.get(key, 0)
+        return value if isinstance(value, (int, float)) else 0
+
+    return {"records": records[-shown:], "count": len(records),
+            "recovered": sum(r.get("outcome") == "recovered" for r in records),
+            "down_s": sum(number(r, "down_s") for r in records if r.get("outcome") != "failed"),
+            "cost_usd": round(sum(number(r, "down_cost_usd") for r in records if r.get("outcome") != "failed"), 2)}
+
+
 def plan_text(settings: Settings) -> str:
     """What ``tpubuild plan`` and the docs say about the recovery of these values."""
     if not settings.recovery:
