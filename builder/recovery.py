@@ -69,13 +69,16 @@ def lock_object(settings: Settings) -> str:
     return f"{settings.workspace_prefix}/lock.json"
 
 
-def hourly_usd(settings: Settings) -> float:
-    """What the environment costs an hour (``tpubuild plan``'s number, builder/cost.py): the
-    price of its down time, an upper bound (a preempted slice is not billed until it is recreated)."""
+def hourly_usd(settings: Settings) -> float | None:
+    """What the slice's chips cost an hour (the price ``tpubuild plan`` gives the module that holds
+    them, builder/cost.py): the value of an hour of training lost. It reads only the slice's own
+    keys, so editing another module's values never changes the health build. None where a price
+    is unknown (spot v5e, v6e: builder/data/prices.json): the record then says the cost is unknown."""
     from builder import cost
-    from builder.modules import modules
+    from builder.modules import accelerator_module
 
-    return round(cost.estimate(settings, modules(settings.arch)).known, 4)
+    estimate = cost.estimate(settings, (accelerator_module(settings.arch),))
+    return None if estimate.unknown else round(estimate.known, 4)
 
 
 def context(settings: Settings) -> dict[str, Any]:
@@ -92,10 +95,15 @@ def context(settings: Settings) -> dict[str, Any]:
         "ttl_job": ttl_job(settings).rsplit("/", 1)[-1] if settings.env_ttl_hours else "",
         "ttl_margin_s": TTL_MARGIN_S,
         "max_tries": settings.recovery_max_tries, "tag": TAG.format(env=settings.env_name),
-        "workdir": WORKDIR, "model": settings.model, "hourly_usd": f"{hourly_usd(settings):.4f}",
+        "workdir": WORKDIR, "model": settings.model, "hourly_usd": _price(hourly_usd(settings)),
         "launch_tries": LAUNCH_TRIES, "launch_wait_s": LAUNCH_WAIT_S, "interval_min": INTERVAL_MIN,
         "scope": _scope(settings),
     }
+
+
+def _price(hourly: float | None) -> str:
+    """The record's ``hourly_usd`` as JSON: a number, or null where the price is unknown."""
+    return "null" if hourly is None else f"{hourly:.4f}"
 
 
 def _scope(settings: Settings) -> list[str]:
@@ -149,10 +157,12 @@ def summary(records: list[dict[str, Any]], shown: int) -> dict[str, Any]:
         value = record.get(key, 0)
         return value if isinstance(value, (int, float)) else 0
 
+    ended = [r for r in records if r.get("outcome") != "failed"]
     return {"records": records[-shown:], "count": len(records),
             "recovered": sum(r.get("outcome") == "recovered" for r in records),
-            "down_s": sum(number(r, "down_s") for r in records if r.get("outcome") != "failed"),
-            "cost_usd": round(sum(number(r, "down_cost_usd") for r in records if r.get("outcome") != "failed"), 2)}
+            "down_s": sum(number(r, "down_s") for r in ended),
+            "cost_usd": round(sum(number(r, "down_cost_usd") for r in ended), 2),
+            "cost_known": all(isinstance(r.get("down_cost_usd"), (int, float)) for r in ended)}
 
 
 def plan_text(settings: Settings) -> str:

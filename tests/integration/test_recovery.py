@@ -92,3 +92,20 @@ def test_the_health_scripts_pass_shellcheck(tmp_path: Path, path: Path) -> None:
         assert step_script(step).startswith("set -euo pipefail\n")
     proc = subprocess.run(["shellcheck", "-s", "bash", "-f", "gcc", *files], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_plan_summarises_the_health_build_and_other_modules_never_change_it() -> None:
+    """The before → after shows `recovery: off → auto`, never the Build's JSON; editing another
+    module's values (Filestore) leaves the slice's module untouched (the health build reads only
+    the slice's price)."""
+    from builder.diff import module_changes
+
+    def settings(**overrides: str):
+        base = EXAMPLES / "vm-v2-32.env"  # preemptible, priced
+        return load_text(rewrite_env(base.read_text(), **overrides), REPO / base.name)
+
+    [change] = [c for c in module_changes(settings(TPU_RECOVERY="off"), settings(), "tpu") if c.var.startswith("health")]
+    assert change.text() == "recovery: off → auto"
+    bigger = settings(SHARED_FS_CAPACITY="2048")
+    assert module_changes(settings(), bigger, "tpu") == ()
+    assert recovery.hourly_usd(bigger) == recovery.hourly_usd(settings()) > 0

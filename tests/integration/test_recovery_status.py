@@ -29,6 +29,9 @@ def test_status_shows_the_recoveries_and_a_recovery_that_gave_up(fakes: Fakes, t
     prefix = recovery.records_prefix(s)
     bucket.blob(prefix + "20261125T012300Z-b1.json").upload_from_string(
         _record("2026-11-25T01:23:00Z", "PREEMPTED", "recovered", 1380, 1.23, "roberta relaunched on every host"))
+    bucket.blob(prefix + "20261125T040000Z-b0.json").upload_from_string(  # spot v5e: no price
+        json.dumps({"reason": "PREEMPTED", "ended_at": "2026-11-25T04:00:00Z", "down_s": 60, "down_cost_usd": None,
+                    "outcome": "recovered", "message": "roberta relaunched on every host"}))
     bucket.blob(prefix + "20261125T050000Z-b2.json").upload_from_string(
         _record("2026-11-25T05:00:00Z", "PREEMPTED", "failed", 600, 0.5, "the recreate failed; try 1 of 3"))
     bucket.blob(prefix + "20261125T051000Z-b3.json").upload_from_string(
@@ -38,11 +41,12 @@ def test_status_shows_the_recoveries_and_a_recovery_that_gave_up(fakes: Fakes, t
     code, out, err = cli("--values", values, "status")
     lines = out.splitlines()
     [head] = [ln for ln in lines if ln.startswith("  recovery   ")]
-    assert "3 recorded, 1 recovered" in head and "down 43m in all (~$2.13)" in head, out
+    assert "4 recorded, 2 recovered" in head and "down 44m in all (~$2.13 + unknown)" in head, out
     i = lines.index(head)
     assert "GAVE UP after 3 failed tries" in lines[i + 1] and "tpubuild update" in lines[i + 1]
     assert lines[i + 2].strip().startswith("2026-11-25T05:10:00Z: PREEMPTED -> gave-up, down 20m (~$0.90)")
-    assert lines[i + 4].strip().startswith("2026-11-25T01:23:00Z: PREEMPTED -> recovered, down 23m (~$1.23)")
+    assert lines[i + 4].strip().startswith("2026-11-25T04:00:00Z: PREEMPTED -> recovered, down 1m (cost unknown)")
+    assert lines[i + 5].strip().startswith("2026-11-25T01:23:00Z: PREEMPTED -> recovered, down 23m (~$1.23)")
 
 
 def test_status_of_an_environment_without_recovery_has_no_recovery_row(fakes: Fakes, tmp_path: Path, monkeypatch,

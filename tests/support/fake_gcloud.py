@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A stateful local gcloud for the shell sandbox (tests/shell/test_recovery.py): the few commands
+"""A stateful local gcloud for the shell sandbox (tests/shell/test_recovery_sandbox.py): the few commands
 the health build runs, against files under ``$FAKE_GCLOUD_STATE``:
 
 * ``gcs/<bucket>/<object>``: Cloud Storage (``storage cat``, ``cp``, ``rm``);

@@ -26,7 +26,8 @@ from builder.modules import accelerator_module
 from tests.conftest import EXAMPLES, REPO, rewrite_env
 from tests.support.pipeline import step_env, step_script
 
-VM = EXAMPLES / "vm-v5litepod-16.env"  # spot: TPU_RECOVERY is auto
+VM = EXAMPLES / "vm-v2-32.env"  # preemptible: TPU_RECOVERY is auto, the slice's price is known
+SPOT_VM = EXAMPLES / "vm-v5litepod-16.env"  # spot v5e: its price is unknown
 MIG = EXAMPLES / "mig-v6e-16-spot.env"
 
 TPUBUILD = f"""#!/usr/bin/env bash
@@ -118,7 +119,7 @@ def _launched(calls: list[str]) -> list[str]:
 def test_a_preempted_tpu_vm_is_recreated_and_training_relaunched_and_recorded(tmp_path: Path) -> None:
     box = _sandbox(tmp_path, VM)
     s = box.settings
-    assert s.recovery and s.provisioning == "spot"
+    assert s.recovery and s.provisioning == "preemptible"
     box.put("tpu", "PREEMPTED")
     code, out = box.run_build()
     assert code == 0, out
@@ -167,6 +168,8 @@ def test_a_mig_whose_vms_were_deleted_relaunches_when_whole_again(tmp_path: Path
     [record] = box.records()
     assert (record["outcome"], record["reason"], record["arch"], record["build"]) == \
         ("recovered", "2 of 4 VMs running", "mig", "hb-3")
+    # spot v6e has no price in builder/data/prices.json: the cost is unknown, never $0
+    assert recovery.hourly_usd(s) is None and record["hourly_usd"] is None and record["down_cost_usd"] is None
     assert box.mark() == {}
 
 
@@ -227,7 +230,7 @@ def test_a_ttl_far_away_lets_the_recovery_run(tmp_path: Path) -> None:
 
 
 def test_after_max_tries_the_recovery_stops_and_says_so(tmp_path: Path) -> None:
-    box = _sandbox(tmp_path, VM, TPU_RECOVERY_MAX_TRIES="2")
+    box = _sandbox(tmp_path, SPOT_VM, TPU_RECOVERY_MAX_TRIES="2")
     box.put("tpu", "PREEMPTED")
     code, out = box.run_build("hb-1", FAKE_DISPATCH_FAILS="1")
     assert code == 0, out
