@@ -13,34 +13,15 @@ import pytest
 from builder import recovery
 from builder.config import load
 from tests.conftest import EXAMPLES
-from tests.support.terraform import Workspace, standin_terraform
+from tests.support.terraform import Workspace, child_caller, standin_terraform
 
 pytestmark = pytest.mark.slow
 
-CALLER = """
-terraform {
-  required_providers {
-    google = {
-      source  = "hashicorp/google"
-      version = "~> 8.7"
-    }
-  }
-}
-
-provider "google" {
-  project = "proj-health"
-}
-
-module "h" {
-  source = "../modules/health"
-
-  project_id        = "proj-health"
+CALLER = child_caller("proj-health", "h", "health", """  project_id        = "proj-health"
   region            = "us-east5"
   env_name          = "heal-env"
   health_build_body = %s
-  health_schedule   = %s
-}
-"""
+  health_schedule   = %s""")
 
 
 @pytest.mark.parametrize("with_body", [True, False])
