@@ -50,6 +50,11 @@ WORKDIR = ".tpubuild-recovery"
 TAG = "tpubuild-{env}-health"
 
 
+def log_prefix(env: str) -> str:
+    """How every line of the health build starts in its log (the dashboard's logs tile filters on it)."""
+    return f"tpubuild: health: {env}:"
+
+
 def job_name(settings: Settings) -> str:
     return f"projects/{settings.project_id}/locations/{settings.region}/jobs/tpubuild-{settings.env_name}-health"
 
@@ -87,6 +92,7 @@ def context(settings: Settings) -> dict[str, Any]:
 
     return {
         "env": settings.env_name, "project": settings.project_id, "zone": settings.zone,
+        "log_prefix": log_prefix(settings.env_name),
         "region": settings.region, "arch": settings.arch, "hosts": settings.hosts,
         "slice": settings.tpu_name, "bucket": settings.state_bucket,
         "lock": f"gs://{settings.state_bucket}/{lock_object(settings)}",
