@@ -56,3 +56,23 @@ def test_status_of_an_environment_without_recovery_has_no_recovery_row(fakes: Fa
     assert cli("--values", values, "initialize")[0] == 0
     code, out, err = cli("--values", values, "status")
     assert "recovery" not in out, out
+
+
+def test_submit_keeps_the_source_the_health_build_runs_from(fakes: Fakes, tmp_path: Path, monkeypatch, cli):
+    """TPU_RECOVERY without a TTL: submit still keeps the tarball where the health build's
+    source points (the health build installs tpubuild and the values from it)."""
+    from builder import recovery
+    from builder.config import load
+
+    values = make_repo(tmp_path / "repo", unique_env(), base=EXAMPLES / "vm-v5litepod-16.env")
+    monkeypatch.chdir(values.parent)
+    assert cli("--values", values, "initialize")[0] == 0
+    s = load(values)
+    assert s.recovery and not s.env_ttl_hours
+    code, _, err = cli("--values", values, "submit", "--action", "create")
+    assert code == 0, err
+    [create] = fakes.google.created
+    src = recovery.build_request(s)["source"]["storageSource"]
+    bucket = fakes.storage().bucket(src["bucket"])
+    assert bucket.blob(src["object"]).download_as_bytes() == \
+        bucket.blob(create["source"]["storageSource"]["object"]).download_as_bytes()
