@@ -85,11 +85,12 @@ def step_log_filter(project: str, env: str) -> str:
 
 
 def render(*, arch: str, project: str, zone: str, env: str, tpu: str, mig: str, filestore: str,
-           shared_pd: bool, labels: dict[str, str] | None = None) -> dict[str, Any]:
+           shared_pd: bool, labels: dict[str, str] | None = None, recovery: bool = False) -> dict[str, Any]:
     """The dashboard of one environment (REST JSON of ``google.monitoring.dashboard.v1.Dashboard``)."""
     if arch not in ARCHS:
         raise ValueError(f"{arch!r} is not an architecture; use one of {', '.join(ARCHS)}")
-    names = Names(project=project, zone=zone, env=env, tpu=tpu, mig=mig, filestore=filestore, shared_pd=shared_pd)
+    names = Names(project=project, zone=zone, env=env, tpu=tpu, mig=mig, filestore=filestore, shared_pd=shared_pd,
+                  recovery=recovery)
     # each module's own tiles (its catalogue entry's ``tiles``): the TPU's first, then the hosts',
     # the data's, the step rate (the dashboard's own) last
     tiles = [t for spec in catalogue.shown(arch) if spec.tiles for t in spec.tiles(names)]
@@ -110,7 +111,8 @@ def for_settings(settings: Any) -> dict[str, Any]:
     """:func:`render` with the names of ``settings`` (a :class:`builder.config.Settings`)."""
     return render(arch=settings.arch, project=settings.project_id, zone=settings.zone, env=settings.env_name,
                   tpu=settings.tpu_name, mig=settings.mig_name, filestore=settings.filestore_name,
-                  shared_pd=bool(settings.shared_pd_attach), labels=dict(settings.labels))
+                  shared_pd=bool(settings.shared_pd_attach), labels=dict(settings.labels),
+                  recovery=bool(settings.recovery))
 
 
 def to_json(dashboard: dict[str, Any]) -> str:

@@ -29,6 +29,7 @@ class Names:
     mig: str
     filestore: str
     shared_pd: bool
+    recovery: bool = False  # TPU_RECOVERY: the health check's log gets a tile
 
 
 def step_metric_name(env: str) -> str:
@@ -186,5 +187,12 @@ def filestore_tiles(n: Names) -> list[dict[str, Any]]:
 def step_tiles(n: Names) -> list[dict[str, Any]]:
     """modules/dashboard: the training step rate, from its log-based metric."""
     metric = f"logging.googleapis.com/user/{step_metric_name(n.env)}"
-    return [_chart("Training steps per second (log lines, every --log-interval updates)", [
+    tiles = [_chart("Training steps per second (log lines, every --log-interval updates)", [
         (f'metric.type="{metric}"', "ALIGN_RATE", [], "REDUCE_NONE", "logged steps")], "1/s")]
+    if n.recovery:  # the health build's own lines: when, why, down time and its cost (docs/recovery.md)
+        from builder.recovery import log_prefix
+
+        tiles.append({"title": "Recoveries (TPU_RECOVERY health check)", "logsPanel": {
+            "filter": f'resource.type="build" AND textPayload:"{log_prefix(n.env)}"',
+            "resourceNames": [f"projects/{n.project}"]}})
+    return tiles

@@ -235,6 +235,10 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
         info["ttl"] = ttl.plan_info(s, applies_tpu=plan.applies(chips.name)
                                      and plan.action != "destroy")
         notes.append(f"ttl: {info['ttl']['text']}")
+    if s.recovery and plan.action in ("create", "update") and plan.applies(chips.name):
+        from builder import recovery
+
+        notes.append(f"recovery: {recovery.plan_text(s)}")
     if plan.action in ("create", "update"):
         if allow_data_loss:
             warnings.append("data loss is allowed: the guards let plans destroy or replace Filestore and the "

@@ -62,11 +62,14 @@ def _ttl(hours: Any) -> str:
     return f"{hours} h" if hours else "off"
 
 
-#: Variables shown as a summary rather than their raw value (the TTL's destroy build is a JSON
-#: Build request that ``tpubuild render`` prints whole).
+#: Variables shown as a summary rather than their raw value (the TTL's destroy build and the
+#: health check's build are JSON Build requests that ``tpubuild render`` prints whole).
 _TEXT: dict[str, Callable[[Any, Any], str]] = {
     "ttl_hours": lambda old, new: f"ttl: {_ttl(old)} → {_ttl(new)}",
     "ttl_build_body": lambda old, new: "ttl: its destroy build changes (tpubuild render shows it)",
+    "health_build_body": lambda old, new: (f"recovery: {'auto' if old else 'off'} → {'auto' if new else 'off'}"
+                                           if bool(old) != bool(new) else
+                                           "recovery: its health build changes (tpubuild render shows it)"),
 }
 #: A variable derived from another: left out of the changes when that one changes too.
 _DERIVED: dict[str, str] = {"ttl_build_body": "ttl_hours"}

@@ -56,3 +56,33 @@ def capacity_row(req: dict[str, Any]) -> str:
     standing = STANDING.get(req["state"], req["state"].lower())
     detail = f": {req['error']}" if req.get("error") else ""
     return f"{req['name']}: {standing} ({req['state']}{detail}), {req['ends']} ({req['kind']})"
+
+
+def _span(seconds: float) -> str:
+    minutes = int(seconds) // 60
+    return f"{minutes // 60}h {minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m"
+
+
+def _money(value: Any) -> str:
+    return f"~${value:.2f}" if isinstance(value, (int, float)) else "cost unknown"
+
+
+def recovery_row(rec: dict[str, Any]) -> str:
+    """The health check (builder/recovery.py): its totals, a recovery under way or given up, and
+    the newest records, one line each (when, why, down time, its cost, the outcome)."""
+    head = (f"auto, every {rec['interval_min']} min, {rec['max_tries']} tries; {rec['count']} recorded, "
+            f"{rec['recovered']} recovered, down {_span(rec['down_s'])} in all ({_money(rec['cost_usd'])}"
+            f"{'' if rec['cost_known'] else ' + unknown'})")
+    lines = [head]
+    mark = rec["mark"]
+    if mark:
+        if mark.get("gave_up") == "1":
+            lines.append(f"GAVE UP after {mark.get('tries', '?')} failed tries on a slice lost since "
+                         f"{mark.get('detected_at', '?')} ({mark.get('reason', '?')}): run `tpubuild update`")
+        else:
+            lines.append(f"under way: lost since {mark.get('detected_at', '?')} ({mark.get('reason', '?')}), "
+                         f"{mark.get('tries', '0')} failed tries")
+    for r in reversed(rec["records"]):
+        lines.append(f"{r.get('ended_at', '?')}: {r.get('reason', '?')} -> {r.get('outcome', '?')}, down "
+                     f"{_span(r.get('down_s', 0))} ({_money(r.get('down_cost_usd'))}): {r.get('message', '')}")
+    return "\n             ".join(lines)

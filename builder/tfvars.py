@@ -116,7 +116,7 @@ def _tpu_vm(s: Settings) -> dict[str, Any]:
         "runtime_version": s.runtime_version, "external_ips": s.tpu_external_ips,
         "preemptible": s.tpu_preemptible, "spot": s.tpu_spot, "reserved": s.tpu_reserved,
         "queued": s.queued, "replace": s.replace, "release": False,  # tpu-release passes -var=release=true
-        **_ttl(s),
+        **_ttl(s), **_health(s),
     }
 
 
@@ -128,6 +128,16 @@ def _ttl(s: Settings) -> dict[str, Any]:
 
     body = json.dumps(ttl.build_request(s), sort_keys=True, separators=(",", ":")) if s.env_ttl_hours else ""
     return {"ttl_hours": s.env_ttl_hours, "ttl_build_body": body}
+
+
+def _health(s: Settings) -> dict[str, Any]:
+    """modules/health's inputs, through the slice's module (builder/recovery.py renders the build)."""
+    import json
+
+    from builder import recovery
+
+    body = json.dumps(recovery.build_request(s), sort_keys=True, separators=(",", ":")) if s.recovery else ""
+    return {"health_build_body": body, "health_schedule": recovery.SCHEDULE}
 
 
 @inputs("modules/tpu_mig_access")
@@ -156,7 +166,7 @@ def _tpu_mig(s: Settings) -> dict[str, Any]:
         "external_ips": s.tpu_external_ips,
         "provisioning": s.provisioning, "reservation": s.reservation,
         "max_run_hours": s.max_run_hours or MAX_RUN_HOURS, "flex_request_name": flex_request_name(s.tpu_name),
-        **_calendar(s), **_ttl(s),
+        **_calendar(s), **_ttl(s), **_health(s),
     }
 
 

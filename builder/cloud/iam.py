@@ -38,6 +38,8 @@ class Role:
     role: str
     why: str
     conditioned: bool = False
+    #: a Settings property that must be true for the role to be granted ("": always)
+    only_with: str = ""
 
 
 ROLES: tuple[Role, ...] = (
@@ -60,6 +62,8 @@ ROLES: tuple[Role, ...] = (
     Role("roles/resourcemanager.projectIamAdmin", "grant the workers' and the seeder's accounts their project roles"),
     Role("roles/logging.logWriter", "build logs (CLOUD_LOGGING_ONLY)"),
     Role("roles/cloudquotas.viewer", "the check-capacity step reads the TPU quota (Cloud Quotas)"),
+    Role("roles/iap.tunnelResourceAccessor", "only with TPU_RECOVERY: the health build relaunches training on the "
+         "hosts over IAP SSH, as `tpubuild train` does (docs/recovery.md)", only_with="recovery"),
 )
 
 
@@ -75,7 +79,8 @@ def buckets_condition(settings: Any) -> dict[str, str]:
 
 def wanted(settings: Any) -> list[tuple[str, dict[str, str] | None]]:
     """(role, condition or None) for every binding the builder account gets."""
-    return [(r.role, buckets_condition(settings) if r.conditioned else None) for r in ROLES]
+    return [(r.role, buckets_condition(settings) if r.conditioned else None) for r in ROLES
+            if not r.only_with or getattr(settings, r.only_with)]
 
 
 def roles_markdown() -> str:
@@ -155,15 +160,16 @@ def grant(client: Any, settings: Any, *, attempts: int = 5) -> str:
         with cloud_call(f"reading the IAM policy of project {settings.project_id}"):
             policy = client.get_iam_policy(request=iam_policy_pb2.GetIamPolicyRequest(
                 resource=resource, options=options_pb2.GetPolicyOptions(requested_policy_version=3)))
-        added = add_bindings(policy, member, wanted(settings))
+        bindings = wanted(settings)
+        added = add_bindings(policy, member, bindings)
         if not added:
-            return f"project {settings.project_id}: {settings.builder_service_account} has its {len(ROLES)} roles"
+            return f"project {settings.project_id}: {settings.builder_service_account} has its {len(bindings)} roles"
         with cloud_call(f"writing the IAM policy of project {settings.project_id}"):
             try:
                 client.set_iam_policy(request=iam_policy_pb2.SetIamPolicyRequest(resource=resource, policy=policy))
             except (gexc.Aborted, gexc.Conflict):
                 continue  # someone changed the policy since we read it (etag): read it again
         return (f"project {settings.project_id}: granted {settings.builder_service_account} {added} of its "
-                f"{len(ROLES)} roles ({len(ROLES) - added} were there)")
+                f"{len(bindings)} roles ({len(bindings) - added} were there)")
     raise WorldError(f"project {settings.project_id}: the IAM policy kept changing while granting "
                      f"{settings.builder_service_account} its roles; run `tpubuild initialize` again")

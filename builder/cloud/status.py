@@ -19,6 +19,8 @@
   ``console_url`` output of ``modules/dashboard``), read from its state object
   (``<ENV>/<module>/default.tfstate``); "not created" while that state has none.
 * With ``ENV_TTL_HOURS``: the TTL's Cloud Scheduler job (google-cloud-scheduler) and when it fires.
+* With ``TPU_RECOVERY``: the health check's recoveries (builder/cloud/recoveries.py): when, why,
+  how long training was down, what the down time cost, and a recovery under way or given up.
 
 Which resources an environment has is its modules' (``status`` on each catalogue entry, in the
 order of ``builder.modules.shown``: the TPU first, then the hosts, then the data); :data:`READERS` asks the API behind
@@ -36,6 +38,7 @@ from builder.cloud import clients, lock, snapshot
 from builder.cloud.errors import cloud_call, describe
 from builder.config import Settings
 from builder.errors import TpuBuildError
+from builder.status_rows import recovery_row
 
 
 def _absent() -> dict[str, Any]:
@@ -259,6 +262,12 @@ def _ttl(settings: Settings) -> dict[str, Any]:
     return ttl.read(settings)
 
 
+def _recoveries(settings: Settings) -> dict[str, Any]:
+    from builder.cloud import recoveries
+
+    return recoveries.read(settings)
+
+
 #: A status part's key (a catalogue entry's :class:`~builder.modules.StatusPart`) → its API read.
 READERS: dict[str, Callable[[Settings], dict[str, Any]]] = {
     "tpu": _tpu, "queued": _queued, "filestore": _filestore, "slice": _slice, "mig": _mig, "capacity": _capacity}
@@ -275,6 +284,8 @@ def gather(settings: Settings) -> dict[str, Any]:
     parts.append(("terraform", _state))
     if settings.env_ttl_hours:
         parts.append(("ttl", _ttl))
+    if settings.recovery:
+        parts.append(("recovery", _recoveries))
     report: dict[str, Any] = {"env": settings.env_name, "project": settings.project_id, "zone": settings.zone,
                               "arch": settings.arch, "errors": []}
     for key, fn in parts:
@@ -308,7 +319,7 @@ def _ttl_row(ttl: dict[str, Any]) -> str:
 
 def text(report: dict[str, Any]) -> list[str]:
     lines = [f"{report['env']} ({report['project']}, {report['zone']}, {report['arch']} architecture)"]
-    rows = [(p.key, p.row) for p in _parts(report["arch"])] + [("ttl", _ttl_row)]
+    rows = [(p.key, p.row) for p in _parts(report["arch"])] + [("ttl", _ttl_row), ("recovery", recovery_row)]
     for key, row in rows:
         part = report.get(key)
         if part is not None:

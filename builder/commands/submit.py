@@ -173,11 +173,12 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> in
 
 
 def _keep_ttl_source(bucket: Any, settings: Settings, action: str, src: Source) -> None:
-    """With ``ENV_TTL_HOURS``, the tarball this build runs from is also kept at
-    ``workspace/<env>/ttl/source.tgz`` (builder/ttl.py): the TTL's destroy build, started by Cloud
-    Scheduler long after this laptop is gone, runs ``tpubuild dispatch`` from it, so it carries the
-    values.env last submitted. A destroy leaves it as it is (the TPU's job goes with the TPU)."""
-    if not settings.env_ttl_hours or action == "destroy":
+    """With ``ENV_TTL_HOURS`` or ``TPU_RECOVERY``, the tarball this build runs from is also kept at
+    ``workspace/<env>/ttl/source.tgz`` (builder/ttl.py): the TTL's destroy build and the health
+    check's build (builder/recovery.py), started by Cloud Scheduler long after this laptop is gone,
+    run tpubuild from it, so they carry the values.env last submitted. A destroy leaves it as it
+    is (the TPU's jobs go with the TPU)."""
+    if not (settings.env_ttl_hours or settings.recovery) or action == "destroy":
         return
     from builder import ttl
     from builder.cloud.errors import cloud_call

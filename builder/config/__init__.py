@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
-from builder.config import hardening, names, offers, replace, validate
+from builder.config import hardening, names, offers, recovery, replace, validate
 from builder.config.keys import IGNORED_KEYS, KEYS, KeySpec
 from builder.config.loader import Entry, parse, read_text
 from builder.config.scripts import find_script
@@ -140,7 +140,8 @@ def load_text(text: str, path: Path | str, *, strict: bool = False, later: bool 
     plain["region"] = plain["region"] or plain["zone"].rsplit("-", 1)[0]
     settings = _finish(path, plain, model_options, by_key, lines, warnings, later=later)
     if not errors:  # Google's naming rules for every derived and supplied name, then the rules on the whole Settings
-        _each_group(lambda: names.check(settings, fail), lambda: hardening.cross_checks(settings, fail))
+        _each_group(lambda: names.check(settings, fail), lambda: hardening.cross_checks(settings, fail),
+                    lambda: recovery.cross_checks(settings, fail))
     if later:  # what a later command would refuse (builder/config/later.py)
         from builder.config.later import refusals
 

@@ -342,6 +342,13 @@ KEYS: tuple[KeySpec, ...] = (
             "Service account the Cloud Builds run as; empty: tpubuild-created tb-<ENV>-cb (see README)."),
     KeySpec("ENV_TTL_HOURS", "env_ttl_hours", 0, integer(0, 8760, "hours"),
             "Destroy the TPU (only the TPU) this many hours after it is created; 0 or unset: no TTL."),
+    KeySpec("TPU_RECOVERY", "recovery_mode", "", choice(("auto", "off", "")),
+            "auto: a preempted or lost slice is recreated and training relaunched from its last checkpoint "
+            "without a person (docs/recovery.md); off: nothing is recreated. Empty: auto for spot and "
+            "preemptible slices (vm, mig), off otherwise (on-demand, reservation, flex-start, calendar, queued)."),
+    KeySpec("TPU_RECOVERY_MAX_TRIES", "recovery_max_tries", 3, integer(1, 20, "tries"),
+            "With TPU_RECOVERY: consecutive failed recoveries after which the health check stops "
+            "retrying and says so (1-20, default 3)."),
     KeySpec("MODEL", "model", "roberta",
             pattern(r"[a-z][a-z0-9_]*", "a model folder name", "roberta", allow_empty=True),
             "The model package under models/ the hosts are prepared for."),

@@ -82,12 +82,13 @@ MODES: dict[str, Mode] = {
         "scheduling_config.spot; Compute Engine: SPOT with instance_termination_action DELETE",
         "at apply, if spare capacity exists", "until Google preempts it, which can happen at any time",
         "the Spot price, far below on-demand",
-        "preempted hosts are deleted (a MIG recreates them, `tpubuild update` resizes back); training "
-        "resumes from checkpoint_last.pt"),
+        "preempted hosts are deleted; with TPU_RECOVERY (on by default) the health check recreates the "
+        "slice (a MIG recreates its VMs) and relaunches training from checkpoint_last.pt (docs/recovery.md)"),
     "preemptible": Mode(
         "scheduling_config.preemptible", "at apply, if spare capacity exists",
         "at most 24 hours, and Google can stop it sooner", "the preemptible price, below on-demand",
-        "Google stops it; training resumes from checkpoint_last.pt"),
+        "Google stops it; with TPU_RECOVERY (on by default) the health check recreates it and relaunches "
+        "training from checkpoint_last.pt (docs/recovery.md)"),
     "reservation": Mode(
         "scheduling_config.reserved (any matching reservation); Compute Engine: reservation_affinity "
         "SPECIFIC_RESERVATION (TPU_RESERVATION) or ANY_RESERVATION",

@@ -68,6 +68,8 @@ class Settings:
     build_service_account: str = ""  # BUILD_SERVICE_ACCOUNT; see builder_service_account
     env_ttl_hours: int = 0
     replace: str = "break-before-make"  # TPU_REPLACE, resolved (builder/config/replace.py)
+    recovery_mode: str = ""  # TPU_RECOVERY as written; see recovery
+    recovery_max_tries: int = 3
 
     # ---- derived names: computed here once so every stage agrees ----
     @property
@@ -83,6 +85,18 @@ class Settings:
     workspace_prefix = _env_name("workspace/{env}")
     #: the Artifact Registry repository of the tpubuild builder image (builder/builder_image.py)
     image_repository = _env_name("tpubuild-{env}")
+
+    @property
+    def recovery(self) -> bool:
+        """TPU_RECOVERY: whether the health check (builder/recovery.py, modules/health) recreates a
+        lost slice. Unset, it is on for spot and preemptible slices on vm and mig, where Google
+        takes the slice away by design, and off for every other capacity mode: on-demand and
+        reservation slices are rarely lost, a flex-start or calendar slice ends when its capacity
+        does, and a queued (TPU_QUEUED) slice is requested by the pipeline's tpu-queue step."""
+        if self.recovery_mode:
+            return self.recovery_mode == "auto"
+        return (self.provisioning in ("spot", "preemptible") and self.arch in ("vm", "mig")
+                and not (self.arch == "vm" and self.queued))
 
     @property
     def worker_service_account_id(self) -> str:

@@ -21,6 +21,14 @@ activate_conda() {
   die "no conda installation on $(hostname) (looked in /anaconda3, /opt/conda, ~/anaconda3); set CONDA_ROOT"
 }
 
+# host_preempted ARCH: true when the metadata server says this TPU VM or Compute Engine VM is
+# preempted (instance/preempted is TRUE); never on node or local.
+host_preempted() {
+  [[ $1 == vm ]] || return 1
+  [[ "$(curl -sf -m 5 -H 'Metadata-Flavor: Google' \
+    "${TPUBUILD_METADATA_URL:-http://metadata.google.internal}/computeMetadata/v1/instance/preempted" || true)" == TRUE ]]
+}
+
 # use_python ARCH CONDA_ENV: put the training Python first on PATH and print its name.
 use_python() {
   local arch=$1 env=${2:-}

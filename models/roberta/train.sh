@@ -50,8 +50,36 @@ export TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="${TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD:-1}"
 # (fairseq under PJRT), which then runs fairseq_cli.train
 export TPUBUILD_METRICS_REPORT="${TPUBUILD_METRICS_REPORT:-$log_dir/host-$host_id.metrics.txt}"
 # (only where torch_xla is installed: find_spec does not import it; --cpu runs have none)
+run=("$py" "$here/pjrt_compat.py" "$@")
 if [[ -r $here/xla_observe.py ]] &&
   "$py" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("torch_xla") is None)' 2>/dev/null; then
-  exec "$py" "$here/xla_observe.py" "$here/pjrt_compat.py" "$@"
+  run=("$py" "$here/xla_observe.py" "$here/pjrt_compat.py" "$@")
 fi
-exec "$py" "$here/pjrt_compat.py" "$@"
+# A run that dies on this host (not a preemption, not `tpubuild stop`) is started again from
+# checkpoint_last.pt (the launcher's --restore-file) at most TPUBUILD_TRAIN_RESTARTS times
+# (default 3), each time saying why. The other hosts' runs fail with it (their collectives lose a
+# peer) and restart the same way, so the whole slice resumes from the same checkpoint. A
+# preempted host is left to the health check (TPU_RECOVERY, docs/recovery.md).
+restarts=${TPUBUILD_TRAIN_RESTARTS:-3}
+[[ $restarts =~ ^[0-9]+$ ]] || die "TPUBUILD_TRAIN_RESTARTS must be a whole number, not '$restarts'"
+attempt=0
+while true; do
+  status=0
+  "${run[@]}" || status=$?
+  if ((status == 0)); then exit 0; fi
+  if ((status == 130 || status == 143)); then
+    log "fairseq-train was stopped (status $status); not restarted"
+    exit "$status"
+  fi
+  if host_preempted "$arch"; then
+    log "fairseq-train exited with status $status: this host is preempted; the health check recreates the slice"
+    exit "$status"
+  fi
+  if ((attempt >= restarts)); then
+    log "fairseq-train exited with status $status (not a preemption); gave up after $restarts restarts"
+    exit "$status"
+  fi
+  attempt=$((attempt + 1))
+  log "fairseq-train exited with status $status (not a preemption); restart $attempt of $restarts from checkpoint_last.pt"
+  sleep "${TPUBUILD_TRAIN_RESTART_WAIT_S:-30}"
+done

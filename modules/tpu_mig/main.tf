@@ -322,3 +322,17 @@ module "slice_ttl" {
   ttl_build_body = var.ttl_build_body
   tpu_id         = google_compute_instance_group_manager.slice.id
 }
+
+# ---- the health check (TPU_RECOVERY; modules/health): created and destroyed with the slice ----
+# The MIG recreates lost VMs itself; the health build relaunches training once the slice is whole.
+
+module "slice_health" {
+  source = "../health"
+  count  = var.health_build_body != "" ? 1 : 0
+
+  project_id        = var.project_id
+  region            = join("-", slice(split("-", var.zone), 0, 2))
+  env_name          = var.env_name
+  health_build_body = var.health_build_body
+  health_schedule   = var.health_schedule
+}

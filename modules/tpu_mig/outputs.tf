@@ -27,3 +27,8 @@ output "ttl_job" {
   description = "Cloud Scheduler job that destroys the slice when ENV_TTL_HOURS expires (empty without a TTL)."
   value       = var.ttl_hours > 0 ? module.slice_ttl[0].job : ""
 }
+
+output "health_job" {
+  description = "The health check's Cloud Scheduler job (empty without TPU_RECOVERY)."
+  value       = var.health_build_body != "" ? module.slice_health[0].job : ""
+}

@@ -215,3 +215,16 @@ module "ttl" {
   # queued: the slice is no resource here (the tpu-queue step creates it under the node id below)
   tpu_id = var.queued ? "projects/${var.project_id}/locations/${var.zone}/nodes/${var.name}" : google_tpu_v2_vm.this[local.target].id
 }
+
+# ---- the health check (TPU_RECOVERY; modules/health): created and destroyed with the TPU ----
+
+module "health" {
+  source = "../health"
+  count  = var.health_build_body != "" ? 1 : 0
+
+  project_id        = var.project_id
+  region            = join("-", slice(split("-", var.zone), 0, 2))
+  env_name          = var.env_name
+  health_build_body = var.health_build_body
+  health_schedule   = var.health_schedule
+}

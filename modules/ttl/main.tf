@@ -15,35 +15,11 @@ locals {
   schedule   = formatdate("m H D M *", local.expires_at)
 }
 
-# Who the TTL's build runs as: the identity applying this module, i.e. the service account the
-# environment's pipelines run as (they apply the TPU, so they can destroy it). Set explicitly on
-# the build, so it is the same whatever the project's default build account is (legacy Cloud Build
-# or Compute Engine default); the invoker may act as it (iam.serviceAccounts.actAs), nothing more.
-data "google_client_openid_userinfo" "builder" {}
-
+# The invoker account, its two grants and the build's serviceAccount: modules/_shared/scheduled_build.tf.
 locals {
-  builder_sa = "projects/${var.project_id}/serviceAccounts/${data.google_client_openid_userinfo.builder.email}"
-  build_body = jsonencode(merge(jsondecode(var.ttl_build_body), { serviceAccount = local.builder_sa }))
-}
-
-resource "google_service_account" "invoker" {
-  project      = var.project_id
-  account_id   = local.invoker_account_id
-  display_name = "tpubuild ${var.env_name} TTL"
-  description  = "Runs the TTL's destroy-scoped Cloud Build build of ${var.env_name}; nothing else."
-}
-
-resource "google_project_iam_member" "invoker_builds" {
-  #checkov:skip=CKV_GCP_49:The TTL's scheduler must create one build; Cloud Build has no narrower role than builds.editor and no per-build IAM, and this account may act as the builder account only (invoker_acts_as_builder), no other.
-  project = var.project_id
-  role    = "roles/cloudbuild.builds.editor"
-  member  = "serviceAccount:${google_service_account.invoker.email}"
-}
-
-resource "google_service_account_iam_member" "invoker_acts_as_builder" {
-  service_account_id = local.builder_sa
-  role               = "roles/iam.serviceAccountUser"
-  member             = "serviceAccount:${google_service_account.invoker.email}"
+  invoker_display_name = "tpubuild ${var.env_name} TTL"
+  invoker_description  = "Runs the TTL's destroy-scoped Cloud Build build of ${var.env_name}; nothing else."
+  request_body         = var.ttl_build_body
 }
 
 resource "terraform_data" "tpu" {

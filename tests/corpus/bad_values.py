@@ -190,4 +190,15 @@ CASES: list[Case] = [
     Case("migrate-output-directory", None, base=NODE, args=("migrate", "--values", "{values}", "--output", "{tmp}/values.env.d"),
          expect=("{tmp}/values.env.d: is a directory", "--output"), setup=a_directory),
     Case("migrate-missing", args=("migrate", "--values", "{tmp}/nope.env"), expect=("{tmp}/nope.env: no such file",)),
+    # ---------------------------------------------------------------- TPU_RECOVERY (docs/recovery.md)
+    Case("recovery-on", overrides(TPU_RECOVERY="on"), base=VM, expect=("TPU_RECOVERY:", "not allowed", "auto, off")),
+    Case("recovery-tries-zero", overrides(TPU_RECOVERY_MAX_TRIES="0"), base=VM,
+         expect=("TPU_RECOVERY_MAX_TRIES:", "out of range", "1 to 20")),
+    Case("recovery-tries-word", overrides(TPU_RECOVERY_MAX_TRIES="many"), base=MIG,
+         expect=("TPU_RECOVERY_MAX_TRIES:", "not a whole number")),
+    Case("recovery-node", overrides(TPU_RECOVERY="auto"), base=NODE, expect=("TPU_RECOVERY:", "node", "tpubuild migrate")),
+    Case("recovery-calendar", overrides(TPU_RECOVERY="auto"), base=CAL,
+         expect=("TPU_RECOVERY:", "calendar slice ends", 'TPU_RECOVERY="off"')),
+    Case("recovery-queued", overrides(TPU_RECOVERY="auto", TPU_QUEUED="true"), base=VM,
+         expect=("TPU_RECOVERY:", "tpu-queue", "remove TPU_QUEUED")),
 ]

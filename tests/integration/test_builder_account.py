@@ -28,10 +28,12 @@ def _granted(policy, member: str) -> dict[str, str]:
 
 
 def test_initialize_creates_the_account_and_grants_exactly_the_roles(fakes: Fakes, repo: Path, cli) -> None:
-    from builder.cloud.iam import ROLES, buckets_condition
+    from builder.cloud.iam import buckets_condition, wanted
     from builder.config import load
 
     s = load(repo)
+    ROLES = wanted(s)  # noqa: N806 - the roles these values get (TPU_RECOVERY adds one)
+    assert not s.recovery and "roles/iap.tunnelResourceAccessor" not in dict(ROLES)
     email = f"tb-{s.env_name}-cb@{s.project_id}.iam.gserviceaccount.com"
     fakes.google.policies[s.project_id] = {"version": 1, "etag": "QUJD", "bindings": [
         {"role": "roles/owner", "members": ["user:alice@example.com"]},
@@ -45,7 +47,7 @@ def test_initialize_creates_the_account_and_grants_exactly_the_roles(fakes: Fake
     assert fakes.iam.accounts[email].display_name == f"tpubuild {s.env_name} builds"
     policy = _policy(fakes, s.project_id)
     granted = _granted(policy, f"serviceAccount:{email}")
-    assert sorted(granted) == sorted(r.role for r in ROLES)
+    assert sorted(granted) == sorted(role for role, _ in ROLES)
     condition = buckets_condition(s)["expression"]
     assert granted["roles/storage.admin"] == condition
     assert {r: c for r, c in granted.items() if c} == {"roles/storage.admin": condition}
@@ -81,8 +83,10 @@ def test_a_concurrent_policy_change_is_read_again(fakes: Fakes, repo: Path, cli)
 
 
 def test_a_named_account_is_used_never_created(fakes: Fakes, tmp_path: Path, monkeypatch, cli) -> None:
-    from builder.cloud.iam import ROLES
     from google.cloud import iam_admin_v1
+
+    from builder.cloud.iam import ROLES, wanted
+    from builder.config import load
 
     env = unique_env()
     named = "ci-builder@my-tpu-project.iam.gserviceaccount.com"
@@ -96,7 +100,22 @@ def test_a_named_account_is_used_never_created(fakes: Fakes, tmp_path: Path, mon
     code, out, err = cli("--values", values, "initialize")
     assert code == 0, err
     assert f"service account {named}: exists" in out
-    assert sorted(_granted(_policy(fakes, "my-tpu-project"), f"serviceAccount:{named}")) == sorted(r.role for r in ROLES)
+    roles = sorted(role for role, _ in wanted(load(values)))
+    assert sorted(_granted(_policy(fakes, "my-tpu-project"), f"serviceAccount:{named}")) == roles
+    assert set(roles) == {r.role for r in ROLES if not r.only_with}
+
+
+def test_recovery_adds_the_iap_tunnel_role_only_where_it_is_on() -> None:
+    """The health build relaunches training over IAP SSH: TPU_RECOVERY's values get
+    roles/iap.tunnelResourceAccessor, the others do not."""
+    from builder.cloud.iam import wanted
+    from builder.config import load
+    from tests.conftest import EXAMPLES
+
+    for path, on in ((EXAMPLES / "vm-v5litepod-16.env", True), (EXAMPLES / "mig-v6e-16-spot.env", True),
+                     (EXAMPLES / "vm-v4-32.env", False)):
+        s = load(path)
+        assert s.recovery == on and ("roles/iap.tunnelResourceAccessor" in dict(wanted(s))) == on
 
 
 @pytest.mark.parametrize("value, fragment", [

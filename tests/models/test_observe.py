@@ -220,3 +220,18 @@ def test_summary_of_reports_across_hosts() -> None:
     assert lines[1].startswith("host 1: 9 compiles (warm-up snapshot not taken yet)")
     assert lines[-1] == "  aten::nonzero: 8 on 2 host(s)"
     assert "no metrics report yet" in observe.summarise({})[0]
+
+
+def test_recovery_adds_a_logs_tile_of_the_health_build_that_loads_into_the_real_type() -> None:
+    """TPU_RECOVERY: the dashboard shows the health build's own lines (builder/recovery.py's log
+    prefix, the one every line of its scripts starts with)."""
+    from google.cloud import monitoring_dashboard_v1 as mon
+
+    from builder import recovery
+
+    on = dashboard.render(arch="vm", project="my-tpu-project", zone="us-central2-b", env="e1", tpu="tpu-e1",
+                          mig="worker-e1", filestore="nfs-e1", shared_pd=True, recovery=True)
+    d = mon.Dashboard.from_json(dashboard.to_json(on))
+    [logs] = [t.widget.logs_panel for t in d.mosaic_layout.tiles if t.widget.logs_panel.filter]
+    assert recovery.log_prefix("e1") in logs.filter and list(logs.resource_names) == ["projects/my-tpu-project"]
+    assert len(d.mosaic_layout.tiles) == len(_render("vm")["mosaicLayout"]["tiles"]) + 1

@@ -25,7 +25,7 @@ MODULES = REPO / "modules"
 #: Root modules: each has a backend and its own state, and is a plan module's directory.
 MODULE_DIRS = ("tpu_node", "tpu_vm", "filestore", "shared_pd", "mig", "tpu_mig_access", "tpu_mig", "dashboard")
 #: Child modules: called with ``source = "../<dir>"`` from roots; no backend, no tfvars.
-CHILD_DIRS = ("host_identity", "host_firewall", "ttl")
+CHILD_DIRS = ("host_identity", "host_firewall", "ttl", "health")
 ALL_DIRS = MODULE_DIRS + CHILD_DIRS
 #: Not a module: the files the modules share by relative symlink (modules/_shared/README.md).
 SHARED = MODULES / "_shared"

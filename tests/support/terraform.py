@@ -139,6 +139,32 @@ def counts(plan: dict[str, Any]) -> dict[str, int]:
     return out
 
 
+def child_caller(project: str, call: str, source: str, arguments: str) -> str:
+    """main.tf of a root, one folder below the repository, that configures the google provider
+    for ``project`` and calls the child module ``modules/<source>`` as ``call`` with ``arguments``
+    (HCL lines)."""
+    return f"""
+terraform {{
+  required_providers {{
+    google = {{
+      source  = "hashicorp/google"
+      version = "~> 8.7"
+    }}
+  }}
+}}
+
+provider "google" {{
+  project = "{project}"
+}}
+
+module "{call}" {{
+  source = "../modules/{source}"
+
+{arguments}
+}}
+"""
+
+
 def standin_terraform() -> "Terraform":
     """terraform, npm and the stand-in's Python packages (``require`` each), then a ``Terraform``
     whose environment installs only the stand-in provider."""

@@ -32,7 +32,7 @@ REMOTE_DIR = {
 }
 #: The shared files besides the provider pins and var_*.tf that a module may link (modules/_shared/README.md).
 SHARED_FILES = {"destroy_only.tf", "remote_state_mounts.tf", "outputs_hosts.tf", "versions_override.tf",
-                "versions_legacy_override.tf"}
+                "versions_legacy_override.tf", "scheduled_build.tf"}
 
 
 def test_every_module_is_there() -> None:
@@ -227,12 +227,13 @@ def test_remote_state_check_catches_a_missing_output(tmp_path: Path) -> None:
 #: (module.<call>.<type>.<name>), so two roots with the same call name would leave one unreported.
 CALLS = {
     "mig": {},
-    "tpu_vm": {"tpu_vm_identity": "host_identity", "tpu_vm_firewall": "host_firewall", "ttl": "ttl"},
+    "tpu_vm": {"tpu_vm_identity": "host_identity", "tpu_vm_firewall": "host_firewall", "ttl": "ttl",
+               "health": "health"},
     "shared_pd": {"seeder_identity": "host_identity"},
     "tpu_node": {},
     "filestore": {},
     "tpu_mig_access": {"slice_identity": "host_identity", "slice_firewall": "host_firewall"},
-    "tpu_mig": {"slice_ttl": "ttl"},
+    "tpu_mig": {"slice_ttl": "ttl", "slice_health": "health"},
     "dashboard": {},
 }
 

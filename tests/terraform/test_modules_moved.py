@@ -33,7 +33,7 @@ def _repetition(body: dict[str, Any]) -> str:
 
 
 #: Module calls added after the split into child modules: nothing existed before them to move.
-NEW_CALLS = frozenset({"ttl"})
+NEW_CALLS = frozenset({"ttl", "health"})
 
 
 def _repetition_change(old: str, new: str) -> bool:

@@ -29,8 +29,8 @@ WORKER_ROLES = {"roles/logging.logWriter", "roles/monitoring.metricWriter"}
 MIG_READER_PERMISSIONS = ["compute.instanceGroupManagers.get", "compute.instanceGroupManagers.list"]
 
 
-#: Child calls with their own identity, not the hosts' (the TTL's invoker: tests/integration/test_ttl.py).
-NOT_HOST_CALLS = ("ttl",)
+#: Child calls with their own identity, not the hosts' (the TTL's and the health check's invokers).
+NOT_HOST_CALLS = ("ttl", "health")
 
 
 def _host_resources(mod: Module) -> dict:

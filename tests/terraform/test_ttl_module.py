@@ -8,35 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.terraform import Workspace, standin_terraform
+from tests.support.terraform import Workspace, child_caller, standin_terraform
 
 pytestmark = pytest.mark.slow
 
-CALLER = """
-terraform {
-  required_providers {
-    google = {
-      source  = "hashicorp/google"
-      version = "~> 8.7"
-    }
-  }
-}
-
-provider "google" {
-  project = "proj-ttl"
-}
-
-module "t" {
-  source = "../modules/ttl"
-
-  project_id     = "proj-ttl"
+CALLER = child_caller("proj-ttl", "t", "ttl", """  project_id     = "proj-ttl"
   region         = "europe-west4"
   env_name       = "ttl-env"
   ttl_hours      = %s
   ttl_build_body = "{}"
   tpu_id         = "projects/proj-ttl/locations/europe-west4-a/nodes/tpu-ttl-env"
-}
-"""
+""")
 
 
 @pytest.mark.parametrize("hours, planned", [(0, False), (6, True)])

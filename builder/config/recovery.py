@@ -1,0 +1,26 @@
+"""Rules on TPU_RECOVERY (the health check of builder/recovery.py), run on the whole Settings,
+once the capacity mode is settled (builder.config.load_text), each blaming TPU_RECOVERY."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Fail = Callable[[str, str, str], None]
+
+#: Capacity modes whose slice ends on purpose: recovering it would fight the end it was bought with.
+_ENDS_BY_DESIGN = ("flex-start", "calendar")
+
+
+def cross_checks(settings: Any, fail: Fail) -> None:
+    if settings.recovery_mode != "auto":
+        return
+    if settings.arch == "node":
+        fail("TPU_RECOVERY", "the health check recreates a TPU VM or a MIG slice; the legacy node architecture "
+             "has neither", 'remove TPU_RECOVERY, or migrate to TPU_ARCH="vm" with `tpubuild migrate`')
+    if settings.provisioning in _ENDS_BY_DESIGN:
+        fail("TPU_RECOVERY", f"a {settings.provisioning} slice ends when its capacity does (docs/capacity.md), "
+             "and recovering it would ask for capacity it no longer has", 'set TPU_RECOVERY="off" or remove it')
+    if settings.arch == "vm" and settings.queued:
+        fail("TPU_RECOVERY", "a queued slice (TPU_QUEUED) is requested by the pipeline's tpu-queue step, which the "
+             "health check does not run", 'set TPU_RECOVERY="off", or remove TPU_QUEUED')

@@ -1,0 +1,1 @@
+../_shared/scheduled_build.tf

@@ -1,0 +1,1 @@
+../_shared/var_project_id.tf

@@ -1,0 +1,1 @@
+../_shared/versions_child.tf

@@ -1,0 +1,1 @@
+../_shared/var_health.tf

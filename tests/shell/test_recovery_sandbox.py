@@ -1,0 +1,296 @@
+"""The health check (TPU_RECOVERY) in the sandbox: the build Terraform hands the Scheduler job
+(``health_build_body`` of the slice's module, builder/recovery.py) is played as Cloud Build plays
+it: each step's script after Cloud Build's substitutions, in order, under real bash, stopping at
+the first failing step. ``gcloud`` is the stateful local fake tests/support/fake_gcloud.py (Cloud
+Storage, the TPU, the MIG, the TTL's job); ``tpubuild`` is the real CLI of this tree (the launch
+is the real ``tpubuild train roberta --dry-run`` script), except ``dispatch``, whose pipeline
+(proven by tests/integration/test_ttl_cloud.py's path) is played by recreating the TPU; ``pip``
+and ``sleep`` do nothing."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from builder import recovery, tfvars
+from builder.config import load
+from builder.modules import accelerator_module
+from tests.conftest import EXAMPLES, REPO, rewrite_env
+from tests.support.pipeline import step_env, step_script
+
+VM = EXAMPLES / "vm-v2-32.env"  # preemptible: TPU_RECOVERY is auto, the slice's price is known
+SPOT_VM = EXAMPLES / "vm-v5litepod-16.env"  # spot v5e: its price is unknown
+MIG = EXAMPLES / "mig-v6e-16-spot.env"
+
+TPUBUILD = f"""#!/usr/bin/env bash
+set -u
+echo "tpubuild $*" >> "$FAKE_GCLOUD_STATE/calls.log"
+if [ "$1" = dispatch ]; then
+  if [ -n "${{FAKE_DISPATCH_FAILS:-}}" ]; then echo "dispatch: the pipeline failed" >&2; exit 1; fi
+  echo READY > "$FAKE_GCLOUD_STATE/tpu"
+  exit 0
+fi
+exec {sys.executable} -m builder "$@"
+"""
+
+
+@dataclass
+class Sandbox:
+    root: Path
+    values: Path
+
+    @property
+    def state(self) -> Path:
+        return self.root / "state"
+
+    def put(self, name: str, text: str) -> None:
+        (self.state / name).write_text(text)
+
+    def gcs(self, rel: str) -> Path:
+        return self.state / "gcs" / self.settings.state_bucket / rel
+
+    @property
+    def settings(self):  # noqa: ANN201 - Settings
+        return load(self.values)
+
+    def calls(self) -> list[str]:
+        log = self.state / "calls.log"
+        return log.read_text().splitlines() if log.exists() else []
+
+    def records(self) -> list[dict]:
+        folder = self.gcs(recovery.records_prefix(self.settings))
+        return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))] if folder.exists() else []
+
+    def mark(self) -> dict[str, str]:
+        path = self.gcs(recovery.mark_object(self.settings))
+        return dict(line.split("=", 1) for line in path.read_text().splitlines()) if path.exists() else {}
+
+    def run_build(self, build_id: str = "hb-1", **env: str) -> tuple[int, str]:
+        """Every step of the health build, as Cloud Build runs them; (exit status, output)."""
+        s = self.settings
+        body = json.loads(tfvars.for_module(s, accelerator_module(s.arch))["health_build_body"])
+        assert body == recovery.build_request(s)
+        out = []
+        for step in body["steps"]:
+            script = step_script(step, {"BUILD_ID": build_id})
+            proc = subprocess.run(
+                ["bash", "-c", script], capture_output=True, text=True, timeout=120, cwd=self.values.parent,
+                env={**os.environ, **step_env(step, {"BUILD_ID": build_id}), "WORKSPACE": str(self.values.parent),
+                     "PATH": f"{self.root / 'bin'}:{os.environ['PATH']}", "FAKE_GCLOUD_STATE": str(self.state),
+                     "PYTHONPATH": str(REPO), **env})
+            out.append(f"--- {step['id']} ({proc.returncode})\n{proc.stdout}{proc.stderr}")
+            if proc.returncode:
+                return proc.returncode, "".join(out)
+        return 0, "".join(out)
+
+
+def _sandbox(tmp_path: Path, base: Path, **overrides: str) -> Sandbox:
+    if shutil.which("bash") is None:
+        pytest.skip("bash is not on PATH")
+    workspace = tmp_path / "workspace"
+    workspace.mkdir(parents=True)
+    values = workspace / "values.env"
+    values.write_text(rewrite_env(base.read_text(), **overrides))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "gcloud").write_text(f"#!/usr/bin/env bash\nexec {sys.executable} {REPO / 'tests/support/fake_gcloud.py'} \"$@\"\n")
+    (bin_dir / "tpubuild").write_text(TPUBUILD)
+    for noop in ("pip", "sleep"):
+        (bin_dir / noop).write_text("#!/usr/bin/env bash\nexit 0\n")
+    for exe in bin_dir.iterdir():
+        exe.chmod(0o755)
+    (tmp_path / "state" / "gcs").mkdir(parents=True)
+    return Sandbox(tmp_path, values)
+
+
+def _launched(calls: list[str]) -> list[str]:
+    """The launch's host commands: the ssh lines that start train.sh detached."""
+    return [c for c in calls if c.startswith("gcloud") and "ssh" in c and "setsid nohup" in c and "train.sh" in c]
+
+
+def test_a_preempted_tpu_vm_is_recreated_and_training_relaunched_and_recorded(tmp_path: Path) -> None:
+    box = _sandbox(tmp_path, VM)
+    s = box.settings
+    assert s.recovery and s.provisioning == "preemptible"
+    box.put("tpu", "PREEMPTED")
+    code, out = box.run_build()
+    assert code == 0, out
+    calls = box.calls()
+    delete = next(i for i, c in enumerate(calls) if "tpu-vm delete" in c)
+    dispatch = next(i for i, c in enumerate(calls) if c.startswith("tpubuild dispatch"))
+    assert delete < dispatch, calls
+    assert calls[dispatch].split()[1:] == ["dispatch", "--action", "update", "--tpu", "true", "--mig", "false",
+                                           "--allow-data-loss", "false", "--allow-wipe", "false"]
+    launched = _launched(calls)
+    assert launched and all(calls.index(c) > dispatch for c in launched), out
+    assert all("--restore-file checkpoint_last.pt" in c for c in launched)
+    [record] = box.records()
+    assert (record["outcome"], record["reason"], record["try"], record["slice"]) == ("recovered", "PREEMPTED", 1, s.tpu_name)
+    assert record["down_s"] >= 0 and record["hourly_usd"] == recovery.hourly_usd(s) > 0
+    assert record["down_cost_usd"] == round(record["hourly_usd"] * record["down_s"] / 3600, 2)
+    assert record["build"] == "hb-1" and record["detected_at"] <= record["ended_at"]
+    assert box.mark() == {}, "a recovered slice leaves no mark"
+    # the next check finds the slice whole and does nothing (idempotent)
+    before = len(box.calls())
+    code, out = box.run_build(build_id="hb-2")
+    assert code == 0 and "is whole; nothing to do" in out, out
+    assert not any(c.startswith(("tpubuild dispatch", "tpubuild train")) for c in box.calls()[before:])
+    assert len(box.records()) == 1
+
+
+def test_a_mig_whose_vms_were_deleted_relaunches_when_whole_again(tmp_path: Path) -> None:
+    box = _sandbox(tmp_path, MIG)
+    s = box.settings
+    assert s.recovery and s.hosts == 4
+    box.put("mig", "RUNNING NONE\nRUNNING NONE\n")  # two VMs deleted; the MIG is recreating them
+    code, out = box.run_build()
+    assert code == 0, out
+    assert "2 of 4 VMs running" in out and "the MIG recreates its VMs" in out
+    assert box.mark()["reason"] == "2 of 4 VMs running" and box.records() == []
+    assert not _launched(box.calls()) and not any(c.startswith("tpubuild dispatch") for c in box.calls())
+    box.put("mig", "RUNNING NONE\nRUNNING NONE\nRUNNING NONE\nSTAGING CREATING\n")
+    code, out = box.run_build(build_id="hb-2")
+    assert code == 0 and not _launched(box.calls()), out
+    box.put("mig", "RUNNING NONE\n" * 4)
+    code, out = box.run_build(build_id="hb-3")
+    assert code == 0, out
+    calls = box.calls()
+    assert len(_launched(calls)) == 4, out  # on every host
+    assert not any(c.startswith("tpubuild dispatch") for c in calls), "the MIG recreates VMs; nothing is applied"
+    [record] = box.records()
+    assert (record["outcome"], record["reason"], record["arch"], record["build"]) == \
+        ("recovered", "2 of 4 VMs running", "mig", "hb-3")
+    # spot v6e has no price in builder/data/prices.json: the cost is unknown, never $0
+    assert recovery.hourly_usd(s) is None and record["hourly_usd"] is None and record["down_cost_usd"] is None
+    assert box.mark() == {}
+
+
+def _nothing_happened(box: Sandbox) -> None:
+    calls = box.calls()
+    assert not any("tpu-vm delete" in c or c.startswith(("tpubuild dispatch", "tpubuild train")) for c in calls), calls
+    assert box.records() == [] and box.mark() == {}
+
+
+def test_a_held_lock_means_nothing_is_recovered(tmp_path: Path) -> None:
+    box = _sandbox(tmp_path, VM)
+    box.put("tpu", "PREEMPTED")
+    lock = box.gcs(recovery.lock_object(box.settings))
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text(json.dumps({"holder": "ana@laptop", "action": "update", "build_id": "b-42", "state": "held"}))
+    code, out = box.run_build()
+    assert code == 0 and "the environment lock is held" in out and "ana@laptop" in out, out
+    _nothing_happened(box)
+    assert not any("tpus tpu-vm describe" in c for c in box.calls()), "the lock is read before the slice"
+
+
+def test_another_running_health_build_owns_the_recovery(tmp_path: Path) -> None:
+    box = _sandbox(tmp_path, VM)
+    box.put("tpu", "PREEMPTED")
+    box.put("ongoing", "hb-0\nhb-1\n")
+    code, out = box.run_build(build_id="hb-1")
+    assert code == 0 and "health build hb-0" in out, out
+    _nothing_happened(box)
+
+
+def _ttl_line(fires: datetime.datetime, fired: str = "") -> str:
+    return f"{fires:%Y-%m-%dT%H:%M:%SZ}\t{fired}"
+
+
+@pytest.mark.parametrize("ttl, says", [
+    (None, "is gone"),
+    (_ttl_line(datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=365),
+               "2026-01-01T00:00:00Z"), "the TTL fired at 2026-01-01T00:00:00Z"),
+    (_ttl_line(datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=20)), "sooner than a recovery"),
+], ids=["job-gone", "fired", "due"])
+def test_no_recovery_runs_past_the_ttl(tmp_path: Path, ttl: str | None, says: str) -> None:
+    box = _sandbox(tmp_path, VM, ENV_TTL_HOURS="8")
+    box.put("tpu", "PREEMPTED")
+    if ttl is not None:
+        box.put("ttl", ttl)
+    code, out = box.run_build()
+    assert code == 0 and says in out, out
+    _nothing_happened(box)
+
+
+def test_a_ttl_far_away_lets_the_recovery_run(tmp_path: Path) -> None:
+    box = _sandbox(tmp_path, VM, ENV_TTL_HOURS="8")
+    box.put("tpu", "TERMINATED")
+    box.put("ttl", _ttl_line(datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=6)))
+    code, out = box.run_build()
+    assert code == 0, out
+    assert [r["outcome"] for r in box.records()] == ["recovered"] and box.records()[0]["reason"] == "TERMINATED"
+
+
+def test_after_max_tries_the_recovery_stops_and_says_so(tmp_path: Path) -> None:
+    box = _sandbox(tmp_path, SPOT_VM, TPU_RECOVERY_MAX_TRIES="2")
+    box.put("tpu", "PREEMPTED")
+    code, out = box.run_build("hb-1", FAKE_DISPATCH_FAILS="1")
+    assert code == 0, out
+    [first] = box.records()
+    assert (first["outcome"], first["try"], first["max_tries"]) == ("failed", 1, 2)
+    assert "try 1 of 2" in first["message"] and box.mark()["tries"] == "1"
+    # the slice is gone now (deleted, not recreated): the next check tries again, and gives up
+    code, out = box.run_build("hb-2", FAKE_DISPATCH_FAILS="1")
+    assert code == 1, "a build that gives up fails, so Cloud Build shows it"
+    second = box.records()[-1]
+    assert (second["outcome"], second["try"], second["reason"]) == ("gave-up", 2, "PREEMPTED")
+    assert "stopped after 2 consecutive failed tries" in second["message"] and "tpubuild update" in second["message"]
+    assert box.mark()["gave_up"] == "1"
+    # given up: later checks touch nothing and say why
+    before = len(box.calls())
+    code, out = box.run_build("hb-3")
+    assert code == 0 and "gave up after 2 failed tries" in out, out
+    assert not any(c.startswith("tpubuild") or "delete" in c for c in box.calls()[before:])
+    assert len(box.records()) == 2
+    # a person recovers it (tpubuild update): the check sees it whole, clears the mark, relaunches nothing
+    box.put("tpu", "READY")
+    code, out = box.run_build("hb-4")
+    assert code == 0 and "a person recovered it" in out, out
+    assert box.mark() == {} and not _launched(box.calls())
+
+
+def test_a_launch_that_never_succeeds_is_a_failed_try(tmp_path: Path) -> None:
+    box = _sandbox(tmp_path, MIG)
+    box.put("mig", "RUNNING NONE\n")
+    assert box.run_build()[0] == 0
+    box.put("mig", "RUNNING NONE\n" * 4)
+    box.put("ssh_rc", "1")  # the hosts never become ready
+    code, out = box.run_build("hb-2")
+    assert code == 0, out
+    [record] = box.records()
+    assert record["outcome"] == "failed" and "did not launch on every host" in record["message"]
+    assert out.count("failed (the hosts may still be starting)") == recovery.LAUNCH_TRIES
+
+
+@pytest.mark.slow
+def test_every_gcloud_line_of_the_health_build_parses_in_real_gcloud(gcloud, tmp_path: Path) -> None:
+    """The argvs bash handed the fake gcloud through every branch (vm recreate with a TTL, a MIG
+    waiting then relaunching, a given-up recovery), parsed by the REAL gcloud offline."""
+    vm = _sandbox(tmp_path / "vm", VM, ENV_TTL_HOURS="8")
+    vm.put("tpu", "PREEMPTED")
+    vm.put("ttl", _ttl_line(datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=6)))
+    assert vm.run_build()[0] == 0
+    vm.put("tpu", "PREEMPTED")
+    vm.run_build("hb-2", FAKE_DISPATCH_FAILS="1")
+    mig = _sandbox(tmp_path / "mig", MIG, TPU_RECOVERY_MAX_TRIES="1")
+    mig.put("mig", "RUNNING NONE\n")
+    mig.run_build()
+    mig.put("mig", "RUNNING NONE\n" * 4)
+    assert mig.run_build("hb-2")[0] == 0
+    boxes = [vm, mig]
+    argvs = [tuple(json.loads(line)) for box in boxes for line in (box.state / "argv.jsonl").read_text().splitlines()]
+    assert any(a[:2] == ("builds", "list") for a in argvs) and any(a[:2] == ("storage", "cat") for a in argvs)
+    assert any(a[:4] == ("compute", "tpus", "tpu-vm", "delete") for a in argvs)
+    assert any(a[:3] == ("scheduler", "jobs", "describe") for a in argvs)
+    assert any(a[:4] == ("compute", "instance-groups", "managed", "list-instances") for a in argvs)
+    assert any(a[:2] == ("storage", "cp") for a in argvs) and any(a[:2] == ("storage", "rm") for a in argvs)
+    failures = [r.why() for r in (gcloud.parse(list(a)) for a in dict.fromkeys(argvs)) if not r.ok]
+    assert not failures, "\n\n".join(failures)

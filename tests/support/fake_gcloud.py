@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""A stateful local gcloud for the shell sandbox (tests/shell/test_recovery_sandbox.py): the few commands
+the health build runs, against files under ``$FAKE_GCLOUD_STATE``:
+
+* ``gcs/<bucket>/<object>``: Cloud Storage (``storage cat``, ``cp``, ``rm``);
+* ``tpu``: the TPU VM's state (absent file: NOT_FOUND; ``tpu-vm delete`` removes it);
+* ``mig``: what ``instance-groups managed list-instances`` prints (``instanceStatus currentAction``);
+* ``ttl``: what ``scheduler jobs describe`` prints (absent file: NOT_FOUND);
+* ``ongoing``: the ids ``builds list --ongoing`` prints;
+* ``ssh_rc``: the exit status of ``compute ssh``/``scp``/``tpu-vm ssh``/``scp`` (default 0).
+
+Every call is appended to ``calls.log`` (and its exact argv to ``argv.jsonl``). The command lines themselves are proven in the REAL
+gcloud by tests/integration/test_gcloud_lines.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+STATE = Path(os.environ["FAKE_GCLOUD_STATE"])
+
+
+def _object(uri: str) -> Path:
+    assert uri.startswith("gs://"), uri
+    return STATE / "gcs" / uri[len("gs://"):]
+
+
+def _read(name: str) -> str | None:
+    path = STATE / name
+    return path.read_text() if path.exists() else None
+
+
+def _not_found(what: str) -> int:
+    print(f"ERROR: (gcloud) NOT_FOUND: {what} was not found", file=sys.stderr)
+    return 1
+
+
+def main(argv: list[str]) -> int:
+    with (STATE / "calls.log").open("a") as log:
+        log.write("gcloud " + " ".join(argv) + "\n")
+    with (STATE / "argv.jsonl").open("a") as log:  # exactly what bash handed gcloud
+        log.write(json.dumps(argv) + "\n")
+    words = [a for a in argv if not a.startswith("-")]
+    if words[:2] == ["builds", "list"]:
+        print(_read("ongoing") or "", end="")
+        return 0
+    if words[:2] == ["storage", "cat"]:
+        path = _object(words[2])
+        if not path.exists():
+            print(f"ERROR: (gcloud.storage.cat) The following URLs matched no objects or files:\n{words[2]}",
+                  file=sys.stderr)
+            return 1
+        sys.stdout.write(path.read_text())
+        return 0
+    if words[:2] == ["storage", "cp"]:
+        dest = _object(words[3])
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(words[2], dest)
+        return 0
+    if words[:2] == ["storage", "rm"]:
+        path = _object(words[2])
+        if not path.exists():
+            return _not_found(words[2])
+        path.unlink()
+        return 0
+    if words[:3] == ["scheduler", "jobs", "describe"]:
+        ttl = _read("ttl")
+        if ttl is None:
+            return _not_found(words[3])
+        print(ttl)
+        return 0
+    if words[:4] == ["compute", "tpus", "tpu-vm", "describe"]:
+        tpu = _read("tpu")
+        if tpu is None:
+            return _not_found(words[4])
+        print(tpu.strip())
+        return 0
+    if words[:4] == ["compute", "tpus", "tpu-vm", "delete"]:
+        (STATE / "tpu").unlink()
+        return 0
+    if words[:4] == ["compute", "instance-groups", "managed", "list-instances"]:
+        mig = _read("mig") or ""
+        if any("instance.basename()" in a for a in argv):  # the launch's host listing
+            print("\n".join(f"{words[4]}-{i:04d}" for i, _ in enumerate(mig.splitlines())))
+        else:
+            print(mig, end="")
+        return 0
+    if "ssh" in words or "scp" in words:
+        return int(_read("ssh_rc") or 0)
+    print(f"fake gcloud: unexpected command {argv}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
