@@ -168,35 +168,6 @@ def test_attached_pd_without_device_is_a_failure(tmp_path, md, tpu):
     assert "FATAL: shared PD device" in box.console() and "google-shared-pd" in box.console()
 
 
-def test_a_disk_attached_after_the_boot_is_waited_for_then_mounted(tmp_path, md, tpu):
-    """vm: tpu-attach attaches the shared PD once shared_pd-seed is done, after the hosts booted:
-    the boot waits for the device, says so, then mounts it read-only."""
-    import threading
-
-    box = node_box(tmp_path, md, endpoint(tpu))
-    dev = box.root / "dev" / "disk" / "by-id" / "google-shared-pd"
-    dev.unlink()
-    done = threading.Event()
-
-    def attach_when_waited_for() -> None:  # what tpu-attach does, once the boot waits for it
-        while not done.wait(0.05):
-            if "waiting for the dataset disk" in box.console():
-                dev.touch()
-                return
-
-    attach = threading.Thread(target=attach_when_waited_for)
-    attach.start()
-    try:
-        result = box.run(STARTUP, box.env(TPUBUILD_PD_WAIT_S="30"))
-    finally:
-        done.set()
-        attach.join()
-    assert result.returncode == 0, result.stderr
-    assert "waiting for the dataset disk" in box.console() and "shared_pd-seed" in box.console()
-    pd_dir = f"{box.root}/mnt/common/shared_pd"
-    assert [c for c in box.calls() if c.startswith("mount ") and pd_dir in c and "ro" in c]
-
-
 def test_missing_metadata_key_is_named(tmp_path, md, tpu):
     box = node_box(tmp_path, md, endpoint(tpu))
     del md.values["instance/attributes/tpubuild-nfs-ip"]
@@ -394,19 +365,3 @@ def test_detached_pd_loses_its_fstab_line(tmp_path, md, tpu):
     ok(box)
     assert not [e for e in fstab_entries(box) if e[1] == pd_dir]
     assert len([e for e in fstab_entries(box) if e[1].endswith("/nfs_share")]) == 1
-
-
-@pytest.mark.parametrize("marker, said", [
-    (None, "WARNING: shared PD at {dir} holds no seeded dataset (no .tpubuild-seed.json)"),
-    ('{\n  "source": "gs://b/data/*",\n  "objects": 0,\n  "complete": false\n}\n', "holds an unfinished seed"),
-    ('{\n  "source": "gs://b/data/*",\n  "objects": 3,\n  "complete": true\n}\n',
-     "shared PD at {dir} holds the dataset seeded from gs://b/data/*"),
-], ids=["no-marker", "unfinished", "complete"])
-def test_the_boot_says_what_the_seed_left_on_the_shared_pd(tmp_path, md, tpu, marker, said):
-    box = node_box(tmp_path, md, endpoint(tpu))
-    pd_dir = box.root / "mnt" / "common" / "shared_pd"
-    if marker is not None:
-        pd_dir.mkdir(parents=True, exist_ok=True)
-        (pd_dir / ".tpubuild-seed.json").write_text(marker)
-    ok(box)  # said, never waited for or refused: the hosts are applied after the seed
-    assert said.format(dir=pd_dir) in box.console()
