@@ -59,19 +59,13 @@ def job_name(settings: Settings) -> str:
     return f"projects/{settings.project_id}/locations/{settings.region}/jobs/tpubuild-{settings.env_name}-health"
 
 
-def records_prefix(settings: Settings) -> str:
-    """The state bucket's folder of the recovery records (one JSON object per try)."""
-    return f"{settings.workspace_prefix}/recoveries/"
-
-
-def mark_object(settings: Settings) -> str:
-    """The mark of a recovery under way: when the loss was seen, why, the failed tries, gave-up."""
-    return f"{settings.workspace_prefix}/recovery.state"
-
-
-def lock_object(settings: Settings) -> str:
-    """The environment lock (builder/cloud/lock.py writes it; the check only reads whether it exists)."""
-    return f"{settings.workspace_prefix}/lock.json"
+def objects(settings: Settings) -> dict[str, str]:
+    """The health build's objects in the state bucket: ``lock``, the environment lock
+    (builder/cloud/lock.py writes it; the check only reads whether it exists); ``mark``, a recovery
+    under way (when the loss was seen, why, the failed tries, gave-up); ``records``, the folder of
+    the recovery records (one JSON object per try)."""
+    w = settings.workspace_prefix
+    return {"lock": f"{w}/lock.json", "mark": f"{w}/recovery.state", "records": f"{w}/recoveries/"}
 
 
 def hourly_usd(settings: Settings) -> float | None:
@@ -95,9 +89,7 @@ def context(settings: Settings) -> dict[str, Any]:
         "log_prefix": log_prefix(settings.env_name),
         "region": settings.region, "arch": settings.arch, "hosts": settings.hosts,
         "slice": settings.tpu_name, "bucket": settings.state_bucket,
-        "lock": f"gs://{settings.state_bucket}/{lock_object(settings)}",
-        "mark": f"gs://{settings.state_bucket}/{mark_object(settings)}",
-        "records": f"gs://{settings.state_bucket}/{records_prefix(settings)}",
+        **{what: f"gs://{settings.state_bucket}/{name}" for what, name in objects(settings).items()},
         "ttl_job": ttl_job(settings).rsplit("/", 1)[-1] if settings.env_ttl_hours else "",
         "ttl_margin_s": TTL_MARGIN_S,
         "max_tries": settings.recovery_max_tries, "tag": TAG.format(env=settings.env_name),

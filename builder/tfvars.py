@@ -115,7 +115,7 @@ def _tpu_vm(s: Settings) -> dict[str, Any]:
         "name": s.tpu_name, "accelerator_type": s.accelerator_type,
         "runtime_version": s.runtime_version, "external_ips": s.tpu_external_ips,
         "preemptible": s.tpu_preemptible, "spot": s.tpu_spot, "reserved": s.tpu_reserved,
-        "queued": s.queued, "replace": s.replace, "release": False,  # tpu-release passes -var=release=true
+        "queued": s.queued, "make_before_break": s.replace == "make-before-break", "release": False,  # tpu-release passes -var=release=true
         **_ttl(s), **_health(s),
     }
 

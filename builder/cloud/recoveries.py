@@ -20,7 +20,7 @@ def read(settings: Settings) -> dict[str, Any]:
     from google.api_core import exceptions as gexc
 
     bucket = clients.storage(settings.project_id).bucket(settings.state_bucket)
-    prefix = recovery.records_prefix(settings)
+    prefix = recovery.objects(settings)["records"]
     with cloud_call(f"listing gs://{settings.state_bucket}/{prefix}"):
         try:
             names = sorted(b.name for b in bucket.list_blobs(prefix=prefix) if b.name.endswith(".json"))
@@ -35,7 +35,7 @@ def read(settings: Settings) -> dict[str, Any]:
             records.append(json.loads(found[0]))
         except ValueError:
             records.append({"outcome": "unreadable", "message": f"gs://{settings.state_bucket}/{name} is not JSON"})
-    mark = objects.read(bucket, recovery.mark_object(settings)) if names or _bucket_exists(settings) else None
+    mark = objects.read(bucket, recovery.objects(settings)["mark"]) if names or _bucket_exists(settings) else None
     return {"state": "AUTO", **recovery.summary(records, SHOWN),
             "mark": recovery.parse_mark(mark[0].decode("utf-8", "replace")) if mark else None,
             "max_tries": settings.recovery_max_tries, "interval_min": recovery.INTERVAL_MIN}

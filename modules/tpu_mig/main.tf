@@ -33,7 +33,10 @@ data "terraform_remote_state" "tpu" {
 # (linked from modules/_shared).
 
 locals {
-  region = join("-", slice(split("-", var.zone), 0, 2))
+  # the scheduled builds' calls (modules/_shared/outputs_scheduled.tf tells their jobs)
+  ttl_call    = module.slice_ttl
+  health_call = module.slice_health
+  region      = join("-", slice(split("-", var.zone), 0, 2))
   # The shared PD shows up on every VM as /dev/disk/by-id/google-<device name>.
   pd_device = "shared-pd"
   spot      = var.provisioning == "spot"

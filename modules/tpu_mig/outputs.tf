@@ -22,13 +22,3 @@ output "instance_template" {
   description = "Self link of the instance template the slice's VMs run."
   value       = google_compute_instance_template.slice.self_link
 }
-
-output "ttl_job" {
-  description = "Cloud Scheduler job that destroys the slice when ENV_TTL_HOURS expires (empty without a TTL)."
-  value       = var.ttl_hours > 0 ? module.slice_ttl[0].job : ""
-}
-
-output "health_job" {
-  description = "The health check's Cloud Scheduler job (empty without TPU_RECOVERY)."
-  value       = var.health_build_body != "" ? module.slice_health[0].job : ""
-}

@@ -12,6 +12,9 @@ provider "google-beta" {
 # (linked from modules/_shared; they run before this module in the vm architecture).
 
 locals {
+  # the scheduled builds' calls (modules/_shared/outputs_scheduled.tf tells their jobs)
+  ttl_call    = module.ttl
+  health_call = module.health
   # Network tag of the TPU VM hosts; the firewall rules (module.tpu_vm_firewall) target it.
   tag = var.name
   # The hosts' identity (their account here and in the outputs of modules/_shared/outputs_hosts.tf).
@@ -70,7 +73,7 @@ module "tpu_vm_firewall" {
 
 # ---- the TPU VM slice, in one of two slots ----
 # The slice is slot "a" (named var.name) or "b" (var.name-b). A change that replaces the slice
-# (replace = "make-before-break"; docs/pipeline.md, "Make-before-break") puts the new slice in the
+# (make_before_break = true; docs/pipeline.md, "Make-before-break") puts the new slice in the
 # free slot beside the running one: this apply creates it and waits until it is READY, the
 # pipeline's tpu-swap step moves the training onto it, and the next apply of the same values
 # (tpu-release) deletes the old slot. The slots the state holds come from this module's own outputs
@@ -113,7 +116,7 @@ locals {
   # the slot the values go to: the one already holding them; else, making before breaking, a free
   # one beside the running slice; else the running one (replaced in place) or "a"
   target = length(local.same) > 0 ? local.same[0] : (
-    var.replace == "make-before-break" && length(local.previous) == 1 ? local.free[0] : (
+    var.make_before_break && length(local.previous) == 1 ? local.free[0] : (
   length(local.previous) > 0 ? sort(keys(local.previous))[0] : "a"))
   # the running slices kept beside a new one until it is READY and holds the training: every other
   # slot the state holds, until the release apply once the target is in the state
@@ -190,7 +193,7 @@ resource "google_tpu_v2_vm" "this" {
       error_message = "Two slices run (a replacement did not finish) and values.env asks for neither: set the slice's values back to those of one of them and update (the other is deleted), then change them."
     }
     precondition {
-      condition     = var.replace != "make-before-break" || local.legacy_type == "" || local.legacy_type == var.accelerator_type
+      condition     = !var.make_before_break || local.legacy_type == "" || local.legacy_type == var.accelerator_type
       error_message = "This TPU state was written before make-before-break, so the running slice's values are unknown: apply the values it runs with once (tpubuild update), then change the slice; or set TPU_REPLACE=\"break-before-make\"."
     }
   }

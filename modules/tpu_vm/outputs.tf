@@ -43,13 +43,3 @@ output "queued_request" {
     network_tag           = local.tag
   }
 }
-
-output "ttl_job" {
-  description = "The TTL's Cloud Scheduler job (empty without ENV_TTL_HOURS)."
-  value       = var.ttl_hours > 0 ? module.ttl[0].job : ""
-}
-
-output "health_job" {
-  description = "The health check's Cloud Scheduler job (empty without TPU_RECOVERY)."
-  value       = var.health_build_body != "" ? module.health[0].job : ""
-}

@@ -49,15 +49,10 @@ variable "queued" {
   default     = false
 }
 
-variable "replace" {
-  description = "How a change that replaces the slice goes (TPU_REPLACE): make-before-break creates the new slice in the free slot (name-b or name) beside the running one; break-before-make replaces it in place."
-  type        = string
-  default     = "break-before-make"
-
-  validation {
-    condition     = contains(["make-before-break", "break-before-make"], var.replace)
-    error_message = "replace must be make-before-break or break-before-make."
-  }
+variable "make_before_break" {
+  description = "TPU_REPLACE=make-before-break: a change that replaces the slice creates the new slice in the free slot (name-b or name) beside the running one; false (break-before-make) replaces it in place."
+  type        = bool
+  default     = false
 }
 
 variable "release" {

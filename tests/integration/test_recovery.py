@@ -72,7 +72,7 @@ def test_node_has_no_recovery() -> None:
 
 def test_the_check_reads_the_lock_where_the_lock_is_written() -> None:
     s = load(SPOT_VM)
-    assert recovery.lock_object(s) == lock.path(s.env_name)
+    assert recovery.objects(s)["lock"] == lock.path(s.env_name)
 
 
 def test_the_recovery_of_a_max_tries_setting_is_rendered() -> None:

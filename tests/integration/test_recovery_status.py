@@ -26,7 +26,7 @@ def test_status_shows_the_recoveries_and_a_recovery_that_gave_up(fakes: Fakes, t
     s = load(values)
     assert s.recovery
     bucket = fakes.storage().bucket(s.state_bucket)
-    prefix = recovery.records_prefix(s)
+    prefix = recovery.objects(s)["records"]
     bucket.blob(prefix + "20261125T012300Z-b1.json").upload_from_string(
         _record("2026-11-25T01:23:00Z", "PREEMPTED", "recovered", 1380, 1.23, "roberta relaunched on every host"))
     bucket.blob(prefix + "20261125T040000Z-b0.json").upload_from_string(  # spot v5e: no price
@@ -36,7 +36,7 @@ def test_status_shows_the_recoveries_and_a_recovery_that_gave_up(fakes: Fakes, t
         _record("2026-11-25T05:00:00Z", "PREEMPTED", "failed", 600, 0.5, "the recreate failed; try 1 of 3"))
     bucket.blob(prefix + "20261125T051000Z-b3.json").upload_from_string(
         _record("2026-11-25T05:10:00Z", "PREEMPTED", "gave-up", 1200, 0.9, "stopped after 3 consecutive failed tries"))
-    bucket.blob(recovery.mark_object(s)).upload_from_string(
+    bucket.blob(recovery.objects(s)["mark"]).upload_from_string(
         "detected_at=2026-11-25T04:50:00Z\ndetected_s=1\nreason=PREEMPTED\ntries=3\ngave_up=1\n")
     code, out, err = cli("--values", values, "status")
     lines = out.splitlines()

@@ -66,11 +66,11 @@ class Sandbox:
         return log.read_text().splitlines() if log.exists() else []
 
     def records(self) -> list[dict]:
-        folder = self.gcs(recovery.records_prefix(self.settings))
+        folder = self.gcs(recovery.objects(self.settings)["records"])
         return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))] if folder.exists() else []
 
     def mark(self) -> dict[str, str]:
-        path = self.gcs(recovery.mark_object(self.settings))
+        path = self.gcs(recovery.objects(self.settings)["mark"])
         return dict(line.split("=", 1) for line in path.read_text().splitlines()) if path.exists() else {}
 
     def run_build(self, build_id: str = "hb-1", **env: str) -> tuple[int, str]:
@@ -182,7 +182,7 @@ def _nothing_happened(box: Sandbox) -> None:
 def test_a_held_lock_means_nothing_is_recovered(tmp_path: Path) -> None:
     box = _sandbox(tmp_path, VM)
     box.put("tpu", "PREEMPTED")
-    lock = box.gcs(recovery.lock_object(box.settings))
+    lock = box.gcs(recovery.objects(box.settings)["lock"])
     lock.parent.mkdir(parents=True, exist_ok=True)
     lock.write_text(json.dumps({"holder": "ana@laptop", "action": "update", "build_id": "b-42", "state": "held"}))
     code, out = box.run_build()

@@ -31,7 +31,7 @@ REMOTE_DIR = {
     "tpu_mig": {"tpu": "tpu_mig_access", "filestore": "filestore", "shared_pd": "shared_pd"},
 }
 #: The shared files besides the provider pins and var_*.tf that a module may link (modules/_shared/README.md).
-SHARED_FILES = {"destroy_only.tf", "remote_state_mounts.tf", "outputs_hosts.tf", "versions_override.tf",
+SHARED_FILES = {"destroy_only.tf", "remote_state_mounts.tf", "outputs_hosts.tf", "outputs_scheduled.tf", "versions_override.tf",
                 "versions_legacy_override.tf", "scheduled_build.tf"}
 
 

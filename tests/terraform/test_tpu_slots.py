@@ -80,7 +80,7 @@ def _apply(tf: Terraform, work: Path, name: str) -> dict[str, Any]:
 def test_make_before_break_creates_beside_then_releases_the_old(tf: Terraform, env: dict[str, Any]) -> None:
     work, tmp = env["work"], env["tmp"]
     base = env["values"]
-    assert base["replace"] == "make-before-break"  # the default on vm
+    assert base["make_before_break"] is True  # the default on vm
     name = base["name"]
     bigger = _values(tmp, TPU_ACCELERATOR_TYPE="v3-128")["tpu"]
 

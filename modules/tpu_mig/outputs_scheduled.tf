@@ -1,0 +1,1 @@
+../_shared/outputs_scheduled.tf
