@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import datetime
 import json
+import re
 
 import pytest
 
@@ -101,15 +102,18 @@ def test_the_ttl_build_runs_as_the_pipelines_account_and_the_invoker_may_act_onl
     body["serviceAccount"] = f"projects/{s.project_id}/serviceAccounts/builder@{s.project_id}.iam.gserviceaccount.com"
     build = Build.from_json(json.dumps(body))
     assert build.options.logging.name == "CLOUD_LOGGING_ONLY" and build.service_account.endswith("gserviceaccount.com")
-    tf = hcl2.loads((REPO / "modules/ttl/main.tf").read_text())
-    resources = {k.strip('"'): v for r in tf["resource"] for k, v in r.items()}
+    # the job in main.tf; the invoker and its grants in the linked modules/_shared/scheduled_build.tf
+    resources = {k.strip('"'): v for f in ("main.tf", "scheduled_build.tf")
+                 for r in hcl2.loads((REPO / "modules/ttl" / f).read_text())["resource"] for k, v in r.items()}
     [acts] = resources["google_service_account_iam_member"].values()
     assert acts["role"].strip('"') == "roles/iam.serviceAccountUser" and "local.builder_sa" in acts["service_account_id"]
     assert "google_service_account.invoker.email" in acts["member"]
     [job] = resources["google_cloud_scheduler_job"].values()
     assert "local.build_body" in job["http_target"][0]["body"]
-    text = (REPO / "modules/ttl/main.tf").read_text()
-    assert "merge(jsondecode(var.ttl_build_body), { serviceAccount = local.builder_sa })" in text
+    # the body sent is the TTL's build with serviceAccount added (the shared scheduled-build file)
+    shared = (REPO / "modules/ttl/scheduled_build.tf").read_text()
+    assert "{ serviceAccount = local.builder_sa }" in shared and "jsondecode(local.request_body" in shared
+    assert re.search(r"request_body\s+= var\.ttl_build_body", (REPO / "modules/ttl/main.tf").read_text())
 
 
 def test_the_ttl_invoker_is_least_privilege():

@@ -66,7 +66,9 @@ def steps() -> dict[str, tuple[str, str]]:
     assert settings.replace == "make-before-break"
     config = render(settings, make_plan(settings, "update", tpu=True))
     by_id = {st["id"]: st for st in config["steps"]}
-    assert by_id["tpu-swap"]["waitFor"] == ["tpu-apply"] and by_id["tpu-release"]["waitFor"] == ["tpu-swap"]
+    # the swap follows the apply (through tpu-attach, which gives the new slice the dataset disk)
+    assert by_id["tpu-swap"]["waitFor"] == ["tpu-attach"] and by_id["tpu-attach"]["waitFor"][0] == "tpu-apply"
+    assert by_id["tpu-release"]["waitFor"] == ["tpu-swap"]
     assert not step_env(by_id["tpu-swap"])  # gcloud steps take no env
     return {sid: (by_id[sid]["entrypoint"], step_script(by_id[sid])) for sid in ("tpu-apply", "tpu-swap", "tpu-release")}
 

@@ -201,15 +201,17 @@ def old_values(old_dir: Path, values: dict[str, Any]) -> dict[str, Any]:
 OLD_DISK_TYPES = ("pd-standard", "pd-balanced", "pd-ssd")
 
 
-def as_applied_before_hyperdisk(env: Path) -> tuple[Any, bool]:
-    """An example's settings as an environment applied by the pre-Hyperdisk-ML modules could have
-    them, and whether its shared_pd module existed then. Those modules refused a Hyperdisk ML dataset
-    disk, so a v6e or TPU7x environment of that era had no dataset disk attached to its hosts
-    (``SHARED_PD_DISK_ATTACH="false"``) and no state of a Hyperdisk ML disk to carry over: a test of
-    an old state skips that module (a new disk is a create, not an upgrade)."""
+def as_applied_by_old_modules(env: Path) -> tuple[Any, bool]:
+    """An example's settings as an environment applied by older modules could have them, and
+    whether its shared_pd module existed then. Those modules had no health check, so the slice
+    is taken with ``TPU_RECOVERY="off"`` (a health check is a create, not an upgrade); and they
+    refused a Hyperdisk ML dataset disk, so a v6e or TPU7x environment of that era had no dataset
+    disk attached to its hosts (``SHARED_PD_DISK_ATTACH="false"``) and no state of a Hyperdisk ML
+    disk to carry over: a test of an old state skips that module."""
     from builder.config import load, load_text, read_text
 
-    settings = load(env)
-    if settings.shared_pd_type in OLD_DISK_TYPES:
-        return settings, True
-    return load_text(read_text(env) + '\nSHARED_PD_DISK_ATTACH="false"\n', env), False
+    text = read_text(env) + '\nTPU_RECOVERY="off"\n'
+    with_disk = load(env).shared_pd_type in OLD_DISK_TYPES
+    if not with_disk:
+        text += 'SHARED_PD_DISK_ATTACH="false"\n'
+    return load_text(text, env), with_disk

@@ -30,7 +30,7 @@ from builder.config import load
 from builder.plan import module_dir
 from tests.conftest import EXAMPLES, REPO, SHIPPED, require
 from tests.support.terraform import (
-    CURRENT, LEGACY, Terraform, Workspace, as_applied_before_hyperdisk, counts, git_tree, old_values, standin_terraform,
+    CURRENT, LEGACY, Terraform, Workspace, as_applied_by_old_modules, counts, git_tree, old_values, standin_terraform,
 )
 
 #: main when the root modules moved from provider 6.x to ~> 8.7 (the last 6.x-pinned modules).
@@ -79,7 +79,7 @@ def _fill_as_6x(state_path: Path) -> int:
 def test_a_state_applied_with_provider_6_plans_clean_under_8(tf: Terraform, tmp_path: Path, env: Path) -> None:
     require("git history", subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", LAST_6X],
                                           capture_output=True).returncode == 0, "a full clone")
-    settings, with_disk_module = as_applied_before_hyperdisk(env)
+    settings, with_disk_module = as_applied_by_old_modules(env)
     old_src = tmp_path / "old"
     old_src.mkdir()
     git_tree(LAST_6X, old_src)

@@ -19,7 +19,7 @@ from builder.plan import module_dir
 from tests.conftest import NODE, REPO, require
 from tests.support.terraform_fixtures import STATES
 from tests.support.terraform import (
-    CURRENT, Terraform, Workspace, as_applied_before_hyperdisk, counts, git_tree, old_values, standin_terraform,
+    CURRENT, Terraform, Workspace, as_applied_by_old_modules, counts, git_tree, old_values, standin_terraform,
 )
 from tests.terraform.test_terraform import ENV_FILES, PREVIOUS_RELEASE, _guard, _write_plan
 
@@ -40,7 +40,7 @@ def test_moved_blocks_keep_every_object_of_the_previous_release(tf: Terraform, t
     # not node: its roots are destroy only (test_destroy_only_roots_destroy_a_node_environment)
     one_per_arch = {load(env).arch: env for env in reversed(ENV_FILES)}
     for env in one_per_arch.values():
-        settings, with_disk_module = as_applied_before_hyperdisk(env)
+        settings, with_disk_module = as_applied_by_old_modules(env)
         old_src, new_src = tmp_path / env.stem / "old", tmp_path / env.stem / "new"
         old_src.mkdir(parents=True)
         git_tree(PREVIOUS_RELEASE, old_src)

@@ -91,7 +91,9 @@ def test_the_slice_module_plans_the_ttl_job_in_real_terraform(make_env, tmp_path
         if module == "mig":
             mig_plan = plan
     assert mig_plan is not None
-    jobs = [r for r in resources(mig_plan) if r["type"] == "google_cloud_scheduler_job"]
+    # the TTL's job (a spot slice also gets the health check's, module.slice_health)
+    jobs = [r for r in resources(mig_plan) if r["type"] == "google_cloud_scheduler_job"
+            and not r["address"].startswith("module.slice_health[")]
     assert len(jobs) == 1 and jobs[0]["address"].startswith("module.slice_ttl[0].")
     # modules/ttl names the job and its invoker from the environment: the job is the one `tpubuild` reads
     assert ttl.job_name(s) == f"projects/{s.project_id}/locations/{jobs[0]['values']['region']}/jobs/{jobs[0]['values']['name']}"
