@@ -45,7 +45,7 @@ from builder.config.filestore import TIERS
 from builder.config.offers import calendar_name, flex_request_name
 from builder.config.scripts import repo_script
 from builder.errors import BadInput
-from builder.plan import Plan, Step, module_dir, runs_setup_script, seeds
+from builder.plan import Plan, Step, module_dir, runs, runs_setup_script, seeds
 from builder.step_kinds import (  # noqa: F401  (re-exported: step kinds, images, timeouts)
     BUILD_TIMEOUT_SLACK, CALENDAR_STEP_S, check_duration, image, IMAGE_STEP_S, IMAGES, Kind, KINDS,
     LOCK_TIMEOUT, MAX_BUILD_TIMEOUT, MAX_QUEUE_WAIT_S, QUEUE_SLACK_S, QUEUE_WAIT_S, RESIZE_STEP_S,
@@ -185,7 +185,7 @@ class _Steps:
                     repository=self.s.image_repository)
 
     def _capacity(self, step: Step) -> dict[str, Any]:
-        return dict(beside=any(st.kind == "swap" for st in self.plan.steps))
+        return dict(beside=bool(runs(self.s, self.plan, "swap")))
 
     def _restore(self, step: Step) -> dict[str, Any]:
         s = self.s
@@ -227,8 +227,7 @@ class _Steps:
 
     def _apply(self, step: Step) -> dict[str, Any]:
         # TPU_QUEUED: the plan's tpu-queue step reads the request this apply leaves
-        queued, swaps = (any(st.module == step.module and st.kind == k for st in self.plan.steps)
-                         for k in ("queue", "swap"))
+        queued, swaps = (runs(self.s, self.plan, k) == step.module for k in ("queue", "swap"))
         return dict(queued_request=queued, swaps=swaps, accelerator_type=self.s.accelerator_type,
                     **self._terraform(step))
 
@@ -278,9 +277,8 @@ class _Steps:
 
     def _attach(self, step: Step) -> dict[str, Any]:  # _restore's project and disk, and the TPU's
         # make-before-break: the slice values.env asks for may be in the other slot (tpu-apply names it)
-        swaps = any(st.module == step.module and st.kind == "swap" for st in self.plan.steps)
         return dict(self._restore(step), zone=self.s.zone, name=self.s.tpu_name, mount_point=self.s.mount_point,
-                    swaps=swaps)
+                    swaps=runs(self.s, self.plan, "swap") == step.module)
 
     def _seed(self, step: Step) -> dict[str, Any]:
         s = self.s

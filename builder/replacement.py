@@ -42,13 +42,14 @@ def facts(settings: Settings, plan: Plan, applied: Settings | None, d: Diff) -> 
     unknown) only under make-before-break when the change replaces the slice, or (an update
     compared with nothing) may; ``text``, what the plan notes ('' when there is nothing to say)."""
     from builder import cost
+    from builder.plan import runs
 
     module = accelerator_module(settings.arch)
     if not plan.applies(module) or plan.action == "destroy":
         return None
     changed = d.get(module)
     replaces = (changed is not None and changed.status == "replace") if d.applied else None
-    mbb = settings.replace == MAKE_BEFORE_BREAK and any(st.kind == "swap" for st in plan.steps)
+    mbb = settings.replace == MAKE_BEFORE_BREAK and bool(runs(settings, plan, "swap"))
     out: dict[str, Any] = {"mode": settings.replace, "replaces": replaces, "module": module,
                            "overlap_minutes": None, "overlap_cost": None, "old_hourly": None}
     names = " or ".join(slot_names(settings))
