@@ -60,6 +60,20 @@ def path_info(s: Settings) -> dict[str, Any]:
             "source": found.source, "checked": found.checked}
 
 
+def _unchanged_applies(info: dict[str, Any]) -> None:
+    """Compared with an applied snapshot, a module whose apply runs but whose values do not change
+    (before → after: untouched) is neither created nor changed: it moves from ``created``/``changed``
+    to ``unchanged``, so the summary tells the before → after's story. With nothing to compare
+    with, every apply may create or change its module, and the lists stay as the operations say."""
+    ba = info["before_after"]
+    if not ba["applied"]:
+        return
+    same = [m["module"] for m in ba["modules"] if m["status"] == "unchanged"]
+    for key in ("created", "changed"):
+        info[key] = [m for m in info[key] if m not in same]
+    info["unchanged"] = [m for o in info["operations"] if o["op"] == "apply" and (m := o["module"]) in same]
+
+
 def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[str, Any]:
     """The before → after and the cost sections of ``describe``.
 
@@ -159,6 +173,7 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
     if plan.operations:
         info.update(_comparison(s, plan, previous))
         info["nothing_to_do"] = info["before_after"]["nothing_to_do"]
+        _unchanged_applies(info)
     notes: list[str] = info["notes"]
     warnings: list[str] = info["warnings"]
     if not plan.operations:
@@ -343,11 +358,15 @@ def as_text(info: dict[str, Any], *, bold: bool) -> str:
     for label, key in (("Created", "created"), ("Created or changed", "changed"), ("Destroyed", "destroyed")):
         if info[key]:
             lines.append(f"{label}: {', '.join(info[key])}")
-    untouched = [m for m in modules(info["arch"]) if m not in ops and m not in info.get("not_created", {})]
+    untouched = [m for m in modules(info["arch"])
+                 if (m not in ops or m in info.get("unchanged", ())) and m not in info.get("not_created", {})]
     if info.get("not_created"):
         lines.append(f"Not created: {', '.join(info['not_created'])}")
     if untouched:
-        lines.append(f"Untouched: {', '.join(untouched)}")
+        again = [m for m in untouched if m in info.get("unchanged", ())]
+        lines.append(f"Untouched: {', '.join(untouched)}"
+                     + (" (each is applied again and nothing changes)" if again == untouched else
+                        f" ({', '.join(again)}: applied again, nothing changes)" if again else ""))
     if info["notes"] or info["warnings"]:
         lines.append("")
     lines.extend(strong(f"WARNING: {w}") for w in info["warnings"])

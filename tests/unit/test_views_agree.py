@@ -12,7 +12,6 @@ does (the before → after says it keeps the applied values), a destroyed one no
 from __future__ import annotations
 
 import re
-from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from builder.errors import BadInput, TpuBuildError
 from builder.migrate import migrate_text
 from builder.modules import hosts_module, modules
 from builder.plan import make_plan
+from builder.records import asdict
 from builder.request import parse, plan_for
 from tests.conftest import rewrite_env
 
@@ -178,6 +178,18 @@ def _check(old: Any, new: Any, action: str, scope: dict[str, bool]) -> None:
     # make-before-break (TPU_REPLACE) ↔ the before → after, the steps, the durations table and the prices
     text = as_text(info, bold=False)
     _replacement_agrees(old, new, plan, info, text, story)
+    # the summary's "Created", "Created or changed" and "Untouched" ↔ the before → after: a module
+    # whose apply runs but whose values do not change is untouched in both
+    status = {m["module"]: m["status"] for m in ba["modules"]}
+    for key in ("created", "changed"):
+        for module in info[key]:
+            assert ops.get(module) == "apply", (story, module)
+            if ba["applied"]:
+                assert status.get(module) not in ("unchanged", "untouched"), (story, key, module)
+    if ba["applied"]:
+        for module, op in ops.items():
+            if op == "apply" and status.get(module) == "unchanged":
+                assert module in info["unchanged"], (story, module)
     # the text says what the data says
     for line in ba["lines"]:
         assert f"  {line}\n" in text, (story, line)
