@@ -20,7 +20,7 @@ architecture's module names cannot leak into this one.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from builder.records import field, record
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -43,7 +43,7 @@ class Recorded(Protocol):
     def sources(self) -> Mapping[str, str]: ...
 
 
-@dataclass(frozen=True)
+@record
 class Ledger:
     """The three facts a build records besides values.env (see the module docstring)."""
 

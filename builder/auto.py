@@ -23,7 +23,7 @@ Values are compared after parsing with ``builder.config`` (so ``STANDARD`` and `
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from builder.records import record
 from typing import TYPE_CHECKING, Any
 
 from builder.config import Settings
@@ -54,7 +54,7 @@ def changed_keys(old: Settings, new: Settings) -> list[str]:
     return [k.name for k in (*KEYS, *model_keys(new.repo_root)) if _value(old, k.name) != _value(new, k.name)]
 
 
-@dataclass(frozen=True)
+@record
 class Decision:
     action: str  # create | update | none
     only: frozenset[str] | None

@@ -10,7 +10,7 @@ docs/pipeline.md, "The capacity check", says which API and why.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from builder.records import record
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
 CHECKED_ARCH = "vm"
 
 
-@dataclass(frozen=True)
+@record
 class Need:
     """The quota ``quota_id`` of ``service`` must allow ``amount`` ``counts`` in ``zone``."""
 
@@ -58,7 +58,7 @@ def beside(settings: Settings, running: Settings | None) -> Need | str:
     slice is created beside the running one (``running``: the applied values, None: unknown or
     none), the quota must hold both when both count against it. A change that keeps the slice
     (none of the variables that replace it differ) needs what :func:`need` says."""
-    from dataclasses import replace
+    from builder.records import replace
 
     from builder import tfvars
     from builder.config.replace import MAKE_BEFORE_BREAK

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from builder.records import asdict, record
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,7 +39,7 @@ def table() -> dict[str, Any]:
     return json.loads(PRICES.read_text(encoding="utf-8"))
 
 
-@dataclass(frozen=True)
+@record
 class Item:
     module: str
     what: str
@@ -55,7 +55,7 @@ class Item:
         return f"{self.what}: {money(self.hourly, self.approximate)}/h{'' if self.confirmed else ' (unconfirmed)'}"
 
 
-@dataclass(frozen=True)
+@record
 class Estimate:
     items: tuple[Item, ...]
 

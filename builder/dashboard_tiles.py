@@ -8,7 +8,7 @@ builder/dashboard.py's docstring.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from builder.records import record
 from typing import Any
 
 #: The log-based metric the module creates (``logging.googleapis.com/user/<name>``).
@@ -17,7 +17,7 @@ STEP_METRIC_PREFIX = "tpubuild_train_steps_"
 SHARED_PD_DEVICE = "shared-pd"
 
 
-@dataclass(frozen=True)
+@record
 class Names:
     """What the tiles filter on: the environment's project, zone and resource names, and whether
     the hosts attach the shared PD."""

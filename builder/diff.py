@@ -33,7 +33,7 @@ means for update and destroy). Which variable does what is each module's catalog
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from builder.records import asdict, field, record
 from typing import TYPE_CHECKING, Any
 
 from builder import modules as catalogue
@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
     from builder.plan import Plan
 
-@dataclass(frozen=True)
+@record
 class Change:
     var: str
     before: Any
@@ -75,7 +75,7 @@ _TEXT: dict[str, Callable[[Any, Any], str]] = {
 _DERIVED: dict[str, str] = {"ttl_build_body": "ttl_hours"}
 
 
-@dataclass(frozen=True)
+@record
 class ModuleDiff:
     module: str
     status: str  # create | update | resize | replace | unchanged | destroy | untouched | absent
@@ -86,7 +86,7 @@ class ModuleDiff:
     note: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class Diff:
     applied: bool  # whether there was an applied snapshot to compare with
     modules: tuple[ModuleDiff, ...]

@@ -10,7 +10,7 @@ a repository file packed into the source tarball 64 MiB (:data:`MAX_SOURCE_FILE`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from builder.records import record
 from pathlib import Path
 
 from builder.errors import BadInput
@@ -36,7 +36,7 @@ def human(limit: int) -> str:
     return f"{limit} bytes"
 
 
-@dataclass(frozen=True)
+@record
 class Wording:
     """How one kind of file's read failures are worded, as ``str.format`` templates over
     ``{path}`` (``{path!r}`` for a path Python cannot open), ``{why}`` (the OS's reason, in

@@ -24,7 +24,7 @@ Adding a generation is adding its row to the JSON file: nothing else names a gen
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from builder.records import record
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ DATA = Path(__file__).resolve().parent / "data" / "tpu_offers.json"
 PATHS = ("node", "vm", "mig")
 
 
-@dataclass(frozen=True)
+@record
 class MigFacts:
     """A generation offered as Compute Engine TPU VMs in a managed instance group (TPU_ARCH="mig")."""
 
@@ -51,7 +51,7 @@ class MigFacts:
         return (self.machine_type, *(m for m in self.single_host_machine_types.values() if m != self.machine_type))
 
 
-@dataclass(frozen=True)
+@record
 class Quota:
     """The Cloud TPU API quota a generation's slices use (TPU_ARCH=vm), as Cloud Quotas names it."""
 
@@ -60,7 +60,7 @@ class Quota:
     ids: dict[str, str]  # provisioning model → quota ID (no entry: none checked, e.g. a reservation)
 
 
-@dataclass(frozen=True)
+@record
 class CalendarFacts:
     """Calendar-mode future reservations of a generation (TPU_PROVISIONING="calendar", mig path)."""
 
@@ -70,7 +70,7 @@ class CalendarFacts:
     zones: tuple[str, ...]  # zones Google lists for calendar mode
 
 
-@dataclass(frozen=True)
+@record
 class Generation:
     """One TPU generation (a row of builder/data/tpu_offers.json)."""
 
@@ -180,7 +180,7 @@ def on_path(path: str) -> tuple[Generation, ...]:
     return tuple(g for g in records() if g.offers(path))
 
 
-@dataclass(frozen=True)
+@record
 class Api:
     """The API behind a path (TPU_ARCH) and what Google says of it (the data file's ``apis``)."""
 

@@ -36,7 +36,7 @@ Rules (see docs/safety.md):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from builder.records import record
 from typing import Any
 
 from builder import guard_classes
@@ -66,7 +66,7 @@ _KNOWN_ACTIONS = frozenset({"no-op", "create", "read", "update", "delete", "forg
 _SUPPORTED_FORMAT_MAJOR = "1"
 
 
-@dataclass(frozen=True)
+@record
 class Change:
     """One managed resource's planned change."""
 
@@ -106,7 +106,7 @@ class Change:
         return f"{self.address} would be {verb}{why}{deposed}"
 
 
-@dataclass(frozen=True)
+@record
 class Decision:
     """What the guard decided. ``refusal`` is the one line printed when ``proceed`` is false."""
 

@@ -37,7 +37,7 @@ that holds no seed script path comes back unchanged, so running migrate twice ch
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from builder.records import field, record
 from pathlib import Path
 
 from builder import generations
@@ -65,7 +65,7 @@ _ASSIGN = re.compile(
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)")
 
 
-@dataclass
+@record(frozen=False)
 class Result:
     text: str
     changes: list[str] = field(default_factory=list)

@@ -183,18 +183,41 @@ def problems(settings: Any) -> list[tuple[str, str, str]]:
                  f"(folders under models/ with a {LAUNCHER})",
                  f'{hint}set MODEL to one of them, or MODEL="" to run your own script with `tpubuild run`')]
     default = "" if settings.line_of("MODEL") else f' (MODEL is "{model}" by default; MODEL="" selects none)'
-    launcher = load(root, f"{model}.launcher")
-    lacks = missing(launcher)
+    lacks = launcher_problems(root, model, settings.arch)
     if lacks:
-        return [("MODEL", f"{root / model / LAUNCHER} is not a tpubuild launcher: it lacks {', '.join(lacks)}",
-                 "add them (the Launcher protocol in builder/model_registry.py)" + default)]
-    import dataclasses
-
-    if settings.arch == "mig" and "listing" not in {f.name for f in dataclasses.fields(launcher.Job)}:
-        return [("TPU_ARCH", f'the {model} launcher does not support TPU_ARCH="mig"',
-                 f'use TPU_ARCH="vm", or MODEL="" and start your script with `tpubuild run`{default}')]
+        key, what, fix = lacks
+        return [(key, what, fix + default)]
     check = _hook(settings, CHECK)
     return [(key, what, fix + default) for key, what, fix in (check(settings) if check is not None else ())]
+
+
+def launcher_problems(root: Path, model: str, arch: str) -> tuple[str, str, str] | None:
+    """Why the launcher ``root/model/launcher.py`` cannot run ``train`` on ``arch`` (it lacks a
+    :class:`Launcher` member, or its ``Job`` has no ``listing`` field and ``arch`` is mig), or None.
+
+    A launcher of the source tree is not imported here: tests/unit/test_model_registry.py
+    (``test_shipped_launchers_plug_in_on_every_arch``) proves every shipped one passes on every
+    architecture, and importing one (its host transport, its recipe's dataclasses) costs
+    ``validate``, ``plan`` and ``render`` a fifth of their start-up (benchmarks/cli_startup.py). A
+    launcher of the user's own models/ folder is imported and checked; ``train`` checks the same
+    (builder/commands/train.py)."""
+    if root.resolve() == SOURCE_MODELS.resolve():
+        return None
+    return launcher_fit(load(root, f"{model}.launcher"), root / model / LAUNCHER, model, arch)
+
+
+def launcher_fit(launcher: ModuleType, path: Path, model: str, arch: str) -> tuple[str, str, str] | None:
+    """:func:`launcher_problems` of an imported ``launcher``."""
+    lacks = missing(launcher)
+    if lacks:
+        return ("MODEL", f"{path} is not a tpubuild launcher: it lacks {', '.join(lacks)}",
+                "add them (the Launcher protocol in builder/model_registry.py)")
+    import dataclasses
+
+    if arch == "mig" and "listing" not in {f.name for f in dataclasses.fields(launcher.Job)}:
+        return ("TPU_ARCH", f'the {model} launcher does not support TPU_ARCH="mig"',
+                'use TPU_ARCH="vm", or MODEL="" and start your script with `tpubuild run`')
+    return None
 
 
 def change_problems(applied: Any, settings: Any) -> list[tuple[str, str, str]]:

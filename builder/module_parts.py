@@ -4,7 +4,7 @@ pipeline step, and the small predicates and summaries the entries name. Pure: no
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from builder.records import record
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,7 +29,7 @@ def _always(s: Settings) -> bool:
     return True
 
 
-@dataclass(frozen=True)
+@record
 class StatusPart:
     """One row of ``tpubuild status``: ``key`` names it in the report and on its line,
     builder/cloud/status.py ``READERS[key]`` reads it, ``row`` (builder/status_rows.py) formats
@@ -44,7 +44,7 @@ class StatusPart:
 BEFORE, GATE, AFTER, BESIDE = "before", "gate", "after", "beside"
 
 
-@dataclass(frozen=True)
+@record
 class ExtraStep:
     """A step of a module's pipeline beyond plan → guard → apply, id ``<module>-<kind>``
     (``kind``: a row of ``builder.pipeline.KINDS``), with the module's ``op`` (apply|destroy) when

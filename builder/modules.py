@@ -71,7 +71,7 @@ Pure: no I/O, standard library only (and the pure formatters its entries name).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from builder.records import record
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -148,7 +148,7 @@ SHARED_PD_KEYS = ("SHARED_PD_DISK_ATTACH", "SHARED_PD_DISK_SIZE", "SHARED_PD_DIS
                   "GCS_DATASET", "MIG_SEED_DATA_PREP_SCRIPT")
 
 
-@dataclass(frozen=True)
+@record
 class ModuleSpec:
     """One Terraform directory as one plan module of some architectures (the module docstring
     says what each field means)."""

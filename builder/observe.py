@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, field
+from builder.records import field, record
 from string import Template
 from typing import Any
 
@@ -69,7 +69,7 @@ def profile_gcs(state_bucket: str, env: str, stamp: str) -> str:
     return f"gs://{state_bucket}/profiles/{env}/{stamp}"
 
 
-@dataclass(frozen=True)
+@record
 class Target:
     """Where the commands go: one environment's TPU VM hosts."""
 

@@ -32,7 +32,7 @@ input reaches it only through there, which refuses every combination that would 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from builder.records import record, replace
 from typing import TYPE_CHECKING
 
 from builder import modules as catalogue
@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
 ACTIONS: tuple[str, ...] = PLAN_ACTIONS
 
 
-@dataclass(frozen=True)
+@record
 class Operation:
     """One Terraform module operation: ``op`` (apply|destroy) of ``module`` once every module in
     ``after`` has finished its own operation."""
@@ -58,7 +58,7 @@ class Operation:
     after: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Step:
     """One step of the pipeline that carries out a plan: ``kind`` (a row of
     ``builder.pipeline.KINDS``) for plan module ``module`` ('' for the build-wide steps), once the
@@ -70,7 +70,7 @@ class Step:
     after: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Plan:
     """The DAG of one action. ``operations`` is in a topological order (each operation comes
     after everything it waits for); ``initialize`` has none."""

@@ -31,7 +31,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from builder.records import record
 from typing import TYPE_CHECKING
 
 from builder import modules as catalogue
@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["CLI", "SUBSTITUTIONS", "Request", "Spelling", "parse", "parse_flag", "plan_for"]
 
 
-@dataclass(frozen=True)
+@record
 class Spelling:
     """How a caller names each input in messages, and how it asks for a flag (``on``)."""
 
@@ -72,7 +72,7 @@ _FLAG_TRUE = frozenset({"true"})
 _FLAG_FALSE = frozenset({"false", "default", ""})
 
 
-@dataclass(frozen=True)
+@record
 class Request:
     """An action and its flags, checked against one values file by :func:`parse`."""
 

@@ -7,7 +7,7 @@ re-exports them.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from builder.records import record
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,7 +41,7 @@ def image(settings: Settings, key: str) -> str:
 
 
 
-@dataclass(frozen=True)
+@record
 class Kind:
     """How a step of one kind is rendered: the builder image, the script template, the step
     timeout in seconds (None: per step, see :func:`_timeout`)."""

@@ -33,7 +33,7 @@ Decisions recorded here:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from builder.records import replace
 from typing import Any
 
 from builder import modules as catalogue

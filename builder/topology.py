@@ -14,7 +14,7 @@ name Google uses (``v5litepod-16``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from builder.records import record
 
 from builder import generations
 from builder.errors import BadInput
@@ -22,7 +22,7 @@ from builder.errors import BadInput
 _NAME = re.compile(r"^(?P<family>[a-z0-9]+?)-(?P<size>\d+)$")
 
 
-@dataclass(frozen=True)
+@record
 class Topology:
     """The shape of one TPU slice."""
 
@@ -94,7 +94,7 @@ def parse(accelerator_type: str) -> Topology:
 # the documented shapes, written out once more by hand.
 
 
-@dataclass(frozen=True)
+@record
 class MigShape:
     """A slice as a MIG: ``vms`` VMs of ``machine_type`` with ``chips_per_vm`` chips each, joined
     by a workload policy with ``accelerator_topology`` (empty for a single-host slice, which needs

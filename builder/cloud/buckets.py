@@ -10,7 +10,7 @@ location is a ``WorldError`` (exit 1) that says what to change.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from builder.records import record
 from typing import Any
 
 from builder.cloud.errors import cloud_call
@@ -18,7 +18,7 @@ from builder.config import Settings
 from builder.errors import WorldError
 
 
-@dataclass(frozen=True)
+@record
 class BucketSpec:
     name: str
     location: str

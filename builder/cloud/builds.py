@@ -13,7 +13,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from builder.records import record
 from typing import TYPE_CHECKING, Any
 
 from builder.cloud.errors import cloud_call
@@ -56,7 +56,7 @@ def referenced(config: dict[str, Any], name: str) -> bool:
     return name in config.get("substitutions", {}) or f"${name}" in text or f"${{{name}}}" in text
 
 
-@dataclass(frozen=True)
+@record
 class Created:
     id: str
     log_url: str
@@ -88,7 +88,7 @@ def live_filter(env: str) -> str:
     return f'tags="{env_tag(env)}" AND ({states})'
 
 
-@dataclass(frozen=True)
+@record
 class Live:
     id: str
     status: str

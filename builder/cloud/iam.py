@@ -26,14 +26,14 @@ README.md's role list is rendered from :data:`ROLES` (:func:`roles_markdown`; a 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from builder.records import record
 from typing import Any
 
 from builder.cloud.errors import cloud_call
 from builder.errors import WorldError
 
 
-@dataclass(frozen=True)
+@record
 class Role:
     role: str
     why: str

@@ -31,7 +31,7 @@ import os
 import socket
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from builder.records import asdict, field, fields, record, replace
 from typing import Any
 
 from builder.cloud import objects
@@ -78,7 +78,7 @@ def who() -> str:
     return f"{user}@{socket.gethostname()}"
 
 
-@dataclass(frozen=True)
+@record
 class Lock:
     env: str
     action: str
@@ -104,7 +104,7 @@ class Lock:
     def from_json(cls, text: bytes | str, generation: int) -> Lock:
         try:
             body = json.loads(text)
-            known = {k: v for k, v in body.items() if k in cls.__dataclass_fields__ and k != "generation"}
+            known = {k: v for k, v in body.items() if k in {f.name for f in fields(cls)} and k != "generation"}
             return cls(**known, generation=generation)
         except (ValueError, TypeError) as exc:
             return cls(env="?", action="?", holder=f"(unreadable lock: {exc})", created="?", generation=generation)

@@ -15,7 +15,7 @@ Only ``tpubuild finalize`` writes it; a failed build never reaches finalize, so 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from builder.records import field, record
 from typing import Any
 
 from builder.cloud import objects
@@ -31,7 +31,7 @@ def record_path(env: str) -> str:
     return f"workspace/{env}/applied/build.json"
 
 
-@dataclass(frozen=True)
+@record
 class Applied:
     values: bytes
     build_id: str
@@ -95,7 +95,7 @@ def _conflict(env: str, build_id: str) -> WorldError:
 
 
 def write(bucket: Any, env: str, applied: Applied, *, expected_generation: int) -> Applied:
-    from dataclasses import replace
+    from builder.records import replace
 
     from google.api_core import exceptions as gexc
 

@@ -18,7 +18,7 @@ import io
 import json
 import os
 import tarfile
-from dataclasses import dataclass
+from builder.records import record
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ FILES = ("setup.cfg", "pyproject.toml", "README.md")
 TREES = ("builder", "modules", "env_setup", "models")
 
 
-@dataclass(frozen=True)
+@record
 class Source:
     sha256: str
     tgz: bytes

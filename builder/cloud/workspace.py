@@ -13,7 +13,7 @@ import base64
 import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from builder.records import record
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +64,7 @@ def walk(root: Path, top: str) -> Iterator[tuple[str, Path]]:
             yield rel.as_posix(), path
 
 
-@dataclass(frozen=True)
+@record
 class Entry:
     name: str  # relative to workspace/<ENV>/
     data: bytes

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import dataclass
+from builder.records import record
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -90,7 +90,7 @@ def _plan(args: argparse.Namespace, *, compare: bool = False) -> tuple[Settings,
     return settings, (auto_plan(settings, prev) if plan is None else plan), prev
 
 
-@dataclass
+@record(frozen=False)
 class Previous:
     """What the plan is compared with: the applied values (None: nothing applied, or unknown)
     and, from the state bucket, the snapshot's record; ``decision`` is auto's, once made."""

@@ -12,7 +12,7 @@ credentials, a held lock, a build that did not succeed); 2 bad input (values.env
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from builder.records import record
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from builder.request import Request
 
 
-@dataclass(frozen=True)
+@record
 class Prepared:
     """What submit decided before talking to the cloud: the request, its plan (None for
     ``initialize`` and ``auto``: auto's plan comes from the applied snapshot), the rendered

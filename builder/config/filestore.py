@@ -8,10 +8,10 @@ https://cloud.google.com/filestore/docs/backups (High Scale SSD has no backups).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from builder.records import record
 
 
-@dataclass(frozen=True)
+@record
 class Tier:
     name: str
     min_gb: int  # the smallest instance, GiB

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from builder.records import record
 from typing import Any
 
 from builder import generations
@@ -19,7 +19,7 @@ from builder.config.filestore import NAMES as FILESTORE_TIERS
 Parser = Callable[[str], Any]
 
 
-@dataclass(frozen=True)
+@record
 class KeySpec:
     name: str
     field: str

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import io
 import re
-from dataclasses import dataclass
+from builder.records import record
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from builder.files import MAX_BYTES, VALUES_FILE, read_bytes  # noqa: F401 - MAX
 
 
 
-@dataclass(frozen=True)
+@record
 class Entry:
     key: str
     value: str

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable
-from dataclasses import dataclass
+from builder.records import record
 from typing import Any
 
 from builder import generations as records
@@ -53,7 +53,7 @@ LEGACY_FLAGS: dict[str, tuple[str, str]] = {
     "TPU_RESERVED": ("tpu_reserved", "reservation"),
 }
 
-@dataclass(frozen=True)
+@record
 class Mode:
     """One capacity mode (TPU_PROVISIONING) in the words of ``tpubuild plan`` and of the table in
     docs/capacity.md (tools/capacity_table.py writes it from :data:`MODES`): how it is rendered,

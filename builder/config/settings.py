@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from builder.records import field, record
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ def _env_name(template: str) -> property:
     return property(lambda s: template.format(project=s.project_id, env=s.env_name), doc=f"``{template}``")
 
 
-@dataclass(frozen=True)
+@record
 class Settings:
     source: Path
     env_name: str

@@ -39,11 +39,12 @@ Standard library only, but for :func:`install`, which imports fairseq.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Any
 
-LOG = logging.getLogger("tpubuild.resume")
+#: The logger the resume line goes to (``logging`` is imported when a checkpoint is loaded, not
+#: when the launcher is: ``tpubuild train`` loads the launcher and never logs through it).
+LOGGER = "tpubuild.resume"
 #: What the launcher's --dry-run and each host's log say about the resume (one wording).
 SAYS = "resumes at update {updates}, sample {sample} of epoch {epoch}, translated from world size {old} to {new}"
 
@@ -137,8 +138,10 @@ def install() -> bool:
         translated, line = translated_state(state, world=self.num_shards, batches=batches, batch_size=batch_size,
                                             grouped=bool(getattr(self, "grouped_shuffling", False)))
         if self.shard_id == 0:
-            LOG.info("tpubuild: %s (iterations_in_epoch %s -> %s)", line, state.get("iterations_in_epoch", 0),
-                     translated["iterations_in_epoch"])
+            import logging
+
+            logging.getLogger(LOGGER).info("tpubuild: %s (iterations_in_epoch %s -> %s)", line,
+                                           state.get("iterations_in_epoch", 0), translated["iterations_in_epoch"])
         return load_state_dict(self, translated)
 
     loading._tpubuild_resume = True  # type: ignore[attr-defined]

@@ -13,11 +13,11 @@ import signal
 import subprocess
 import sys
 import threading
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from builder.records import replace
 from tests.support.fakes.fixtures import Fakes, fakes, repo  # noqa: F401 - fixtures
 
 

@@ -41,6 +41,22 @@ def test_roberta_launcher_satisfies_the_protocol() -> None:
                                                      if not n.startswith("_")} - {"Job", "LaunchError"}
 
 
+def test_shipped_launchers_plug_in_on_every_arch() -> None:
+    """``launcher_problems`` does not import a launcher of the source tree (start-up cost): this
+    proves what it takes for granted, for every shipped launcher and every architecture a values
+    file can name. A shipped launcher that drops an architecture fails here: then
+    ``launcher_problems`` must import it again."""
+    from builder.generations import PATHS as ARCHES
+
+    shipped = model_registry.available(None)
+    assert shipped == sorted(model_registry.MODELS)
+    for model in shipped:
+        launcher = model_registry.load(model_registry.SOURCE_MODELS, f"{model}.launcher")
+        for arch in ARCHES:
+            assert model_registry.launcher_fit(launcher, REPO / "models" / model / "launcher.py", model, arch) is None
+            assert model_registry.launcher_problems(model_registry.SOURCE_MODELS, model, arch) is None
+
+
 TOY = '''
 from dataclasses import dataclass
 
