@@ -173,8 +173,9 @@ def passed(n: Need, value: int, quota_id: str | None = None) -> str:
 
 @dataclass(frozen=True)
 class Held:
-    """A reservation (``kind="reservation"``) or calendar-mode request (``kind="calendar"``) the
-    slice consumes, and what the slice takes of it."""
+    """A reservation (``kind="reservation"``; ``"any"``: any matching one of the project in the
+    zone, TPU_RESERVATION empty) or calendar-mode request (``kind="calendar"``) the slice
+    consumes, and what the slice takes of it."""
 
     kind: str
     project: str
@@ -188,29 +189,30 @@ class Held:
 
     @property
     def what(self) -> str:
+        if self.kind == "any":
+            return f"no reservation of project {self.project} in {self.zone}"
         return f"reservation {self.name}" if self.kind == "reservation" else f"calendar-mode request {self.name}"
 
 
-def held(settings: Settings) -> Held | str | None:
-    """What the mig slice of ``settings`` consumes that the check reads, a line saying why it reads
-    nothing where the slice consumes a reservation it cannot name, or None (no reservation)."""
+def held(settings: Settings) -> Held | None:
+    """What the mig slice of ``settings`` consumes that the check reads, or None (no reservation)."""
     from builder.config.offers import calendar_name
 
     s = settings
     if s.arch != "mig" or s.provisioning not in ("reservation", "calendar"):
         return None
-    if s.provisioning == "reservation" and not s.reservation:
-        return (f"TPU_RESERVATION is empty: the slice takes any matching reservation in {s.zone} (ANY_RESERVATION), "
-                "which tpubuild does not read; name it in TPU_RESERVATION to have it checked")
     project, zone, name = s.project_id, s.zone, calendar_name(s.tpu_name)
-    if s.provisioning == "reservation":
+    kind = s.provisioning if s.provisioning == "calendar" or s.reservation else "any"
+    if kind == "any":
+        name = ""
+    elif s.provisioning == "reservation":
         name = s.reservation
         if name.startswith("projects/"):  # projects/P/zones/Z/reservations/NAME (a shared reservation)
             parts = name.split("/")
             project, zone, name = parts[1], parts[3], parts[-1]
     topo, shape = s.topology, s.mig_shape
     calendar = topo.record.calendar
-    return Held(s.provisioning, project, zone, name, shape.machine_type, shape.vms, topo.chips,
+    return Held(kind, project, zone, name, shape.machine_type, shape.vms, topo.chips,
                 calendar.vm_family if calendar is not None else "", topo.accelerator_type)
 
 
@@ -271,6 +273,33 @@ def reservation_passed(h: Held, body: dict[str, Any]) -> str:
         count = _accelerators(aggregate.get("reservedResources"))
         free, unit, needs = count - _accelerators(aggregate.get("inUseResources")), "TPU chips", h.chips
     return f"{h.what} is READY with {free} of {count} {unit} free; {h.accelerator_type} needs {needs}"
+
+
+def any_reservation(h: Held, items: list[dict[str, Any]]) -> tuple[bool, str]:
+    """(holds, the line) for ANY_RESERVATION: the project's reservations in the zone (``items``, as
+    Compute Engine lists them). One that is READY, open to any VM (not specificReservationRequired)
+    and can hold the slice alone passes. None is not a refusal: a reservation shared from another
+    project is not listed here and may hold it."""
+    open_ = [r for r in items if isinstance(r, dict) and not r.get("specificReservationRequired")]
+    for r in open_:
+        one = _named(h, r)
+        if reservation_refusal(one, r) is None:
+            return True, f"{reservation_passed(one, r)} (any matching reservation is consumed)"
+    found = "; ".join(_refused_why(h, r) for r in open_[:3]) or "it has none open to any VM"
+    return False, (f"{h.what} can hold {h.accelerator_type} ({found}); unless a reservation shared from another "
+                   "project does, the slice's VMs will not be created: name one in TPU_RESERVATION to have it checked")
+
+
+def _named(h: Held, r: dict[str, Any]) -> Held:
+    """``h`` as the named reservation ``r``."""
+    from dataclasses import replace
+
+    return replace(h, kind="reservation", name=str(r.get("name", "?")))
+
+
+def _refused_why(h: Held, r: dict[str, Any]) -> str:
+    """Why reservation ``r`` cannot hold the slice, short: its line up to what to do."""
+    return (reservation_refusal(_named(h, r), r) or "").split(":", 1)[0]
 
 
 def calendar_line(h: Held, body: dict[str, Any] | None) -> tuple[bool, str]:

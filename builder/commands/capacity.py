@@ -29,9 +29,7 @@ def check(settings: Settings, running: Settings | None = None) -> None:
         _quota(need)
     elif held is None:  # a mode that consumes a reservation says what it reads below instead
         warn(f"capacity not checked: {need}")
-    if isinstance(held, str):
-        warn(f"capacity not checked: {held}")
-    elif held is not None:
+    if held is not None:
         _held(held)
     if settings.arch == "mig" and settings.provisioning == "flex-start":
         say(f"tpubuild: capacity: {capacity.FLEX_START}")
@@ -72,6 +70,13 @@ def _held(held: Held) -> None:
     from builder.cloud import quotas, reservations
 
     try:
+        if held.kind == "any":
+            holds, line = capacity.any_reservation(held, reservations.listing(held.project, held.zone))
+            if holds:
+                say(f"tpubuild: capacity: {line}")
+            else:
+                warn(f"capacity: {line}")
+            return
         body = reservations.read(held.project, held.zone, held.kind, held.name)
     except quotas.NotReadable as exc:
         warn(f"capacity not checked: {exc}; a refusal shows at the TPU's apply")

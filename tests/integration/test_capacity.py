@@ -277,13 +277,42 @@ def test_a_shared_reservation_is_read_in_its_own_project(quotas, cli, make_env):
     assert code == 0 and quotas.requests == [_path(held)], err
 
 
-def test_any_matching_reservation_and_an_unreadable_one_are_said_and_not_refused(quotas, cli, make_env):
-    code, out, err = cli("--values", MIG_V5P, "check-capacity")  # TPU_RESERVATION empty
-    assert code == 0 and "capacity not checked: TPU_RESERVATION is empty" in err and not quotas.requests
+def test_an_unreadable_reservation_is_said_and_not_refused(quotas, cli, make_env):
     values, held = _reserved(make_env)
     quotas.denied.add(_path(held))
     code, out, err = cli("--values", values, "check-capacity")
-    assert code == 0 and "capacity not checked: reservation my-res of project" in err and "roles/compute.viewer" in err
+    assert code == 0, err
+    (line,) = err.strip().splitlines()
+    assert "capacity not checked: reservation my-res of project my-tpu-project: not readable" in line
+    assert "roles/compute.viewer" in line
+
+
+def _zone_list(held: capacity.Held) -> str:
+    return f"/compute/v1/projects/{held.project}/zones/{held.zone}/reservations"
+
+
+def test_any_matching_reservation_passes_on_one_that_holds_the_slice(quotas, cli):
+    held = capacity.held(load(MIG_V5P))  # TPU_RESERVATION empty: ANY_RESERVATION
+    assert isinstance(held, capacity.Held) and held.kind == "any"
+    required = reservation("pinned", "us-east5-a", "ct5p-hightpu-4t", 8, required=True)  # only for VMs naming it
+    small = reservation("small", "us-east5-a", "ct5p-hightpu-4t", 2)
+    quotas.compute[_zone_list(held)] = {"items": [required, small, aggregate_reservation(
+        "pod", "us-east5-a", "VM_FAMILY_CLOUD_TPU_POD_SLICE_CT5P", 64, in_use=32)]}
+    code, out, err = cli("--values", MIG_V5P, "check-capacity")
+    assert code == 0 and not err, err
+    assert "reservation pod is READY with 32 of 64 TPU chips free; v5p-32 needs 16 (any matching" in out
+    assert quotas.requests == [_zone_list(held)]
+
+
+def test_any_matching_reservation_warns_when_none_of_the_projects_holds_it(quotas, cli):
+    """Not a refusal: a reservation shared from another project is not in the project's list."""
+    held = capacity.held(load(MIG_V5P))
+    quotas.compute[_zone_list(held)] = {"items": [reservation("small", "us-east5-a", "ct5p-hightpu-4t", 2)]}
+    code, out, err = cli("--values", MIG_V5P, "check-capacity")
+    assert code == 0
+    (line,) = err.strip().splitlines()
+    assert "no reservation of project my-tpu-project in us-east5-a can hold v5p-32" in line
+    assert "reservation small has 2 of 2 ct5p-hightpu-4t VMs free, v5p-32 needs 4" in line and "TPU_RESERVATION" in line
 
 
 @pytest.mark.parametrize("state,refused", [(None, False), ("APPROVED", False), ("DECLINED", True), ("FAILED", True)])

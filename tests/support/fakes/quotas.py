@@ -36,10 +36,11 @@ def quota_info(project: str, service: str, quota_id: str, values: dict[str, int]
 
 
 def reservation(name: str, zone: str, machine_type: str, count: int, in_use: int = 0,
-                status: str = "READY") -> dict[str, Any]:
-    """A Compute Engine Reservation of ``count`` VMs of ``machine_type`` (``in_use`` taken)."""
+                status: str = "READY", required: bool = False) -> dict[str, Any]:
+    """A Compute Engine Reservation of ``count`` VMs of ``machine_type`` (``in_use`` taken;
+    ``required``: only VMs that name it consume it)."""
     return {"kind": "compute#reservation", "name": name, "zone": zone, "status": status,
-            "specificReservationRequired": True,
+            "specificReservationRequired": required,
             "specificReservation": {"count": str(count), "inUseCount": str(in_use),
                                     "instanceProperties": {"machineType": machine_type}}}
 
