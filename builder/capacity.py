@@ -216,6 +216,14 @@ def held(settings: Settings) -> Held | None:
                 calendar.vm_family if calendar is not None else "", topo.accelerator_type)
 
 
+def reads(settings: Settings) -> str:
+    """What the check reads, in the words of the rendered step's comment."""
+    h = held(settings)
+    if h is None:
+        return "the TPU quota"
+    return "the calendar-mode request the slice consumes" if h.kind == "calendar" else "the reservation the slice consumes"
+
+
 def _count(value: Any) -> int:
     try:
         return int(value or 0)

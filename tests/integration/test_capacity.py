@@ -331,3 +331,20 @@ def test_calendar_reads_its_requests_standing(quotas, cli, state, refused):
         assert "is not submitted yet: this build submits it for 32 chips" in out
     else:
         assert f"calendar-mode request {held.name} is APPROVED" in out and "not checked" not in err
+
+
+def test_a_reservation_on_vm_is_said_and_not_read(quotas, cli):
+    code, out, err = cli("--values", EXAMPLES / "vm-v5p-32.env", "check-capacity")  # reservation, vm
+    assert code == 0 and not quotas.requests
+    (line,) = err.strip().splitlines()
+    assert "capacity not checked: TPU_PROVISIONING=reservation on TPU_ARCH=vm" in line
+
+
+@pytest.mark.parametrize("values_file,reads", [(V4, "the TPU quota"), (MIG_SPOT, "the TPU quota"),
+                                               (MIG_V5P, "the reservation the slice consumes"),
+                                               (MIG_CALENDAR, "the calendar-mode request the slice consumes")],
+                         ids=lambda v: getattr(v, "name", v))
+def test_the_rendered_step_says_what_it_reads(values_file, reads):
+    s = load(values_file)
+    step = next(st for st in render(s, make_plan(s, "create"))["steps"] if st["id"] == "check-capacity")
+    assert f"when {reads} cannot hold the slice" in step["args"][1]
