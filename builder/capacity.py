@@ -8,10 +8,11 @@ Pure: what to read and what the value read means.
   takes, from its topology. :func:`refusal` turns the values read into one line naming the quota
   and what to do, or None.
 * The reservation or request the slice consumes (:func:`held`, mig only): a named reservation
-  (TPU_PROVISIONING=reservation, TPU_RESERVATION) or the calendar-mode request
-  (TPU_PROVISIONING=calendar). :func:`reservation_refusal` and :func:`calendar_line` say what
-  the resource read means. Consuming a reservation takes no further quota, so those modes read
-  no quota.
+  (TPU_PROVISIONING=reservation, TPU_RESERVATION; empty: any matching one of the project in the
+  zone, :func:`any_reservation`) or the calendar-mode request (TPU_PROVISIONING=calendar).
+  :func:`reservation_refusal` and :func:`calendar_line` say what the resource read means.
+  Consuming a reservation takes no further quota, so those modes read no quota.
+* flex-start (mig) reads its quota only: nothing is reserved ahead (:data:`FLEX_START`).
 
 ``builder/cloud/quotas.py`` and ``builder/cloud/reservations.py`` read the values; ``tpubuild
 check-capacity`` (the pipeline's first step) and ``tpubuild plan --check`` run both.
