@@ -70,10 +70,11 @@ def figures(config: dict[str, Any], settings: Any) -> dict[str, float | None]:
     billed = [t[f"{sp.name}-apply"][0] for sp in catalogue.specs(settings.arch) if sp.prices and f"{sp.name}-apply" in t]
     acc = catalogue.accelerator_module(settings.arch)
     made = [t[i][1] for i in (f"{acc}-apply", f"{acc}-queue") if i in t]
-    from builder.capacity import Need, need
+    from builder.capacity import Need, held, need
 
-    # the check knows the quota only where tpubuild knows which one (it warns and passes elsewhere)
-    checked = "check-capacity" in t and isinstance(need(settings), Need)
+    # the check knows the quota only where tpubuild knows which one (it warns and passes elsewhere),
+    # or the reservation or calendar-mode request a mig slice consumes instead
+    checked = "check-capacity" in t and (isinstance(need(settings), Need) or held(settings) is not None)
     quota = t["check-capacity"][1] if checked else (max(made) if made else None)
     return {"billed": min(billed) if billed else None, "quota": quota, "tpu": max(made) if made else None,
             "train": max(end for sid, (_s, end) in t.items() if sid != "finalize")}

@@ -24,7 +24,7 @@ Adding a generation is adding its row to the JSON file: nothing else names a gen
 from __future__ import annotations
 
 import json
-from builder.records import record
+from builder.records import field, record
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ class MigFacts:
     image_family: str
     boot_disk_type: str
     shapes: dict[int, str]  # size (the N of <prefix>-N) → chip grid, the workload policy's accelerator_topology
+    quota: Quota | None = None  # the Compute Engine quota its VMs use; None: none tpubuild checks
 
     def machine_types(self) -> tuple[str, ...]:
         return (self.machine_type, *(m for m in self.single_host_machine_types.values() if m != self.machine_type))
@@ -53,11 +54,18 @@ class MigFacts:
 
 @record
 class Quota:
-    """The Cloud TPU API quota a generation's slices use (TPU_ARCH=vm), as Cloud Quotas names it."""
+    """A quota a generation's slices use on one path, as Cloud Quotas names it: the Cloud TPU API's
+    (the record's ``quota``, TPU_ARCH=vm) or Compute Engine's (``mig.quota``, TPU_ARCH=mig)."""
 
-    service: str  # tpu.googleapis.com
+    service: str  # tpu.googleapis.com, compute.googleapis.com
     counts: str  # "chips" or "TensorCores"
-    ids: dict[str, str]  # provisioning model → quota ID (no entry: none checked, e.g. a reservation)
+    #: provisioning model → its quota IDs; more than one: Compute Engine takes the first that has
+    #: room (flex-start: the preemptible quota, else the standard one); no entry: none checked
+    ids: dict[str, tuple[str, ...]]
+    per: str = "zone"  # the quota's scope: "zone" (Cloud TPU API) or "region" (Compute Engine)
+    #: quota ID → the dimensions besides zone and region that name the generation in a quota
+    #: shared by families (Compute Engine's TPUS-PER-TPU-FAMILY: ``(("tpu_family", "CT6E"),)``)
+    dimensions: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
 
 @record
@@ -134,7 +142,8 @@ def _record(name: str, row: dict[str, Any]) -> Generation:
             machine_type=mig["machine_type"], chips_per_vm=mig["chips_per_vm"],
             single_host_machine_types={int(k): v for k, v in mig["single_host_machine_types"].items()},
             image_project=mig["image_project"], image_family=mig["image_family"],
-            boot_disk_type=mig["boot_disk_type"], shapes={int(k): v for k, v in mig["shapes"].items()}),
+            boot_disk_type=mig["boot_disk_type"], shapes={int(k): v for k, v in mig["shapes"].items()},
+            quota=_quota(mig.get("quota"))),
         quota=_quota(row.get("quota")),
         calendar=None if cal is None else CalendarFacts(
             tpu_version=cal["tpu_version"], vm_family=cal["vm_family"], terraform=cal["terraform"],
@@ -142,10 +151,15 @@ def _record(name: str, row: dict[str, Any]) -> Generation:
     )
 
 
-def _quota(row: dict[str, str] | None) -> Quota | None:
+_QUOTA_FIELDS = ("service", "counts", "per", "dimensions")
+
+
+def _quota(row: dict[str, Any] | None) -> Quota | None:
     if row is None:
         return None
-    return Quota(row["service"], row["counts"], {k: v for k, v in row.items() if k not in ("service", "counts")})
+    ids = {k: (v,) if isinstance(v, str) else tuple(v) for k, v in row.items() if k not in _QUOTA_FIELDS}
+    dimensions = {q: tuple(sorted(d.items())) for q, d in (row.get("dimensions") or {}).items()}
+    return Quota(row["service"], row["counts"], ids, row.get("per", "zone"), dimensions)
 
 
 @lru_cache(maxsize=1)

@@ -185,7 +185,9 @@ class _Steps:
                     repository=self.s.image_repository)
 
     def _capacity(self, step: Step) -> dict[str, Any]:
-        return dict(beside=bool(runs(self.s, self.plan, "swap")))
+        from builder import capacity
+
+        return dict(beside=bool(runs(self.s, self.plan, "swap")), reads=capacity.reads(self.s))
 
     def _restore(self, step: Step) -> dict[str, Any]:
         s = self.s

@@ -4,8 +4,10 @@ capacity check (``builder/capacity.py`` says what to read and what it means).
 ``GET {base}/projects/{project}/locations/global/services/{service}/quotaInfos/{quota_id}``
 answers the quota's ``dimensionsInfos``: per set of dimensions (``{"zone": ...}``, ``{"region":
 ...}``, or ``{}`` for the default) the value in ``details.value`` (an int64, as a JSON string; -1
-is unlimited). The REST API is called through google-auth's AuthorizedSession (no
-google-cloud-quotas dependency; ``clients.quotas`` builds it).
+is unlimited). A quota shared by families (Compute Engine's TPUS-PER-TPU-FAMILY) has further
+dimensions (``{"region": ..., "tpu_family": "CT6E"}``): only the entries of the slice's family
+count. The REST API is called through google-auth's AuthorizedSession (no google-cloud-quotas
+dependency; ``clients.quotas`` builds it).
 """
 
 from __future__ import annotations
@@ -23,23 +25,47 @@ class NotReadable(Exception):
     credentials): the check says so and does not refuse."""
 
 
-def value_for(info: dict[str, Any], zone: str, region: str) -> int | None:
+def value_for(info: dict[str, Any], zone: str, region: str, dimensions: tuple[tuple[str, str], ...] = ()) -> int | None:
     """The quota's value in ``zone``: the zone's own entry, else its region's, else the default
-    (``{}``); None when none applies."""
-    entries = info.get("dimensionsInfos") or []
+    (``{}``); None when none applies. ``dimensions`` (``(("tpu_family", "CT6E"),)``, compared
+    ignoring case): an entry naming another value of one of them is another family's and never
+    applies, one naming a dimension not given is skipped, and an entry of the family comes before
+    one without it (a family's default before the location's default)."""
+    want = {k: v.upper() for k, v in dimensions}
 
-    def find(match: Any) -> dict[str, Any] | None:
-        return next((e for e in entries if match(e.get("dimensions") or {})), None)
+    def extra(d: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in d.items() if k not in ("zone", "region")}
 
-    entry = (find(lambda d: d.get("zone") == zone) or find(lambda d: d.get("region") == region and "zone" not in d)
-             or find(lambda d: not d))
-    if entry is None:
+    def fits(d: dict[str, Any]) -> bool:
+        return all(k in want and str(v).upper() == want[k] for k, v in extra(d).items())
+
+    def rank(d: dict[str, Any]) -> tuple[int, int] | None:
+        if d.get("zone") == zone:
+            where = 0
+        elif d.get("region") == region and "zone" not in d:
+            where = 1
+        elif "zone" not in d and "region" not in d:
+            where = 2
+        else:
+            return None
+        return (0 if extra(d) else 1, where) if want else (0, where)
+
+    ranked = []
+    for entry in info.get("dimensionsInfos") or []:
+        dims = entry.get("dimensions") or {}
+        order = rank(dims) if fits(dims) else None
+        if order is not None:
+            ranked.append((order, entry))
+    if not ranked:
         return None
+    entry = min(ranked, key=lambda pair: pair[0])[1]
     return int((entry.get("details") or {}).get("value", 0))
 
 
-def read(project: str, service: str, quota_id: str, zone: str, region: str) -> int | None:
-    """The value of ``quota_id`` in ``zone`` (``UNLIMITED``: no limit; None: no value there).
+def read(project: str, service: str, quota_id: str, zone: str, region: str,
+         dimensions: tuple[tuple[str, str], ...] = ()) -> int | None:
+    """The value of ``quota_id`` in ``zone`` (``UNLIMITED``: no limit; None: no value there) for
+    ``dimensions`` (:func:`value_for`).
     Raises :class:`NotReadable` (404/403) or ``WorldError`` (any other failure)."""
     import requests
 
@@ -59,6 +85,6 @@ def read(project: str, service: str, quota_id: str, zone: str, region: str) -> i
         raise WorldError(f"Cloud Quotas answered HTTP {reply.status_code} reading {quota_id} ({service}) "
                          f"of project {project}; rerun, or check the quota in the console")
     try:
-        return value_for(reply.json(), zone, region)
+        return value_for(reply.json(), zone, region, dimensions)
     except (ValueError, TypeError, AttributeError):
         raise WorldError(f"Cloud Quotas answered something that is not a QuotaInfo for {quota_id}") from None

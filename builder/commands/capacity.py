@@ -1,7 +1,8 @@
 """``tpubuild check-capacity``: the pipeline's first step, and ``tpubuild plan --check`` from a
 workstation. It reads the quota the slice uses (``builder.capacity`` says which and what the value
-means; ``builder.cloud.quotas`` reads it) and refuses, exit 1 with one line, when the quota cannot
-hold the slice. A quota tpubuild does not know, or cannot read, is said and not refused.
+means; ``builder.cloud.quotas`` reads it) and, on mig, the reservation or calendar-mode request it
+consumes (``builder.cloud.reservations``), and refuses, exit 1 with one line, when they cannot hold
+the slice. A quota or reservation tpubuild does not know, or cannot read, is said and not refused.
 """
 
 from __future__ import annotations
@@ -13,31 +14,83 @@ from builder.commands import load_settings, say, warn
 from builder.errors import WorldError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from builder.capacity import Held, Need
     from builder.config import Settings
 
 
 def check(settings: Settings, running: Settings | None = None) -> None:
-    """Say what the check found; ``WorldError`` (exit 1, one line) when the quota refuses the slice.
-    ``running``: the applied values, whose slice runs beside the new one under make-before-break."""
+    """Say what the check found; ``WorldError`` (exit 1, one line) when the quota, reservation or
+    calendar-mode request refuses the slice. ``running``: the applied values, whose slice runs
+    beside the new one under make-before-break."""
+    from builder import capacity
+
+    need, held = capacity.beside(settings, running), capacity.held(settings)
+    if not isinstance(need, str):
+        _quota(need)
+    elif held is None:  # a mode that consumes a reservation says what it reads below instead
+        warn(f"capacity not checked: {need}")
+    if held is not None:
+        _held(held)
+    if settings.arch == "mig" and settings.provisioning == "flex-start":
+        say(f"tpubuild: capacity: {capacity.FLEX_START}")
+
+
+def _quota(need: Need) -> None:
+    """Read the quota (each of several, in order, until one holds the slice)."""
     from builder import capacity
     from builder.cloud import quotas
 
-    need = capacity.beside(settings, running)
-    if isinstance(need, str):
-        warn(f"capacity not checked: {need}")
+    values: dict[str, int | None] = {}
+    blind = ""
+    for quota_id in need.quota_ids:
+        try:
+            value = quotas.read(need.project, need.service, quota_id, need.zone, need.region,
+                                need.dimensions_of(quota_id))
+        except quotas.NotReadable as exc:
+            blind = blind or str(exc)
+            continue
+        if value == quotas.UNLIMITED:
+            say(f"tpubuild: capacity: {need.name_of(quota_id)} is unlimited in {need.where}")
+            return
+        if value is not None and value >= need.amount:
+            say(f"tpubuild: capacity: {capacity.passed(need, value, quota_id)}")
+            return
+        values[quota_id] = value
+    if blind:  # one it could not read might hold the slice
+        warn(f"capacity not checked: {blind}; a refusal shows at the TPU's apply")
         return
+    refused = capacity.refusal_of_all(need, values)
+    if refused:
+        raise WorldError(refused)
+
+
+def _held(held: Held) -> None:
+    """Read the reservation or calendar-mode request the slice consumes."""
+    from builder import capacity
+    from builder.cloud import quotas, reservations
+
     try:
-        value = quotas.read(need.project, need.service, need.quota_id, need.zone, need.region)
+        if held.kind == "any":
+            holds, line = capacity.any_reservation(held, reservations.listing(held.project, held.zone))
+            if holds:
+                say(f"tpubuild: capacity: {line}")
+            else:
+                warn(f"capacity: {line}")
+            return
+        body = reservations.read(held.project, held.zone, held.kind, held.name)
     except quotas.NotReadable as exc:
         warn(f"capacity not checked: {exc}; a refusal shows at the TPU's apply")
         return
-    if value == quotas.UNLIMITED:
-        say(f"tpubuild: capacity: quota {need.quota_id} ({need.service}) is unlimited in {need.zone}")
+    if held.kind == "calendar":
+        refused, line = capacity.calendar_line(held, body)
+        if refused:
+            raise WorldError(line)
+        say(f"tpubuild: capacity: {line}")
         return
-    refused = capacity.refusal(need, value)
-    if refused:
-        raise WorldError(refused)
-    say(f"tpubuild: capacity: {capacity.passed(need, value)}")
+    refused_line = capacity.reservation_refusal(held, body)
+    if refused_line or body is None:
+        raise WorldError(refused_line or f"{held.what} does not exist")
+    say(f"tpubuild: capacity: {capacity.reservation_passed(held, body)}")
 
 
 def _running(settings: Settings) -> Settings | None:

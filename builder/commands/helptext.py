@@ -33,7 +33,8 @@ HELP: dict[str, tuple[str, str]] = {
         "example (what the pipeline runs):\n  tpubuild finalize --build-id \"$BUILD_ID\" --action create"),
     "check-capacity": (
         "The pipeline's first step (run by Cloud Build, before anything billed): read the TPU quota of the "
-        "slice's generation and provisioning model (Cloud Quotas) and refuse (exit 1, one line) when it cannot "
+        "slice's generation, path and provisioning model (Cloud Quotas) and, on mig, the reservation or "
+        "calendar-mode request it consumes (Compute Engine), and refuse (exit 1, one line) when they cannot "
         "hold the slice. `tpubuild plan --check` runs the same check from a workstation.",
         "example (what the pipeline runs):\n  tpubuild check-capacity"),
     "guard": (

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 
+import pytest
+
 from builder.config import load
 from builder.pipeline import render
 from builder.plan import make_plan
@@ -27,11 +29,20 @@ def test_the_quota_is_known_before_anything_billed_and_the_seed_holds_only_the_a
     assert now["tpu"] < seed_end <= old["tpu"]
 
 
-def test_a_path_without_a_known_quota_learns_it_at_the_apply(capsys):
-    s = load(EXAMPLES / "mig-v6e-16-spot.env")
+def test_a_generation_without_a_known_quota_learns_it_at_the_apply(capsys):
+    s = load(REPO / "values.env")  # v3: no quota in its record
     config = render(s, make_plan(s, "create"))
     now = critical_path.figures(config, s)
     assert now["quota"] == now["tpu"]
     assert critical_path.main(["--values", str(EXAMPLES / "vm-v4-32.env"), "--actions", "create,destroy"]) == 0
     out = capsys.readouterr().out
     assert "vm-v4-32.env" in out and "destroy" in out and " -> " in out
+
+
+@pytest.mark.parametrize("example", ["mig-v6e-16-spot.env", "mig-v6e-32-calendar.env"])
+def test_the_mig_path_knows_its_capacity_at_the_check(example):
+    """Compute Engine's quota (mig.quota in the record), or the calendar-mode request the slice consumes."""
+    s = load(EXAMPLES / example)
+    config = render(s, make_plan(s, "create"))
+    now = critical_path.figures(config, s)
+    assert now["quota"] == critical_path.times(config, s)["check-capacity"][1] < now["billed"] < now["tpu"]

@@ -197,3 +197,20 @@ def test_the_dataset_disk_default_is_the_record_s() -> None:
         assert s.shared_pd_type in s.topology.record.shared_pd_types, path.name
     hyperdisk_only = [g for g in generations.records() if g.mig and g.mig.boot_disk_type.startswith("hyperdisk")]
     assert hyperdisk_only and all(g.shared_pd_types == ("hyperdisk-ml",) for g in hyperdisk_only)
+
+
+def test_every_quota_in_the_records_covers_the_models_that_use_one():
+    """The capacity check reads a quota for every provisioning model that consumes one: on vm every
+    model but reservation (where a record has a quota), on mig on-demand, spot and flex-start
+    (reservation and calendar consume reserved capacity and are read as such); Compute Engine's
+    are per region, flex-start lists the preemptible quota before the standard one."""
+    for gen in generations.records():
+        if gen.quota is not None:
+            assert gen.quota.service == "tpu.googleapis.com" and gen.quota.per == "zone", gen.name
+            assert set(gen.quota.ids) == set(gen.provisioning_on("vm")) - {"reservation"}, gen.name
+        if gen.offers("mig"):
+            q = gen.mig.quota
+            assert q is not None and q.service == "compute.googleapis.com" and q.per == "region", gen.name
+            assert set(q.ids) == set(gen.provisioning_on("mig")) - {"reservation", "calendar"}, gen.name
+            assert q.ids["flex-start"] == (*q.ids["spot"], *q.ids["on-demand"]), gen.name
+            assert set(q.dimensions) <= {i for ids in q.ids.values() for i in ids}, gen.name

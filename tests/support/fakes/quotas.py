@@ -1,7 +1,10 @@
-"""A local fake of the Cloud Quotas API v1 ``GetQuotaInfo`` on 127.0.0.1, spoken to by the real
-requests session tpubuild's capacity check uses (``TPUBUILD_QUOTAS_ENDPOINT``). ``infos[(project,
-service, quota_id)]`` holds the QuotaInfo JSON as the API returns it; an unknown one is a 404;
-``requests`` records every path asked for."""
+"""A local fake of what the capacity check reads, on 127.0.0.1, spoken to by the real requests
+session tpubuild uses: the Cloud Quotas API v1 ``GetQuotaInfo`` (``TPUBUILD_QUOTAS_ENDPOINT`` =
+``{url}/v1``) and Compute Engine's reservation and future-reservation GETs
+(``TPUBUILD_COMPUTE_ENDPOINT`` = ``{url}/compute/v1``). ``infos[(project, service, quota_id)]``
+holds the QuotaInfo JSON as the API returns it, ``compute[path]`` a Compute Engine resource by its
+path (``/compute/v1/projects/P/zones/Z/reservations/NAME``); an unknown one is a 404 and ``denied``
+paths a 403; ``requests`` records every path asked for."""
 
 from __future__ import annotations
 
@@ -15,18 +18,48 @@ from tests.support.fakes.local import LocalHttpServer, send_json
 _INFO = re.compile(r"/v1/projects/([^/]+)/locations/global/services/([^/]+)/quotaInfos/([^/]+)")
 
 
-def quota_info(project: str, service: str, quota_id: str, values: dict[str, int]) -> dict[str, Any]:
-    """A QuotaInfo: ``values`` maps a zone ('' for the default, no dimensions) to its value."""
+def quota_info(project: str, service: str, quota_id: str, values: dict[str, int],
+               extra: dict[str, str] | None = None, *, regional: bool = False) -> dict[str, Any]:
+    """A QuotaInfo: ``values`` maps a zone ('' for the default, no dimensions) to its value, or a
+    region with ``regional``; ``extra`` dimensions (``{"tpu_family": "CT6E"}``) go on every entry."""
+    def dims(where: str) -> dict[str, str]:
+        if not where:
+            return dict(extra or {})
+        located = {"region": where} if regional else {"zone": where, "region": where.rsplit("-", 1)[0]}
+        return {**located, **(extra or {})}
+
     return {"name": f"projects/{project}/locations/global/services/{service}/quotaInfos/{quota_id}",
-            "quotaId": quota_id, "service": service, "isPrecise": True, "dimensions": ["region", "zone"],
-            "dimensionsInfos": [{"dimensions": {"zone": z, "region": z.rsplit("-", 1)[0]} if z else {},
-                                 "details": {"value": str(v)}, "applicableLocations": [z] if z else []}
-                                for z, v in values.items()]}
+            "quotaId": quota_id, "service": service, "isPrecise": True,
+            "dimensions": ["region"] + ([] if regional else ["zone"]) + sorted(extra or {}),
+            "dimensionsInfos": [{"dimensions": dims(w), "details": {"value": str(v)},
+                                 "applicableLocations": [w] if w else []} for w, v in values.items()]}
+
+
+def reservation(name: str, zone: str, machine_type: str, count: int, in_use: int = 0,
+                status: str = "READY", required: bool = False) -> dict[str, Any]:
+    """A Compute Engine Reservation of ``count`` VMs of ``machine_type`` (``in_use`` taken;
+    ``required``: only VMs that name it consume it)."""
+    return {"kind": "compute#reservation", "name": name, "zone": zone, "status": status,
+            "specificReservationRequired": required,
+            "specificReservation": {"count": str(count), "inUseCount": str(in_use),
+                                    "instanceProperties": {"machineType": machine_type}}}
+
+
+def aggregate_reservation(name: str, zone: str, vm_family: str, chips: int, in_use: int = 0) -> dict[str, Any]:
+    """A TPU reservation as Compute Engine answers one (``aggregateReservation``: chips of a VM family)."""
+    def accelerators(n: int) -> list[dict[str, Any]]:
+        return [{"accelerator": {"acceleratorCount": n, "acceleratorType": f"zones/{zone}/acceleratorTypes/tpu"}}]
+
+    return {"kind": "compute#reservation", "name": name, "zone": zone, "status": "READY",
+            "aggregateReservation": {"vmFamily": vm_family, "workloadType": "BATCH",
+                                     "reservedResources": accelerators(chips), "inUseResources": accelerators(in_use)}}
 
 
 class FakeQuotas(LocalHttpServer):
     def __init__(self) -> None:
         self.infos: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self.compute: dict[str, dict[str, Any]] = {}
+        self.denied: set[str] = set()
         self.requests: list[str] = []
         fake = self
 
@@ -37,11 +70,14 @@ class FakeQuotas(LocalHttpServer):
             def do_GET(self) -> None:  # noqa: N802
                 path = urlsplit(self.path).path
                 fake.requests.append(path)
+                if path in fake.denied:
+                    return send_json(self, 403, {"error": {"code": 403, "message": "permission denied",
+                                                           "status": "PERMISSION_DENIED"}})
                 m = _INFO.fullmatch(path)
-                info = fake.infos.get(m.groups()) if m else None
-                if info is None:
+                found = fake.infos.get(m.groups()) if m else fake.compute.get(path)
+                if found is None:
                     return send_json(self, 404, {"error": {"code": 404, "message": f"{path} not found",
                                                            "status": "NOT_FOUND"}})
-                send_json(self, 200, info)
+                send_json(self, 200, found)
 
         self._listen(Handler)

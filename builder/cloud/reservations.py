@@ -1,0 +1,68 @@
+"""Read the reservation or calendar-mode request a mig slice consumes, for the capacity check
+(``builder/capacity.py`` says which and what it means).
+
+``GET {base}/projects/{project}/zones/{zone}/reservations/{name}`` (a Reservation: ``status``,
+``specificReservation`` or, for TPUs, ``aggregateReservation``), ``.../reservations`` (the zone's
+list, for ANY_RESERVATION) and ``.../futureReservations/{name}`` (a FutureReservation:
+``status.procurementStatus``), Compute Engine v1 REST through google-auth's
+AuthorizedSession (``clients.compute``, as the MIG's status reads; no google-cloud-compute
+dependency).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from builder.cloud.quotas import NotReadable
+from builder.errors import WorldError
+
+#: Held.kind → the Compute Engine collection it is read from.
+COLLECTIONS = {"reservation": "reservations", "any": "reservations", "calendar": "futureReservations"}
+
+#: Pages of the zone's reservations read at most (500 each).
+MAX_PAGES = 4
+
+
+def listing(project: str, zone: str) -> list[dict[str, Any]]:
+    """The project's reservations in ``zone``. Raises as :func:`read` does."""
+    items: list[dict[str, Any]] = []
+    token = ""
+    for _ in range(MAX_PAGES):
+        page = read(project, zone, "any", "", params={"maxResults": 500, **({"pageToken": token} if token else {})})
+        items += [r for r in (page or {}).get("items") or [] if isinstance(r, dict)]
+        token = str((page or {}).get("nextPageToken") or "")
+        if not token:
+            break
+    return items
+
+
+def read(project: str, zone: str, kind: str, name: str, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The resource (None: it does not exist; ``kind="any"``: the zone's list). Raises
+    :class:`NotReadable` (403) or ``WorldError`` (any other failure)."""
+    import requests
+
+    from builder.cloud import clients
+
+    session, base = clients.compute()
+    url = f"{base}/projects/{project}/zones/{zone}/{COLLECTIONS[kind]}" + (f"/{name}" if name else "")
+    what = {"reservation": f"reservation {name}", "any": f"the reservations in {zone}",
+            "calendar": f"calendar-mode request {name}"}[kind]
+    try:
+        reply = session.get(url, params=params, timeout=60)
+    except requests.RequestException as exc:
+        raise WorldError(f"cannot reach Compute Engine to read {what}: {type(exc).__name__}") from None
+    if reply.status_code == 404:
+        return None
+    if reply.status_code == 403:
+        raise NotReadable(f"{what} of project {project}: not readable by these credentials (grant "
+                          "roles/compute.viewer)")
+    if reply.status_code != 200:
+        raise WorldError(f"Compute Engine answered HTTP {reply.status_code} reading {what} in {zone} of project "
+                         f"{project}; rerun, or look at it in the console")
+    try:
+        body = reply.json()
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        raise WorldError(f"Compute Engine answered something that is not a resource reading {what}")
+    return body
