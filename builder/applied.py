@@ -20,11 +20,11 @@ architecture's module names cannot leak into this one.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from builder.records import field, record
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from builder.errors import BadInput
+from builder.records import field, record
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings

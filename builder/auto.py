@@ -23,14 +23,14 @@ Values are compared after parsing with ``builder.config`` (so ``STANDARD`` and `
 
 from __future__ import annotations
 
-from builder.records import record
 from typing import TYPE_CHECKING, Any
 
 from builder.config import Settings
 from builder.config.keys import KEYS
-from builder.model_registry import model_keys
 from builder.errors import BadInput
+from builder.model_registry import model_keys
 from builder.modules import SCOPED, Action, modules_for_key, specs
+from builder.records import record
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.plan import Plan

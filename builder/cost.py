@@ -20,13 +20,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from builder.records import asdict, record
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder import generations
 from builder import modules as catalogue
+from builder.records import asdict, record
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings

@@ -8,8 +8,9 @@ builder/dashboard.py's docstring.
 
 from __future__ import annotations
 
-from builder.records import record
 from typing import Any
+
+from builder.records import record
 
 #: The log-based metric the module creates (``logging.googleapis.com/user/<name>``).
 STEP_METRIC_PREFIX = "tpubuild_train_steps_"

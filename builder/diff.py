@@ -33,12 +33,12 @@ means for update and destroy). Which variable does what is each module's catalog
 from __future__ import annotations
 
 from collections.abc import Callable
-from builder.records import asdict, field, record
 from typing import TYPE_CHECKING, Any
 
 from builder import modules as catalogue
 from builder import tfvars
 from builder.modules import ModuleSpec, accelerator_module, hosts_module
+from builder.records import asdict, field, record
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings

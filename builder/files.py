@@ -10,10 +10,10 @@ a repository file packed into the source tarball 64 MiB (:data:`MAX_SOURCE_FILE`
 
 from __future__ import annotations
 
-from builder.records import record
 from pathlib import Path
 
 from builder.errors import BadInput
+from builder.records import record
 
 MAX_BYTES = 1 << 20  # a values.env
 MAX_PLAN_BYTES = 256 << 20  # a plan JSON

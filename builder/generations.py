@@ -24,10 +24,11 @@ Adding a generation is adding its row to the JSON file: nothing else names a gen
 from __future__ import annotations
 
 import json
-from builder.records import field, record
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from builder.records import field, record
 
 DATA = Path(__file__).resolve().parent / "data" / "tpu_offers.json"
 

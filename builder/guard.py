@@ -36,12 +36,12 @@ Rules (see docs/safety.md):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from builder.records import record
 from typing import Any
 
 from builder import guard_classes
 from builder.errors import BadInput
 from builder.modules import DESTROYED_ON_PURPOSE, GUARD_ACTIONS, NAMES, TRAINING_RESOURCES
+from builder.records import record
 
 #: Plan modules and the actions whose pipelines apply Terraform plans (builder.modules).
 MODULES: tuple[str, ...] = NAMES

@@ -37,13 +37,13 @@ that holds no seed script path comes back unchanged, so running migrate twice ch
 from __future__ import annotations
 
 import re
-from builder.records import field, record
 from pathlib import Path
 
 from builder import generations
 from builder.config import Settings, load_text
 from builder.config.validate import VM_RUNTIMES
 from builder.legacy import SEED_SCRIPTS
+from builder.records import field, record
 
 MARK = "# tpubuild migrate:"
 

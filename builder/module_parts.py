@@ -4,8 +4,9 @@ pipeline step, and the small predicates and summaries the entries name. Pure: no
 from __future__ import annotations
 
 from collections.abc import Callable
-from builder.records import record
 from typing import TYPE_CHECKING, Any
+
+from builder.records import record
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings

@@ -71,7 +71,6 @@ Pure: no I/O, standard library only (and the pure formatters its entries name).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from builder.records import record
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +80,7 @@ from builder.module_parts import (AFTER, BEFORE, BESIDE, GATE, INTERRUPTS, SLICE
                                   ExtraStep, StatusPart, backs_up, calendar_by_gcloud, capacity_request,
                                   filestore_what, makes_before_breaking as mbb, queued, runtime, share_lost,
                                   shared_pd_what, slice_access_what, slice_shape, slice_what, tpu_what)
+from builder.records import record
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings

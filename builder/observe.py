@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import re
 import shlex
-from builder.records import field, record
 from string import Template
 from typing import Any
 
 from builder.errors import BadInput
+from builder.records import field, record
 
 PROFILER_PORT = 9012
 #: Longest capture accepted (a trace of minutes is gigabytes on a pod).

@@ -32,13 +32,13 @@ input reaches it only through there, which refuses every combination that would 
 
 from __future__ import annotations
 
-from builder.records import record, replace
 from typing import TYPE_CHECKING
 
 from builder import modules as catalogue
 from builder.errors import BadInput
 from builder.module_parts import AFTER, BEFORE, BESIDE, GATE, ExtraStep
 from builder.modules import PLAN_ACTIONS, Action, ModuleSpec, accelerator_module, hosts_module
+from builder.records import record, replace
 
 __all__ = ["ACTIONS", "Operation", "Plan", "Step", "hosts_module", "make_plan", "module_dir", "steps"]
 

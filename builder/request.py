@@ -31,7 +31,6 @@ Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from builder.records import record
 from typing import TYPE_CHECKING
 
 from builder import modules as catalogue
@@ -39,6 +38,7 @@ from builder.errors import BadInput
 from builder.legacy import refuse_unbuildable
 from builder.modules import Action
 from builder.plan import Plan, make_plan, not_wanted
+from builder.records import record
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings

@@ -7,8 +7,9 @@ re-exports them.
 from __future__ import annotations
 
 import re
-from builder.records import record
 from typing import TYPE_CHECKING
+
+from builder.records import record
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings

@@ -33,14 +33,14 @@ Decisions recorded here:
 from __future__ import annotations
 
 from collections.abc import Callable
-from builder.records import replace
 from typing import Any
 
 from builder import modules as catalogue
+from builder.config.offers import MAX_RUN_HOURS, calendar_name, flex_request_name
 from builder.config.scripts import repo_script
 from builder.config.settings import Settings
-from builder.config.offers import MAX_RUN_HOURS, calendar_name, flex_request_name
 from builder.errors import BadInput
+from builder.records import replace
 
 #: Terraform directory → the function that gives its variables; :func:`inputs` fills it.
 INPUTS: dict[str, Callable[[Settings], dict[str, Any]]] = {}

@@ -10,12 +10,12 @@ location is a ``WorldError`` (exit 1) that says what to change.
 
 from __future__ import annotations
 
-from builder.records import record
 from typing import Any
 
 from builder.cloud.errors import cloud_call
 from builder.config import Settings
 from builder.errors import WorldError
+from builder.records import record
 
 
 @record

@@ -13,11 +13,11 @@ import json
 import os
 import time
 from collections.abc import Callable
-from builder.records import record
 from typing import TYPE_CHECKING, Any
 
 from builder.cloud.errors import cloud_call
 from builder.errors import WorldError
+from builder.records import record
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings

@@ -26,11 +26,11 @@ README.md's role list is rendered from :data:`ROLES` (:func:`roles_markdown`; a 
 
 from __future__ import annotations
 
-from builder.records import record
 from typing import Any
 
 from builder.cloud.errors import cloud_call
 from builder.errors import WorldError
+from builder.records import record
 
 
 @record

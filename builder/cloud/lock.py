@@ -31,12 +31,12 @@ import os
 import socket
 import uuid
 from collections.abc import Callable
-from builder.records import asdict, field, fields, record, replace
 from typing import Any
 
 from builder.cloud import objects
 from builder.cloud.errors import cloud_call
 from builder.errors import WorldError
+from builder.records import asdict, field, fields, record, replace
 
 FINISHED = frozenset({"SUCCESS", "FAILURE", "INTERNAL_ERROR", "TIMEOUT", "CANCELLED", "EXPIRED"})
 ORPHAN_SECONDS = 30 * 60

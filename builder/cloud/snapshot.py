@@ -15,12 +15,12 @@ Only ``tpubuild finalize`` writes it; a failed build never reaches finalize, so 
 from __future__ import annotations
 
 import json
-from builder.records import field, record
 from typing import Any
 
 from builder.cloud import objects
 from builder.cloud.errors import cloud_call
 from builder.errors import WorldError
+from builder.records import field, record
 
 
 def values_path(env: str) -> str:

@@ -18,12 +18,12 @@ import io
 import json
 import os
 import tarfile
-from builder.records import record
 from pathlib import Path
 from typing import Any
 
 from builder.cloud.workspace import walk
 from builder.files import MAX_SOURCE_FILE, read_file
+from builder.records import record
 
 FILES = ("setup.cfg", "pyproject.toml", "README.md")
 TREES = ("builder", "modules", "env_setup", "models")

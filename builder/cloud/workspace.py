@@ -13,13 +13,13 @@ import base64
 import hashlib
 import json
 from collections.abc import Iterator
-from builder.records import record
 from pathlib import Path
 from typing import Any
 
 from builder.cloud.errors import cloud_call
 from builder.config import Settings
 from builder.errors import BadInput
+from builder.records import record
 
 TREES = ("env_setup", "models")
 SKIP_DIRS = frozenset({"__pycache__", ".git", ".terraform", ".pytest_cache", ".hypothesis"})

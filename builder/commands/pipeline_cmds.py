@@ -10,12 +10,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from builder.records import record
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.commands import load_settings
 from builder.errors import BadInput, TpuBuildError
+from builder.records import record
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings

@@ -12,13 +12,13 @@ credentials, a held lock, a build that did not succeed); 2 bad input (values.env
 from __future__ import annotations
 
 import argparse
-from builder.records import record
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.commands import load_settings, say, warn
 from builder.errors import WorldError
 from builder.modules import Action
+from builder.records import record
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.cloud.source import Source

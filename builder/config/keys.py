@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from builder.records import record
 from typing import Any
 
 from builder import generations
 from builder.config.filestore import NAMES as FILESTORE_TIERS
+from builder.records import record
 
 Parser = Callable[[str], Any]
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import io
 import re
-from builder.records import record
 from pathlib import Path
 from typing import Any
+
+from builder.records import record
 
 
 from builder.errors import ConfigError

@@ -38,10 +38,10 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable
-from builder.records import record
 from typing import Any
 
 from builder import generations as records
+from builder.records import record
 from builder.topology import Topology
 
 DATA = records.DATA

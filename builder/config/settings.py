@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from builder.records import field, record
 from pathlib import Path
 from typing import Any
 
+from builder.records import field, record
 from builder.topology import MigShape, Topology, mig_shape
 
 
