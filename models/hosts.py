@@ -228,7 +228,7 @@ class TpuVmHosts(Hosts):
             missing=_q(f"tpubuild: no TPU VM {names} in zone {self.zone} (project {self.project}): the slice does "
                        "not exist, create it with tpubuild update (tpubuild status shows what runs)"),
             both=_q(f"tpubuild: both {' and '.join(self.slots)} exist: a make-before-break update is swapping the "
-                    "slice; wait until its build finishes (tpubuild status), then run this again"))
+                    "slice, wait until its build finishes (tpubuild status), then run this again"))
 
     def preamble_title(self) -> str:
         return f"the slice: whichever of {', '.join(self.slots)} exists (make-before-break alternates them), as $TPUBUILD_TPU"
