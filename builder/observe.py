@@ -115,6 +115,8 @@ def ssh(t: Target, worker: int, command: str) -> list[str]:
     alpha`` (gcloud 528). Hosts found at run time (a slice's MIG; the live slot of a TPU VM): a
     ``bash -c`` that finds them, then the ssh to the ``worker``-th."""
     reach = _reach(t)
+    if getattr(reach, "resolved", False):  # vm: the same command as argv's, to the live slot
+        return _listed(reach, reach.line(str(worker), command))
     if reach.preamble():
         return _listed(reach, reach.ssh(str(worker), command, ready=False))
     return reach.argv(str(worker), command)

@@ -242,6 +242,10 @@ class TpuVmHosts(Hosts):
     def ssh(self, worker: str, command: str, *, ready: bool = True) -> str:
         return join(self.argv(worker, on_host(command, ready=ready)))
 
+    def line(self, worker: str, command: str) -> str:
+        """:meth:`argv` as a line (after :meth:`preamble`): ``command`` as given, no host profile."""
+        return join(self.argv(worker, command))
+
     def scp_from_argv(self, worker: str, path: str, local: str) -> list[str]:
         """argv that copies ``path`` on worker ``worker`` back to ``local`` here."""
         return [*self.gcloud("scp"), "--recurse", self._remote(path), local, *self.location(), *self.tunnel(),
