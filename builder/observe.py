@@ -20,6 +20,7 @@ Decisions (README "Watch it", docs/models.md):
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 from string import Template
@@ -104,16 +105,18 @@ def _reach(t: Target) -> Any:
 
 
 def _listed(reach: Any, line: str) -> list[str]:
-    """``bash -c`` of the transport's preamble (the listing of the slice's VMs in worker order)
-    and then ``line``."""
+    """``bash -c`` of the transport's preamble (mig: the listing of the slice's VMs in worker
+    order; vm: which of the slice's two slots exists) and then ``line``."""
     return ["bash", "-c", "\n".join(["set -euo pipefail", reach.preamble(), line])]
 
 
 def ssh(t: Target, worker: int, command: str) -> list[str]:
     """argv of an SSH to worker ``worker``. Through IAP the TPU VM flag exists only in ``gcloud
-    alpha`` (gcloud 528). Hosts listed at run time (a slice's MIG): a ``bash -c`` that lists
-    them, then ``gcloud compute ssh`` to the ``worker``-th."""
+    alpha`` (gcloud 528). Hosts found at run time (a slice's MIG; the live slot of a TPU VM): a
+    ``bash -c`` that finds them, then the ssh to the ``worker``-th."""
     reach = _reach(t)
+    if getattr(reach, "resolved", False):  # vm: the same command as argv's, to the live slot
+        return _listed(reach, reach.line(str(worker), command))
     if reach.preamble():
         return _listed(reach, reach.ssh(str(worker), command, ready=False))
     return reach.argv(str(worker), command)
@@ -158,10 +161,17 @@ def open_hints(t: Target, host: int, stamp: str, state_bucket: str) -> list[str]
     gcs = profile_gcs(state_bucket, t.env, stamp)
     board = f"python3 -m tensorboard.main --logdir {shlex.quote(remote)} --port 6006"
     reach = _reach(t)
-    listed = bool(reach.preamble())  # worker 0 = the first VM name of the group in C-locale order
-    tunnel = shlex.join([*(reach.argv("WORKER0", board) if listed else ssh(t, 0, board)),
-                         "--", "-L", "6006:localhost:6006"])
-    where = [f"  WORKER0 is the first name {shlex.join(list(reach.listing))} prints in C-locale order"] if listed else []
+    slots = getattr(reach, "slots", ()) if getattr(reach, "resolved", False) else ()
+    listed = bool(reach.preamble()) and not slots  # worker 0 = the first VM name of the group in C-locale order
+    if slots:  # vm: the slice is in whichever of its two slots exists (make-before-break alternates them)
+        argv = dataclasses.replace(reach, tpu_name="TPU", slots=()).argv("0", board)
+        where = [f"  TPU is whichever of {', '.join(slots)} exists (tpubuild status shows it)"]
+    elif listed:
+        argv = reach.argv("WORKER0", board)
+        where = [f"  WORKER0 is the first name {shlex.join(list(reach.listing))} prints in C-locale order"]
+    else:
+        argv, where = ssh(t, 0, board), []
+    tunnel = shlex.join([*argv, "--", "-L", "6006:localhost:6006"])
     return [
         f"profile of host {host} ({t.tpu}): {remote} (Filestore) and {gcs}",
         "open it in TensorBoard's Profile tab (pip install tensorboard xprof):",

@@ -8,15 +8,17 @@ builder/templates, talking through files under ``/workspace/.tpubuild-recovery``
 1. ``health-check`` (gcloud): does nothing while another health build of the environment runs,
    while the environment lock is held (a person's build, or a recovery's own dispatch), once the
    TTL has fired or when it fires within :data:`TTL_MARGIN_S`, or after the recovery gave up;
-   else reads the slice (vm: the TPU VM's state; mig: how many of the MIG's VMs run). A slice
-   that is PREEMPTED, TERMINATED or gone (vm) is deleted and marked for recreation; a MIG that
+   else reads the slice (vm: the state of the TPU VM in whichever of its two slots exists,
+   ``tpu-<env>`` or ``tpu-<env>-b``, which make-before-break alternates; mig: how many of the MIG's
+   VMs run). A slice that is PREEMPTED, TERMINATED or gone (vm) is deleted and marked for
+   recreation (the update recreates the slot its Terraform state holds, so the live one); a MIG that
    is not whole is left to the MIG, which recreates its VMs, and marked; a whole slice with a
    mark is marked for relaunch.
 2. ``health-prepare`` (python): installs tpubuild from the kept source, recreates a vm slice
    with ``tpubuild dispatch --action update`` scoped to the TPU (lock, plan, guard, apply,
    finalize, as any build), and prints the launch with ``tpubuild train MODEL --dry-run`` (and
    ``tpubuild stop --dry-run``): the same script a person's ``tpubuild train`` runs, which
-   resumes from checkpoint_last.pt.
+   resumes from checkpoint_last.pt, and finds the live slot when it runs (models/hosts.py).
 3. ``health-relaunch`` (gcloud): stops what is left of the old run and launches, retrying while
    the new hosts finish their start-up; writes the recovery's record (:func:`record_object`) and
    the mark: the consecutive failures, and after ``TPU_RECOVERY_MAX_TRIES`` the word that it gave up.
@@ -81,14 +83,16 @@ def hourly_usd(settings: Settings) -> float | None:
 
 
 def context(settings: Settings) -> dict[str, Any]:
-    """What the three templates are rendered with."""
+    """What the three templates are rendered with (``slots``: the names the slice may have; on vm
+    make-before-break alternates ``tpu-<env>`` and ``tpu-<env>-b``, so the check finds the live one)."""
+    from builder.config.replace import slot_names
     from builder.ttl import job_name as ttl_job
 
     return {
         "env": settings.env_name, "project": settings.project_id, "zone": settings.zone,
         "log_prefix": log_prefix(settings.env_name),
         "region": settings.region, "arch": settings.arch, "hosts": settings.hosts,
-        "slice": settings.tpu_name, "bucket": settings.state_bucket,
+        "slice": settings.tpu_name, "slots": list(slot_names(settings)), "bucket": settings.state_bucket,
         **{what: f"gs://{settings.state_bucket}/{name}" for what, name in objects(settings).items()},
         "ttl_job": ttl_job(settings).rsplit("/", 1)[-1] if settings.env_ttl_hours else "",
         "ttl_margin_s": TTL_MARGIN_S,

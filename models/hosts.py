@@ -8,7 +8,10 @@ Every shell text is a :class:`string.Template` below whose fields are filled wit
 
 Architectures supply their hosts through :class:`Hosts`: ``TpuVmHosts`` (vm: ``gcloud alpha
 compute tpus tpu-vm ssh/scp --worker=…``; ``--tunnel-through-iap`` exists only in the alpha
-track) and ``MigHosts`` (node: ``gcloud compute ssh`` to the instances of a managed instance
+track; the slice is in one of two slots, ``tpu-<env>`` or ``tpu-<env>-b``, which make-before-break
+alternates, so its :meth:`~TpuVmHosts.preamble` finds at run time which one exists, into
+``$TPUBUILD_TPU``, and every line addresses that; the slot names are passed in by tpubuild,
+builder/config/replace.py ``slot_names``) and ``MigHosts`` (node: ``gcloud compute ssh`` to the instances of a managed instance
 group, the leader being the first by name) and ``SliceHosts`` (mig: Compute Engine TPU VMs in a
 MIG, listed at run time in PJRT worker order, one ``gcloud compute ssh`` line per worker). A new
 architecture adds a subclass with ``ssh``/``scp``/``preamble``.
@@ -16,18 +19,18 @@ architecture adds a subclass with ``ssh``/``scp``/``preamble``.
 
 from __future__ import annotations
 
-import posixpath
 import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from string import Template
 
+from .run_lines import (RUN_DIR, RUN_PIDFILE, run_line, ship_dirs_line, ship_groups,  # noqa: F401 - re-exported
+                        stop_line)
+
 #: What env_setup/scripts/startup.sh leaves on every host at each boot (docs/env_setup.md).
 HOST_PROFILE = "/etc/profile.d/tpubuild.sh"
 HOST_READY = "/run/tpubuild/ready"
 HOST_FAILED = "/run/tpubuild/failed"
-#: Where ``tpubuild run`` keeps the process-group id of the job it started on a host.
-RUN_PIDFILE = ".tpubuild/run.pgid"
 
 _LOAD = Template("if [ -r $profile ]; then . $profile; fi; $command")
 _READY = Template(
@@ -35,42 +38,6 @@ _READY = Template(
     '($$(cat $failed 2>/dev/null || echo startup.sh has not finished)); check its serial console '
     '(docs/env_setup.md, Logs and debugging)" >&2; exit 1; fi; $command')
 _DETACHED = Template("setsid nohup $command >/dev/null 2>&1 </dev/null &")
-
-#: Where ``tpubuild run`` ships the user's files on a host (relative to the home, where ssh
-#: starts): a mirror of the local folder ``run`` was started in, as far as it is shipped, emptied
-#: before each shipping ``run``; the command then runs in it, so its relative paths mean there what
-#: they meant here.
-RUN_DIR = ".tpubuild/run"
-
-#: ``tpubuild run`` on one host: a new session (its process group id = the shell's pid, saved for
-#: ``stop``), everything appended to the host's log on Filestore, then in ``$workdir`` (``.``: the
-#: home) the user's words exec'd as given.
-_RUN = Template(
-    "mkdir -p .tpubuild && setsid nohup sh -c $script tpubuild-run $log_dir $pidfile $workdir $words "
-    ">/dev/null 2>&1 </dev/null &")
-_RUN_SCRIPT = (
-    'log="$1/host-${TPUBUILD_WORKER_NUMBER:-$(hostname)}.log"; echo $$ >"$2"; exec >>"$log" 2>&1; '
-    'cd "$3" || exit 1; shift 3; echo "[tpubuild run $(date -u +%FT%TZ) $(hostname)] $*"; exec "$@"')
-#: The run folder emptied and its sub-folders made, before the shipped files are copied in.
-_SHIP_DIRS = Template("rm -rf $root && mkdir -p $dirs")
-
-#: ``tpubuild stop`` on one host: the run's whole process group (TERM, 20 s, KILL), then whatever
-#: still holds the TPU (/dev/accel*, /dev/vfio/*: TERM, 10 s, KILL, by fuser), then libtpu's lock
-#: file once nothing holds the devices; fails (exit 1) when the TPU is still held.
-#: TPUBUILD_TPU_DEVICES replaces the device list (tests), as TPUBUILD_RUN_DIR does for startup.sh.
-_STOP = Template(
-    'pidfile=$pidfile; if [ -s "$$pidfile" ]; then pg=$$(cat "$$pidfile"); if kill -0 "-$$pg" 2>/dev'
-    '/null; then echo "tpubuild: stopping process group $$pg on $$(hostname)"; kill -TERM "-$$pg" 2>'
-    '/dev/null || true; i=0; while kill -0 "-$$pg" 2>/dev/null && [ $$i -lt 20 ]; do sleep 1; i=$$(('
-    'i + 1)); done; kill -KILL "-$$pg" 2>/dev/null || true; fi; rm -f "$$pidfile"; fi; devs=$$(ls $$'
-    '{TPUBUILD_TPU_DEVICES:-/dev/accel* /dev/vfio/[0-9]*} 2>/dev/null || true); if [ -n "$$devs" ]; '
-    'then if sudo fuser -s $$devs 2>/dev/null; then echo "tpubuild: freeing the TPU on $$(hostname):'
-    ' $$(sudo fuser $$devs 2>&1 | tr -s \' \')"; sudo fuser -k -TERM $$devs >/dev/null 2>&1 || true; i'
-    '=0; while sudo fuser -s $$devs 2>/dev/null && [ $$i -lt 10 ]; do sleep 1; i=$$((i + 1)); done; '
-    'sudo fuser -k -KILL $$devs >/dev/null 2>&1 || true; sleep 1; fi; if sudo fuser -s $$devs 2>/dev'
-    '/null; then echo "tpubuild: the TPU on $$(hostname) is still held" >&2; exit 1; fi; fi; sudo rm'
-    ' -f /tmp/libtpu_lockfile; echo "tpubuild: $$(hostname) is free"')
-
 
 
 #: The folders a job writes on Filestore: refused when the share is not mounted (never a boot
@@ -126,30 +93,6 @@ def detached(command: str) -> str:
     return _DETACHED.substitute(command=command)
 
 
-def run_line(words: list[str], log_dir: str, *, workdir: str = ".") -> str:
-    """``tpubuild run``'s command on one host: ``words`` detached, run in ``workdir`` (relative to
-    the home), logged to ``<log_dir>/host-<worker>.log``, its process group id saved in
-    ``~/.tpubuild/run.pgid``."""
-    return _RUN.substitute(script=_q(_RUN_SCRIPT), log_dir=_q(log_dir), pidfile=_q(RUN_PIDFILE),
-                           workdir=_q(workdir), words=shlex.join(words))
-
-
-def ship_groups(paths: list[str], root: str = RUN_DIR) -> list[tuple[str, list[str]]]:
-    """Where each shipped path goes: ``(folder under root on the host, [local paths])``, one entry
-    per local parent folder, so ``a/b/c.py`` lands at ``<root>/a/b/c.py``. ``paths`` are relative,
-    normalised, with no ``..``."""
-    groups: dict[str, list[str]] = {}
-    for path in paths:
-        parent = posixpath.dirname(path)
-        groups.setdefault(posixpath.join(root, parent) if parent else root, []).append(path)
-    return [(f"{dest}/", groups[dest]) for dest in sorted(groups)]
-
-
-def ship_dirs_line(paths: list[str], root: str = RUN_DIR) -> str:
-    """Empty ``root`` on the host and make the folders :func:`ship_groups` copies into."""
-    return _SHIP_DIRS.substitute(root=_q(root), dirs=shlex.join(d.rstrip("/") for d, _ in ship_groups(paths, root)))
-
-
 def dirs_line(share: str, dirs: list[str], *, spelling: str = "run") -> str:
     """Make ``dirs`` on the Filestore share ``share`` (refused when it is not mounted)."""
     message = _NOT_MOUNTED[spelling].substitute(share=_q(share), text=_q(f"{share} is not mounted on "))
@@ -187,14 +130,10 @@ def render(steps: list[Step], *, numbered: bool = True, first: bool = True) -> s
 
 
 def with_preamble(access: Hosts, steps: list[Step]) -> list[Step]:
-    """``access.preamble()`` (mig: list the slice's VMs in worker order) before ``steps``."""
+    """``access.preamble()`` (mig: list the slice's VMs in worker order; vm: find the slot the
+    slice is in) before ``steps``."""
     pre = access.preamble()
-    return [Step("the slice's VMs in PJRT worker order (TPUBUILD_HOSTS)", (pre,)), *steps] if pre else steps
-
-
-def stop_line() -> str:
-    """``tpubuild stop`` on one host: the ``run`` job's process tree, then the TPU's holders."""
-    return _STOP.substitute(pidfile=_q(RUN_PIDFILE))
+    return [Step(access.preamble_title(), (pre,)), *steps] if pre else steps
 
 
 # ---------------------------------------------------------------- gcloud
@@ -226,34 +165,102 @@ class Hosts:
         """Shell that must run before :meth:`ssh` lines (empty: none)."""
         return ""
 
+    def preamble_title(self) -> str:
+        """What :meth:`preamble` does, as the title of its step."""
+        return "the slice's VMs in PJRT worker order (TPUBUILD_HOSTS)"
+
+
+#: vm: the slot the slice is in, into TPUBUILD_TPU: the one of ``$slots`` that the zone's TPU VMs
+#: include. None: one line, exit 1 (nothing to reach; ``tpubuild update`` would create it). Both: a
+#: make-before-break update is between its tpu-apply and tpu-release (the old slice still holds
+#: the training or is being released), so which one to reach is not known yet: one line, exit 1.
+_SLOTS = Template(
+    "tpubuild_slices=$$($listing)\n"
+    'TPUBUILD_TPU=""\n'
+    "for tpubuild_slice in $$tpubuild_slices; do\n"
+    '  case "$$tpubuild_slice" in $patterns) TPUBUILD_TPU="$${TPUBUILD_TPU:+$$TPUBUILD_TPU }$$tpubuild_slice" ;; esac\n'
+    "done\n"
+    'case "$$TPUBUILD_TPU" in\n'
+    '  "") echo $missing >&2; exit 1 ;;\n'
+    '  *" "*) echo $both >&2; exit 1 ;;\n'
+    "esac\n"
+    'echo "tpubuild: the slice is $$TPUBUILD_TPU" >&2')
+#: The slot's name, as the script holds it once :data:`_SLOTS` ran.
+TPU_SLOT = Word('"$TPUBUILD_TPU"')
+
 
 @dataclass(frozen=True)
 class TpuVmHosts(Hosts):
-    """vm: the workers of one TPU VM (pod slice), addressed by worker number or ``all``."""
+    """vm: the workers of one TPU VM (pod slice), addressed by worker number or ``all``.
+
+    ``slots``: the names the slice may have (builder/config/replace.py ``slot_names``: ``tpu-<env>``
+    and ``tpu-<env>-b``, which make-before-break alternates). With two, :meth:`preamble` finds
+    which one exists at run time (``gcloud compute tpus tpu-vm list``) into ``$TPUBUILD_TPU``, and
+    every ssh/scp line addresses that; with none or one, ``tpu_name`` is written as is."""
 
     tpu_name: str = ""
+    slots: tuple[str, ...] = ()
 
     def gcloud(self, verb: str) -> list[str]:
         # --tunnel-through-iap of tpu-vm ssh/scp exists only in gcloud's alpha track (gcloud 528)
         track = ["alpha"] if self.iap else []
         return ["gcloud", *track, "compute", "tpus", "tpu-vm", verb]
 
+    @property
+    def resolved(self) -> bool:
+        """Whether the slot is found at run time (:meth:`preamble`)."""
+        return len(self.slots) > 1
+
+    def name(self) -> str:
+        """The TPU's name in a line: ``"$TPUBUILD_TPU"`` (a :class:`Word`) when resolved at run time."""
+        return TPU_SLOT if self.resolved else self.tpu_name
+
+    def listing(self) -> list[str]:
+        """argv that prints the name of every TPU VM of the zone, one a line."""
+        return ["gcloud", "compute", "tpus", "tpu-vm", "list", *self.location(), "--format=value(name.basename())"]
+
+    def preamble(self) -> str:
+        if not self.resolved:
+            return ""
+        names = " or ".join(self.slots)
+        return _SLOTS.substitute(
+            listing=shlex.join(self.listing()), patterns="|".join(_q(n) for n in self.slots),
+            missing=_q(f"tpubuild: no TPU VM {names} in zone {self.zone} (project {self.project}): the slice does "
+                       "not exist, create it with tpubuild update (tpubuild status shows what runs)"),
+            both=_q(f"tpubuild: both {' and '.join(self.slots)} exist: a make-before-break update is swapping the "
+                    "slice, wait until its build finishes (tpubuild status), then run this again"))
+
+    def preamble_title(self) -> str:
+        return f"the slice: whichever of {', '.join(self.slots)} exists (make-before-break alternates them), as $TPUBUILD_TPU"
+
     def argv(self, worker: str, command: str) -> list[str]:
-        """``gcloud … tpu-vm ssh`` argv that runs ``command`` (one argument, as given) on ``worker``."""
-        return [*self.gcloud("ssh"), self.tpu_name, *self.location(), *self.tunnel(), f"--worker={worker}",
+        """``gcloud … tpu-vm ssh`` argv that runs ``command`` (one argument, as given) on ``worker``
+        (resolved: the name is the :class:`Word` ``"$TPUBUILD_TPU"``: write it with :func:`join`)."""
+        return [*self.gcloud("ssh"), self.name(), *self.location(), *self.tunnel(), f"--worker={worker}",
                 f"--command={command}"]
 
     def ssh(self, worker: str, command: str, *, ready: bool = True) -> str:
-        return shlex.join(self.argv(worker, on_host(command, ready=ready)))
+        return join(self.argv(worker, on_host(command, ready=ready)))
+
+    def line(self, worker: str, command: str) -> str:
+        """:meth:`argv` as a line (after :meth:`preamble`): ``command`` as given, no host profile."""
+        return join(self.argv(worker, command))
 
     def scp_from_argv(self, worker: str, path: str, local: str) -> list[str]:
         """argv that copies ``path`` on worker ``worker`` back to ``local`` here."""
-        return [*self.gcloud("scp"), "--recurse", f"{self.tpu_name}:{path}", local, *self.location(), *self.tunnel(),
+        return [*self.gcloud("scp"), "--recurse", self._remote(path), local, *self.location(), *self.tunnel(),
                 f"--worker={worker}"]
 
+    def scp_from(self, worker: str, path: str, local: str) -> str:
+        """:meth:`scp_from_argv` as a line (after :meth:`preamble`)."""
+        return join(self.scp_from_argv(worker, path, local))
+
     def scp(self, src: str | Sequence[str], dest: str, *, worker: str = "all") -> str:
-        return shlex.join([*self.gcloud("scp"), "--recurse", *_sources(src), f"{self.tpu_name}:{dest}",
-                           *self.location(), *self.tunnel(), f"--worker={worker}"])
+        return join([*self.gcloud("scp"), "--recurse", *_sources(src), self._remote(dest),
+                     *self.location(), *self.tunnel(), f"--worker={worker}"])
+
+    def _remote(self, path: str) -> str:
+        return remote(TPU_SLOT, path) if self.resolved else f"{self.tpu_name}:{path}"
 
 
 @dataclass(frozen=True)
@@ -349,11 +356,12 @@ def remote(host: str, path: str) -> Word:
 
 
 def for_arch(arch: str, project: str, zone: str, iap: bool, count: int, *, tpu_name: str, mig_name: str,
-             listing: tuple[str, ...] = ()) -> Hosts:
-    """How gcloud reaches the hosts of an architecture: vm a TPU VM's workers, mig the VMs of the
-    slice's MIG (named like the TPU; worker order from ``listing``), node the MIG's workers."""
+             listing: tuple[str, ...] = (), slots: tuple[str, ...] = ()) -> Hosts:
+    """How gcloud reaches the hosts of an architecture: vm a TPU VM's workers (in whichever of
+    ``slots`` exists at run time), mig the VMs of the slice's MIG (named like the TPU; worker order
+    from ``listing``), node the MIG's workers."""
     if arch == "vm":
-        return TpuVmHosts(project, zone, iap, count, tpu_name=tpu_name)
+        return TpuVmHosts(project, zone, iap, count, tpu_name=tpu_name, slots=tuple(slots))
     if arch == "mig":
         return SliceHosts(project, zone, iap, count, mig_name=tpu_name, listing=listing)
     return MigHosts(project, zone, iap, count, mig_name=mig_name)

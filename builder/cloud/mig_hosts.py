@@ -28,8 +28,11 @@ def hosts(listing: str) -> list[str]:
 
 def access(settings: Settings, hosts_module: Any = None) -> Any:
     """models/hosts.py's transport for the hosts of ``settings`` (IAP unless they have external
-    IPs): on mig the ``SliceHosts`` of this slice, given its listing; the other architectures'
-    transports take no listing."""
+    IPs): on mig the ``SliceHosts`` of this slice, given its listing; on vm the ``TpuVmHosts`` of
+    the slice's two slots (builder/config/replace.py ``slot_names``: it finds the live one at run
+    time); node's transport takes neither."""
+    from builder.config.replace import slot_names
+
     if hosts_module is None:
         from builder.model_registry import hosts as load_hosts
 
@@ -37,7 +40,7 @@ def access(settings: Settings, hosts_module: Any = None) -> Any:
     external = settings.mig_external_ip if settings.arch == "node" else settings.tpu_external_ips
     return hosts_module.for_arch(settings.arch, settings.project_id, settings.zone, not external,
                                  settings.hosts, tpu_name=settings.tpu_name, mig_name=settings.mig_name,
-                                 listing=tuple(list_argv(settings)))
+                                 listing=tuple(list_argv(settings)), slots=slot_names(settings))
 
 
 def ssh_argv(settings: Settings, host: str, command: str) -> list[str]:

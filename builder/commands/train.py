@@ -110,6 +110,12 @@ def _job(settings: Settings, launcher: ModuleType) -> Any:
                            f"{settings.model or 'model'} launcher; start your script on every VM of the slice "
                            "with `tpubuild run -- COMMAND`")
         job = dataclasses.replace(job, listing=tuple(mig_hosts.list_argv(settings)))
+    if settings.arch == "vm" and "slots" in {f.name for f in dataclasses.fields(job)}:
+        # make-before-break keeps the slice in one of two slots: the launch finds the live one at
+        # run time (models/hosts.py TpuVmHosts); the names are builder/config/replace.py's
+        from builder.config.replace import slot_names
+
+        job = dataclasses.replace(job, slots=slot_names(settings))
     return job
 
 
@@ -210,16 +216,14 @@ def load_hosts(settings: Settings) -> ModuleType:
 
 
 def run_access(settings: Settings, hosts: ModuleType) -> Any:
-    """How gcloud reaches the hosts of ``settings`` (vm, mig; models/hosts.py ``for_arch``)."""
-    if settings.arch == "mig":
-        from builder.cloud import mig_hosts
+    """How gcloud reaches the hosts of ``settings`` (vm: the slice's live slot, mig: its VMs in
+    worker order; builder/cloud/mig_hosts.py ``access``, models/hosts.py ``for_arch``)."""
+    from builder.cloud import mig_hosts
 
-        return mig_hosts.access(settings, hosts)
-    if settings.arch != "vm":
+    if settings.arch not in ("vm", "mig"):
         raise BadInput(f"run works on TPU_ARCH=\"vm\" or \"mig\", not {settings.arch!r} ({settings.source}); "
                        "node is legacy (use xla_dist on the leader)")
-    return hosts.for_arch("vm", settings.project_id, settings.zone, not settings.tpu_external_ips, settings.hosts,
-                          tpu_name=settings.tpu_name, mig_name=settings.mig_name)
+    return mig_hosts.access(settings, hosts)
 
 
 def run_log_dir(settings: Settings) -> str:

@@ -36,8 +36,10 @@ QUICK = {"TPUBUILD_RESIZE_WAIT_S": "0", "TPUBUILD_RESIZE_POLL_S": "0", "TPUBUILD
          "TPUBUILD_CALENDAR_POLL_S": "0", "TPUBUILD_SWAP_WAIT_S": "0", "TPUBUILD_SWAP_POLL_S": "0"}
 
 
-def record(script: str, tmp: Path, env: dict[str, str] | None = None) -> list[tuple[str, ...]]:
-    """The gcloud argvs ``script`` runs under bash, with gcloud answering a name and nothing."""
+def record(script: str, tmp: Path, env: dict[str, str] | None = None,
+           answers: tuple[str, ...] = ("stub-name", "")) -> list[tuple[str, ...]]:
+    """The gcloud argvs ``script`` runs under bash, with gcloud answering each of ``answers`` (a
+    name, and nothing)."""
     calls: list[tuple[str, ...]] = []
     bindir = tmp / "bin"
     bindir.mkdir(parents=True, exist_ok=True)
@@ -46,7 +48,7 @@ def record(script: str, tmp: Path, env: dict[str, str] | None = None) -> list[tu
         (bindir / name).write_text("#!/bin/sh\nexit 0\n")
     for f in bindir.iterdir():
         f.chmod(0o755)
-    for answer in ("stub-name", ""):
+    for answer in answers:
         rec = tmp / f"calls-{answer or 'empty'}"
         rec.mkdir(exist_ok=True)
         ws = tmp / "workspace"
@@ -205,6 +207,8 @@ COMMANDS = [
     # shipped from the repository root: a file at the top, a folder, a file two folders down
     ("run", "--dry-run", "--ship", "README.md", "--ship", "env_setup", "--", "python3",
      "models/examples/torch_xla_launch.py", "--steps", "10"),
+    ("profile", "--host", "1", "--dry-run"),
+    ("logs", "--metrics", "--dry-run"),
 ]
 
 
@@ -216,6 +220,8 @@ def _script(stdout: str) -> str:
 @pytest.mark.parametrize("variant", ["vm-iap", "vm-external", "node"])
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c[:3]))
 def test_host_command_lines_parse(gcloud, make_env, tmp_path, variant, command):
+    from builder.config import load
+
     values = {"vm-iap": make_env(VM), "vm-external": make_env(VM, TPU_EXTERNAL_IPS="true"),
               "node": make_env(NODE)}[variant]
     cut = command.index("--") if "--" in command else len(command)  # --values before run's command
@@ -226,12 +232,17 @@ def test_host_command_lines_parse(gcloud, make_env, tmp_path, variant, command):
     if r.returncode == 2 and variant == "node" and "legacy" in r.stderr:
         pytest.skip("node is legacy here")
     assert r.returncode == 0, r.stderr
-    argvs = record(_script(r.stdout), tmp_path)
+    # vm: the listing of the zone's TPU VMs answers the slice's slot b (after a make-before-break
+    # swap), then the ssh/scp lines run against it; then a name that is no slot, then nothing
+    argvs = record(_script(r.stdout), tmp_path, answers=(f"{load(values).tpu_name}-b", "stub-name", ""))
     assert argvs, r.stdout
-    tracks = {a[0] for a in argvs}
+    hosts = [a for a in argvs if "ssh" in a or "scp" in a]
+    if variant != "node":
+        assert ("compute", "tpus", "tpu-vm", "list") == argvs[0][:4] and hosts, argvs
+        assert all(f"{load(values).tpu_name}-b" in " ".join(a) for a in hosts if "tpu-vm" in a)
     if variant == "vm-iap":
-        assert all("--tunnel-through-iap" in a for a in argvs if "ssh" in a or "scp" in a)
-        assert tracks == {"alpha"}  # tpu-vm ssh/scp --tunnel-through-iap exists only there
+        assert all("--tunnel-through-iap" in a for a in hosts)
+        assert {a[0] for a in hosts} == {"alpha"}  # tpu-vm ssh/scp --tunnel-through-iap exists only there
     _parse_all(gcloud, argvs)
 
 

@@ -111,6 +111,30 @@ def test_every_gcloud_line_parses_in_real_gcloud(gcloud, iap: bool) -> None:
         assert parsed.ok, parsed.why()
 
 
+def test_profile_reaches_the_live_slot_and_the_hint_names_both(cli) -> None:
+    """vm: the capture and the copy back first find which of the slice's two slots exists (a
+    make-before-break update alternates them, models/hosts.py), then address it; the TensorBoard
+    hint, printed for the user to type, names both."""
+    from builder.model_registry import hosts
+
+    reach = hosts().for_arch("vm", "my-tpu-project", "us-central2-b", True, 4, tpu_name="tpu-e1", mig_name="",
+                             slots=("tpu-e1", "tpu-e1-b"))
+    t = observe.Target(arch="vm", project="my-tpu-project", zone="us-central2-b", tpu="tpu-e1", env="e1", iap=True,
+                       hosts=4, accelerator="v4-32", mount_point="/mnt/common", extra={"reach": reach})
+    capture, back, upload = observe.profile_commands(t, 2, 5000, "20261123T000000Z", "b-tf-backend", "/tmp/x")
+    for argv in (capture, back):
+        assert argv[:2] == ["bash", "-c"] and "gcloud compute tpus tpu-vm list" in argv[2]
+        assert "case \"$tpubuild_slice\" in tpu-e1|tpu-e1-b)" in argv[2]
+    assert ' ssh "$TPUBUILD_TPU" ' in capture[2] and "--worker=2" in capture[2]
+    assert ' "$TPUBUILD_TPU":/mnt/common/nfs_share/profiles/e1/20261123T000000Z /tmp/x ' in back[2]
+    assert upload[:3] == ["gcloud", "storage", "cp"]
+    hints = observe.open_hints(t, 2, "20261123T000000Z", "b-tf-backend")
+    assert " tpu-vm ssh TPU " in hints[3] and "--worker=0" in hints[3]
+    assert hints[4] == "  TPU is whichever of tpu-e1, tpu-e1-b exists (tpubuild status shows it)"
+    code, out, err = cli("profile", "--values", str(VM), "--dry-run")
+    assert code == 0 and "tpu-v4-pod|tpu-v4-pod-b)" in out, err
+
+
 def test_profile_dry_run_and_paths(cli) -> None:
     code, out, err = cli("profile", "--values", str(VM), "--host", "3", "--duration", "1500ms", "--dry-run")
     assert code == 0, err

@@ -69,7 +69,9 @@ def test_train_dry_run_vm_runs_every_worker_with_pjrt(make_env):
     launch = [line for line in out.splitlines() if line.startswith("gcloud") and "train.sh" in line]
     assert len(launch) == 1
     words = shlex.split(launch[0])
-    assert words[:7] == ["gcloud", "alpha", "compute", "tpus", "tpu-vm", "ssh", "tpu-v4-pod"]  # IAP: alpha track
+    # IAP: alpha track; the slice's live slot, found first (tpu-v4-pod or tpu-v4-pod-b: models/hosts.py)
+    assert words[:7] == ["gcloud", "alpha", "compute", "tpus", "tpu-vm", "ssh", "$TPUBUILD_TPU"]
+    assert "'--format=value(name.basename())')" in out and "tpu-v4-pod|tpu-v4-pod-b)" in out
     assert "--worker=all" in words and "--zone=us-central2-b" in words
     command = next(w for w in words if w.startswith("--command="))[len("--command="):]
     # the host's profile first (a non-login ssh shell never reads it), PJRT_DEVICE=TPU still explicit
@@ -126,6 +128,8 @@ with open(os.environ["GCLOUD_LOG"], "a") as f:
 if "list-instances" in sys.argv:
     names = ["worker-tpu-dev1-abcd", "worker-tpu-dev1-efgh"]
     print("\\n".join(names[:1] if "--limit=1" in sys.argv else names))
+if "tpu-vm" in sys.argv and "list" in sys.argv:  # after a make-before-break swap: slot b
+    print("tpu-v4-podx\\ntpu-v4-pod-b")
 """
 
 
@@ -149,6 +153,9 @@ def test_train_runs_the_printed_script_through_bash(make_env, tmp_path, base):
     if job.arch == "vm":
         assert launch == launcher.on_host(f"setsid nohup {launcher.host_train_line(job)} >/dev/null 2>&1 </dev/null &")
         assert [c for c in calls[-1] if c.startswith("--worker")] == ["--worker=all"]
+        assert calls[0][:4] == ["compute", "tpus", "tpu-vm", "list"]
+        names = {call[5] if call[4] == "ssh" else call[7].split(":", 1)[0] for call in calls[1:]}
+        assert names == {"tpu-v4-pod-b"}  # every ssh/scp to the live slot
     else:
         assert launch == launcher.on_host(f"setsid nohup {launcher.leader_launch_line(job)} >/dev/null 2>&1 </dev/null &")
         assert calls[-1][:3] == ["compute", "ssh", "worker-tpu-dev1-abcd"]  # the leader

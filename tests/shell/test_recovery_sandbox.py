@@ -4,8 +4,9 @@ it: each step's script after Cloud Build's substitutions, in order, under real b
 the first failing step. ``gcloud`` is the stateful local fake tests/support/fake_gcloud.py (Cloud
 Storage, the TPU, the MIG, the TTL's job); ``tpubuild`` is the real CLI of this tree (the launch
 is the real ``tpubuild train roberta --dry-run`` script), except ``dispatch``, whose pipeline
-(proven by tests/integration/test_ttl_cloud.py's path) is played by recreating the TPU; ``pip``
-and ``sleep`` do nothing."""
+(proven by tests/integration/test_ttl_cloud.py's path) is played by recreating the TPU in the
+slot its Terraform state holds (``held``: ``tpu-<env>``, or ``tpu-<env>-b`` after a
+make-before-break swap); ``pip`` and ``sleep`` do nothing."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ set -u
 echo "tpubuild $*" >> "$FAKE_GCLOUD_STATE/calls.log"
 if [ "$1" = dispatch ]; then
   if [ -n "${{FAKE_DISPATCH_FAILS:-}}" ]; then echo "dispatch: the pipeline failed" >&2; exit 1; fi
-  echo READY > "$FAKE_GCLOUD_STATE/tpu"
+  echo READY > "$FAKE_GCLOUD_STATE/tpus/$(cat "$FAKE_GCLOUD_STATE/held")"
   exit 0
 fi
 exec {sys.executable} -m builder "$@"
@@ -53,6 +54,10 @@ class Sandbox:
 
     def put(self, name: str, text: str) -> None:
         (self.state / name).write_text(text)
+
+    def tpu(self, state: str, slot: str = "") -> None:
+        """The TPU VM ``slot`` (default ``tpu-<env>``) is in ``state``."""
+        self.put(f"tpus/{slot or self.settings.tpu_name}", state)
 
     def gcs(self, rel: str) -> Path:
         return self.state / "gcs" / self.settings.state_bucket / rel
@@ -108,7 +113,10 @@ def _sandbox(tmp_path: Path, base: Path, **overrides: str) -> Sandbox:
     for exe in bin_dir.iterdir():
         exe.chmod(0o755)
     (tmp_path / "state" / "gcs").mkdir(parents=True)
-    return Sandbox(tmp_path, values)
+    (tmp_path / "state" / "tpus").mkdir()
+    box = Sandbox(tmp_path, values)
+    box.put("held", box.settings.tpu_name)  # the slot the Terraform state holds
+    return box
 
 
 def _launched(calls: list[str]) -> list[str]:
@@ -120,7 +128,7 @@ def test_a_preempted_tpu_vm_is_recreated_and_training_relaunched_and_recorded(tm
     box = _sandbox(tmp_path, VM)
     s = box.settings
     assert s.recovery and s.provisioning == "preemptible"
-    box.put("tpu", "PREEMPTED")
+    box.tpu("PREEMPTED")
     code, out = box.run_build()
     assert code == 0, out
     calls = box.calls()
@@ -173,6 +181,40 @@ def test_a_mig_whose_vms_were_deleted_relaunches_when_whole_again(tmp_path: Path
     assert box.mark() == {}
 
 
+def test_after_a_swap_the_live_slot_b_is_checked_recreated_and_relaunched(tmp_path: Path) -> None:
+    """After a make-before-break update the slice is tpu-<env>-b (tpu-<env> is gone): the check
+    reads b, deletes b, the update recreates b (the slot its state holds), the launch reaches b."""
+    box = _sandbox(tmp_path, VM)
+    live = f"{box.settings.tpu_name}-b"
+    box.put("held", live)
+    box.tpu("READY", live)
+    code, out = box.run_build()
+    assert code == 0 and f"{live} is whole; nothing to do" in out, out
+    assert not any(c.startswith("tpubuild") for c in box.calls()), "a whole slot b is not recreated"
+    box.tpu("PREEMPTED", live)
+    code, out = box.run_build("hb-2")
+    assert code == 0, out
+    calls = box.calls()
+    [delete] = [c for c in calls if "tpu-vm delete" in c]
+    assert delete.split()[5] == live, delete
+    launched = _launched(calls)
+    assert launched and all(f" ssh {live} " in c for c in launched), launched
+    assert not any(f" {box.settings.tpu_name} " in c for c in calls if "tpu-vm" in c), calls
+    assert f"tpubuild: the slice is {live}" in out
+    [record] = box.records()
+    assert (record["outcome"], record["slice"], record["reason"]) == ("recovered", live, "PREEMPTED")
+
+
+def test_both_slots_without_a_build_is_left_to_tpubuild_update(tmp_path: Path) -> None:
+    box = _sandbox(tmp_path, VM)
+    box.tpu("READY")
+    box.tpu("PREEMPTED", f"{box.settings.tpu_name}-b")
+    code, out = box.run_build()
+    assert code == 0, out
+    assert f"both {box.settings.tpu_name} and {box.settings.tpu_name}-b exist" in out and "tpubuild update" in out
+    _nothing_happened(box)
+
+
 def _nothing_happened(box: Sandbox) -> None:
     calls = box.calls()
     assert not any("tpu-vm delete" in c or c.startswith(("tpubuild dispatch", "tpubuild train")) for c in calls), calls
@@ -181,19 +223,19 @@ def _nothing_happened(box: Sandbox) -> None:
 
 def test_a_held_lock_means_nothing_is_recovered(tmp_path: Path) -> None:
     box = _sandbox(tmp_path, VM)
-    box.put("tpu", "PREEMPTED")
+    box.tpu("PREEMPTED")
     lock = box.gcs(recovery.objects(box.settings)["lock"])
     lock.parent.mkdir(parents=True, exist_ok=True)
     lock.write_text(json.dumps({"holder": "ana@laptop", "action": "update", "build_id": "b-42", "state": "held"}))
     code, out = box.run_build()
     assert code == 0 and "the environment lock is held" in out and "ana@laptop" in out, out
     _nothing_happened(box)
-    assert not any("tpus tpu-vm describe" in c for c in box.calls()), "the lock is read before the slice"
+    assert not any("tpus tpu-vm list" in c for c in box.calls()), "the lock is read before the slice"
 
 
 def test_another_running_health_build_owns_the_recovery(tmp_path: Path) -> None:
     box = _sandbox(tmp_path, VM)
-    box.put("tpu", "PREEMPTED")
+    box.tpu("PREEMPTED")
     box.put("ongoing", "hb-0\nhb-1\n")
     code, out = box.run_build(build_id="hb-1")
     assert code == 0 and "health build hb-0" in out, out
@@ -212,7 +254,7 @@ def _ttl_line(fires: datetime.datetime, fired: str = "") -> str:
 ], ids=["job-gone", "fired", "due"])
 def test_no_recovery_runs_past_the_ttl(tmp_path: Path, ttl: str | None, says: str) -> None:
     box = _sandbox(tmp_path, VM, ENV_TTL_HOURS="8")
-    box.put("tpu", "PREEMPTED")
+    box.tpu("PREEMPTED")
     if ttl is not None:
         box.put("ttl", ttl)
     code, out = box.run_build()
@@ -222,7 +264,7 @@ def test_no_recovery_runs_past_the_ttl(tmp_path: Path, ttl: str | None, says: st
 
 def test_a_ttl_far_away_lets_the_recovery_run(tmp_path: Path) -> None:
     box = _sandbox(tmp_path, VM, ENV_TTL_HOURS="8")
-    box.put("tpu", "TERMINATED")
+    box.tpu("TERMINATED")
     box.put("ttl", _ttl_line(datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=6)))
     code, out = box.run_build()
     assert code == 0, out
@@ -231,7 +273,7 @@ def test_a_ttl_far_away_lets_the_recovery_run(tmp_path: Path) -> None:
 
 def test_after_max_tries_the_recovery_stops_and_says_so(tmp_path: Path) -> None:
     box = _sandbox(tmp_path, SPOT_VM, TPU_RECOVERY_MAX_TRIES="2")
-    box.put("tpu", "PREEMPTED")
+    box.tpu("PREEMPTED")
     code, out = box.run_build("hb-1", FAKE_DISPATCH_FAILS="1")
     assert code == 0, out
     [first] = box.records()
@@ -251,7 +293,7 @@ def test_after_max_tries_the_recovery_stops_and_says_so(tmp_path: Path) -> None:
     assert not any(c.startswith("tpubuild") or "delete" in c for c in box.calls()[before:])
     assert len(box.records()) == 2
     # a person recovers it (tpubuild update): the check sees it whole, clears the mark, relaunches nothing
-    box.put("tpu", "READY")
+    box.tpu("READY")
     code, out = box.run_build("hb-4")
     assert code == 0 and "a person recovered it" in out, out
     assert box.mark() == {} and not _launched(box.calls())
@@ -275,10 +317,10 @@ def test_every_gcloud_line_of_the_health_build_parses_in_real_gcloud(gcloud, tmp
     """The argvs bash handed the fake gcloud through every branch (vm recreate with a TTL, a MIG
     waiting then relaunching, a given-up recovery), parsed by the REAL gcloud offline."""
     vm = _sandbox(tmp_path / "vm", VM, ENV_TTL_HOURS="8")
-    vm.put("tpu", "PREEMPTED")
+    vm.tpu("PREEMPTED")
     vm.put("ttl", _ttl_line(datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=6)))
     assert vm.run_build()[0] == 0
-    vm.put("tpu", "PREEMPTED")
+    vm.tpu("PREEMPTED")
     vm.run_build("hb-2", FAKE_DISPATCH_FAILS="1")
     mig = _sandbox(tmp_path / "mig", MIG, TPU_RECOVERY_MAX_TRIES="1")
     mig.put("mig", "RUNNING NONE\n")

@@ -42,7 +42,7 @@ def test_run_dry_run_every_host_then_one(cli, make_env, tmp_path, monkeypatch):
     code, out, err = cli("run", "--dry-run", "--values", VM, "--", "python3", "train.py", "--lr", "0.1 0.2")
     assert code == 0, err
     dirs, run = gcloud_lines(out)
-    assert run[:7] == ["gcloud", "alpha", "compute", "tpus", "tpu-vm", "ssh", "tpu-v4-pod"]
+    assert run[:7] == ["gcloud", "alpha", "compute", "tpus", "tpu-vm", "ssh", "$TPUBUILD_TPU"]  # the live slot
     assert "--tunnel-through-iap" in run and "--worker=all" in run and "--worker=0" in dirs
     command = command_of(run)
     assert command.startswith("if [ ! -e /run/tpubuild/ready ]; then ")  # refuses a host that is not ready
@@ -228,7 +228,8 @@ def test_run_help_example_ships_the_script_and_trains_under_torch_xla(cli, make_
     monkeypatch.chdir(REPO)
     script = _dry_run(cli, values, words)
     box = tmp_path / "hosts"
-    env = host_sandbox.sandbox(box, ["w0"], f"export PJRT_DEVICE=CPU\nexport PATH={python.parent}:$PATH\n")
+    env = host_sandbox.sandbox(box, ["w0"], f"export PJRT_DEVICE=CPU\nexport PATH={python.parent}:$PATH\n",
+                               slices=["tpu-v4-pod"])
     r = subprocess.run(["bash", "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr  # returns at once: the job is detached
     assert host_sandbox.calls(box) == ["ssh w0", "ssh w0", "scp w0", "ssh w0"]  # log folder, empty, copy, run
@@ -251,7 +252,7 @@ def test_shipped_files_arrive_on_every_host_and_the_command_runs_among_them(cli,
     monkeypatch.chdir(project)
     names = ["w0", "w1", "w2", "w3"]
     box = tmp_path / "hosts"
-    env = host_sandbox.sandbox(box, names)
+    env = host_sandbox.sandbox(box, names, slices=["other", "tpu-v4-pod"])
     script = _dry_run(cli, values, ["--ship", "job", "--", "sh", "job/hello.sh"])
     r = subprocess.run(["bash", "-c", script], cwd=project, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

@@ -3,11 +3,13 @@
 the health build runs, against files under ``$FAKE_GCLOUD_STATE``:
 
 * ``gcs/<bucket>/<object>``: Cloud Storage (``storage cat``, ``cp``, ``rm``);
-* ``tpu``: the TPU VM's state (absent file: NOT_FOUND; ``tpu-vm delete`` removes it);
+* ``tpus/<name>``: each TPU VM of the zone and its state (``tpu-vm list`` prints them; a name with
+  no file is NOT_FOUND to ``describe``, ``delete``, ``ssh`` and ``scp``; ``delete`` removes it);
 * ``mig``: what ``instance-groups managed list-instances`` prints (``instanceStatus currentAction``);
 * ``ttl``: what ``scheduler jobs describe`` prints (absent file: NOT_FOUND);
 * ``ongoing``: the ids ``builds list --ongoing`` prints;
-* ``ssh_rc``: the exit status of ``compute ssh``/``scp``/``tpu-vm ssh``/``scp`` (default 0).
+* ``ssh_rc``: the exit status of ``compute ssh``/``scp``/``tpu-vm ssh``/``scp`` (default 0) to a
+  host that exists.
 
 Every call is appended to ``calls.log`` (and its exact argv to ``argv.jsonl``). The command lines themselves are proven in the REAL
 gcloud by tests/integration/test_gcloud_lines.py.
@@ -73,14 +75,23 @@ def main(argv: list[str]) -> int:
             return _not_found(words[3])
         print(ttl)
         return 0
-    if words[:4] == ["compute", "tpus", "tpu-vm", "describe"]:
-        tpu = _read("tpu")
-        if tpu is None:
-            return _not_found(words[4])
-        print(tpu.strip())
+    tpu = words[words.index("tpu-vm"):] if "tpu-vm" in words else []
+    if tpu[:1] == ["tpu-vm"] and len(tpu) > 1 and tpu[1] == "list":
+        fields = next((a for a in argv if a.startswith("--format=")), "")
+        for path in sorted((STATE / "tpus").glob("*")):
+            print(f"{path.name}\t{path.read_text().strip()}" if "state" in fields else path.name)
         return 0
-    if words[:4] == ["compute", "tpus", "tpu-vm", "delete"]:
-        (STATE / "tpu").unlink()
+    if tpu[1:2] in (["describe"], ["delete"], ["ssh"], ["scp"]):
+        name = tpu[2] if tpu[1] != "scp" else next(w.split(":", 1)[0] for w in tpu[2:] if ":" in w)
+        path = STATE / "tpus" / name
+        if not path.exists():
+            return _not_found(f"TPU VM {name}")
+        if tpu[1] == "describe":
+            print(path.read_text().strip())
+        elif tpu[1] == "delete":
+            path.unlink()
+        else:
+            return int(_read("ssh_rc") or 0)
         return 0
     if words[:4] == ["compute", "instance-groups", "managed", "list-instances"]:
         mig = _read("mig") or ""

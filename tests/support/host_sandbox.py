@@ -5,8 +5,10 @@ working folder) and copies ``scp`` sources into that home, as the real gcloud do
 Each host is a folder ``<box>/<name>/`` with ``run/ready``, ``profile.d/tpubuild.sh`` (what
 startup.sh writes: the worker number and the XLA environment) and ``home/``. The absolute host
 paths of the scripts (``/run/tpubuild/``, ``/etc/profile.d/``) are moved into the host's folder.
-vm: ``gcloud [alpha] compute tpus tpu-vm ssh|scp ... --worker=all|N`` reaches the hosts in worker
-order; mig: ``gcloud compute ssh|scp NAME`` the host called NAME, and ``list-instances`` prints
+vm: ``gcloud compute tpus tpu-vm list`` prints ``<box>/slices`` (the TPU VMs of the zone), and
+``gcloud [alpha] compute tpus tpu-vm ssh|scp TPU ... --worker=all|N`` reaches the hosts in worker
+order when TPU is one of them (else NOT_FOUND, exit 1), appending TPU to ``<box>/tpus``; mig:
+``gcloud compute ssh|scp NAME`` the host called NAME, and ``list-instances`` prints
 ``<box>/listing``. Every call is appended to ``<box>/calls`` as ``verb host``.
 """
 
@@ -27,9 +29,18 @@ pos = [a for a in args if not a.startswith("--")]
 if "list-instances" in pos:
     sys.stdout.write((box / "listing").read_text())
     sys.exit(0)
+if "tpu-vm" in pos and "list" in pos:
+    sys.stdout.write((box / "slices").read_text())
+    sys.exit(0)
 verb = next(a for a in pos if a in ("ssh", "scp"))
 rest = pos[pos.index(verb) + 1:]
 workers = (box / "workers").read_text().split()
+if "tpu-vm" in pos:
+    tpu = rest[0] if verb == "ssh" else rest[-1].split(":", 1)[0]
+    with open(box / "tpus", "a") as f:
+        f.write(tpu + "\n")
+    if tpu not in (box / "slices").read_text().split():
+        sys.exit(f"ERROR: (gcloud.compute.tpus.tpu-vm.{verb}) NOT_FOUND: TPU VM {tpu} was not found")
 
 
 def targets(name):
@@ -69,10 +80,11 @@ for host in targets(name):
 '''
 
 
-def sandbox(box: Path, names: list[str], profile: str = "", *, listing: list[str] | None = None) -> dict[str, str]:
+def sandbox(box: Path, names: list[str], profile: str = "", *, listing: list[str] | None = None,
+            slices: list[str] = ()) -> dict[str, str]:
     """Hosts ``names`` (worker order) under ``box``; ``profile`` is added to each host's
-    /etc/profile.d/tpubuild.sh after its worker number. Returns the environment to run a
-    printed script in (``bash -c``)."""
+    /etc/profile.d/tpubuild.sh after its worker number; vm: ``slices``, the TPU VMs of the zone
+    (the hosts are those of each). Returns the environment to run a printed script in (``bash -c``)."""
     bin_dir = box / "bin"
     bin_dir.mkdir(parents=True)
     stand_ins = {"gcloud": FAKE_GCLOUD.replace("{python}", sys.executable),
@@ -89,7 +101,14 @@ def sandbox(box: Path, names: list[str], profile: str = "", *, listing: list[str
             f"export TPU_WORKER_ID={worker}\nexport TPUBUILD_WORKER_NUMBER={worker}\n{profile}")
     (box / "workers").write_text("\n".join(names) + "\n")
     (box / "listing").write_text("\n".join(listing if listing is not None else names) + "\n")
+    (box / "slices").write_text("".join(f"{s}\n" for s in slices))
     return {**os.environ, "SANDBOX": str(box), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
+def tpus(box: Path) -> list[str]:
+    """vm: the TPU VM each ``tpu-vm ssh``/``scp`` so far addressed."""
+    path = box / "tpus"
+    return path.read_text().splitlines() if path.exists() else []
 
 
 def calls(box: Path) -> list[str]:

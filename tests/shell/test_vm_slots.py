@@ -1,0 +1,109 @@
+"""After a make-before-break update the slice lives in the environment's OTHER slot
+(``tpu-<env>-b``, builder/config/replace.py ``slot_names``): ``tpubuild run``, ``stop``,
+``logs --run`` and ``logs --metrics`` find it at run time (models/hosts.py ``TpuVmHosts``
+preamble) and reach it. The printed scripts run under bash against sandboxed hosts
+(tests/support/host_sandbox.py), whose stand-in gcloud lists the zone's TPU VMs and refuses an ssh
+or scp to a TPU VM that does not exist, as the real one does. With neither slot, or with both (a
+swap under way), the script stops first with one line, before any ssh.
+The health build after a swap: tests/shell/test_recovery_sandbox.py; the lines in the real
+gcloud: tests/integration/test_gcloud_lines.py."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXAMPLES
+from tests.support import host_sandbox
+
+pytestmark = pytest.mark.slow
+
+VM = EXAMPLES / "vm-v4-32.env"  # tpu-v4-pod, 4 hosts
+A, B = "tpu-v4-pod", "tpu-v4-pod-b"
+NAMES = ["w0", "w1", "w2", "w3"]
+
+
+def _script(cli, *args: str) -> str:
+    code, out, err = cli(*args)
+    assert code == 0, err
+    return out
+
+
+def _bash(script: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def _wait(predicate, timeout: float = 30) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_after_a_swap_run_stop_and_logs_reach_slot_b(cli, make_env, tmp_path, monkeypatch):
+    mount = tmp_path / "mnt"
+    values = make_env(VM, MOUNT_POINT=str(mount), MODEL="")
+    monkeypatch.chdir(tmp_path)
+    box = tmp_path / "hosts"
+    env = {**host_sandbox.sandbox(box, NAMES, slices=["other-env", B]), "TPUBUILD_TPU_DEVICES": str(tmp_path / "none")}
+
+    r = _bash(_script(cli, "run", "--dry-run", "--values", values, "--", "sh", "-c", "echo hi from $TPUBUILD_WORKER_NUMBER"),
+              env, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert f"tpubuild: the slice is {B}" in r.stderr
+    assert host_sandbox.tpus(box) == [B, B] and host_sandbox.calls(box) == ["ssh w0", *(f"ssh {n}" for n in NAMES)]
+    log = mount / "nfs_share/logs/v4-pod/run/host-2.log"
+    assert _wait(lambda: log.exists() and "hi from 2" in log.read_text()), log.read_text() if log.exists() else ""
+
+    r = _bash(_script(cli, "logs", "--run", "--host", "2", "--dry-run", "--values", values), env, tmp_path)
+    assert r.returncode == 0 and "hi from 2" in r.stdout, r.stderr
+    r = _bash(_script(cli, "stop", "--dry-run", "--values", values), env, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("is free") == 4 and set(host_sandbox.tpus(box)) == {B}
+
+
+def test_after_a_swap_the_metrics_report_is_read_on_slot_b(cli, make_env, tmp_path):
+    mount = tmp_path / "mnt"
+    values = make_env(VM, MOUNT_POINT=str(mount))
+    logs = mount / "nfs_share/logs/v4-pod/roberta"
+    logs.mkdir(parents=True)
+    (logs / "host-0.metrics.txt").write_text("Counter: UncachedCompile\n  Value: 7\n")
+    box = tmp_path / "hosts"
+    env = host_sandbox.sandbox(box, NAMES, slices=[B])
+    argv = _script(cli, "logs", "--metrics", "--dry-run", "--values", values)
+    assert argv.startswith("bash -c ")  # the slot is found first, then the ssh
+    r = _bash(argv, env, tmp_path)
+    assert r.returncode == 0 and "==> " in r.stdout and "Value: 7" in r.stdout, r.stderr
+    assert host_sandbox.tpus(box) == [B]
+
+
+@pytest.mark.parametrize("slices,says", [
+    ([], f"tpubuild: no TPU VM {A} or {B} in zone us-central2-b (project my-tpu-project)"),
+    (["tpu-v4-podx", "x-tpu-v4-pod"], f"tpubuild: no TPU VM {A} or {B}"),
+    ([A, B], f"tpubuild: both {A} and {B} exist: a make-before-break update is swapping the slice"),
+], ids=["none", "only-lookalikes", "both"])
+def test_neither_or_both_slots_is_one_line_before_any_ssh(cli, make_env, tmp_path, monkeypatch, slices, says):
+    monkeypatch.chdir(tmp_path)
+    values = make_env(VM, MOUNT_POINT=str(tmp_path / "mnt"))
+    box = tmp_path / "hosts"
+    env = host_sandbox.sandbox(box, NAMES, slices=slices)
+    for args in (["run", "--dry-run", "--values", values, "--", "true"], ["stop", "--dry-run", "--values", values],
+                 ["train", "roberta", "--dry-run", "--values", values]):
+        r = _bash(_script(cli, *args), env, tmp_path)
+        assert r.returncode == 1 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+        assert host_sandbox.calls(box) == [], args
+
+
+def test_before_any_swap_slot_a_is_reached(cli, make_env, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    values = make_env(VM, MOUNT_POINT=str(tmp_path / "mnt"), MODEL="")
+    box = tmp_path / "hosts"
+    env = {**host_sandbox.sandbox(box, NAMES, slices=[A, "tpu-v4-pod-c"]), "TPUBUILD_TPU_DEVICES": str(tmp_path / "none")}
+    r = _bash(_script(cli, "stop", "--dry-run", "--values", values), env, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert host_sandbox.tpus(box) == [A] and len(host_sandbox.calls(box)) == 4
