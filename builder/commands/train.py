@@ -37,6 +37,7 @@ from builder import model_registry
 from builder.commands import load_settings
 from builder.commands.parser import at_least
 from builder.config import Settings
+from builder.config.replace import slice_words
 from builder.errors import BadInput, ConfigError, WorldError
 
 LAUNCHER = model_registry.LAUNCHER
@@ -154,7 +155,7 @@ def run_train(args: argparse.Namespace) -> int:
         job = dataclasses.replace(job, options={**job.options, "metrics_interval": METRICS_INTERVAL_S})
     steps = _plan(settings, launcher, lambda: launcher.plan_train(job, str(root)))
     return _launch(args, launcher.header(job, args.model), launcher.render(steps),
-                   f"launch {args.model} on {settings.tpu_name}",
+                   f"launch {args.model} on {slice_words(settings)}",
                    f"tpubuild: {args.model} is running detached on {job.hosts} host(s); "
                    f"follow it with 'tpubuild logs --follow', stop it with 'tpubuild stop'")
 
@@ -183,12 +184,12 @@ def run_stop(args: argparse.Namespace) -> int:
     settings = load_settings(args)
     model = args.model or settings.model
     hosts = load_hosts(settings)
-    script, what = "", settings.tpu_name
+    script, what = "", slice_words(settings)
     if model:
         launcher, root = load_launcher(settings, model)
         job = _job(settings, launcher)
         script = launcher.render(_plan(settings, launcher, lambda: launcher.plan_stop(job, str(root))))
-        what = f"{model} on {settings.tpu_name}"
+        what = f"{model} on {slice_words(settings)}"
     elif settings.arch == "node":
         raise BadInput("no model: MODEL is empty in values.env; pass --model NAME")
     if settings.arch in ("vm", "mig"):
@@ -201,7 +202,7 @@ def run_stop(args: argparse.Namespace) -> int:
         print(script, end="")
         return 0
     execute(script, f"stop {what}")
-    print(f"tpubuild: stopped on every host of {settings.tpu_name}; the TPU is free")
+    print(f"tpubuild: stopped on every host of {slice_words(settings)}; the TPU is free")
     return 0
 
 
@@ -276,7 +277,7 @@ def plan_run(settings: Settings, hosts: ModuleType, where: str, words: list[str]
     command then run in that folder."""
     access = run_access(settings, hosts)
     if where != "all" and not (where.isdigit() and int(where) < settings.hosts):
-        raise BadInput(f"--hosts {where}: {settings.tpu_name} has {settings.hosts} host(s); "
+        raise BadInput(f"--hosts {where}: the slice has {settings.hosts} host(s); "
                        f"use --hosts all or a number from 0 to {settings.hosts - 1}")
     share = f"{settings.mount_point.rstrip('/')}/nfs_share"
     log_dir = run_log_dir(settings)
@@ -307,10 +308,10 @@ def run_run(args: argparse.Namespace) -> int:
     hosts = load_hosts(settings)
     here = Path.cwd()
     shipped = to_ship(words, args.ship, auto=not args.no_ship, here=here)
-    return _launch(args, f"# tpubuild run on {settings.tpu_name} ({settings.hosts} host(s)), --hosts {args.hosts}",
+    return _launch(args, f"# tpubuild run on {slice_words(settings)} ({settings.hosts} host(s)), --hosts {args.hosts}",
                    hosts.render(plan_run(settings, hosts, args.hosts, words, shipped, here), numbered=False),
-                   f"start the command on {settings.tpu_name}",
-                   f"tpubuild: running detached on {settings.tpu_name} (--hosts {args.hosts}); logs in "
+                   f"start the command on {slice_words(settings)}",
+                   f"tpubuild: running detached on {slice_words(settings)} (--hosts {args.hosts}); logs in "
                    f"{run_log_dir(settings)}/host-<N>.log ('tpubuild logs --run --host N'); stop with 'tpubuild stop'")
 
 
@@ -319,7 +320,7 @@ def run_logs(args: argparse.Namespace) -> int:
     if args.run:
         hosts = load_hosts(settings)
         if not 0 <= args.host < settings.hosts:
-            raise BadInput(f"--host {args.host}: {settings.tpu_name} has {settings.hosts} host(s); "
+            raise BadInput(f"--host {args.host}: the slice has {settings.hosts} host(s); "
                            f"use --host 0 to {settings.hosts - 1}")
         log = f"{run_log_dir(settings)}/host-{args.host}.log"
         tail = hosts.tail_line(log, args.lines, follow=args.follow)

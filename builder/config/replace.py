@@ -54,3 +54,11 @@ def slot_names(settings: Any) -> tuple[str, ...]:
     """The names the slice may have: on vm the two slots of modules/tpu_vm (``tpu-<env>`` and
     ``tpu-<env>-b``: make-before-break alternates them), elsewhere ``tpu-<env>`` alone."""
     return (settings.tpu_name, f"{settings.tpu_name}-b") if settings.arch == "vm" else (settings.tpu_name,)
+
+
+def slice_words(settings: Any) -> str:
+    """How a message names the slice: ``tpu-<env>``, or on vm, where a swap may have moved it,
+    ``tpu-<env> or tpu-<env>-b (whichever exists)``; the host scripts find the one that exists
+    (models/hosts.py) and say which."""
+    names = slot_names(settings)
+    return names[0] if len(names) == 1 else f"{' or '.join(names)} (whichever exists)"

@@ -173,6 +173,6 @@ def test_train_fails_in_one_line_when_a_gcloud_call_fails(make_env, tmp_path):
                      env={"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"})
     assert r.returncode == 1
     assert r.stderr.strip().splitlines()[-1] == (
-        "tpubuild: error: could not launch roberta on tpu-v4-pod: a command failed with exit code 1 "
+        "tpubuild: error: could not launch roberta on tpu-v4-pod or tpu-v4-pod-b (whichever exists): a command failed with exit code 1 "
         "(its output is above); rerun with --dry-run to see each command")
     assert "no such TPU" in r.stderr

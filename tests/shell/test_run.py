@@ -126,8 +126,8 @@ def test_run_ship_outside_or_missing_is_one_line(cli, tmp_path, monkeypatch, shi
 
 
 @pytest.mark.parametrize("args,msg", [
-    (["--hosts", "4", "--", "true"], "--hosts 4: tpu-v4-pod has 4 host(s); use --hosts all or a number from 0 to 3"),
-    (["--hosts", "x", "--", "true"], "--hosts x: tpu-v4-pod has 4 host(s)"),
+    (["--hosts", "4", "--", "true"], "--hosts 4: the slice has 4 host(s); use --hosts all or a number from 0 to 3"),
+    (["--hosts", "x", "--", "true"], "--hosts x: the slice has 4 host(s)"),
     ([], "tpubuild: error: run: no command; write it after --"),
     (["--"], "tpubuild: error: run: no command"),
 ])

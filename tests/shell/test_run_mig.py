@@ -58,7 +58,7 @@ def test_dry_runs_list_the_group_then_one_line_per_host_in_worker_order(cli, gcl
     assert code == 0 and workers(out) == [0]
     assert command_of(gcloud_lines(out)[0]).endswith("tail -n 200 /mnt/common/nfs_share/logs/v6e-slice/run/host-3.log")
     code, _, err = cli("run", "--dry-run", "--hosts", "4", "--values", MIG, "--", "true")
-    assert code == 2 and "--hosts 4: tpu-v6e-slice has 4 host(s)" in err and len(err.strip().splitlines()) == 1
+    assert code == 2 and "--hosts 4: the slice has 4 host(s)" in err and len(err.strip().splitlines()) == 1
 
 
 FAKE_GCLOUD = r"""#!/bin/bash
