@@ -138,7 +138,11 @@ def checkpoint_path(job: Job) -> str:
 def plan_probe(job: Job, repo_models: str) -> list[Step]:
     """Whether the training runs (worker 0) and when :func:`checkpoint_path` was last written, as
     one ``tpubuild-probe RUNNING MTIME`` line (models/hosts.py ``probe_line``); the build's
-    tpu-checkpoint step waits on it for a new checkpoint before it stops the training."""
+    tpu-checkpoint step waits on it for a new checkpoint before it stops the training. TPU VMs only
+    (node: the build does not move the training; make-before-break is vm's)."""
+    if not pjrt(job):
+        raise LaunchError("--probe", f'TPU_ARCH="{job.arch}" has no probe (the TPU VM architectures have)',
+                          "run tpubuild logs to see whether it trains")
     reach = access(job)
     line = reach.ssh("0", hosts.probe_line(TRAINING, checkpoint_path(job)), ready=False)
     return hosts.with_preamble(reach, [Step("is it training, and when was checkpoint_last.pt written (worker 0)",
