@@ -252,8 +252,8 @@ class TpuVmHosts(Hosts):
         names = " or ".join(self.slots)
         return _SLOTS.substitute(
             listing=shlex.join(self.listing()), patterns="|".join(_q(n) for n in self.slots),
-            unknown=_q(f" is not a slot of the slice ({names}); unset it or name one of them"),
-            absent=_q(f": no such TPU VM in zone {self.zone} (project {self.project}); unset it or name the slot "
+            unknown=_q(f" is not a slot of the slice ({names}): unset it or name one of them"),
+            absent=_q(f": no such TPU VM in zone {self.zone} (project {self.project}), unset it or name the slot "
                       "that exists (tpubuild status)"),
             missing=_q(f"tpubuild: no TPU VM {names} in zone {self.zone} (project {self.project}): the slice does "
                        "not exist, create it with tpubuild update (tpubuild status shows what runs)"),
@@ -261,7 +261,7 @@ class TpuVmHosts(Hosts):
                     "slice, wait until its build finishes (tpubuild status), then run this again"))
 
     def preamble_title(self) -> str:
-        return f"the slice: whichever of {', '.join(self.slots)} exists (make-before-break alternates them; a preset TPUBUILD_SLICE picks one), as $TPUBUILD_TPU"
+        return f"the slice: whichever of {', '.join(self.slots)} exists (make-before-break alternates them, a preset TPUBUILD_SLICE picks one), as $TPUBUILD_TPU"
 
     def argv(self, worker: str, command: str) -> list[str]:
         """``gcloud … tpu-vm ssh`` argv that runs ``command`` (one argument, as given) on ``worker``
