@@ -13,8 +13,10 @@ the pipeline was rendered until then):
 * ``quota``: minutes until the TPU quota is known to hold the slice (the end of
   ``check-capacity``; before, the end of the accelerator's apply, where a refusal showed);
 * ``tpu``: minutes until the TPU exists (the end of the accelerator's apply or queue step);
-* ``train``: minutes until training can start (the end of every step but finalize); for a
-  destroy, the build's length (the other figures do not apply).
+* ``train``: minutes until training can start (the end of every step but finalize; under
+  make-before-break with a MODEL, the build starts it itself: the end of ``tpu-resume``, after
+  ``tpu-checkpoint`` waited for the checkpoint on the old slice); for a destroy, the build's length
+  (the other figures do not apply).
 
 The durations are estimates, documented where a source gives one and otherwise measured or
 typical values for the step's container start, image pull and work; they are one table

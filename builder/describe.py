@@ -216,7 +216,11 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
     if swap.get("text"):
         notes.append(swap["text"])
     if plan.applies(chips.name) and plan.action == "update" and "accelerator_type" in chips.replaced_by:
-        if swap.get("overlap_minutes") is None:
+        if swap.get("overlap_minutes") is None and plans.runs(s, plan, "resume"):
+            notes.append("tpu: if the change replaces the TPU (a new accelerator type or runtime), the build moves the "
+                         f"training: it stops {s.model} at a checkpoint on the old slice and resumes it on the new one "
+                         "(make-before-break)")
+        elif swap.get("overlap_minutes") is None:
             notes.append("tpu: if the change replaces the TPU (a new accelerator type or runtime), training is "
                          "interrupted; the guard announces it")
         if previous is not None and previous.settings is not None:

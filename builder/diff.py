@@ -181,7 +181,10 @@ def _module_diff(applied: Settings, target: Settings, module: str) -> ModuleDiff
     loses = spec.holds_data and status == "replace"
     note = ""
     if status == "replace" and spec.training:
-        note = "replaced: training interrupted"
+        # make-before-break with a MODEL: the build stops it at a checkpoint and resumes it (tpu-resume)
+        moved = any(x.kind == "resume" and x.when(target) for x in spec.steps)
+        note = ("replaced beside the running slice: the build moves the training at a checkpoint" if moved
+                else "replaced: training interrupted")
     elif recreated and any(c.var in spec.drained_by for c in changes):
         note = "the slice is drained first (a new workload policy) and every host recreated: training interrupted"
     elif recreated:

@@ -24,6 +24,11 @@ MINUTES: dict[str, float] = {
     # TPU_REPLACE=make-before-break: tpu-swap checks the new slice (READY after its create), tpu-release
     # plans and deletes the old TPU VM (deletes take a few minutes, as creates do)
     "swap": 0.5, "release": 4.0,
+    # ... with a MODEL: tpu-prepare prints the move's scripts (a tool step); tpu-checkpoint waits for
+    # the model's next checkpoint on the old slice (on average half its checkpoint interval; at most
+    # builder.step_kinds.DRAIN_WAIT_S, 30 min) and stops it; tpu-resume launches on the new slice
+    # (staging, an idempotent install, the detached launch)
+    "prepare": 1.0, "checkpoint": 10.0, "resume": 3.0,
     "seed": 2.0,  # the seeder VM's start, plus SEED_PER_100GB per 100 GB of the disk
 }
 #: Minutes the seeder takes per 100 GB copied (gcloud storage cp on an e2-standard-8, ~170 MB/s).

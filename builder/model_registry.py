@@ -74,6 +74,14 @@ class Launcher(Protocol):
     ``tpu-<env>`` only). ``LaunchError(key, what, fix)`` is a setting that
     cannot launch (``key`` a values.env key, or a ``--flag``). The ``plan_*`` functions return
     steps (``models/hosts.py`` ``Step``) that :meth:`render` turns into one bash script.
+
+    Optional: ``plan_probe(job, models_root)``, steps that print one ``tpubuild-probe RUNNING
+    MTIME`` line (``models/hosts.py`` ``probe_line``: whether the model trains, and when its
+    checkpoint was last written) for ``tpubuild stop --probe``: a make-before-break build
+    (TPU_REPLACE) waits on it for the next checkpoint before it stops the training on the old
+    slice and resumes it on the new one (builder/templates/tpu_checkpoint.sh.j2). A launcher
+    without it cannot be moved so: such a build refuses at its tpu-prepare step, before any slice
+    is made.
     """
 
     Job: Any

@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
 __all__ = ["AFTER", "BEFORE", "BESIDE", "GATE", "INTERRUPTS", "ExtraStep", "StatusPart", "backs_up", "queued",
-           "makes_before_breaking",
+           "makes_before_breaking", "moves_training",
            "capacity_request", "calendar_by_gcloud",
            "runtime", "share_lost", "slice_shape", "filestore_what", "shared_pd_what", "tpu_what",
            "slice_access_what", "slice_what", "SLICE_TEMPLATE", "TPU_VM_REPLACED_BY"]
@@ -82,11 +82,20 @@ def queued(s: Settings) -> bool:
 
 def makes_before_breaking(s: Settings) -> bool:
     """TPU_REPLACE=make-before-break (builder/config/replace.py): a replacing change creates the new
-    slice beside the old one (tpu-apply), moves the training (tpu-swap), then deletes the old one
-    (tpu-release); a change that replaces nothing finds nothing to swap or release."""
+    slice beside the old one (tpu-apply), checks it (tpu-swap), then deletes the old one
+    (tpu-release); with a MODEL, :func:`moves_training`. A change that replaces nothing finds
+    nothing to swap or release."""
     from builder.config.replace import MAKE_BEFORE_BREAK
 
     return s.replace == MAKE_BEFORE_BREAK
+
+
+def moves_training(s: Settings) -> bool:
+    """Make-before-break with a MODEL: the build moves the training too: tpu-prepare prints the
+    model's probe, stop and launch scripts (before anything is made), tpu-checkpoint stops the
+    training on the old slice at its next checkpoint, tpu-resume starts it on the new one once the
+    old is deleted."""
+    return makes_before_breaking(s) and bool(s.model)
 
 
 def capacity_request(s: Settings) -> bool:

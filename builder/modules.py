@@ -78,7 +78,7 @@ from builder import dashboard_tiles as dash
 from builder import status_rows as rows
 from builder.module_parts import (AFTER, BEFORE, BESIDE, GATE, INTERRUPTS, SLICE_TEMPLATE, TPU_VM_REPLACED_BY,
                                   ExtraStep, StatusPart, backs_up, calendar_by_gcloud, capacity_request,
-                                  filestore_what, makes_before_breaking as mbb, queued, runtime, share_lost,
+                                  filestore_what, makes_before_breaking as mbb, moves_training, queued, runtime, share_lost,
                                   shared_pd_what, slice_access_what, slice_shape, slice_what, tpu_what)
 from builder.records import record
 
@@ -220,10 +220,14 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                status=(StatusPart("tpu", rows.tpu_row), StatusPart("queued", rows.queued_row, queued)),
                # TPU_QUEUED: tpu-queue requests the slice with gcloud, tpu-unqueue deletes it; tpu-attach
                # attaches the shared PD once it is seeded, so the TPU is made beside the seed; TPU_REPLACE:
-               # tpu-swap moves the training onto a new slice made beside the old, tpu-release deletes the old
+               # tpu-swap checks the new slice made beside the old, tpu-release deletes the old; with a MODEL,
+               # tpu-prepare prints the move's scripts, tpu-checkpoint stops the training on the old slice at
+               # a checkpoint, tpu-resume starts it on the new one (docs/pipeline.md, Make-before-break)
                steps=(ExtraStep("unqueue", "destroy", BEFORE, queued), ExtraStep("queue", "apply", AFTER, queued),
                       ExtraStep("attach", "apply", AFTER, lambda s: s.shared_pd_attach),
-                      ExtraStep("swap", "apply", AFTER, mbb), ExtraStep("release", "apply", AFTER, mbb)),
+                      ExtraStep("prepare", "apply", GATE, moves_training),
+                      ExtraStep("swap", "apply", AFTER, mbb), ExtraStep("checkpoint", "apply", AFTER, moves_training),
+                      ExtraStep("release", "apply", AFTER, mbb), ExtraStep("resume", "apply", AFTER, moves_training)),
                scoped=True, tiles=dash.tpu_vm_tiles, ttl=True, summary=runtime),
     # mig: tpu = the slice's access (identity, IAP-SSH firewall, MIG reader role); mig =
     # the slice (workload policy + instance template + MIG), one state: docs/pipeline.md has why

@@ -49,7 +49,7 @@ from builder.plan import Plan, Step, module_dir, runs, runs_setup_script, seeds
 from builder.step_kinds import (  # noqa: F401  (re-exported: step kinds, images, timeouts)
     BUILD_TIMEOUT_SLACK, CALENDAR_STEP_S, check_duration, image, IMAGE_STEP_S, IMAGES, Kind, KINDS,
     LOCK_TIMEOUT, MAX_BUILD_TIMEOUT, MAX_QUEUE_WAIT_S, QUEUE_SLACK_S, QUEUE_WAIT_S, RESIZE_STEP_S,
-    SEED_STEP_S, SEED_TIMEOUT_S, SHELLS, SWAP_WAIT_S,
+    SEED_STEP_S, SEED_TIMEOUT_S, SHELLS, SWAP_WAIT_S, DRAIN_WAIT_S, RESUME_TRIES, RESUME_WAIT_S,
 )
 from builder.yamlout import to_json, to_yaml  # render's output formats
 
@@ -239,6 +239,15 @@ class _Steps:
         s = self.s
         return dict(project=s.project_id, zone=s.zone, accelerator_type=s.accelerator_type, wait_s=SWAP_WAIT_S,
                     model=s.model)
+
+    def _prepare(self, step: Step) -> dict[str, Any]:
+        return dict(module=step.module, model=self.s.model)
+
+    def _checkpoint(self, step: Step) -> dict[str, Any]:
+        return dict(module=step.module, model=self.s.model, wait_s=DRAIN_WAIT_S)
+
+    def _resume(self, step: Step) -> dict[str, Any]:
+        return dict(module=step.module, model=self.s.model, tries=RESUME_TRIES, wait_s=RESUME_WAIT_S)
 
     def _slice(self, step: Step) -> dict[str, Any]:
         s = self.s

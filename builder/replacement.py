@@ -3,7 +3,8 @@ update that applies the slice does, how long both slices are billed together, an
 
 The facts come from their one place each: the mode from ``Settings.replace``
 (builder/config/replace.py), whether the change replaces the slice from the before → after
-(``builder.diff``), the steps from the plan (``tpu-apply → tpu-swap → tpu-release``), their
+(``builder.diff``), the steps from the plan (``tpu-apply → tpu-swap → [tpu-checkpoint] →
+tpu-release → [tpu-resume]``, the bracketed ones with a MODEL), their
 minutes from ``builder.durations`` (the table benchmarks/critical_path.py reads), the price from
 ``builder.cost``. The guard says the same thing of the real Terraform plan (``builder.guard``:
 a slice created while another one is kept). Pure.
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.config.replace import MAKE_BEFORE_BREAK, slot_names
 from builder.modules import accelerator_module
+from builder.step_kinds import DRAIN_WAIT_S
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
@@ -22,12 +24,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from builder.plan import Plan
 
 #: The steps between the start of the new slice's create and the end of the old one's delete:
-#: both slices are billed through them.
-OVERLAP_KINDS = ("apply", "swap", "release")
+#: both slices are billed through them (checkpoint: with a MODEL, the wait for its next checkpoint
+#: on the old slice, then its stop).
+OVERLAP_KINDS = ("apply", "swap", "checkpoint", "release")
 
 
 def overlap_minutes(plan: Plan) -> float:
-    """Minutes both slices are billed together: the accelerator's apply, swap and release steps."""
+    """Minutes both slices are billed together: the accelerator's apply, swap, checkpoint (with a
+    MODEL) and release steps."""
     from builder.durations import duration
 
     return sum(duration({"id": st.id}, None) for st in plan.steps
@@ -69,10 +73,16 @@ def facts(settings: Settings, plan: Plan, applied: Settings | None, d: Diff) -> 
         else:
             price = " (the price of the running slice for that time; unknown until the applied values are)"
         when = "" if replaces else "if the change replaces the slice (compare with --applied FILE to know): "
+        if settings.model:
+            moves = (f"{module}-checkpoint waits (at most {DRAIN_WAIT_S // 60} min) for {settings.model}'s next "
+                     f"checkpoint on the old one and stops it there, {module}-release deletes the old one, "
+                     f"{module}-resume starts {settings.model} on the new one from that checkpoint")
+        else:
+            moves = (f"{module}-release deletes the old one (MODEL is empty: whatever runs there stops, and the "
+                     "build starts nothing on the new one)")
         out["text"] = (f"{module}: {when}make-before-break: {module}-apply creates the {settings.accelerator_type} "
                        f"slice beside {was} under the other slice name ({names}) and waits until it is READY, "
-                       f"{module}-swap checks it, {module}-release deletes the old one (training is interrupted: it "
-                       "stops as `tpubuild stop` does; `tpubuild train` resumes it on the new one); both are billed "
+                       f"{module}-swap checks it, {moves}; both are billed "
                        f"together for ~{minutes:.0f} min{price}; the TPU quota must hold both slices; if the new "
                        "slice does not come, the old one keeps running and the build fails")
     elif replaces:

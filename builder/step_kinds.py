@@ -62,6 +62,13 @@ IMAGE_STEP_S = 1200
 #: TPU_REPLACE=make-before-break: how long tpu-swap waits for the new slice to be READY (tpu-apply's
 #: create already waited for it, up to modules/tpu_vm's 60 minutes create timeout).
 SWAP_WAIT_S = 900
+#: TPU_REPLACE=make-before-break with a MODEL: how long tpu-checkpoint waits for the model's next
+#: checkpoint on the old slice before it stops the training anyway (TPUBUILD_DRAIN_WAIT_S overrides
+#: it when the step runs); how often, and how long apart, tpu-resume tries the launch on the new one
+#: while its hosts finish booting.
+DRAIN_WAIT_S = 1800
+RESUME_TRIES = 10
+RESUME_WAIT_S = 60
 #: Step kind (builder.plan.Step.kind) → how it is rendered.
 KINDS: dict[str, Kind] = {
     "image": Kind("docker", "builder_image.sh.j2", IMAGE_STEP_S),
@@ -79,6 +86,11 @@ KINDS: dict[str, Kind] = {
     "queue": Kind("gcloud", "tpu_queue.sh.j2", None),  # how long it waits for the queue, plus slack
     "attach": Kind("gcloud", "tpu_attach.sh.j2", 1200),
     "swap": Kind("gcloud", "tpu_swap.sh.j2", SWAP_WAIT_S + 300),
+    # the move of the training (kind "drain" is the MIG's): scripts printed in the builder image
+    # (tpubuild, no gcloud), run in the gcloud image
+    "prepare": Kind("tpubuild", "tpu_prepare.sh.j2", 600),
+    "checkpoint": Kind("gcloud", "tpu_checkpoint.sh.j2", DRAIN_WAIT_S + 900),
+    "resume": Kind("gcloud", "tpu_resume.sh.j2", RESUME_TRIES * (RESUME_WAIT_S + 300)),
     "release": Kind("terraform", "tf_release.sh.j2", 3600),  # a TPU VM's delete: up to 30 minutes
     "seed": Kind("gcloud", "pd_seed.sh.j2", SEED_STEP_S),
     "finalize": Kind("tpubuild", "finalize.sh.j2", 600),

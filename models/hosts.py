@@ -51,6 +51,12 @@ _NOT_MOUNTED = {
 }
 #: A model's first step on a TPU VM: its code folder in the home, then ``command``.
 _CODE_HOME = Template("mkdir -p .tpubuild || exit 1; $command")
+#: What the build's tpu-checkpoint step reads from worker 0 (:func:`probe_line`): one line
+#: ``tpubuild-probe RUNNING MTIME``, RUNNING 1 when a process matches the model's training pattern
+#: (``pgrep -f``), MTIME the checkpoint's modification time in epoch seconds (0: none yet).
+PROBE_WORD = "tpubuild-probe"
+_PROBE = Template('if pgrep -f $pattern >/dev/null; then r=1; else r=0; fi; '
+                  'echo $word "$$r" "$$(stat -c %Y $checkpoint 2>/dev/null || echo 0)"')
 #: node: the leader (the MIG's first worker by name) into $LEADER; a command on every worker.
 _LEADER = Template('LEADER="$$($listing)"')
 _LEADER_CHECK = 'test -n "$LEADER"'
@@ -97,6 +103,13 @@ def dirs_line(share: str, dirs: list[str], *, spelling: str = "run") -> str:
     """Make ``dirs`` on the Filestore share ``share`` (refused when it is not mounted)."""
     message = _NOT_MOUNTED[spelling].substitute(share=_q(share), text=_q(f"{share} is not mounted on "))
     return _DIRS.substitute(share=_q(share), message=message, dirs=shlex.join(dirs))
+
+
+def probe_line(pattern: str, checkpoint: str) -> str:
+    """Print :data:`PROBE_WORD`, whether a process matches ``pattern`` (a ``pgrep -f`` regex the
+    model's stop also uses; write it so that it does not match itself, e.g. ``fairseq_cli[.]train``)
+    and the modification time of ``checkpoint``."""
+    return _PROBE.substitute(pattern=_q(pattern), word=_q(PROBE_WORD), checkpoint=_q(checkpoint))
 
 
 def in_code_home(command: str) -> str:
@@ -174,17 +187,28 @@ class Hosts:
 #: include. None: one line, exit 1 (nothing to reach; ``tpubuild update`` would create it). Both: a
 #: make-before-break update is between its tpu-apply and tpu-release (the old slice still holds
 #: the training or is being released), so which one to reach is not known yet: one line, exit 1.
+#: A preset ``TPUBUILD_SLICE`` (:data:`SLICE_ENV`) picks the slot while both exist (the build's
+#: tpu-checkpoint step stops the training on the old one): it must be one of ``$slots`` (else one
+#: line, exit 1) and must exist (else one line naming it, exit 1).
 _SLOTS = Template(
+    'if [ -n "$${TPUBUILD_SLICE:-}" ]; then\n'
+    '  case "$$TPUBUILD_SLICE" in $patterns) ;; *) echo "tpubuild: TPUBUILD_SLICE=$$TPUBUILD_SLICE"$unknown >&2; exit 1 ;; esac\n'
+    "fi\n"
     "tpubuild_slices=$$($listing)\n"
     'TPUBUILD_TPU=""\n'
     "for tpubuild_slice in $$tpubuild_slices; do\n"
-    '  case "$$tpubuild_slice" in $patterns) TPUBUILD_TPU="$${TPUBUILD_TPU:+$$TPUBUILD_TPU }$$tpubuild_slice" ;; esac\n'
+    '  case "$$tpubuild_slice" in $patterns) ;; *) continue ;; esac\n'
+    '  if [ -n "$${TPUBUILD_SLICE:-}" ] && [ "$$tpubuild_slice" != "$$TPUBUILD_SLICE" ]; then continue; fi\n'
+    '  TPUBUILD_TPU="$${TPUBUILD_TPU:+$$TPUBUILD_TPU }$$tpubuild_slice"\n'
     "done\n"
     'case "$$TPUBUILD_TPU" in\n'
-    '  "") echo $missing >&2; exit 1 ;;\n'
+    '  "") if [ -n "$${TPUBUILD_SLICE:-}" ]; then echo "tpubuild: TPUBUILD_SLICE=$$TPUBUILD_SLICE"$absent >&2; '
+    'else echo $missing >&2; fi; exit 1 ;;\n'
     '  *" "*) echo $both >&2; exit 1 ;;\n'
     "esac\n"
     'echo "tpubuild: the slice is $$TPUBUILD_TPU" >&2')
+#: The variable that picks one slot while both exist (:data:`_SLOTS`); unset, the one that exists.
+SLICE_ENV = "TPUBUILD_SLICE"
 #: The slot's name, as the script holds it once :data:`_SLOTS` ran.
 TPU_SLOT = Word('"$TPUBUILD_TPU"')
 
@@ -196,7 +220,10 @@ class TpuVmHosts(Hosts):
     ``slots``: the names the slice may have (builder/config/replace.py ``slot_names``: ``tpu-<env>``
     and ``tpu-<env>-b``, which make-before-break alternates). With two, :meth:`preamble` finds
     which one exists at run time (``gcloud compute tpus tpu-vm list``) into ``$TPUBUILD_TPU``, and
-    every ssh/scp line addresses that; with none or one, ``tpu_name`` is written as is."""
+    every ssh/scp line addresses that; with none or one, ``tpu_name`` is written as is. While both
+    exist (a make-before-break update between its tpu-apply and tpu-release) the script refuses,
+    unless ``TPUBUILD_SLICE`` is preset to one of them: then it addresses that one (the build's
+    tpu-checkpoint step stops the training on the old slot so; builder/templates/tpu_checkpoint.sh.j2)."""
 
     tpu_name: str = ""
     slots: tuple[str, ...] = ()
@@ -225,13 +252,16 @@ class TpuVmHosts(Hosts):
         names = " or ".join(self.slots)
         return _SLOTS.substitute(
             listing=shlex.join(self.listing()), patterns="|".join(_q(n) for n in self.slots),
+            unknown=_q(f" is not a slot of the slice ({names}): unset it or name one of them"),
+            absent=_q(f": no such TPU VM in zone {self.zone} (project {self.project}), unset it or name the slot "
+                      "that exists (tpubuild status)"),
             missing=_q(f"tpubuild: no TPU VM {names} in zone {self.zone} (project {self.project}): the slice does "
                        "not exist, create it with tpubuild update (tpubuild status shows what runs)"),
             both=_q(f"tpubuild: both {' and '.join(self.slots)} exist: a make-before-break update is swapping the "
                     "slice, wait until its build finishes (tpubuild status), then run this again"))
 
     def preamble_title(self) -> str:
-        return f"the slice: whichever of {', '.join(self.slots)} exists (make-before-break alternates them), as $TPUBUILD_TPU"
+        return f"the slice: whichever of {', '.join(self.slots)} exists (make-before-break alternates them, a preset TPUBUILD_SLICE picks one), as $TPUBUILD_TPU"
 
     def argv(self, worker: str, command: str) -> list[str]:
         """``gcloud … tpu-vm ssh`` argv that runs ``command`` (one argument, as given) on ``worker``

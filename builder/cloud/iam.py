@@ -62,8 +62,10 @@ ROLES: tuple[Role, ...] = (
     Role("roles/resourcemanager.projectIamAdmin", "grant the workers' and the seeder's accounts their project roles"),
     Role("roles/logging.logWriter", "build logs (CLOUD_LOGGING_ONLY)"),
     Role("roles/cloudquotas.viewer", "the check-capacity step reads the TPU quota (Cloud Quotas)"),
-    Role("roles/iap.tunnelResourceAccessor", "only with TPU_RECOVERY: the health build relaunches training on the "
-         "hosts over IAP SSH, as `tpubuild train` does (docs/recovery.md)", only_with="recovery"),
+    Role("roles/iap.tunnelResourceAccessor", "only with TPU_RECOVERY (the health build relaunches training on the "
+         "hosts, docs/recovery.md) or make-before-break with a MODEL (the update stops the training on the old slice "
+         "and starts it on the new one, docs/pipeline.md): over IAP SSH, as `tpubuild train` does",
+         only_with="reaches_hosts"),
 )
 
 

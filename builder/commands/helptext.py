@@ -82,7 +82,8 @@ HELP: dict[str, tuple[str, str]] = {
         "  tpubuild run --dry-run -- python3 models/examples/torch_xla_launch.py --steps 10"),
     "stop": (
         "Stop the training on every host and free the TPU (the environment stays up).",
-        "examples:\n  tpubuild stop\n  tpubuild stop --dry-run"),
+        "examples:\n  tpubuild stop\n  tpubuild stop --dry-run\n"
+        "  tpubuild stop --probe          is it training, and when it last wrote its checkpoint (stops nothing)"),
     "logs": (
         "Show one host's training log, kept on Filestore.",
         "examples:\n  tpubuild logs                  host 0, last 200 lines\n  tpubuild logs --host 3 -f"),

@@ -65,6 +65,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p = sub.add_parser("stop", parents=[common], help="stop the training on every host and free the TPU")
     p.add_argument("--model", default=None, help="model package (default: MODEL in values.env)")
     p.add_argument("--dry-run", action="store_true", help="print the commands instead of running them")
+    p.add_argument("--probe", action="store_true",
+                   help="stop nothing: say whether the model trains and when it last wrote its checkpoint")
     p.set_defaults(func=run_stop)
 
     p = sub.add_parser("logs", parents=[common], help="show a host's training log (on Filestore)")
@@ -182,6 +184,8 @@ def _model(args: argparse.Namespace, settings: Settings) -> str:
 def run_stop(args: argparse.Namespace) -> int:
     """The model's stop (when MODEL or --model names one), then, on vm, ``tpubuild run``'s jobs."""
     settings = load_settings(args)
+    if args.probe:
+        return _probe(args, settings)
     model = args.model or settings.model
     hosts = load_hosts(settings)
     script, what = "", slice_words(settings)
@@ -204,6 +208,23 @@ def run_stop(args: argparse.Namespace) -> int:
     execute(script, f"stop {what}")
     print(f"tpubuild: stopped on every host of {slice_words(settings)}; the TPU is free")
     return 0
+
+
+def _probe(args: argparse.Namespace, settings: Settings) -> int:
+    """``stop --probe``: the model's ``plan_probe`` (builder/model_registry.py), which prints
+    ``tpubuild-probe RUNNING MTIME`` (the build's tpu-checkpoint step reads it)."""
+    model = _model(args, settings)
+    launcher, root = load_launcher(settings, model)
+    if not hasattr(launcher, "plan_probe"):
+        raise BadInput(f"stop --probe: {root / model / LAUNCHER} has no plan_probe, so tpubuild cannot tell when "
+                       f"{model} writes a checkpoint; add it (builder/model_registry.py Launcher) or set MODEL empty")
+    job = _job(settings, launcher)
+    script = launcher.render(_plan(settings, launcher, lambda: launcher.plan_probe(job, str(root))))
+    if args.dry_run:
+        print(f"# tpubuild stop --probe: is {model} training on {slice_words(settings)}, and its last checkpoint")
+        print(script, end="")
+        return 0
+    return execute(script, f"probe {model}")
 
 
 # ---------------------------------------------------------------- tpubuild run

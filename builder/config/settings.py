@@ -99,6 +99,15 @@ class Settings:
                 and not (self.arch == "vm" and self.queued))
 
     @property
+    def reaches_hosts(self) -> bool:
+        """Whether builds log in to the hosts (IAP SSH, as ``tpubuild train`` does): the health
+        build relaunches training (:attr:`recovery`), and a make-before-break update with a MODEL
+        moves the training to the new slice (builder/module_parts.py ``moves_training``)."""
+        from builder.module_parts import moves_training
+
+        return self.recovery or moves_training(self)
+
+    @property
     def worker_service_account_id(self) -> str:
         """account_id of the hosts' service account, created by modules/tpu_vm or
         modules/tpu_mig_access (``tb-<env>-vm``); 6-30 characters as ENV_BUILD_NAME is at most 24.

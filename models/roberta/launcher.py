@@ -10,7 +10,9 @@ the other two that tpubuild and the tests use.
 Standard library only, so it runs anywhere (the user's machine, a Cloud Build step, a TPU host).
 ``tpubuild train roberta`` imports this file (builder/model_registry.py: ``models/`` is not a
 Python package of the install) and calls :func:`plan_train`, :func:`plan_stop` and :func:`plan_logs`, which return the
-exact shell lines to run; ``--dry-run`` prints them.
+exact shell lines to run; ``--dry-run`` prints them. ``tpubuild stop --probe`` calls :func:`plan_probe`
+(is it training, when was its checkpoint written: what a make-before-break build waits on before it
+stops the training on the old slice).
 
 What the launch derives from the topology (world size, ``--update-freq``, the shapes, the paths
 on Filestore) is models/roberta/recipe.py's docstring.
@@ -122,6 +124,29 @@ def plan_stop(job: Job, repo_models: str) -> list[Step]:
              (reach.ssh(hosts.LEADER, _sh([*stop, "--leader"]), ready=False),)),
         Step("then make sure nothing is left on any worker", (reach.each(_sh(stop), ready=False),)),
     ]
+
+
+#: What runs while RoBERTa trains (a ``pgrep -f`` regex that does not match itself): stop.sh's.
+TRAINING = "fairseq_cli[.]train|roberta/train[.]sh"
+
+
+def checkpoint_path(job: Job) -> str:
+    """The checkpoint a relaunch resumes from (fairseq rewrites it at every save)."""
+    return f"{save_dir(job)}/checkpoint_last.pt"
+
+
+def plan_probe(job: Job, repo_models: str) -> list[Step]:
+    """Whether the training runs (worker 0) and when :func:`checkpoint_path` was last written, as
+    one ``tpubuild-probe RUNNING MTIME`` line (models/hosts.py ``probe_line``); the build's
+    tpu-checkpoint step waits on it for a new checkpoint before it stops the training. TPU VMs only
+    (node: the build does not move the training; make-before-break is vm's)."""
+    if not pjrt(job):
+        raise LaunchError("--probe", f'TPU_ARCH="{job.arch}" has no probe (the TPU VM architectures have)',
+                          "run tpubuild logs to see whether it trains")
+    reach = access(job)
+    line = reach.ssh("0", hosts.probe_line(TRAINING, checkpoint_path(job)), ready=False)
+    return hosts.with_preamble(reach, [Step("is it training, and when was checkpoint_last.pt written (worker 0)",
+                                            (line,))])
 
 
 def plan_logs(job: Job, host: int, *, follow: bool, lines: int = 200) -> list[Step]:

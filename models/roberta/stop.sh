@@ -39,6 +39,7 @@ if $leader; then
   fi
 fi
 
+# the same pattern as launcher.py TRAINING (what tpubuild stop --probe looks for)
 train='fairseq_cli[.]train|roberta/train[.]sh'
 if pgrep -f "$train" >/dev/null; then
   log "stopping fairseq-train"

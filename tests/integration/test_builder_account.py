@@ -33,7 +33,8 @@ def test_initialize_creates_the_account_and_grants_exactly_the_roles(fakes: Fake
 
     s = load(repo)
     ROLES = wanted(s)  # noqa: N806 - the roles these values get (TPU_RECOVERY adds one)
-    assert not s.recovery and "roles/iap.tunnelResourceAccessor" not in dict(ROLES)
+    # the shipped values move roberta under make-before-break: the update logs in to the hosts
+    assert not s.recovery and s.reaches_hosts and "roles/iap.tunnelResourceAccessor" in dict(ROLES)
     email = f"tb-{s.env_name}-cb@{s.project_id}.iam.gserviceaccount.com"
     fakes.google.policies[s.project_id] = {"version": 1, "etag": "QUJD", "bindings": [
         {"role": "roles/owner", "members": ["user:alice@example.com"]},
@@ -102,12 +103,13 @@ def test_a_named_account_is_used_never_created(fakes: Fakes, tmp_path: Path, mon
     assert f"service account {named}: exists" in out
     roles = sorted(role for role, _ in wanted(load(values)))
     assert sorted(_granted(_policy(fakes, "my-tpu-project"), f"serviceAccount:{named}")) == roles
-    assert set(roles) == {r.role for r in ROLES if not r.only_with}
+    assert set(roles) == {r.role for r in ROLES if not r.only_with or getattr(load(values), r.only_with)}
 
 
 def test_recovery_adds_the_iap_tunnel_role_only_where_it_is_on() -> None:
     """The health build relaunches training over IAP SSH: TPU_RECOVERY's values get
-    roles/iap.tunnelResourceAccessor, the others do not."""
+    roles/iap.tunnelResourceAccessor; so do make-before-break values with a MODEL (the update
+    moves the training); the others do not."""
     from builder.cloud.iam import wanted
     from builder.config import load
     from tests.conftest import EXAMPLES
@@ -115,7 +117,14 @@ def test_recovery_adds_the_iap_tunnel_role_only_where_it_is_on() -> None:
     for path, on in ((EXAMPLES / "vm-v5litepod-16.env", True), (EXAMPLES / "mig-v6e-16-spot.env", True),
                      (EXAMPLES / "vm-v4-32.env", False)):
         s = load(path)
-        assert s.recovery == on and ("roles/iap.tunnelResourceAccessor" in dict(wanted(s))) == on
+        assert s.recovery == on and ("roles/iap.tunnelResourceAccessor" in dict(wanted(s))) == s.reaches_hosts
+    # the update's move of the training needs it too: make-before-break with a MODEL, and only then
+    from tests.conftest import SHIPPED, rewrite_env
+    from builder.config import load_text
+
+    for overrides, on in (({}, True), ({"MODEL": ""}, False), ({"TPU_REPLACE": "break-before-make"}, False)):
+        s = load_text(rewrite_env(SHIPPED.read_text(), **overrides), SHIPPED)
+        assert not s.recovery and ("roles/iap.tunnelResourceAccessor" in dict(wanted(s))) == on, overrides
 
 
 @pytest.mark.parametrize("value, fragment", [

@@ -200,6 +200,7 @@ VM = EXAMPLES / "vm-v4-32.env"
 COMMANDS = [
     ("train", "roberta", "--dry-run"),
     ("stop", "--dry-run"),
+    ("stop", "--probe", "--dry-run"),  # what the make-before-break build's tpu-checkpoint waits on
     ("logs", "--host", "1", "--follow", "--dry-run"),
     ("logs", "--run", "--host", "1", "--dry-run"),
     ("run", "--dry-run", "--", "python3", "models/examples/torch_xla_launch.py", "--steps", "10"),
@@ -229,6 +230,9 @@ def test_host_command_lines_parse(gcloud, make_env, tmp_path, variant, command):
     if variant == "node" and command[0] == "run" or "--run" in command and variant == "node":
         assert r.returncode == 2 and 'works on TPU_ARCH="vm"' in r.stderr, r.stderr
         return  # tpubuild run is vm only
+    if variant == "node" and "--probe" in command:
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "has no probe" in r.stderr, r.stderr
+        return  # the probe is the TPU VMs' (make-before-break)
     if r.returncode == 2 and variant == "node" and "legacy" in r.stderr:
         pytest.skip("node is legacy here")
     assert r.returncode == 0, r.stderr

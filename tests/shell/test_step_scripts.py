@@ -123,6 +123,15 @@ class Sandbox:
         (self.ws / "plans" / "tpu.slices.json").write_text('{"a": {"name": "tpu-x"}}\n')
         (self.ws / "plans" / "tpu.name").write_text("tpu-x")
         (self.ws / "env_setup" / "seeder" / "run_seeder.sh").write_text(SEEDER)
+        # what tpu-swap and tpu-prepare leave tpu-checkpoint and tpu-resume (make-before-break with a
+        # MODEL): an old slice where the model trains (each probe sees a newer checkpoint), and
+        # the scripts `tpubuild stop --probe/stop/train --dry-run` print, each one gcloud call
+        (self.ws / "plans" / "tpu.old").write_text("tpu-x-old\n")
+        (self.ws / "plans" / "tpu.training").write_text("running\n")
+        (self.ws / "plans" / "tpu.handover").mkdir()
+        for name, line in (("probe", 'echo "tpubuild-probe 1 $(date +%s%N)"'), ("stop", ""), ("launch", "")):
+            (self.ws / "plans" / "tpu.handover" / f"{name}.sh").write_text(
+                f"set -euo pipefail\ngcloud compute tpus tpu-vm ssh {name}\n{line}\n")
         self.runs = 0
 
     def run(self, script: Script, *, fail: str | None = None, output: str | None = None,
@@ -136,6 +145,8 @@ class Sandbox:
             "LANG": "C.UTF-8",
             "WORKSPACE": str(self.ws),
             "STUB_DIR": str(stub_dir),
+            # tpu-checkpoint polls at once; tpu-resume tries once (a retry would hide the failing call)
+            "TPUBUILD_DRAIN_POLL_S": "0", "TPUBUILD_RESUME_TRIES": "1",
             **dict(script.env),
         }
         if fail:

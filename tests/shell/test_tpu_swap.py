@@ -60,8 +60,10 @@ esac
 
 @pytest.fixture(scope="module")
 def steps() -> dict[str, tuple[str, str]]:
-    """The shipped v3-32 → v3-128 story, rendered: tpu-apply, tpu-swap and tpu-release by id."""
+    """The shipped v3-32 → v3-128 story with MODEL empty, rendered: tpu-apply, tpu-swap and tpu-release by
+    id (with a MODEL the build also moves the training: tests/shell/test_tpu_handover.py)."""
     text = SHIPPED.read_text().replace('TPU_ACCELERATOR_TYPE="v3-32"', 'TPU_ACCELERATOR_TYPE="v3-128"')
+    text = text.replace('MODEL="roberta"', 'MODEL=""')
     settings = load_text(text, REPO / SHIPPED.name)
     assert settings.replace == "make-before-break"
     config = render(settings, make_plan(settings, "update", tpu=True))
@@ -114,7 +116,7 @@ def test_happy_path_creates_then_waits_ready_then_deletes_the_old(steps: dict[st
     assert [p.returncode for p in done] == [0, 0, 0], [p.stderr for p in done]
     events = [line for line in journal if line in ("created tpu-new", "tpu-new is READY", "deleted tpu-old")]
     assert events == ["created tpu-new", "tpu-new is READY", "deleted tpu-old"]
-    assert "tpu-old" in done[1].stdout and "tpubuild train" in done[1].stdout
+    assert "tpu-release deletes tpu-old next" in done[1].stdout and "starts nothing" in done[1].stdout
     assert "only tpu-new is left" in done[2].stdout
     assert not any("delete" in line for line in journal if line.startswith("gcloud"))
 

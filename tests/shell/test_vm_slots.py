@@ -10,6 +10,7 @@ gcloud: tests/integration/test_gcloud_lines.py."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -107,3 +108,53 @@ def test_before_any_swap_slot_a_is_reached(cli, make_env, tmp_path, monkeypatch)
     r = _bash(_script(cli, "stop", "--dry-run", "--values", values), env, tmp_path)
     assert r.returncode == 0, r.stderr
     assert host_sandbox.tpus(box) == [A] and len(host_sandbox.calls(box)) == 4
+
+
+@pytest.mark.parametrize("preset", [A, B])
+def test_while_both_exist_a_preset_tpubuild_slice_picks_that_slot(cli, make_env, tmp_path, monkeypatch, preset):
+    """The build's tpu-checkpoint step stops the training on the old slot while both exist."""
+    monkeypatch.chdir(tmp_path)
+    values = make_env(VM, MOUNT_POINT=str(tmp_path / "mnt"), MODEL="")
+    box = tmp_path / "hosts"
+    env = {**host_sandbox.sandbox(box, NAMES, slices=[A, B]), "TPUBUILD_TPU_DEVICES": str(tmp_path / "none"),
+           "TPUBUILD_SLICE": preset}
+    r = _bash(_script(cli, "stop", "--dry-run", "--values", values), env, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert f"tpubuild: the slice is {preset}" in r.stderr
+    assert host_sandbox.tpus(box) == [preset] and len(host_sandbox.calls(box)) == 4
+
+
+@pytest.mark.parametrize("preset,slices,says", [
+    ("tpu-v4-podx", [A, B], f"tpubuild: TPUBUILD_SLICE=tpu-v4-podx is not a slot of the slice ({A} or {B})"),
+    (B, [A], f"tpubuild: TPUBUILD_SLICE={B}: no such TPU VM in zone us-central2-b (project my-tpu-project)"),
+], ids=["not-a-slot", "absent"])
+def test_a_preset_tpubuild_slice_that_is_not_a_live_slot_is_one_line(cli, make_env, tmp_path, monkeypatch, preset,
+                                                                     slices, says):
+    monkeypatch.chdir(tmp_path)
+    values = make_env(VM, MOUNT_POINT=str(tmp_path / "mnt"))
+    box = tmp_path / "hosts"
+    env = {**host_sandbox.sandbox(box, NAMES, slices=slices), "TPUBUILD_SLICE": preset}
+    for args in (["stop", "--probe", "--dry-run", "--values", values], ["train", "roberta", "--dry-run", "--values", values]):
+        r = _bash(_script(cli, *args), env, tmp_path)
+        assert r.returncode == 1 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+        assert host_sandbox.calls(box) == [], args
+
+
+def test_the_probe_says_whether_it_trains_and_when_the_checkpoint_was_written(cli, make_env, tmp_path, monkeypatch):
+    """``tpubuild stop --probe`` (what tpu-checkpoint waits on) on the hosts: not training, the
+    checkpoint's mtime in epoch seconds (0 before the first)."""
+    monkeypatch.chdir(tmp_path)
+    mount = tmp_path / "mnt"
+    values = make_env(VM, MOUNT_POINT=str(mount))
+    box = tmp_path / "hosts"
+    env = host_sandbox.sandbox(box, NAMES, slices=[A, B])
+    script = _script(cli, "stop", "--probe", "--dry-run", "--values", values)
+    r = _bash(script, {**env, "TPUBUILD_SLICE": B}, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == "tpubuild-probe 0 0" and host_sandbox.tpus(box) == [B]
+    ckpt = mount / "nfs_share/checkpoints/v4-pod/roberta/checkpoint_last.pt"
+    ckpt.parent.mkdir(parents=True)
+    ckpt.write_text("weights")
+    os.utime(ckpt, (1700000000, 1700000000))
+    r = _bash(script, {**env, "TPUBUILD_SLICE": B}, tmp_path)
+    assert r.stdout.splitlines()[-1] == "tpubuild-probe 0 1700000000", r.stderr

@@ -121,6 +121,9 @@ def test_a_model_of_ones_own_plugs_in_beside_values_env(tmp_path: Path, cli) -> 
     assert shlex.split(line)[-1].endswith("setsid nohup echo 'hi there' >/dev/null 2>&1 </dev/null &")
     code, out, err = cli("logs", "--model", "toy", "--host", "9", "--dry-run", "--values", values)
     assert (code, err) == (2, "tpubuild: error: --host: no host 9; use a smaller one\n")
+    # plan_probe is optional: without it, the probe (and so a make-before-break move) is one line
+    code, out, err = cli("stop", "--model", "toy", "--probe", "--dry-run", "--values", values)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "has no plan_probe" in err, err
 
 
 def test_a_launcher_that_lacks_a_member_is_one_line(tmp_path: Path, cli) -> None:

@@ -53,7 +53,7 @@ def test_v3_32_to_v3_128_replaces_the_tpu_and_goes_from_4_to_16_hosts(story):
     assert (d.hosts_before, d.hosts_after) == (4, 16)
     assert d.get("filestore").status == "untouched" and d.get("shared_pd").status == "untouched"
     text = diff.lines(d)
-    assert "tpu: accelerator_type v3-32 → v3-128 (replaced: training interrupted)" in text
+    assert "tpu: accelerator_type v3-32 → v3-128 (replaced beside the running slice: the build moves the training at a checkpoint)" in text
     assert "hosts: 4 → 16, v3-32 → v3-128" in text
     assert "hosts recreated: yes; training is interrupted" in text
 
@@ -100,12 +100,25 @@ def test_plan_json_carries_before_after_and_cost(story):
     assert "+$" in info["cost"]["change"] and "$0.00" not in info["cost"]["change"]
 
 
+@pytest.mark.parametrize("extra,note", [
+    ('MODEL=""\n', "replaced: training interrupted"),  # nothing to move: deleting the old slice stops it
+    ('TPU_REPLACE="break-before-make"\n', "replaced: training interrupted"),
+    ("", "replaced beside the running slice: the build moves the training at a checkpoint"),
+])
+def test_the_replaced_note_says_whether_the_build_moves_the_training(story, extra, note):
+    new_path = story[1]
+    new_path.write_text(new_path.read_text() + extra)
+    old, new = load(story[0]), load(new_path)
+    d = diff.compare(old, new, make_plan(new, "update", tpu=True))
+    assert d.get("tpu").note == note
+
+
 def test_plan_text_shows_the_story_and_its_cost(story):
     proc = run_tpubuild("plan", "--values", str(story[1]), "--action", "update", "--tpu",
                         "--applied", str(story[0]))
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    assert "tpu: accelerator_type v3-32 → v3-128 (replaced: training interrupted)" in out
+    assert "tpu: accelerator_type v3-32 → v3-128 (replaced beside the running slice: the build moves the training at a checkpoint)" in out
     assert "hosts: 4 → 16" in out and "Cost per hour:" in out and "/chip-h on-demand, europe-west4" in out
 
 

@@ -204,6 +204,12 @@ def _replacement_agrees(old: Any, new: Any, plan: Any, info: dict[str, Any], tex
     rep = info["replacement"]
     swaps = [st for st in plan.steps if st.kind in ("swap", "release")]
     assert bool(swaps) == (new.replace == "make-before-break" and plan.applies(accel)), story
+    # the training moves with the slice (stopped at a checkpoint, resumed) exactly when there is a MODEL
+    moves = [st.kind for st in plan.steps if st.kind in ("prepare", "checkpoint", "resume")]
+    assert moves == (["prepare", "checkpoint", "resume"] if swaps and new.model else []), story
+    if rep_text := (info["replacement"] or {}).get("text"):
+        if "make-before-break" in rep_text:
+            assert ("-resume starts" in rep_text) == bool(new.model), story
     if not plan.applies(accel) or plan.action == "destroy":
         assert rep is None, story
         return
@@ -215,9 +221,10 @@ def _replacement_agrees(old: Any, new: Any, plan: Any, info: dict[str, Any], tex
     if not swaps or rep["replaces"] is False or (rep["replaces"] is None and plan.action != "update"):
         assert rep["overlap_minutes"] is None and rep["overlap_cost"] is None, story
         return
-    # both slices are billed from the new one's create (tpu-apply) to the old one's delete (tpu-release)
+    # both slices are billed from the new one's create (tpu-apply) to the old one's delete (tpu-release),
+    # through the wait for the training's checkpoint on the old one (tpu-checkpoint, with a MODEL)
     minutes = sum(duration({"id": st.id}, new) for st in plan.steps if st.module == accel
-                  and st.kind in ("apply", "swap", "release"))
+                  and st.kind in ("apply", "swap", "checkpoint", "release"))
     assert rep["overlap_minutes"] == minutes, story
     old_tpu = [i for i in _alone(old).get(accel, []) if i["hourly"] is not None]
     if rep["replaces"] is None:  # nothing applied to compare with: the overlap's price is unknown

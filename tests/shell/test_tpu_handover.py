@@ -1,0 +1,216 @@
+"""Make-before-break with a MODEL (TPU_REPLACE): the build moves the training with the slice. The
+rendered steps run in the build's order, each under its image's shell: ``tpu-prepare`` (the builder
+image: the real ``tpubuild stop --probe``, ``tpubuild stop`` and ``tpubuild train roberta`` print the
+scripts), ``tpu-apply`` (the new slot beside the old), ``tpu-swap``, ``tpu-checkpoint`` (on the old
+slot: wait for the next checkpoint, stop), ``tpu-release`` (delete the old), ``tpu-resume`` (launch
+on the new one). Terraform and gcloud are stand-ins that keep a journal of what happened to which
+slice: which TPU VM each ssh reached (the scripts find it themselves: models/hosts.py, with
+TPUBUILD_SLICE picking the old slot while both exist).
+
+(a) training on the old slice: a new checkpoint, then the stop on the old one, the delete, the launch
+on the new one, in that order; (b) nothing training: no wait, no stop, no launch; (c) no checkpoint
+within the wait: stopped anyway, with one line saying what may be lost; (d) the launch fails: one
+line naming ``tpubuild train roberta``, exit 1, after the old slice was deleted (its checkpoint is
+on Filestore); (e) a probe that cannot reach the old slice fails tpu-checkpoint with one line: nothing is
+deleted.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from builder.config import load_text
+from builder.pipeline import render
+from builder.plan import make_plan
+from tests.conftest import REPO, SHIPPED
+from tests.support.pipeline import step_script
+from tests.shell.test_tpu_swap import _shell
+
+OLD, NEW = "tpu-tpu-dev1", "tpu-tpu-dev1-b"
+ORDER = ("tpu-prepare", "tpu-apply", "tpu-swap", "tpu-checkpoint", "tpu-release", "tpu-resume")
+
+#: terraform: the make plan creates NEW beside OLD, the release plan deletes OLD (the zone's TPU VMs
+#: are the lines of $JOURNAL_DIR/live, which gcloud's list prints).
+TERRAFORM = rf"""#!/usr/bin/env bash
+set -u
+echo "terraform $*" >> "$JOURNAL_DIR/journal"
+case "$1" in
+  plan) for a in "$@"; do case "$a" in -out=*) : > "${{a#-out=}}";; -var=release=true) : > "$JOURNAL_DIR/releasing";; esac; done ;;
+  show) echo '{{"format_version": "1.2"}}' ;;
+  apply)
+    if [ -f "$JOURNAL_DIR/releasing" ]; then
+      printf '%s\n' {NEW} > "$JOURNAL_DIR/live"; echo "deleted {OLD}" >> "$JOURNAL_DIR/journal"
+    else
+      printf '%s\n' {OLD} {NEW} > "$JOURNAL_DIR/live"; echo "created {NEW}" >> "$JOURNAL_DIR/journal"
+    fi ;;
+  output)
+    if [ "$2" = "-json" ]; then echo '{{"a": {{"name": "{OLD}"}}, "b": {{"name": "{NEW}"}}}}'; else echo -n "{NEW}"; fi ;;
+esac
+"""
+
+#: gcloud: list prints the live TPU VMs; describe says READY; an ssh to a VM that is not live fails
+#: as gcloud does; on one that is: the probe answers ``tpubuild-probe RUNNING MTIME`` (training while
+#: $JOURNAL_DIR/training-<vm> exists; the checkpoint's mtime moves after STANDIN_CKPT_AFTER probes),
+#: the stop ends the training, the detached launch starts it (or fails: STANDIN_LAUNCH_FAILS).
+GCLOUD = r"""#!/usr/bin/env python3
+import os, sys
+from pathlib import Path
+
+j = Path(os.environ["JOURNAL_DIR"])
+argv = sys.argv[1:]
+def log(line):
+    with open(j / "journal", "a") as f:
+        f.write(line + "\n")
+log("gcloud " + " ".join(argv))
+live = (j / "live").read_text().split() if (j / "live").exists() else []
+if "list" in argv:
+    print("\n".join(live))
+    sys.exit(0)
+if "describe" in argv:
+    print("READY")
+    sys.exit(0)
+verb = "ssh" if "ssh" in argv else "scp" if "scp" in argv else ""
+if verb:
+    target = argv[argv.index(verb) + 1] if verb == "ssh" else next(a.split(":")[0] for a in argv if ":" in a)
+    if target not in live:
+        print(f"ERROR: (gcloud.compute.tpus.tpu-vm.{verb}) NOT_FOUND: {target}", file=sys.stderr)
+        sys.exit(1)
+    command = next((a[len("--command="):] for a in argv if a.startswith("--command=")), "")
+    if "tpubuild-probe" in command:
+        if os.environ.get("STANDIN_PROBE_FAILS"):
+            print(f"ERROR: (gcloud.compute.tpus.tpu-vm.ssh) {target}: connection timed out", file=sys.stderr)
+            sys.exit(255)
+        n = int((j / "probes").read_text()) + 1 if (j / "probes").exists() else 1
+        (j / "probes").write_text(str(n))
+        mtime = 2000 if n > int(os.environ.get("STANDIN_CKPT_AFTER", "2")) else 1000
+        print(f"tpubuild-probe {int((j / f'training-{target}').exists())} {mtime}")
+        log(f"probe {target}")
+    elif "stop.sh" in command:
+        (j / f"training-{target}").unlink(missing_ok=True)
+        log(f"stopped on {target}")
+    elif "setsid nohup" in command and "train.sh" in command:
+        if os.environ.get("STANDIN_LAUNCH_FAILS"):
+            print(f"ERROR: (gcloud.compute.tpus.tpu-vm.ssh) {target}: connection refused", file=sys.stderr)
+            sys.exit(255)
+        (j / f"training-{target}").write_text("")
+        log(f"launched on {target}")
+    sys.exit(0)
+sys.exit(0)
+"""
+
+
+@pytest.fixture(scope="module")
+def steps() -> dict[str, tuple[str, str]]:
+    """The shipped v3-32 → v3-128 story (MODEL=roberta), rendered: the six steps by id."""
+    text = SHIPPED.read_text().replace('TPU_ACCELERATOR_TYPE="v3-32"', 'TPU_ACCELERATOR_TYPE="v3-128"')
+    settings = load_text(text, REPO / SHIPPED.name)
+    assert settings.replace == "make-before-break" and settings.model == "roberta"
+    config = render(settings, make_plan(settings, "update", tpu=True))
+    by_id = {st["id"]: st for st in config["steps"]}
+    # prepare before anything is made; the checkpoint between the swap and the release; resume last
+    assert by_id["tpu-prepare"]["waitFor"] == ["tpu-guard"] and by_id["tpu-apply"]["waitFor"][0] == "tpu-prepare"
+    assert by_id["tpu-checkpoint"]["waitFor"] == ["tpu-swap"] and by_id["tpu-release"]["waitFor"] == ["tpu-checkpoint"]
+    assert by_id["tpu-resume"]["waitFor"] == ["tpu-release"]
+    assert by_id["tpu-prepare"]["name"].endswith(":" + by_id["tpu-guard"]["name"].rsplit(":", 1)[1])  # builder image
+    return {sid: (by_id[sid]["entrypoint"], step_script(by_id[sid])) for sid in ORDER}
+
+
+def _sandbox(tmp: Path) -> dict[str, str]:
+    bin_dir, ws, journal = tmp / "bin", tmp / "workspace", tmp / "journal"
+    for d in (bin_dir, ws / "plans", ws / "tfvars", ws / "modules" / "tpu_vm", journal):
+        d.mkdir(parents=True)
+    tpubuild = f'#!/usr/bin/env bash\nexec {sys.executable} -m builder "$@"\n'
+    for name, text in (("terraform", TERRAFORM), ("gcloud", GCLOUD), ("tpubuild", tpubuild)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    # the build's /workspace: the source (values.env asks for the v3-128; models/ beside it)
+    (ws / "values.env").write_text(SHIPPED.read_text().replace('TPU_ACCELERATOR_TYPE="v3-32"',
+                                                               'TPU_ACCELERATOR_TYPE="v3-128"'))
+    (ws / "models").symlink_to(REPO / "models")
+    (ws / "plans" / "tpu.tfplan").write_text("saved plan\n")
+    (ws / "tfvars" / "tpu.tfvars.json").write_text("{}\n")
+    (journal / "live").write_text(f"{OLD}\n")
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp), "LANG": "C.UTF-8",
+            "PYTHONPATH": str(REPO), "WORKSPACE": str(ws), "JOURNAL_DIR": str(journal),
+            "TPUBUILD_SWAP_POLL_S": "0", "TPUBUILD_DRAIN_POLL_S": "0", "TPUBUILD_RESUME_WAIT_S": "0",
+            "TPUBUILD_RESUME_TRIES": "2"}
+
+
+def _run(steps: dict[str, tuple[str, str]], env: dict[str, str], **extra: str
+         ) -> tuple[dict[str, subprocess.CompletedProcess[str]], list[str]]:
+    """The steps in the build's order, stopping at the first that fails (as Cloud Build does)."""
+    done = {}
+    for sid in ORDER:
+        shell, script = steps[sid]
+        proc = subprocess.run([*_shell(shell), "-c", script], env={**env, **extra}, capture_output=True, text=True,
+                              timeout=120, cwd=env["WORKSPACE"])
+        done[sid] = proc
+        if proc.returncode != 0:
+            break
+    return done, Path(env["JOURNAL_DIR"], "journal").read_text().splitlines()
+
+
+def _events(journal: list[str]) -> list[str]:
+    return [line for line in journal if line.split(" ", 1)[0] in ("created", "deleted", "stopped", "launched")]
+
+
+def _training(tmp: Path) -> dict[str, str]:
+    env = _sandbox(tmp)
+    Path(env["JOURNAL_DIR"], f"training-{OLD}").write_text("")
+    return env
+
+
+def test_training_waits_for_a_checkpoint_stops_on_the_old_then_resumes_on_the_new(
+        steps: dict[str, tuple[str, str]], tmp_path: Path) -> None:
+    done, journal = _run(steps, _training(tmp_path), STANDIN_CKPT_AFTER="2")
+    assert [p.returncode for p in done.values()] == [0] * len(ORDER), {k: p.stderr for k, p in done.items()}
+    assert _events(journal) == [f"created {NEW}", f"stopped on {OLD}", f"deleted {OLD}", f"launched on {NEW}"]
+    # the stop came after the checkpoint moved: the third probe (the first saw 1000, the second 1000)
+    assert journal.index(f"stopped on {OLD}") > [i for i, line in enumerate(journal) if line == f"probe {OLD}"][2]
+    assert all(line == f"probe {OLD}" for line in journal if line.startswith("probe "))
+    assert "wrote a checkpoint" in done["tpu-checkpoint"].stdout
+    assert (tmp_path / "workspace" / "plans" / "tpu.training").read_text() == "running\n"
+    assert "resumed on the new slice" in done["tpu-resume"].stdout
+    assert "tpu-checkpoint stops roberta" in done["tpu-swap"].stdout
+
+
+def test_nothing_training_no_wait_no_stop_no_resume(steps: dict[str, tuple[str, str]], tmp_path: Path) -> None:
+    done, journal = _run(steps, _sandbox(tmp_path), TPUBUILD_DRAIN_WAIT_S="3600", TPUBUILD_DRAIN_POLL_S="3600")
+    assert [p.returncode for p in done.values()] == [0] * len(ORDER), {k: p.stderr for k, p in done.items()}
+    assert _events(journal) == [f"created {NEW}", f"deleted {OLD}"]
+    assert [line for line in journal if line.startswith("probe ")] == [f"probe {OLD}"]
+    assert "not training" in done["tpu-checkpoint"].stdout
+    assert "nothing to resume" in done["tpu-resume"].stdout
+
+
+def test_no_checkpoint_within_the_wait_stops_anyway_and_says_what_is_lost(
+        steps: dict[str, tuple[str, str]], tmp_path: Path) -> None:
+    done, journal = _run(steps, _training(tmp_path), STANDIN_CKPT_AFTER="1000", TPUBUILD_DRAIN_WAIT_S="0")
+    assert [p.returncode for p in done.values()] == [0] * len(ORDER)
+    assert _events(journal) == [f"created {NEW}", f"stopped on {OLD}", f"deleted {OLD}", f"launched on {NEW}"]
+    (line,) = [x for x in done["tpu-checkpoint"].stdout.splitlines() if "no new checkpoint" in x]
+    assert "stopping it anyway: up to the " in line and "s since its last checkpoint of training is lost" in line
+    assert "TPUBUILD_DRAIN_WAIT_S" in line
+
+
+def test_a_launch_that_fails_fails_the_build_with_one_line(steps: dict[str, tuple[str, str]], tmp_path: Path) -> None:
+    done, journal = _run(steps, _training(tmp_path), STANDIN_LAUNCH_FAILS="1")
+    assert [p.returncode for p in done.values()] == [0, 0, 0, 0, 0, 1]
+    ours = [x for x in done["tpu-resume"].stderr.splitlines() if x.startswith("tpubuild: tpu:")]
+    assert len(ours) == 1 and "run tpubuild train roberta" in ours[0] and "after 2 tries" in ours[0]
+    assert "launched on" not in "\n".join(journal)
+
+
+def test_a_probe_that_cannot_reach_the_old_slice_deletes_nothing(
+        steps: dict[str, tuple[str, str]], tmp_path: Path) -> None:
+    done, journal = _run(steps, _training(tmp_path), STANDIN_PROBE_FAILS="1")
+    assert [p.returncode for p in done.values()] == [0, 0, 0, 1], "the build stops at tpu-checkpoint"
+    ours = [x for x in done["tpu-checkpoint"].stderr.splitlines() if x.startswith("tpubuild: tpu:")]
+    assert len(ours) == 1 and f"{OLD} keeps running with its training and nothing was deleted" in ours[0]
+    assert _events(journal) == [f"created {NEW}"]
+    assert not any("release=true" in line for line in journal)
