@@ -42,7 +42,7 @@ class StatusPart:
 
 
 #: Where an :class:`ExtraStep` goes in its module's steps.
-BEFORE, GATE, AFTER, BESIDE = "before", "gate", "after", "beside"
+BEFORE, EARLY, GATE, AFTER, BESIDE = "before", "early", "gate", "after", "beside"
 
 
 @record
@@ -50,8 +50,10 @@ class ExtraStep:
     """A step of a module's pipeline beyond plan → guard → apply, id ``<module>-<kind>``
     (``kind``: a row of ``builder.pipeline.KINDS``), with the module's ``op`` (apply|destroy) when
     ``when(settings)``. ``at``: :data:`BEFORE` its plan step, :data:`GATE` between its guard and its
-    apply, :data:`AFTER` its apply (what waits for the module waits for it), :data:`BESIDE` after
-    its apply (only the hosts that attach the shared PD wait for it)."""
+    apply, :data:`EARLY` from the pipeline's start (the builder image) beside its plan and guard,
+    its apply waiting for it too (work that needs no plan, kept off the critical path), :data:`AFTER`
+    its apply (what waits for the module waits for it), :data:`BESIDE` after its apply (only the
+    hosts that attach the shared PD wait for it)."""
 
     kind: str
     op: str

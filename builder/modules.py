@@ -76,7 +76,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder import dashboard_tiles as dash
 from builder import status_rows as rows
-from builder.module_parts import (AFTER, BEFORE, BESIDE, GATE, INTERRUPTS, SLICE_TEMPLATE, TPU_VM_REPLACED_BY,
+from builder.module_parts import (AFTER, BEFORE, BESIDE, EARLY, GATE, INTERRUPTS, SLICE_TEMPLATE, TPU_VM_REPLACED_BY,
                                   ExtraStep, StatusPart, backs_up, calendar_by_gcloud, capacity_request,
                                   filestore_what, makes_before_breaking as mbb, moves_training, queued, runtime, share_lost,
                                   shared_pd_what, slice_access_what, slice_shape, slice_what, tpu_what)
@@ -225,7 +225,7 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                # a checkpoint, tpu-resume starts it on the new one (docs/pipeline.md, Make-before-break)
                steps=(ExtraStep("unqueue", "destroy", BEFORE, queued), ExtraStep("queue", "apply", AFTER, queued),
                       ExtraStep("attach", "apply", AFTER, lambda s: s.shared_pd_attach),
-                      ExtraStep("prepare", "apply", GATE, moves_training),
+                      ExtraStep("prepare", "apply", EARLY, moves_training),
                       ExtraStep("swap", "apply", AFTER, mbb), ExtraStep("checkpoint", "apply", AFTER, moves_training),
                       ExtraStep("release", "apply", AFTER, mbb), ExtraStep("resume", "apply", AFTER, moves_training)),
                scoped=True, tiles=dash.tpu_vm_tiles, ttl=True, summary=runtime),

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 from builder import modules as catalogue
 from builder.errors import BadInput
-from builder.module_parts import AFTER, BEFORE, BESIDE, GATE, ExtraStep
+from builder.module_parts import AFTER, BEFORE, BESIDE, EARLY, GATE, ExtraStep
 from builder.modules import PLAN_ACTIONS, Action, ModuleSpec, accelerator_module, hosts_module
 from builder.records import record, replace
 
@@ -256,7 +256,7 @@ def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
     for op in plan.operations:
         m = op.module
         at = {w: [x.kind for x in extras[m] if x.at == w]
-              for w in (BEFORE, GATE, AFTER, BESIDE)}
+              for w in (BEFORE, EARLY, GATE, AFTER, BESIDE)}
         deps = [last.get(a, f"{a}-apply") for a in op.after]
         # the hosts that attach the shared PD wait for its seed: Compute Engine refuses the
         # seeder's read-write attachment once a host holds the disk read-only. A module with an
@@ -265,11 +265,12 @@ def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
         seeded = beside if op.op == "apply" and attaches_disk(s, m) else []
         attach_later = "attach" in at[AFTER]
         pre = [add(f"{m}-{k}", k, m, deps) for k in at[BEFORE]]
+        early = [add(f"{m}-{k}", k, m, [tools]) for k in at[EARLY]]
         add(f"{m}-plan", "plan", m, [*deps, *pre])
         gate = add(f"{m}-guard", "guard", m, [f"{m}-plan", tools, *checked])
         for k in at[GATE]:
             gate = add(f"{m}-{k}", k, m, [gate])
-        last[m] = add(f"{m}-apply", "apply", m, [gate, *([] if attach_later else seeded)])
+        last[m] = add(f"{m}-apply", "apply", m, [gate, *early, *([] if attach_later else seeded)])
         for k in at[AFTER]:
             last[m] = add(f"{m}-{k}", k, m, [last[m], *(seeded if k == "attach" else [])])
         for k in at[BESIDE]:

@@ -112,8 +112,10 @@ def steps() -> dict[str, tuple[str, str]]:
     assert settings.replace == "make-before-break" and settings.model == "roberta"
     config = render(settings, make_plan(settings, "update", tpu=True))
     by_id = {st["id"]: st for st in config["steps"]}
-    # prepare before anything is made; the checkpoint between the swap and the release; resume last
-    assert by_id["tpu-prepare"]["waitFor"] == ["tpu-guard"] and by_id["tpu-apply"]["waitFor"][0] == "tpu-prepare"
+    # prepare from the build's start (off the critical path), before anything is made; the checkpoint
+    # between the swap and the release; resume last
+    assert by_id["tpu-prepare"]["waitFor"] == ["tpubuild-image"]
+    assert by_id["tpu-apply"]["waitFor"] == ["tpu-guard", "tpu-prepare"]
     assert by_id["tpu-checkpoint"]["waitFor"] == ["tpu-swap"] and by_id["tpu-release"]["waitFor"] == ["tpu-checkpoint"]
     assert by_id["tpu-resume"]["waitFor"] == ["tpu-release"]
     assert by_id["tpu-prepare"]["name"].endswith(":" + by_id["tpu-guard"]["name"].rsplit(":", 1)[1])  # builder image

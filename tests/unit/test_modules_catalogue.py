@@ -218,8 +218,8 @@ def test_each_modules_steps_are_its_entrys(name: str, path: Path, edit: dict[str
         plan = make_plan(s, action, **scope)
         for op in plan.operations:
             x = M.extra_steps(s, op.module, op.op)
-            at = {w: [e.kind for e in x if e.at == w] for w in (M.BEFORE, M.GATE, M.AFTER, M.BESIDE)}
-            expected = [*at[M.BEFORE], "plan", "guard", *at[M.GATE], "apply", *at[M.AFTER], *at[M.BESIDE]]
+            at = {w: [e.kind for e in x if e.at == w] for w in (M.BEFORE, M.EARLY, M.GATE, M.AFTER, M.BESIDE)}
+            expected = [*at[M.BEFORE], *at[M.EARLY], "plan", "guard", *at[M.GATE], "apply", *at[M.AFTER], *at[M.BESIDE]]
             assert [st.kind for st in plan.steps if st.module == op.module] == expected, (action, scope, op)
 
 
