@@ -276,6 +276,7 @@ def double_billing(doc: Mapping[str, Any], changes: Sequence[Change]) -> list[st
             new = _described(doc, c.address, "after")
             old = ", ".join(_described(doc, k.address, "before") for k in kept)
             out.append(f"DOUBLE BILLING (make-before-break): {new} is created beside {old}, which keeps running "
-                       f"and training until the new slice is READY; both are billed until the release step deletes "
+                       f"(and training) until the new slice is READY and, with a MODEL, its training stops at "
+                       f"a checkpoint (tpu-checkpoint); both are billed until the release step deletes "
                        f"{old} (`tpubuild plan` estimates how long and what it costs)")
     return out
