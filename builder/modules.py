@@ -218,15 +218,12 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                accelerator=True, prices=("tpu",), training=True, replaced_by=TPU_VM_REPLACED_BY,
                training_resources=("google_tpu_v2_vm", "google_tpu_v2_queued_resource"),
                status=(StatusPart("tpu", rows.tpu_row), StatusPart("queued", rows.queued_row, queued)),
-               # TPU_QUEUED: tpu-queue requests the slice with gcloud, tpu-unqueue deletes it; tpu-attach
-               # attaches the shared PD once it is seeded, so the TPU is made beside the seed; TPU_REPLACE:
-               # tpu-swap checks the new slice made beside the old, tpu-release deletes the old; with a MODEL,
-               # tpu-prepare prints the move's scripts, tpu-checkpoint stops the training on the old slice at
-               # a checkpoint, tpu-resume starts it on the new one (docs/pipeline.md, Make-before-break)
+               # queue/unqueue: TPU_QUEUED; attach: the shared PD once seeded (the TPU is made beside the seed);
+               # swap/release: TPU_REPLACE; prepare/checkpoint/resume move a MODEL's training (docs/pipeline.md)
                steps=(ExtraStep("unqueue", "destroy", BEFORE, queued), ExtraStep("queue", "apply", AFTER, queued),
                       ExtraStep("attach", "apply", AFTER, lambda s: s.shared_pd_attach),
-                      ExtraStep("prepare", "apply", EARLY, moves_training),
-                      ExtraStep("swap", "apply", AFTER, mbb), ExtraStep("checkpoint", "apply", AFTER, moves_training),
+                      ExtraStep("prepare", "apply", EARLY, moves_training), ExtraStep("swap", "apply", AFTER, mbb),
+                      ExtraStep("checkpoint", "apply", AFTER, moves_training),
                       ExtraStep("release", "apply", AFTER, mbb), ExtraStep("resume", "apply", AFTER, moves_training)),
                scoped=True, tiles=dash.tpu_vm_tiles, ttl=True, summary=runtime),
     # mig: tpu = the slice's access (identity, IAP-SSH firewall, MIG reader role); mig =
