@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         ratio = statistics.median(ratios[label]) if ratios[label] else 1.0
         verdict = "" if label in (baseline[0], JINJA2) else ("within" if ratio <= AIM else "ABOVE")
         print(f"{label:<52} {med * 1000:>7.1f}ms {min(times[label]) * 1000:>7.1f}ms {ratio:>6.2f}x"
-              f"  {AIM:g}x {verdict}")
+              f"  {f'{AIM:g}x' if verdict else '':<3} {verdict}")
     print(f"ratio: median over the pairs of (command / the baseline run just before it); noise: the"
           f" baseline's interquartile range is {spread(times[baseline[0]]):.0f}% of its median"
           f" ({' vs '.join(str(c) for _, c in checkouts)})")
