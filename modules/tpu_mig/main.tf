@@ -40,6 +40,12 @@ data "terraform_remote_state" "mig" {
     bucket = var.state_bucket
     prefix = "${var.env_name}/mig"
   }
+  # an empty state (before the first apply) has neither; a state of the modules before mig-attach
+  # has a name but no shared_pd_kept_in_template
+  defaults = {
+    name                       = ""
+    shared_pd_kept_in_template = "absent"
+  }
 }
 
 locals {
@@ -56,12 +62,12 @@ locals {
   # shared_pd_kept_in_template) has the disk in its template: it keeps it there, and records so,
   # because a template without it is a new template, and a new template recreates every VM of the
   # running slice (update_policy below). It keeps it until the slice is destroyed.
-  previous       = data.terraform_remote_state.mig.outputs
-  kept_before    = lookup(local.previous, "shared_pd_kept_in_template", length(keys(local.previous)) > 0)
+  kept_mark      = data.terraform_remote_state.mig.outputs.shared_pd_kept_in_template
+  kept_before    = local.kept_mark == "absent" ? data.terraform_remote_state.mig.outputs.name != "" : local.kept_mark == true
   pd_kept        = var.shared_pd_attach && local.kept_before
   pd_in_template = var.shared_pd_attach && (!var.shared_pd_attached_later || local.pd_kept)
-  spot      = var.provisioning == "spot"
-  reserved  = var.provisioning == "reservation"
+  spot           = var.provisioning == "spot"
+  reserved       = var.provisioning == "reservation"
   # Flex-start (Dynamic Workload Scheduler): the VMs come from a resize request, run at most
   # var.max_run_hours and are then deleted (docs/capacity.md).
   flex = var.provisioning == "flex-start"
