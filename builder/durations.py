@@ -15,7 +15,8 @@ from typing import Any
 #: (guard, check-capacity, finalize in the builder image): container start plus image pull (~0.5)
 #: plus the command (~0.5); tpubuild-image: a docker container and a manifest lookup (the image is
 #: there; building it is initialize's); terraform init (provider download ~0.5) plus plan (~0.5);
-#: tpu-attach: one TPU node update.
+#: tpu-attach: one TPU node update; mig-attach: a disk and a group lookup, then one attach-disk per
+#: VM, in parallel.
 MINUTES: dict[str, float] = {
     "image": 0.5, "capacity": 1.0, "guard": 1.0, "finalize": 1.0,
     "plan": 1.0, "apply": 1.0, "filestore-apply": 8.0, "shared_pd-apply": 0.5, "dashboard-apply": 0.5,

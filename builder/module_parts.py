@@ -113,6 +113,28 @@ def calendar_by_gcloud(s: Settings) -> bool:
     return cal is not None and not cal.terraform
 
 
+def mig_attaches_disk(s: Settings) -> bool:
+    """mig: the pipeline's mig-attach step gives the running VMs the shared PD once it is seeded
+    (and the health check gives it to a VM the MIG recreated), so the slice is made beside the
+    seed and its instance template does not carry the disk (modules/tpu_mig's
+    ``shared_pd_attached_later``). Not for calendar mode: its VMs come at the reservation's start,
+    after the build, with nothing there to attach the disk, so its template carries it and its
+    apply waits for the seed (docs/pipeline.md, "The scarce resource first")."""
+    return s.shared_pd_attach and s.provisioning != "calendar"
+
+
+def mig_attach(s: Settings) -> dict[str, Any]:
+    """What the attach of the shared PD to a MIG's VMs is rendered with (templates/_mig_attach.sh.j2:
+    the pipeline's mig-attach step and the health check's): the group, the disk, the device name
+    startup.sh waits for (``/dev/disk/by-id/google-<device>``, modules/tpu_mig's ``pd_device``),
+    whether it is Hyperdisk ML (attached read-only only in READ_ONLY_MANY), and whether the hosts
+    get the disk this way at all (``attach_disk``)."""
+    from builder.dashboard_tiles import SHARED_PD_DEVICE
+
+    return {"group": s.tpu_name, "disk": s.shared_pd_name, "device": SHARED_PD_DEVICE,
+            "hyperdisk": s.shared_pd_type == "hyperdisk-ml", "attach_disk": s.arch == "mig" and mig_attaches_disk(s)}
+
+
 #: modules/tpu_vm: every argument of ``google_tpu_v2_vm`` but the labels and the host metadata
 #: (mount point, setup script, dataset grant) forces a new TPU VM.
 TPU_VM_REPLACED_BY = frozenset({"project_id", "zone", "name", "accelerator_type", "runtime_version", "network",
@@ -122,8 +144,8 @@ TPU_VM_REPLACED_BY = frozenset({"project_id", "zone", "name", "accelerator_type"
 SLICE_TEMPLATE = frozenset({"accelerator_type", "machine_type", "vm_count", "accelerator_topology", "topology",
                              "host_bounds", "chips_per_host_bounds", "image_project", "image_family",
                              "boot_disk_size_gb", "boot_disk_type", "external_ips", "network", "subnetwork",
-                             "shared_pd_attach", "mount_point", "setup_script", "provisioning", "reservation",
-                             "env_name"})
+                             "shared_pd_attach", "shared_pd_attached_later", "mount_point", "setup_script",
+                             "provisioning", "reservation", "env_name"})
 
 
 # ---- what `tpubuild plan` says each module is ----

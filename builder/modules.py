@@ -78,8 +78,9 @@ from builder import dashboard_tiles as dash
 from builder import status_rows as rows
 from builder.module_parts import (AFTER, BEFORE, BESIDE, EARLY, GATE, INTERRUPTS, SLICE_TEMPLATE, TPU_VM_REPLACED_BY,
                                   ExtraStep, StatusPart, backs_up, calendar_by_gcloud, capacity_request,
-                                  filestore_what, makes_before_breaking as mbb, moves_training, queued, runtime, share_lost,
-                                  shared_pd_what, slice_access_what, slice_shape, slice_what, tpu_what)
+                                  filestore_what, makes_before_breaking as mbb, mig_attaches_disk, moves_training,
+                                  queued, runtime, share_lost, shared_pd_what, slice_access_what, slice_shape,
+                                  slice_what, tpu_what)
 from builder.records import record
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -245,7 +246,8 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                                "deleted (mig-drain) and recreated (mig-resize)",
                status=(StatusPart("slice", rows.slice_row), StatusPart("capacity", rows.capacity_row, capacity_request)),
                steps=(ExtraStep("drain", "apply", GATE), ExtraStep("calendar", "apply", AFTER, calendar_by_gcloud),
-                      ExtraStep("resize", "apply", AFTER)),  # docs/pipeline.md
+                      ExtraStep("resize", "apply", AFTER),  # docs/pipeline.md; attach: the disk, once seeded
+                      ExtraStep("attach", "apply", AFTER, mig_attaches_disk)),
                scoped=True, tiles=dash.slice_tiles, ttl=True, summary=slice_shape),
     # one worker per TPU host, which read the TPU's, the share's and the disk's states
     ModuleSpec("mig", "modules/mig", ("node",), lambda s: f"MIG {s.mig_name} ({s.hosts} x {s.machine_type})",

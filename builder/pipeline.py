@@ -45,6 +45,7 @@ from builder.config.filestore import TIERS
 from builder.config.offers import calendar_name, flex_request_name
 from builder.config.scripts import repo_script
 from builder.errors import BadInput
+from builder.module_parts import mig_attach
 from builder.plan import Plan, Step, module_dir, runs, runs_setup_script, seeds
 from builder.step_kinds import (  # noqa: F401  (re-exported: step kinds, images, timeouts)
     BUILD_TIMEOUT_SLACK, CALENDAR_STEP_S, check_duration, image, IMAGE_STEP_S, IMAGES, Kind, KINDS,
@@ -138,7 +139,8 @@ class _Steps:
     def add(self, step: Step) -> None:
         kind = KINDS[step.kind]
         context = getattr(self, f"_{step.kind}")(step)
-        script = self.env.get_template(kind.template).render(step_id=step.id, **context).strip() + "\n"
+        template = kind.template.format(module=step.module)
+        script = self.env.get_template(template).render(step_id=step.id, **context).strip() + "\n"
         known = {st["id"] for st in self.steps}
         missing = [w for w in step.after if w not in known]
         if missing:  # a bug here, not bad input: waitFor must name earlier steps
@@ -287,9 +289,10 @@ class _Steps:
                     replace=self.plan.action != "create")
 
     def _attach(self, step: Step) -> dict[str, Any]:  # _restore's project and disk, and the TPU's
-        # make-before-break: the slice values.env asks for may be in the other slot (tpu-apply names it)
+        # make-before-break: the slice values.env asks for may be in the other slot (tpu-apply names it);
+        # mig: the group's VMs, the device name startup.sh waits for, Hyperdisk ML's access mode
         return dict(self._restore(step), zone=self.s.zone, name=self.s.tpu_name, mount_point=self.s.mount_point,
-                    swaps=runs(self.s, self.plan, "swap") == step.module)
+                    swaps=runs(self.s, self.plan, "swap") == step.module, **mig_attach(self.s))
 
     def _seed(self, step: Step) -> dict[str, Any]:
         s = self.s

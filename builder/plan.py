@@ -260,8 +260,9 @@ def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
         deps = [last.get(a, f"{a}-apply") for a in op.after]
         # the hosts that attach the shared PD wait for its seed: Compute Engine refuses the
         # seeder's read-write attachment once a host holds the disk read-only. A module with an
-        # attach step (the TPU VM) is made beside the seed and only its attach waits; the others
-        # (a MIG's template carries the disk) wait at their apply, their plan and guard beside it
+        # attach step (the TPU VM, a MIG but in calendar mode) is made beside the seed and only its
+        # attach waits; the others (a calendar MIG's template carries the disk) wait at their apply,
+        # their plan and guard beside it
         seeded = beside if op.op == "apply" and attaches_disk(s, m) else []
         attach_later = "attach" in at[AFTER]
         pre = [add(f"{m}-{k}", k, m, deps) for k in at[BEFORE]]

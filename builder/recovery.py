@@ -13,7 +13,10 @@ builder/templates, talking through files under ``/workspace/.tpubuild-recovery``
    VMs run). A slice that is PREEMPTED, TERMINATED or gone (vm) is deleted and marked for
    recreation (the update recreates the slot its Terraform state holds, so the live one); a MIG that
    is not whole is left to the MIG, which recreates its VMs, and marked; a whole slice with a
-   mark is marked for relaunch.
+   mark is marked for relaunch. On a MIG whose hosts get the shared PD from the pipeline's
+   mig-attach step (its instance template does not carry it), a whole slice's VMs that lack the
+   disk (recreated by the MIG since) get it here, before the relaunch, as mig-attach gives it
+   (templates/_mig_attach.sh.j2); such a VM means the run lost a host, so it is marked and relaunched.
 2. ``health-prepare`` (python): installs tpubuild from the kept source, recreates a vm slice
    with ``tpubuild dispatch --action update`` scoped to the TPU (lock, plan, guard, apply,
    finalize, as any build), and prints the launch with ``tpubuild train MODEL --dry-run`` (and
@@ -86,6 +89,7 @@ def context(settings: Settings) -> dict[str, Any]:
     """What the three templates are rendered with (``slots``: the names the slice may have; on vm
     make-before-break alternates ``tpu-<env>`` and ``tpu-<env>-b``, so the check finds the live one)."""
     from builder.config.replace import slot_names
+    from builder.module_parts import mig_attach
     from builder.ttl import job_name as ttl_job
 
     return {
@@ -100,6 +104,8 @@ def context(settings: Settings) -> dict[str, Any]:
         "workdir": WORKDIR, "model": settings.model, "hourly_usd": _price(hourly_usd(settings)),
         "launch_tries": LAUNCH_TRIES, "launch_wait_s": LAUNCH_WAIT_S, "interval_min": INTERVAL_MIN,
         "scope": _scope(settings),
+        # mig: the shared PD for the VMs the MIG recreates (templates/_mig_attach.sh.j2, as mig-attach)
+        **mig_attach(settings),
     }
 
 

@@ -44,8 +44,9 @@ def image(settings: Settings, key: str) -> str:
 
 @record
 class Kind:
-    """How a step of one kind is rendered: the builder image, the script template, the step
-    timeout in seconds (None: per step, see :func:`_timeout`)."""
+    """How a step of one kind is rendered: the builder image, the script template (``{module}``
+    in its name: the step's plan module's own template), the step timeout in seconds (None: per
+    step, see :func:`_timeout`)."""
 
     image: str
     template: str
@@ -84,7 +85,7 @@ KINDS: dict[str, Kind] = {
     "calendar": Kind("gcloud", "mig_calendar.sh.j2", CALENDAR_STEP_S),
     "resize": Kind("gcloud", "mig_resize.sh.j2", RESIZE_STEP_S),
     "queue": Kind("gcloud", "tpu_queue.sh.j2", None),  # how long it waits for the queue, plus slack
-    "attach": Kind("gcloud", "tpu_attach.sh.j2", 1200),
+    "attach": Kind("gcloud", "{module}_attach.sh.j2", 1200),  # tpu_attach (vm), mig_attach (mig)
     "swap": Kind("gcloud", "tpu_swap.sh.j2", SWAP_WAIT_S + 300),
     # the move of the training (kind "drain" is the MIG's): scripts printed in the builder image
     # (tpubuild, no gcloud), run in the gcloud image

@@ -40,6 +40,7 @@ from builder.config.offers import MAX_RUN_HOURS, calendar_name, flex_request_nam
 from builder.config.scripts import repo_script
 from builder.config.settings import Settings
 from builder.errors import BadInput
+from builder.module_parts import mig_attaches_disk
 from builder.records import replace
 
 #: Terraform directory → the function that gives its variables; :func:`inputs` fills it.
@@ -157,6 +158,7 @@ def _tpu_mig(s: Settings) -> dict[str, Any]:
     return {
         **_common(s), "env_name": s.env_name, "state_bucket": s.state_bucket, "network": s.network,
         "subnetwork": s.subnetwork, "shared_pd_attach": s.shared_pd_attach, "mount_point": s.mount_point,
+        "shared_pd_attached_later": mig_attaches_disk(s),  # the pipeline's mig-attach step gives the VMs the disk
         "setup_script": setup_script(s), "name": s.tpu_name, "accelerator_type": s.accelerator_type,
         "machine_type": shape.machine_type, "vm_count": shape.vms,
         "accelerator_topology": shape.accelerator_topology, "topology": shape.topology,

@@ -32,6 +32,22 @@ data "terraform_remote_state" "tpu" {
 # filestore's and shared_pd's state: data.terraform_remote_state.* in remote_state_mounts.tf
 # (linked from modules/_shared).
 
+# This module's own state, as the last apply left it (an empty state before the first: the GCS
+# backend writes one at init): whether its template carries the shared PD for the reason below.
+data "terraform_remote_state" "mig" {
+  backend = "gcs"
+  config = {
+    bucket = var.state_bucket
+    prefix = "${var.env_name}/mig"
+  }
+  # an empty state (before the first apply) has neither; a state of the modules before mig-attach
+  # has a name but no shared_pd_kept_in_template
+  defaults = {
+    name                       = ""
+    shared_pd_kept_in_template = "absent"
+  }
+}
+
 locals {
   # the scheduled builds' calls (modules/_shared/outputs_scheduled.tf tells their jobs)
   ttl_call    = module.slice_ttl
@@ -39,8 +55,19 @@ locals {
   region      = join("-", slice(split("-", var.zone), 0, 2))
   # The shared PD shows up on every VM as /dev/disk/by-id/google-<device name>.
   pd_device = "shared-pd"
-  spot      = var.provisioning == "spot"
-  reserved  = var.provisioning == "reservation"
+  # Whether the instance template carries the shared PD. Not when the pipeline's mig-attach step
+  # attaches it (var.shared_pd_attached_later): the VMs are made beside shared_pd-seed and get the
+  # disk once it is seeded, as a VM holding it would keep the seeder from writing it. A slice
+  # applied by the modules before mig-attach (its state has outputs but not
+  # shared_pd_kept_in_template) has the disk in its template: it keeps it there, and records so,
+  # because a template without it is a new template, and a new template recreates every VM of the
+  # running slice (update_policy below). It keeps it until the slice is destroyed.
+  kept_mark      = data.terraform_remote_state.mig.outputs.shared_pd_kept_in_template
+  kept_before    = local.kept_mark == "absent" ? data.terraform_remote_state.mig.outputs.name != "" : local.kept_mark == true
+  pd_kept        = var.shared_pd_attach && local.kept_before
+  pd_in_template = var.shared_pd_attach && (!var.shared_pd_attached_later || local.pd_kept)
+  spot           = var.provisioning == "spot"
+  reserved       = var.provisioning == "reservation"
   # Flex-start (Dynamic Workload Scheduler): the VMs come from a resize request, run at most
   # var.max_run_hours and are then deleted (docs/capacity.md).
   flex = var.provisioning == "flex-start"
@@ -131,8 +158,9 @@ resource "google_compute_instance_template" "slice" {
     labels       = var.labels
   }
 
+  # the shared PD, read-only, where the pipeline does not attach it after the seed (pd_in_template)
   dynamic "disk" {
-    for_each = var.shared_pd_attach ? [true] : []
+    for_each = local.pd_in_template ? [true] : []
     content {
       boot        = false
       type        = "PERSISTENT"

@@ -22,3 +22,8 @@ output "instance_template" {
   description = "Self link of the instance template the slice's VMs run."
   value       = google_compute_instance_template.slice.self_link
 }
+
+output "shared_pd_kept_in_template" {
+  description = "true: the slice was applied before the mig-attach step, with the shared PD in its instance template, and the template keeps it (dropping it would recreate every VM); the next apply reads it back from this state."
+  value       = local.pd_kept
+}

@@ -193,6 +193,46 @@ def test_calendar_request_lines_parse(gcloud, tmp_path):
         _parse_all(gcloud, [tuple("--tpu-version=V6E" if a == "--tpu-version=TPU7X" else a for a in creates[0])])
 
 
+#: gcloud as mig-attach meets it: a Hyperdisk ML disk READ_ONLY_MANY that no VM holds yet, a group of
+#: two VMs (so every line runs, the attach-disk ones included).
+MIG_ATTACH_GCLOUD = """#!/usr/bin/env bash
+n=$(ls "$RECORD_DIR" | wc -l)
+printf '%s\\0' "$@" > "$RECORD_DIR/call-$n-$$"  # the attach-disk calls run in parallel
+case "$1 $2 $3" in
+  "compute disks describe") [[ "$*" == *accessMode* ]] && echo READ_ONLY_MANY ;;
+  "compute instance-groups managed") printf 'tpu-x-a2bc\\ntpu-x-m0nz\\n' ;;
+esac
+exit 0
+"""
+
+
+@pytest.mark.parametrize("values", ["mig-v6e-16-spot.env", "mig-v5p-32.env"])
+def test_mig_attach_lines_parse(gcloud, tmp_path, values):
+    """mig-attach (and the health check's attach, the same function): the access-mode and users
+    lookups, the group's listing and one attach-disk per VM, parsed by the real gcloud."""
+    from builder.config import load
+    from builder.pipeline import render
+    from builder.plan import make_plan
+    from tests.support.pipeline import step_env, step_script
+
+    s = load(EXAMPLES / values)
+    [step] = [st for st in render(s, make_plan(s, "create"))["steps"] if st["id"] == "mig-attach"]
+    bindir, rec = tmp_path / "bin", tmp_path / "calls"
+    bindir.mkdir()
+    rec.mkdir()
+    (bindir / "gcloud").write_text(MIG_ATTACH_GCLOUD)
+    (bindir / "gcloud").chmod(0o755)
+    env = {**os.environ, **step_env(step), "RECORD_DIR": str(rec), "WORKSPACE": str(tmp_path),
+           "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp_path)}
+    proc = subprocess.run(["bash", "-c", step_script(step)], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    argvs = [tuple(c.read_bytes().decode().split("\0")[:-1]) for c in sorted(rec.iterdir())]
+    attaches = [a for a in argvs if a[:3] == ("compute", "instances", "attach-disk")]
+    assert sorted(a[3] for a in attaches) == ["tpu-x-a2bc", "tpu-x-m0nz"]
+    assert any("--format=value(accessMode)" in a for a in argvs) == (s.shared_pd_type == "hyperdisk-ml")
+    _parse_all(gcloud, argvs)
+
+
 # ---------------------------------------------------------------- train / stop / logs / run
 
 VM = EXAMPLES / "vm-v4-32.env"

@@ -115,7 +115,10 @@ def _sandbox(tmp_path: Path, base: Path, **overrides: str) -> Sandbox:
     (tmp_path / "state" / "gcs").mkdir(parents=True)
     (tmp_path / "state" / "tpus").mkdir()
     box = Sandbox(tmp_path, values)
-    box.put("held", box.settings.tpu_name)  # the slot the Terraform state holds
+    s = box.settings
+    box.put("held", s.tpu_name)  # the slot the Terraform state holds
+    if s.arch == "mig":  # the pipeline's mig-attach gave every VM the build made the dataset disk
+        box.put("disk_users", "".join(f"{s.tpu_name}-{i:04d}\n" for i in range(s.hosts)))
     return box
 
 
@@ -213,6 +216,61 @@ def test_both_slots_without_a_build_is_left_to_tpubuild_update(tmp_path: Path) -
     assert code == 0, out
     assert f"both {box.settings.tpu_name} and {box.settings.tpu_name}-b exist" in out and "tpubuild update" in out
     _nothing_happened(box)
+
+
+def _attached(calls: list[str]) -> list[str]:
+    return [c for c in calls if c.startswith("gcloud compute instances attach-disk")]
+
+
+def test_a_vm_the_mig_recreated_gets_the_dataset_disk_before_the_relaunch(tmp_path: Path) -> None:
+    """The instance template does not carry the disk (mig-attach gave it): two VMs preempted and
+    recreated come back without it, and the check gives it to them, read-only as the device
+    startup.sh waits for, before training is relaunched; the others are left as they are."""
+    box = _sandbox(tmp_path, MIG)
+    s = box.settings
+    assert s.shared_pd_attach and s.shared_pd_type == "hyperdisk-ml"
+    box.put("mig", "RUNNING NONE\nRUNNING NONE\n")
+    assert box.run_build()[0] == 0 and not _attached(box.calls())  # not whole: nothing to attach to yet
+    box.put("disk_users", f"{s.tpu_name}-0000\n{s.tpu_name}-0001\n")  # 0002 and 0003 were recreated
+    box.put("mig", "RUNNING NONE\n" * 4)
+    code, out = box.run_build("hb-2")
+    assert code == 0, out
+    calls = box.calls()
+    attached = _attached(calls)
+    assert sorted(c.split()[4] for c in attached) == [f"{s.tpu_name}-0002", f"{s.tpu_name}-0003"], calls
+    for call in attached:
+        assert f"--disk={s.shared_pd_name}" in call and "--mode=ro" in call and "--device-name=shared-pd" in call
+        assert f"--zone={s.zone}" in call and f"--project={s.project_id}" in call
+    launched = _launched(calls)
+    assert len(launched) == 4 and max(map(calls.index, attached)) < min(map(calls.index, launched))
+    assert f"{s.shared_pd_name} attached read-only to" in out
+    assert [r["outcome"] for r in box.records()] == ["recovered"]
+
+
+def test_a_recreation_no_check_saw_is_relaunched_once_the_disk_is_given(tmp_path: Path) -> None:
+    """A VM recreated between two checks: the slice looks whole, but the VM lacks the disk, so the
+    run lost a host: the check gives it the disk, marks the loss and training is relaunched."""
+    box = _sandbox(tmp_path, MIG)
+    s = box.settings
+    box.put("mig", "RUNNING NONE\n" * 4)
+    code, out = box.run_build()
+    assert code == 0 and "nothing to do" in out and not _attached(box.calls()), out
+    box.put("disk_users", "".join(f"{s.tpu_name}-{i:04d}\n" for i in (0, 1, 3)))
+    code, out = box.run_build("hb-2")
+    assert code == 0, out
+    assert [c.split()[4] for c in _attached(box.calls())] == [f"{s.tpu_name}-0002"]
+    [record] = box.records()
+    assert (record["outcome"], record["reason"]) == ("recovered", f"VMs recreated: {s.tpu_name}-0002")
+    assert len(_launched(box.calls())) == 4 and box.mark() == {}
+
+
+def test_a_hyperdisk_ml_not_yet_read_only_many_fails_the_check_and_says_why(tmp_path: Path) -> None:
+    box = _sandbox(tmp_path, MIG)
+    box.put("mig", "RUNNING NONE\n" * 4)
+    box.put("disk_mode", "READ_WRITE_SINGLE")
+    code, out = box.run_build()
+    assert code != 0 and "is READ_WRITE_SINGLE, not READ_ONLY_MANY" in out and "--access-mode=READ_ONLY_MANY" in out
+    assert not _attached(box.calls()) and not _launched(box.calls())
 
 
 def _nothing_happened(box: Sandbox) -> None:
@@ -326,6 +384,7 @@ def test_every_gcloud_line_of_the_health_build_parses_in_real_gcloud(gcloud, tmp
     mig.put("mig", "RUNNING NONE\n")
     mig.run_build()
     mig.put("mig", "RUNNING NONE\n" * 4)
+    mig.put("disk_users", "")  # recreated by the MIG: the check gives them the dataset disk
     assert mig.run_build("hb-2")[0] == 0
     boxes = [vm, mig]
     argvs = [tuple(json.loads(line)) for box in boxes for line in (box.state / "argv.jsonl").read_text().splitlines()]
@@ -333,6 +392,8 @@ def test_every_gcloud_line_of_the_health_build_parses_in_real_gcloud(gcloud, tmp
     assert any(a[:4] == ("compute", "tpus", "tpu-vm", "delete") for a in argvs)
     assert any(a[:3] == ("scheduler", "jobs", "describe") for a in argvs)
     assert any(a[:4] == ("compute", "instance-groups", "managed", "list-instances") for a in argvs)
+    assert any(a[:3] == ("compute", "instances", "attach-disk") for a in argvs)
+    assert any(a[:3] == ("compute", "disks", "describe") and "--format=value(accessMode)" in a for a in argvs)
     assert any(a[:2] == ("storage", "cp") for a in argvs) and any(a[:2] == ("storage", "rm") for a in argvs)
     failures = [r.why() for r in (gcloud.parse(list(a)) for a in dict.fromkeys(argvs)) if not r.ok]
     assert not failures, "\n\n".join(failures)

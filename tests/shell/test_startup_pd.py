@@ -52,3 +52,38 @@ def test_the_boot_says_what_the_seed_left_on_the_shared_pd(tmp_path, md, tpu, ma
         (pd_dir / ".tpubuild-seed.json").write_text(marker)
     ok(box)  # said, never waited for or refused: the hosts are applied after the seed
     assert said.format(dir=pd_dir) in box.console()
+
+
+def test_a_mig_host_waits_for_the_disk_mig_attach_gives_it_and_says_so(tmp_path, md):
+    """mig: the instance template does not carry the shared PD (mig-attach gives it once seeded, the
+    health check to a VM the MIG recreated): a mig host takes the same path as a vm host: it waits
+    for the device, says so in its log, then mounts it read-only. startup.sh itself is unchanged for
+    this: it is the template's metadata, and a change to it would recreate every running VM."""
+    from test_startup_mig import mig_box
+
+    box = mig_box(tmp_path, md, name="tpu-env1-a2bc")
+    md.attrs(tpubuild_shared_pd_device="shared-pd")
+    dev = box.root / "dev" / "disk" / "by-id" / "google-shared-pd"
+    dev.parent.mkdir(parents=True, exist_ok=True)
+    (box.state / "blkid").mkdir(exist_ok=True)
+    (box.state / "blkid" / "google-shared-pd").write_text("TYPE=ext4\n")  # seeded: an ext4 filesystem
+    done = threading.Event()
+
+    def attach_when_waited_for() -> None:  # what mig-attach does, once the boot waits for it
+        while not done.wait(0.05):
+            if "waiting for the dataset disk" in box.console():
+                dev.touch()
+                return
+
+    attach = threading.Thread(target=attach_when_waited_for)
+    attach.start()
+    try:
+        result = box.run(STARTUP, box.env(TPUBUILD_PD_WAIT_S="30"))
+    finally:
+        done.set()
+        attach.join()
+    assert result.returncode == 0, result.stderr
+    assert "waiting for the dataset disk" in box.console() and "shared_pd-seed" in box.console()
+    pd_dir = f"{box.root}/mnt/common/shared_pd"
+    assert [c for c in box.calls() if c.startswith("mount ") and pd_dir in c and "ro" in c]
+    assert (box.run_dir / "ready").exists()

@@ -8,6 +8,9 @@ the health build runs, against files under ``$FAKE_GCLOUD_STATE``:
 * ``mig``: what ``instance-groups managed list-instances`` prints (``instanceStatus currentAction``);
 * ``ttl``: what ``scheduler jobs describe`` prints (absent file: NOT_FOUND);
 * ``ongoing``: the ids ``builds list --ongoing`` prints;
+* ``disk_users``: the VMs that hold the dataset disk, one name a line (``disks describe`` prints
+  their self links, ``;``-joined, as gcloud prints a list; ``instances attach-disk`` adds one);
+  ``disk_mode``: its access mode (default READ_ONLY_MANY); ``attach_rc``: attach-disk's exit status;
 * ``ssh_rc``: the exit status of ``compute ssh``/``scp``/``tpu-vm ssh``/``scp`` (default 0) to a
   host that exists.
 
@@ -99,6 +102,20 @@ def main(argv: list[str]) -> int:
             print("\n".join(f"{words[4]}-{i:04d}" for i, _ in enumerate(mig.splitlines())))
         else:
             print(mig, end="")
+        return 0
+    if words[:3] == ["compute", "disks", "describe"]:
+        if any("accessMode" in a for a in argv):
+            print((_read("disk_mode") or "READ_ONLY_MANY").strip())
+        else:
+            users = (_read("disk_users") or "").split()
+            print(";".join(f"https://www.googleapis.com/compute/v1/projects/p/zones/z/instances/{u}" for u in users))
+        return 0
+    if words[:3] == ["compute", "instances", "attach-disk"]:
+        if int(_read("attach_rc") or 0):
+            print(f"ERROR: (gcloud.compute.instances.attach-disk) {words[3]}: the disk is in use", file=sys.stderr)
+            return 1
+        with (STATE / "disk_users").open("a") as users:
+            users.write(words[3] + "\n")
         return 0
     if "ssh" in words or "scp" in words:
         return int(_read("ssh_rc") or 0)

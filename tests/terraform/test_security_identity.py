@@ -181,3 +181,6 @@ def test_shared_pd_is_attached_read_only() -> None:
     assert "ignore_changes = [data_disks]" in (REPO / "modules/tpu_vm/main.tf").read_text()
     assert "attach-disk" in (attach := (REPO / "builder/templates/tpu_attach.sh.j2").read_text())
     assert "--mode=read-only" in attach and "--mode=read-write" not in attach
+    # mig: mig-attach (and the health check, the same function) attaches it read-only to each VM
+    mig = (REPO / "builder/templates/_mig_attach.sh.j2").read_text()
+    assert "instances attach-disk" in mig and "--mode=ro " in mig and "--mode=rw" not in mig

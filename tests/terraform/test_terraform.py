@@ -166,6 +166,13 @@ def _spot_check(settings: Any, module: str, plan: dict[str, Any]) -> list[str]:
                 if disk.get("source"):
                     assert disk["mode"] == "READ_ONLY", f"{res['address']}: the shared disk must be READ_ONLY"
                     checked.append("read-only")
+            # but in calendar mode mig-attach attaches the shared PD once seeded (read-only:
+            # tests/shell/test_mig_attach.py), not the template of a new slice
+            from builder.module_parts import mig_attaches_disk
+
+            if mig_attaches_disk(settings):
+                assert not [d for d in values["disk"] if d.get("source")], f"{res['address']}: no dataset disk"
+                checked.append("read-only")
             assert values["metadata"]["startup-script"] == STARTUP
             checked += ["no-external-ip", "startup-script"]
             if settings.provisioning == "flex-start":

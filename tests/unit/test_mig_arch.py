@@ -173,10 +173,12 @@ def test_slice_steps_run_guard_drain_apply_resize(flags: dict[str, bool]) -> Non
     order = ["mig-plan", "mig-guard", "mig-drain", "mig-apply", "mig-resize"]
     assert [i for i in ids if i in order] == order
     wait = {st.id: list(st.wait_for) for st in build.steps}
-    # an update that applies the dataset disk too seeds it first: the hosts that attach it apply after the seed
+    # an update that applies the dataset disk too seeds it: the slice is applied and resized beside
+    # the seed, and mig-attach gives every VM the disk after both
     seeded = ["shared_pd-seed"] if "shared_pd-seed" in ids else []
-    assert wait["mig-drain"] == ["mig-guard"] and wait["mig-apply"] == ["mig-drain", *seeded]
-    assert wait["mig-resize"] == ["mig-apply"] and "mig-resize" in wait["finalize"]
+    assert wait["mig-drain"] == ["mig-guard"] and wait["mig-apply"] == ["mig-drain"]
+    assert wait["mig-resize"] == ["mig-apply"] and wait["mig-attach"] == ["mig-resize", *seeded]
+    assert "mig-attach" in wait["finalize"] and ids.index("mig-resize") < ids.index("mig-attach")
     # nothing of the drain/resize touches Filestore or the disk
     for sid in ("mig-drain", "mig-resize"):
         text = step_script(config["steps"][ids.index(sid)], BUILTINS)

@@ -210,20 +210,25 @@ def test_seed_follows_shared_pd_and_precedes_the_disk_users():
 
 @pytest.mark.parametrize("values", sorted(EXAMPLES.glob("*.env")) + [REPO / "values.env"], ids=lambda p: p.name)
 def test_the_tpu_is_planned_and_guarded_beside_the_seed(values):
-    """For every example, the rendered create's TPU plan and guard wait for no seed, and on vm
-    neither does the TPU's apply: only the step that gives the hosts the disk does (a MIG's apply,
-    whose template carries it; tpu-attach on vm) (docs/pipeline.md, "The scarce resource first")."""
+    """For every example, the rendered create's TPU plan and guard wait for no seed, and neither
+    does the slice's apply (the TPU VM's, a MIG's): only the step that gives the hosts the disk
+    does (tpu-attach, mig-attach; a calendar MIG's apply, whose template carries it)
+    (docs/pipeline.md, "The scarce resource first")."""
     s = load(values)
     config = render(s, make_plan(s, "create"))
     steps = by_id(config)
-    tpu = accelerator_module(s.arch)
+    tpu, hosts = accelerator_module(s.arch), hosts_module(s.arch)
     seeding = "shared_pd-seed" in steps
-    for kind in ("plan", "guard") + (("apply",) if s.arch == "vm" else ()):
+    later = s.provisioning != "calendar"
+    for kind in ("plan", "guard") + (("apply",) if later else ()):
         assert "shared_pd-seed" not in ancestors(config, f"{tpu}-{kind}")
+        assert "shared_pd-seed" not in ancestors(config, f"{hosts}-{kind}")
     held = {i for i in steps if i.rsplit("-", 1)[-1] in ("apply", "attach")
             and "shared_pd-seed" in ancestors(config, i) and "shared_pd-seed" in steps[i]["waitFor"]}
-    gives_disk = f"{hosts_module(s.arch)}-{'attach' if s.arch == 'vm' else 'apply'}"
+    gives_disk = f"{hosts}-{'attach' if later else 'apply'}"
     assert held == ({gives_disk} if seeding else set())
+    if seeding and s.arch == "mig":  # every VM is there (mig-resize) before the disk is given to them
+        assert steps["mig-attach"]["waitFor"] == ["mig-resize", "shared_pd-seed"]
     assert seeding == (s.shared_pd_attach and bool(s.gcs_dataset))
 
 
