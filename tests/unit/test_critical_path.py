@@ -34,14 +34,19 @@ def test_a_generation_without_a_known_quota_learns_it_at_the_apply(capsys):
     config = render(s, make_plan(s, "create"))
     now = critical_path.figures(config, s)
     assert now["quota"] == now["tpu"]
-    # the MIG is made beside the seed (mig-attach gives its VMs the disk): its slice exists, resized,
-    # before the seed ends, and training waits for the seed and the attach only
-    t = critical_path.times(config, s)
-    seed_end = t["shared_pd-seed"][1]
-    assert now["tpu"] < t["mig-resize"][1] < seed_end < t["mig-attach"][1] <= now["train"]
     assert critical_path.main(["--values", str(EXAMPLES / "vm-v4-32.env"), "--actions", "create,destroy"]) == 0
     out = capsys.readouterr().out
     assert "vm-v4-32.env" in out and "destroy" in out and " -> " in out
+
+
+def test_the_mig_slice_is_made_beside_the_seed():
+    """mig-attach gives the MIG's VMs the disk: the slice exists, resized, before the seed ends, and
+    training waits for the seed and the attach only."""
+    s = load(EXAMPLES / "mig-v6e-16-spot.env")
+    assert s.shared_pd_attach and s.gcs_dataset
+    config = render(s, make_plan(s, "create"))
+    now, t = critical_path.figures(config, s), critical_path.times(config, s)
+    assert now["tpu"] < t["mig-resize"][1] < t["shared_pd-seed"][1] < t["mig-attach"][1] <= now["train"]
 
 
 @pytest.mark.parametrize("example", ["mig-v6e-16-spot.env", "mig-v6e-32-calendar.env"])
