@@ -58,7 +58,9 @@ def times(config: dict[str, Any], settings: Any) -> dict[str, tuple[float, float
     out: dict[str, tuple[float, float]] = {}
     for st in config["steps"]:
         start = max((out[w][1] for w in st["waitFor"] if w != "-"), default=0.0)
-        out[st["id"]] = (start, start + duration(st, settings))
+        # the same file planned against itself replaces no slice: make-before-break's steps only look
+        # (`tpubuild plan --applied OLD` prints what a replacing update adds: builder/replacement.py)
+        out[st["id"]] = (start, start + duration(st, settings, replacing=False))
     return out
 
 

@@ -36,12 +36,21 @@ MINUTES: dict[str, float] = {
 SEED_PER_100GB = 10.0
 
 
-def duration(step: dict[str, Any], settings: Any) -> float:
+#: The make-before-break steps that find nothing to do when the build replaces no slice (a create,
+#: an update that keeps the slice): a container start and one lookup each.
+MOVE_KINDS = frozenset({"swap", "checkpoint", "release", "resume"})
+NOTHING_TO_MOVE = 0.5
+
+
+def duration(step: dict[str, Any], settings: Any, *, replacing: bool = True) -> float:
     """Minutes of one step (a rendered step, or any mapping with its ``id``): its id's row, else its
-    kind's (``<module>-<kind>``), else 1; a seed adds its disk's copy time."""
+    kind's (``<module>-<kind>``), else 1; a seed adds its disk's copy time. ``replacing=False``: the
+    build replaces no slice, so the :data:`MOVE_KINDS` steps only look (``NOTHING_TO_MOVE``)."""
     sid = step["id"]
     kind = sid.rsplit("-", 1)[-1] if "-" in sid else sid
     kind = {"tpubuild-image": "image", "check-capacity": "capacity"}.get(sid, kind)
+    if not replacing and kind in MOVE_KINDS:
+        return NOTHING_TO_MOVE
     minutes = MINUTES.get(sid, MINUTES.get(kind, 1.0))
     if kind == "seed":
         minutes += SEED_PER_100GB * settings.shared_pd_size_gb / 100
