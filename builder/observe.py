@@ -20,7 +20,6 @@ Decisions (README "Watch it", docs/models.md):
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import shlex
 from string import Template
@@ -164,6 +163,8 @@ def open_hints(t: Target, host: int, stamp: str, state_bucket: str) -> list[str]
     slots = getattr(reach, "slots", ()) if getattr(reach, "resolved", False) else ()
     listed = bool(reach.preamble()) and not slots  # worker 0 = the first VM name of the group in C-locale order
     if slots:  # vm: the slice is in whichever of its two slots exists (make-before-break alternates them)
+        import dataclasses  # models/hosts.py: a dataclass of the launchers' own
+
         argv = dataclasses.replace(reach, tpu_name="TPU", slots=()).argv("0", board)
         where = [f"  TPU is whichever of {', '.join(slots)} exists (tpubuild status shows it)"]
     elif listed:
