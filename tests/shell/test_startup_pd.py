@@ -11,15 +11,12 @@ from test_startup import endpoint, node_box, ok, tpu  # noqa: F401  (tpu: the fi
 from test_startup_sandbox import STARTUP
 
 
-def test_a_disk_attached_after_the_boot_is_waited_for_then_mounted(tmp_path, md, tpu):
-    """vm: tpu-attach attaches the shared PD once shared_pd-seed is done, after the hosts booted:
-    the boot waits for the device, says so, then mounts it read-only."""
-    box = node_box(tmp_path, md, endpoint(tpu))
-    dev = box.root / "dev" / "disk" / "by-id" / "google-shared-pd"
-    dev.unlink()
+def _boot_while_the_disk_is_attached(box, dev) -> None:
+    """Boot ``box`` while an attach (tpu-attach, mig-attach) creates the device ``dev`` once the
+    boot says it waits for it; the boot mounts it read-only and says it waited for the seed."""
     done = threading.Event()
 
-    def attach_when_waited_for() -> None:  # what tpu-attach does, once the boot waits for it
+    def attach_when_waited_for() -> None:  # what the attach step does, once the boot waits for it
         while not done.wait(0.05):
             if "waiting for the dataset disk" in box.console():
                 dev.touch()
@@ -36,6 +33,15 @@ def test_a_disk_attached_after_the_boot_is_waited_for_then_mounted(tmp_path, md,
     assert "waiting for the dataset disk" in box.console() and "shared_pd-seed" in box.console()
     pd_dir = f"{box.root}/mnt/common/shared_pd"
     assert [c for c in box.calls() if c.startswith("mount ") and pd_dir in c and "ro" in c]
+
+
+def test_a_disk_attached_after_the_boot_is_waited_for_then_mounted(tmp_path, md, tpu):
+    """vm: tpu-attach attaches the shared PD once shared_pd-seed is done, after the hosts booted:
+    the boot waits for the device, says so, then mounts it read-only."""
+    box = node_box(tmp_path, md, endpoint(tpu))
+    dev = box.root / "dev" / "disk" / "by-id" / "google-shared-pd"
+    dev.unlink()
+    _boot_while_the_disk_is_attached(box, dev)
 
 
 @pytest.mark.parametrize("marker, said", [
@@ -67,23 +73,5 @@ def test_a_mig_host_waits_for_the_disk_mig_attach_gives_it_and_says_so(tmp_path,
     dev.parent.mkdir(parents=True, exist_ok=True)
     (box.state / "blkid").mkdir(exist_ok=True)
     (box.state / "blkid" / "google-shared-pd").write_text("TYPE=ext4\n")  # seeded: an ext4 filesystem
-    done = threading.Event()
-
-    def attach_when_waited_for() -> None:  # what mig-attach does, once the boot waits for it
-        while not done.wait(0.05):
-            if "waiting for the dataset disk" in box.console():
-                dev.touch()
-                return
-
-    attach = threading.Thread(target=attach_when_waited_for)
-    attach.start()
-    try:
-        result = box.run(STARTUP, box.env(TPUBUILD_PD_WAIT_S="30"))
-    finally:
-        done.set()
-        attach.join()
-    assert result.returncode == 0, result.stderr
-    assert "waiting for the dataset disk" in box.console() and "shared_pd-seed" in box.console()
-    pd_dir = f"{box.root}/mnt/common/shared_pd"
-    assert [c for c in box.calls() if c.startswith("mount ") and pd_dir in c and "ro" in c]
+    _boot_while_the_disk_is_attached(box, dev)
     assert (box.run_dir / "ready").exists()
