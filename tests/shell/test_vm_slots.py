@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -156,5 +157,17 @@ def test_the_probe_says_whether_it_trains_and_when_the_checkpoint_was_written(cl
     ckpt.parent.mkdir(parents=True)
     ckpt.write_text("weights")
     os.utime(ckpt, (1700000000, 1700000000))
-    r = _bash(script, {**env, "TPUBUILD_SLICE": B}, tmp_path)
-    assert r.stdout.splitlines()[-1] == "tpubuild-probe 0 1700000000", r.stderr
+    # a training outside the hosts (a test beside this one) is not theirs; one on them is
+    training = [sys.executable, "-c", "import time; time.sleep(60)", "fairseq_cli.train"]
+    outside = subprocess.Popen(training, env={k: v for k, v in env.items() if k != "SANDBOX"})
+    try:
+        r = _bash(script, {**env, "TPUBUILD_SLICE": B}, tmp_path)
+        assert r.stdout.splitlines()[-1] == "tpubuild-probe 0 1700000000", r.stderr
+        inside = subprocess.Popen(training, env=env)
+        try:
+            r = _bash(script, {**env, "TPUBUILD_SLICE": B}, tmp_path)
+            assert r.stdout.splitlines()[-1] == "tpubuild-probe 1 1700000000", r.stderr
+        finally:
+            inside.kill()
+    finally:
+        outside.kill()

@@ -9,7 +9,8 @@ vm: ``gcloud compute tpus tpu-vm list`` prints ``<box>/slices`` (the TPU VMs of 
 ``gcloud [alpha] compute tpus tpu-vm ssh|scp TPU ... --worker=all|N`` reaches the hosts in worker
 order when TPU is one of them (else NOT_FOUND, exit 1), appending TPU to ``<box>/tpus``; mig:
 ``gcloud compute ssh|scp NAME`` the host called NAME, and ``list-instances`` prints
-``<box>/listing``. Every call is appended to ``<box>/calls`` as ``verb host``.
+``<box>/listing``. Every call is appended to ``<box>/calls`` as ``verb host``. ``pgrep``/``pkill``
+see only the processes the hosts started (:data:`FAKE_PROCESSES`).
 """
 
 from __future__ import annotations
@@ -80,6 +81,53 @@ for host in targets(name):
 '''
 
 
+#: ``pgrep``/``pkill`` on the sandbox's hosts: they see only the processes a sandboxed host started
+#: (``SANDBOX=<box>`` in their environment), as a host sees only its own; the real ones would see,
+#: and pkill would signal, the training of tests running beside this one.
+FAKE_PROCESSES = r'''#!{python}
+import os, re, signal, sys
+
+kill = os.path.basename(sys.argv[0]) == "pkill"
+sig, full, words = signal.SIGTERM, False, []
+for a in sys.argv[1:]:
+    if a == "-f":
+        full = True
+    elif kill and a[:1] == "-" and a[1:].isdigit():
+        sig = int(a[1:])
+    elif kill and a[:1] == "-" and a[1:].isalpha():
+        sig = getattr(signal, "SIG" + a[1:])
+    elif a[:1] == "-":
+        sys.exit(f"sandbox {os.path.basename(sys.argv[0])}: flag {a} is not stood in for")
+    else:
+        words.append(a)
+pattern, mark, found = re.compile(words[0]), ("SANDBOX=" + os.environ["SANDBOX"]).encode(), []
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    if int(pid) == os.getpid():
+        continue
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            if mark not in f.read().split(b"\0"):
+                continue
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            line = f.read().rstrip(b"\0").replace(b"\0", b" ").decode(errors="replace")
+        with open(f"/proc/{pid}/comm") as f:
+            comm = f.read().strip()
+    except OSError:
+        continue
+    if pattern.search(line if full else comm):
+        found.append(int(pid))
+for pid in found:
+    if kill:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+    else:
+        print(pid)
+sys.exit(0 if found else 1)
+'''
+
+
 def sandbox(box: Path, names: list[str], profile: str = "", *, listing: list[str] | None = None,
             slices: list[str] = ()) -> dict[str, str]:
     """Hosts ``names`` (worker order) under ``box``; ``profile`` is added to each host's
@@ -88,7 +136,9 @@ def sandbox(box: Path, names: list[str], profile: str = "", *, listing: list[str
     bin_dir = box / "bin"
     bin_dir.mkdir(parents=True)
     stand_ins = {"gcloud": FAKE_GCLOUD.replace("{python}", sys.executable),
-                 "sudo": '#!/bin/sh\nexec "$@"\n', "mountpoint": "#!/bin/sh\nexit 0\n"}
+                 "sudo": '#!/bin/sh\nexec "$@"\n', "mountpoint": "#!/bin/sh\nexit 0\n",
+                 "pgrep": FAKE_PROCESSES.replace("{python}", sys.executable),
+                 "pkill": FAKE_PROCESSES.replace("{python}", sys.executable)}
     for name, text in stand_ins.items():
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
