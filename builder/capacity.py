@@ -118,6 +118,7 @@ def beside(settings: Settings, running: Settings | None) -> Need | str:
 
     from builder import tfvars
     from builder.config.replace import MAKE_BEFORE_BREAK
+    from builder.module_parts import replacing
     from builder.modules import accelerator_module, spec
 
     new = need(settings)
@@ -125,7 +126,7 @@ def beside(settings: Settings, running: Settings | None) -> Need | str:
             or running.arch != settings.arch):
         return new
     module = accelerator_module(settings.arch)
-    forcing = spec(settings.arch, module).replaced_by  # type: ignore[union-attr]
+    forcing = replacing(spec(settings.arch, module), settings)
     before, after = tfvars.for_module(running, module), tfvars.for_module(settings, module)
     old = need(running)
     if (all(before.get(v) == after.get(v) for v in forcing) or isinstance(old, str)

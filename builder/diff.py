@@ -15,7 +15,9 @@ Which variable change replaces what is the provider's ``ForceNew`` behaviour (pr
 * ``mig`` (the slice, TPU_ARCH=mig): anything in the workload policy or the instance template
   (accelerator type and topology, machine type, image, boot disk, IPs, provisioning, metadata)
   makes a new template and the group replaces every host (training interrupted); a new topology
-  drains the slice first (``mig-drain``). Its TTL job changes in place. (The node roots are
+  drains the slice first (``mig-drain``). Under make-before-break (TPU_REPLACE, the default but
+  for calendar mode) the same change *replaces* the slice: a second MIG is made beside the running
+  one, which keeps training until the swap. Its TTL job changes in place. (The node roots are
   destroy only: nothing of theirs changes.)
 * ``filestore``: ``capacity_gb`` grows in place (a smaller capacity, a new tier, name, share or
   network replaces the instance: its data is lost unless backed up; the guard refuses it).
@@ -38,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from builder import modules as catalogue
 from builder import tfvars
 from builder.modules import ModuleSpec, accelerator_module, hosts_module
+from builder.module_parts import replacing
 from builder.records import asdict, field, record
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -131,9 +134,10 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-def _effect(spec: ModuleSpec, var: str, old: Any, new: Any) -> str:
-    """What changing ``var`` does to the module (the catalogue entry's ``replaced_by`` and kin)."""
-    if var in spec.replaced_by:
+def _effect(spec: ModuleSpec, var: str, old: Any, new: Any, replaced_by: frozenset[str]) -> str:
+    """What changing ``var`` does to the module (``replaced_by``: builder.module_parts.replacing, the
+    catalogue entry's ``replaced_by`` and, making before breaking, what recreates its hosts; then kin)."""
+    if var in replaced_by:
         return "replace"
     if var in spec.resized_by:
         return "resize"
@@ -150,13 +154,14 @@ def module_changes(applied: Settings, target: Settings, module: str) -> tuple[Ch
     before, after = tfvars.for_module(applied, module), tfvars.for_module(target, module)
     spec = catalogue.spec(target.arch, module)
     assert spec is not None, module
+    replaced_by = replacing(spec, target)
     out = []
     for var in after:
         old, new = before.get(var), after[var]
         source = _DERIVED.get(var)
         if old == new or (source is not None and source in after and before.get(source) != after[source]):
             continue
-        out.append(Change(var, old, new, _effect(spec, var, old, new)))
+        out.append(Change(var, old, new, _effect(spec, var, old, new, replaced_by)))
     return tuple(out)
 
 

@@ -40,7 +40,7 @@ from typing import Any
 
 from builder import guard_classes
 from builder.errors import BadInput
-from builder.modules import DESTROYED_ON_PURPOSE, GUARD_ACTIONS, NAMES, TRAINING_RESOURCES
+from builder.modules import DESTROYED_ON_PURPOSE, GUARD_ACTIONS, NAMES, SLICE_RESOURCES, TRAINING_RESOURCES
 from builder.records import record
 
 #: Plan modules and the actions whose pipelines apply Terraform plans (builder.modules).
@@ -242,7 +242,7 @@ def evaluate(doc: Any, module: str, action: str, *, allow_data_loss: bool = Fals
         for c in lost:
             warnings.append(f"DATA LOSS ALLOWED ({OVERRIDE}): {c.describe()}; {loses(c.type)} is lost")
     if action != "destroy":
-        warnings.extend(double_billing(doc, changes))
+        warnings.extend(double_billing(doc, changes, module))
     for c in changes:
         if c.type in guard_classes.CAPACITY and (c.destroys or c.forgets):
             warnings.append(f"CAPACITY: {c.describe()}: {guard_classes.CAPACITY[c.type]}")
@@ -260,16 +260,19 @@ def _described(doc: Mapping[str, Any], address: str, side: str) -> str:
     values = (rc.get("change") or {}).get(side) or {}
     name = values.get("name") if isinstance(values, Mapping) else None
     kind = values.get("accelerator_type") if isinstance(values, Mapping) else None
-    return f"{name} ({kind})" if isinstance(name, str) and isinstance(kind, str) else address
+    if not isinstance(name, str):
+        return address
+    return f"{name} ({kind})" if isinstance(kind, str) else name  # a MIG names no accelerator type
 
 
-def double_billing(doc: Mapping[str, Any], changes: Sequence[Change]) -> list[str]:
-    """Make-before-break (TPU_REPLACE, modules/tpu_vm's slots): a TPU created while another of its type
-    is kept running. Both are billed until the pipeline's release step deletes the old one, after
+def double_billing(doc: Mapping[str, Any], changes: Sequence[Change], module: str = "tpu") -> list[str]:
+    """Make-before-break (TPU_REPLACE, the slots of modules/tpu_vm and modules/tpu_mig): a slice (a
+    catalogue entry's ``slice_resource``: a TPU VM, a MIG) created while another of its type is
+    kept. Both are billed until the pipeline's ``<module>-release`` step deletes the old one, after
     the new one is READY; the plan says how long and what that costs (docs/pipeline.md)."""
     out = []
     for c in changes:
-        if c.type not in TPU_TYPES or c.kind != "create":
+        if c.type not in SLICE_RESOURCES or c.kind != "create":
             continue
         kept = [k for k in changes if k.type == c.type and k.kind in ("no-op", "update")]
         if kept:
@@ -277,6 +280,6 @@ def double_billing(doc: Mapping[str, Any], changes: Sequence[Change]) -> list[st
             old = ", ".join(_described(doc, k.address, "before") for k in kept)
             out.append(f"DOUBLE BILLING (make-before-break): {new} is created beside {old}, which keeps running "
                        f"(and training) until the new slice is READY and, with a MODEL, its training stops at "
-                       f"a checkpoint (tpu-checkpoint); both are billed until the release step deletes "
+                       f"a checkpoint ({module}-checkpoint); both are billed until {module}-release deletes "
                        f"{old} (`tpubuild plan` estimates how long and what it costs)")
     return out

@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
 __all__ = ["AFTER", "BEFORE", "BESIDE", "EARLY", "GATE", "INTERRUPTS", "ExtraStep", "StatusPart", "backs_up", "queued",
-           "makes_before_breaking", "moves_training",
+           "makes_before_breaking", "breaks_before_making", "replacing", "moves_training", "MOVES",
            "capacity_request", "calendar_by_gcloud",
            "runtime", "share_lost", "slice_shape", "filestore_what", "shared_pd_what", "tpu_what",
            "slice_access_what", "slice_what", "SLICE_TEMPLATE", "TPU_VM_REPLACED_BY"]
@@ -84,12 +84,28 @@ def queued(s: Settings) -> bool:
 
 def makes_before_breaking(s: Settings) -> bool:
     """TPU_REPLACE=make-before-break (builder/config/replace.py): a replacing change creates the new
-    slice beside the old one (tpu-apply), checks it (tpu-swap), then deletes the old one
-    (tpu-release); with a MODEL, :func:`moves_training`. A change that replaces nothing finds
+    slice beside the old one (<module>-apply: tpu on vm, mig on mig), checks it (-swap), then deletes
+    the old one (-release); with a MODEL, :func:`moves_training`. A change that replaces nothing finds
     nothing to swap or release."""
     from builder.config.replace import MAKE_BEFORE_BREAK
 
     return s.replace == MAKE_BEFORE_BREAK
+
+
+def breaks_before_making(s: Settings) -> bool:
+    """mig, TPU_REPLACE=break-before-make: a new workload policy goes on the running group, which
+    Google allows only while the group has no VMs, so mig-drain empties it first (make-before-break
+    puts the new policy on a second group instead, and drains nothing)."""
+    return not makes_before_breaking(s)
+
+
+def replacing(spec: Any, s: Settings) -> frozenset[str]:
+    """The variables of catalogue entry ``spec`` whose change replaces it with values ``s``: its
+    ``replaced_by``, and on the accelerator module under make-before-break its ``hosts_recreated_by``
+    too (mig: what would recreate every VM of the group makes a second MIG beside it instead).
+    ``builder.diff`` and the capacity check (``builder.capacity.beside``) read it."""
+    swaps = spec.accelerator and makes_before_breaking(s)
+    return spec.replaced_by | spec.hosts_recreated_by if swaps else spec.replaced_by
 
 
 def moves_training(s: Settings) -> bool:
@@ -98,6 +114,13 @@ def moves_training(s: Settings) -> bool:
     training on the old slice at its next checkpoint, tpu-resume starts it on the new one once the
     old is deleted."""
     return makes_before_breaking(s) and bool(s.model)
+
+
+#: TPU_REPLACE, the steps of the module whose slice is replaced (vm's tpu, mig's mig): swap and
+#: release make before break, prepare/checkpoint/resume move a MODEL's training (docs/pipeline.md).
+MOVES = (ExtraStep("prepare", "apply", EARLY, moves_training), ExtraStep("swap", "apply", AFTER, makes_before_breaking),
+         ExtraStep("checkpoint", "apply", AFTER, moves_training),
+         ExtraStep("release", "apply", AFTER, makes_before_breaking), ExtraStep("resume", "apply", AFTER, moves_training))
 
 
 def capacity_request(s: Settings) -> bool:
@@ -140,12 +163,14 @@ def mig_attach(s: Settings) -> dict[str, Any]:
 TPU_VM_REPLACED_BY = frozenset({"project_id", "zone", "name", "accelerator_type", "runtime_version", "network",
                                  "subnetwork", "external_ips", "preemptible", "spot", "reserved", "shared_pd_attach"})
 #: modules/tpu_mig: what the workload policy and the instance template hold; a change makes a new
-#: template (every VM of the group is replaced) or a new policy (the group is drained first).
+#: template (every VM of the group is replaced) or a new policy (the group is drained first). Under
+#: make-before-break it makes a new slice instead: a second MIG beside the running one (its
+#: ``wanted`` in modules/tpu_mig/main.tf is this set; tests/terraform/test_mig_slots.py compares).
 SLICE_TEMPLATE = frozenset({"accelerator_type", "machine_type", "vm_count", "accelerator_topology", "topology",
                              "host_bounds", "chips_per_host_bounds", "image_project", "image_family",
                              "boot_disk_size_gb", "boot_disk_type", "external_ips", "network", "subnetwork",
                              "shared_pd_attach", "shared_pd_attached_later", "mount_point", "setup_script",
-                             "provisioning", "reservation", "env_name"})
+                             "provisioning", "reservation", "env_name", "labels", "max_run_hours"})
 
 
 # ---- what `tpubuild plan` says each module is ----
@@ -171,5 +196,6 @@ def slice_access_what(s: Settings) -> str:
 def slice_what(s: Settings) -> str:
     sh = s.mig_shape
     policy = f"workload policy {s.tpu_name}-{sh.topology}" if sh.accelerator_topology else "no workload policy (one VM)"
-    return (f"MIG {s.tpu_name} ({sh.vms} x {sh.machine_type}, {policy}, {s.provisioning}); "
-            "drained first if the topology changes, then resized to the slice")
+    how = ("a change of the slice makes a second MIG beside it (make-before-break)" if makes_before_breaking(s)
+           else "drained first if the topology changes, then resized to the slice")
+    return f"MIG {s.tpu_name} ({sh.vms} x {sh.machine_type}, {policy}, {s.provisioning}); {how}"

@@ -43,6 +43,7 @@ node). One :class:`ModuleSpec` per (plan module, directory) says:
   ``tpubuild plan`` warns when a destroy takes it with no such step first;
 * ``training_resources``: the resource types whose replacement or deletion stops the training on
   them, and ``replace_warning``, what the guard announces when a create/update replaces one;
+  ``slice_resource``: the type that is one whole slice (a second one: the guard's DOUBLE BILLING);
 * ``status``: its rows in ``tpubuild status`` (:class:`StatusPart`); ``state_link``: the output
   of its state that ``status`` shows as a link (the dashboard's ``console_url``);
 * ``steps``: its steps beyond plan → guard → apply (:class:`ExtraStep`); ``snapshot``: what an
@@ -76,11 +77,10 @@ from typing import TYPE_CHECKING, Any
 
 from builder import dashboard_tiles as dash
 from builder import status_rows as rows
-from builder.module_parts import (AFTER, BEFORE, BESIDE, EARLY, GATE, INTERRUPTS, SLICE_TEMPLATE, TPU_VM_REPLACED_BY,
-                                  ExtraStep, StatusPart, backs_up, calendar_by_gcloud, capacity_request,
-                                  filestore_what, makes_before_breaking as mbb, mig_attaches_disk, moves_training,
-                                  queued, runtime, share_lost, shared_pd_what, slice_access_what, slice_shape,
-                                  slice_what, tpu_what)
+from builder.module_parts import (AFTER, BEFORE, BESIDE, GATE, INTERRUPTS, MOVES, SLICE_TEMPLATE, TPU_VM_REPLACED_BY,
+                                  ExtraStep, StatusPart, backs_up, breaks_before_making, calendar_by_gcloud,
+                                  capacity_request, filestore_what, mig_attaches_disk, queued, runtime, share_lost,
+                                  shared_pd_what, slice_access_what, slice_shape, slice_what, tpu_what)
 from builder.records import record
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -179,6 +179,7 @@ class ModuleSpec:
     data_resources: tuple[tuple[str, str], ...] = ()
     lost: Callable[[Settings], str] | None = None
     training_resources: tuple[str, ...] = ()
+    slice_resource: str = ""
     replace_warning: str = INTERRUPTS
     status: tuple[StatusPart, ...] = ()
     state_link: str = ""
@@ -218,14 +219,12 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                keys=TPU_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",),
                accelerator=True, prices=("tpu",), training=True, replaced_by=TPU_VM_REPLACED_BY,
                training_resources=("google_tpu_v2_vm", "google_tpu_v2_queued_resource"),
+               slice_resource="google_tpu_v2_vm",
                status=(StatusPart("tpu", rows.tpu_row), StatusPart("queued", rows.queued_row, queued)),
                # queue/unqueue: TPU_QUEUED; attach: the shared PD once seeded (the TPU is made beside the seed);
                # swap/release: TPU_REPLACE; prepare/checkpoint/resume move a MODEL's training (docs/pipeline.md)
                steps=(ExtraStep("unqueue", "destroy", BEFORE, queued), ExtraStep("queue", "apply", AFTER, queued),
-                      ExtraStep("attach", "apply", AFTER, lambda s: s.shared_pd_attach),
-                      ExtraStep("prepare", "apply", EARLY, moves_training), ExtraStep("swap", "apply", AFTER, mbb),
-                      ExtraStep("checkpoint", "apply", AFTER, moves_training),
-                      ExtraStep("release", "apply", AFTER, mbb), ExtraStep("resume", "apply", AFTER, moves_training)),
+                      ExtraStep("attach", "apply", AFTER, lambda s: s.shared_pd_attach), *MOVES),
                scoped=True, tiles=dash.tpu_vm_tiles, ttl=True, summary=runtime),
     # mig: tpu = the slice's access (identity, IAP-SSH firewall, MIG reader role); mig =
     # the slice (workload policy + instance template + MIG), one state: docs/pipeline.md has why
@@ -242,12 +241,14 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                hosts_recreated_by=SLICE_TEMPLATE, drained_by=frozenset({"accelerator_topology", "topology"}),
                # a new workload policy is a new topology: every VM of the MIG is recreated
                training_resources=("google_compute_resource_policy",),
+               slice_resource="google_compute_instance_group_manager",
                replace_warning="the slice's topology changes: training is interrupted; every VM of the MIG is "
                                "deleted (mig-drain) and recreated (mig-resize)",
                status=(StatusPart("slice", rows.slice_row), StatusPart("capacity", rows.capacity_row, capacity_request)),
-               steps=(ExtraStep("drain", "apply", GATE), ExtraStep("calendar", "apply", AFTER, calendar_by_gcloud),
-                      ExtraStep("resize", "apply", AFTER),  # docs/pipeline.md; attach: the disk, once seeded
-                      ExtraStep("attach", "apply", AFTER, mig_attaches_disk)),
+               # drain: break-before-make only; attach: the disk, once seeded; then as on vm (docs/pipeline.md)
+               steps=(ExtraStep("drain", "apply", GATE, breaks_before_making),
+                      ExtraStep("calendar", "apply", AFTER, calendar_by_gcloud), ExtraStep("resize", "apply", AFTER),
+                      ExtraStep("attach", "apply", AFTER, mig_attaches_disk), *MOVES),
                scoped=True, tiles=dash.slice_tiles, ttl=True, summary=slice_shape),
     # one worker per TPU host, which read the TPU's, the share's and the disk's states
     ModuleSpec("mig", "modules/mig", ("node",), lambda s: f"MIG {s.mig_name} ({s.hosts} x {s.machine_type})",
@@ -260,9 +261,8 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                state_link="console_url", tiles=dash.step_tiles),
 )
 
-#: Which module a full destroy takes first when several are free to go (the hosts, then their
-#: access, then the data, the dashboard last); :func:`destroy_order` keeps the destroy DAG's order
-#: whatever this says, and a module missing here goes last.
+#: Which module a full destroy takes first when several are free to go (hosts, access, data, dashboard);
+#: :func:`destroy_order` keeps the destroy DAG's order whatever this says; a module missing here goes last.
 DESTROY_SEQUENCE: tuple[str, ...] = ("mig", "tpu", "filestore", "shared_pd", "dashboard")
 
 #: Every plan module name, in create's order.
@@ -285,8 +285,7 @@ def spec(arch: str, module: str) -> ModuleSpec | None:
 
 
 def hosts_module(arch: str) -> str:
-    """The plan module whose machines are the hosts (they boot with env_setup and run the
-    training): the TPU VMs on vm, the worker MIG on node, the slice's MIG on mig."""
+    """The plan module whose machines are the hosts (boot with env_setup, train): vm's TPU VMs, mig's and node's MIG."""
     return next(s.name for s in specs(arch) if s.hosts)
 
 
@@ -301,8 +300,7 @@ def create_after(arch: str) -> dict[str, tuple[str, ...]]:
 
 
 def _destroy_edges(arch: str) -> dict[str, set[str]]:
-    """module → the modules destroyed before it: those created after it (they read its outputs)
-    and those declaring ``destroy_before`` it."""
+    """module → the modules destroyed before it: created after it (reading it), or ``destroy_before`` it."""
     mine = specs(arch)
     return {s.name: {o.name for o in mine if s.name in o.after or s.name in o.destroy_before} for s in mine}
 
@@ -365,8 +363,10 @@ DATA_MODULES: tuple[str, ...] = tuple(n for n in NAMES if holds_data(n))
 
 #: Resource type → what a destroy of its module deletes on purpose (the entries' ``data_resources``).
 DESTROYED_ON_PURPOSE: dict[str, str] = {t: what for s in CATALOGUE for t, what in s.data_resources}
-#: Resource type → what the guard announces when a create/update replaces it (``training_resources``).
+#: Resource type → what the guard announces when a create/update replaces it (``training_resources``);
+#: the types that are one whole slice each (``slice_resource``).
 TRAINING_RESOURCES: dict[str, str] = {t: s.replace_warning for s in CATALOGUE for t in s.training_resources}
+SLICE_RESOURCES: frozenset[str] = frozenset(s.slice_resource for s in CATALOGUE if s.slice_resource)
 #: The plan modules the scope flags name (``--tpu``/``--mig``, ``_TPU``/``_MIG``), in create's order.
 SCOPED: tuple[str, ...] = tuple(n for n in NAMES if any(s.scoped for s in CATALOGUE if s.name == n))
 

@@ -240,7 +240,7 @@ class _Steps:
     def _swap(self, step: Step) -> dict[str, Any]:
         s = self.s
         return dict(project=s.project_id, zone=s.zone, accelerator_type=s.accelerator_type, wait_s=SWAP_WAIT_S,
-                    model=s.model)
+                    model=s.model, module=step.module, vms=s.hosts)
 
     def _prepare(self, step: Step) -> dict[str, Any]:
         return dict(module=step.module, model=self.s.model)
@@ -267,9 +267,10 @@ class _Steps:
         # VMs wait for the reservation its request delivers at the start time
         s = self.s
         calendar = s.provisioning == "calendar"
+        # make-before-break: the group values.env asks for is the one mig-apply named (either slot)
         return dict(flex=s.provisioning == "flex-start", request=flex_request_name(s.tpu_name),
                     calendar_start=s.calendar_start if calendar else "", reservation=calendar_name(s.tpu_name),
-                    **self._slice(step))
+                    swaps=runs(s, self.plan, "swap") == step.module, **self._slice(step))
 
     def _calendar(self, step: Step) -> dict[str, Any]:
         s, shape = self.s, self.s.mig_shape

@@ -23,19 +23,18 @@ if TYPE_CHECKING:  # pragma: no cover
     from builder.diff import Diff
     from builder.plan import Plan
 
-#: The steps between the start of the new slice's create and the end of the old one's delete:
-#: both slices are billed through them (checkpoint: with a MODEL, the wait for its next checkpoint
-#: on the old slice, then its stop).
-OVERLAP_KINDS = ("apply", "swap", "checkpoint", "release")
-
-
 def overlap_minutes(plan: Plan) -> float:
-    """Minutes both slices are billed together: the accelerator's apply, swap, checkpoint (with a
-    MODEL) and release steps."""
+    """Minutes both slices are billed together: the accelerator module's steps from its apply (the
+    new slice's create) to its release (the old one's delete), both included: on vm apply, swap,
+    checkpoint (with a MODEL: the wait for its next checkpoint on the old slice, then its stop) and
+    release; on mig resize and attach too (the new group's VMs come and get the disk meanwhile)."""
     from builder.durations import duration
 
-    return sum(duration({"id": st.id}, None) for st in plan.steps
-               if st.module == accelerator_module(plan.arch) and st.kind in OVERLAP_KINDS)
+    mine = [st for st in plan.steps if st.module == accelerator_module(plan.arch)]
+    kinds = [st.kind for st in mine]
+    if "apply" not in kinds or "release" not in kinds:
+        return 0.0
+    return sum(duration({"id": st.id}, None) for st in mine[kinds.index("apply"):kinds.index("release") + 1])
 
 
 def facts(settings: Settings, plan: Plan, applied: Settings | None, d: Diff) -> dict[str, Any] | None:

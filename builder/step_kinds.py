@@ -60,8 +60,9 @@ SEED_STEP_S = 14400
 CALENDAR_STEP_S = 1800
 #: Seconds the tpubuild-image step may take: a check when the image exists, a build and push once.
 IMAGE_STEP_S = 1200
-#: TPU_REPLACE=make-before-break: how long tpu-swap waits for the new slice to be READY (tpu-apply's
-#: create already waited for it, up to modules/tpu_vm's 60 minutes create timeout).
+#: TPU_REPLACE=make-before-break: how long tpu-swap (mig-swap) waits for the new slice to be READY
+#: (every VM of the new group running) after its apply waited for it (modules/tpu_vm's 60 minutes
+#: create timeout; on mig, mig-resize's wait until the group is stable).
 SWAP_WAIT_S = 900
 #: TPU_REPLACE=make-before-break with a MODEL: how long tpu-checkpoint waits for the model's next
 #: checkpoint on the old slice before it stops the training anyway (TPUBUILD_DRAIN_WAIT_S overrides
@@ -86,7 +87,7 @@ KINDS: dict[str, Kind] = {
     "resize": Kind("gcloud", "mig_resize.sh.j2", RESIZE_STEP_S),
     "queue": Kind("gcloud", "tpu_queue.sh.j2", None),  # how long it waits for the queue, plus slack
     "attach": Kind("gcloud", "{module}_attach.sh.j2", 1200),  # tpu_attach (vm), mig_attach (mig)
-    "swap": Kind("gcloud", "tpu_swap.sh.j2", SWAP_WAIT_S + 300),
+    "swap": Kind("gcloud", "{module}_swap.sh.j2", SWAP_WAIT_S + 300),  # tpu_swap (vm), mig_swap (mig)
     # the move of the training (kind "drain" is the MIG's): scripts printed in the builder image
     # (tpubuild, no gcloud), run in the gcloud image
     "prepare": Kind("tpubuild", "tpu_prepare.sh.j2", 600),

@@ -3,17 +3,22 @@
 The rule, decided here once and read by every view through ``Settings.replace``:
 
 * ``make-before-break`` is the default wherever tpubuild can do it: the TPU API path
-  (``TPU_ARCH="vm"``) with a slice Terraform owns (not ``TPU_QUEUED``). A change that replaces the
-  slice (accelerator type, runtime, provisioning, network, ...) first creates the new slice under
-  the environment's other slice name (``tpu-<env>`` ↔ ``tpu-<env>-b``), waits until it is READY,
-  stops the training on the old one, and only then deletes the old one. Google never guarantees
-  capacity for a shape the project does not run yet; deleting first can leave nothing running.
-  Both slices are billed meanwhile (``tpubuild plan`` says how long and what it costs).
+  (``TPU_ARCH="vm"``) with a slice Terraform owns (not ``TPU_QUEUED``), and the Compute Engine path
+  (``TPU_ARCH="mig"``) but for calendar mode. A change that replaces the slice (vm: accelerator type,
+  runtime, provisioning, network, ...; mig: anything of the workload policy or the instance
+  template, which would recreate every VM) first creates the new slice under the environment's
+  other slice name (``tpu-<env>`` <-> ``tpu-<env>-b``: a second TPU VM, or a second MIG with its own
+  workload policy and template), waits until it is READY (every VM of the group running), moves
+  the training, and only then deletes the old one. Google never guarantees capacity for a shape
+  the project does not run yet; deleting first can leave nothing running. Both slices are billed
+  meanwhile (``tpubuild plan`` says how long and what it costs).
 * ``break-before-make`` only when the user asks for it (one slice billed at a time, e.g. a TPU
-  quota that cannot hold both slices), and where make-before-break is not implemented: the
-  Compute Engine path (``TPU_ARCH="mig"``: its update drains the MIG, then resizes it) and a
-  queued slice (``TPU_QUEUED``: the tpu-queue step deletes and requests it again). Asking for
-  make-before-break there is refused, one line, rather than silently not honoured.
+  quota that cannot hold both slices), and where make-before-break is not possible: a queued
+  slice (``TPU_QUEUED``: the tpu-queue step deletes and requests it again) and calendar mode on mig
+  (``TPU_PROVISIONING="calendar"``: the VMs run only on the one reservation its request delivers,
+  sized for one slice, so a second slice would have nowhere to run; the update drains the MIG,
+  then resizes it). Asking for make-before-break there is refused, one line, rather than silently
+  not honoured.
 
 The TPU quota check (``check-capacity``) counts both slices under make-before-break.
 """
@@ -28,13 +33,13 @@ BREAK_BEFORE_MAKE = "break-before-make"
 Fail = Callable[[str, str, str], None]
 
 
-def supported(arch: str, queued: bool) -> str:
+def supported(arch: str, queued: bool, provisioning: str = "") -> str:
     """'' where make-before-break is implemented, else why not (the end of a sentence)."""
-    if arch == "mig":
-        return ('is not implemented on TPU_ARCH="mig" (an update that changes the slice drains the MIG, then '
-                "resizes it: docs/pipeline.md)")
     if arch == "node":
         return "does not apply to the legacy TPU Node (it can only be destroyed)"
+    if arch == "mig" and provisioning == "calendar":
+        return ('is not possible with TPU_PROVISIONING="calendar" (the VMs run only on the one reservation its '
+                "request delivers, sized for one slice: an update drains the MIG, then resizes it)")
     if queued:
         return "is not implemented for a queued slice (TPU_QUEUED: tpu-queue deletes it and requests it again)"
     return ""
@@ -43,7 +48,7 @@ def supported(arch: str, queued: bool) -> str:
 def resolve(v: dict[str, Any], fail: Fail) -> None:
     """Set ``v["replace"]`` to the mode the slice is replaced with, or fail on TPU_REPLACE's line."""
     declared = v["replace"]
-    why_not = supported(v["arch"], v["queued"])
+    why_not = supported(v["arch"], v["queued"], v.get("provisioning", ""))
     if declared == MAKE_BEFORE_BREAK and why_not:
         fail("TPU_REPLACE", f"make-before-break {why_not}",
              f'remove TPU_REPLACE or set TPU_REPLACE="{BREAK_BEFORE_MAKE}"')

@@ -121,7 +121,7 @@ def test_a_tpu_made_beside_a_running_one_is_announced_as_double_billing(kept: li
     decision = evaluate(_slots(kept, ["create"]), "tpu", "update")
     assert decision.proceed
     (line,) = [w for w in decision.warnings if "DOUBLE BILLING" in w]
-    assert "tpu-x-b (v3-128) is created beside tpu-x (v3-32)" in line and "release step deletes tpu-x" in line
+    assert "tpu-x-b (v3-128) is created beside tpu-x (v3-32)" in line and "tpu-release deletes tpu-x" in line
 
 
 @pytest.mark.parametrize("old,new", [(["delete"], ["create"]), (["no-op"], ["no-op"]), (["delete"], ["no-op"])])

@@ -221,10 +221,14 @@ def _replacement_agrees(old: Any, new: Any, plan: Any, info: dict[str, Any], tex
     if not swaps or rep["replaces"] is False or (rep["replaces"] is None and plan.action != "update"):
         assert rep["overlap_minutes"] is None and rep["overlap_cost"] is None, story
         return
-    # both slices are billed from the new one's create (tpu-apply) to the old one's delete (tpu-release),
-    # through the wait for the training's checkpoint on the old one (tpu-checkpoint, with a MODEL)
-    minutes = sum(duration({"id": st.id}, new) for st in plan.steps if st.module == accel
-                  and st.kind in ("apply", "swap", "checkpoint", "release"))
+    # both slices are billed from the new one's create (<accel>-apply) to the old one's delete
+    # (<accel>-release), through the wait for the training's checkpoint on the old one (with a MODEL)
+    # and, on mig, the new group's resize and disk attach
+    mine = [st for st in plan.steps if st.module == accel]
+    billed = mine[[st.kind for st in mine].index("apply"):]
+    billed = billed[:[st.kind for st in billed].index("release") + 1]
+    assert {st.kind for st in billed} >= {"apply", "swap", "release"}, story
+    minutes = sum(duration({"id": st.id}, new) for st in billed)
     assert rep["overlap_minutes"] == minutes, story
     old_tpu = [i for i in _alone(old).get(accel, []) if i["hourly"] is not None]
     if rep["replaces"] is None:  # nothing applied to compare with: the overlap's price is unknown
