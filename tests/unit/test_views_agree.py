@@ -264,17 +264,26 @@ def test_every_view_agrees(path: Path, edit: str) -> None:
 
 # ---- what a user hit, one test each ----
 
-def _mig_resize() -> tuple[Any, Any]:
-    text = (EXAMPLES / "mig-v6e-16-spot.env").read_text(encoding="utf-8")
+def _mig_resize(**more: str) -> tuple[Any, Any]:
+    text = rewrite_env((EXAMPLES / "mig-v6e-16-spot.env").read_text(encoding="utf-8"), **more)
     return _load(text, "old.env"), _load(rewrite_env(text, TPU_ACCELERATOR_TYPE="v6e-32"), "new.env")
 
 
-def test_mig_resize_is_told_as_the_pipeline_runs_it() -> None:
-    old, new = _mig_resize()
+@pytest.mark.parametrize("mode", ["make-before-break", "break-before-make"])
+def test_mig_resize_is_told_as_the_pipeline_runs_it(mode: str) -> None:
+    old, new = _mig_resize(TPU_REPLACE=mode)
     plan = make_plan(new, "update", mig=True)
     info = describe(new, plan, previous=Previous(old, "old.env"))
     ba = info["before_after"]
-    assert "drain" in [st.kind for st in plan.steps]
+    kinds = [st.kind for st in plan.steps if st.module == "mig"]
+    (mig,) = [m for m in ba["modules"] if m["module"] == "mig"]
+    if mode == "break-before-make":  # the running group is drained, then takes the new policy
+        assert "drain" in kinds and "swap" not in kinds and mig["status"] == "update", kinds
+        assert "drained first" in mig["note"]
+    else:  # a second MIG beside the running one; nothing is drained
+        assert "drain" not in kinds and kinds.index("swap") < kinds.index("release"), kinds
+        assert mig["status"] == "replace" and "beside the running slice" in mig["note"], mig
+        assert "make-before-break: mig-apply creates the v6e-32 slice beside the running v6e-16" in info["replacement"]["text"]
     assert ba["hosts_recreated"] and ba["interrupts_training"]
     assert "hosts recreated: yes; training is interrupted" in ba["lines"]
     assert not any("hosts keep running" in line for line in ba["lines"])
