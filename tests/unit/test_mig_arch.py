@@ -165,8 +165,9 @@ def _build(config: dict) -> object:
 
 
 @pytest.mark.parametrize("flags", [{"mig": True}, {}, {"tpu": True, "mig": True}])
-def test_slice_steps_run_guard_drain_apply_resize(flags: dict[str, bool]) -> None:
-    s = load(V6E)
+def test_slice_steps_run_guard_drain_apply_resize(flags: dict[str, bool], make_env: Callable[..., Path]) -> None:
+    """break-before-make: the running group is drained (when its topology changes), then changed."""
+    s = load(make_env(V6E, TPU_REPLACE="break-before-make"))
     config = render(s, make_plan(s, "update", **flags))
     build = _build(config)
     ids = [st.id for st in build.steps]
@@ -185,6 +186,30 @@ def test_slice_steps_run_guard_drain_apply_resize(flags: dict[str, bool]) -> Non
         assert "filestore" not in text and "disks" not in text
 
 
+def test_make_before_break_makes_a_second_group_and_drains_nothing() -> None:
+    """The default on mig: apply makes the new group beside the running one, resize and attach
+    bring it up, swap checks it, checkpoint/release/resume move the training (roberta) and delete
+    the old group; no drain (the running group is never emptied before its replacement runs)."""
+    s = load(V6E)
+    assert s.replace == "make-before-break"
+    config = render(s, make_plan(s, "update", mig=True))
+    ids = [st.id for st in _build(config).steps]
+    order = ["mig-plan", "mig-guard", "mig-apply", "mig-resize", "mig-attach", "mig-swap", "mig-checkpoint",
+             "mig-release", "mig-resume"]
+    assert [i for i in ids if i.startswith("mig-") and i != "mig-prepare"] == order and "mig-drain" not in ids
+    wait = {st["id"]: st.get("waitFor", []) for st in config["steps"]}
+    assert wait["mig-swap"] == ["mig-attach"] and wait["mig-release"] == ["mig-checkpoint"]
+    assert "mig-prepare" in wait["mig-apply"]  # the move's scripts are printed before anything is made
+    swap = step_script(config["steps"][ids.index("mig-swap")], BUILTINS)
+    assert "list-instances" in swap and "mig-release deletes" in swap
+
+
+def test_calendar_mode_stays_break_before_make() -> None:
+    s = load(EXAMPLES / "mig-v6e-32-calendar.env")
+    ids = [st.id for st in make_plan(s, "update", mig=True).steps]
+    assert s.replace == "break-before-make" and "mig-drain" in ids and "mig-swap" not in ids
+
+
 def test_no_slice_steps_without_the_slice() -> None:
     s = load(V6E)
     ids = [st["id"] for st in render(s, make_plan(s, "update", tpu=True))["steps"]]
@@ -199,12 +224,14 @@ case "$*" in
   *"managed list "*) printf '%s\\n' "${GROUP_EXISTS:-}" ;;
   *"resourcePolicies.workloadPolicy"*) printf '%s\\n' "${CURRENT_POLICY:-}" ;;
   *"value(targetSize)"*) printf '4\\n' ;;
+  *"wait-until"*) if [ -n "${WAIT_FAILS:-}" ]; then echo "ERROR: (gcloud) timed out" >&2; exit 1; fi ;;
 esac
 """
 
 
-def _run_step(tmp_path: Path, accel: str, make_env: Callable[..., Path], step_id: str, **env: str) -> tuple[str, list[str]]:
-    s = load(make_env(V6E, TPU_ACCELERATOR_TYPE=accel))
+def _run_step(tmp_path: Path, accel: str, make_env: Callable[..., Path], step_id: str, *, mode: str = "break-before-make",
+              rc: int = 0, **env: str) -> tuple[str, list[str]]:
+    s = load(make_env(V6E, TPU_ACCELERATOR_TYPE=accel, TPU_REPLACE=mode))
     config = render(s, make_plan(s, "update", mig=True))
     [step] = [st for st in config["steps"] if st["id"] == step_id]
     bin_dir = tmp_path / "bin"
@@ -216,8 +243,8 @@ def _run_step(tmp_path: Path, accel: str, make_env: Callable[..., Path], step_id
     proc = subprocess.run(["bash", "-c", step_script(step, BUILTINS)], capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "STUB_DIR": str(tmp_path),
                                "WORKSPACE": str(tmp_path), **env})
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout, log.read_text().splitlines() if log.exists() else []
+    assert proc.returncode == rc, proc.stderr
+    return proc.stdout + proc.stderr, log.read_text().splitlines() if log.exists() else []
 
 
 def test_topology_change_drains_the_group(tmp_path: Path, make_env: Callable[..., Path]) -> None:
@@ -240,6 +267,23 @@ def test_resize_sets_the_slice_size_and_waits(tmp_path: Path, make_env: Callable
     out, calls = _run_step(tmp_path, "v6e-64", make_env, "mig-resize")
     assert "resize tpu-v6e-slice" in calls[0] and "--size=16" in calls[0]
     assert "wait-until tpu-v6e-slice" in calls[1] and "stable at 16 VMs" in out
+
+
+def test_resize_of_a_second_group_resizes_the_one_apply_named(tmp_path: Path, make_env: Callable[..., Path]) -> None:
+    (tmp_path / "plans").mkdir()
+    (tmp_path / "plans" / "mig.name").write_text("tpu-v6e-slice-b\n")
+    out, calls = _run_step(tmp_path, "v6e-64", make_env, "mig-resize", mode="make-before-break")
+    assert "resize tpu-v6e-slice-b" in calls[0] and "--size=16" in calls[0]
+    assert "wait-until tpu-v6e-slice-b" in calls[1] and "group tpu-v6e-slice-b is stable at 16 VMs" in out
+
+
+def test_a_second_group_that_never_stabilises_leaves_the_old_one_running(tmp_path: Path,
+                                                                         make_env: Callable[..., Path]) -> None:
+    (tmp_path / "plans").mkdir()
+    (tmp_path / "plans" / "mig.name").write_text("tpu-v6e-slice-b\n")
+    out, _ = _run_step(tmp_path, "v6e-64", make_env, "mig-resize", mode="make-before-break", rc=1, WAIT_FAILS="1")
+    (line,) = [x for x in out.splitlines() if x.startswith("tpubuild:")]
+    assert "tpu-v6e-slice-b did not come up whole" in line and "keeps running and nothing was deleted" in line
 
 
 def test_guard_announces_a_topology_change() -> None:
