@@ -1,0 +1,155 @@
+"""Make-before-break on the Compute Engine path (TPU_ARCH="mig", TPU_REPLACE's default there) as the
+rendered steps run it: ``mig-apply`` (creates the second MIG beside the running one and leaves the
+slots for the next steps), ``mig-resize`` (waits until the new group is stable), ``mig-swap`` (every
+VM of the new group runs) and ``mig-release`` (deletes the old group), each under its image's shell,
+with stand-ins for terraform and gcloud that keep a journal of what happened to which group.
+
+Happy path: create new → new stable → new whole → old deleted, in that order. A new group that
+never becomes whole, or never stable: the build stops with one ``tpubuild:`` line on stderr, and the
+old group is never touched. A create that fails (no capacity): mig-apply fails with one line.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from builder.config import load_text
+from builder.pipeline import render
+from builder.plan import make_plan
+from tests.conftest import EXAMPLES, require
+from tests.support.pipeline import step_script
+
+#: terraform: `apply <plan>` creates the new slot beside the old (the make plan) or, for the release
+#: plan, deletes every slot but the new; `output` answers from that state. STANDIN_APPLY_FAILS makes
+#: the create fail as Google does when it has no capacity.
+TERRAFORM = r"""#!/usr/bin/env bash
+set -u
+state="$JOURNAL_DIR/slots.json"
+echo "terraform $*" >> "$JOURNAL_DIR/journal"
+case "$1" in
+  plan) for a in "$@"; do case "$a" in -out=*) : > "${a#-out=}";; -var=release=true) : > "$JOURNAL_DIR/releasing";; esac; done ;;
+  show) echo '{"format_version": "1.2"}' ;;
+  apply)
+    if [ -f "$JOURNAL_DIR/releasing" ]; then
+      echo '{"b": {"name": "tpu-v6e-slice-b"}}' > "$state"; echo "deleted tpu-v6e-slice" >> "$JOURNAL_DIR/journal"
+    elif [ -n "${STANDIN_APPLY_FAILS:-}" ]; then
+      echo "Error: Error waiting for Creating InstanceGroupManager: ZONE_RESOURCE_POOL_EXHAUSTED" >&2; exit 1
+    else
+      echo '{"a": {"name": "tpu-v6e-slice"}, "b": {"name": "tpu-v6e-slice-b"}}' > "$state"
+      echo "created tpu-v6e-slice-b" >> "$JOURNAL_DIR/journal"
+    fi ;;
+  output)
+    if [ "$2" = "-json" ]; then cat "$state"; else echo -n "tpu-v6e-slice-b"; fi ;;
+esac
+"""
+#: gcloud: the new group lists STANDIN_RUNNING (8 unless told) VMs RUNNING with nothing under way;
+#: its wait-until fails when STANDIN_UNSTABLE is set.
+GCLOUD = r"""#!/usr/bin/env bash
+set -u
+echo "gcloud $*" >> "$JOURNAL_DIR/journal"
+case "$*" in
+  *"wait-until tpu-v6e-slice-b"*)
+    if [ -n "${STANDIN_UNSTABLE:-}" ]; then echo "ERROR: (gcloud.compute.instance-groups.managed.wait-until) Timeout while waiting for group to become stable." >&2; exit 1; fi
+    echo "tpu-v6e-slice-b is stable" >> "$JOURNAL_DIR/journal" ;;
+  *"list-instances tpu-v6e-slice-b"*)
+    for _ in $(seq 1 "${STANDIN_RUNNING-8}"); do echo "RUNNING NONE"; done
+    echo "STAGING CREATING"
+    echo "tpu-v6e-slice-b has ${STANDIN_RUNNING-8} running" >> "$JOURNAL_DIR/journal" ;;
+  *delete*) echo "deleted by gcloud" >> "$JOURNAL_DIR/journal" ;;
+esac
+"""
+ORDER = ("mig-apply", "mig-resize", "mig-swap", "mig-release")
+
+
+@pytest.fixture(scope="module")
+def steps() -> dict[str, tuple[str, str]]:
+    """v6e-16 → v6e-32 on mig-v6e-16-spot.env with MODEL empty and no dataset disk, rendered."""
+    text = (EXAMPLES / "mig-v6e-16-spot.env").read_text()
+    text = text.replace('TPU_ACCELERATOR_TYPE="v6e-16"', 'TPU_ACCELERATOR_TYPE="v6e-32"')
+    text = text.replace('MODEL="roberta"', 'MODEL=""').replace('SHARED_PD_DISK_ATTACH="true"', 'SHARED_PD_DISK_ATTACH="false"')
+    settings = load_text(text, EXAMPLES / "mig-v6e-16-spot.env")
+    assert settings.replace == "make-before-break" and settings.hosts == 8 and not settings.model
+    config = render(settings, make_plan(settings, "update", mig=True))
+    by_id = {st["id"]: st for st in config["steps"]}
+    assert [by_id[sid]["waitFor"] for sid in ORDER[1:]] == [["mig-apply"], ["mig-resize"], ["mig-swap"]]
+    assert "mig-drain" not in by_id
+    return {sid: (by_id[sid]["entrypoint"], step_script(by_id[sid])) for sid in ORDER}
+
+
+def _shell(entrypoint: str) -> list[str]:
+    if entrypoint == "bash":
+        return ["bash"]
+    busybox = shutil.which("busybox")
+    require("busybox", busybox is not None, "apt-get install busybox")
+    return [str(busybox), "sh"]
+
+
+def _sandbox(tmp: Path) -> dict[str, str]:
+    bin_dir, ws = tmp / "bin", tmp / "workspace"
+    for d in (bin_dir, ws / "plans", ws / "tfvars", ws / "modules" / "tpu_mig", tmp / "journal"):
+        d.mkdir(parents=True)
+    for name, text in (("terraform", TERRAFORM), ("gcloud", GCLOUD)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    (ws / "plans" / "mig.tfplan").write_text("saved plan\n")
+    (ws / "tfvars" / "mig.tfvars.json").write_text("{}\n")
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp), "LANG": "C.UTF-8",
+            "WORKSPACE": str(ws), "JOURNAL_DIR": str(tmp / "journal"), "TPUBUILD_SWAP_POLL_S": "0"}
+
+
+def _run(steps: dict[str, tuple[str, str]], env: dict[str, str], **extra: str) -> tuple[list[subprocess.CompletedProcess[str]], list[str]]:
+    """The steps in the build's order, stopping at the first that fails (as Cloud Build does)."""
+    done = []
+    for sid in ORDER:
+        shell, script = steps[sid]
+        proc = subprocess.run([*_shell(shell), "-c", script], env={**env, **extra}, capture_output=True, text=True,
+                              timeout=60)
+        done.append(proc)
+        if proc.returncode != 0:
+            break
+    return done, Path(env["JOURNAL_DIR"], "journal").read_text().splitlines()
+
+
+def test_happy_path_creates_waits_whole_then_deletes_the_old_group(steps: dict[str, tuple[str, str]], tmp_path: Path) -> None:
+    done, journal = _run(steps, _sandbox(tmp_path))
+    assert [p.returncode for p in done] == [0, 0, 0, 0], [p.stderr for p in done]
+    events = [line for line in journal if line.startswith(("created", "deleted")) or line.endswith(("stable", "running"))]
+    assert events == ["created tpu-v6e-slice-b", "tpu-v6e-slice-b is stable", "tpu-v6e-slice-b has 8 running",
+                      "deleted tpu-v6e-slice"]
+    assert "made beside tpu-v6e-slice" in done[2].stdout and "mig-release deletes tpu-v6e-slice next" in done[2].stdout
+    assert (tmp_path / "workspace" / "plans" / "mig.old").read_text() == "tpu-v6e-slice\n"
+    assert "only tpu-v6e-slice-b is left" in done[3].stdout
+    # the old group is only ever deleted by the release apply, never resized or drained
+    assert not any("tpu-v6e-slice " in f"{line} " for line in journal if line.startswith("gcloud"))
+
+
+def test_a_new_group_never_whole_leaves_the_old_running_and_fails_with_one_line(
+        steps: dict[str, tuple[str, str]], tmp_path: Path) -> None:
+    done, journal = _run(steps, _sandbox(tmp_path), STANDIN_RUNNING="5", TPUBUILD_SWAP_WAIT_S="0")
+    assert [p.returncode for p in done] == [0, 0, 1], "the build stops at mig-swap"
+    (line,) = done[2].stderr.splitlines()
+    assert line.startswith("tpubuild: mig: group tpu-v6e-slice-b has 5 of 8 VMs running")
+    assert "tpu-v6e-slice keeps running with its training and nothing was deleted" in line
+    assert not any(j.startswith("deleted") or "release" in j for j in journal), journal
+
+
+def test_a_new_group_never_stable_fails_mig_resize_with_one_line(steps: dict[str, tuple[str, str]], tmp_path: Path) -> None:
+    done, journal = _run(steps, _sandbox(tmp_path), STANDIN_UNSTABLE="1")
+    assert [p.returncode for p in done] == [0, 1], "the build stops at mig-resize"
+    ours = [line for line in done[1].stderr.splitlines() if line.startswith("tpubuild:")]
+    assert len(ours) == 1 and "group tpu-v6e-slice-b did not come up whole" in ours[0]
+    assert "keeps running and nothing was deleted" in ours[0]
+    assert not any(j.startswith("deleted") for j in journal)
+
+
+def test_a_create_that_fails_deletes_nothing_and_says_so_in_one_line(steps: dict[str, tuple[str, str]], tmp_path: Path) -> None:
+    done, journal = _run(steps, _sandbox(tmp_path), STANDIN_APPLY_FAILS="1")
+    assert [p.returncode for p in done] == [1]
+    ours = [line for line in done[0].stderr.splitlines() if line.startswith("tpubuild:")]
+    assert len(ours) == 1 and "nothing was deleted" in ours[0]
+    assert not any(j.startswith("deleted") for j in journal) and not (tmp_path / "journal" / "slots.json").exists()
