@@ -9,6 +9,9 @@ order, and writes ``terraform show -json`` of each shape below as ``<module dire
 * ``update_in_place`` / ``resize``: an updatable input changed (labels, Filestore capacity, PD
   size, MIG size) on the applied state; not applied;
 * ``destroy``: ``plan -destroy`` of the applied state;
+* ``make_before_break``: a change that makes the slice again (tpu_vm: the accelerator type;
+  tpu_mig: the template's labels) under make-before-break: the new slot is created beside the
+  running one, which stays (the guard's DOUBLE BILLING);
 * ``count_zero``: ``tpu_vm`` switched to a queued resource (``count = var.queued ? 0 : 1``), so
   ``google_tpu_v2_vm.this[0]`` goes with ``delete_because_count_index``.
 
@@ -71,11 +74,15 @@ SHAPES: dict[Path, dict[str, dict[str, Change | None]]] = {
         "dashboard": {},
     },
     EXAMPLES / "vm-v4-32.env": {
-        "tpu_vm": {"update_in_place": _labels, "count_zero": lambda v: {**v, "queued": True}},
+        "tpu_vm": {"update_in_place": _labels, "count_zero": lambda v: {**v, "queued": True},
+                   "make_before_break": lambda v: {**v, "accelerator_type": "v4-64"}},
     },
     EXAMPLES / "mig-v6e-16-spot.env": {
         "tpu_mig_access": {},
-        "tpu_mig": {"update_in_place": _labels},
+        # the health check's schedule changes in place; the labels are on the instance template, so
+        # under make-before-break (the example's default) they make a second MIG beside the running one
+        "tpu_mig": {"update_in_place": lambda v: {**v, "health_schedule": "*/5 * * * *"},
+                    "make_before_break": _labels},
     },
 }
 

@@ -78,7 +78,7 @@ def test_terraform_made_fixtures_are_what_terraform_writes_today(tmp_path: Path)
 _PLAN_MODULE = {"filestore": "filestore", "shared_pd": "shared_pd", "tpu_node": "tpu", "tpu_vm": "tpu",
                 "tpu_mig_access": "tpu", "mig": "mig", "tpu_mig": "mig", "dashboard": "dashboard"}
 _ACTION = {"create": "create", "noop": "update", "update_in_place": "update", "resize": "update",
-           "count_zero": "update", "destroy": "destroy"}
+           "count_zero": "update", "make_before_break": "update", "destroy": "destroy"}
 
 
 @pytest.mark.parametrize("name", [n for n in names() if n != "empty"])
@@ -93,6 +93,10 @@ def test_every_terraform_made_plan_goes_through_the_guard(cli, name: str) -> Non
     assert out.splitlines()[0].startswith(f"guard: {module} ({action}): ") and out.splitlines()[0].endswith("; proceed")
     if shape == "noop":
         assert " 0 to add, 0 to change, 0 to replace, 0 to destroy" in out.splitlines()[0]
+    # make-before-break: the new slice is created beside the running one, which nothing touches
+    assert ("DOUBLE BILLING (make-before-break)" in out) == (shape == "make_before_break"), out
+    if shape == "make_before_break":
+        assert f"{module}-release deletes" in out and " 0 to destroy" in out.splitlines()[0]
     if shape == "destroy" and module in ("filestore", "shared_pd"):
         code, _, err = cli("guard", "--plan-json", PLANS / f"{name}.json", "--module", module, "--action", "update")
         assert code == 2 and "would be destroyed" in err and len(err.splitlines()) == 1
