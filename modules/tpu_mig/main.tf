@@ -130,20 +130,19 @@ locals {
     labels                = var.labels
     max_run_hours         = var.max_run_hours
   }
-  state = data.terraform_remote_state.mig.outputs
   # A state written before the slots (a name, no slices): its slice moved to slot "a" (moved.tf)
   # and is taken to run today's values, so the first plan after the upgrade changes it in place or
   # not at all, never beside it. Its template keeps the shared PD if it held it (a state of the
   # modules before mig-attach has no mark: it did; shared_pd_kept_in_template, below).
-  legacy      = length(local.state.slices) == 0 && local.state.name != ""
-  legacy_kept = local.state.shared_pd_kept_in_template == "absent" || local.state.shared_pd_kept_in_template == true
-  previous = merge(local.state.slices, {
+  legacy      = length(data.terraform_remote_state.mig.outputs.slices) == 0 && data.terraform_remote_state.mig.outputs.name != ""
+  legacy_kept = data.terraform_remote_state.mig.outputs.shared_pd_kept_in_template == "absent" || data.terraform_remote_state.mig.outputs.shared_pd_kept_in_template == true
+  previous = merge(data.terraform_remote_state.mig.outputs.slices, {
     for slot in ["a"] : slot => { wanted = local.wanted, pd_kept = local.legacy_kept } if local.legacy
   })
   # what such a state records of its slice's values (its size and workload policy): enough to
   # refuse a make-before-break change it cannot tell from the running slice (precondition below)
-  legacy_policy = local.state.workload_policy == null ? "" : local.state.workload_policy
-  legacy_same = !local.legacy || (local.state.vm_count == var.vm_count && (var.accelerator_topology == "" ?
+  legacy_policy = data.terraform_remote_state.mig.outputs.workload_policy == null ? "" : data.terraform_remote_state.mig.outputs.workload_policy
+  legacy_same = !local.legacy || (data.terraform_remote_state.mig.outputs.vm_count == var.vm_count && (var.accelerator_topology == "" ?
   local.legacy_policy == "" : endswith(local.legacy_policy, "/${var.name}-${var.topology}")))
   # jsonencode: a stored map (labels) comes back as an object, which == never equals
   same = [for slot, spec in local.previous : slot if jsonencode(spec.wanted) == jsonencode(local.wanted)]
@@ -235,6 +234,7 @@ resource "google_compute_resource_policy" "slice" {
 
 resource "google_compute_instance_template" "slice" {
   #checkov:skip=CKV_GCP_40:access_config is rendered only when the slot's external_ips, var.external_ips (TPU_EXTERNAL_IPS) when written, is true; it defaults to false and tests/terraform/test_security.py proves no external IP by default.
+  #checkov:skip=CKV_GCP_32:metadata is the slot's stored metadata, local.metadata when written, which sets block-project-ssh-keys = TRUE; tests/terraform/test_security_identity.py proves it.
   #checkov:skip=CKV_GCP_39:TPU VMs boot Google's accelerator OS images (ubuntu-os-accelerator-images), whose TPU driver (vfio) Google documents with --no-shielded-secure-boot; vTPM and integrity monitoring stay on.
   for_each       = local.slices
   name_prefix    = "${each.value.name}-"
