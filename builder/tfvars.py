@@ -168,6 +168,7 @@ def _tpu_mig(s: Settings) -> dict[str, Any]:
         "external_ips": s.tpu_external_ips,
         "provisioning": s.provisioning, "reservation": s.reservation,
         "max_run_hours": s.max_run_hours or MAX_RUN_HOURS, "flex_request_name": flex_request_name(s.tpu_name),
+        "make_before_break": s.replace == "make-before-break", "release": False,  # mig-release passes -var=release=true
         **_calendar(s), **_ttl(s), **_health(s),
     }
 

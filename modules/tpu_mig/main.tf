@@ -33,18 +33,23 @@ data "terraform_remote_state" "tpu" {
 # (linked from modules/_shared).
 
 # This module's own state, as the last apply left it (an empty state before the first: the GCS
-# backend writes one at init): whether its template carries the shared PD for the reason below.
+# backend writes one at init): the slots it holds (`slices`, below) and, in a state written
+# before the slots, what that state's single slice recorded.
 data "terraform_remote_state" "mig" {
   backend = "gcs"
   config = {
     bucket = var.state_bucket
     prefix = "${var.env_name}/mig"
   }
-  # an empty state (before the first apply) has neither; a state of the modules before mig-attach
-  # has a name but no shared_pd_kept_in_template
+  # an empty state (before the first apply) has none of these; a state of the modules before the
+  # slots has a name but no slices, one before mig-attach no shared_pd_kept_in_template either; a
+  # state holds no null output (a single-host slice's workload_policy)
   defaults = {
     name                       = ""
     shared_pd_kept_in_template = "absent"
+    slices                     = {}
+    vm_count                   = 0
+    workload_policy            = ""
   }
 }
 
@@ -55,31 +60,14 @@ locals {
   region      = join("-", slice(split("-", var.zone), 0, 2))
   # The shared PD shows up on every VM as /dev/disk/by-id/google-<device name>.
   pd_device = "shared-pd"
-  # Whether the instance template carries the shared PD. Not when the pipeline's mig-attach step
-  # attaches it (var.shared_pd_attached_later): the VMs are made beside shared_pd-seed and get the
-  # disk once it is seeded, as a VM holding it would keep the seeder from writing it. A slice
-  # applied by the modules before mig-attach (its state has outputs but not
-  # shared_pd_kept_in_template) has the disk in its template: it keeps it there, and records so,
-  # because a template without it is a new template, and a new template recreates every VM of the
-  # running slice (update_policy below). It keeps it until the slice is destroyed.
-  kept_mark      = data.terraform_remote_state.mig.outputs.shared_pd_kept_in_template
-  kept_before    = local.kept_mark == "absent" ? data.terraform_remote_state.mig.outputs.name != "" : local.kept_mark == true
-  pd_kept        = var.shared_pd_attach && local.kept_before
-  pd_in_template = var.shared_pd_attach && (!var.shared_pd_attached_later || local.pd_kept)
-  spot           = var.provisioning == "spot"
-  reserved       = var.provisioning == "reservation"
-  # Flex-start (Dynamic Workload Scheduler): the VMs come from a resize request, run at most
-  # var.max_run_hours and are then deleted (docs/capacity.md).
-  flex = var.provisioning == "flex-start"
   # Calendar mode: a calendar-mode future reservation delivers reservation var.calendar.name at
   # var.calendar.start for var.calendar.days; the VMs are bound to it. Terraform makes the request
   # where google-beta knows the generation's vm_family, else the pipeline's mig-calendar step does.
+  # One request, not one per slot: calendar mode is never make-before-break (the precondition on
+  # the group), so the values always go to the running slot.
   calendar    = var.provisioning == "calendar" && var.calendar != null
   cal         = local.calendar ? var.calendar : { name = "", start = "", days = 0, chips = 0, vm_family = "" }
   calendar_tf = local.calendar && local.cal.vm_family != ""
-  # One policy per topology: a new topology is a new policy (the old one is deleted once the MIG
-  # points at the new one); "4x4" is a legal name part ([a-z0-9-]).
-  policy_name = "${var.name}-${var.topology}"
 
   metadata = {
     "enable-oslogin"                 = "TRUE"
@@ -92,7 +80,7 @@ locals {
     "tpubuild-nfs-ip"                = data.terraform_remote_state.filestore.outputs.nfs_ip
     "tpubuild-nfs-share"             = data.terraform_remote_state.filestore.outputs.share_name
     "tpubuild-shared-pd-device"      = var.shared_pd_attach ? local.pd_device : ""
-    "tpubuild-tpu-name"              = var.name
+    "tpubuild-tpu-name"              = local.slice_name
     "tpubuild-tpu-endpoints"         = ""
     "tpubuild-workspace"             = "gs://${var.state_bucket}/workspace/${var.env_name}"
     "tpubuild-setup-script"          = var.setup_script
@@ -104,19 +92,131 @@ locals {
   }
 }
 
-# ---- the slice's shape: one workload policy per topology (multi-host slices only) ----
+# ---- the slice, in one of two slots ----
+# The slice (workload policy, instance template, MIG, flex-start resize request) is slot "a"
+# (named var.name) or "b" (var.name-b), as modules/tpu_vm's. A change that replaces the slice
+# (make_before_break = true; docs/pipeline.md, "Make-before-break") puts the new slice in the free
+# slot beside the running one: this apply creates its policy, template and group, the pipeline
+# moves the training onto it, and the next apply of the same values (release = true: mig-release)
+# deletes the old slot. The slots the state holds come from this module's own outputs (the
+# previous apply's `slices`); a kept slot renders from its stored spec only, never from the
+# current values, so it stays exactly as it was applied.
+
+locals {
+  # what makes a new instance template or a new workload policy (builder.module_parts
+  # SLICE_TEMPLATE, labels and the flex-start run limit): a slot whose values differ is another
+  # slice. shared_pd is what the values ask of the disk (none, attached by mig-attach, or in the
+  # template); a template that keeps it from before mig-attach records that in its slot (pd_kept).
+  wanted = {
+    accelerator_type      = var.accelerator_type
+    machine_type          = var.machine_type
+    vm_count              = var.vm_count
+    accelerator_topology  = var.accelerator_topology
+    topology              = var.topology
+    host_bounds           = var.host_bounds
+    chips_per_host_bounds = var.chips_per_host_bounds
+    image_project         = var.image_project
+    image_family          = var.image_family
+    boot_disk_size_gb     = var.boot_disk_size_gb
+    boot_disk_type        = var.boot_disk_type
+    external_ips          = var.external_ips
+    network               = var.network
+    subnetwork            = var.subnetwork
+    shared_pd             = !var.shared_pd_attach ? "none" : (var.shared_pd_attached_later ? "attached-later" : "template")
+    mount_point           = var.mount_point
+    setup_script          = var.setup_script
+    provisioning          = var.provisioning
+    reservation           = var.reservation
+    labels                = var.labels
+    max_run_hours         = var.max_run_hours
+  }
+  # A state written before the slots (a name, no slices): its slice moved to slot "a" (moved.tf)
+  # and is taken to run today's values, so the first plan after the upgrade changes it in place or
+  # not at all, never beside it. Its template keeps the shared PD if it held it (a state of the
+  # modules before mig-attach has no mark: it did; shared_pd_kept_in_template, below).
+  legacy      = length(data.terraform_remote_state.mig.outputs.slices) == 0 && data.terraform_remote_state.mig.outputs.name != ""
+  legacy_kept = data.terraform_remote_state.mig.outputs.shared_pd_kept_in_template == "absent" || data.terraform_remote_state.mig.outputs.shared_pd_kept_in_template == true
+  previous = merge(data.terraform_remote_state.mig.outputs.slices, {
+    for slot in ["a"] : slot => { wanted = local.wanted, pd_kept = local.legacy_kept } if local.legacy
+  })
+  # what such a state records of its slice's values (its size and workload policy): enough to
+  # refuse a make-before-break change it cannot tell from the running slice (precondition below)
+  legacy_policy = data.terraform_remote_state.mig.outputs.workload_policy == null ? "" : data.terraform_remote_state.mig.outputs.workload_policy
+  legacy_same = !local.legacy || (data.terraform_remote_state.mig.outputs.vm_count == var.vm_count && (var.accelerator_topology == "" ?
+  local.legacy_policy == "" : endswith(local.legacy_policy, "/${var.name}-${var.topology}")))
+  # jsonencode: a stored map (labels) comes back as an object, which == never equals
+  same = [for slot, spec in local.previous : slot if jsonencode(spec.wanted) == jsonencode(local.wanted)]
+  free = [for slot in ["a", "b"] : slot if !contains(keys(local.previous), slot)]
+  # the slot the values go to: the one already holding them; else, making before breaking, a free
+  # one beside the running slice; else the running one (replaced in place) or "a"
+  target = length(local.same) > 0 ? local.same[0] : (
+    var.make_before_break && length(local.previous) == 1 ? local.free[0] : (
+  length(local.previous) > 0 ? sort(keys(local.previous))[0] : "a"))
+  # the slot's name: "a" is var.name, "b" var.name-b (the MIG, its VMs' prefix, the template's)
+  slice_name = local.target == "a" ? var.name : "${var.name}-b"
+  # the running slices kept beside a new one until it is whole and holds the training: every other
+  # slot the state holds, until the release apply once the target is in the state
+  # (release = true: the mig-release step, after the training moved; never the first apply)
+  releasing = var.release && contains(keys(local.previous), local.target)
+  kept      = { for slot, spec in local.previous : slot => spec if slot != local.target && !local.releasing }
+
+  # Whether the target's template carries the shared PD. Not when the pipeline's mig-attach step
+  # attaches it (var.shared_pd_attached_later): the VMs are made beside shared_pd-seed and get the
+  # disk once it is seeded, as a VM holding it would keep the seeder from writing it. A slice
+  # applied by the modules before mig-attach has the disk in its template and keeps it there
+  # (pd_kept, stored in its slot), because a template without it is a new template, and a new
+  # template recreates every VM of the running slice (update_policy below). Kept only while the
+  # slot holds the same values: a slot whose values change gets a new template anyway (its VMs are
+  # recreated either way, in place or, make-before-break, as slot b), so that template is made as
+  # the values say, and so is a new slot's: the kept disk saves nothing there and mig-attach
+  # attaches it as on any slice.
+  pd_kept        = var.shared_pd_attach && contains(local.same, local.target) && try(local.previous[local.target].pd_kept, false)
+  pd_in_template = var.shared_pd_attach && (!var.shared_pd_attached_later || local.pd_kept)
+
+  # the slice values.env asks for, in its slot: everything its resources read, so that the next
+  # apply, which may keep it beside a new one, renders it from here
+  slot = {
+    name     = local.slice_name
+    wanted   = local.wanted
+    metadata = local.metadata
+    pd_kept  = local.pd_kept
+    # the shared PD the template carries (empty: none)
+    pd_source = local.pd_in_template ? data.terraform_remote_state.shared_pd[0].outputs.name : ""
+    # slot a's request is flex_request_name (<name>-flex), slot b's <name>-b-flex
+    flex_request_name     = var.provisioning != "flex-start" ? "" : "${local.slice_name}${trimprefix(var.flex_request_name, var.name)}"
+    service_account_email = data.terraform_remote_state.tpu.outputs.service_account_email
+    network_tag           = data.terraform_remote_state.tpu.outputs.network_tag
+    calendar_name         = local.cal.name
+  }
+  slices = merge(local.kept, { (local.target) = local.slot })
+
+  # how each slot gets its capacity (from its own values)
+  mode = { for slot, spec in local.slices : slot => {
+    spot     = spec.wanted.provisioning == "spot"
+    reserved = spec.wanted.provisioning == "reservation"
+    # Flex-start (Dynamic Workload Scheduler): the VMs come from a resize request, run at most
+    # max_run_hours and are then deleted (docs/capacity.md).
+    flex = spec.wanted.provisioning == "flex-start"
+    # calendar: bound to the reservation the calendar request delivers
+    calendar = spec.wanted.provisioning == "calendar" && spec.calendar_name != ""
+  } }
+}
+
+# ---- the slice's shape: one workload policy per slot and topology (multi-host slices only) ----
 
 resource "google_compute_resource_policy" "slice" {
   provider = google-beta
-  count    = var.accelerator_topology == "" ? 0 : 1
-  name     = local.policy_name
-  region   = local.region
+  for_each = { for slot, spec in local.slices : slot => spec if spec.wanted.accelerator_topology != "" }
+  # One policy per topology: a new topology is a new policy (the old one is deleted once the MIG
+  # points at the new one); "4x4" is a legal name part ([a-z0-9-]).
+  name   = "${each.value.name}-${each.value.wanted.topology}"
+  region = local.region
 
-  description = "tpubuild ${var.env_name}: ${var.accelerator_type} as ${var.vm_count} ICI-connected TPU VMs"
+  description = "tpubuild ${var.env_name}: ${each.value.wanted.accelerator_type} as ${each.value.wanted.vm_count} ICI-connected TPU VMs"
 
   workload_policy {
     type                 = "HIGH_THROUGHPUT"
-    accelerator_topology = var.accelerator_topology
+    accelerator_topology = each.value.wanted.accelerator_topology
     # The ICI links are set up when the VMs are created, as a training slice needs (the API's
     # default); PROVISION_ONLY leaves them to a scheduler that connects chips later.
     accelerator_topology_mode = "AUTO_CONNECT"
@@ -133,15 +233,17 @@ resource "google_compute_resource_policy" "slice" {
 # ---- the hosts ----
 
 resource "google_compute_instance_template" "slice" {
-  #checkov:skip=CKV_GCP_40:access_config is rendered only when var.external_ips (TPU_EXTERNAL_IPS) is true; it defaults to false and tests/terraform/test_security.py proves no external IP by default.
+  #checkov:skip=CKV_GCP_40:access_config is rendered only when the slot's external_ips, var.external_ips (TPU_EXTERNAL_IPS) when written, is true; it defaults to false and tests/terraform/test_security.py proves no external IP by default.
+  #checkov:skip=CKV_GCP_32:metadata is the slot's stored metadata, local.metadata when written, which sets block-project-ssh-keys = TRUE; tests/terraform/test_security_identity.py proves it.
   #checkov:skip=CKV_GCP_39:TPU VMs boot Google's accelerator OS images (ubuntu-os-accelerator-images), whose TPU driver (vfio) Google documents with --no-shielded-secure-boot; vTPM and integrity monitoring stay on.
-  name_prefix    = "${var.name}-"
-  description    = "tpubuild ${var.env_name}: one TPU VM (${var.machine_type}) of ${var.accelerator_type}"
-  machine_type   = var.machine_type
-  labels         = var.labels
-  tags           = [data.terraform_remote_state.tpu.outputs.network_tag]
+  for_each       = local.slices
+  name_prefix    = "${each.value.name}-"
+  description    = "tpubuild ${var.env_name}: one TPU VM (${each.value.wanted.machine_type}) of ${each.value.wanted.accelerator_type}"
+  machine_type   = each.value.wanted.machine_type
+  labels         = each.value.wanted.labels
+  tags           = [each.value.network_tag]
   can_ip_forward = false
-  metadata       = local.metadata
+  metadata       = each.value.metadata
 
   # type and mode are set, not left to the provider: since provider 7.0 it no longer fills in a
   # template disk's type, mode or interface (the API does). These are the values a 6.x-applied
@@ -152,31 +254,31 @@ resource "google_compute_instance_template" "slice" {
     type         = "PERSISTENT"
     mode         = "READ_WRITE"
     auto_delete  = true
-    source_image = "projects/${var.image_project}/global/images/family/${var.image_family}"
-    disk_size_gb = var.boot_disk_size_gb
-    disk_type    = var.boot_disk_type
-    labels       = var.labels
+    source_image = "projects/${each.value.wanted.image_project}/global/images/family/${each.value.wanted.image_family}"
+    disk_size_gb = each.value.wanted.boot_disk_size_gb
+    disk_type    = each.value.wanted.boot_disk_type
+    labels       = each.value.wanted.labels
   }
 
   # the shared PD, read-only, where the pipeline does not attach it after the seed (pd_in_template)
   dynamic "disk" {
-    for_each = local.pd_in_template ? [true] : []
+    for_each = compact([each.value.pd_source])
     content {
       boot        = false
       type        = "PERSISTENT"
       auto_delete = false
-      source      = data.terraform_remote_state.shared_pd[0].outputs.name
+      source      = disk.value
       mode        = "READ_ONLY"
       device_name = local.pd_device
     }
   }
 
   network_interface {
-    network    = var.network
-    subnetwork = var.subnetwork == "" ? null : var.subnetwork
+    network    = each.value.wanted.network
+    subnetwork = each.value.wanted.subnetwork == "" ? null : each.value.wanted.subnetwork
 
     dynamic "access_config" {
-      for_each = var.external_ips ? [true] : []
+      for_each = each.value.wanted.external_ips ? [true] : []
       content {
         network_tier = "PREMIUM"
       }
@@ -184,7 +286,7 @@ resource "google_compute_instance_template" "slice" {
   }
 
   service_account {
-    email  = data.terraform_remote_state.tpu.outputs.service_account_email
+    email  = each.value.service_account_email
     scopes = ["https://www.googleapis.com/auth/cloud-platform"]
   }
 
@@ -199,14 +301,14 @@ resource "google_compute_instance_template" "slice" {
   # VMs are RESERVATION_BOUND: they run only on their reservation and are deleted when it ends.
   scheduling {
     on_host_maintenance         = "TERMINATE"
-    automatic_restart           = !(local.spot || local.flex || local.calendar)
-    preemptible                 = local.spot
-    provisioning_model          = local.spot ? "SPOT" : (local.flex ? "FLEX_START" : (local.calendar ? "RESERVATION_BOUND" : "STANDARD"))
-    instance_termination_action = local.spot || local.flex || local.calendar ? "DELETE" : null
+    automatic_restart           = !(local.mode[each.key].spot || local.mode[each.key].flex || local.mode[each.key].calendar)
+    preemptible                 = local.mode[each.key].spot
+    provisioning_model          = local.mode[each.key].spot ? "SPOT" : (local.mode[each.key].flex ? "FLEX_START" : (local.mode[each.key].calendar ? "RESERVATION_BOUND" : "STANDARD"))
+    instance_termination_action = local.mode[each.key].spot || local.mode[each.key].flex || local.mode[each.key].calendar ? "DELETE" : null
 
     # Flex-start VMs run at most TPU_MAX_RUN_HOURS, then Compute Engine deletes them.
     dynamic "max_run_duration" {
-      for_each = local.flex ? [var.max_run_hours * 3600] : []
+      for_each = local.mode[each.key].flex ? [each.value.wanted.max_run_hours * 3600] : []
       content {
         seconds = max_run_duration.value
       }
@@ -214,15 +316,15 @@ resource "google_compute_instance_template" "slice" {
   }
 
   # Reservation-bound: a named reservation (TPU_RESERVATION), else any matching one in the zone;
-  # calendar mode: the reservation its request delivers (var.calendar.name).
+  # calendar mode: the reservation its request delivers (the slot's calendar_name).
   dynamic "reservation_affinity" {
     # Flex-start VMs must not consume a reservation (Google's flex-start template: NO_RESERVATION).
-    for_each = local.reserved || local.flex || local.calendar ? [true] : []
+    for_each = local.mode[each.key].reserved || local.mode[each.key].flex || local.mode[each.key].calendar ? [true] : []
     content {
-      type = local.flex ? "NO_RESERVATION" : (local.calendar || var.reservation != "" ? "SPECIFIC_RESERVATION" : "ANY_RESERVATION")
+      type = local.mode[each.key].flex ? "NO_RESERVATION" : (local.mode[each.key].calendar || each.value.wanted.reservation != "" ? "SPECIFIC_RESERVATION" : "ANY_RESERVATION")
 
       dynamic "specific_reservation" {
-        for_each = local.flex ? [] : compact([local.calendar ? local.cal.name : var.reservation])
+        for_each = local.mode[each.key].flex ? [] : compact([local.mode[each.key].calendar ? each.value.calendar_name : each.value.wanted.reservation])
         content {
           key    = "compute.googleapis.com/reservation-name"
           values = [specific_reservation.value]
@@ -237,21 +339,22 @@ resource "google_compute_instance_template" "slice" {
 }
 
 resource "google_compute_instance_group_manager" "slice" {
-  name               = var.name
-  base_instance_name = var.name
+  for_each           = local.slices
+  name               = each.value.name
+  base_instance_name = each.value.name
   zone               = var.zone
-  description        = "tpubuild ${var.env_name}: the ${var.accelerator_type} slice (${var.vm_count} TPU VMs)"
+  description        = "tpubuild ${var.env_name}: the ${each.value.wanted.accelerator_type} slice (${each.value.wanted.vm_count} TPU VMs)"
   # Flex-start: the group starts empty and the resize request below adds the whole slice at
   # once when Dynamic Workload Scheduler finds the capacity.
-  target_size = local.flex ? 0 : var.vm_count
+  target_size = local.mode[each.key].flex ? 0 : each.value.wanted.vm_count
 
   version {
     name              = "slice"
-    instance_template = google_compute_instance_template.slice.self_link_unique
+    instance_template = google_compute_instance_template.slice[each.key].self_link_unique
   }
 
   dynamic "resource_policies" {
-    for_each = google_compute_resource_policy.slice[*].self_link
+    for_each = [for slot, policy in google_compute_resource_policy.slice : policy.self_link if slot == each.key]
     content {
       workload_policy = resource_policies.value
     }
@@ -265,12 +368,13 @@ resource "google_compute_instance_group_manager" "slice" {
     most_disruptive_allowed_action = "REPLACE"
     replacement_method             = "RECREATE"
     max_surge_fixed                = 0
-    max_unavailable_fixed          = var.vm_count
+    max_unavailable_fixed          = each.value.wanted.vm_count
   }
 
   # Flex-start and calendar VMs come when Google has the capacity (the request is fulfilled, the
-  # reservation is delivered at its start): the apply does not wait; mig-resize does.
-  wait_for_instances        = !(local.flex || local.calendar)
+  # reservation is delivered at its start): the apply does not wait; mig-resize does. Otherwise
+  # the create waits until the group is whole: make-before-break's wait for the new slice.
+  wait_for_instances        = !(local.mode[each.key].flex || local.mode[each.key].calendar)
   wait_for_instances_status = "STABLE"
 
   timeouts {
@@ -282,20 +386,39 @@ resource "google_compute_instance_group_manager" "slice" {
     # The pipeline's mig-resize step sets the size after the apply (and mig-drain sets 0 before
     # a topology change), so Terraform creates the group at full size and then leaves it alone.
     ignore_changes = [target_size]
+    precondition {
+      condition     = length(local.previous) < 2 || length(local.same) > 0
+      error_message = "Two slices run (a replacement did not finish) and values.env asks for neither: set the slice's values back to those of one of them and update (the other is deleted), then change them."
+    }
+    precondition {
+      condition     = !var.make_before_break || local.legacy_same
+      error_message = "This mig state was written before make-before-break, so the running slice's values are unknown: apply the values it runs with once (tpubuild update), then change the slice; or set TPU_REPLACE=\"break-before-make\"."
+    }
+    precondition {
+      condition     = !(var.make_before_break && var.provisioning == "calendar")
+      error_message = "A calendar-mode slice is never made before break (its VMs run only on the one reservation): set make_before_break to false."
+    }
   }
 }
 
-# ---- flex-start: one resize request for the whole slice (all VMs or none) ----
+# ---- flex-start: one resize request per slot for the whole slice (all VMs or none) ----
 
 resource "google_compute_resize_request" "slice" {
-  count                  = local.flex ? 1 : 0
-  name                   = var.flex_request_name
+  for_each               = { for slot, spec in local.slices : slot => spec if local.mode[slot].flex }
+  name                   = each.value.flex_request_name
   zone                   = var.zone
-  instance_group_manager = google_compute_instance_group_manager.slice.name
-  description            = "tpubuild ${var.env_name}: ${var.vm_count} TPU VMs of ${var.accelerator_type} for at most ${var.max_run_hours} h"
+  instance_group_manager = google_compute_instance_group_manager.slice[each.key].name
+  description            = "tpubuild ${var.env_name}: ${each.value.wanted.vm_count} TPU VMs of ${each.value.wanted.accelerator_type} for at most ${each.value.wanted.max_run_hours} h"
   # The run limit lives on the template (scheduling.max_run_duration): gcloud's resize-requests
   # reference says a FLEX_START group takes its run duration from the template, not the request.
-  resize_by = var.vm_count
+  resize_by = each.value.wanted.vm_count
+
+  lifecycle {
+    precondition {
+      condition     = var.provisioning != "flex-start" || startswith(var.flex_request_name, "${var.name}-")
+      error_message = "flex_request_name must be the slice's name and a suffix (<name>-flex): slot b's request is <name>-b and the same suffix."
+    }
+  }
 }
 
 # ---- calendar mode: one calendar-mode future reservation for the whole slice ----
@@ -351,7 +474,8 @@ module "slice_ttl" {
   env_name       = var.env_name
   ttl_hours      = var.ttl_hours
   ttl_build_body = var.ttl_build_body
-  tpu_id         = google_compute_instance_group_manager.slice.id
+  # the slot values.env asks for (the TTL's job names the slice it was made for)
+  tpu_id = google_compute_instance_group_manager.slice[local.target].id
 }
 
 # ---- the health check (TPU_RECOVERY; modules/health): created and destroyed with the slice ----

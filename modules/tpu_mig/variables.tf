@@ -179,3 +179,15 @@ variable "shared_pd_attached_later" {
   type        = bool
   default     = false
 }
+
+variable "make_before_break" {
+  description = "TPU_REPLACE=make-before-break: a change that makes a new template or workload policy creates the new slice (policy, template, MIG, flex request) in the free slot (name-b or name) beside the running one; false (break-before-make) replaces it in place. Never with provisioning = calendar."
+  type        = bool
+  default     = false
+}
+
+variable "release" {
+  description = "Delete the slices kept beside the one values.env asks for once that one is in the state (the pipeline's mig-release step, after the training moved onto it); false on every other apply, which never deletes a running slice."
+  type        = bool
+  default     = false
+}

@@ -1,0 +1,24 @@
+# The slice became slot "a" of each of its resources (for_each over the slots: make-before-break,
+# main.tf). A state written before the slots keeps its remote objects: plan shows "has moved to",
+# no destroy/create. Keep these blocks as long as an environment applied before the slots may
+# still be applied; removing one later makes Terraform destroy and recreate the slice there.
+
+moved {
+  from = google_compute_resource_policy.slice[0]
+  to   = google_compute_resource_policy.slice["a"]
+}
+
+moved {
+  from = google_compute_instance_template.slice
+  to   = google_compute_instance_template.slice["a"]
+}
+
+moved {
+  from = google_compute_instance_group_manager.slice
+  to   = google_compute_instance_group_manager.slice["a"]
+}
+
+moved {
+  from = google_compute_resize_request.slice[0]
+  to   = google_compute_resize_request.slice["a"]
+}

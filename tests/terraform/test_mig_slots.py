@@ -1,0 +1,237 @@
+"""modules/tpu_mig's two slots under real Terraform and the stand-in provider, as modules/tpu_vm's
+(tests/terraform/test_tpu_slots.py): make-before-break creates the new slice's policy, template
+and MIG beside the running one (nothing of it deleted or changed), the release apply deletes the
+old slot only, the next change goes back to slot a, break-before-make changes the running slot in
+place, flex-start has one resize request per slot, and a state written before the slots moves to
+slot "a" without a change (docs/pipeline.md, "Make-before-break")."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from builder import tfvars
+from builder.config import load_text
+from builder.plan import module_dir
+from tests.conftest import EXAMPLES, REPO, require, rewrite_env
+from tests.support.terraform import Terraform, Workspace, git_tree, old_values, standin_terraform
+
+pytestmark = pytest.mark.slow
+
+SPOT = EXAMPLES / "mig-v6e-16-spot.env"
+FLEX = EXAMPLES / "mig-v6e-16-flex.env"
+#: The last commit whose modules/tpu_mig held one slice (no slots): its state has no `slices`.
+BEFORE_SLOTS = "d39b825"
+SLICE = {"google_compute_resource_policy": "policy", "google_compute_instance_template": "template",
+         "google_compute_instance_group_manager": "mig", "google_compute_resize_request": "flex"}
+
+
+@pytest.fixture(scope="module")
+def tf() -> Terraform:
+    return standin_terraform()
+
+
+def _values(base: Path, **overrides: str) -> dict[str, dict[str, Any]]:
+    """Every plan module's tfvars of ``base`` with ``overrides``."""
+    return tfvars.all_for(load_text(rewrite_env(base.read_text(), **overrides), REPO / base.name))
+
+
+def _mig(base: Path, make_before_break: bool = True, **overrides: str) -> dict[str, Any]:
+    # replace.py keeps mig on break-before-make for now: the slots are tested with it set directly
+    return {**_values(base, **overrides)["mig"], "make_before_break": make_before_break}
+
+
+def _changes(plan: dict[str, Any]) -> dict[str, str]:
+    """'<kind>[<slot>]' → '+'.join(actions) of every slice resource in the plan."""
+    out = {}
+    for c in plan.get("resource_changes", []):
+        if c["type"] in SLICE and c["mode"] == "managed":
+            out[f'{SLICE[c["type"]]}[{c["index"]}]'] = "+".join(c["change"]["actions"])
+    return out
+
+
+def _after(plan: dict[str, Any], kind: str, slot: str) -> dict[str, Any]:
+    return next(c["change"]["after"] for c in plan["resource_changes"]
+                if SLICE.get(c["type"]) == kind and c.get("index") == slot)
+
+
+def _prepare(tf: Terraform, ws: Workspace, base: Path) -> Path:
+    """Apply what the slice reads (filestore, shared_pd, tpu: tpu_mig_access); the mig folder."""
+    settings = load_text(base.read_text(), REPO / base.name)
+    for module, values in tfvars.all_for(settings).items():
+        if module in ("mig", "dashboard"):
+            continue
+        work = ws.module(module_dir(settings, module), module, values)
+        tf.init(work)
+        tf(work, "apply", "-input=false", "-no-color", "-lock=false", "-auto-approve")
+    return ws.root / "modules" / Path(module_dir(settings, "mig")).name
+
+
+def _plan(tf: Terraform, work: Path, values: dict[str, Any], name: str) -> dict[str, Any]:
+    (work / "terraform.tfvars.json").write_text(json.dumps(values, indent=1))
+    return tf.plan_json(work, name)
+
+
+def _apply(tf: Terraform, work: Path, name: str) -> dict[str, Any]:
+    tf(work, "apply", "-input=false", "-no-color", "-lock=false", f"{name}.tfplan")
+    return {k: v["value"] for k, v in json.loads(tf(work, "output", "-json").stdout).items()}
+
+
+@pytest.fixture(scope="module")
+def spot(tf: Terraform, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The spot v6e-16 example's slice applied (fake) once: (a) slot a only; (b) a no-op again."""
+    ws = Workspace(tmp_path_factory.mktemp("mig-slots") / "ws")
+    work = ws.module("modules/tpu_mig", "mig")
+    _prepare(tf, ws, SPOT)
+    base = _mig(SPOT)
+    tf.init(work)
+    first = _plan(tf, work, base, "first")
+    assert _changes(first) == {"policy[a]": "create", "template[a]": "create", "mig[a]": "create"}
+    out = _apply(tf, work, "first")
+    name = base["name"]
+    assert out["name"] == name and set(out["slices"]) == {"a"}
+    assert out["slices"]["a"]["name"] == name and out["workload_policy"].endswith(f"/{name}-4x4")
+    again = _plan(tf, work, base, "again")
+    assert set(_changes(again).values()) == {"no-op"}, _changes(again)
+    return {"work": work, "name": name, "base": base}
+
+
+def test_make_before_break_creates_beside_then_releases_the_old(tf: Terraform, spot: dict[str, Any]) -> None:
+    work, name = spot["work"], spot["name"]
+    bigger = _mig(SPOT, TPU_ACCELERATOR_TYPE="v6e-32")
+
+    # (c) a new topology: slot b's policy, template and MIG are created; slot a is left alone
+    make = _plan(tf, work, bigger, "make")
+    assert _changes(make) == {"policy[a]": "no-op", "template[a]": "no-op", "mig[a]": "no-op",
+                              "policy[b]": "create", "template[b]": "create", "mig[b]": "create"}
+    assert _after(make, "mig", "b")["name"] == f"{name}-b"
+    assert _after(make, "policy", "b")["name"] == f"{name}-b-4x8"
+    template = _after(make, "template", "b")
+    assert template["name_prefix"] == f"{name}-b-"
+    assert template["metadata"]["tpubuild-tpu-name"] == f"{name}-b"
+    assert template["metadata"]["tpubuild-accelerator-type"] == "v6e-32"
+    out = _apply(tf, work, "make")
+    assert out["name"] == f"{name}-b" and set(out["slices"]) == {"a", "b"}
+    assert out["slices"]["a"]["wanted"]["accelerator_type"] == "v6e-16"
+    assert out["workload_policy"].endswith(f"/{name}-b-4x8") and out["vm_count"] == bigger["vm_count"]
+
+    # the same values again (a build that failed before the release, run again): nothing changes
+    again = _plan(tf, work, bigger, "again")
+    assert set(_changes(again).values()) == {"no-op"}, _changes(again)
+
+    # (d) the release apply deletes slot a's resources only
+    release = _plan(tf, work, {**bigger, "release": True}, "release")
+    assert _changes(release) == {"policy[a]": "delete", "template[a]": "delete", "mig[a]": "delete",
+                                 "policy[b]": "no-op", "template[b]": "no-op", "mig[b]": "no-op"}
+    out = _apply(tf, work, "release")
+    assert out["name"] == f"{name}-b" and set(out["slices"]) == {"b"}
+
+    # (e) the next replacing change goes back to slot a (tpu-<env>), again beside the running one
+    back = _plan(tf, work, _mig(SPOT, TPU_ACCELERATOR_TYPE="v6e-64"), "back")
+    assert _changes(back) == {"policy[a]": "create", "template[a]": "create", "mig[a]": "create",
+                              "policy[b]": "no-op", "template[b]": "no-op", "mig[b]": "no-op"}
+    assert _after(back, "policy", "a")["name"] == f"{name}-8x8"
+
+    # (f) break-before-make: the change goes to the slot that runs, in place (the stand-in knows no
+    # ForceNew, so a new policy name or template shows as update: docs/terraform.md); no slot a
+    bbm = _plan(tf, work, _mig(SPOT, make_before_break=False, TPU_ACCELERATOR_TYPE="v6e-64"), "bbm")
+    changes = _changes(bbm)
+    assert set(changes) == {"policy[b]", "template[b]", "mig[b]"}, changes
+    assert "delete" not in changes["mig[b]"] and changes["template[b]"] != "no-op", changes
+    assert _after(bbm, "policy", "b")["name"] == f"{name}-b-8x8"
+    assert _after(bbm, "template", "b")["metadata"]["tpubuild-tpu-name"] == f"{name}-b"
+
+
+def test_two_slots_and_values_for_neither_are_refused(tf: Terraform, spot: dict[str, Any]) -> None:
+    """Runs after the test above left slot b; a make-before-break apply then holds a and b."""
+    work = spot["work"]
+    made = _plan(tf, work, _mig(SPOT, TPU_ACCELERATOR_TYPE="v6e-16"), "made")
+    assert "create" in _changes(made).values()
+    _apply(tf, work, "made")
+    (work / "terraform.tfvars.json").write_text(json.dumps(_mig(SPOT, TPU_ACCELERATOR_TYPE="v6e-256")))
+    said = tf(work, "plan", "-input=false", "-no-color", "-lock=false", check=False)
+    assert said.returncode != 0 and "Two slices run" in said.stderr, said.stderr[-2000:]
+
+
+def test_flex_start_has_one_resize_request_per_slot(tf: Terraform, tmp_path: Path) -> None:
+    """(g) each slot's MIG gets its own resize request: <name>-flex, <name>-b-flex."""
+    ws = Workspace(tmp_path / "ws")
+    work = ws.module("modules/tpu_mig", "mig")
+    _prepare(tf, ws, FLEX)
+    base = _mig(FLEX)
+    name = base["name"]
+    tf.init(work)
+    first = _plan(tf, work, base, "first")
+    assert _changes(first)["flex[a]"] == "create"
+    assert _after(first, "flex", "a")["name"] == base["flex_request_name"] == f"{name}-flex"
+    assert _apply(tf, work, "first")["flex_request_name"] == f"{name}-flex"
+    make = _plan(tf, work, _mig(FLEX, TPU_ACCELERATOR_TYPE="v6e-32"), "make")
+    assert {k: v for k, v in _changes(make).items() if k.startswith("flex")} == {"flex[a]": "no-op", "flex[b]": "create"}
+    request = _after(make, "flex", "b")
+    assert request["name"] == f"{name}-b-flex" and request["instance_group_manager"] == f"{name}-b"
+    assert _apply(tf, work, "make")["flex_request_name"] == f"{name}-b-flex"
+    release = _plan(tf, work, {**_mig(FLEX, TPU_ACCELERATOR_TYPE="v6e-32"), "release": True}, "release")
+    assert {k: v for k, v in _changes(release).items() if k.startswith("flex")} == {"flex[a]": "delete", "flex[b]": "no-op"}
+
+
+@pytest.mark.parametrize("base", [SPOT, FLEX], ids=["spot", "flex-start"])
+def test_a_state_before_the_slots_moves_to_slot_a(tf: Terraform, tmp_path: Path, base: Path) -> None:
+    """(h) the single slice of the module before the slots becomes slot a: moves only, no create
+    or delete; a make-before-break change its state cannot tell from the running slice is refused."""
+    require("git history", subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", BEFORE_SLOTS],
+                                          capture_output=True).returncode == 0, "a full clone")
+    old_src = tmp_path / "old"
+    old_src.mkdir()
+    git_tree(BEFORE_SLOTS, old_src)
+    state = tmp_path / "state"
+    new_ws = Workspace(tmp_path / "ws-new", state=state)
+    _prepare(tf, new_ws, base)
+    values = _mig(base)
+    old_ws = Workspace(tmp_path / "ws-old", modules=old_src / "modules", state=state)
+    old = old_ws.module("modules/tpu_mig", "mig", old_values(old_src / "modules/tpu_mig", values))
+    tf.init(old)
+    tf(old, "apply", "-input=false", "-no-color", "-lock=false", "-auto-approve")
+    work = new_ws.module("modules/tpu_mig", "mig")
+    tf.init(work)
+    plan = _plan(tf, work, values, "upgrade")
+    slice_changes = [c for c in plan["resource_changes"] if c["type"] in SLICE]
+    assert {c["change"]["actions"][0] for c in plan["resource_changes"]} == {"no-op"}, _changes(plan)
+    moved = {c.get("previous_address"): c["address"] for c in slice_changes}
+    expected = {"google_compute_resource_policy.slice[0]": 'google_compute_resource_policy.slice["a"]',
+                "google_compute_instance_template.slice": 'google_compute_instance_template.slice["a"]',
+                "google_compute_instance_group_manager.slice": 'google_compute_instance_group_manager.slice["a"]'}
+    if base == FLEX:
+        expected["google_compute_resize_request.slice[0]"] = 'google_compute_resize_request.slice["a"]'
+    assert moved == expected
+    out = _apply(tf, work, "upgrade")
+    assert out["name"] == values["name"] and set(out["slices"]) == {"a"}
+    assert set(_changes(_plan(tf, work, values, "again")).values()) == {"no-op"}
+    # a state of the slots now: the next change goes beside it
+    assert "create" in _changes(_plan(tf, work, _mig(base, TPU_ACCELERATOR_TYPE="v6e-32"), "next")).values()
+
+
+def test_a_state_before_the_slots_refuses_make_before_break_of_another_shape(tf: Terraform, tmp_path: Path) -> None:
+    require("git history", subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", BEFORE_SLOTS],
+                                          capture_output=True).returncode == 0, "a full clone")
+    old_src = tmp_path / "old"
+    old_src.mkdir()
+    git_tree(BEFORE_SLOTS, old_src)
+    state = tmp_path / "state"
+    new_ws = Workspace(tmp_path / "ws-new", state=state)
+    _prepare(tf, new_ws, SPOT)
+    old_ws = Workspace(tmp_path / "ws-old", modules=old_src / "modules", state=state)
+    old = old_ws.module("modules/tpu_mig", "mig", old_values(old_src / "modules/tpu_mig", _mig(SPOT)))
+    tf.init(old)
+    tf(old, "apply", "-input=false", "-no-color", "-lock=false", "-auto-approve")
+    work = new_ws.module("modules/tpu_mig", "mig", _mig(SPOT, TPU_ACCELERATOR_TYPE="v6e-32"))
+    tf.init(work)
+    said = tf(work, "plan", "-input=false", "-no-color", "-lock=false", check=False)
+    assert said.returncode != 0 and "written before make-before-break" in said.stderr, said.stderr[-2000:]
+    # break-before-make changes the slice in place, in slot a
+    (work / "terraform.tfvars.json").write_text(json.dumps(_mig(SPOT, make_before_break=False, TPU_ACCELERATOR_TYPE="v6e-32")))
+    changes = _changes(tf.plan_json(work, "bbm"))
+    assert set(changes) == {"policy[a]", "template[a]", "mig[a]"} and "delete" not in changes["mig[a]"], changes
