@@ -279,6 +279,57 @@ def test_a_hyperdisk_ml_not_yet_read_only_many_fails_the_check_and_says_why(tmp_
     assert not _attached(box.calls()) and not _launched(box.calls())
 
 
+def test_after_a_swap_the_live_mig_slot_b_is_watched_given_the_disk_and_relaunched(tmp_path: Path) -> None:
+    """mig after a make-before-break update: the slice is the group tpu-<env>-b (tpu-<env> is
+    gone). A VM of b missing: not whole, marked (the MIG recreates it); whole again with the
+    recreated VM lacking the disk: b's VM is given the disk, the launch reaches b's VMs."""
+    box = _sandbox(tmp_path, MIG)
+    s = box.settings
+    live = f"{s.tpu_name}-b"
+    box.put("disk_users", "".join(f"{live}-{i:04d}\n" for i in range(4)))  # mig-attach gave b's VMs the disk
+    box.mig("RUNNING NONE\n" * 3, live)  # one VM of b lost; the MIG is recreating it
+    code, out = box.run_build()
+    assert code == 0, out
+    assert f"{live}: 3 of 4 VMs running; the MIG recreates its VMs" in out
+    assert box.mark()["reason"] == "3 of 4 VMs running" and not _launched(box.calls())
+    listed = [c for c in box.calls() if "list-instances" in c]
+    assert listed and all(c.split()[5] == live for c in listed), listed
+    box.put("disk_users", "".join(f"{live}-{i:04d}\n" for i in (0, 1, 2)))  # 0003 came back without it
+    box.mig("RUNNING NONE\n" * 4, live)
+    code, out = box.run_build("hb-2")
+    assert code == 0, out
+    calls = box.calls()
+    assert [c.split()[4] for c in _attached(calls)] == [f"{live}-0003"], calls
+    launched = _launched(calls)
+    assert sorted(c.split()[3] for c in launched) == [f"{live}-{i:04d}" for i in range(4)], launched
+    assert f"tpubuild: the slice is {live}" in out
+    assert not any(f" {s.tpu_name} " in c or f" {s.tpu_name}-0" in c for c in calls if "list-instances" in c or "ssh" in c)
+    [record] = box.records()
+    assert (record["outcome"], record["slice"], record["reason"]) == ("recovered", live, "3 of 4 VMs running")
+
+
+def test_both_mig_slots_without_a_build_is_left_to_tpubuild_update(tmp_path: Path) -> None:
+    box = _sandbox(tmp_path, MIG)
+    s = box.settings
+    box.mig("RUNNING NONE\n" * 4)
+    box.mig("RUNNING NONE\n", f"{s.tpu_name}-b")
+    box.mig("RUNNING NONE\n", f"{s.tpu_name}-bx")  # not a slot: the filter and the case leave it out
+    code, out = box.run_build()
+    assert code == 0, out
+    assert f"both {s.tpu_name} and {s.tpu_name}-b exist" in out and "tpubuild update" in out
+    assert not any("list-instances" in c or "attach-disk" in c for c in box.calls())
+    _nothing_happened(box)
+
+
+def test_no_mig_slot_is_nothing_to_watch(tmp_path: Path) -> None:
+    box = _sandbox(tmp_path, MIG)
+    s = box.settings
+    box.mig("RUNNING NONE\n" * 4, f"x{s.tpu_name}")
+    code, out = box.run_build()
+    assert code == 0 and f"no MIG {s.tpu_name} or {s.tpu_name}-b exists" in out, out
+    _nothing_happened(box)
+
+
 def _nothing_happened(box: Sandbox) -> None:
     calls = box.calls()
     assert not any("tpu-vm delete" in c or c.startswith(("tpubuild dispatch", "tpubuild train")) for c in calls), calls
