@@ -70,8 +70,8 @@ class Launcher(Protocol):
     dataclass; a ``listing`` field means the launcher supports ``TPU_ARCH="mig"``: tpubuild fills
     it with the slice's list-instances argv; on vm a ``slots`` field is filled with the names the
     slice may have, ``tpu-<env>`` and ``tpu-<env>-b``, which make-before-break alternates: pass it
-    to ``hosts.for_arch`` so the launch reaches the live one. A launcher without it reaches
-    ``tpu-<env>`` only). ``LaunchError(key, what, fix)`` is a setting that
+    to ``hosts.for_arch`` so the launch reaches the live one; on mig with ``slots`` and ``groups``
+    (the argv that lists which exist) as well. A launcher without them reaches ``tpu-<env>`` only). ``LaunchError(key, what, fix)`` is a setting that
     cannot launch (``key`` a values.env key, or a ``--flag``). The ``plan_*`` functions return
     steps (``models/hosts.py`` ``Step``) that :meth:`render` turns into one bash script.
 

@@ -169,7 +169,9 @@ def open_hints(t: Target, host: int, stamp: str, state_bucket: str) -> list[str]
         where = [f"  TPU is whichever of {', '.join(slots)} exists (tpubuild status shows it)"]
     elif listed:
         argv = reach.argv("WORKER0", board)
-        where = [f"  WORKER0 is the first name {shlex.join(list(reach.listing))} prints in C-locale order"]
+        where = [f"  WORKER0 is the first name {reach.listing_line()} prints in C-locale order"]
+        if getattr(reach, "slotted", False):  # mig: the group is whichever of its two slots exists
+            where.append(f"  TPUBUILD_TPU is whichever of {', '.join(reach.slots)} exists (tpubuild status shows it)")
     else:
         argv, where = ssh(t, 0, board), []
     tunnel = shlex.join([*argv, "--", "-L", "6006:localhost:6006"])

@@ -88,7 +88,7 @@ def hourly_usd(settings: Settings) -> float | None:
 def context(settings: Settings) -> dict[str, Any]:
     """What the three templates are rendered with (``slots``: the names the slice may have; on vm
     make-before-break alternates ``tpu-<env>`` and ``tpu-<env>-b``, so the check finds the live one)."""
-    from builder.config.replace import slot_names
+    from builder.config.replace import group_filter, slot_names
     from builder.module_parts import mig_attach
     from builder.ttl import job_name as ttl_job
 
@@ -96,7 +96,8 @@ def context(settings: Settings) -> dict[str, Any]:
         "env": settings.env_name, "project": settings.project_id, "zone": settings.zone,
         "log_prefix": log_prefix(settings.env_name),
         "region": settings.region, "arch": settings.arch, "hosts": settings.hosts,
-        "slice": settings.tpu_name, "slots": list(slot_names(settings)), "bucket": settings.state_bucket,
+        "slice": settings.tpu_name, "slots": list(slot_names(settings)),
+        "group_filter": group_filter(settings), "bucket": settings.state_bucket,
         **{what: f"gs://{settings.state_bucket}/{name}" for what, name in objects(settings).items()},
         "ttl_job": ttl_job(settings).rsplit("/", 1)[-1] if settings.env_ttl_hours else "",
         "ttl_margin_s": TTL_MARGIN_S,

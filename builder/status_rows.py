@@ -10,10 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 
+def _beside(part: dict[str, Any]) -> str:
+    """The other slot that exists beside the one shown (make-before-break's two slots)."""
+    return f"; beside it {', '.join(part['others'])} (make-before-break under way)" if part.get("others") else ""
+
+
 def tpu_row(tpu: dict[str, Any]) -> str:
-    beside = f"; beside it {', '.join(tpu['others'])} (make-before-break under way)" if tpu.get("others") else ""
     return (f"{tpu['name']}: {tpu['state']}, health {tpu['health']}, {tpu['accelerator_type']}, "
-            f"{tpu['runtime_version']} ({tpu['api']}){beside}")
+            f"{tpu['runtime_version']} ({tpu['api']}){_beside(tpu)}")
 
 
 def queued_row(qr: dict[str, Any]) -> str:
@@ -30,7 +34,8 @@ def filestore_row(fs: dict[str, Any]) -> str:
 def slice_row(sl: dict[str, Any]) -> str:
     policy = f"policy {sl['policy']}" if sl["policy"] else "no workload policy"
     return (f"{sl['name']}: {sl['running']}/{sl['target_size']} running (values.env: {sl['vms']} x "
-            f"{sl['machine_type']}, topology {sl['topology']}, {sl['provisioning']}), {policy}, {sl['state']}")
+            f"{sl['machine_type']}, topology {sl['topology']}, {sl['provisioning']}), {policy}, {sl['state']}"
+            f"{_beside(sl)}")
 
 
 def workers_row(mig: dict[str, Any]) -> str:

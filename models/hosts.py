@@ -13,7 +13,8 @@ alternates, so its :meth:`~TpuVmHosts.preamble` finds at run time which one exis
 ``$TPUBUILD_TPU``, and every line addresses that; the slot names are passed in by tpubuild,
 builder/config/replace.py ``slot_names``) and ``MigHosts`` (node: ``gcloud compute ssh`` to the instances of a managed instance
 group, the leader being the first by name) and ``SliceHosts`` (mig: Compute Engine TPU VMs in a
-MIG, listed at run time in PJRT worker order, one ``gcloud compute ssh`` line per worker). A new
+MIG, listed at run time in PJRT worker order, one ``gcloud compute ssh`` line per worker; the MIG
+is in one of the same two slots, found first the same way: models/slots.py). A new
 architecture adds a subclass with ``ssh``/``scp``/``preamble``.
 """
 
@@ -26,6 +27,7 @@ from string import Template
 
 from .run_lines import (RUN_DIR, RUN_PIDFILE, run_line, ship_dirs_line, ship_groups,  # noqa: F401 - re-exported
                         stop_line)
+from .slots import SLICE_ENV, slot_preamble, slot_title  # noqa: F401 - re-exported
 
 #: What env_setup/scripts/startup.sh leaves on every host at each boot (docs/env_setup.md).
 HOST_PROFILE = "/etc/profile.d/tpubuild.sh"
@@ -183,33 +185,7 @@ class Hosts:
         return "the slice's VMs in PJRT worker order (TPUBUILD_HOSTS)"
 
 
-#: vm: the slot the slice is in, into TPUBUILD_TPU: the one of ``$slots`` that the zone's TPU VMs
-#: include. None: one line, exit 1 (nothing to reach; ``tpubuild update`` would create it). Both: a
-#: make-before-break update is between its tpu-apply and tpu-release (the old slice still holds
-#: the training or is being released), so which one to reach is not known yet: one line, exit 1.
-#: A preset ``TPUBUILD_SLICE`` (:data:`SLICE_ENV`) picks the slot while both exist (the build's
-#: tpu-checkpoint step stops the training on the old one): it must be one of ``$slots`` (else one
-#: line, exit 1) and must exist (else one line naming it, exit 1).
-_SLOTS = Template(
-    'if [ -n "$${TPUBUILD_SLICE:-}" ]; then\n'
-    '  case "$$TPUBUILD_SLICE" in $patterns) ;; *) echo "tpubuild: TPUBUILD_SLICE=$$TPUBUILD_SLICE"$unknown >&2; exit 1 ;; esac\n'
-    "fi\n"
-    "tpubuild_slices=$$($listing)\n"
-    'TPUBUILD_TPU=""\n'
-    "for tpubuild_slice in $$tpubuild_slices; do\n"
-    '  case "$$tpubuild_slice" in $patterns) ;; *) continue ;; esac\n'
-    '  if [ -n "$${TPUBUILD_SLICE:-}" ] && [ "$$tpubuild_slice" != "$$TPUBUILD_SLICE" ]; then continue; fi\n'
-    '  TPUBUILD_TPU="$${TPUBUILD_TPU:+$$TPUBUILD_TPU }$$tpubuild_slice"\n'
-    "done\n"
-    'case "$$TPUBUILD_TPU" in\n'
-    '  "") if [ -n "$${TPUBUILD_SLICE:-}" ]; then echo "tpubuild: TPUBUILD_SLICE=$$TPUBUILD_SLICE"$absent >&2; '
-    'else echo $missing >&2; fi; exit 1 ;;\n'
-    '  *" "*) echo $both >&2; exit 1 ;;\n'
-    "esac\n"
-    'echo "tpubuild: the slice is $$TPUBUILD_TPU" >&2')
-#: The variable that picks one slot while both exist (:data:`_SLOTS`); unset, the one that exists.
-SLICE_ENV = "TPUBUILD_SLICE"
-#: The slot's name, as the script holds it once :data:`_SLOTS` ran.
+#: The slot's name, as the script holds it once models/slots.py's preamble ran.
 TPU_SLOT = Word('"$TPUBUILD_TPU"')
 
 
@@ -249,19 +225,11 @@ class TpuVmHosts(Hosts):
     def preamble(self) -> str:
         if not self.resolved:
             return ""
-        names = " or ".join(self.slots)
-        return _SLOTS.substitute(
-            listing=shlex.join(self.listing()), patterns="|".join(_q(n) for n in self.slots),
-            unknown=_q(f" is not a slot of the slice ({names}): unset it or name one of them"),
-            absent=_q(f": no such TPU VM in zone {self.zone} (project {self.project}), unset it or name the slot "
-                      "that exists (tpubuild status)"),
-            missing=_q(f"tpubuild: no TPU VM {names} in zone {self.zone} (project {self.project}): the slice does "
-                       "not exist, create it with tpubuild update (tpubuild status shows what runs)"),
-            both=_q(f"tpubuild: both {' and '.join(self.slots)} exist: a make-before-break update is swapping the "
-                    "slice, wait until its build finishes (tpubuild status), then run this again"))
+        return slot_preamble(shlex.join(self.listing()), self.slots, what="TPU VM", zone=self.zone,
+                             project=self.project)
 
     def preamble_title(self) -> str:
-        return f"the slice: whichever of {', '.join(self.slots)} exists (make-before-break alternates them, a preset TPUBUILD_SLICE picks one), as $TPUBUILD_TPU"
+        return slot_title(self.slots)
 
     def argv(self, worker: str, command: str) -> list[str]:
         """``gcloud … tpu-vm ssh`` argv that runs ``command`` (one argument, as given) on ``worker``
@@ -347,12 +315,36 @@ class SliceHosts(MigHosts):
     name in C-locale order (the PJRT worker id startup.sh writes to /etc/profile.d/tpubuild.sh as
     TPU_WORKER_ID); :meth:`preamble` lists them at run time into ``TPUBUILD_HOSTS`` and each
     :meth:`ssh` line addresses one element, so ``all`` is one line per host in worker order.
-    ``listing`` is the list-instances argv (builder/cloud/mig_hosts.py builds it)."""
+    ``listing`` is the list-instances argv (builder/cloud/mig_hosts.py builds it). With two
+    ``slots`` (``tpu-<env>``, ``tpu-<env>-b``: make-before-break alternates them) and ``groups``,
+    the argv that lists the zone's groups among them, the preamble first finds which one exists
+    into ``$TPUBUILD_TPU``, exactly as :class:`TpuVmHosts` does (models/slots.py), and ``listing``
+    names the group :data:`TPU_SLOT`; with none or one, ``listing`` names it."""
 
     listing: tuple[str, ...] = ()
+    slots: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+
+    @property
+    def slotted(self) -> bool:
+        """Whether the group is found at run time (:meth:`preamble`)."""
+        return len(self.slots) > 1 and bool(self.groups)
+
+    def listing_line(self) -> str:
+        """``listing`` as a line (the group :data:`TPU_SLOT` expands)."""
+        return join(TPU_SLOT if w == TPU_SLOT else w for w in self.listing)
 
     def preamble(self) -> str:
-        return _SLICE.substitute(listing=shlex.join(self.listing), count=self.count, group=_q(self.mig_name))
+        group = '$TPUBUILD_TPU' if self.slotted else _q(self.mig_name)
+        hosts = _SLICE.substitute(listing=self.listing_line(), count=self.count, group=group)
+        if not self.slotted:
+            return hosts
+        found = slot_preamble(shlex.join(self.groups), self.slots, what="MIG", zone=self.zone, project=self.project)
+        return "\n".join([found, hosts])
+
+    def preamble_title(self) -> str:
+        first = f"{slot_title(self.slots)}, then " if self.slotted else ""
+        return f"{first}{Hosts.preamble_title(self)}"
 
     def workers(self, worker: str) -> list[int]:
         return list(range(self.count)) if worker == "all" else [int(worker)]
@@ -386,12 +378,13 @@ def remote(host: str, path: str) -> Word:
 
 
 def for_arch(arch: str, project: str, zone: str, iap: bool, count: int, *, tpu_name: str, mig_name: str,
-             listing: tuple[str, ...] = (), slots: tuple[str, ...] = ()) -> Hosts:
+             listing: tuple[str, ...] = (), slots: tuple[str, ...] = (), groups: tuple[str, ...] = ()) -> Hosts:
     """How gcloud reaches the hosts of an architecture: vm a TPU VM's workers (in whichever of
-    ``slots`` exists at run time), mig the VMs of the slice's MIG (named like the TPU; worker order
-    from ``listing``), node the MIG's workers."""
+    ``slots`` exists at run time), mig the VMs of the slice's MIG (named like the TPU, in whichever
+    of ``slots`` ``groups`` lists at run time; worker order from ``listing``), node the MIG's workers."""
     if arch == "vm":
         return TpuVmHosts(project, zone, iap, count, tpu_name=tpu_name, slots=tuple(slots))
     if arch == "mig":
-        return SliceHosts(project, zone, iap, count, mig_name=tpu_name, listing=listing)
+        return SliceHosts(project, zone, iap, count, mig_name=tpu_name, listing=tuple(listing), slots=tuple(slots),
+                          groups=tuple(groups))
     return MigHosts(project, zone, iap, count, mig_name=mig_name)

@@ -5,7 +5,8 @@
   state (WAITING_FOR_RESOURCES, ACTIVE, FAILED, ...), shown on its own ``queued`` line.
 * Filestore: google-cloud-filestore ``GetInstance`` (zonal, or regional for REGIONAL/ENTERPRISE):
   state, IP, capacity.
-* Slice (mig architecture, no TPU API object): the MIG named like the TPU through the same REST
+* Slice (mig architecture, no TPU API object): the MIG named like the TPU (or ``<TPU>-b``:
+  make-before-break's two slots, both read, the other one named beside) through the same REST
   calls, plus its workload policy (the topology it was created for), set against the topology,
   VM count, machine type and provisioning values.env asks for.
 * Capacity (mig with flex-start or calendar): the slice's resize request or calendar-mode future
@@ -151,16 +152,28 @@ def _mig(settings: Settings) -> dict[str, Any]:
 
 
 def _slice(settings: Settings) -> dict[str, Any]:
-    """mig architecture: the slice's MIG (named like the TPU, modules/tpu_mig) and its policy."""
-    out = _group(settings, settings.tpu_name)
-    manager = out.pop("manager", None)
-    if manager is None:
-        return out
+    """mig architecture: the slice's MIG (named like the TPU, modules/tpu_mig) and its policy,
+    under each name it may have (make-before-break's two slots, as :func:`_tpu`): the one running
+    the topology values.env asks for (its workload policy ``<name>-<topology>``), else the first
+    that exists; ``others`` names the rest that exist (a replacement under way)."""
+    from builder.config.replace import slot_names
+
     shape = settings.mig_shape
-    policy_url = (manager.get("resourcePolicies") or {}).get("workloadPolicy", "")
-    out.update({"policy": policy_url.rsplit("/", 1)[-1] if policy_url else "",
-                "topology": shape.topology, "vms": shape.vms, "machine_type": shape.machine_type,
-                "provisioning": settings.provisioning})
+    found = {}
+    for slot in slot_names(settings):
+        group = _group(settings, slot)
+        if group["state"] != "ABSENT":
+            policy_url = (group.pop("manager").get("resourcePolicies") or {}).get("workloadPolicy", "")
+            found[slot] = {**group, "policy": policy_url.rsplit("/", 1)[-1] if policy_url else ""}
+    if not found:
+        return _absent()
+    asked = [n for n, g in found.items() if g["policy"].endswith(f"-{shape.topology}")]
+    name = asked[0] if asked else next(iter(found))
+    out = found[name]
+    out.update({"topology": shape.topology, "vms": shape.vms, "machine_type": shape.machine_type,
+                "provisioning": settings.provisioning,
+                "others": [f"{n} ({'policy ' if g['policy'] else 'no workload policy'}{g['policy']}, "
+                           f"{g['running']}/{g['target_size']} running)" for n, g in found.items() if n != name]})
     return out
 
 

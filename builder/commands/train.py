@@ -112,6 +112,11 @@ def _job(settings: Settings, launcher: ModuleType) -> Any:
             raise BadInput(f'train/stop/logs: TPU_ARCH="mig" ({settings.source}) is not supported by the '
                            f"{settings.model or 'model'} launcher; start your script on every VM of the slice "
                            "with `tpubuild run -- COMMAND`")
+        fields = {f.name for f in dataclasses.fields(job)}
+        if {"slots", "groups"} <= fields:
+            # make-before-break keeps the slice in one of two groups: the launch finds the live one
+            # at run time (models/hosts.py SliceHosts), then lists its VMs
+            return dataclasses.replace(job, **mig_hosts.runtime_listing(settings, load_hosts(settings)))
         job = dataclasses.replace(job, listing=tuple(mig_hosts.list_argv(settings)))
     if settings.arch == "vm" and "slots" in {f.name for f in dataclasses.fields(job)}:
         # make-before-break keeps the slice in one of two slots: the launch finds the live one at

@@ -56,14 +56,26 @@ def resolve(v: dict[str, Any], fail: Fail) -> None:
 
 
 def slot_names(settings: Any) -> tuple[str, ...]:
-    """The names the slice may have: on vm the two slots of modules/tpu_vm (``tpu-<env>`` and
-    ``tpu-<env>-b``: make-before-break alternates them), elsewhere ``tpu-<env>`` alone."""
-    return (settings.tpu_name, f"{settings.tpu_name}-b") if settings.arch == "vm" else (settings.tpu_name,)
+    """The names the slice may have: on vm the two slots of modules/tpu_vm, on mig the two groups
+    of modules/tpu_mig (``tpu-<env>`` and ``tpu-<env>-b``: make-before-break alternates them),
+    elsewhere ``tpu-<env>`` alone."""
+    name = settings.tpu_name
+    return (name, f"{name}-b") if settings.arch in ("vm", "mig") else (name,)
+
+
+def group_filter(settings: Any) -> str:
+    """mig: the ``--filter`` of ``gcloud compute instance-groups managed list`` that lists the
+    slice's groups, whichever of :func:`slot_names` exist (each name regex-escaped, the whole name
+    anchored: ``tpu-<env>-bx`` is not a slot). The one spelling every view uses (the host scripts'
+    preamble, the health check, the pipeline)."""
+    import re
+
+    return f'name~"^({"|".join(re.escape(n) for n in slot_names(settings))})$"'
 
 
 def slice_words(settings: Any) -> str:
-    """How a message names the slice: ``tpu-<env>``, or on vm, where a swap may have moved it,
-    ``tpu-<env> or tpu-<env>-b (whichever exists)``; the host scripts find the one that exists
+    """How a message names the slice: ``tpu-<env>``, or on vm and mig, where a swap may have moved
+    it, ``tpu-<env> or tpu-<env>-b (whichever exists)``; the host scripts find the one that exists
     (models/hosts.py) and say which."""
     names = slot_names(settings)
     return names[0] if len(names) == 1 else f"{' or '.join(names)} (whichever exists)"

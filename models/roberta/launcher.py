@@ -49,7 +49,8 @@ Step = hosts.Step
 def access(job: Job) -> Any:
     """How gcloud reaches this job's hosts (models/hosts.py ``for_arch``)."""
     return hosts.for_arch(job.arch, job.project, job.zone, job.iap, job.hosts, tpu_name=job.tpu_name,
-                          mig_name=job.mig_name, listing=job.listing, slots=job.slots)
+                          mig_name=job.mig_name, listing=job.listing, slots=job.slots,
+                          groups=job.groups)
 
 
 def vm_ssh(job: Job, worker: str, command: str, *, ready: bool = True) -> str:

@@ -93,9 +93,11 @@ class Job:
     options: dict[str, Any] = field(default_factory=dict)
     #: mig: argv that lists the slice's VMs (tpubuild fills it from builder/cloud/mig_hosts.py)
     listing: tuple[str, ...] = ()
-    #: vm: the names the slice may have (``tpu-<env>``, ``tpu-<env>-b``; tpubuild fills it from
-    #: builder/config/replace.py): the launch addresses whichever exists at run time
+    #: vm and mig: the names the slice may have (``tpu-<env>``, ``tpu-<env>-b``; tpubuild fills it
+    #: from builder/config/replace.py): the launch addresses whichever exists at run time
     slots: tuple[str, ...] = ()
+    #: mig: argv that lists which of ``slots`` exist (tpubuild fills it from builder/cloud/mig_hosts.py)
+    groups: tuple[str, ...] = ()
     #: XLA devices per chip under PyTorch/XLA: the generation record's xla_devices_per_chip
     #: (0: no proven count; the launch is refused)
     devices_per_chip: int = 0

@@ -43,6 +43,45 @@ def test_status_mig_reports_the_slice_against_values_env(fakes: Fakes, tmp_path:
     assert "tpu" not in report and "mig" not in report and report["errors"] == []
 
 
+def _group(s, name: str, topology: str, running: int) -> dict:
+    policy = (f"https://compute.googleapis.com/compute/v1/projects/{s.project_id}/regions/{s.region}/"
+              f"resourcePolicies/{name}-{topology}")
+    return {"manager": {"name": name, "targetSize": 4, "status": {"isStable": running == 4},
+                        "resourcePolicies": {"workloadPolicy": policy}},
+            "instances": [{"instanceStatus": "RUNNING"}] * running}
+
+
+def test_status_mig_reads_both_slots_and_shows_the_one_values_env_asks_for(fakes: Fakes, tmp_path: Path,
+                                                                          cli) -> None:
+    """make-before-break on mig: the slice is tpu-<env> or tpu-<env>-b; while both exist the one
+    whose workload policy has the topology values.env asks for is shown, the other named beside it."""
+    from builder.config import load
+
+    values = _mig_repo(tmp_path)
+    s = load(values)
+    groups = f"/compute/v1/projects/{s.project_id}/zones/{s.zone}/instanceGroupManagers"
+    b = f"{s.tpu_name}-b"
+    fakes.google.migs[f"{groups}/{b}"] = _group(s, b, "4x4", 4)  # after a swap: only slot b
+    code, out, err = cli("--values", values, "status")
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if x.startswith("  slice "))
+    assert line == (f"  slice      {b}: 4/4 running (values.env: 4 x ct6e-standard-4t, topology 4x4, spot), "
+                    f"policy {b}-4x4, STABLE"), line
+
+    fakes.google.migs[f"{groups}/{s.tpu_name}"] = _group(s, s.tpu_name, "2x4", 2)  # the old shape, beside it
+    code, out, err = cli("--values", values, "status")
+    assert code == 0, err
+    assert (f"slice      {b}: 4/4 running (values.env: 4 x ct6e-standard-4t, topology 4x4, spot), policy {b}-4x4, "
+            f"STABLE; beside it {s.tpu_name} (policy {s.tpu_name}-2x4, 2/4 running) (make-before-break under way)") in out
+    code, out, err = cli("--values", values, "status", "--format", "json")
+    sl = json.loads(out)["slice"]
+    assert (sl["name"], sl["others"]) == (b, [f"{s.tpu_name} (policy {s.tpu_name}-2x4, 2/4 running)"])
+
+    fakes.google.migs[f"{groups}/{b}"] = _group(s, b, "2x4", 4)  # neither has the asked shape: the first
+    code, out, err = cli("--values", values, "status")
+    assert f"slice      {s.tpu_name}: 2/4 running" in out and f"beside it {b} (policy {b}-2x4, 4/4 running)" in out
+
+
 def test_status_mig_absent_and_failing_slice(fakes: Fakes, tmp_path: Path, cli) -> None:
     from builder.config import load
 

@@ -55,6 +55,11 @@ class Sandbox:
     def put(self, name: str, text: str) -> None:
         (self.state / name).write_text(text)
 
+    def mig(self, listing: str, slot: str = "") -> None:
+        """The MIG ``slot`` (default ``tpu-<env>``) exists; ``listing``: its VMs' ``instanceStatus
+        currentAction``, one a line."""
+        self.put(f"migs/{slot or self.settings.tpu_name}", listing)
+
     def tpu(self, state: str, slot: str = "") -> None:
         """The TPU VM ``slot`` (default ``tpu-<env>``) is in ``state``."""
         self.put(f"tpus/{slot or self.settings.tpu_name}", state)
@@ -114,6 +119,7 @@ def _sandbox(tmp_path: Path, base: Path, **overrides: str) -> Sandbox:
         exe.chmod(0o755)
     (tmp_path / "state" / "gcs").mkdir(parents=True)
     (tmp_path / "state" / "tpus").mkdir()
+    (tmp_path / "state" / "migs").mkdir()
     box = Sandbox(tmp_path, values)
     s = box.settings
     box.put("held", s.tpu_name)  # the slot the Terraform state holds
@@ -161,16 +167,16 @@ def test_a_mig_whose_vms_were_deleted_relaunches_when_whole_again(tmp_path: Path
     box = _sandbox(tmp_path, MIG)
     s = box.settings
     assert s.recovery and s.hosts == 4
-    box.put("mig", "RUNNING NONE\nRUNNING NONE\n")  # two VMs deleted; the MIG is recreating them
+    box.mig("RUNNING NONE\nRUNNING NONE\n")  # two VMs deleted; the MIG is recreating them
     code, out = box.run_build()
     assert code == 0, out
     assert "2 of 4 VMs running" in out and "the MIG recreates its VMs" in out
     assert box.mark()["reason"] == "2 of 4 VMs running" and box.records() == []
     assert not _launched(box.calls()) and not any(c.startswith("tpubuild dispatch") for c in box.calls())
-    box.put("mig", "RUNNING NONE\nRUNNING NONE\nRUNNING NONE\nSTAGING CREATING\n")
+    box.mig("RUNNING NONE\nRUNNING NONE\nRUNNING NONE\nSTAGING CREATING\n")
     code, out = box.run_build(build_id="hb-2")
     assert code == 0 and not _launched(box.calls()), out
-    box.put("mig", "RUNNING NONE\n" * 4)
+    box.mig("RUNNING NONE\n" * 4)
     code, out = box.run_build(build_id="hb-3")
     assert code == 0, out
     calls = box.calls()
@@ -229,10 +235,10 @@ def test_a_vm_the_mig_recreated_gets_the_dataset_disk_before_the_relaunch(tmp_pa
     box = _sandbox(tmp_path, MIG)
     s = box.settings
     assert s.shared_pd_attach and s.shared_pd_type == "hyperdisk-ml"
-    box.put("mig", "RUNNING NONE\nRUNNING NONE\n")
+    box.mig("RUNNING NONE\nRUNNING NONE\n")
     assert box.run_build()[0] == 0 and not _attached(box.calls())  # not whole: nothing to attach to yet
     box.put("disk_users", f"{s.tpu_name}-0000\n{s.tpu_name}-0001\n")  # 0002 and 0003 were recreated
-    box.put("mig", "RUNNING NONE\n" * 4)
+    box.mig("RUNNING NONE\n" * 4)
     code, out = box.run_build("hb-2")
     assert code == 0, out
     calls = box.calls()
@@ -252,7 +258,7 @@ def test_a_recreation_no_check_saw_is_relaunched_once_the_disk_is_given(tmp_path
     run lost a host: the check gives it the disk, marks the loss and training is relaunched."""
     box = _sandbox(tmp_path, MIG)
     s = box.settings
-    box.put("mig", "RUNNING NONE\n" * 4)
+    box.mig("RUNNING NONE\n" * 4)
     code, out = box.run_build()
     assert code == 0 and "nothing to do" in out and not _attached(box.calls()), out
     box.put("disk_users", "".join(f"{s.tpu_name}-{i:04d}\n" for i in (0, 1, 3)))
@@ -266,11 +272,62 @@ def test_a_recreation_no_check_saw_is_relaunched_once_the_disk_is_given(tmp_path
 
 def test_a_hyperdisk_ml_not_yet_read_only_many_fails_the_check_and_says_why(tmp_path: Path) -> None:
     box = _sandbox(tmp_path, MIG)
-    box.put("mig", "RUNNING NONE\n" * 4)
+    box.mig("RUNNING NONE\n" * 4)
     box.put("disk_mode", "READ_WRITE_SINGLE")
     code, out = box.run_build()
     assert code != 0 and "is READ_WRITE_SINGLE, not READ_ONLY_MANY" in out and "--access-mode=READ_ONLY_MANY" in out
     assert not _attached(box.calls()) and not _launched(box.calls())
+
+
+def test_after_a_swap_the_live_mig_slot_b_is_watched_given_the_disk_and_relaunched(tmp_path: Path) -> None:
+    """mig after a make-before-break update: the slice is the group tpu-<env>-b (tpu-<env> is
+    gone). A VM of b missing: not whole, marked (the MIG recreates it); whole again with the
+    recreated VM lacking the disk: b's VM is given the disk, the launch reaches b's VMs."""
+    box = _sandbox(tmp_path, MIG)
+    s = box.settings
+    live = f"{s.tpu_name}-b"
+    box.put("disk_users", "".join(f"{live}-{i:04d}\n" for i in range(4)))  # mig-attach gave b's VMs the disk
+    box.mig("RUNNING NONE\n" * 3, live)  # one VM of b lost; the MIG is recreating it
+    code, out = box.run_build()
+    assert code == 0, out
+    assert f"{live}: 3 of 4 VMs running; the MIG recreates its VMs" in out
+    assert box.mark()["reason"] == "3 of 4 VMs running" and not _launched(box.calls())
+    listed = [c for c in box.calls() if "list-instances" in c]
+    assert listed and all(c.split()[5] == live for c in listed), listed
+    box.put("disk_users", "".join(f"{live}-{i:04d}\n" for i in (0, 1, 2)))  # 0003 came back without it
+    box.mig("RUNNING NONE\n" * 4, live)
+    code, out = box.run_build("hb-2")
+    assert code == 0, out
+    calls = box.calls()
+    assert [c.split()[4] for c in _attached(calls)] == [f"{live}-0003"], calls
+    launched = _launched(calls)
+    assert sorted(c.split()[3] for c in launched) == [f"{live}-{i:04d}" for i in range(4)], launched
+    assert f"tpubuild: the slice is {live}" in out
+    assert not any(f" {s.tpu_name} " in c or f" {s.tpu_name}-0" in c for c in calls if "list-instances" in c or "ssh" in c)
+    [record] = box.records()
+    assert (record["outcome"], record["slice"], record["reason"]) == ("recovered", live, "3 of 4 VMs running")
+
+
+def test_both_mig_slots_without_a_build_is_left_to_tpubuild_update(tmp_path: Path) -> None:
+    box = _sandbox(tmp_path, MIG)
+    s = box.settings
+    box.mig("RUNNING NONE\n" * 4)
+    box.mig("RUNNING NONE\n", f"{s.tpu_name}-b")
+    box.mig("RUNNING NONE\n", f"{s.tpu_name}-bx")  # not a slot: the filter and the case leave it out
+    code, out = box.run_build()
+    assert code == 0, out
+    assert f"both {s.tpu_name} and {s.tpu_name}-b exist" in out and "tpubuild update" in out
+    assert not any("list-instances" in c or "attach-disk" in c for c in box.calls())
+    _nothing_happened(box)
+
+
+def test_no_mig_slot_is_nothing_to_watch(tmp_path: Path) -> None:
+    box = _sandbox(tmp_path, MIG)
+    s = box.settings
+    box.mig("RUNNING NONE\n" * 4, f"x{s.tpu_name}")
+    code, out = box.run_build()
+    assert code == 0 and f"no MIG {s.tpu_name} or {s.tpu_name}-b exists" in out, out
+    _nothing_happened(box)
 
 
 def _nothing_happened(box: Sandbox) -> None:
@@ -359,9 +416,9 @@ def test_after_max_tries_the_recovery_stops_and_says_so(tmp_path: Path) -> None:
 
 def test_a_launch_that_never_succeeds_is_a_failed_try(tmp_path: Path) -> None:
     box = _sandbox(tmp_path, MIG)
-    box.put("mig", "RUNNING NONE\n")
+    box.mig("RUNNING NONE\n")
     assert box.run_build()[0] == 0
-    box.put("mig", "RUNNING NONE\n" * 4)
+    box.mig("RUNNING NONE\n" * 4)
     box.put("ssh_rc", "1")  # the hosts never become ready
     code, out = box.run_build("hb-2")
     assert code == 0, out
@@ -381,9 +438,9 @@ def test_every_gcloud_line_of_the_health_build_parses_in_real_gcloud(gcloud, tmp
     vm.tpu("PREEMPTED")
     vm.run_build("hb-2", FAKE_DISPATCH_FAILS="1")
     mig = _sandbox(tmp_path / "mig", MIG, TPU_RECOVERY_MAX_TRIES="1")
-    mig.put("mig", "RUNNING NONE\n")
+    mig.mig("RUNNING NONE\n")
     mig.run_build()
-    mig.put("mig", "RUNNING NONE\n" * 4)
+    mig.mig("RUNNING NONE\n" * 4)
     mig.put("disk_users", "")  # recreated by the MIG: the check gives them the dataset disk
     assert mig.run_build("hb-2")[0] == 0
     boxes = [vm, mig]

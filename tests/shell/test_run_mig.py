@@ -37,11 +37,16 @@ def test_dry_runs_list_the_group_then_one_line_per_host_in_worker_order(cli, gcl
     code, out, err = cli("run", "--dry-run", "--values", MIG, "--", "python3", "train.py", "--lr", "0.1 0.2")
     assert code == 0, err
     assert workers(out) == [0, 0, 1, 2, 3]  # the log folder once (worker 0), then every host in order
+    groups = next(line for line in out.splitlines() if line.startswith("tpubuild_slices=$("))
+    groups = shlex.split(groups[len("tpubuild_slices=$("):-1])  # which of the two slots exists
+    assert groups[:5] == ["gcloud", "compute", "instance-groups", "managed", "list"]
+    assert '--filter=name~"^(tpu\\-v6e\\-slice|tpu\\-v6e\\-slice\\-b)$"' in groups
     listing = next(line for line in out.splitlines() if line.startswith("tpubuild_listing=$("))
     listed = shlex.split(listing[len("tpubuild_listing=$("):-1])
-    assert listed[:6] == ["gcloud", "compute", "instance-groups", "managed", "list-instances", "tpu-v6e-slice"]
-    parsed = gcloud.parse(listed)
-    assert parsed.ok, parsed.why()
+    assert listed[:6] == ["gcloud", "compute", "instance-groups", "managed", "list-instances", "$TPUBUILD_TPU"]
+    for argv in (groups, [w.replace("$TPUBUILD_TPU", "tpu-v6e-slice-b") for w in listed]):
+        parsed = gcloud.parse(argv)
+        assert parsed.ok, parsed.why()
     for words in gcloud_lines(out):
         assert "--tunnel-through-iap" in words and "--zone=us-east5-b" in words
         concrete = [ORDER[int(HOST.match(w).group(1))] if HOST.match(w) else w for w in words]
@@ -63,7 +68,8 @@ def test_dry_runs_list_the_group_then_one_line_per_host_in_worker_order(cli, gcl
 
 FAKE_GCLOUD = r"""#!/bin/bash
 set -euo pipefail
-if [ "$2" = instance-groups ]; then cat "$SANDBOX/listing"; exit 0; fi
+if [ "$2" = instance-groups ] && [ "$4" = list ]; then echo tpu-v6e-slice-bx; echo tpu-v6e-slice; exit 0; fi
+if [ "$2" = instance-groups ]; then [ "$5" = tpu-v6e-slice ] || exit 1; cat "$SANDBOX/listing"; exit 0; fi
 host="$3"; cmd=""
 for a in "$@"; do case "$a" in --command=*) cmd="${a#--command=}";; esac; done
 echo "$host" >>"$SANDBOX/calls"
@@ -117,6 +123,7 @@ def test_printed_run_script_reaches_every_host_in_worker_order(cli, make_env, tm
     r = subprocess.run(["bash", "-c", out], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and not (tmp_path / "short/hosts/calls").exists()
     assert r.stderr.strip().splitlines() == [
+        "tpubuild: the slice is tpu-v6e-slice",
         'tpubuild: the MIG tpu-v6e-slice lists 3 of 4 VMs; wait until tpubuild status shows the slice 4/4 running, '
         "or run tpubuild update to recreate lost (spot) VMs"]
 
@@ -142,7 +149,8 @@ def test_train_stop_logs_of_the_model_reach_every_host_in_worker_order(cli, gclo
     assert "# tpubuild train roberta: v6e-16 (mig), 4 host(s), 16 devices;" in out
     steps = _steps(out)
     titles = list(steps)
-    assert titles[0] == "the slice's VMs in PJRT worker order (TPUBUILD_HOSTS)" and steps[titles[0]] == []
+    assert titles[0].startswith("the slice: whichever of tpu-v6e-slice, tpu-v6e-slice-b exists")
+    assert titles[0].endswith("then the slice's VMs in PJRT worker order (TPUBUILD_HOSTS)") and steps[titles[0]] == []
     for title in titles[1:]:
         order = [int(HOST.match(w[3] if w[2] == "ssh" else w[5].split(":")[0]).group(1)) for w in steps[title]]
         expect = [0] if title.startswith("prepare") else [0, 1, 2, 3]
@@ -250,7 +258,7 @@ def test_run_ships_to_every_host_in_worker_order_and_each_line_parses(cli, gclou
         parsed = gcloud.parse(concrete)
         assert parsed.ok, (concrete[:6], parsed.why())
     box = tmp_path / "hosts"
-    env = host_sandbox.sandbox(box, ORDER, listing=NAMES)  # listed shuffled; worker N is the N-th in C order
+    env = host_sandbox.sandbox(box, ORDER, groups={"tpu-v6e-slice": NAMES})  # shuffled; worker N: N-th in C order
     r = subprocess.run(["bash", "-c", out], cwd=project, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     for worker, name in enumerate(ORDER):

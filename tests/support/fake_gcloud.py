@@ -5,7 +5,10 @@ the health build runs, against files under ``$FAKE_GCLOUD_STATE``:
 * ``gcs/<bucket>/<object>``: Cloud Storage (``storage cat``, ``cp``, ``rm``);
 * ``tpus/<name>``: each TPU VM of the zone and its state (``tpu-vm list`` prints them; a name with
   no file is NOT_FOUND to ``describe``, ``delete``, ``ssh`` and ``scp``; ``delete`` removes it);
-* ``mig``: what ``instance-groups managed list-instances`` prints (``instanceStatus currentAction``);
+* ``migs/<name>``: each managed instance group of the zone and what its ``instance-groups managed
+  list-instances`` prints (``instanceStatus currentAction``; with ``--format`` of
+  ``instance.basename()`` the names ``<name>-0000``, ...); ``instance-groups managed list`` prints
+  the names its ``--filter=name~"REGEX"`` matches; a group with no file is NOT_FOUND;
 * ``ttl``: what ``scheduler jobs describe`` prints (absent file: NOT_FOUND);
 * ``ongoing``: the ids ``builds list --ongoing`` prints;
 * ``disk_users``: the VMs that hold the dataset disk, one name a line (``disks describe`` prints
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -96,8 +100,18 @@ def main(argv: list[str]) -> int:
         else:
             return int(_read("ssh_rc") or 0)
         return 0
+    if words[:4] == ["compute", "instance-groups", "managed", "list"]:
+        spec = next((a.split("=", 1)[1] for a in argv if a.startswith("--filter=")), "")
+        match = re.fullmatch(r'name~"(.*)"', spec)
+        assert match or not spec, f"fake gcloud: filter {spec!r} is not stood in for"
+        for path in sorted((STATE / "migs").glob("*")):
+            if match is None or re.search(match.group(1), path.name):
+                print(path.name)
+        return 0
     if words[:4] == ["compute", "instance-groups", "managed", "list-instances"]:
-        mig = _read("mig") or ""
+        mig = _read(f"migs/{words[4]}")
+        if mig is None:
+            return _not_found(f"MIG {words[4]}")
         if any("instance.basename()" in a for a in argv):  # the launch's host listing
             print("\n".join(f"{words[4]}-{i:04d}" for i, _ in enumerate(mig.splitlines())))
         else:

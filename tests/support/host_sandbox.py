@@ -8,8 +8,10 @@ paths of the scripts (``/run/tpubuild/``, ``/etc/profile.d/``) are moved into th
 vm: ``gcloud compute tpus tpu-vm list`` prints ``<box>/slices`` (the TPU VMs of the zone), and
 ``gcloud [alpha] compute tpus tpu-vm ssh|scp TPU ... --worker=all|N`` reaches the hosts in worker
 order when TPU is one of them (else NOT_FOUND, exit 1), appending TPU to ``<box>/tpus``; mig:
-``gcloud compute ssh|scp NAME`` the host called NAME, and ``list-instances`` prints
-``<box>/listing``. Every call is appended to ``<box>/calls`` as ``verb host``. ``pgrep``/``pkill``
+``gcloud compute ssh|scp NAME`` the host called NAME, ``instance-groups managed list`` prints the
+groups of ``<box>/groups/`` its ``--filter=name~"REGEX"`` matches, and ``list-instances GROUP``
+prints ``<box>/groups/GROUP`` (NOT_FOUND when absent; appending GROUP to ``<box>/listed``), or
+``<box>/listing`` when no groups are given. Every call is appended to ``<box>/calls`` as ``verb host``. ``pgrep``/``pkill``
 see only the processes the hosts started (:data:`FAKE_PROCESSES`).
 """
 
@@ -28,7 +30,22 @@ args = sys.argv[1:]
 flags = dict(a[2:].split("=", 1) if "=" in a else (a[2:], "") for a in args if a.startswith("--"))
 pos = [a for a in args if not a.startswith("--")]
 if "list-instances" in pos:
+    group = pos[pos.index("list-instances") + 1]
+    if (box / "groups").is_dir():
+        with open(box / "listed", "a") as f:
+            f.write(group + "\n")
+        if not (box / "groups" / group).exists():
+            sys.exit(f"ERROR: (gcloud.compute.instance-groups.managed.list-instances) NOT_FOUND: MIG {group}")
+        sys.stdout.write((box / "groups" / group).read_text())
+        sys.exit(0)
     sys.stdout.write((box / "listing").read_text())
+    sys.exit(0)
+if "instance-groups" in pos and "list" in pos:
+    import re
+    match = re.fullmatch(r'name~"(.*)"', flags.get("filter", ""))
+    for group in sorted(os.listdir(box / "groups")):
+        if match is None or re.search(match.group(1), group):
+            print(group)
     sys.exit(0)
 if "tpu-vm" in pos and "list" in pos:
     sys.stdout.write((box / "slices").read_text())
@@ -129,10 +146,12 @@ sys.exit(0 if found else 1)
 
 
 def sandbox(box: Path, names: list[str], profile: str = "", *, listing: list[str] | None = None,
-            slices: list[str] = ()) -> dict[str, str]:
+            slices: list[str] = (), groups: dict[str, list[str]] | None = None) -> dict[str, str]:
     """Hosts ``names`` (worker order) under ``box``; ``profile`` is added to each host's
     /etc/profile.d/tpubuild.sh after its worker number; vm: ``slices``, the TPU VMs of the zone
-    (the hosts are those of each). Returns the environment to run a printed script in (``bash -c``)."""
+    (the hosts are those of each); mig: ``groups``, the zone's MIGs and the VMs each lists (none
+    given: any ``list-instances`` prints ``listing``, default ``names``). Returns the environment to run a printed
+    script in (``bash -c``)."""
     bin_dir = box / "bin"
     bin_dir.mkdir(parents=True)
     stand_ins = {"gcloud": FAKE_GCLOUD.replace("{python}", sys.executable),
@@ -152,6 +171,10 @@ def sandbox(box: Path, names: list[str], profile: str = "", *, listing: list[str
     (box / "workers").write_text("\n".join(names) + "\n")
     (box / "listing").write_text("\n".join(listing if listing is not None else names) + "\n")
     (box / "slices").write_text("".join(f"{s}\n" for s in slices))
+    if groups is not None:
+        (box / "groups").mkdir()
+        for group, vms in groups.items():
+            (box / "groups" / group).write_text("".join(f"{n}\n" for n in vms))
     return {**os.environ, "SANDBOX": str(box), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
 
 
@@ -164,4 +187,10 @@ def tpus(box: Path) -> list[str]:
 def calls(box: Path) -> list[str]:
     """``verb host`` of every gcloud call so far."""
     path = box / "calls"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def listed(box: Path) -> list[str]:
+    """mig: the group each ``list-instances`` so far listed."""
+    path = box / "listed"
     return path.read_text().splitlines() if path.exists() else []

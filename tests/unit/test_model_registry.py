@@ -148,7 +148,7 @@ def test_shell_words_stay_quoted_around_a_shell_variable() -> None:
     assert hosts.join(["a b", hosts.Word('"$X"'), "$Y"]) == "'a b' \"$X\" '$Y'"
 
 
-MODEL_FILES = ("models/hosts.py", "models/run_lines.py", "models/roberta/launcher.py", "models/roberta/host_lines.py",
+MODEL_FILES = ("models/hosts.py", "models/run_lines.py", "models/slots.py", "models/roberta/launcher.py", "models/roberta/host_lines.py",
                "models/roberta/recipe.py")
 SHELL = (";", "&&", "||", "$(", "|", ">", "<")
 
