@@ -268,7 +268,9 @@ class _Steps:
         s = self.s
         calendar = s.provisioning == "calendar"
         # make-before-break: the group values.env asks for is the one mig-apply named (either slot)
+        # the request of the group mig-apply named: flex_request_name of that group (each slot has its own)
         return dict(flex=s.provisioning == "flex-start", request=flex_request_name(s.tpu_name),
+                    request_suffix=flex_request_name(""),
                     calendar_start=s.calendar_start if calendar else "", reservation=calendar_name(s.tpu_name),
                     swaps=runs(s, self.plan, "swap") == step.module, **self._slice(step))
 

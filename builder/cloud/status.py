@@ -179,7 +179,7 @@ def _slice(settings: Settings) -> dict[str, Any]:
 
 def _capacity(settings: Settings) -> dict[str, Any]:
     """mig with flex-start or calendar: the capacity request the slice waits on (Compute Engine
-    REST): the resize request ``<TPU name>-flex`` of the slice's MIG, or the calendar-mode future
+    REST): the resize request ``<group>-flex`` of the slice's MIG (either slot), or the calendar-mode future
     reservation ``<TPU name>-cal``; where it stands and when the slice's run ends."""
     from builder.config.offers import MAX_RUN_HOURS, calendar_name, calendar_window, flex_request_name
 
@@ -188,10 +188,16 @@ def _capacity(settings: Settings) -> dict[str, Any]:
     if settings.provisioning == "calendar":
         name = calendar_name(settings.tpu_name)
         url, kind = f"{zone}/futureReservations/{name}", "calendar-mode future reservation"
-    else:
-        name = flex_request_name(settings.tpu_name)
-        url, kind = f"{zone}/instanceGroupManagers/{settings.tpu_name}/resizeRequests/{name}", "flex-start resize request"
-    body = _compute_get(session, url, f"{kind} {name}")
+        body = _compute_get(session, url, f"{kind} {name}")
+    else:  # each slot's group has its own request (modules/tpu_mig): the first slot that has one
+        from builder.config.replace import slot_names
+
+        kind, body = "flex-start resize request", None
+        for group in slot_names(settings):
+            name = flex_request_name(group)
+            body = _compute_get(session, f"{zone}/instanceGroupManagers/{group}/resizeRequests/{name}", f"{kind} {name}")
+            if body is not None:
+                break
     if body is None:
         return _absent()
     status = body.get("status") or {}
