@@ -11,17 +11,16 @@ old group is never touched. A create that fails (no capacity): mig-apply fails w
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from builder.config import load_text
 from builder.pipeline import render
 from builder.plan import make_plan
-from tests.conftest import EXAMPLES, require
+from tests.conftest import EXAMPLES
+from tests.support import swap_steps
 from tests.support.pipeline import step_script
 
 #: terraform: `apply <plan>` creates the new slot beside the old (the make plan) or, for the release
@@ -81,38 +80,12 @@ def steps() -> dict[str, tuple[str, str]]:
     return {sid: (by_id[sid]["entrypoint"], step_script(by_id[sid])) for sid in ORDER}
 
 
-def _shell(entrypoint: str) -> list[str]:
-    if entrypoint == "bash":
-        return ["bash"]
-    busybox = shutil.which("busybox")
-    require("busybox", busybox is not None, "apt-get install busybox")
-    return [str(busybox), "sh"]
-
-
 def _sandbox(tmp: Path) -> dict[str, str]:
-    bin_dir, ws = tmp / "bin", tmp / "workspace"
-    for d in (bin_dir, ws / "plans", ws / "tfvars", ws / "modules" / "tpu_mig", tmp / "journal"):
-        d.mkdir(parents=True)
-    for name, text in (("terraform", TERRAFORM), ("gcloud", GCLOUD)):
-        (bin_dir / name).write_text(text)
-        (bin_dir / name).chmod(0o755)
-    (ws / "plans" / "mig.tfplan").write_text("saved plan\n")
-    (ws / "tfvars" / "mig.tfvars.json").write_text("{}\n")
-    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp), "LANG": "C.UTF-8",
-            "WORKSPACE": str(ws), "JOURNAL_DIR": str(tmp / "journal"), "TPUBUILD_SWAP_POLL_S": "0"}
+    return swap_steps.sandbox(tmp, "mig", "tpu_mig", TERRAFORM, GCLOUD)
 
 
-def _run(steps: dict[str, tuple[str, str]], env: dict[str, str], **extra: str) -> tuple[list[subprocess.CompletedProcess[str]], list[str]]:
-    """The steps in the build's order, stopping at the first that fails (as Cloud Build does)."""
-    done = []
-    for sid in ORDER:
-        shell, script = steps[sid]
-        proc = subprocess.run([*_shell(shell), "-c", script], env={**env, **extra}, capture_output=True, text=True,
-                              timeout=60)
-        done.append(proc)
-        if proc.returncode != 0:
-            break
-    return done, Path(env["JOURNAL_DIR"], "journal").read_text().splitlines()
+def _run(steps: dict[str, tuple[str, str]], env: dict[str, str], **extra: str) -> tuple[list[Any], list[str]]:
+    return swap_steps.run(steps, ORDER, env, **extra)
 
 
 def test_happy_path_creates_waits_whole_then_deletes_the_old_group(steps: dict[str, tuple[str, str]], tmp_path: Path) -> None:

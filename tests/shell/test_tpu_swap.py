@@ -12,17 +12,16 @@ A create that fails (no capacity): tpu-apply fails with tpubuild's one line, and
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from builder.config import load_text
 from builder.pipeline import render
 from builder.plan import make_plan
-from tests.conftest import REPO, SHIPPED, require
+from tests.conftest import REPO, SHIPPED
+from tests.support import swap_steps
 from tests.support.pipeline import step_env, step_script
 
 #: terraform: `apply <plan>` creates the new slot beside the old (the make plan) or, for the
@@ -75,40 +74,12 @@ def steps() -> dict[str, tuple[str, str]]:
     return {sid: (by_id[sid]["entrypoint"], step_script(by_id[sid])) for sid in ("tpu-apply", "tpu-swap", "tpu-release")}
 
 
-def _shell(entrypoint: str) -> list[str]:
-    """The step's shell: bash, or for the Terraform image's ``sh`` BusyBox's (POSIX plus pipefail)."""
-    if entrypoint == "bash":
-        return ["bash"]
-    busybox = shutil.which("busybox")
-    require("busybox", busybox is not None, "apt-get install busybox")
-    return [str(busybox), "sh"]
-
-
 def _sandbox(tmp: Path) -> dict[str, str]:
-    bin_dir, ws = tmp / "bin", tmp / "workspace"
-    for d in (bin_dir, ws / "plans", ws / "tfvars", ws / "modules" / "tpu_vm", tmp / "journal"):
-        d.mkdir(parents=True)
-    for name, text in (("terraform", TERRAFORM), ("gcloud", GCLOUD)):
-        (bin_dir / name).write_text(text)
-        (bin_dir / name).chmod(0o755)
-    (ws / "plans" / "tpu.tfplan").write_text("saved plan\n")
-    (ws / "tfvars" / "tpu.tfvars.json").write_text("{}\n")
-    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp), "LANG": "C.UTF-8",
-            "WORKSPACE": str(ws), "JOURNAL_DIR": str(tmp / "journal"), "TPUBUILD_SWAP_POLL_S": "0"}
+    return swap_steps.sandbox(tmp, "tpu", "tpu_vm", TERRAFORM, GCLOUD)
 
 
-def _run(steps: dict[str, tuple[str, str]], env: dict[str, str], **extra: str) -> tuple[list[subprocess.CompletedProcess[str]], list[str]]:
-    """The three steps in the build's order, stopping at the first that fails (as Cloud Build does)."""
-    done = []
-    for sid in ("tpu-apply", "tpu-swap", "tpu-release"):
-        shell, script = steps[sid]
-        proc = subprocess.run([*_shell(shell), "-c", script], env={**env, **extra}, capture_output=True, text=True,
-                              timeout=60)
-        done.append(proc)
-        if proc.returncode != 0:
-            break
-    journal = Path(env["JOURNAL_DIR"], "journal").read_text().splitlines()
-    return done, journal
+def _run(steps: dict[str, tuple[str, str]], env: dict[str, str], **extra: str) -> tuple[list[Any], list[str]]:
+    return swap_steps.run(steps, ("tpu-apply", "tpu-swap", "tpu-release"), env, **extra)
 
 
 def test_happy_path_creates_then_waits_ready_then_deletes_the_old(steps: dict[str, tuple[str, str]], tmp_path: Path) -> None:

@@ -185,6 +185,20 @@ def git_tree(commit: str, dest: Path) -> None:
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
 
 
+def old_module(tmp_path: Path, commit: str, state: Path, tfdir: str, plan_module: str,
+               values: dict[str, Any]) -> Path:
+    """``tfdir`` as ``commit`` had it, in a workspace of its own under ``tmp_path`` that shares
+    ``state`` (the new module's), given HEAD's ``values`` reduced to what it declared; the caller
+    inits and applies it. Needs ``commit`` in the clone's history (CI's checkout has it)."""
+    require("git history", subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", commit],
+                                          capture_output=True).returncode == 0, "a full clone")
+    old_src = tmp_path / "old"
+    old_src.mkdir(exist_ok=True)
+    git_tree(commit, old_src)
+    ws = Workspace(tmp_path / "ws-old", modules=old_src / "modules", state=state)
+    return ws.module(tfdir, plan_module, old_values(old_src / tfdir, values))
+
+
 def old_values(old_dir: Path, values: dict[str, Any]) -> dict[str, Any]:
     """HEAD's tfvars reduced to the variables the old module declares (new ones did not exist)."""
     import hcl2

@@ -7,7 +7,6 @@ VM of the running slice); a calendar slice's template carries the disk."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +15,8 @@ import pytest
 from builder import tfvars
 from builder.config import load
 from builder.plan import module_dir
-from tests.conftest import EXAMPLES, REPO, require, rewrite_env
-from tests.support.terraform import Terraform, Workspace, counts, git_tree, old_values, resources, standin_terraform
+from tests.conftest import EXAMPLES, REPO, rewrite_env
+from tests.support.terraform import Terraform, Workspace, counts, old_module, resources, standin_terraform
 
 pytestmark = pytest.mark.slow
 
@@ -93,18 +92,12 @@ def test_a_new_slice_has_no_disk_in_its_template_and_keeps_none(tf: Terraform, t
 def test_a_slice_applied_before_mig_attach_keeps_its_template(tf: Terraform, tmp_path: Path, base: Path) -> None:
     """NOTHING LOST: the previous modules put the disk in the template; today's plan on that state
     changes nothing of the slice (no new template, so the MIG recreates no VM), then or after."""
-    require("git history", subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", BEFORE_MIG_ATTACH],
-                                          capture_output=True).returncode == 0, "a full clone")
     s = load(base)
     values = tfvars.for_module(s, "mig")
-    old_src = tmp_path / "old"
-    old_src.mkdir()
-    git_tree(BEFORE_MIG_ATTACH, old_src)
     state = tmp_path / "state"
     new_ws = Workspace(tmp_path / "ws-new", state=state)
     _prepare(tf, new_ws, s)
-    old_ws = Workspace(tmp_path / "ws-old", modules=old_src / "modules", state=state)
-    old = old_ws.module(module_dir(s, "mig"), "mig", old_values(old_src / "modules/tpu_mig", values))
+    old = old_module(tmp_path, BEFORE_MIG_ATTACH, state, module_dir(s, "mig"), "mig", values)
     tf.init(old)
     before = _apply(tf, old, "old")
     assert [d["boot"] for d in _template_disks(before)] == [True, False]  # the old template held the disk
@@ -117,11 +110,14 @@ def test_a_slice_applied_before_mig_attach_keeps_its_template(tf: Terraform, tmp
     assert _outputs(new_ws)["shared_pd_kept_in_template"] is True
     again = tf.plan_json(work, "again")  # the state now says so itself: still nothing to change
     assert set(_slice_changes(again).values()) == {("no-op",)}, _slice_changes(again)
-    # without the disk, the kept mark goes, and a disk attached again comes by mig-attach
-    off = new_ws.module(module_dir(s, "mig"), "mig", {**values, "shared_pd_attach": False})
+    # without the disk, the kept mark goes, and a disk attached again comes by mig-attach (in place:
+    # break-before-make; make-before-break puts a changed template in the other slot,
+    # tests/terraform/test_mig_slots.py)
+    bbm = {**values, "make_before_break": False}
+    off = new_ws.module(module_dir(s, "mig"), "mig", {**bbm, "shared_pd_attach": False})
     _apply(tf, off, "off")
     assert _outputs(new_ws)["shared_pd_kept_in_template"] is False
-    on = new_ws.module(module_dir(s, "mig"), "mig", values)
+    on = new_ws.module(module_dir(s, "mig"), "mig", bbm)
     assert [d["boot"] for d in _template_disks(tf.plan_json(on, "on"))] == [True]
 
 

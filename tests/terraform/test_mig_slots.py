@@ -8,7 +8,6 @@ slot "a" without a change (docs/pipeline.md, "Make-before-break")."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,8 @@ import pytest
 from builder import tfvars
 from builder.config import load_text
 from builder.plan import module_dir
-from tests.conftest import EXAMPLES, REPO, require, rewrite_env
-from tests.support.terraform import Terraform, Workspace, git_tree, old_values, standin_terraform
+from tests.conftest import EXAMPLES, REPO, rewrite_env
+from tests.support.terraform import Terraform, Workspace, old_module, standin_terraform
 
 pytestmark = pytest.mark.slow
 
@@ -182,17 +181,11 @@ def test_flex_start_has_one_resize_request_per_slot(tf: Terraform, tmp_path: Pat
 def test_a_state_before_the_slots_moves_to_slot_a(tf: Terraform, tmp_path: Path, base: Path) -> None:
     """(h) the single slice of the module before the slots becomes slot a: moves only, no create
     or delete; a make-before-break change its state cannot tell from the running slice is refused."""
-    require("git history", subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", BEFORE_SLOTS],
-                                          capture_output=True).returncode == 0, "a full clone")
-    old_src = tmp_path / "old"
-    old_src.mkdir()
-    git_tree(BEFORE_SLOTS, old_src)
     state = tmp_path / "state"
     new_ws = Workspace(tmp_path / "ws-new", state=state)
     _prepare(tf, new_ws, base)
     values = _mig(base)
-    old_ws = Workspace(tmp_path / "ws-old", modules=old_src / "modules", state=state)
-    old = old_ws.module("modules/tpu_mig", "mig", old_values(old_src / "modules/tpu_mig", values))
+    old = old_module(tmp_path, BEFORE_SLOTS, state, "modules/tpu_mig", "mig", values)
     tf.init(old)
     tf(old, "apply", "-input=false", "-no-color", "-lock=false", "-auto-approve")
     work = new_ws.module("modules/tpu_mig", "mig")
@@ -215,16 +208,10 @@ def test_a_state_before_the_slots_moves_to_slot_a(tf: Terraform, tmp_path: Path,
 
 
 def test_a_state_before_the_slots_refuses_make_before_break_of_another_shape(tf: Terraform, tmp_path: Path) -> None:
-    require("git history", subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", BEFORE_SLOTS],
-                                          capture_output=True).returncode == 0, "a full clone")
-    old_src = tmp_path / "old"
-    old_src.mkdir()
-    git_tree(BEFORE_SLOTS, old_src)
     state = tmp_path / "state"
     new_ws = Workspace(tmp_path / "ws-new", state=state)
     _prepare(tf, new_ws, SPOT)
-    old_ws = Workspace(tmp_path / "ws-old", modules=old_src / "modules", state=state)
-    old = old_ws.module("modules/tpu_mig", "mig", old_values(old_src / "modules/tpu_mig", _mig(SPOT)))
+    old = old_module(tmp_path, BEFORE_SLOTS, state, "modules/tpu_mig", "mig", _mig(SPOT))
     tf.init(old)
     tf(old, "apply", "-input=false", "-no-color", "-lock=false", "-auto-approve")
     work = new_ws.module("modules/tpu_mig", "mig", _mig(SPOT, TPU_ACCELERATOR_TYPE="v6e-32"))

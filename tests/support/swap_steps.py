@@ -1,0 +1,53 @@
+"""Make-before-break's rendered steps run in a sandbox (tests/shell/test_tpu_swap.py on vm,
+test_mig_swap.py on mig): each step under its image's shell (``sh`` for the Terraform image's steps
+under BusyBox, bash for gcloud's), with stand-ins for terraform and gcloud (the test's scripts) that
+keep a journal of what happened to which slice, in the build's order, stopping at the first step
+that fails, as Cloud Build does."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from tests.conftest import require
+
+
+def shell(entrypoint: str) -> list[str]:
+    """The step's shell: bash, or for the Terraform image's ``sh`` BusyBox's (POSIX plus pipefail)."""
+    if entrypoint == "bash":
+        return ["bash"]
+    busybox = shutil.which("busybox")
+    require("busybox", busybox is not None, "apt-get install busybox")
+    return [str(busybox), "sh"]
+
+
+def sandbox(tmp: Path, module: str, tfdir: str, terraform: str, gcloud: str) -> dict[str, str]:
+    """A workspace with ``module``'s saved plan and tfvars, ``modules/<tfdir>``, the stand-ins on
+    PATH and the journal's folder; the environment the steps run with."""
+    bin_dir, ws = tmp / "bin", tmp / "workspace"
+    for d in (bin_dir, ws / "plans", ws / "tfvars", ws / "modules" / tfdir, tmp / "journal"):
+        d.mkdir(parents=True)
+    for name, text in (("terraform", terraform), ("gcloud", gcloud)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    (ws / "plans" / f"{module}.tfplan").write_text("saved plan\n")
+    (ws / "tfvars" / f"{module}.tfvars.json").write_text("{}\n")
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp), "LANG": "C.UTF-8",
+            "WORKSPACE": str(ws), "JOURNAL_DIR": str(tmp / "journal"), "TPUBUILD_SWAP_POLL_S": "0"}
+
+
+def run(steps: dict[str, tuple[str, str]], order: tuple[str, ...], env: dict[str, str],
+        **extra: str) -> tuple[list[subprocess.CompletedProcess[str]], list[str]]:
+    """``steps`` (id → (entrypoint, script)) in ``order``, stopping at the first that fails; what
+    each printed, and the journal."""
+    done = []
+    for sid in order:
+        entrypoint, script = steps[sid]
+        proc = subprocess.run([*shell(entrypoint), "-c", script], env={**env, **extra}, capture_output=True,
+                              text=True, timeout=60)
+        done.append(proc)
+        if proc.returncode != 0:
+            break
+    return done, Path(env["JOURNAL_DIR"], "journal").read_text().splitlines()
