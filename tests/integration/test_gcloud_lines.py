@@ -56,6 +56,9 @@ def record(script: str, tmp: Path, env: dict[str, str] | None = None,
         # as tpu-apply leaves it under make-before-break: a new slice beside the old (tpu-swap reads it)
         (ws / "plans" / "tpu.slices.json").write_text('{"a": {"name": "tpu-old"}, "b": {"name": "tpu-new"}}')
         (ws / "plans" / "tpu.name").write_text("tpu-new")
+        # ... and mig-apply on mig (mig-resize, mig-attach and mig-swap read the new group's name)
+        (ws / "plans" / "mig.slices.json").write_text('{"a": {"name": "tpu-old"}, "b": {"name": "tpu-old-b"}}')
+        (ws / "plans" / "mig.name").write_text("tpu-old-b")
         full = {**os.environ, **QUICK, **(env or {}), "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
                 "RECORD_DIR": str(rec), "RECORD_ANSWER": answer, "WORKSPACE": str(ws), "HOME": str(tmp)}
         subprocess.run(["bash", "-c", script], cwd=ws, env=full, capture_output=True, text=True, timeout=60)

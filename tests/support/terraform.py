@@ -185,6 +185,20 @@ def git_tree(commit: str, dest: Path) -> None:
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
 
 
+def apply_slice_inputs(tf: "Terraform", ws: "Workspace", settings: Any) -> None:
+    """Apply, with today's modules, every plan module of ``settings`` that the slice reads (all but
+    ``mig`` and ``dashboard``: filestore, shared_pd, tpu) into ``ws``'s states."""
+    from builder import tfvars
+    from builder.plan import module_dir
+
+    for module, values in tfvars.all_for(settings).items():
+        if module in ("mig", "dashboard"):
+            continue
+        work = ws.module(module_dir(settings, module), module, values)
+        tf.init(work)
+        tf(work, "apply", "-input=false", "-no-color", "-lock=false", "-auto-approve")
+
+
 def old_module(tmp_path: Path, commit: str, state: Path, tfdir: str, plan_module: str,
                values: dict[str, Any]) -> Path:
     """``tfdir`` as ``commit`` had it, in a workspace of its own under ``tmp_path`` that shares

@@ -16,7 +16,8 @@ from builder import tfvars
 from builder.config import load
 from builder.plan import module_dir
 from tests.conftest import EXAMPLES, REPO, rewrite_env
-from tests.support.terraform import Terraform, Workspace, counts, old_module, resources, standin_terraform
+from tests.support.terraform import (Terraform, Workspace, apply_slice_inputs, counts, old_module, resources,
+                                     standin_terraform)
 
 pytestmark = pytest.mark.slow
 
@@ -36,16 +37,6 @@ def _settings(base: Path, tmp_path: Path, **overrides: str):  # noqa: ANN202 - S
     from builder.config import load_text
 
     return load_text(rewrite_env(base.read_text(), **overrides), REPO / base.name)
-
-
-def _prepare(tf: Terraform, ws: Workspace, settings) -> None:  # noqa: ANN001
-    """Apply every module the slice reads (filestore, shared_pd, tpu) with today's modules."""
-    for module, values in tfvars.all_for(settings).items():
-        if module in ("mig", "dashboard"):
-            continue
-        work = ws.module(module_dir(settings, module), module, values)
-        tf.init(work)
-        tf(work, "apply", "-input=false", "-no-color", "-lock=false", "-auto-approve")
 
 
 def _template_disks(plan: dict[str, Any]) -> list[dict[str, Any]]:
@@ -75,7 +66,7 @@ def test_a_new_slice_has_no_disk_in_its_template_and_keeps_none(tf: Terraform, t
     values = tfvars.for_module(s, "mig")
     assert values["shared_pd_attach"] and values["shared_pd_attached_later"]
     ws = Workspace(tmp_path / "ws")
-    _prepare(tf, ws, s)
+    apply_slice_inputs(tf, ws, s)
     work = ws.module(module_dir(s, "mig"), "mig", values)
     tf.init(work)
     plan = _apply(tf, work, "create")
@@ -96,7 +87,7 @@ def test_a_slice_applied_before_mig_attach_keeps_its_template(tf: Terraform, tmp
     values = tfvars.for_module(s, "mig")
     state = tmp_path / "state"
     new_ws = Workspace(tmp_path / "ws-new", state=state)
-    _prepare(tf, new_ws, s)
+    apply_slice_inputs(tf, new_ws, s)
     old = old_module(tmp_path, BEFORE_MIG_ATTACH, state, module_dir(s, "mig"), "mig", values)
     tf.init(old)
     before = _apply(tf, old, "old")
@@ -129,7 +120,7 @@ def test_a_calendar_slice_carries_the_disk_in_its_template(tf: Terraform, tmp_pa
     values = tfvars.for_module(s, "mig")
     assert values["shared_pd_attach"] and not values["shared_pd_attached_later"]
     ws = Workspace(tmp_path / "ws")
-    _prepare(tf, ws, s)
+    apply_slice_inputs(tf, ws, s)
     work = ws.module(module_dir(s, "mig"), "mig", values)
     tf.init(work)
     disks = _template_disks(_apply(tf, work, "create"))

@@ -17,7 +17,7 @@ from builder import tfvars
 from builder.config import load_text
 from builder.plan import module_dir
 from tests.conftest import EXAMPLES, REPO, rewrite_env
-from tests.support.terraform import Terraform, Workspace, old_module, standin_terraform
+from tests.support.terraform import Terraform, Workspace, apply_slice_inputs, old_module, standin_terraform
 
 pytestmark = pytest.mark.slow
 
@@ -61,12 +61,7 @@ def _after(plan: dict[str, Any], kind: str, slot: str) -> dict[str, Any]:
 def _prepare(tf: Terraform, ws: Workspace, base: Path) -> Path:
     """Apply what the slice reads (filestore, shared_pd, tpu: tpu_mig_access); the mig folder."""
     settings = load_text(base.read_text(), REPO / base.name)
-    for module, values in tfvars.all_for(settings).items():
-        if module in ("mig", "dashboard"):
-            continue
-        work = ws.module(module_dir(settings, module), module, values)
-        tf.init(work)
-        tf(work, "apply", "-input=false", "-no-color", "-lock=false", "-auto-approve")
+    apply_slice_inputs(tf, ws, settings)
     return ws.root / "modules" / Path(module_dir(settings, "mig")).name
 
 
