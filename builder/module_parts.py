@@ -165,7 +165,7 @@ TPU_VM_REPLACED_BY = frozenset({"project_id", "zone", "name", "accelerator_type"
 #: modules/tpu_mig: what the workload policy and the instance template hold; a change makes a new
 #: template (every VM of the group is replaced) or a new policy (the group is drained first). Under
 #: make-before-break it makes a new slice instead: a second MIG beside the running one (its
-#: ``wanted`` in modules/tpu_mig/main.tf is this set; tests/terraform/test_mig_slots.py compares).
+#: ``wanted`` in modules/tpu_mig/main.tf is this set; tests/terraform/test_tpu_mig_slots.py compares).
 SLICE_TEMPLATE = frozenset({"accelerator_type", "machine_type", "vm_count", "accelerator_topology", "topology",
                              "host_bounds", "chips_per_host_bounds", "image_project", "image_family",
                              "boot_disk_size_gb", "boot_disk_type", "external_ips", "network", "subnetwork",

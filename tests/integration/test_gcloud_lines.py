@@ -225,6 +225,8 @@ def test_mig_attach_lines_parse(gcloud, tmp_path, values):
     rec.mkdir()
     (bindir / "gcloud").write_text(MIG_ATTACH_GCLOUD)
     (bindir / "gcloud").chmod(0o755)
+    (tmp_path / "plans").mkdir()
+    (tmp_path / "plans" / "mig.name").write_text(s.tpu_name)  # as mig-apply leaves it
     env = {**os.environ, **step_env(step), "RECORD_DIR": str(rec), "WORKSPACE": str(tmp_path),
            "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp_path)}
     proc = subprocess.run(["bash", "-c", step_script(step)], env=env, capture_output=True, text=True, timeout=60)

@@ -64,10 +64,12 @@ def test_each_architecture_gets_its_own_tiles() -> None:
 
 def test_mig_host_tiles_watch_the_instances_of_the_slice_mig() -> None:
     """On mig the hosts are the instances of the slice's MIG, named after its base_instance_name
-    (modules/tpu_mig: var.name); the host tiles filter on that prefix, not on another MIG's."""
+    (modules/tpu_mig: its slot's name, var.name or var.name-b, the two groups make-before-break
+    alternates); the host tiles filter on the prefix var.name, which both share, not on another MIG's."""
     s = load(EXAMPLES / "mig-v6e-16-spot.env")
     base = tfvars.for_module(s, "mig")["name"]
-    assert 'base_instance_name = var.name' in (REPO / "modules/tpu_mig/main.tf").read_text()
+    main = (REPO / "modules/tpu_mig/main.tf").read_text()
+    assert "base_instance_name = each.value.name" in main and 'slice_name = local.target == "a" ? var.name : "${var.name}-b"' in main
     text = json.dumps(dashboard.for_settings(s))
     prefixes = {p.split('\\"')[0] for p in text.split('instance_name=starts_with(\\"')[1:]}
     assert prefixes == {base}, prefixes

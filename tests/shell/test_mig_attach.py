@@ -58,6 +58,9 @@ def _run(tmp_path: Path, values: Path, *, vms: list[str], users: list[str], mode
     (state / "mode").write_text(mode + "\n")
     for vm in refuse:
         (state / f"refuse-{vm}").touch()
+    # mig-apply names the group values.env asks for (make-before-break: either slot)
+    (tmp_path / "plans").mkdir()
+    (tmp_path / "plans" / "mig.name").write_text(load(values).tpu_name + "\n")
     env = {**os.environ, **step_env(step), "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
            "STUB_STATE": str(state), "WORKSPACE": str(tmp_path)}
     proc = subprocess.run(["bash", "-c", step_script(step)], env=env, capture_output=True, text=True, timeout=60)

@@ -103,7 +103,7 @@ def test_a_slice_applied_before_mig_attach_keeps_its_template(tf: Terraform, tmp
     assert set(_slice_changes(again).values()) == {("no-op",)}, _slice_changes(again)
     # without the disk, the kept mark goes, and a disk attached again comes by mig-attach (in place:
     # break-before-make; make-before-break puts a changed template in the other slot,
-    # tests/terraform/test_mig_slots.py)
+    # tests/terraform/test_tpu_mig_slots.py)
     bbm = {**values, "make_before_break": False}
     off = new_ws.module(module_dir(s, "mig"), "mig", {**bbm, "shared_pd_attach": False})
     _apply(tf, off, "off")

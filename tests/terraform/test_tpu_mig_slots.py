@@ -217,3 +217,22 @@ def test_a_state_before_the_slots_refuses_make_before_break_of_another_shape(tf:
     (work / "terraform.tfvars.json").write_text(json.dumps(_mig(SPOT, make_before_break=False, TPU_ACCELERATOR_TYPE="v6e-32")))
     changes = _changes(tf.plan_json(work, "bbm"))
     assert set(changes) == {"policy[a]", "template[a]", "mig[a]"} and "delete" not in changes["mig[a]"], changes
+
+
+def test_what_makes_a_second_mig_is_what_the_catalogue_says_recreates_the_hosts() -> None:
+    """One fact, two readers: modules/tpu_mig's ``wanted`` (a slot whose values differ is another
+    slice) and the catalogue's SLICE_TEMPLATE (builder.diff and the capacity check call a change of
+    it a replacement under make-before-break) name the same variables. ``shared_pd`` is the
+    module's one word for shared_pd_attach and shared_pd_attached_later; env_name names the state
+    itself (another environment is another state, never a slot)."""
+    import re
+
+    from builder.module_parts import SLICE_TEMPLATE
+
+    main = (REPO / "modules/tpu_mig/main.tf").read_text()
+    block = main[main.index("  wanted = {"):]
+    block = block[:block.index("\n  }\n")]
+    keys = set(re.findall(r"^\s{4}(\w+)\s+=", block, re.M))
+    expected = (SLICE_TEMPLATE - {"shared_pd_attach", "shared_pd_attached_later", "env_name"}) | {"shared_pd"}
+    assert keys == expected, (keys ^ expected)
+    assert re.search(r"shared_pd\s+=\s+!var\.shared_pd_attach .*var\.shared_pd_attached_later", block)
