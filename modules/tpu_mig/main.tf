@@ -204,19 +204,21 @@ locals {
 
 # ---- the slice's shape: one workload policy per slot and topology (multi-host slices only) ----
 
+# Slot a's policy keeps the address it had before the slots (slice[0]) and slot b's is slice_b[0]:
+# a state applied with provider 6.x holds slot a's policy under the google provider, and Terraform
+# cannot move a resource whose provider changes (google-beta implements no cross-provider move),
+# so no `moved` block may name it. Both read local.policies; only the slot key differs.
 resource "google_compute_resource_policy" "slice" {
   provider = google-beta
-  for_each = { for slot, spec in local.slices : slot => spec if spec.wanted.accelerator_topology != "" }
-  # One policy per topology: a new topology is a new policy (the old one is deleted once the MIG
-  # points at the new one); "4x4" is a legal name part ([a-z0-9-]).
-  name   = "${each.value.name}-${each.value.wanted.topology}"
-  region = local.region
+  count    = contains(keys(local.policies), "a") ? 1 : 0
+  name     = local.policies["a"].name
+  region   = local.region
 
-  description = "tpubuild ${var.env_name}: ${each.value.wanted.accelerator_type} as ${each.value.wanted.vm_count} ICI-connected TPU VMs"
+  description = local.policies["a"].description
 
   workload_policy {
     type                 = "HIGH_THROUGHPUT"
-    accelerator_topology = each.value.wanted.accelerator_topology
+    accelerator_topology = local.policies["a"].accelerator_topology
     # The ICI links are set up when the VMs are created, as a training slice needs (the API's
     # default); PROVISION_ONLY leaves them to a scheduler that connects chips later.
     accelerator_topology_mode = "AUTO_CONNECT"
@@ -228,6 +230,37 @@ resource "google_compute_resource_policy" "slice" {
     # new policy drains the slice: leave those alone (they are AUTO_CONNECT, the API's default).
     ignore_changes = [workload_policy[0].accelerator_topology_mode]
   }
+}
+
+resource "google_compute_resource_policy" "slice_b" {
+  provider = google-beta
+  count    = contains(keys(local.policies), "b") ? 1 : 0
+  name     = local.policies["b"].name
+  region   = local.region
+
+  description = local.policies["b"].description
+
+  workload_policy {
+    type                      = "HIGH_THROUGHPUT"
+    accelerator_topology      = local.policies["b"].accelerator_topology
+    accelerator_topology_mode = "AUTO_CONNECT"
+  }
+
+  lifecycle {
+    create_before_destroy = true
+  }
+}
+
+locals {
+  # One policy per slot with a topology (multi-host); a new topology is a new policy (the old one
+  # is deleted once its MIG points at the new one); "4x4" is a legal name part ([a-z0-9-]).
+  policies = { for slot, spec in local.slices : slot => {
+    name                 = "${spec.name}-${spec.wanted.topology}"
+    description          = "tpubuild ${var.env_name}: ${spec.wanted.accelerator_type} as ${spec.wanted.vm_count} ICI-connected TPU VMs"
+    accelerator_topology = spec.wanted.accelerator_topology
+  } if spec.wanted.accelerator_topology != "" }
+  policy_links = merge({ for p in google_compute_resource_policy.slice : "a" => p.self_link },
+  { for p in google_compute_resource_policy.slice_b : "b" => p.self_link })
 }
 
 # ---- the hosts ----
@@ -354,7 +387,7 @@ resource "google_compute_instance_group_manager" "slice" {
   }
 
   dynamic "resource_policies" {
-    for_each = [for slot, policy in google_compute_resource_policy.slice : policy.self_link if slot == each.key]
+    for_each = [for slot, link in local.policy_links : link if slot == each.key]
     content {
       workload_policy = resource_policies.value
     }

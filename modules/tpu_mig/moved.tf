@@ -1,12 +1,8 @@
 # The slice became slot "a" of each of its resources (for_each over the slots: make-before-break,
-# main.tf). A state written before the slots keeps its remote objects: plan shows "has moved to",
+# main.tf), but for the workload policy, whose slot a keeps its address (main.tf says why). A
+# state written before the slots keeps its remote objects: plan shows "has moved to",
 # no destroy/create. Keep these blocks as long as an environment applied before the slots may
 # still be applied; removing one later makes Terraform destroy and recreate the slice there.
-
-moved {
-  from = google_compute_resource_policy.slice[0]
-  to   = google_compute_resource_policy.slice["a"]
-}
 
 moved {
   from = google_compute_instance_template.slice

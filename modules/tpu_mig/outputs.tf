@@ -20,7 +20,7 @@ output "vm_count" {
 
 output "workload_policy" {
   description = "Self link of the workload policy (empty for a single-host slice)."
-  value       = one([for slot, policy in google_compute_resource_policy.slice : policy.self_link if slot == local.target])
+  value       = lookup(local.policy_links, local.target, null)
 }
 
 output "instance_template" {

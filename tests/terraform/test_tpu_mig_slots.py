@@ -49,13 +49,20 @@ def _changes(plan: dict[str, Any]) -> dict[str, str]:
     out = {}
     for c in plan.get("resource_changes", []):
         if c["type"] in SLICE and c["mode"] == "managed":
-            out[f'{SLICE[c["type"]]}[{c["index"]}]'] = "+".join(c["change"]["actions"])
+            out[f'{SLICE[c["type"]]}[{_slot(c)}]'] = "+".join(c["change"]["actions"])
     return out
+
+
+def _slot(change: dict[str, Any]) -> str:
+    """The slot of a slice resource: its key, or for the workload policy (slice[0] is slot a, at its
+    address from before the slots; slice_b[0] slot b) its name."""
+    index = change.get("index")
+    return index if isinstance(index, str) else ("b" if change["name"].endswith("_b") else "a")
 
 
 def _after(plan: dict[str, Any], kind: str, slot: str) -> dict[str, Any]:
     return next(c["change"]["after"] for c in plan["resource_changes"]
-                if SLICE.get(c["type"]) == kind and c.get("index") == slot)
+                if SLICE.get(c["type"]) == kind and c["mode"] == "managed" and _slot(c) == slot)
 
 
 def _prepare(tf: Terraform, ws: Workspace, base: Path) -> Path:
@@ -189,7 +196,7 @@ def test_a_state_before_the_slots_moves_to_slot_a(tf: Terraform, tmp_path: Path,
     slice_changes = [c for c in plan["resource_changes"] if c["type"] in SLICE]
     assert {c["change"]["actions"][0] for c in plan["resource_changes"]} == {"no-op"}, _changes(plan)
     moved = {c.get("previous_address"): c["address"] for c in slice_changes}
-    expected = {"google_compute_resource_policy.slice[0]": 'google_compute_resource_policy.slice["a"]',
+    expected = {None: "google_compute_resource_policy.slice[0]",  # slot a's policy keeps its address
                 "google_compute_instance_template.slice": 'google_compute_instance_template.slice["a"]',
                 "google_compute_instance_group_manager.slice": 'google_compute_instance_group_manager.slice["a"]'}
     if base == FLEX:
