@@ -29,7 +29,7 @@ from builder.pipeline import render
 from builder.plan import make_plan
 from tests.conftest import REPO, SHIPPED
 from tests.support.pipeline import step_script
-from tests.shell.test_tpu_swap import _shell
+from tests.support.swap_steps import shell as _shell
 
 OLD, NEW = "tpu-tpu-dev1", "tpu-tpu-dev1-b"
 ORDER = ("tpu-prepare", "tpu-apply", "tpu-swap", "tpu-checkpoint", "tpu-release", "tpu-resume")
