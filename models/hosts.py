@@ -27,7 +27,7 @@ from string import Template
 
 from .run_lines import (RUN_DIR, RUN_PIDFILE, run_line, ship_dirs_line, ship_groups,  # noqa: F401 - re-exported
                         stop_line)
-from .slots import SLICE_ENV, slot_preamble, slot_title  # noqa: F401 - re-exported
+from .slots import EACH_HOST as _EACH_HOST, SLICE_ENV, any_count, each_host, slot_preamble, slot_title  # noqa: F401
 
 #: What env_setup/scripts/startup.sh leaves on every host at each boot (docs/env_setup.md).
 HOST_PROFILE = "/etc/profile.d/tpubuild.sh"
@@ -301,11 +301,12 @@ class MigHosts(Hosts):
 #: lists exactly the slice's VM count (a resize or a spot preemption in progress).
 _SLICE = Template(
     "tpubuild_listing=$$($listing)\n"
-    "mapfile -t TPUBUILD_HOSTS < <(printf '%s\\n' \"$$tpubuild_listing\" | LC_ALL=C sort -u | sed '/^$$/d')\n"
+    "mapfile -t TPUBUILD_HOSTS < <(printf '%s\\n' \"$$tpubuild_listing\" | LC_ALL=C sort -u | sed '/^$$/d')")
+_SLICE_COUNT = Template(
     'if [ "$${#TPUBUILD_HOSTS[@]}" -ne $count ]; then echo "tpubuild: the MIG $group lists '
     '$${#TPUBUILD_HOSTS[@]} of $count VMs; wait until tpubuild status shows the slice $count/$count '
-    'running, or run tpubuild update to recreate lost (spot) VMs" >&2; exit 1; fi\n'
-    'echo "tpubuild: workers in order: $${TPUBUILD_HOSTS[*]}" >&2')
+    'running, or run tpubuild update to recreate lost (spot) VMs" >&2; exit 1; fi')
+_SLICE_SAID = 'echo "tpubuild: workers in order: ${TPUBUILD_HOSTS[*]}" >&2'
 _WORKER = Template('"$${TPUBUILD_HOSTS[$n]}"')
 
 
@@ -336,9 +337,12 @@ class SliceHosts(MigHosts):
 
     def preamble(self) -> str:
         group = '$TPUBUILD_TPU' if self.slotted else _q(self.mig_name)
-        hosts = _SLICE.substitute(listing=self.listing_line(), count=self.count, group=group)
+        count = _SLICE_COUNT.substitute(count=self.count, group=group)
+        listed = _SLICE.substitute(listing=self.listing_line())
         if not self.slotted:
-            return hosts
+            return "\n".join([listed, count, _SLICE_SAID])
+        # a preset TPUBUILD_SLICE may name the old group, of another shape: its own VMs (models/slots.py)
+        hosts = "\n".join([listed, any_count(count), _SLICE_SAID])
         found = slot_preamble(shlex.join(self.groups), self.slots, what="MIG", zone=self.zone, project=self.project)
         return "\n".join([found, hosts])
 
@@ -350,6 +354,8 @@ class SliceHosts(MigHosts):
         return list(range(self.count)) if worker == "all" else [int(worker)]
 
     def ssh(self, worker: str, command: str, *, ready: bool = True) -> str:
+        if worker == "all" and self.slotted:  # every VM of the group found (another shape while preset)
+            return each_host(MigHosts.ssh(self, Word(_EACH_HOST), command, ready=ready))
         return "\n".join(MigHosts.ssh(self, self.worker(n), command, ready=ready)
                          for n in self.workers(worker))
 
@@ -360,6 +366,8 @@ class SliceHosts(MigHosts):
 
     def scp(self, src: str | Sequence[str], dest: str, *, host: str = "", worker: str = "all") -> str:
         """``dest`` is a path; copied to every worker (or worker ``worker``), one line each."""
+        if worker == "all" and self.slotted:
+            return each_host(MigHosts.scp(self, src, dest, host=Word(_EACH_HOST)))
         return "\n".join(MigHosts.scp(self, src, dest, host=self.worker(n)) for n in self.workers(worker))
 
     @staticmethod

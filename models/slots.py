@@ -61,3 +61,24 @@ def slot_title(slots: Sequence[str]) -> str:
     """What :func:`slot_preamble` does, as (the start of) a step's title."""
     return (f"the slice: whichever of {', '.join(slots)} exists (make-before-break alternates them, a preset "
             "TPUBUILD_SLICE picks one), as $TPUBUILD_TPU")
+
+
+#: mig with two slots: a preset ``TPUBUILD_SLICE`` (the build's mig-checkpoint stopping the training
+#: on the old group while the new one runs) may address a group of another shape than values.env
+#: asks for: its own VMs are taken, however many (at least one), and a command for every worker
+#: runs on each of them (:func:`each_host`); unset, the group must list exactly the slice's count.
+_ANY_COUNT = Template('if [ -z "$${TPUBUILD_SLICE:-}" ]; then\n  $check\n'
+                      'elif [ "$${#TPUBUILD_HOSTS[@]}" -eq 0 ]; then echo "tpubuild: the MIG $$TPUBUILD_TPU lists no VM" >&2; exit 1; fi')
+_EACH_HOST = Template('for tpubuild_host in "$${TPUBUILD_HOSTS[@]}"; do\n  $line\ndone')
+#: The host of :func:`each_host`'s loop, as its lines name it (a shell word, left unquoted).
+EACH_HOST = '"$tpubuild_host"'
+
+
+def any_count(check: str) -> str:
+    """``check`` (the exact-count refusal) unless TPUBUILD_SLICE is preset: then any non-empty group."""
+    return _ANY_COUNT.substitute(check=check)
+
+
+def each_host(line: str) -> str:
+    """``line`` (written for the host :data:`EACH_HOST`) on every VM the preamble listed, in order."""
+    return _EACH_HOST.substitute(line=line)

@@ -29,8 +29,27 @@ ORDER = sorted(NAMES, key=str.encode)  # startup.sh: LC_ALL=C sort
 HOST = re.compile(r'^\$\{TPUBUILD_HOSTS\[(\d+)\]\}$')  # shlex.split drops the quotes
 
 
+def unrolled(out: str, count: int = 4) -> str:
+    """``out`` with each loop over every host of the group (models/slots.py ``each_host``: a command
+    for all workers, whatever the group's size) written out as one line per worker, in worker order,
+    as the assertions below read the script's lines (the script itself runs the loop)."""
+    lines, res, i = out.splitlines(), [], 0
+    while i < len(lines):
+        if lines[i] == 'for tpubuild_host in "${TPUBUILD_HOSTS[@]}"; do' and lines[i + 2] == "done":
+            res += [lines[i + 1].strip().replace('"$tpubuild_host"', f'"${{TPUBUILD_HOSTS[{n}]}}"') for n in range(count)]
+            i += 3
+        else:
+            res.append(lines[i])
+            i += 1
+    return "\n".join(res)
+
+
+def lines_of(out: str) -> list[list[str]]:
+    return gcloud_lines(unrolled(out))
+
+
 def workers(out: str) -> list[int]:
-    return [int(HOST.match(words[3]).group(1)) for words in gcloud_lines(out) if words[:3] == ["gcloud", "compute", "ssh"]]
+    return [int(HOST.match(words[3]).group(1)) for words in lines_of(out) if words[:3] == ["gcloud", "compute", "ssh"]]
 
 
 def test_dry_runs_list_the_group_then_one_line_per_host_in_worker_order(cli, gcloud):
@@ -47,21 +66,21 @@ def test_dry_runs_list_the_group_then_one_line_per_host_in_worker_order(cli, gcl
     for argv in (groups, [w.replace("$TPUBUILD_TPU", "tpu-v6e-slice-b") for w in listed]):
         parsed = gcloud.parse(argv)
         assert parsed.ok, parsed.why()
-    for words in gcloud_lines(out):
+    for words in lines_of(out):
         assert "--tunnel-through-iap" in words and "--zone=us-east5-b" in words
         concrete = [ORDER[int(HOST.match(w).group(1))] if HOST.match(w) else w for w in words]
         parsed = gcloud.parse(concrete)
         assert parsed.ok, (concrete[:5], parsed.why())
-    assert "python3 train.py --lr '0.1 0.2'" in command_of(gcloud_lines(out)[-1])
+    assert "python3 train.py --lr '0.1 0.2'" in command_of(lines_of(out)[-1])
 
     code, out, _ = cli("run", "--dry-run", "--hosts", "2", "--values", MIG, "--", "true")
     assert code == 0 and workers(out) == [0, 2]
     code, out, _ = cli("stop", "--dry-run", "--values", MIG)  # the model's stop (MODEL=roberta), then run's
     assert code == 0 and workers(out) == [0, 1, 2, 3] * 3
-    assert "pidfile=.tpubuild/run.pgid" in command_of(gcloud_lines(out)[-1])
+    assert "pidfile=.tpubuild/run.pgid" in command_of(lines_of(out)[-1])
     code, out, _ = cli("logs", "--run", "--host", "3", "--dry-run", "--values", MIG)
     assert code == 0 and workers(out) == [0]
-    assert command_of(gcloud_lines(out)[0]).endswith("tail -n 200 /mnt/common/nfs_share/logs/v6e-slice/run/host-3.log")
+    assert command_of(lines_of(out)[0]).endswith("tail -n 200 /mnt/common/nfs_share/logs/v6e-slice/run/host-3.log")
     code, _, err = cli("run", "--dry-run", "--hosts", "4", "--values", MIG, "--", "true")
     assert code == 2 and "--hosts 4: the slice has 4 host(s)" in err and len(err.strip().splitlines()) == 1
 
@@ -147,7 +166,7 @@ def test_train_stop_logs_of_the_model_reach_every_host_in_worker_order(cli, gclo
     code, out, err = cli("train", "roberta", "--dry-run", "--values", MIG)
     assert code == 0, err
     assert "# tpubuild train roberta: v6e-16 (mig), 4 host(s), 16 devices;" in out
-    steps = _steps(out)
+    steps = _steps(unrolled(out))
     titles = list(steps)
     assert titles[0].startswith("the slice: whichever of tpu-v6e-slice, tpu-v6e-slice-b exists")
     assert titles[0].endswith("then the slice's VMs in PJRT worker order (TPUBUILD_HOSTS)") and steps[titles[0]] == []
@@ -155,7 +174,7 @@ def test_train_stop_logs_of_the_model_reach_every_host_in_worker_order(cli, gclo
         order = [int(HOST.match(w[3] if w[2] == "ssh" else w[5].split(":")[0]).group(1)) for w in steps[title]]
         expect = [0] if title.startswith("prepare") else [0, 1, 2, 3]
         assert order == expect, (title, order)
-    for words in gcloud_lines(out):
+    for words in lines_of(out):
         assert "--tunnel-through-iap" in words
         concrete = [HOST.sub(lambda m: ORDER[int(m.group(1))], w.split(":")[0]) + w[len(w.split(":")[0]):]
                     if HOST.match(w.split(":")[0]) else w for w in words]
@@ -167,12 +186,12 @@ def test_train_stop_logs_of_the_model_reach_every_host_in_worker_order(cli, gclo
 
     code, out, err = cli("stop", "--dry-run", "--values", MIG)
     assert code == 0, err
-    stop = [w for w in gcloud_lines(out) if w[2] == "ssh" and "stop.sh --arch vm" in command_of(w)]
+    stop = [w for w in lines_of(out) if w[2] == "ssh" and "stop.sh --arch vm" in command_of(w)]
     assert [int(HOST.match(w[3]).group(1)) for w in stop] == [0, 1, 2, 3]
-    assert "pidfile=.tpubuild/run.pgid" in command_of(gcloud_lines(out)[-1])  # then run's jobs
+    assert "pidfile=.tpubuild/run.pgid" in command_of(lines_of(out)[-1])  # then run's jobs
     code, out, err = cli("logs", "--host", "2", "--dry-run", "--values", MIG)
     assert code == 0 and workers(out) == [0]
-    assert command_of(gcloud_lines(out)[0]).endswith("/mnt/common/nfs_share/logs/v6e-slice/roberta/host-2.log")
+    assert command_of(lines_of(out)[0]).endswith("/mnt/common/nfs_share/logs/v6e-slice/roberta/host-2.log")
 
 
 def test_a_mig_host_runs_exactly_the_vm_host_side():
@@ -195,7 +214,7 @@ def test_a_mig_host_runs_exactly_the_vm_host_side():
 
 def _script_lines(argv: list[str]) -> list[list[str]]:
     assert argv[:2] == ["bash", "-c"]
-    return gcloud_lines(argv[2])
+    return lines_of(argv[2])
 
 
 def test_profile_and_metrics_reach_the_right_worker_and_parse(cli, gcloud):
@@ -250,9 +269,9 @@ def test_run_ships_to_every_host_in_worker_order_and_each_line_parses(cli, gclou
     mount = tmp_path / "mnt"
     code, out, err = cli("run", "--dry-run", "--values", make_env(MIG, MOUNT_POINT=str(mount)), "--", "sh", "job/hello.sh")
     assert code == 0, err
-    scp = [w for w in gcloud_lines(out) if w[:3] == ["gcloud", "compute", "scp"]]
+    scp = [w for w in lines_of(out) if w[:3] == ["gcloud", "compute", "scp"]]
     assert [HOST.match(w[-4].split(":")[0]).group(1) for w in scp] == ["0", "1", "2", "3"]
-    for words in gcloud_lines(out):
+    for words in lines_of(out):
         concrete = [HOST.sub(lambda m: ORDER[int(m.group(1))], w.split(":")[0]) + w[len(w.split(":")[0]):]
                     if HOST.match(w.split(":")[0]) else w for w in words]
         parsed = gcloud.parse(concrete)

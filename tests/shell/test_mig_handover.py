@@ -1,0 +1,173 @@
+"""Make-before-break with a MODEL on the Compute Engine path (TPU_ARCH="mig"): the build moves the
+training from the running MIG to the second one, across a size change (v6e-16, 4 VMs → v6e-32, 8
+VMs). The rendered steps run in the build's order, each under its image's shell: ``mig-prepare``
+(the real ``tpubuild stop --probe``, ``tpubuild stop`` and ``tpubuild train roberta`` print the
+scripts), ``mig-apply`` (the second group beside the first), ``mig-resize``, ``mig-swap``,
+``mig-checkpoint`` (on the OLD group, whose size is not values.env's: the scripts take its own
+VMs, models/slots.py), ``mig-release`` and ``mig-resume`` (on every VM of the new group).
+Terraform and gcloud are stand-ins that keep a journal of which VM each ssh reached; the host
+scripts find the groups themselves (models/hosts.py, TPUBUILD_SLICE picking the old one).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from builder.config import load_text
+from builder.pipeline import render
+from builder.plan import make_plan
+from tests.conftest import EXAMPLES, REPO
+from tests.support.pipeline import step_script
+from tests.support.swap_steps import shell
+
+OLD, NEW = "tpu-v6e-slice", "tpu-v6e-slice-b"
+SIZES = {OLD: 4, NEW: 8}
+ORDER = ("mig-prepare", "mig-apply", "mig-resize", "mig-swap", "mig-checkpoint", "mig-release", "mig-resume")
+VALUES = (EXAMPLES / "mig-v6e-16-spot.env").read_text().replace(
+    'TPU_ACCELERATOR_TYPE="v6e-16"', 'TPU_ACCELERATOR_TYPE="v6e-32"').replace(
+    'SHARED_PD_DISK_ATTACH="true"', 'SHARED_PD_DISK_ATTACH="false"')
+
+#: terraform: the make plan creates NEW beside OLD, the release plan deletes OLD (the zone's groups
+#: are the lines of $JOURNAL_DIR/live).
+TERRAFORM = rf"""#!/usr/bin/env bash
+set -u
+echo "terraform $*" >> "$JOURNAL_DIR/journal"
+case "$1" in
+  plan) for a in "$@"; do case "$a" in -out=*) : > "${{a#-out=}}";; -var=release=true) : > "$JOURNAL_DIR/releasing";; esac; done ;;
+  show) echo '{{"format_version": "1.2"}}' ;;
+  apply)
+    if [ -f "$JOURNAL_DIR/releasing" ]; then
+      printf '%s\n' {NEW} > "$JOURNAL_DIR/live"; echo "deleted {OLD}" >> "$JOURNAL_DIR/journal"
+    else
+      printf '%s\n' {OLD} {NEW} > "$JOURNAL_DIR/live"; echo "created {NEW}" >> "$JOURNAL_DIR/journal"
+    fi ;;
+  output)
+    if [ "$2" = "-json" ]; then echo '{{"a": {{"name": "{OLD}"}}, "b": {{"name": "{NEW}"}}}}'; else echo -n "{NEW}"; fi ;;
+esac
+"""
+
+#: gcloud: `list` prints the live groups, `list-instances G` G's VMs (G-0000...) or their states;
+#: an ssh to a VM of a group that is not live fails as gcloud does; on one that is: the probe
+#: answers ``tpubuild-probe RUNNING MTIME`` (training while $JOURNAL_DIR/training-<group> exists;
+#: the checkpoint's mtime moves after STANDIN_CKPT_AFTER probes), the stop ends the group's
+#: training, the detached launch starts it.
+GCLOUD = r"""#!/usr/bin/env python3
+import os, sys
+from pathlib import Path
+
+j = Path(os.environ["JOURNAL_DIR"])
+sizes = {"tpu-v6e-slice": 4, "tpu-v6e-slice-b": 8}
+argv = sys.argv[1:]
+def log(line):
+    with open(j / "journal", "a") as f:
+        f.write(line + "\n")
+log("gcloud " + " ".join(argv))
+live = (j / "live").read_text().split() if (j / "live").exists() else []
+if argv[:4] == ["compute", "instance-groups", "managed", "list"]:
+    print("\n".join(live))
+    sys.exit(0)
+if argv[:4] == ["compute", "instance-groups", "managed", "list-instances"]:
+    group = argv[4]
+    if group not in live:
+        print(f"ERROR: (gcloud) NOT_FOUND: {group}", file=sys.stderr)
+        sys.exit(1)
+    status = any("instanceStatus" in a for a in argv)
+    print("\n".join("RUNNING NONE" if status else f"{group}-{i:04d}" for i in range(sizes[group])))
+    sys.exit(0)
+verb = "ssh" if "ssh" in argv else "scp" if "scp" in argv else ""
+if verb:
+    target = argv[argv.index(verb) + 1] if verb == "ssh" else next(a.split(":")[0] for a in argv if ":" in a)
+    group = target.rsplit("-", 1)[0]
+    if group not in live:
+        print(f"ERROR: (gcloud.compute.{verb}) NOT_FOUND: {target}", file=sys.stderr)
+        sys.exit(1)
+    command = next((a[len("--command="):] for a in argv if a.startswith("--command=")), "")
+    if "tpubuild-probe" in command:
+        n = int((j / "probes").read_text()) + 1 if (j / "probes").exists() else 1
+        (j / "probes").write_text(str(n))
+        mtime = 2000 if n > int(os.environ.get("STANDIN_CKPT_AFTER", "2")) else 1000
+        print(f"tpubuild-probe {int((j / f'training-{group}').exists())} {mtime}")
+        log(f"probe {target}")
+    elif "stop.sh" in command:
+        (j / f"training-{group}").unlink(missing_ok=True)
+        log(f"stopped on {target}")
+    elif "setsid nohup" in command and "train.sh" in command:
+        (j / f"training-{group}").write_text("")
+        log(f"launched on {target}")
+sys.exit(0)
+"""
+
+
+@pytest.fixture(scope="module")
+def steps() -> dict[str, tuple[str, str]]:
+    settings = load_text(VALUES, EXAMPLES / "mig-v6e-16-spot.env")
+    assert settings.replace == "make-before-break" and settings.model == "roberta" and settings.hosts == 8
+    config = render(settings, make_plan(settings, "update", mig=True))
+    by_id = {st["id"]: st for st in config["steps"]}
+    assert [by_id[sid]["waitFor"] for sid in ORDER[3:]] == [["mig-resize"], ["mig-swap"], ["mig-checkpoint"],
+                                                            ["mig-release"]]
+    return {sid: (by_id[sid]["entrypoint"], step_script(by_id[sid])) for sid in ORDER}
+
+
+def _sandbox(tmp: Path, *, training: bool) -> dict[str, str]:
+    bin_dir, ws, journal = tmp / "bin", tmp / "workspace", tmp / "journal"
+    for d in (bin_dir, ws / "plans", ws / "tfvars", ws / "modules" / "tpu_mig", journal):
+        d.mkdir(parents=True)
+    tpubuild = f'#!/usr/bin/env bash\nexec {sys.executable} -m builder "$@"\n'
+    for name, text in (("terraform", TERRAFORM), ("gcloud", GCLOUD), ("tpubuild", tpubuild)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    (ws / "values.env").write_text(VALUES)  # the build's /workspace: the source, models/ beside it
+    (ws / "models").symlink_to(REPO / "models")
+    (ws / "plans" / "mig.tfplan").write_text("saved plan\n")
+    (ws / "tfvars" / "mig.tfvars.json").write_text("{}\n")
+    (journal / "live").write_text(f"{OLD}\n")
+    if training:
+        (journal / f"training-{OLD}").write_text("")
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp), "LANG": "C.UTF-8",
+            "PYTHONPATH": str(REPO), "WORKSPACE": str(ws), "JOURNAL_DIR": str(journal),
+            "TPUBUILD_SWAP_POLL_S": "0", "TPUBUILD_DRAIN_POLL_S": "0", "TPUBUILD_RESUME_WAIT_S": "0",
+            "TPUBUILD_RESUME_TRIES": "2"}
+
+
+def _run(steps: dict[str, tuple[str, str]], env: dict[str, str], **extra: str
+         ) -> tuple[dict[str, subprocess.CompletedProcess[str]], list[str]]:
+    done = {}
+    for sid in ORDER:
+        entrypoint, script = steps[sid]
+        proc = subprocess.run([*shell(entrypoint), "-c", script], env={**env, **extra}, capture_output=True,
+                              text=True, timeout=120, cwd=env["WORKSPACE"])
+        done[sid] = proc
+        if proc.returncode != 0:
+            break
+    return done, Path(env["JOURNAL_DIR"], "journal").read_text().splitlines()
+
+
+def _events(journal: list[str]) -> list[str]:
+    return [line for line in journal if line.split(" ", 1)[0] in ("created", "deleted", "stopped", "launched")]
+
+
+def test_training_moves_from_the_old_group_of_4_to_the_new_group_of_8(steps, tmp_path: Path) -> None:
+    done, journal = _run(steps, _sandbox(tmp_path, training=True), STANDIN_CKPT_AFTER="2")
+    assert [p.returncode for p in done.values()] == [0] * len(ORDER), {k: p.stderr for k, p in done.items()}
+    old_vms = [f"{OLD}-{i:04d}" for i in range(4)]
+    new_vms = [f"{NEW}-{i:04d}" for i in range(8)]
+    assert _events(journal) == [f"created {NEW}", *(f"stopped on {vm}" for vm in old_vms), f"deleted {OLD}",
+                                *(f"launched on {vm}" for vm in new_vms)]
+    # the probe reached the old group's worker 0 only, and the stop came after its checkpoint moved
+    assert {line for line in journal if line.startswith("probe ")} == {f"probe {OLD}-0000"}
+    assert "wrote a checkpoint" in done["mig-checkpoint"].stdout
+    assert "every VM of tpu-v6e-slice-b runs (8 of 8)" in done["mig-swap"].stdout
+    assert "resumed on the new slice" in done["mig-resume"].stdout
+
+
+def test_nothing_training_on_the_old_group_no_stop_no_resume(steps, tmp_path: Path) -> None:
+    done, journal = _run(steps, _sandbox(tmp_path, training=False))
+    assert [p.returncode for p in done.values()] == [0] * len(ORDER), {k: p.stderr for k, p in done.items()}
+    assert _events(journal) == [f"created {NEW}", f"deleted {OLD}"]
+    assert "not training" in done["mig-checkpoint"].stdout and "nothing to resume" in done["mig-resume"].stdout
