@@ -23,7 +23,7 @@ from builder.pipeline import render
 from builder.plan import make_plan
 from tests.conftest import EXAMPLES, REPO
 from tests.support.pipeline import step_script
-from tests.support.swap_steps import shell
+from tests.support import swap_steps
 
 OLD, NEW = "tpu-v6e-slice", "tpu-v6e-slice-b"
 SIZES = {OLD: 4, NEW: 8}
@@ -32,24 +32,7 @@ VALUES = (EXAMPLES / "mig-v6e-16-spot.env").read_text().replace(
     'TPU_ACCELERATOR_TYPE="v6e-16"', 'TPU_ACCELERATOR_TYPE="v6e-32"').replace(
     'SHARED_PD_DISK_ATTACH="true"', 'SHARED_PD_DISK_ATTACH="false"')
 
-#: terraform: the make plan creates NEW beside OLD, the release plan deletes OLD (the zone's groups
-#: are the lines of $JOURNAL_DIR/live).
-TERRAFORM = rf"""#!/usr/bin/env bash
-set -u
-echo "terraform $*" >> "$JOURNAL_DIR/journal"
-case "$1" in
-  plan) for a in "$@"; do case "$a" in -out=*) : > "${{a#-out=}}";; -var=release=true) : > "$JOURNAL_DIR/releasing";; esac; done ;;
-  show) echo '{{"format_version": "1.2"}}' ;;
-  apply)
-    if [ -f "$JOURNAL_DIR/releasing" ]; then
-      printf '%s\n' {NEW} > "$JOURNAL_DIR/live"; echo "deleted {OLD}" >> "$JOURNAL_DIR/journal"
-    else
-      printf '%s\n' {OLD} {NEW} > "$JOURNAL_DIR/live"; echo "created {NEW}" >> "$JOURNAL_DIR/journal"
-    fi ;;
-  output)
-    if [ "$2" = "-json" ]; then echo '{{"a": {{"name": "{OLD}"}}, "b": {{"name": "{NEW}"}}}}'; else echo -n "{NEW}"; fi ;;
-esac
-"""
+TERRAFORM = swap_steps.handover_terraform(OLD, NEW)
 
 #: gcloud: `list` prints the live groups, `list-instances G` G's VMs (G-0000...) or their states;
 #: an ssh to a VM of a group that is not live fails as gcloud does; on one that is: the probe
@@ -137,19 +120,10 @@ def _sandbox(tmp: Path, *, training: bool) -> dict[str, str]:
 
 def _run(steps: dict[str, tuple[str, str]], env: dict[str, str], **extra: str
          ) -> tuple[dict[str, subprocess.CompletedProcess[str]], list[str]]:
-    done = {}
-    for sid in ORDER:
-        entrypoint, script = steps[sid]
-        proc = subprocess.run([*shell(entrypoint), "-c", script], env={**env, **extra}, capture_output=True,
-                              text=True, timeout=120, cwd=env["WORKSPACE"])
-        done[sid] = proc
-        if proc.returncode != 0:
-            break
-    return done, Path(env["JOURNAL_DIR"], "journal").read_text().splitlines()
+    return swap_steps.run_in_workspace(steps, ORDER, env, **extra)
 
 
-def _events(journal: list[str]) -> list[str]:
-    return [line for line in journal if line.split(" ", 1)[0] in ("created", "deleted", "stopped", "launched")]
+_events = swap_steps.events
 
 
 def test_training_moves_from_the_old_group_of_4_to_the_new_group_of_8(steps, tmp_path: Path) -> None:

@@ -29,29 +29,12 @@ from builder.pipeline import render
 from builder.plan import make_plan
 from tests.conftest import REPO, SHIPPED
 from tests.support.pipeline import step_script
-from tests.support.swap_steps import shell as _shell
+from tests.support import swap_steps
 
 OLD, NEW = "tpu-tpu-dev1", "tpu-tpu-dev1-b"
 ORDER = ("tpu-prepare", "tpu-apply", "tpu-swap", "tpu-checkpoint", "tpu-release", "tpu-resume")
 
-#: terraform: the make plan creates NEW beside OLD, the release plan deletes OLD (the zone's TPU VMs
-#: are the lines of $JOURNAL_DIR/live, which gcloud's list prints).
-TERRAFORM = rf"""#!/usr/bin/env bash
-set -u
-echo "terraform $*" >> "$JOURNAL_DIR/journal"
-case "$1" in
-  plan) for a in "$@"; do case "$a" in -out=*) : > "${{a#-out=}}";; -var=release=true) : > "$JOURNAL_DIR/releasing";; esac; done ;;
-  show) echo '{{"format_version": "1.2"}}' ;;
-  apply)
-    if [ -f "$JOURNAL_DIR/releasing" ]; then
-      printf '%s\n' {NEW} > "$JOURNAL_DIR/live"; echo "deleted {OLD}" >> "$JOURNAL_DIR/journal"
-    else
-      printf '%s\n' {OLD} {NEW} > "$JOURNAL_DIR/live"; echo "created {NEW}" >> "$JOURNAL_DIR/journal"
-    fi ;;
-  output)
-    if [ "$2" = "-json" ]; then echo '{{"a": {{"name": "{OLD}"}}, "b": {{"name": "{NEW}"}}}}'; else echo -n "{NEW}"; fi ;;
-esac
-"""
+TERRAFORM = swap_steps.handover_terraform(OLD, NEW)
 
 #: gcloud: list prints the live TPU VMs; describe says READY; an ssh to a VM that is not live fails
 #: as gcloud does; on one that is: the probe answers ``tpubuild-probe RUNNING MTIME`` (training while
@@ -145,20 +128,10 @@ def _sandbox(tmp: Path) -> dict[str, str]:
 
 def _run(steps: dict[str, tuple[str, str]], env: dict[str, str], **extra: str
          ) -> tuple[dict[str, subprocess.CompletedProcess[str]], list[str]]:
-    """The steps in the build's order, stopping at the first that fails (as Cloud Build does)."""
-    done = {}
-    for sid in ORDER:
-        shell, script = steps[sid]
-        proc = subprocess.run([*_shell(shell), "-c", script], env={**env, **extra}, capture_output=True, text=True,
-                              timeout=120, cwd=env["WORKSPACE"])
-        done[sid] = proc
-        if proc.returncode != 0:
-            break
-    return done, Path(env["JOURNAL_DIR"], "journal").read_text().splitlines()
+    return swap_steps.run_in_workspace(steps, ORDER, env, **extra)
 
 
-def _events(journal: list[str]) -> list[str]:
-    return [line for line in journal if line.split(" ", 1)[0] in ("created", "deleted", "stopped", "launched")]
+_events = swap_steps.events
 
 
 def _training(tmp: Path) -> dict[str, str]:

@@ -51,3 +51,49 @@ def run(steps: dict[str, tuple[str, str]], order: tuple[str, ...], env: dict[str
         if proc.returncode != 0:
             break
     return done, Path(env["JOURNAL_DIR"], "journal").read_text().splitlines()
+
+
+#: terraform for the handover tests: the make plan creates ``new`` beside ``old``, the release plan
+#: deletes ``old`` (the live slices are the lines of $JOURNAL_DIR/live, which the gcloud stand-in
+#: lists); ``output`` names both slots and the new one.
+_TERRAFORM = r"""#!/usr/bin/env bash
+set -u
+echo "terraform $*" >> "$JOURNAL_DIR/journal"
+case "$1" in
+  plan) for a in "$@"; do case "$a" in -out=*) : > "${a#-out=}";; -var=release=true) : > "$JOURNAL_DIR/releasing";; esac; done ;;
+  show) echo '{"format_version": "1.2"}' ;;
+  apply)
+    if [ -f "$JOURNAL_DIR/releasing" ]; then
+      printf '%s\n' NEW > "$JOURNAL_DIR/live"; echo "deleted OLD" >> "$JOURNAL_DIR/journal"
+    else
+      printf '%s\n' OLD NEW > "$JOURNAL_DIR/live"; echo "created NEW" >> "$JOURNAL_DIR/journal"
+    fi ;;
+  output)
+    if [ "$2" = "-json" ]; then echo '{"a": {"name": "OLD"}, "b": {"name": "NEW"}}'; else echo -n "NEW"; fi ;;
+esac
+"""
+
+
+def handover_terraform(old: str, new: str) -> str:
+    """The terraform stand-in of a handover from slice ``old`` to ``new`` (names: [a-z0-9-])."""
+    return _TERRAFORM.replace("OLD", old).replace("NEW", new)
+
+
+def run_in_workspace(steps: dict[str, tuple[str, str]], order: tuple[str, ...], env: dict[str, str], **extra: str
+                     ) -> tuple[dict[str, subprocess.CompletedProcess[str]], list[str]]:
+    """:func:`run` from the build's /workspace (the steps that run tpubuild read values.env there),
+    by step id; the journal."""
+    done = {}
+    for sid in order:
+        entrypoint, script = steps[sid]
+        proc = subprocess.run([*shell(entrypoint), "-c", script], env={**env, **extra}, capture_output=True,
+                              text=True, timeout=120, cwd=env["WORKSPACE"])
+        done[sid] = proc
+        if proc.returncode != 0:
+            break
+    return done, Path(env["JOURNAL_DIR"], "journal").read_text().splitlines()
+
+
+def events(journal: list[str]) -> list[str]:
+    """What happened to the slices and their training, in order."""
+    return [line for line in journal if line.split(" ", 1)[0] in ("created", "deleted", "stopped", "launched")]
