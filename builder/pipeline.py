@@ -267,8 +267,8 @@ class _Steps:
         # VMs wait for the reservation its request delivers at the start time
         s = self.s
         calendar = s.provisioning == "calendar"
-        # make-before-break: the group values.env asks for is the one mig-apply named (either slot)
-        # the request of the group mig-apply named: flex_request_name of that group (each slot has its own)
+        # make-before-break: the group is the one mig-apply named (either slot), its request that
+        # group's name and flex_request_name's suffix (each slot has its own)
         return dict(flex=s.provisioning == "flex-start", request=flex_request_name(s.tpu_name),
                     request_suffix=flex_request_name(""),
                     calendar_start=s.calendar_start if calendar else "", reservation=calendar_name(s.tpu_name),

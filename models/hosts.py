@@ -315,7 +315,9 @@ class SliceHosts(MigHosts):
     """mig: the TPU VMs of the slice's managed instance group. Worker N is the N-th instance
     name in C-locale order (the PJRT worker id startup.sh writes to /etc/profile.d/tpubuild.sh as
     TPU_WORKER_ID); :meth:`preamble` lists them at run time into ``TPUBUILD_HOSTS`` and each
-    :meth:`ssh` line addresses one element, so ``all`` is one line per host in worker order.
+    :meth:`ssh` line addresses one element, so ``all`` is one line per host in worker order (with
+    two slots, a loop over the hosts listed: the old group a preset TPUBUILD_SLICE names may have
+    another size, models/slots.py ``each_host``).
     ``listing`` is the list-instances argv (builder/cloud/mig_hosts.py builds it). With two
     ``slots`` (``tpu-<env>``, ``tpu-<env>-b``: make-before-break alternates them) and ``groups``,
     the argv that lists the zone's groups among them, the preamble first finds which one exists

@@ -103,22 +103,22 @@ def load_launcher(settings: Settings, model: str) -> tuple[ModuleType, Path]:
 
 def _job(settings: Settings, launcher: ModuleType) -> Any:
     job = launcher.Job.from_settings(settings)
+    fields = {f.name for f in dataclasses.fields(job)}
     if settings.arch == "mig":
         # the launcher reaches the slice through models/hosts.py SliceHosts; the group listing
         # (worker order) is builder/cloud/mig_hosts.py's. A launcher without mig support refuses.
         from builder.cloud import mig_hosts
 
-        if "listing" not in {f.name for f in dataclasses.fields(job)}:
+        if "listing" not in fields:
             raise BadInput(f'train/stop/logs: TPU_ARCH="mig" ({settings.source}) is not supported by the '
                            f"{settings.model or 'model'} launcher; start your script on every VM of the slice "
                            "with `tpubuild run -- COMMAND`")
-        fields = {f.name for f in dataclasses.fields(job)}
         if {"slots", "groups"} <= fields:
             # make-before-break keeps the slice in one of two groups: the launch finds the live one
             # at run time (models/hosts.py SliceHosts), then lists its VMs
             return dataclasses.replace(job, **mig_hosts.runtime_listing(settings, load_hosts(settings)))
         job = dataclasses.replace(job, listing=tuple(mig_hosts.list_argv(settings)))
-    if settings.arch == "vm" and "slots" in {f.name for f in dataclasses.fields(job)}:
+    if settings.arch == "vm" and "slots" in fields:
         # make-before-break keeps the slice in one of two slots: the launch finds the live one at
         # run time (models/hosts.py TpuVmHosts); the names are builder/config/replace.py's
         from builder.config.replace import slot_names
