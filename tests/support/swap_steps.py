@@ -38,15 +38,15 @@ def sandbox(tmp: Path, module: str, tfdir: str, terraform: str, gcloud: str) -> 
             "WORKSPACE": str(ws), "JOURNAL_DIR": str(tmp / "journal"), "TPUBUILD_SWAP_POLL_S": "0"}
 
 
-def run(steps: dict[str, tuple[str, str]], order: tuple[str, ...], env: dict[str, str],
-        **extra: str) -> tuple[list[subprocess.CompletedProcess[str]], list[str]]:
+def run(steps: dict[str, tuple[str, str]], order: tuple[str, ...], env: dict[str, str], *, cwd: str | None = None,
+        timeout: int = 60, **extra: str) -> tuple[list[subprocess.CompletedProcess[str]], list[str]]:
     """``steps`` (id → (entrypoint, script)) in ``order``, stopping at the first that fails; what
     each printed, and the journal."""
     done = []
     for sid in order:
         entrypoint, script = steps[sid]
         proc = subprocess.run([*shell(entrypoint), "-c", script], env={**env, **extra}, capture_output=True,
-                              text=True, timeout=60)
+                              text=True, timeout=timeout, cwd=cwd)
         done.append(proc)
         if proc.returncode != 0:
             break
@@ -83,15 +83,8 @@ def run_in_workspace(steps: dict[str, tuple[str, str]], order: tuple[str, ...], 
                      ) -> tuple[dict[str, subprocess.CompletedProcess[str]], list[str]]:
     """:func:`run` from the build's /workspace (the steps that run tpubuild read values.env there),
     by step id; the journal."""
-    done = {}
-    for sid in order:
-        entrypoint, script = steps[sid]
-        proc = subprocess.run([*shell(entrypoint), "-c", script], env={**env, **extra}, capture_output=True,
-                              text=True, timeout=120, cwd=env["WORKSPACE"])
-        done[sid] = proc
-        if proc.returncode != 0:
-            break
-    return done, Path(env["JOURNAL_DIR"], "journal").read_text().splitlines()
+    done, journal = run(steps, order, env, cwd=env["WORKSPACE"], timeout=120, **extra)
+    return dict(zip(order, done)), journal
 
 
 def events(journal: list[str]) -> list[str]:
