@@ -22,6 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -58,14 +59,121 @@ def standin_env() -> dict[str, str]:
     return {**os.environ, **install.install().env()}
 
 
+_LOCKED = re.compile(r'provider\s+"registry\.terraform\.io/hashicorp/(google(?:-beta)?)"\s*\{\s*version\s*=\s*"([^"]+)"')
+_STATE_PATH = re.compile(r'\bpath\s*=\s*"([^"]+\.tfstate)"')
+_TYPE_NAME = re.compile(r"\bgoogle_[a-z0-9_]+")
+
+
+def names_used(cwd: Path, args: tuple[str, ...] = ()) -> set[str]:
+    """Every ``google_*`` word of what a Terraform command in ``cwd`` reads: the root's ``.tf``
+    files, the child modules ``init`` recorded (``.terraform/modules/modules.json``), the states the
+    root's backend and remote-state overrides name, and the command's arguments. A superset of the
+    resource and data source types the command can touch (the provider keeps only its real types)."""
+    files = list(cwd.glob("*.tf"))
+    recorded = cwd / ".terraform" / "modules" / "modules.json"
+    if recorded.exists():
+        for entry in json.loads(recorded.read_text()).get("Modules", []):
+            files += list((cwd / entry.get("Dir", ".")).glob("*.tf"))
+    text = "\n".join(f.read_text() for f in files)
+    states = [Path(m) for m in _STATE_PATH.findall(text)] + list(cwd.glob("*.tfstate"))
+    text += "\n".join(f.read_text() for f in states if f.exists()) + "\n".join(args)
+    return set(_TYPE_NAME.findall(text))
+
+
+class Reattached:
+    """The stand-in providers as long-lived processes, one per (provider, release), started on first
+    use and shared by every Terraform command of this test process (``TF_REATTACH_PROVIDERS``).
+
+    A managed provider is a new Python process each time Terraform needs it (several per command,
+    one per provider), and Terraform core converts its whole schema (about 1,600 types) each time:
+    together most of a stand-in command's time. A reattached process (``tools/tfstandin/plugin.py
+    --reattach``) reads the schema once and serves each command a *view*: the real schema of exactly
+    the types the command's configuration and state name (``names_used``), each type whole. What
+    Terraform checks is unchanged: a type the configuration uses is served as the real provider
+    defines it, a type the real provider lacks is absent from the view as from the provider (and
+    reported unsupported), and a type left out of a view by mistake fails the command, never passes
+    it (``tests/terraform/test_standin_views.py`` proves both against the whole schema).
+    Terraform still chooses the release: ``terraform init`` runs unattached (it installs from the
+    stand-in mirror and writes ``.terraform.lock.hcl`` as before), and every later command of that
+    folder reattaches the releases its lock file names. The processes end with this one."""
+
+    def __init__(self, cache: Path, whole: bool = False) -> None:
+        self.cache = cache
+        self.whole = whole  # serve the whole schema to every command (no views)
+        self._processes: dict[tuple[str, str], subprocess.Popen[str]] = {}
+        self._views: dict[tuple[str, str, frozenset[str]], dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def _process(self, provider: str, version: str) -> subprocess.Popen[str]:
+        key = (provider, version)
+        if key not in self._processes or self._processes[key].poll() is not None:
+            release = next(r for r in install.RELEASES if r.provider_version == version)
+            schema = install.schema_path(self.cache, release, provider)
+            proc = subprocess.Popen([sys.executable, str(TOOLS / "plugin.py"), "--reattach", str(schema)],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            assert proc.stdout and proc.stdout.readline().strip() == "ready", \
+                f"the {provider} {version} stand-in did not start"
+            self._processes[key] = proc
+            self._views = {k: v for k, v in self._views.items() if k[:2] != key}
+        return self._processes[key]
+
+    def address(self, provider: str, version: str, names: set[str]) -> dict[str, Any]:
+        shown = frozenset({"*"} if self.whole else names)
+        with self._lock:
+            key = (provider, version, shown)
+            proc = self._process(provider, version)
+            if key not in self._views:
+                assert proc.stdin and proc.stdout
+                proc.stdin.write("view " + " ".join(sorted(shown)) + "\n")
+                proc.stdin.flush()
+                handshake = proc.stdout.readline().strip().split("|")
+                assert len(handshake) >= 4 and handshake[2] == "unix", \
+                    f"the {provider} {version} stand-in served no view: {handshake}"
+                self._views[key] = {"Protocol": "grpc", "ProtocolVersion": 6, "Pid": proc.pid, "Test": True,
+                                    "Addr": {"Network": "unix", "String": handshake[3]}}
+            return self._views[key]
+
+    def env_for(self, cwd: Path, args: tuple[str, ...] = ()) -> dict[str, str]:
+        """``TF_REATTACH_PROVIDERS`` for the releases ``cwd``'s lock file names (none before init)."""
+        lock = cwd / ".terraform.lock.hcl"
+        if not lock.exists():
+            return {}
+        locked = _LOCKED.findall(lock.read_text())
+        if not locked or any(v not in {r.provider_version for r in install.RELEASES} for _, v in locked):
+            return {}
+        names = names_used(cwd, args)
+        return {"TF_REATTACH_PROVIDERS": json.dumps(
+            {f"registry.terraform.io/hashicorp/{p}": self.address(p, v, names) for p, v in locked})}
+
+
+_REATTACHED: Reattached | None = None
+
+
+def reattached() -> Reattached:
+    global _REATTACHED
+    if _REATTACHED is None:
+        _REATTACHED = Reattached(install.cache_dir())
+    return _REATTACHED
+
+
 class Terraform:
-    def __init__(self, env: dict[str, str], exe: str = "terraform") -> None:
+    """``terraform`` in a folder. With ``reattach`` (the default), every command but ``init``
+    talks to the long-lived stand-in processes of ``Reattached`` instead of starting its own."""
+
+    def __init__(self, env: dict[str, str], exe: str = "terraform", reattach: bool | None = None,
+                 standins: Reattached | None = None) -> None:
         self.env = env
         self.exe = exe
+        self.standins = standins  # default: this process's ``reattached()``
+        #: TPUBUILD_STANDIN_REATTACH=0 gives every command its own provider processes, as Terraform
+        #: would by itself (benchmarks/terraform_standin.py compares the two)
+        self.reattach = os.environ.get("TPUBUILD_STANDIN_REATTACH", "1") != "0" if reattach is None else reattach
 
     def __call__(self, cwd: Path, *args: str, check: bool = True, extra_env: dict[str, str] | None = None
                  ) -> subprocess.CompletedProcess[str]:
         env = {**self.env, **(extra_env or {})}
+        if self.reattach and args and args[0] != "init" and "TF_REATTACH_PROVIDERS" not in env:
+            env.update((self.standins or reattached()).env_for(Path(cwd), args))
         proc = subprocess.run([self.exe, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
         if check and proc.returncode != 0:
             raise AssertionError(f"terraform {' '.join(args)} in {cwd} failed ({proc.returncode}):\n"

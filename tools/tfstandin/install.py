@@ -19,7 +19,7 @@ constraint allows. Steps, each skipped when its result is already in the cache
 2. the full provider schema of each, rebuilt by ``schema.py`` (keyed by that file's digest);
 3. a filesystem mirror in Terraform's unpacked layout
    ``registry.terraform.io/hashicorp/<name>/<version>/linux_amd64/terraform-provider-<name>_v<version>``:
-   a small ``sh`` script that execs this Python with ``server.py <schema>.json``;
+   a small ``sh`` script that execs this Python with ``plugin.py <schema>.json``;
 4. a CLI config (``terraformrc``) whose ``provider_installation`` has that mirror for
    ``hashicorp/google`` and ``hashicorp/google-beta`` and nothing else, so Terraform never tries the
    registry.
@@ -163,7 +163,7 @@ def _install_one(mirror: Path, python: str, version: str, provider: str, schema:
     exe_dir = mirror / "registry.terraform.io" / "hashicorp" / provider / version / "linux_amd64"
     exe = exe_dir / f"terraform-provider-{provider}_v{version}"
     script = ("#!/bin/sh\n# tpubuild stand-in provider (tools/tfstandin): serves the real schema, no cloud.\n"
-              f"exec {shlex.quote(python)} {shlex.quote(str(HERE / 'server.py'))} {shlex.quote(str(schema))}\n")
+              f"exec {shlex.quote(python)} {shlex.quote(str(HERE / 'plugin.py'))} {shlex.quote(str(schema))}\n")
     if not exe.exists() or exe.read_text() != script:
         exe_dir.mkdir(parents=True, exist_ok=True)
         tmp = exe.with_suffix(".tmp")

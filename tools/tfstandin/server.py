@@ -1,11 +1,8 @@
-"""The stand-in provider process: a Terraform plugin (protocol 6) that serves a real provider's
-schema and plans/applies without any cloud.
+"""The stand-in provider's service: a Terraform plugin (protocol 6) that serves a real provider's
+schema and plans/applies without any cloud. ``plugin.py`` runs it as a process (the handshake, the
+gRPC server; managed by Terraform from the filesystem mirror that ``tools/tfstandin/install.py``
+writes, or long-lived for reattached runs).
 
-Terraform starts it as ``terraform-provider-<name>`` from the filesystem mirror that
-``tools/tfstandin/install.py`` writes; the executable there runs ``server.py SCHEMA.json``.
-
-* handshake (go-plugin): one line on stdout ``1|6|unix|<socket>|grpc|<server cert, base64 DER>``;
-  Terraform (AutoMTLS) trusts exactly that certificate;
 * ``GetProviderSchema`` serves every resource and data source of the schema file (built by
   ``schema.py`` from the cdktf package: types, nesting, min/max items, required/optional/computed);
   Terraform core then type-checks the configuration against it;
@@ -22,22 +19,13 @@ Terraform starts it as ``terraform-provider-<name>`` from the filesystem mirror 
 
 from __future__ import annotations
 
-import base64
 import json
 import os
-import sys
-import tempfile
-import threading
-from concurrent import futures
 from pathlib import Path
 from typing import Any
 
-import grpc
 import msgpack
 
-from tf.gen import grpc_controller_pb2 as controller_pb
-from tf.gen import grpc_controller_pb2_grpc as controller_rpc
-from tf.gen import grpc_stdio_pb2_grpc as stdio_rpc
 from tf.gen import tfplugin_pb2 as pb
 from tf.gen import tfplugin_pb2_grpc as rpc
 
@@ -214,16 +202,29 @@ def _conform_type(cty: Any, value: Any) -> Any:
 
 # ---- the service ------------------------------------------------------------------------------
 
+def view(schema: dict[str, Any], names: set[str]) -> dict[str, Any]:
+    """The provider's schema restricted to the resource and data source types in ``names`` (the
+    provider block whole): what a configuration naming those types can see of it. Each type kept is
+    the real one, whole; a type the real provider lacks stays absent (Terraform then reports it as
+    unsupported, exactly as against the full schema)."""
+    return {"provider": schema["provider"],
+            "resources": {k: v for k, v in schema["resources"].items() if k in names},
+            "data_sources": {k: v for k, v in schema["data_sources"].items() if k in names}}
+
+
 class Provider(rpc.ProviderServicer):
     """The Provider service over one schema file (JSON from schema.py). The JSON is read on the
     first call that needs it; the GetProviderSchema answer is cached beside it as serialized
     protobuf (``<schema>.pb``), so most plugin starts (Terraform starts each provider several times
     per command) answer it without building 1,600 schemas."""
 
-    def __init__(self, schema_path: Path) -> None:
+    def __init__(self, schema_path: Path, schema: dict[str, Any] | None = None) -> None:
+        """``schema``: already loaded (a view of the file's schema: ``view``); then the protobuf
+        answer is built in memory, not cached beside the file."""
         self.schema_path = schema_path
-        self._schema: dict[str, Any] | None = None
+        self._schema: dict[str, Any] | None = schema
         self._schema_response: pb.GetProviderSchema.Response | None = None
+        self._cache_answer = schema is None
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -242,7 +243,7 @@ class Provider(rpc.ProviderServicer):
 
     def GetProviderSchema(self, request: Any, context: Any) -> Any:
         cached = self.schema_path.with_suffix(".pb")
-        if self._schema_response is None and cached.exists():
+        if self._schema_response is None and self._cache_answer and cached.exists():
             self._schema_response = pb.GetProviderSchema.Response.FromString(cached.read_bytes())
         if self._schema_response is None:
             resp = pb.GetProviderSchema.Response(provider=pb.Schema(block=block_pb(self.schema["provider"])))
@@ -252,9 +253,10 @@ class Provider(rpc.ProviderServicer):
             for type_name, block in self.schema["data_sources"].items():
                 resp.data_source_schemas[type_name].CopyFrom(pb.Schema(block=block_pb(block)))
             self._schema_response = resp
-            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(resp.SerializeToString())
-            os.replace(tmp, cached)
+            if self._cache_answer:
+                tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_bytes(resp.SerializeToString())
+                os.replace(tmp, cached)
         return self._schema_response
 
     def ValidateProviderConfig(self, request: Any, context: Any) -> Any:
@@ -313,79 +315,3 @@ class Provider(rpc.ProviderServicer):
 
     def StopProvider(self, request: Any, context: Any) -> Any:
         return pb.StopProvider.Response()
-
-
-def _certificate(cache: Path) -> tuple[bytes, bytes, bytes]:
-    """(key PEM, cert PEM, cert DER) of a self-signed localhost certificate, cached in ``cache``."""
-    if cache.exists():
-        data = json.loads(cache.read_text())
-        return data["key"].encode(), data["cert"].encode(), base64.b64decode(data["der"])
-    import datetime
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=3650))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
-            .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=True,
-                                         data_encipherment=False, key_agreement=True, key_cert_sign=True,
-                                         crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
-                           critical=False)
-            .sign(key, hashes.SHA256()))
-    key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption())
-    cert_pem = cert.public_bytes(serialization.Encoding.PEM)
-    der = cert.public_bytes(serialization.Encoding.DER)
-    tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"key": key_pem.decode(), "cert": cert_pem.decode(), "der": base64.b64encode(der).decode()}))
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, cache)
-    return key_pem, cert_pem, der
-
-
-def serve(schema_path: Path) -> int:
-    if os.environ.get("TF_PLUGIN_MAGIC_COOKIE") != "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2":
-        print("This binary is a Terraform plugin (tpubuild's stand-in provider): Terraform starts it.", file=sys.stderr)
-        return 1
-    stop = threading.Event()
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-    rpc.add_ProviderServicer_to_server(Provider(schema_path), server)
-
-    class Controller(controller_rpc.GRPCControllerServicer):
-        def Shutdown(self, request: Any, context: Any) -> Any:
-            stop.set()
-            return controller_pb.Empty()
-
-    class Stdio(stdio_rpc.GRPCStdioServicer):
-        def StreamStdio(self, request: Any, context: Any) -> Any:
-            return iter([])
-
-    controller_rpc.add_GRPCControllerServicer_to_server(Controller(), server)
-    stdio_rpc.add_GRPCStdioServicer_to_server(Stdio(), server)
-    key_pem, cert_pem, der = _certificate(schema_path.with_name("standin-cert.json"))
-    with tempfile.TemporaryDirectory(prefix="tfstandin-") as tmp:
-        sock = f"{tmp}/plugin.sock"
-        creds = grpc.ssl_server_credentials([(key_pem, cert_pem)], require_client_auth=False)
-        server.add_secure_port(f"unix://{sock}", creds)
-        server.start()
-        print(f"1|6|unix|{sock}|grpc|{base64.b64encode(der).decode().rstrip('=')}", flush=True)
-        try:
-            while not stop.wait(0.05):
-                pass
-        except KeyboardInterrupt:
-            pass
-        server.stop(grace=0.2)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(serve(Path(sys.argv[1])))
