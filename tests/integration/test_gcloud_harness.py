@@ -45,3 +45,56 @@ def test_request_bodies_are_recorded(gcloud) -> None:
     bodies = [r.body for r in result.requests if r.method in ("POST", "PATCH")]
     assert bodies and bodies[-1]["name"] == "tpubuild-x"
     assert bodies[-1]["github"]["owner"] == "my-org"
+
+
+# ---- the loaded CLI answers as the gcloud command does -------------------------------------------
+
+#: Lines of every outcome: accepted (an API call), refused by the parser, refused after parsing
+#: (a missing file), a flag that changes the output format, one that sets a property, and one
+#: command run twice with files and repeated flags (calliope keeps parser state on a CLI object:
+#: run twice on one, the seeder's create line was refused the second time).
+_CREATE = ["compute", "instances", "create", "seed-1", "--zone", "europe-west4-a", "--no-address",
+           "--disk", "name=pd-1,device-name=seed,mode=rw,boot=no,auto-delete=no",
+           "--metadata", "enable-guest-attributes=TRUE", "--metadata-from-file", "startup-script=/etc/hostname"]
+BOTH_WAYS = [*ACCEPTED, *REJECTED, _CREATE, _CREATE,
+             ["builds", "submit", "--no-source", "--config", "/nonexistent/cloudbuild.yaml"],
+             ["compute", "disks", "create", "d", "--zone", "us-central1-a", "--size", "10GB", "--format", "json"],
+             ["compute", "instances", "list", "--project", "another-project", "--format", "value(name)"],
+             ["compute", "instances", "list"]]
+
+
+def test_the_loaded_cli_is_used_where_the_suite_runs(gcloud) -> None:
+    """CI runs every gcloud line in the loaded CLI (tests/support/gcloud.py ``_Worker``); a gcloud
+    it cannot load that way would silently cost the suite minutes, so CI fails on it."""
+    from tests.conftest import require
+
+    require("gcloud's CLI loaded once (tests/support/gcloud_worker.py)", gcloud.in_process,
+            "a Google Cloud SDK install with lib/googlecloudsdk, as the image's /usr/lib/google-cloud-sdk")
+
+
+def test_the_loaded_cli_answers_every_line_as_the_gcloud_command(tmp_path) -> None:
+    """Exit status, what was sent (method, path, body) and the error line, line by line, in order:
+    one Gcloud whose lines run in the loaded CLI, one whose lines are each a `gcloud` process."""
+    import json
+    import os
+
+    from tests.support.gcloud import Gcloud
+
+    loaded = Gcloud(tmp_path / "loaded")
+    os.environ["TPUBUILD_GCLOUD_WORKER"] = "0"
+    try:
+        command = Gcloud(tmp_path / "command")
+    finally:
+        del os.environ["TPUBUILD_GCLOUD_WORKER"]
+    try:
+        assert loaded.in_process and not command.in_process
+        for argv in BOTH_WAYS:
+            a, b = loaded.parse(argv), command.parse(argv)
+            sent = [[(r.method, r.path, json.dumps(r.body).replace(g.fake.url, "FAKE/")) for r in p.requests]
+                    for p, g in ((a, loaded), (b, command))]
+            last = [(p.stderr.strip().splitlines() or [""])[-1].replace(str(home), "HOME")
+                    for p, home in ((a, tmp_path / "loaded"), (b, tmp_path / "command"))]
+            assert (a.returncode, a.ok, sent[0], last[0]) == (b.returncode, b.ok, sent[1], last[1]), argv
+    finally:
+        loaded.close()
+        command.close()

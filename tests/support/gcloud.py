@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import shutil
 import subprocess
 import threading
@@ -123,8 +124,53 @@ class _Fake:
         self.server.server_close()
 
 
+class _Worker:
+    """The real gcloud's CLI, loaded once in gcloud's own Python (``tests/support/gcloud_worker.py``)
+    and given one command line at a time: a ``gcloud`` process spends about a second starting
+    (Python, the SDK's imports, the command tree) before it parses anything, and the suite parses
+    hundreds of lines. The same installation, the same ``gcloud_main.CreateCLI`` object every
+    ``gcloud`` run builds, the same configuration and fake; ``tests/integration/test_gcloud_harness.py``
+    checks that it answers as the ``gcloud`` command does (exit status, what it sends)."""
+
+    def __init__(self, executable: str, env: dict[str, str]) -> None:
+        root = Path(executable).resolve().parent.parent  # <sdk>/bin/gcloud
+        bundled = root / "platform" / "bundledpythonunix" / "bin" / "python3"
+        python = env.get("CLOUDSDK_PYTHON") or (str(bundled) if bundled.exists() else shutil.which("python3") or "python3")
+        self.proc = subprocess.Popen([python, str(Path(__file__).with_name("gcloud_worker.py")), str(root / "lib")],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env=env, text=True)
+        if self._line(120) != "ready":
+            self.close()
+            raise OSError(f"gcloud's CLI did not load in {python}")
+
+    def _line(self, timeout: float) -> str:
+        assert self.proc.stdout
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            raise subprocess.TimeoutExpired(["gcloud (worker)"], timeout)
+        return self.proc.stdout.readline().strip()
+
+    def run(self, argv: list[str], timeout: float) -> tuple[int, str, str]:
+        assert self.proc.stdin
+        self.proc.stdin.write(json.dumps({"argv": argv}) + "\n")
+        self.proc.stdin.flush()
+        line = self._line(timeout)
+        if not line:
+            raise OSError(f"gcloud's CLI process ended while running {argv}")
+        answer = json.loads(line)
+        return answer["returncode"], answer["stdout"], answer["stderr"]
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
 class Gcloud:
-    """A real gcloud with a throwaway config under ``home`` and every API at a local fake."""
+    """A real gcloud with a throwaway config under ``home`` and every API at a local fake.
+
+    ``parse`` runs a command line in the long-lived ``_Worker`` (its stdin, when given, through the
+    ``gcloud`` command itself); ``TPUBUILD_GCLOUD_WORKER=0``, or a gcloud whose CLI cannot be loaded
+    that way, runs every line as its own ``gcloud`` process."""
 
     def __init__(self, home: Path, *, project: str = "my-tpu-project", executable: str | None = None) -> None:
         exe = executable or shutil.which("gcloud")
@@ -148,6 +194,9 @@ class Gcloud:
         (self.config_dir / "configurations").mkdir(exist_ok=True)
         (self.config_dir / "configurations" / "config_default").write_text("\n".join(props) + "\n")
         (self.config_dir / "active_config").write_text("default")
+        self._worker: _Worker | None = None
+        self._worker_failed = os.environ.get("TPUBUILD_GCLOUD_WORKER", "1") == "0"
+        self._lock = threading.Lock()
 
     @property
     def env(self) -> dict[str, str]:
@@ -169,10 +218,36 @@ class Gcloud:
         """Run ``gcloud <argv>`` (argv without the leading ``gcloud``)."""
         if argv and argv[0] == "gcloud":
             argv = argv[1:]
-        before = len(self.fake.requests)
-        proc = subprocess.run([self.executable, *argv], env=self.env, input=stdin, capture_output=True,
-                              text=True, timeout=timeout, stdin=None if stdin is not None else subprocess.DEVNULL)
-        return Parsed(list(argv), proc.returncode, proc.stdout, proc.stderr, self.fake.requests[before:])
+        with self._lock:
+            before = len(self.fake.requests)
+            worker = self._started() if stdin is None else None
+            if worker is not None:
+                try:
+                    code, out, err = worker.run(list(argv), timeout)
+                except BaseException:
+                    worker.close()
+                    self._worker = None
+                    raise
+                return Parsed(list(argv), code, out, err, self.fake.requests[before:])
+            proc = subprocess.run([self.executable, *argv], env=self.env, input=stdin, capture_output=True,
+                                  text=True, timeout=timeout, stdin=None if stdin is not None else subprocess.DEVNULL)
+            return Parsed(list(argv), proc.returncode, proc.stdout, proc.stderr, self.fake.requests[before:])
+
+    def _started(self) -> _Worker | None:
+        if self._worker is None and not self._worker_failed:
+            try:
+                self._worker = _Worker(self.executable, self.env)
+            except OSError:
+                self._worker_failed = True
+        return self._worker
+
+    @property
+    def in_process(self) -> bool:
+        """Whether ``parse`` runs lines in gcloud's loaded CLI (``_Worker``)."""
+        with self._lock:
+            return self._started() is not None
 
     def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
         self.fake.close()
