@@ -88,6 +88,29 @@ def facts(settings: Settings, plan: Plan, applied: Settings | None, d: Diff) -> 
         out["text"] = (f"{module}: break-before-make (TPU_REPLACE): the running slice is deleted first, then "
                        f"the {settings.accelerator_type} slice is created in its place: one slice billed at a time, "
                        "and nothing runs if Google has no capacity for the new one")
+    elif mbb and plan.action == "create":
+        out["text"] = create_handover(settings, plan)
     else:
         out["text"] = ""
     return out
+
+
+def create_handover(settings: Settings, plan: Plan) -> str:
+    """Why a create lists the handover steps (swap, checkpoint, release, resume) although a fresh
+    one has nothing to hand over: the pipeline cannot know at render time that no slice runs. The
+    applied snapshot is written only by a build that succeeded, so a create rerun after one that
+    failed past ``<module>-apply``, or run over an environment whose snapshot is gone, may find a
+    slice running; when it holds other values, ``<module>-apply`` makes the new one beside it
+    (make-before-break is a Terraform variable of every apply) and only these steps delete the old
+    one. Rendering them always keeps that from leaving two slices billed (docs/pipeline.md)."""
+    module = accelerator_module(settings.arch)
+    handover = ("swap", "checkpoint", "release", "resume")
+    kinds = [st.id for st in plan.steps if st.module == module and st.kind in handover]
+    model = settings.model
+    training = f", no {model} training," if model else ""
+    moves = (f"{module}-checkpoint stops {model} on the old one, {module}-release deletes it and {module}-resume "
+             f"starts {model} on the new one" if model else f"{module}-release deletes the old one")
+    return (f"{module}: {', '.join(kinds)} are in every create (make-before-break): on a fresh create they find one "
+            f"slice{training} and do nothing; a create that finds a slice already running with other values (a rerun "
+            f"after a create that failed past {module}-apply) makes the new one beside it, and {moves}, as in an "
+            "update")
