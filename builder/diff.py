@@ -320,10 +320,9 @@ def _outside_scope(target: Settings, plan: Plan, spec: ModuleSpec, drift: tuple[
     module and this one is the slice (mig's ``--tpu``: the slice's identity and firewall, not the
     slice), it says what the flags given do apply, so a flag that does not change the slice is not
     read as one that does."""
-    flags = {m: f"--{m} (_{m.upper()}=true)" for m in catalogue.SCOPED}
+    flags = {m: f"--{m} (_{m.upper()}=true)" for m in catalogue.SCOPED if catalogue.spec(target.arch, m) is not None}
     changed = f"({', '.join(c.var for c in drift)}) and this build leaves it as applied"
-    named = [m for m in sorted(catalogue.in_scope(tpu=plan.tpu, mig=plan.mig))
-             if m != spec.name and catalogue.spec(target.arch, m) is not None]
+    named = [m for m in sorted(catalogue.in_scope(tpu=plan.tpu, mig=plan.mig)) if m != spec.name and m in flags]
     if spec.accelerator and spec.scoped and named and plan.only is None:
         given = "; ".join(f"{flags[m]} applies only {m}, {_what(target, m)}" for m in named)
         return (f"the slice differs from the applied values {changed}: on {target.arch}, {given}; "
@@ -333,5 +332,5 @@ def _outside_scope(target: Settings, plan: Plan, spec: ModuleSpec, drift: tuple[
     elif spec.scoped:
         how = f"{flags[spec.name]} applies it"
     else:
-        how = f"an update without {' or '.join(flags)} applies it"
+        how = f"an update without {' or '.join(flags.values())} applies it"
     return f"differs from the applied values {changed}: {how}"

@@ -1,0 +1,180 @@
+"""Money, told the same by every view: for every shipped values file (values.env, examples/*.env)
+× a table of edits (resize up and down, provisioning, TTL: the edits of
+tests/unit/test_views_agree.py, which checks the plan's own records against each other), the user's
+commands, run as the user runs them (``tpubuild plan`` in text and ``--format json``, ``render``,
+``train MODEL --dry-run``, with ``--applied FILE`` holding the file before the edit), agree on the
+hosts, the VM count and shape of the slice, the hourly cost, the totals and the make-before-break
+overlap. The update applies the edit; the destroy takes what was applied (the file before it).
+
+:data:`MONEY` is the one place that says how each money figure of the plan's JSON is printed in its
+text: a new figure (a committed total, a flex-start maximum, the cost until the TTL, a destroy's
+monthly tail, an overlap bound) is one row there, and every case checks it from then on.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from builder.durations import duration
+from builder.modules import accelerator_module, hosts_module
+from tests.unit.test_views_agree import EDITS, FILES, _load
+
+#: The shipped files (the legacy node file is not shipped: test_views_agree covers its destroy).
+SHIPPED = [f for f in FILES if f.parent.name != "data"]
+#: The edits whose money changes (test_views_agree.EDITS holds more).
+MONEY_EDITS = ("resize up", "resize down", "provisioning", "ttl")
+
+#: JSON field of ``plan --format json`` (a dotted path) → the text ``plan`` prints for its value.
+#: A field absent from the JSON, or null, is not checked; a new money figure is one row here.
+MONEY: dict[str, Callable[[Any], str]] = {
+    "cost.change": lambda v: f"Cost per hour: {v}",
+    "cost.after.total": lambda v: v,
+    "cost.before.total": lambda v: v,
+    "replacement.overlap_minutes": lambda v: f"together for ~{v:.0f} min",
+    "replacement.overlap_cost": lambda v: f": ~${v:,.2f} (",
+    "replacement.old_hourly": lambda v: f" at ${v:,.2f}/h",
+    "ttl.hours": lambda v: f"destroyed {v} h after it is created",
+}
+#: The facts of the slice: JSON field → the text of the plan's header.
+SHAPE: dict[str, Callable[[Any], str]] = {
+    "hosts": lambda v: f"\n  hosts:        {v} (",
+    "accelerator_type": lambda v: f"\n  accelerator:  {v} (",
+    "chips": lambda v: f", {v} chips)",
+    "slice.vms": lambda v: f"\n  slice:        {v} x ",
+    "slice.machine_type": lambda v: f" x {v}, ",
+}
+
+
+def _field(info: dict[str, Any], path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(info, dict) or part not in info:
+            return None
+        info = info[part]
+    return info
+
+
+def _told(info: dict[str, Any], text: str, table: dict[str, Callable[[Any], str]], story: str) -> int:
+    """Every field of ``table`` that the JSON holds is printed as the table says; how many were."""
+    seen = 0
+    for path, shown in table.items():
+        value = _field(info, path)
+        if value is not None:
+            assert shown(value) in text, (story, path, shown(value))
+            seen += 1
+    return seen
+
+
+@lru_cache(maxsize=None)
+def _cases() -> list[tuple[Path, str, str]]:
+    out = []
+    for path in SHIPPED:
+        text = path.read_text(encoding="utf-8")
+        for edit in MONEY_EDITS:
+            new = EDITS[edit](text)
+            if new is not None and _load(new, str(path)) is not None:
+                out += [(path, edit, "update"), (path, edit, "destroy")]
+    return out
+
+
+def _run(cli: Callable[..., tuple[int, str, str]], *args: Any) -> str:
+    code, out, err = cli(*args)
+    assert code == 0, (args, err)
+    return out
+
+
+def _rendered(cli: Callable[..., tuple[int, str, str]], *args: Any) -> list[dict[str, Any]]:
+    return json.loads(_run(cli, "render", *args, "--format", "json"))["steps"]
+
+
+@pytest.mark.parametrize("path,edit,action", _cases(), ids=[f"{p.name}-{e}-{a}" for p, e, a in _cases()])
+def test_money_views_agree(path: Path, edit: str, action: str, tmp_path: Path, cli) -> None:
+    text = path.read_text(encoding="utf-8")
+    (tmp_path / "applied.env").write_text(text)
+    (tmp_path / "values.env").write_text(EDITS[edit](text) or "")
+    old, new = _load(text, "applied.env"), _load(EDITS[edit](text) or "", "values.env")
+    story = f"{path.name} {edit} {action}"
+    args = ("--values", tmp_path / "values.env", "--action", action, "--applied", tmp_path / "applied.env")
+    said = _run(cli, "plan", *args)
+    info = json.loads(_run(cli, "plan", *args, "--format", "json"))
+    ba, accel, hosts = info["before_after"], accelerator_module(new.arch), hosts_module(new.arch)
+
+    # the plan's text prints every figure its JSON holds, and the JSON's figures add up
+    assert _told(info, said, MONEY, story) >= 2, story
+    for item in info["cost"]["after"]["items"]:
+        shown = ("price unknown" if item["hourly"] is None else
+                 f"{'~' if item['approximate'] else ''}${item['hourly']:,.2f}/h")
+        assert f"  {item['what']}: {shown}" in said, (story, item)
+    known = [i["hourly"] for i in info["cost"]["after"]["items"] if i["hourly"] is not None]
+    assert info["cost"]["after"]["hourly_known"] == pytest.approx(sum(known), abs=0.01), story
+    if ba["hosts_before"] != ba["hosts_after"]:
+        assert f"  hosts: {ba['hosts_before']} → {ba['hosts_after']}" in said, story
+
+    # the slice the plan describes is the one it acts on: the edited file's on an update, the
+    # applied one (what really goes) on a destroy, with no word of how a change would be made
+    subject = old if action == "destroy" else new
+    assert _told(info, said, SHAPE, story) == (5 if new.arch == "mig" else 3), story
+    assert (info["hosts"], info["accelerator_type"]) == (subject.hosts, subject.accelerator_type), story
+    if subject.arch == "mig":
+        assert (info["slice"]["vms"], info["slice"]["topology"]) == (subject.mig_shape.vms,
+                                                                     subject.mig_shape.topology), story
+    tpu_items = [i for i in info["cost"]["after"]["items"] + (info["cost"]["before"] or {"items": []})["items"]
+                 if i["module"] == accel]
+    assert all(i["what"].startswith(f"TPU {old.accelerator_type} ") or i["what"].startswith(
+        f"TPU {new.accelerator_type} ") for i in tpu_items), (story, tpu_items)
+    if action == "destroy":
+        assert (ba["hosts_before"], ba["hosts_after"]) == (old.hosts, 0), story
+        assert info["cost"]["after"]["items"] == [] and info["replacement"] is None, story
+        (op,) = [o for o in info["operations"] if o["module"] == hosts]
+        assert "make-before-break" not in op["what"] and "drained first" not in op["what"], (story, op)
+        if old.arch == "mig":
+            assert f"({old.mig_shape.vms} x {old.mig_shape.machine_type}, " in op["what"], (story, op)
+        return
+    assert (ba["hosts_before"], ba["hosts_after"]) == (old.hosts, new.hosts), story
+
+    # render: the same steps; the slice it makes is the plan's; the overlap is its steps' minutes
+    steps = _rendered(cli, *args)
+    assert [st["id"] for st in steps] == [st["id"] for st in info["steps"]], story
+    mine = {st["id"]: " ".join(st.get("args", [])) for st in steps}
+    if f"{accel}-resize" in mine:  # mig: the group is resized to (or waits for) the slice's VMs
+        counts = {int(n) for n in re.findall(r"\b(\d+) VMs\b", mine[f"{accel}-resize"])}
+        assert counts == {info["slice"]["vms"]}, (story, counts)
+    assert any(new.accelerator_type in script for sid, script in mine.items() if sid.startswith(f"{accel}-")), story
+    rep = info["replacement"] or {}
+    if rep.get("overlap_minutes") is not None:
+        ids = [st["id"] for st in steps if st["id"].startswith(f"{accel}-")]
+        billed = ids[ids.index(f"{accel}-apply"):ids.index(f"{accel}-release") + 1]
+        assert rep["overlap_minutes"] == sum(duration({"id": sid}, new) for sid in billed), story
+        # the rendered timeouts bound those steps: the expected overlap fits in them
+        bound_s = sum(int(st["timeout"].rstrip("s")) for st in steps if st["id"] in billed)
+        assert rep["overlap_minutes"] * 60 <= bound_s, (story, bound_s)
+
+    # train --dry-run: the hosts and devices the plan makes (a file with no MODEL trains nothing)
+    if not new.model:
+        return
+    launch = _run(cli, "train", new.model, "--dry-run", "--values", tmp_path / "values.env")
+    head = re.search(r"^# tpubuild train \S+: (\S+) \((\w+)\), (\d+) host\(s\), (\d+) devices;", launch, re.M)
+    assert head is not None, (story, launch[:200])
+    assert (head[1], head[2], int(head[3])) == (info["accelerator_type"], info["arch"], info["hosts"]), story
+    if new.arch == "mig":
+        assert f"lists ${{#TPUBUILD_HOSTS[@]}} of {info['slice']['vms']} VMs" in launch, story
+
+
+def test_the_table_covers_the_figures_a_shipped_plan_holds(cli, tmp_path: Path) -> None:
+    """Every money figure the shipped resize (v3-32 → v3-128) and the TTL carry is a row of
+    :data:`MONEY`: a figure added to the JSON without one fails here."""
+    text = (SHIPPED[0]).read_text(encoding="utf-8")
+    (tmp_path / "applied.env").write_text(text)
+    (tmp_path / "values.env").write_text(EDITS["ttl"](EDITS["resize up"](text) or "") or "")
+    info = json.loads(_run(cli, "plan", "--values", tmp_path / "values.env", "--action", "update",
+                           "--applied", tmp_path / "applied.env", "--format", "json"))
+    figures = {f"replacement.{k}" for k, v in info["replacement"].items() if isinstance(v, (int, float))
+               and not isinstance(v, bool)}
+    figures |= {f"cost.{k}.total" for k in ("before", "after")} | {"ttl.hours"}
+    assert figures <= set(MONEY), figures - set(MONEY)
