@@ -24,6 +24,7 @@ import pytest
 
 from builder.durations import duration
 from builder.modules import accelerator_module, hosts_module
+from tests.conftest import REPO, rewrite_env
 from tests.unit.test_views_agree import EDITS, FILES, _load
 
 #: The shipped files (the legacy node file is not shipped: test_views_agree covers its destroy).
@@ -37,6 +38,8 @@ MONEY: dict[str, Callable[[Any], str]] = {
     "cost.change": lambda v: f"Cost per hour: {v}",
     "cost.after.total": lambda v: v,
     "cost.before.total": lambda v: v,
+    "cost.after.hourly_known": lambda v: f"${v:,.2f}/h",
+    "cost.before.hourly_known": lambda v: f"${v:,.2f}/h",
     "replacement.overlap_minutes": lambda v: f"together for ~{v:.0f} min",
     "replacement.overlap_cost": lambda v: f": ~${v:,.2f} (",
     "replacement.old_hourly": lambda v: f" at ${v:,.2f}/h",
@@ -166,15 +169,36 @@ def test_money_views_agree(path: Path, edit: str, action: str, tmp_path: Path, c
         assert f"lists ${{#TPUBUILD_HOSTS[@]}} of {info['slice']['vms']} VMs" in launch, story
 
 
-def test_the_table_covers_the_figures_a_shipped_plan_holds(cli, tmp_path: Path) -> None:
-    """Every money figure the shipped resize (v3-32 → v3-128) and the TTL carry is a row of
-    :data:`MONEY`: a figure added to the JSON without one fails here."""
-    text = (SHIPPED[0]).read_text(encoding="utf-8")
+def _figures(value: Any, path: str) -> set[str]:
+    """The dotted paths of the numbers under ``value`` (lists, such as the cost items, excluded)."""
+    if isinstance(value, dict):
+        return {p for k, v in value.items() for p in _figures(v, f"{path}.{k}")}
+    return {path} if isinstance(value, (int, float)) and not isinstance(value, bool) else set()
+
+
+#: Plans that hold every kind of money figure: a make-before-break resize with a TTL, calendar
+#: mode (a committed window), flex-start (a run limit), a destroy (what keeps billing).
+FIGURE_PLANS = (("values.env", "update", {"TPU_ACCELERATOR_TYPE": "v3-128", "ENV_TTL_HOURS": "8"}),
+                ("examples/mig-v6e-32-calendar.env", "create", {}), ("examples/mig-v6e-16-flex.env", "create", {}),
+                ("values.env", "destroy", {}))
+
+
+@pytest.mark.parametrize("name,action,edits", FIGURE_PLANS, ids=[f"{n}-{a}" for n, a, _ in FIGURE_PLANS])
+def test_every_money_figure_is_a_row_of_the_table(cli, tmp_path: Path, name: str, action: str,
+                                                   edits: dict[str, str]) -> None:
+    """Every number the plan's JSON holds under ``cost`` (before, after and any total beside them),
+    ``replacement`` and ``ttl`` is a row of :data:`MONEY`, so the property test checks that the
+    text prints it: a money figure added to the JSON without a row fails here."""
+    text = (REPO / name).read_text(encoding="utf-8")
     (tmp_path / "applied.env").write_text(text)
-    (tmp_path / "values.env").write_text(EDITS["ttl"](EDITS["resize up"](text) or "") or "")
-    info = json.loads(_run(cli, "plan", "--values", tmp_path / "values.env", "--action", "update",
+    (tmp_path / "values.env").write_text(rewrite_env(text, **edits))
+    info = json.loads(_run(cli, "plan", "--values", tmp_path / "values.env", "--action", action,
                            "--applied", tmp_path / "applied.env", "--format", "json"))
-    figures = {f"replacement.{k}" for k, v in info["replacement"].items() if isinstance(v, (int, float))
-               and not isinstance(v, bool)}
-    figures |= {f"cost.{k}.total" for k in ("before", "after")} | {"ttl.hours"}
-    assert figures <= set(MONEY), figures - set(MONEY)
+    figures = set()
+    for key in ("cost", "replacement", "ttl"):
+        if isinstance(info.get(key), dict):
+            figures |= {p[1:] for p in _figures({k: v for k, v in info[key].items() if k != "prices"}, f".{key}")}
+    assert figures, info.keys()
+    assert figures <= set(MONEY), sorted(figures - set(MONEY))
+    _told(info, _run(cli, "plan", "--values", tmp_path / "values.env", "--action", action,
+                     "--applied", tmp_path / "applied.env"), MONEY, name)
