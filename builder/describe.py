@@ -44,9 +44,10 @@ def _what(settings: Settings, module: str, op: str) -> str:
 
 
 def subject(settings: Settings, plan: Plan, previous: Previous | None) -> Settings:
-    """Whose values the plan's header, operations and notes describe: the values file's, but on a
+    """Whose values the plan's header and operation lines describe: the values file's, but on a
     destroy compared with applied values of the same environment (project, name, architecture)
-    those: a destroy takes what is applied (its Terraform states), not what the file would make."""
+    those: a destroy takes what is applied (its Terraform states), not what the file would make.
+    The notes that tell the steps stay the file's, as the pipeline is rendered from it."""
     applied = previous.settings if previous is not None else None
     if (plan.action == "destroy" and applied is not None and applied.arch == settings.arch
             and (applied.project_id, applied.env_name) == (settings.project_id, settings.env_name)):
@@ -141,9 +142,7 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
     from builder import plan as plans
     from builder.pipeline import queue_wait_s
 
-    s = settings
-    # the header and the operations describe what the plan acts on (on a destroy, the applied
-    # values); the notes tell the steps, which are rendered from the values file
+    s = settings  # the header and the operations describe ``w``, what the plan acts on (``subject``)
     w = subject(settings, plan, previous) if plan is not None else settings
     t = w.topology
     decision = previous.decision if previous is not None else None

@@ -86,7 +86,7 @@ class ModuleDiff:
     hosts_recreated: bool = False
     interrupts_training: bool = False
     loses_data: bool = False
-    note: str = ""  # on an untouched module: its values differ from the applied ones (outside the scope)
+    note: str = ""
 
 
 @record
