@@ -139,10 +139,10 @@ def _after_destroy(s: Settings, plan: Plan, now: datetime.datetime | None) -> li
     bound = combine(i["bound"] for i in priced)
     approx = any(i["approximate"] for i in priced)
     parts = [f"{i['what']} {money(i['monthly'], i['approximate'])} ({i['how']})" for i in priced]
+    kept = f"{items[-1]['what']}: {items[-1]['how']}"
     out = [Total("monthly_after_destroy", round(monthly, 2), "month", None, None, bound,
-                 f"after the destroy, every month: {_usd(monthly, bound, approx)}"
-                 + (f" ({'; '.join(parts)})" if parts else "") + f", plus {items[-1]['what']}: {items[-1]['how']}",
-                 tuple(items))]
+                 f"after the destroy, every month: {_usd(monthly, bound, approx)} ({'; '.join(parts)}), plus {kept}"
+                 if parts else f"after the destroy, every month: {kept}", tuple(items))]
     if s.provisioning == "calendar" and s.calendar_start and plan.destroys(accelerator_module(s.arch)):
         begin, end = calendar_window(s.calendar_start, s.calendar_days)
         now = (now or datetime.datetime.now(datetime.timezone.utc)).astimezone(datetime.timezone.utc)
