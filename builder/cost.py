@@ -121,6 +121,12 @@ def money(value: float, approximate: bool = False) -> str:
     return f"{'~' if approximate else ''}${value:,.2f}"
 
 
+def rate(value: float, approximate: bool = False) -> str:
+    """A unit price with the digits it has (``$0.3825``, ``$2.00``): chips × rate must read right."""
+    digits = f"{value:,.5f}".rstrip("0")
+    return f"{'~' if approximate else ''}${digits if len(digits.split('.')[1]) > 2 else f'{value:,.2f}'}"
+
+
 def provisioning(settings: Settings) -> str:
     """The TPU's provisioning model: on-demand, spot, preemptible, reservation, queued, ..."""
     declared = str(getattr(settings, "provisioning", "") or "").strip().lower()
@@ -244,11 +250,11 @@ def _tpu_item(s: Settings) -> tuple[str, float | None, bool, str, bool]:
     price, approx, why = tpu_chip_hour(t.generation, s.region, model, pod=s.hosts > 1)
     what = f"TPU {s.accelerator_type} ({t.chips} chips, {model}, {s.region})"
     if price is not None:
-        what = f"TPU {s.accelerator_type} ({t.chips} chips × {money(price, approx)}/chip-h {model}, {s.region})"
-    rate = table()["tpu_provisioning"].get(model, "")
+        what = f"TPU {s.accelerator_type} ({t.chips} chips × {rate(price, approx)}/chip-h {model}, {s.region})"
+    rule = table()["tpu_provisioning"].get(model, "")
     key = generation_key(t.generation)
     path = "pod" if s.hosts > 1 and "pod" in table()["tpu_chip_hour"].get(key, {}) else ""
-    ok = _confirmed_at("tpu_chip_hour", key, f"{path}.{rate}" if path else rate, s.region)
+    ok = _confirmed_at("tpu_chip_hour", key, f"{path}.{rule}" if path else rule, s.region)
     return what, None if price is None else price * t.chips, approx, why, ok
 
 
