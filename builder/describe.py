@@ -98,7 +98,7 @@ def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[s
     build as it will be: a module the plan applies with these values (so with no module left out
     of the build's scope, it is what these values cost planned alone), a module outside the scope
     with the applied values it keeps, a destroyed one not at all."""
-    from builder import cost, diff, replacement
+    from builder import cost, diff, money, replacement
     from builder.modules import NAMES
 
     from builder.plan import not_wanted
@@ -121,12 +121,14 @@ def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[s
         after_items = cost.estimate(applied, kept).items + after_items
     after = cost.Estimate(tuple(sorted(after_items, key=lambda i: NAMES.index(i.module))))
     table = cost.table()
+    ttl_fires = plan.action != "destroy" and plan.applies(accelerator_module(settings.arch))
     return {
         "before_after": {"compared_with": prev.source if prev is not None else "nothing", **d.as_dict(),
                          "lines": diff.lines(d)},
         "replacement": replacement.facts(settings, plan, applied, d),
         "cost": {"before": before.as_dict() if before is not None else None, "after": after.as_dict(),
                  "change": cost.change_text(before, after),
+                 "totals": money.as_dicts(money.totals(settings, plan, after, ttl_fires)),
                  "prices": {"file": "builder/data/prices.json", "retrieved": table["retrieved"],
                             "checked": table.get("verification", {}).get("checked", "never"),
                             "check_at": sorted({table["sources"][i.source] for i in after.unconfirmed}),
@@ -308,6 +310,8 @@ def step_lines(steps: list[dict[str, Any]]) -> list[str]:
 
 
 def as_text(info: dict[str, Any], *, bold: bool) -> str:
+    from builder import cost
+
     def strong(text: str) -> str:
         return f"\033[1m{text}\033[0m" if bold else f"**{text}**"
 
@@ -355,18 +359,16 @@ def as_text(info: dict[str, Any], *, bold: bool) -> str:
     c = info["cost"]
     caveat = " (estimate from unconfirmed list prices)" if c["after"]["unconfirmed"] else ""
     lines.append(f"Cost per hour: {c['change']}{caveat}")
-    for item in c["after"]["items"]:
-        if item["hourly"] is None:
-            lines.append(f"  {item['what']}: price unknown ({item['unknown_why']})")
-        else:
-            lines.append(f"  {item['what']}: {'~' if item['approximate'] else ''}${item['hourly']:,.2f}/h"
-                         f"{'' if item['confirmed'] else ' (unconfirmed)'}")
+    lines.extend(f"  {cost.Item(**item).text()}" for item in c["after"]["items"])
+    lines.extend(f"  {bound}" for bound in c["after"]["bounds"])  # each stand-in figure, said once
     approx = " (~: the list price of another region)" if c["after"]["approximate"] else ""
     lines.append(f"  list prices in {c['prices']['currency']} from {c['prices']['file']}, retrieved "
                  f"{c['prices']['retrieved']}{approx}; your bill may differ")
     if c["after"]["unconfirmed"]:
         lines.append(f"  (unconfirmed): not found in Google's price pages when last checked "
                      f"({c['prices']['checked']}); check {', '.join(c['prices']['check_at'])} before relying on it")
+    if c["totals"]:
+        lines += ["", "Totals:"] + [f"  {t['text']}" for t in c["totals"]]
     lines.append("")
     lines.append("Operations, in order:")
     ops = {o["module"]: o for o in info["operations"]}
