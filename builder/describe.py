@@ -120,19 +120,11 @@ def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[s
     if applied is not None and kept:
         after_items = cost.estimate(applied, kept).items + after_items
     after = cost.Estimate(tuple(sorted(after_items, key=lambda i: NAMES.index(i.module))))
-    table = cost.table()
-    ttl_fires = plan.action != "destroy" and plan.applies(accelerator_module(settings.arch))
     return {
         "before_after": {"compared_with": prev.source if prev is not None else "nothing", **d.as_dict(),
                          "lines": diff.lines(d)},
         "replacement": replacement.facts(settings, plan, applied, d),
-        "cost": {"before": before.as_dict() if before is not None else None, "after": after.as_dict(),
-                 "change": cost.change_text(before, after),
-                 "totals": money.as_dicts(money.totals(settings, plan, after, ttl_fires)),
-                 "prices": {"file": "builder/data/prices.json", "retrieved": table["retrieved"],
-                            "checked": table.get("verification", {}).get("checked", "never"),
-                            "check_at": sorted({table["sources"][i.source] for i in after.unconfirmed}),
-                            "currency": table["currency"], "sources": table["sources"]}},
+        "cost": money.section(settings, plan, before, after),
     }
 
 
@@ -310,7 +302,7 @@ def step_lines(steps: list[dict[str, Any]]) -> list[str]:
 
 
 def as_text(info: dict[str, Any], *, bold: bool) -> str:
-    from builder import cost
+    from builder import money
 
     def strong(text: str) -> str:
         return f"\033[1m{text}\033[0m" if bold else f"**{text}**"
@@ -356,19 +348,7 @@ def as_text(info: dict[str, Any], *, bold: bool) -> str:
     lines.append(f"Before → after (compared with {ba['compared_with']}):")
     lines.extend(f"  {line}" for line in ba["lines"])
     lines.append("")
-    c = info["cost"]
-    caveat = " (estimate from unconfirmed list prices)" if c["after"]["unconfirmed"] else ""
-    lines.append(f"Cost per hour: {c['change']}{caveat}")
-    lines.extend(f"  {cost.Item(**item).text()}" for item in c["after"]["items"])
-    lines.extend(f"  {bound}" for bound in c["after"]["bounds"])  # each stand-in figure, said once
-    approx = " (~: the list price of another region)" if c["after"]["approximate"] else ""
-    lines.append(f"  list prices in {c['prices']['currency']} from {c['prices']['file']}, retrieved "
-                 f"{c['prices']['retrieved']}{approx}; your bill may differ")
-    if c["after"]["unconfirmed"]:
-        lines.append(f"  (unconfirmed): not found in Google's price pages when last checked "
-                     f"({c['prices']['checked']}); check {', '.join(c['prices']['check_at'])} before relying on it")
-    if c["totals"]:
-        lines += ["", "Totals:"] + [f"  {t['text']}" for t in c["totals"]]
+    lines += money.lines(info["cost"])
     lines.append("")
     lines.append("Operations, in order:")
     ops = {o["module"]: o for o in info["operations"]}

@@ -20,6 +20,11 @@ the plan; ``plan --format json`` carries them as ``cost.totals`` and the text pr
 A figure that stands in for an unpublished price keeps its ``bound`` ("at most", "at least",
 "stand-in": builder/cost.py); the snapshot and backup are ceilings ("at most": billed by the data
 they hold). Pure: the clock is a parameter.
+
+The plan's whole money section is made and printed here too: :func:`section` is ``cost`` of
+``plan --format json`` (the hourly estimate before and after, the change, the totals, where the
+prices come from) and :func:`lines` is the text ``plan`` prints of that same dict (the "Cost per
+hour" block and the "Totals"), so the two views cannot tell different figures.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any
 
-from builder.cost import Estimate, bound_prefix, combine, money, table
+from builder.cost import Estimate, Item, bound_prefix, change_text, combine, money, table
 from builder.records import asdict, record
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -155,3 +160,38 @@ def _after_destroy(s: Settings, plan: Plan, now: datetime.datetime | None) -> li
 
 def as_dicts(found: list[Total]) -> list[dict[str, Any]]:
     return [asdict(t) for t in found]
+
+
+def section(settings: Settings, plan: Plan, before: Estimate | None, after: Estimate) -> dict[str, Any]:
+    """The ``cost`` section of ``plan --format json``: the hourly estimate ``before`` (the applied
+    values; None: nothing applied is known) and ``after`` the build, the change, the totals and
+    where the prices come from (docs/plan_cost_ttl.md)."""
+    from builder.modules import accelerator_module
+
+    data = table()
+    ttl_fires = plan.action != "destroy" and plan.applies(accelerator_module(settings.arch))
+    return {"before": before.as_dict() if before is not None else None, "after": after.as_dict(),
+            "change": change_text(before, after),
+            "totals": as_dicts(totals(settings, plan, after, ttl_fires)),
+            "prices": {"file": "builder/data/prices.json", "retrieved": data["retrieved"],
+                       "checked": data.get("verification", {}).get("checked", "never"),
+                       "check_at": sorted({data["sources"][i.source] for i in after.unconfirmed}),
+                       "currency": data["currency"], "sources": data["sources"]}}
+
+
+def lines(c: dict[str, Any]) -> list[str]:
+    """The text ``plan`` prints of :func:`section`'s dict: the hourly cost, each item, each
+    stand-in said once, the prices' provenance, then the "Totals" block (each total's ``text``)."""
+    caveat = " (estimate from unconfirmed list prices)" if c["after"]["unconfirmed"] else ""
+    out = [f"Cost per hour: {c['change']}{caveat}"]
+    out += [f"  {Item(**item).text()}" for item in c["after"]["items"]]
+    out += [f"  {bound}" for bound in c["after"]["bounds"]]  # each stand-in figure, said once
+    approx = " (~: the list price of another region)" if c["after"]["approximate"] else ""
+    out.append(f"  list prices in {c['prices']['currency']} from {c['prices']['file']}, retrieved "
+               f"{c['prices']['retrieved']}{approx}; your bill may differ")
+    if c["after"]["unconfirmed"]:
+        out.append(f"  (unconfirmed): not found in Google's price pages when last checked "
+                   f"({c['prices']['checked']}); check {', '.join(c['prices']['check_at'])} before relying on it")
+    if c["totals"]:
+        out += ["", "Totals:"] + [f"  {t['text']}" for t in c["totals"]]
+    return out
