@@ -23,6 +23,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from builder.diff import Diff
     from builder.plan import Plan
 
+
+#: What the overlap's figures are where a price stands in (``bound``, builder/cost.py ``BOUNDS``):
+#: said once after the prices, as the cost says it once under its items.
+STAND_INS = {"at most": "a price stands in for one Google does not publish (see the cost): the figures are ceilings",
+             "at least": "a price stands in for one Google does not publish (see the cost): the figures are floors",
+             "stand-in": "prices stand in for ones Google does not publish (see the cost), ceilings and floors "
+                         "summed: the figures are neither"}
+
+
 def _billed(plan: Plan) -> list[Any]:
     """The accelerator module's steps from its apply (the new slice's create) to its release (the
     old one's delete), both included: on vm apply, swap, checkpoint (with a MODEL: the wait for
@@ -82,6 +91,7 @@ def facts(settings: Settings, plan: Plan, applied: Settings | None, d: Diff) -> 
         new = cost.estimate(settings, frozenset({module}))
         if not new.unknown:
             out["new_hourly"] = round(new.known, 4)
+            out["bound"] = new.bound or None
         if old is not None and not old.unknown and not new.unknown:
             both = old.known + new.known
             out["old_hourly"] = round(old.known, 4)
@@ -89,15 +99,17 @@ def facts(settings: Settings, plan: Plan, applied: Settings | None, d: Diff) -> 
             out["overlap_cost_max"] = round(both * most / 60, 2)
             out["bound"] = cost.combine((old.bound, new.bound)) or None
         was = f"the running {applied.accelerator_type}" if applied is not None and replaces else "the running slice"
+        idle = (f"the new {settings.accelerator_type} at ${out['new_hourly']:,.2f}/h, which stands idle until the "
+                "release" if out["new_hourly"] is not None else "")
+        stand = f"; {STAND_INS[out['bound']]}" if out["bound"] else ""
         if out["overlap_cost"] is not None:
-            b = cost.bound_prefix(out["bound"] or "")
-            price = (f": {b}~${out['overlap_cost']:,.2f}, at most {b}${out['overlap_cost_max']:,.2f} ({was} at "
-                     f"${out['old_hourly']:,.2f}/h and the new {settings.accelerator_type} at ${out['new_hourly']:,.2f}/h, "
-                     "which stands idle until the release)")
+            price = (f": ~${out['overlap_cost']:,.2f}, at most ${out['overlap_cost_max']:,.2f} ({was} at "
+                     f"${out['old_hourly']:,.2f}/h and {idle}{stand})")
         elif replaces:
-            price = " (the running slice's list price is unknown: builder/data/prices.json)"
+            price = f" ({idle + ', and ' if idle else ''}the running slice, whose list price is unknown: builder/data/prices.json{stand})"
         else:
-            price = " (the price of the running slice for that time; unknown until the applied values are)"
+            price = (f" ({idle + ', and ' if idle else ''}the running slice, whose price for that time is unknown until "
+                     f"the applied values are{stand})")
         when = "" if replaces else "if the change replaces the slice (compare with --applied FILE to know): "
         if settings.model:
             moves = (f"{module}-checkpoint waits (at most {DRAIN_WAIT_S // 60} min) for {settings.model}'s next "
