@@ -38,14 +38,13 @@ MONEY_EDITS = ("resize up", "resize down", "provisioning", "ttl")
 
 #: JSON field of ``plan --format json`` (a dotted path) → the text ``plan`` prints for its value.
 #: A field absent from the JSON, or null, is not checked; a new money figure is one row here.
-MONEY: dict[str, Callable[[Any], str]] = {
+MONEY: dict[str, Callable[[Any], "str | re.Pattern[str]"]] = {
     "cost.change": lambda v: f"Cost per hour: {v}",
     "cost.after.total": lambda v: v,
     "cost.before.total": lambda v: v,
     "cost.after.hourly_known": lambda v: f"${v:,.2f}/h",
     "cost.before.hourly_known": lambda v: f"${v:,.2f}/h",
     "cost.after.bounds": lambda v: "\n" + "".join(f"  {b}\n" for b in v),  # each stand-in's reason, said once
-    "cost.before.bounds": lambda v: "",  # the text prints the estimate after the build only
     "cost.totals": lambda v: "\nTotals:\n" + "".join(f"  {t['text']}\n" for t in v) if v else "",
     "replacement.overlap_minutes": lambda v: f"together for ~{v:.0f} min",
     "replacement.overlap_minutes_max": lambda v: f" min (at most {v:.0f} min, the steps' timeouts)",
@@ -121,7 +120,7 @@ def _sums(info: dict[str, Any], text: str, story: str) -> None:
     for t in info["cost"]["totals"]:
         assert f"\n  {t['text']}\n" in text, (story, t["kind"])
         assert re.search(rf"^{re.escape(bound_prefix(t['bound']))}~?\${t['total']:,.2f}\b",
-                         t["text"].split(": ", 1)[1].split(": ")[-1] if t["per"] == "hours" else
+                         t["text"].rsplit(": ", 1)[1] if t["per"] == "hours" else
                          t["text"].split("every month: ", 1)[1]) or not t["total"], (story, t)
         if t["per"] == "hours":
             assert t["total"] == pytest.approx(t["hourly"] * t["hours"], abs=0.01), (story, t)
