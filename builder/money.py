@@ -170,9 +170,14 @@ def section(settings: Settings, plan: Plan, before: Estimate | None, after: Esti
 
     data = table()
     ttl_fires = plan.action != "destroy" and plan.applies(accelerator_module(settings.arch))
+    found = totals(settings, plan, after, ttl_fires)
+    change = change_text(before, after)
+    for t in found:  # the $0.00/h is the environment's: a calendar-mode reservation bills on
+        if t.kind == "calendar_after_destroy" and t.hourly is not None:
+            change += (f"; except the calendar-mode reservation, which a destroy cannot cancel: "
+                       f"{bound_prefix(t.bound)}{money(t.hourly)}/h until its end (Totals)")
     return {"before": before.as_dict() if before is not None else None, "after": after.as_dict(),
-            "change": change_text(before, after),
-            "totals": as_dicts(totals(settings, plan, after, ttl_fires)),
+            "change": change, "totals": as_dicts(found),
             "prices": {"file": "builder/data/prices.json", "retrieved": data["retrieved"],
                        "checked": data.get("verification", {}).get("checked", "never"),
                        "check_at": sorted({data["sources"][i.source] for i in after.unconfirmed}),

@@ -170,3 +170,12 @@ def test_the_overlap_counts_both_slices_with_an_upper_bound(cli, tmp_path) -> No
     assert rep["overlap_cost_max"] == round((old_h + new_h) * rep["overlap_minutes_max"] / 60, 2) > rep["overlap_cost"]
     assert rep["overlap_minutes_max"] >= 30 + rep["overlap_minutes"]  # the checkpoint wait alone may take 30 min
     assert f"at most ${rep['overlap_cost_max']:,.2f}" in rep["text"] and "v3-128 at $128.00/h" in rep["text"]
+
+
+def test_a_calendar_destroy_does_not_read_as_nothing_billed(cli) -> None:
+    """The destroy's $0.00/h is the environment's: the hourly line names the reservation's rate,
+    which goes on until its end, in text and JSON alike."""
+    out, info = _plan(cli, REPO / "examples" / "mig-v6e-32-calendar.env", "--action", "destroy")
+    [left] = [t for t in info["cost"]["totals"] if t["kind"] == "calendar_after_destroy"]
+    said = f"except the calendar-mode reservation, which a destroy cannot cancel: at most ${left['hourly']:,.2f}/h"
+    assert said in info["cost"]["change"] and f"Cost per hour: {info['cost']['change']}" in out
