@@ -24,6 +24,20 @@ CASES: list[Case] = [
     Case("unbraced-dollar", MINIMAL + 'MOUNT_POINT="/mnt/$ENV_BUILD_NAME"\n', expect=("{values}:6: MOUNT_POINT:", "write ${ENV_BUILD_NAME}")),
     Case("command-substitution", MINIMAL + 'ENV_BUILD_NAME="$(whoami)"\n', expect=("{values}:6: ENV_BUILD_NAME:", "command substitution")),
     Case("backticks", MINIMAL + "PROJECT_ID=`gcloud config get project`\n", expect=("{values}:6: PROJECT_ID:", "command substitution")),
+    # bash does not read these as assignments: KEY runs as a command, or KEY is set empty
+    Case("blank-before-equals", MINIMAL + 'TPU_ACCELERATOR_TYPE = "v3-128"\n',
+         expect=("{values}:6: TPU_ACCELERATOR_TYPE:", "blank before '='", 'TPU_ACCELERATOR_TYPE="v3-128"'), problems=1),
+    Case("blank-after-equals", MINIMAL + 'ZONE= "europe-west4-a"\n',
+         expect=("{values}:6: ZONE:", "blank after '='", "sets ZONE to empty", 'ZONE="europe-west4-a"'), problems=1),
+    Case("blank-before-equals-export", MINIMAL + "export ZONE =europe-west4-a\n",
+         expect=("{values}:6: ZONE:", "blank before '='", "ZONE=europe-west4-a"), problems=1),
+    # a near miss of a key that decides money or safety is an error (ignored, it changes the bill)
+    *(Case(f"near-miss-{key.lower()}", SHIPPED.read_text() + f'{key}="{value}"\n',
+           expect=(f"{{values}}:{len(SHIPPED.read_text().splitlines()) + 1}: {key}:", "is not a tpubuild key",
+                   f"near miss of {right}", f"did you mean {right}?"), problems=1)
+      for key, value, right in (("TPU_PROVISONING", "spot", "TPU_PROVISIONING"), ("ENV_TTL_HOUR", "8", "ENV_TTL_HOURS"),
+                                ("TPU_RECOVER", "off", "TPU_RECOVERY"),
+                                ("ROBERTA_MAX_UPDATE", "1000", "ROBERTA_MAX_UPDATES"))),
     Case("unquoted-space", MINIMAL + "MOUNT_POINT=/mnt/my data\n", expect=("{values}:6: MOUNT_POINT:", "space outside quotes", 'MOUNT_POINT="/mnt/my data"')),
     Case("junk-after-quote", MINIMAL + "ZONE='europe-west4-a'b\n", expect=("{values}:6:", "cannot parse")),
     Case("nul-byte", MINIMAL + 'NOTE="a\x00b"\n', expect=("{values}:6:", "NUL byte", "plain text")),
