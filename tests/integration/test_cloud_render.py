@@ -45,7 +45,7 @@ def test_root_cloudbuild_loads_into_the_real_build_type() -> None:
     assert 'tpubuild dispatch --action "$_BUILD_ACTION" --tpu "$_TPU" --mig "$_MIG"' in script
     assert '--allow-data-loss "$_ALLOW_DATA_LOSS" --allow-wipe "$_ALLOW_WIPE"' in script
     assert "TPUBUILD_DISPATCH_BUILD=$BUILD_ID" in step.env
-    assert build.options.substitution_option == cloudbuild_v1.BuildOptions.SubstitutionOption.ALLOW_LOOSE
+    assert build.options.substitution_option == cloudbuild_v1.BuildOptions.SubstitutionOption.MUST_MATCH
     assert build.timeout.total_seconds() == 86400
 
 
