@@ -49,6 +49,12 @@ def prepare(settings: Settings, request: Request) -> Prepared:
     from builder.cloud import source, workspace
     from builder.request import plan_for
 
+    from builder.config.calendar import submit_refusal
+    from builder.legacy import APPLYING
+
+    relative = submit_refusal(settings) if request.action in APPLYING else None
+    if relative is not None:  # a calendar request is sent with the date written out
+        raise relative
     plan = plan_for(settings, request)
     repo = workspace.find_repo(settings)
     if request.action is Action.INITIALIZE:

@@ -156,10 +156,17 @@ def image_date(value: str) -> str:
 
 
 def timestamp(value: str) -> str:
-    """A UTC time in RFC 3339, ``2027-01-15T08:00:00Z`` (a date alone means its midnight UTC);
-    empty stays empty. Whether it lies in the future is checked by builder.config.offers."""
+    """A UTC time in RFC 3339, ``2027-01-15T08:00:00Z`` (a date alone means its midnight UTC), or
+    ``+Nd``: N days from today, at midnight UTC (a preview form the shipped calendar examples use;
+    builder.config.offers resolves it and refuses it on submit). Empty stays empty. Whether it lies
+    in Google's advance window is checked by builder.config.offers."""
     v = value.strip()
     if v == "":
+        return v
+    relative = re.fullmatch(r"\+([0-9]{1,4})d", v)
+    if relative:
+        if not 1 <= int(relative.group(1)) <= 120:
+            raise ValueError(f"{value!r} is out of Google's advance window; use +1d to +120d, or a UTC time")
         return v
     if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", v):
         v += "T00:00:00Z"
@@ -276,8 +283,9 @@ KEYS: tuple[KeySpec, ...] = (
             "With TPU_PROVISIONING=flex-start: hours the slice may run before Compute Engine deletes it "
             "(1-168, i.e. at most 7 days; not set = 168)."),
     KeySpec("TPU_CALENDAR_START", "calendar_start", "", timestamp,
-            "With TPU_PROVISIONING=calendar: when the reserved slice starts, a UTC time in the future "
-            "(2027-01-15T08:00:00Z; a date alone is its midnight UTC)."),
+            "With TPU_PROVISIONING=calendar: when the reserved slice starts, a UTC time 1 to 120 days ahead "
+            "(2027-01-15T08:00:00Z; a date alone is its midnight UTC); +14d (14 days from today, midnight UTC) "
+            "previews in validate, plan and render, and submit asks for the date written out."),
     KeySpec("TPU_CALENDAR_DAYS", "calendar_days", 0, integer(1, 90, "days"),
             "With TPU_PROVISIONING=calendar: how many days the reservation lasts (1-90); Compute Engine "
             "deletes the slice's VMs at its end."),
