@@ -46,11 +46,22 @@ def boolean(value: str) -> bool:
 MAX_INT_DIGITS = 18
 
 
-def integer(minimum: int, maximum: int, unit: str) -> Parser:
+def integer(minimum: int, maximum: int, unit: str, example: int | None = None) -> Parser:
+    """A whole number in ``minimum..maximum``. The fix of a value that is not one shows the digits
+    the user wrote when they are in range (``"8h"`` → ``8``), else ``example`` (default: the
+    minimum). A key whose minimum turns a safety net off (ENV_TTL_HOURS: 0 is no TTL) passes an
+    ``example`` that keeps it on: a fix-hint never suggests disabling one."""
     def parse(value: str) -> int:
         v = value.strip()
         if not re.fullmatch(r"[0-9]+", v):  # ASCII digits only: int() would also take '３２'
-            raise ValueError(f"{value!r} is not a whole number of {unit}; write digits only, e.g. {minimum}")
+            digits = "".join(re.findall(r"[0-9]", v))[:MAX_INT_DIGITS]
+            days = re.fullmatch(r"([0-9]{1,6}) *d(ays?)?", v.lower()) if unit == "hours" else None
+            digits = str(int(days.group(1)) * 24) if days else digits  # "2d" is 48 hours
+            shown = int(digits) if digits and minimum <= int(digits) <= maximum else example
+            shown = minimum if shown is None else shown
+            if example is not None and shown < example and shown == minimum:
+                shown = example
+            raise ValueError(f"{value!r} is not a whole number of {unit}; write digits only, e.g. {shown}")
         if len(v) > MAX_INT_DIGITS:  # never hand int() thousands of digits (its own limit's message leaks)
             raise ValueError(f"{v[:12]}... ({len(v)} digits) is out of range; use {minimum} to {maximum}")
         n = int(v)
@@ -348,7 +359,7 @@ KEYS: tuple[KeySpec, ...] = (
             "Create the shared PD from a snapshot: 'latest' or a snapshot name."),
     KeySpec("BUILD_SERVICE_ACCOUNT", "build_service_account", "", service_account_email,
             "Service account the Cloud Builds run as; empty: tpubuild-created tb-<ENV>-cb (see README)."),
-    KeySpec("ENV_TTL_HOURS", "env_ttl_hours", 0, integer(0, 8760, "hours"),
+    KeySpec("ENV_TTL_HOURS", "env_ttl_hours", 0, integer(0, 8760, "hours", example=8),
             "Destroy the TPU (only the TPU) this many hours after it is created; 0 or unset: no TTL."),
     KeySpec("TPU_RECOVERY", "recovery_mode", "", choice(("auto", "off", "")),
             "auto: a preempted or lost slice is recreated and training relaunched from its last checkpoint "

@@ -238,7 +238,14 @@ CASES: list[Case] = [
          expect=("TPU_RECOVERY_MAX_TRIES:", "not a whole number")),
     Case("recovery-node", overrides(TPU_RECOVERY="auto"), base=NODE, expect=("TPU_RECOVERY:", "node", "tpubuild migrate")),
     Case("recovery-calendar", overrides(TPU_RECOVERY="auto"), base=CAL,
-         expect=("TPU_RECOVERY:", "calendar slice ends", 'TPU_RECOVERY="off"')),
+         expect=("TPU_RECOVERY:", "calendar slice ends", "remove TPU_RECOVERY")),
     Case("recovery-queued", overrides(TPU_RECOVERY="auto", TPU_QUEUED="true"), base=VM,
-         expect=("TPU_RECOVERY:", "tpu-queue", "remove TPU_QUEUED")),
+         expect=("TPU_RECOVERY:", "tpu-queue", "remove TPU_QUEUED so that the health check can recreate the slice")),
+    # a fix-hint never suggests a value that turns a safety net off (ENV_TTL_HOURS="0" is no TTL)
+    Case("ttl-hours-with-unit", overrides(ENV_TTL_HOURS="8h"), base=VM,
+         expect=("ENV_TTL_HOURS:", "'8h' is not a whole number of hours", "write digits only, e.g. 8")),
+    Case("ttl-hours-word", overrides(ENV_TTL_HOURS="eight"), base=VM,
+         expect=("ENV_TTL_HOURS:", "'eight' is not a whole number of hours", "e.g. 8")),
+    Case("ttl-hours-days", overrides(ENV_TTL_HOURS="2d"), base=VM,
+         expect=("ENV_TTL_HOURS:", "'2d' is not a whole number of hours", "e.g. 48")),
 ]
