@@ -90,10 +90,17 @@ def auto_plan(settings: Settings, bucket: Any) -> Plan | None:
             refuse_changes(old, settings)  # what the model cannot resume across, before any change
             decision = decide_now(settings, old, build_id=applied.build_id, outstanding=applied.outstanding,
                                   absent=applied.absent, sources_then=applied.sources)
+    plan = auto.plan_for(settings, decision)
+    if plan is not None and plan.action == Action.CREATE:  # a create submits a new calendar request
+        from builder.config.calendar import create_refusal
+
+        too_soon = create_refusal(settings)
+        if too_soon is not None:
+            raise too_soon
     say(decision.summary())
     for reason in decision.reasons:
         say(f"  - {reason}")
-    return auto.plan_for(settings, decision)
+    return plan
 
 
 def _scope(plan: Plan) -> dict[str, Any]:
