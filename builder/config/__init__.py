@@ -168,9 +168,9 @@ def load_text(text: str, path: Path | str, *, strict: bool = False, later: bool 
         raise ConfigErrors(errors, tuple(warnings))
     plain = dict(values)  # the raw values (a dict copy does not go through _Known.__getitem__)
     plain["region"] = plain["region"] or plain["zone"].rsplit("-", 1)[0]
-    if later and not errors:  # validate: a start only a create refuses (builder/config/calendar.py)
-        soon = calendar.warning(path, lines.get("TPU_CALENDAR_START"), plain)
-        warnings.extend([soon] if soon else [])
+    if later and not errors:  # validate: a start a create refuses (builder/config/calendar.py)
+        soon = calendar.validate_refusal(path, lines.get("TPU_CALENDAR_START"), plain)
+        errors.extend([soon] if soon else [])
     settings = _finish(path, plain, model_options, by_key, lines, warnings, later=later)
     if not errors:  # Google's naming rules for every derived and supplied name, then the rules on the whole Settings
         _each_group(lambda: names.check(settings, fail), lambda: hardening.cross_checks(settings, fail),

@@ -5,9 +5,10 @@ Google shows calendar availability 1 to 120 days ahead and takes a duration of 1
 records the page and its zone table). So:
 
 * a start beyond 120 days ahead is refused on every command, and so is a window that has ended;
-* a create (a new request) refuses a start less than a day ahead (:func:`create_refusal`); an
-  update keeps the request already made, whose start may have passed, so it is let through there,
-  and ``tpubuild validate`` (which does not know the action) says so in a warning;
+* a create (a new request) refuses a start less than a day ahead (:func:`create_refusal`), and so
+  does ``tpubuild validate`` (:func:`validate_refusal`: it reports what plan's and render's default
+  action refuses); an update keeps the request already made, whose start may have passed, so it
+  is let through there;
 * ``+Nd`` (N days from today, midnight UTC) is a preview form: validate, plan and render resolve it;
   submit and dispatch refuse it (:func:`submit_refusal`), since a submitted request cannot be
   changed or cancelled and a relative start would move on every later build. The shipped calendar
@@ -147,13 +148,19 @@ def _nearest(zone: str, offered: Any) -> str:
     return nearest(zone, offered)[0]
 
 
-def warning(path: Any, line: int | None, values: dict[str, Any], today: datetime.datetime | None = None) -> str | None:
-    """``tpubuild validate``'s word on a start a create would refuse but an update keeps (``values``:
-    the parsed values, before the Settings are made)."""
+def validate_refusal(path: Any, line: int | None, values: dict[str, Any],
+                     today: datetime.datetime | None = None) -> Any:
+    """``tpubuild validate``'s refusal of a start a create would refuse (``values``: the parsed
+    values, before the Settings are made). validate reports what a later command refuses, and
+    plan's and render's default action is create (as for a TPU Node file, builder/legacy.py); the
+    fix says that an update of a request already made still plans."""
     from types import SimpleNamespace
 
     refusal = create_refusal(SimpleNamespace(source=path, line_of=lambda key: line, **{
         k: values[k] for k in ("provisioning", "calendar_start", "calendar_days")}), today)
     if refusal is None:
         return None
-    return f"{path}:{line}: TPU_CALENDAR_START: {refusal.what}, so create refuses it; an update keeps the request already made"
+    from builder.errors import ConfigError
+
+    return ConfigError(refusal.what, f"{refusal.fix} (an update of the request already made still plans: "
+                       "tpubuild plan --action update)", path=path, line=line, key="TPU_CALENDAR_START")

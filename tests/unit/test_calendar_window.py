@@ -79,13 +79,16 @@ def test_a_create_needs_a_start_at_least_a_day_ahead(start: str, refused: str | 
     assert (refusal is None) if refused is None else (refused in refusal.message)
 
 
-def test_validate_warns_where_only_a_create_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_validate_refuses_what_a_create_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """validate reports what plan's default action (create) refuses; an update still plans."""
     monkeypatch.setenv("TPUBUILD_NOW", "2027-02-01T09:30:00Z")
     text = CAL.read_text().replace('TPU_CALENDAR_START="+14d"', 'TPU_CALENDAR_START="2027-01-31T00:00:00Z"')
-    s = load_text(text, Path(CAL), later=True)
-    [warning] = [w for w in s.warnings if "TPU_CALENDAR_START" in w]
-    assert "is in the past" in warning and "create refuses it; an update keeps the request already made" in warning
-    assert load_text(text, Path(CAL)).warnings == ()  # other commands: the action decides (create refuses)
+    with pytest.raises(ConfigErrors) as exc:
+        load_text(text, Path(CAL), later=True)
+    [error] = exc.value.errors
+    assert error.key == "TPU_CALENDAR_START" and "is in the past" in error.what
+    assert "an update of the request already made still plans: tpubuild plan --action update" in error.fix
+    assert load_text(text, Path(CAL)).calendar_start == "2027-01-31T00:00:00Z"  # other commands: the action decides
 
 
 def test_only_a_relative_start_is_refused_on_submit(monkeypatch: pytest.MonkeyPatch) -> None:
