@@ -40,11 +40,33 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
 def cmd_trigger(args: argparse.Namespace) -> int:
     """Every build of the trigger runs ``auto``: a file that ``auto`` refuses (a TPU Node, see
     builder/legacy.py) gets the same one-line refusal here, instead of a trigger whose every build
-    fails."""
-    import yaml
-
+    fails. In a repository of many environments (``environments/<name>/values.env``,
+    builder/environments.py) it prints each environment's plan/apply pair (builder/gitops.py) as
+    one multi-document YAML; ``--values environments/<name>/values.env`` prints that one's pair only."""
+    from builder import environments
     from builder.legacy import refuse_unbuildable
-    from builder.root_build import TRIGGER_ACTION, trigger
+    from builder.root_build import TRIGGER_ACTION, check_names, trigger
+
+    check_names(args.repo_owner, args.repo_name, args.branch)
+    values = Path(args.values).absolute()
+    inside = values.parent.parent.name == environments.FOLDER
+    repo = values.parent.parent.parent if inside else values.parent
+    if environments.is_layout(repo):
+        from builder import gitops, yamlout
+
+        envs = environments.load_all(repo)
+        if inside:
+            envs = [e for e in envs if e.path == f"{environments.FOLDER}/{values.parent.name}/{values.name}"]
+            if not envs:
+                raise BadInput(f"{args.values}: not an environment of {repo} (environments/<name>/values.env); "
+                               "pass one that exists, or run tpubuild trigger at the repository's root for all")
+        for env in envs:
+            refuse_unbuildable(env.settings, TRIGGER_ACTION)
+        docs = [yamlout.to_yaml(t) for env in envs
+                for t in gitops.trigger_pair(env.settings, env.path, args.repo_owner, args.repo_name, args.branch)]
+        sys.stdout.write("---\n".join(docs))
+        return 0
+    import yaml
 
     settings = load_settings(args)
     refuse_unbuildable(settings, TRIGGER_ACTION)
