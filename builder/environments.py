@@ -70,6 +70,28 @@ def is_layout(repo: Path) -> bool:
     return any(p != VALUES for p in discover(repo))
 
 
+def repository_of(values: str) -> tuple[Path, str | None]:
+    """The repository a ``--values`` argument belongs to, and the environment it names when it is
+    one of ``environments/<name>/values.env`` (None: the root values.env, which stands for the
+    whole repository when it has further environments)."""
+    path = Path(values).absolute()
+    if path.parent.parent.name == FOLDER:
+        return path.parent.parent.parent, str(PurePosixPath(FOLDER, path.parent.name, path.name))
+    return path.parent, None
+
+
+def select(repo: Path, only: str | None, given: str) -> list[Environment]:
+    """:func:`load_all`, or the one environment ``only`` (``given`` is how the user wrote it)."""
+    envs = load_all(repo)
+    if only is None:
+        return envs
+    picked = [e for e in envs if e.path == only]
+    if not picked:
+        raise BadInput(f"{given}: not an environment of {repo} ({FOLDER}/<name>/{VALUES}); pass one that exists, "
+                       "or run at the repository's root for all of them")
+    return picked
+
+
 def load_all(repo: Path) -> list[Environment]:
     """Every environment of ``repo``, loaded (a values file with a problem raises its own one-line
     error, with its path), after :func:`refuse_shared`."""

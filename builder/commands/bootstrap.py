@@ -48,18 +48,11 @@ def cmd_trigger(args: argparse.Namespace) -> int:
     from builder.root_build import TRIGGER_ACTION, check_names, trigger
 
     check_names(args.repo_owner, args.repo_name, args.branch)
-    values = Path(args.values).absolute()
-    inside = values.parent.parent.name == environments.FOLDER
-    repo = values.parent.parent.parent if inside else values.parent
+    repo, only = environments.repository_of(args.values)
     if environments.is_layout(repo):
         from builder import gitops, yamlout
 
-        envs = environments.load_all(repo)
-        if inside:
-            envs = [e for e in envs if e.path == f"{environments.FOLDER}/{values.parent.name}/{values.name}"]
-            if not envs:
-                raise BadInput(f"{args.values}: not an environment of {repo} (environments/<name>/values.env); "
-                               "pass one that exists, or run tpubuild trigger at the repository's root for all")
+        envs = environments.select(repo, only, args.values)
         for env in envs:
             refuse_unbuildable(env.settings, TRIGGER_ACTION)
         docs = [yamlout.to_yaml(t) for env in envs

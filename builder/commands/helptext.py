@@ -61,8 +61,10 @@ HELP: dict[str, tuple[str, str]] = {
     "trigger": (
         "Print a Cloud Build GitHub push trigger that runs `auto` on every push, for "
         "`gcloud builds triggers import`.",
-        "example:\n  tpubuild trigger --repo-owner me --repo-name tpu-env > trigger.yaml\n"
-        "  gcloud builds triggers import --source=trigger.yaml"),
+        "examples:\n  tpubuild trigger --repo-owner me --repo-name tpu-env > trigger.yaml\n"
+        "  gcloud builds triggers import --source=trigger.yaml\n"
+        "  tpubuild trigger --repo-owner me --repo-name tpu-env --values environments/dev/values.env"
+        "   dev's pair only"),
     "train": (
         "Launch a model (models/<MODEL>/launcher.py) on every host of the TPU: its software, its data "
         "preparation and the training itself (docs/models.md).",
