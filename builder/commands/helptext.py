@@ -63,8 +63,8 @@ HELP: dict[str, tuple[str, str]] = {
         "`gcloud builds triggers import`.",
         "examples:\n  tpubuild trigger --repo-owner me --repo-name tpu-env > trigger.yaml\n"
         "  gcloud builds triggers import --source=trigger.yaml\n"
-        "  tpubuild trigger --repo-owner me --repo-name tpu-env --values environments/dev/values.env"
-        "   dev's pair only"),
+        "(in a repository with environments/<name>/values.env: every environment's plan/apply pair; "
+        "docs/cloud.md)"),
     "train": (
         "Launch a model (models/<MODEL>/launcher.py) on every host of the TPU: its software, its data "
         "preparation and the training itself (docs/models.md).",
