@@ -140,6 +140,15 @@ def test_the_root_values_env_joins_as_one_environment(tmp_path: Path) -> None:
     assert not starts(root, ["environments/dev/values.env"])
 
 
+def test_an_environments_paths_resolve_in_its_repository(layout) -> None:
+    """MIG_SETUP_SCRIPT and models/ of environments/<name>/values.env are the repository's, as in
+    the build (where the file is packed as the root values.env)."""
+    from builder.config import load
+
+    repo, _ = layout
+    assert load(repo / "environments" / "dev" / "values.env").repo_root == repo.resolve()
+
+
 def test_values_of_one_environment_prints_its_pair_only(layout) -> None:
     repo, prefix = layout
     triggers = _triggers(repo, "--values", "environments/train/values.env")

@@ -64,7 +64,7 @@ def test_against_the_snapshots_each_row_is_autos_own_plan(fakes: Fakes, tmp_path
     assert dev["action"] == "create" and dev["applied"] == "none" and dev["cost_before"] is None
     code, out, _ = cli("plan", "--all")
     assert code == 0
-    assert f"update tpu" in out and "nothing to do" in out and "$0/h (nothing applied) -> " in out
+    assert "update tpu" in out and "nothing to do" in out and "$0/h (nothing applied) -> " in out
 
 
 def test_help_lists_all_and_the_trigger_pair() -> None:
