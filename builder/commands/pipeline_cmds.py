@@ -206,7 +206,7 @@ def run_render(args: argparse.Namespace) -> int:
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    if args.all:
+    if getattr(args, "all", False):
         from builder.commands.plan_all import run_plan_all
 
         return run_plan_all(args)
