@@ -12,13 +12,14 @@ Per environment (``builder.environments``), after Cloud Foundation Toolkit's
   no lock): a plan build never takes the lock and never applies. Pull requests from outside
   contributors wait for a ``/gcbrun`` comment by a collaborator (``commentControl``), so nobody's
   fork runs code as the builder account unasked.
+  It runs as the builder account unless ``--plan-service-account`` names a read-only one.
 * ``tpubuild-<ENV>-auto``, on pushes to the apply branch: the root cloudbuild.yaml's dispatch step
   (``builder.root_build.root_cloudbuild``) with ``--values <file>``: ``auto`` of this environment
   only. With ``ENV_PROTECTED="true"`` the build waits for an approval
   (``approvalConfig.approvalRequired``; ``gcloud builds approve``, role
   ``roles/cloudbuild.builds.approver``) before it runs.
 
-Both carry the environment's builder service account and start only when the push or pull request
+Both start only when the push or pull request
 changes a file of :func:`included_files` that :data:`IGNORED_FILES` does not drop (Cloud Build's
 rule: an ignored file never counts; then at least one changed file must match an included glob).
 """
@@ -58,7 +59,14 @@ def included_files(path: str) -> list[str]:
     return [path, *SHARED_FILES]
 
 
-def plan_build(settings: Any, path: str) -> dict[str, Any]:
+def plan_account(settings: Any, email: str = "") -> str:
+    """The ``serviceAccount`` of the plan trigger and build: ``email`` (``tpubuild trigger
+    --plan-service-account``, a read-only account of the team's own), else the builder account."""
+    return f"projects/{settings.project_id}/serviceAccounts/{email}" if email else \
+        settings.builder_service_account_resource
+
+
+def plan_build(settings: Any, path: str, account: str = "") -> dict[str, Any]:
     """The pull-request build of the environment whose values file is ``path``."""
     return {
         "steps": [{
@@ -72,7 +80,7 @@ def plan_build(settings: Any, path: str) -> dict[str, Any]:
         "artifacts": {"objects": {"location": f"gs://{settings.state_bucket}/plans/{settings.env_name}/$BUILD_ID/",
                                   "paths": list(PLAN_FILES)}},
         "timeout": f"{PLAN_TIMEOUT_S}s",
-        "serviceAccount": settings.builder_service_account_resource,
+        "serviceAccount": plan_account(settings, account),
         "options": {"logging": "CLOUD_LOGGING_ONLY"},
         "tags": ["tpubuild", f"tpubuild-{settings.env_name}", "tpubuild-plan"],
     }
@@ -85,21 +93,20 @@ def apply_build(settings: Any, path: str) -> dict[str, Any]:
     return yaml.safe_load(root_cloudbuild(settings, values=path))
 
 
-def trigger_pair(settings: Any, path: str, owner: str, repo: str, branch: str) -> list[dict[str, Any]]:
-    """The plan trigger and the apply trigger of the environment whose values file is ``path``."""
+def trigger_pair(settings: Any, path: str, owner: str, repo: str, branch: str,
+                 plan_as: str = "") -> list[dict[str, Any]]:
+    """The plan trigger and the apply trigger of the environment whose values file is ``path``
+    (``plan_as``: the email the plan trigger runs as; empty: the builder account)."""
     check_names(owner, repo, branch)
     env, on = settings.env_name, f"^{re.escape(branch)}$"
-    common = {
-        "includedFiles": included_files(path),
-        "ignoredFiles": list(IGNORED_FILES),
-        "serviceAccount": settings.builder_service_account_resource,
-    }
+    files = {"includedFiles": included_files(path), "ignoredFiles": list(IGNORED_FILES)}
     plan = {
         "name": f"tpubuild-{env}-plan"[:64],
         "description": f"tpubuild plan of {env} ({path}) on each pull request to {branch}; applies nothing",
         "github": {"owner": owner, "name": repo, "pullRequest": {"branch": on, "commentControl": COMMENT_CONTROL}},
-        "build": plan_build(settings, path),
-        **common,
+        "build": plan_build(settings, path, plan_as),
+        **files,
+        "serviceAccount": plan_account(settings, plan_as),
         "tags": ["tpubuild", f"tpubuild-{env}", "tpubuild-plan"],
     }
     approval = " after an approval (ENV_PROTECTED)" if settings.protected else ""
@@ -109,7 +116,8 @@ def trigger_pair(settings: Any, path: str, owner: str, repo: str, branch: str) -
         "github": {"owner": owner, "name": repo, "push": {"branch": on}},
         "build": apply_build(settings, path),
         "substitutions": {**DEFAULTS, "_BUILD_ACTION": TRIGGER_ACTION},
-        **common,
+        **files,
+        "serviceAccount": settings.builder_service_account_resource,
         "tags": ["tpubuild", f"tpubuild-{env}", "tpubuild-auto"],
         **({"approvalConfig": {"approvalRequired": True}} if settings.protected else {}),
     }

@@ -76,6 +76,10 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
              "so --source=- does not work)")
     p.add_argument("--repo-owner", required=True, metavar="OWNER", help="the GitHub user or organisation")
     p.add_argument("--repo-name", required=True, metavar="NAME", help="the GitHub repository holding values.env")
+    p.add_argument("--plan-service-account", default="", metavar="EMAIL",
+                   help="with environments/: the account the pull-request plan triggers run as (one that can only "
+                        "read the state buckets and write their plans/ objects); default: each environment's "
+                        "builder account")
     p.add_argument("--branch", default="main",
                    help="the branch whose pushes run auto, and whose pull requests are planned (exactly this "
                         "branch; default: main)")

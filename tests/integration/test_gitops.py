@@ -149,6 +149,16 @@ def test_an_environments_paths_resolve_in_its_repository(layout) -> None:
     assert load(repo / "environments" / "dev" / "values.env").repo_root == repo.resolve()
 
 
+def test_a_read_only_plan_account_runs_the_plan_triggers_only(layout) -> None:
+    repo, prefix = layout
+    email = "planner@my-tpu-project.iam.gserviceaccount.com"
+    for t in _triggers(repo, "--plan-service-account", email):
+        mine = t["name"].endswith("-plan")
+        assert t["serviceAccount"] == t["build"]["serviceAccount"]
+        assert t["serviceAccount"].endswith(f"/{email}") is mine
+        assert mine or t["serviceAccount"].endswith("-cb@my-tpu-project.iam.gserviceaccount.com")
+
+
 def test_values_of_one_environment_prints_its_pair_only(layout) -> None:
     repo, prefix = layout
     triggers = _triggers(repo, "--values", "environments/train/values.env")
