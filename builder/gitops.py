@@ -16,7 +16,7 @@ Per environment (``builder.environments``), after Cloud Foundation Toolkit's
 * ``tpubuild-<ENV>-auto``, on pushes to the apply branch: the root cloudbuild.yaml's dispatch step
   (``builder.root_build.root_cloudbuild``) with ``--values <file>``: ``auto`` of this environment
   only. With ``ENV_PROTECTED="true"`` the build waits for an approval
-  (``approvalConfig.approvalRequired``; ``gcloud builds approve``, role
+  (``approvalConfig.approvalRequired``; ``gcloud beta builds approve``, role
   ``roles/cloudbuild.builds.approver``) before it runs.
 
 Both start only when the push or pull request

@@ -342,7 +342,7 @@ KEYS: tuple[KeySpec, ...] = (
             "Service account the Cloud Builds run as; empty: tpubuild-created tb-<ENV>-cb (see README)."),
     KeySpec("ENV_PROTECTED", "protected", False, boolean,
             "GitOps: true makes this environment's apply trigger wait for an approval "
-            "(approvalConfig.approvalRequired; `gcloud builds approve`) before auto runs (docs/cloud.md)."),
+            "(approvalConfig.approvalRequired; `gcloud beta builds approve`) before auto runs (docs/cloud.md)."),
     KeySpec("ENV_TTL_HOURS", "env_ttl_hours", 0, integer(0, 8760, "hours"),
             "Destroy the TPU (only the TPU) this many hours after it is created; 0 or unset: no TTL."),
     KeySpec("TPU_RECOVERY", "recovery_mode", "", choice(("auto", "off", "")),
