@@ -359,6 +359,9 @@ KEYS: tuple[KeySpec, ...] = (
             "Create the shared PD from a snapshot: 'latest' or a snapshot name."),
     KeySpec("BUILD_SERVICE_ACCOUNT", "build_service_account", "", service_account_email,
             "Service account the Cloud Builds run as; empty: tpubuild-created tb-<ENV>-cb (see README)."),
+    KeySpec("ENV_PROTECTED", "protected", False, boolean,
+            "GitOps: true makes this environment's apply trigger wait for an approval "
+            "(approvalConfig.approvalRequired; `gcloud beta builds approve`) before auto runs (docs/cloud.md)."),
     KeySpec("ENV_TTL_HOURS", "env_ttl_hours", 0, integer(0, 8760, "hours", example=8),
             "Destroy the TPU (only the TPU) this many hours after it is created; 0 or unset: no TTL."),
     KeySpec("TPU_RECOVERY", "recovery_mode", "", choice(("auto", "off", "")),

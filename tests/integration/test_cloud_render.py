@@ -150,6 +150,8 @@ def test_auto_key_map(tmp_path: Path) -> None:
     assert decide(MOUNT_POINT="/mnt/data").only == {"mig"}
     model = decide(ROBERTA_TRAIN_FILE="other.txt")  # read at training time
     assert model.action == "none" and "ROBERTA_TRAIN_FILE" in model.reasons[0]
+    protect = decide(ENV_PROTECTED="true")  # read by the GitOps triggers only
+    assert protect.action == "none" and "ENV_PROTECTED" in protect.reasons[0] and "triggers" in protect.reasons[0]
     for key, value in (("NETWORK", "other"), ("ZONE", "us-east5-a"), ("PROJECT_ID", "other-project")):
         with pytest.raises(Exception, match=f"{key}: changed from"):
             decide(**{key: value})

@@ -309,7 +309,9 @@ def doc_commands() -> list[tuple[str, list[str]]]:
     found = []
     for path in DOCS:
         text = path.read_text()
-        chunks = re.findall(r"```(?:bash|sh|console|shell)?\n(.*?)```", text, re.S)
+        # fences paired in order (a ```text block's closing fence must not open a command block)
+        chunks = [body for lang, body in re.findall(r"```(\w*)\n(.*?)```", text, re.S)
+                  if lang in ("", "bash", "sh", "console", "shell")]
         lines = [ln for chunk in chunks for ln in chunk.replace("\\\n", " ").splitlines()]
         # inline code: a complete command to copy (with --zone/--project), not a
         # mention of a flag such as `gcloud compute ssh --tunnel-through-iap`
