@@ -61,7 +61,7 @@ def provisioning_meaning(s: Settings) -> str:
 
     return describe_provisioning(s.provisioning, s.queued, s.queued_valid_for, s.reservation,
                                  max_run_hours=s.max_run_hours, calendar_start=s.calendar_start,
-                                 calendar_days=s.calendar_days)
+                                 calendar_days=s.calendar_days, calendar_written=s.raw.get("TPU_CALENDAR_START", ""))
 
 
 def path_info(s: Settings) -> dict[str, Any]:
