@@ -19,7 +19,8 @@ the plan; ``plan --format json`` carries them as ``cost.totals`` and the text pr
 
 A figure that stands in for an unpublished price keeps its ``bound`` ("at most", "at least",
 "stand-in": builder/cost.py); the snapshot and backup are ceilings ("at most": billed by the data
-they hold). Pure: the clock is a parameter.
+they hold). Pure: the clock is a parameter, by default the one clock the calendar rules read
+(:func:`builder.config.calendar.now`; ``TPUBUILD_NOW`` pins it).
 
 The plan's whole money section is made and printed here too: :func:`section` is ``cost`` of
 ``plan --format json`` (the hourly estimate before and after, the change, the totals, where the
@@ -121,6 +122,7 @@ def totals(settings: Settings, plan: Plan, after: Estimate, ttl_fires: bool,
 
 def _after_destroy(s: Settings, plan: Plan, now: datetime.datetime | None) -> list[Total]:
     from builder import plan as plans
+    from builder.config import calendar
     from builder.config.offers import calendar_window
     from builder.modules import accelerator_module
 
@@ -150,7 +152,7 @@ def _after_destroy(s: Settings, plan: Plan, now: datetime.datetime | None) -> li
                  if parts else f"after the destroy, every month: {kept}", tuple(items))]
     if s.provisioning == "calendar" and s.calendar_start and plan.destroys(accelerator_module(s.arch)):
         begin, end = calendar_window(s.calendar_start, s.calendar_days)
-        now = (now or datetime.datetime.now(datetime.timezone.utc)).astimezone(datetime.timezone.utc)
+        now = (now or calendar.now()).astimezone(datetime.timezone.utc)  # the one clock (TPUBUILD_NOW)
         hours = max(0.0, (end - max(now, begin)).total_seconds() / 3600)
         found = _committed(s, _slice(s), "calendar_after_destroy", round(hours, 2),
                            f"still billed: the calendar-mode reservation cannot be cancelled and bills until {end:%Y-%m-%dT%H:%MZ}")

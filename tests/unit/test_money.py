@@ -143,13 +143,19 @@ def test_destroy_shows_what_keeps_billing_every_month(cli) -> None:
     assert s.state_bucket in tail["text"] and f"  {tail['text']}\n" in out and "$0.00/h" in out
 
 
-def test_a_destroyed_calendar_reservation_bills_until_its_end() -> None:
-    s = load(REPO / "examples" / "mig-v6e-32-calendar.env")
+def test_a_destroyed_calendar_reservation_bills_until_its_end(monkeypatch) -> None:
+    s = load(REPO / "examples" / "mig-v6e-32-calendar.env")  # "+14d", 7 days: from 2026-12-12T00:00Z
     plan = make_plan(s, "destroy")
     after = cost.Estimate(())
-    start = datetime.datetime(2030, 3, 5, 8, tzinfo=datetime.timezone.utc)  # three days into the seven
+    start = datetime.datetime(2026, 12, 15, 8, tzinfo=datetime.timezone.utc)  # three days into the seven
     [_, left] = money.totals(s, plan, after, False, now=start)
-    assert left.kind == "calendar_after_destroy" and left.hours == 96 and left.total == round(96 * left.hourly, 2)
+    assert left.kind == "calendar_after_destroy" and left.hours == 88 and left.total == round(88 * left.hourly, 2)
+    # without a time given, the one clock (builder/config/calendar.py's now, TPUBUILD_NOW) is read
+    monkeypatch.setenv("TPUBUILD_NOW", "2026-12-17T00:00:00Z")
+    [_, left] = money.totals(s, plan, after, False)
+    assert left.hours == 48 and left.total == round(48 * left.hourly, 2)
+    monkeypatch.setenv("TPUBUILD_NOW", "2026-12-19T00:00:00Z")  # the window has ended: nothing billed on
+    assert [t.kind for t in money.totals(s, plan, after, False)] == ["monthly_after_destroy"]
 
 
 def test_the_overlap_counts_both_slices_with_an_upper_bound(cli, tmp_path) -> None:
