@@ -17,13 +17,16 @@ from pathlib import Path
 import pytest
 import yaml
 
+from builder.config.calendar import resolve_start
 from tests.conftest import EXAMPLES, REPO, SHIPPED, rewrite_env
 from tests.support.cloudbuild_filter import matches, starts
 from tests.support.fakes.fixtures import Fakes, fakes, make_repo, unique_env  # noqa: F401 - fixtures
 
-#: environment folder → (base file, overrides)
+#: environment folder → (base file, overrides). train's calendar start is written out, as a user
+#: commits it (the example's "+14d" previews a start that submit and dispatch refuse), on the
+#: example's day: 14 days from the pinned today (tests/conftest.py's TODAY).
 LAYOUT = {"dev": (EXAMPLES / "vm-v5litepod-16.env", {}),
-          "train": (EXAMPLES / "mig-v6e-32-calendar.env", {}),
+          "train": (EXAMPLES / "mig-v6e-32-calendar.env", {"TPU_CALENDAR_START": resolve_start("+14d")}),
           "prod": (SHIPPED, {"ENV_PROTECTED": "true"})}
 
 
