@@ -224,7 +224,7 @@ def _machine_hour(machine_type: str, region: str) -> tuple[float | None, bool, s
 
 
 def _monthly(kind: str, name: str, region: str) -> tuple[float | None, bool, str]:
-    """(price per unit-hour, approximate, why unknown) of a per-month row (÷ ``hours_per_month``)."""
+    """(price per unit-hour, approximate, why unknown) of a per-month row (divided by ``hours_per_month``)."""
     data = table()
     row = data[kind].get(name)
     source = data["sources"]["filestore" if kind.startswith("filestore") else "disk"]
