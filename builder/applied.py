@@ -123,4 +123,4 @@ def applied_settings(values: bytes, current: Settings) -> Settings:
     or removed since) or ``UnicodeDecodeError``; each caller decides what that means."""
     from builder.config import load_text
 
-    return load_text(values.decode("utf-8"), Path(current.source.parent, "applied.values.env"))
+    return load_text(values.decode("utf-8"), Path(current.source.parent, "applied.values.env"), applied=True)

@@ -35,6 +35,8 @@ from builder.records import record
 if TYPE_CHECKING:  # pragma: no cover
     from builder.plan import Plan
 
+#: Keys only the GitOps triggers read (builder/gitops.py): a change applies nothing.
+TRIGGER_KEYS: tuple[str, ...] = ("ENV_PROTECTED",)
 #: Changing one of these moves the environment; auto refuses.
 MOVING_KEYS: tuple[str, ...] = ("PROJECT_ID", "ENV_BUILD_NAME", "ZONE", "REGION", "NETWORK", "SUBNETWORK", "TPU_ARCH")
 
@@ -106,6 +108,9 @@ def decide(
             why = "; ".join(f"{s.name}: not created: {s.unwanted_why}" for s in specs(current.arch)
                             if s.name in left_out)
             reasons.append(f"{shown} ({why})")
+        elif key in TRIGGER_KEYS:
+            reasons.append(f"{shown} (no infrastructure change: read by the environment's triggers; import them "
+                           "again from tpubuild trigger)")
         else:
             reasons.append(f"{shown} (no infrastructure change: read at training time)")
     then, now = sources_then or {}, sources_now or {}

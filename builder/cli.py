@@ -140,10 +140,30 @@ def check_text_args(argv: Sequence[str]) -> None:
             raise BadInput(f"argument {index} ({shown}) is not UTF-8 text; pass names and paths in UTF-8") from None
 
 
+def wants_json(argv: Sequence[str]) -> bool:
+    """``--format json`` (or ``--format=json``) is on the command line: then a failure prints a JSON
+    object on stdout too (builder.errors.document), so stdout is JSON on every exit."""
+    return any(a == "--format=json" or (a == "--format" and b == "json") for a, b in zip(argv, [*argv[1:], ""]))
+
+
+def _fail(what: str, detail: str, code: int, as_json: bool, exc: BaseException | None = None) -> int:
+    """Print a failure: its one line on stderr (``tpubuild: <what><detail>``) and, under
+    ``--format json``, its JSON object on stdout (builder.errors.document)."""
+    print(f"tpubuild: {what}{detail}", file=sys.stderr)
+    if as_json:
+        import json
+
+        from builder.errors import document
+
+        print(json.dumps(document(detail, code, exc), indent=2, sort_keys=True), flush=True)
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     degrade_streams(sys.stdout, sys.stderr)
     debug = "--debug" in argv
+    as_json = wants_json(argv)
     try:
         check_text_args(argv)
         args = build_parser(argv).parse_args(argv)
@@ -154,11 +174,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TpuBuildError as exc:
         if debug:
             raise
-        print(f"tpubuild: error: {one_line(str(exc))}", file=sys.stderr)
-        return exc.exit_code
+        return _fail("error: ", one_line(str(exc)), exc.exit_code, as_json, exc)
     except KeyboardInterrupt:
-        print("tpubuild: interrupted", file=sys.stderr)
-        return 130
+        return _fail("", "interrupted", 130, as_json)
     except BrokenPipeError:  # `tpubuild render | head`: stop quietly, and keep Python from complaining at exit
         try:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -169,9 +187,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             raise
         detail = one_line(str(exc))
-        print(f"tpubuild: internal error: {type(exc).__name__}: {detail} (rerun with --debug for the trace)",
-              file=sys.stderr)
-        return 1
+        return _fail("internal error: ", f"{type(exc).__name__}: {detail} (rerun with --debug for the trace)",
+                     1, as_json, exc)
 
 
 if __name__ == "__main__":  # pragma: no cover

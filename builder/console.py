@@ -4,10 +4,15 @@ The messages use a few typographic characters (``→`` in before → after, ``×
 for steps that run side by side). Under ``PYTHONIOENCODING=ascii``, a latin-1 terminal or a log
 collector that declares ASCII, printing one of them would raise ``UnicodeEncodeError`` and lose the
 whole output. :func:`degrade_streams` (called once by ``builder.cli.main``, before anything is
-printed) gives stdout and stderr an error handler that spells each character the stream cannot
-encode in ASCII instead (``→`` as ``->``), so every command's output survives; a stream that can
-encode them (UTF-8) is left alone and prints them as they are. A character with no ASCII spelling
-is written as its Python escape (``\\u200b``), so nothing is silently dropped.
+printed) gives stdout and stderr an error handler that spells each of tpubuild's own characters
+in ASCII instead (``→`` as ``->``), so every command's output survives; a stream that can encode
+them (UTF-8) is left alone and prints them as they are.
+
+Any other character is the user's (a value, a path, a key quoted in a message) and is written as
+its Python escape (``'tpu-d\\xe9v1'``, ``\\u200b``), never transliterated: a refusal of
+``tpu-dév1`` must not show ``tpu-dev1``, a name that would be accepted, and a full-width ``２`` must
+not read as the digit it is not. tests/unit/test_console_ascii.py checks that :data:`ASCII` holds
+every non-ASCII character tpubuild's own sources write.
 """
 
 from __future__ import annotations
@@ -18,27 +23,16 @@ from typing import TextIO
 #: The error handler's name (``codecs.register_error``).
 HANDLER = "tpubuild-ascii"
 
-#: ASCII spellings of the characters the messages use (and a few common in values.env comments);
-#: anything else is decomposed (``é`` → ``e``, a full-width ``２`` → ``2``) or escaped.
-ASCII: dict[str, str] = {
-    "→": "->", "←": "<-", "↔": "<->", "⇒": "=>",
-    "×": "x", "‖": "||", "≥": ">=", "≤": "<=", "≠": "!=", "≈": "~", "±": "+/-",
-    "…": "...", "—": "--", "–": "-", "‑": "-", "−": "-",
-    "‘": "'", "’": "'", "“": '"', "”": '"', "«": '"', "»": '"',
-    "·": ".", "•": "*", "§": "S", "°": " deg", "µ": "u",
-    "✓": "ok", "✗": "x", "\u00a0": " ",
-}
+#: ASCII spellings of the characters tpubuild's own messages use (and only those: anything else
+#: is the user's and is escaped).
+ASCII: dict[str, str] = {"→": "->", "×": "x", "‖": "||", "≥": ">=", "≤": "<=", "…": "...", "·": "."}
 
 
 def ascii_spelling(char: str) -> str:
-    """How ``char`` is written on a stream that cannot encode it."""
+    """How ``char`` is written on a stream that cannot encode it: tpubuild's own characters as
+    :data:`ASCII` spells them, any other as its Python escape (``é`` → ``\\xe9``)."""
     if char in ASCII:
         return ASCII[char]
-    import unicodedata  # only once a stream could not encode a character
-
-    decomposed = unicodedata.normalize("NFKD", char).encode("ascii", "ignore").decode("ascii")
-    if decomposed.strip():
-        return decomposed
     return char.encode("ascii", "backslashreplace").decode("ascii")
 
 

@@ -48,11 +48,29 @@ class Item:
     unknown_why: str = ""
     confirmed: bool = False  # every price it uses was found in Google's own page text (prices.json "verification")
     source: str = ""  # the prices.json ``sources`` page it is priced from
+    bound: str = ""  # "": the list price; "at most"/"at least": a ceiling/floor stands in (BOUNDS); "stand-in": neither
+    bound_why: str = ""  # which figure stands in for which, and why (prices.json verification.stand_ins)
 
     def text(self) -> str:
         if self.hourly is None:
             return f"{self.what}: price unknown ({self.unknown_why})"
-        return f"{self.what}: {money(self.hourly, self.approximate)}/h{'' if self.confirmed else ' (unconfirmed)'}"
+        return (f"{self.what}: {bound_prefix(self.bound)}{money(self.hourly, self.approximate)}/h"
+                f"{'' if self.confirmed else ' (unconfirmed)'}")
+
+
+#: How a figure that stands in for an unpublished price errs: the real price is at most / at
+#: least it; "stand-in": figures that err both ways are summed, so the total is neither.
+BOUNDS = ("at most", "at least", "stand-in")
+
+
+def bound_prefix(bound: str) -> str:
+    return {"": "", "stand-in": "about "}.get(bound, f"{bound} ")
+
+
+def combine(bounds: Any) -> str:
+    """One direction for a sum of figures: theirs when they agree, "stand-in" when they differ."""
+    found = {b for b in bounds if b}
+    return "" if not found else found.pop() if len(found) == 1 else "stand-in"
 
 
 @record
@@ -75,17 +93,27 @@ class Estimate:
     def unconfirmed(self) -> tuple[Item, ...]:
         return tuple(i for i in self.items if i.hourly is not None and not i.confirmed)
 
+    @property
+    def bound(self) -> str:
+        """"" (list prices), or how the total errs where a figure stands in (:data:`BOUNDS`)."""
+        return combine(i.bound for i in self.items if i.hourly is not None)
+
+    def bounds(self) -> list[str]:
+        """Each stand-in's reason, once: ``<bound>: <what>: <why>``."""
+        return list(dict.fromkeys(f"{i.bound}: {i.bound_why}" for i in self.items if i.bound and i.hourly is not None))
+
     def total_text(self) -> str:
         if not self.items:
             return "$0.00/h (nothing billed by the hour)"
         if self.unknown and not any(i.hourly is not None for i in self.items):
             return "unknown"
         tail = " + unknown" if self.unknown else ""
-        return f"{money(self.known, self.approximate)}/h{tail}"
+        return f"{bound_prefix(self.bound)}{money(self.known, self.approximate)}/h{tail}"
 
     def as_dict(self) -> dict[str, Any]:
         return {"items": [asdict(i) for i in self.items], "hourly_known": round(self.known, 4),
                 "complete": not self.unknown, "approximate": self.approximate, "total": self.total_text(),
+                "bound": self.bound or None, "bounds": self.bounds(),
                 "unconfirmed": [i.module for i in self.unconfirmed]}
 
 
@@ -93,9 +121,15 @@ def money(value: float, approximate: bool = False) -> str:
     return f"{'~' if approximate else ''}${value:,.2f}"
 
 
+def rate(value: float, approximate: bool = False) -> str:
+    """A unit price with the digits it has (``$0.3825``, ``$2.00``): chips × rate must read right."""
+    digits = f"{value:,.5f}".rstrip("0")
+    return f"{'~' if approximate else ''}${digits if len(digits.split('.')[1]) > 2 else f'{value:,.2f}'}"
+
+
 def provisioning(settings: Settings) -> str:
     """The TPU's provisioning model: on-demand, spot, preemptible, reservation, queued, ..."""
-    declared = str(getattr(settings, "tpu_provisioning", "") or "").strip().lower()
+    declared = str(getattr(settings, "provisioning", "") or "").strip().lower()
     if declared:
         return declared
     if settings.tpu_spot:
@@ -135,24 +169,42 @@ def confirmed(path: str) -> bool:
     return path in table().get("verification", {}).get("confirmed", {})
 
 
-def tpu_chip_hour(generation: str, region: str, model: str) -> tuple[float | None, bool, str]:
-    """(price per chip-hour or None, approximate, why unknown) for one TPU generation."""
+def tpu_chip_hour(generation: str, region: str, model: str, *, pod: bool = False) -> tuple[float | None, bool, str]:
+    """(price per chip-hour or None, approximate, why unknown) for one TPU generation; ``pod``: a
+    multi-host slice, priced from the generation's ``pod`` rows where it has them (v2, v3). A
+    generation whose price Google does not publish (``stand_in``) is priced as its stand-in's,
+    and :func:`tpu_bound` says which way that errs."""
     data = table()
     gen = data["tpu_chip_hour"].get(generation_key(generation))
     source = data["sources"]["tpu"]
     if gen is None:
         return None, False, f"no {generation} prices in tpubuild's table; see {source}"
+    if gen.get("stand_in"):
+        gen = data["tpu_chip_hour"][gen["stand_in"]["generation"]]
     rate = data["tpu_provisioning"].get(model)
-    if rate is None:
+    if not isinstance(rate, str):
         return None, False, f"provisioning model {model!r} has no price rule; see {source}"
-    prices = gen.get(rate)
+    rows = gen["pod"] if pod and rate in gen.get("pod", {}) else gen
+    prices = rows.get(rate)
     if prices is None:
         return None, False, f"no {rate} price for {generation} in tpubuild's table; see {source}"
-    value, approx = _regional(prices, region, gen["default_region"])
+    value, approx = _regional(prices, region, rows.get("default_region", gen["default_region"]))
     if value is None:
         why = gen.get("_unpublished") or f"no {rate} price for {generation} in {region}; see {source}"
         return None, False, why
     return value, approx, ""
+
+
+def tpu_bound(generation: str, model: str) -> tuple[str, str]:
+    """(how the chip price errs, why) where a figure stands in for one Google does not publish:
+    the generation's ``stand_in`` (TPU7x: v5p's rate, a floor) and the provisioning model's
+    ``bounds`` (flex-start, calendar, reservation: the on-demand rate, a ceiling); ("", "") for a
+    list price."""
+    data = table()
+    gen = data["tpu_chip_hour"].get(generation_key(generation)) or {}
+    found = [gen["stand_in"]] if gen.get("stand_in") else []
+    found += [b] if (b := data["tpu_provisioning"].get("bounds", {}).get(model)) else []
+    return combine(f["bound"] for f in found), "; ".join(f["why"] for f in found)
 
 
 def _machine_hour(machine_type: str, region: str) -> tuple[float | None, bool, str]:
@@ -172,6 +224,7 @@ def _machine_hour(machine_type: str, region: str) -> tuple[float | None, bool, s
 
 
 def _monthly(kind: str, name: str, region: str) -> tuple[float | None, bool, str]:
+    """(price per unit-hour, approximate, why unknown) of a per-month row (divided by ``hours_per_month``)."""
     data = table()
     row = data[kind].get(name)
     source = data["sources"]["filestore" if kind.startswith("filestore") else "disk"]
@@ -194,13 +247,20 @@ def _confirmed_at(kind: str, name: str, field: str, region: str) -> bool:
 
 def _tpu_item(s: Settings) -> tuple[str, float | None, bool, str, bool]:
     t, model = s.topology, provisioning(s)
-    price, approx, why = tpu_chip_hour(t.generation, s.region, model)
+    price, approx, why = tpu_chip_hour(t.generation, s.region, model, pod=s.hosts > 1)
     what = f"TPU {s.accelerator_type} ({t.chips} chips, {model}, {s.region})"
     if price is not None:
-        what = f"TPU {s.accelerator_type} ({t.chips} chips × {money(price, approx)}/chip-h {model}, {s.region})"
-    rate = table()["tpu_provisioning"].get(model, "")
-    ok = _confirmed_at("tpu_chip_hour", generation_key(t.generation), rate, s.region)
+        what = f"TPU {s.accelerator_type} ({t.chips} chips × {rate(price, approx)}/chip-h {model}, {s.region})"
+    rule = table()["tpu_provisioning"].get(model, "")
+    key = generation_key(t.generation)
+    path = "pod" if s.hosts > 1 and "pod" in table()["tpu_chip_hour"].get(key, {}) else ""
+    ok = _confirmed_at("tpu_chip_hour", key, f"{path}.{rule}" if path else rule, s.region)
     return what, None if price is None else price * t.chips, approx, why, ok
+
+
+def _tpu_bound(s: Settings) -> tuple[str, str]:
+    bound, why = tpu_bound(s.topology.generation, provisioning(s))
+    return bound, f"TPU {s.accelerator_type}: {why}" if bound else ""
 
 
 def _worker_vms_item(s: Settings) -> tuple[str, float | None, bool, str, bool]:
@@ -225,6 +285,11 @@ def _disk_item(s: Settings) -> tuple[str, float | None, bool, str, bool]:
     return what, None if price is None else price * s.shared_pd_size_gb, approx, why, ok
 
 
+def _disk_bound(s: Settings) -> tuple[str, str]:
+    row = table()["disk_gb_month"].get(s.shared_pd_type) or {}
+    return row.get("bound", ""), f"shared PD {s.shared_pd_type}: {row['why']}" if row.get("bound") else ""
+
+
 #: Each price item a catalogue entry may list in ``prices`` (builder/modules.py): how it is
 #: priced, and which page of ``prices.json`` ``sources`` it is checked against.
 PRICE_ITEMS: dict[str, tuple[Callable[[Settings], tuple[str, float | None, bool, str, bool]], str]] = {
@@ -233,6 +298,8 @@ PRICE_ITEMS: dict[str, tuple[Callable[[Settings], tuple[str, float | None, bool,
     "filestore": (_filestore_item, "filestore"),
     "disk": (_disk_item, "disk"),
 }
+#: The price items whose figure may stand in for one Google does not publish: (bound, why).
+BOUND_OF: dict[str, Callable[[Settings], tuple[str, str]]] = {"tpu": _tpu_bound, "disk": _disk_bound}
 
 
 def estimate(settings: Settings, modules: tuple[str, ...] | frozenset[str]) -> Estimate:
@@ -245,8 +312,9 @@ def estimate(settings: Settings, modules: tuple[str, ...] | frozenset[str]) -> E
         for kind in spec.prices:
             price_of, source = PRICE_ITEMS[kind]
             what, hourly, approx, why, ok = price_of(settings)
+            bound, bound_why = BOUND_OF[kind](settings) if kind in BOUND_OF else ("", "")
             items.append(Item(spec.name, what, hourly, approx, why, confirmed=hourly is not None and ok,
-                              source=source))
+                              source=source, bound=bound, bound_why=bound_why))
     return Estimate(tuple(items))
 
 

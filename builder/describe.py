@@ -34,10 +34,25 @@ INITIALIZE_NOTE = ("initialize runs no pipeline: it creates the state bucket, th
                    "workspace in-process (tpubuild initialize), with no Terraform")
 
 
-def _what(settings: Settings, module: str) -> str:
+def _what(settings: Settings, module: str, op: str) -> str:
+    """An operation's line: what the module is and, for an apply, what it does to a change (its
+    catalogue entry's ``how``; a destroy's line says only what goes)."""
     found = spec(settings.arch, module)
     assert found is not None, module  # the plan holds only modules of this architecture
-    return found.what(settings)
+    how = found.how(settings) if found.how is not None and op == "apply" else ""
+    return found.what(settings) + (f"; {how}" if how else "")
+
+
+def subject(settings: Settings, plan: Plan, previous: Previous | None) -> Settings:
+    """Whose values the plan's header and operation lines describe: the values file's, but on a
+    destroy compared with applied values of the same environment (project, name, architecture)
+    those: a destroy takes what is applied (its Terraform states), not what the file would make.
+    The notes that tell the steps stay the file's, as the pipeline is rendered from it."""
+    applied = previous.settings if previous is not None else None
+    if (plan.action == "destroy" and applied is not None and applied.arch == settings.arch
+            and (applied.project_id, applied.env_name) == (settings.project_id, settings.env_name)):
+        return applied
+    return settings
 
 
 def provisioning_meaning(s: Settings) -> str:
@@ -46,7 +61,7 @@ def provisioning_meaning(s: Settings) -> str:
 
     return describe_provisioning(s.provisioning, s.queued, s.queued_valid_for, s.reservation,
                                  max_run_hours=s.max_run_hours, calendar_start=s.calendar_start,
-                                 calendar_days=s.calendar_days)
+                                 calendar_days=s.calendar_days, calendar_written=s.raw.get("TPU_CALENDAR_START", ""))
 
 
 def path_info(s: Settings) -> dict[str, Any]:
@@ -83,7 +98,7 @@ def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[s
     build as it will be: a module the plan applies with these values (so with no module left out
     of the build's scope, it is what these values cost planned alone), a module outside the scope
     with the applied values it keeps, a destroyed one not at all."""
-    from builder import cost, diff, replacement
+    from builder import cost, diff, money, replacement
     from builder.modules import NAMES
 
     from builder.plan import not_wanted
@@ -105,17 +120,11 @@ def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[s
     if applied is not None and kept:
         after_items = cost.estimate(applied, kept).items + after_items
     after = cost.Estimate(tuple(sorted(after_items, key=lambda i: NAMES.index(i.module))))
-    table = cost.table()
     return {
         "before_after": {"compared_with": prev.source if prev is not None else "nothing", **d.as_dict(),
                          "lines": diff.lines(d)},
         "replacement": replacement.facts(settings, plan, applied, d),
-        "cost": {"before": before.as_dict() if before is not None else None, "after": after.as_dict(),
-                 "change": cost.change_text(before, after),
-                 "prices": {"file": "builder/data/prices.json", "retrieved": table["retrieved"],
-                            "checked": table.get("verification", {}).get("checked", "never"),
-                            "check_at": sorted({table["sources"][i.source] for i in after.unconfirmed}),
-                            "currency": table["currency"], "sources": table["sources"]}},
+        "cost": money.section(settings, plan, before, after),
     }
 
 
@@ -127,7 +136,9 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
     from builder import plan as plans
     from builder.pipeline import queue_wait_s
 
-    s, t = settings, settings.topology
+    s = settings  # the header and the operations describe ``w``, what the plan acts on (``subject``)
+    w = subject(settings, plan, previous) if plan is not None else settings
+    t = w.topology
     decision = previous.decision if previous is not None else None
     auto_info = None
     if decision is not None:
@@ -141,23 +152,23 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
                 "nothing_to_do": True, "operations": [], "notes": [], "warnings": []}
     info: dict[str, Any] = {
         "action": plan.action,
-        "arch": s.arch,
-        "path": path_info(s),
-        "accelerator_type": s.accelerator_type,
-        "hosts": s.hosts,
-        "env": s.env_name,
-        "project_id": s.project_id,
-        "zone": s.zone,
+        "arch": w.arch,
+        "path": path_info(w),
+        "accelerator_type": w.accelerator_type,
+        "hosts": w.hosts,
+        "env": w.env_name,
+        "project_id": w.project_id,
+        "zone": w.zone,
         "generation": t.generation,
         "chips": t.chips,
-        "runtime_version": s.runtime_version,
-        "provisioning": s.provisioning,
-        "queued": s.queued,
-        "provisioning_meaning": provisioning_meaning(s),
-        **({"slice": {"machine_type": s.mig_shape.machine_type, "vms": s.mig_shape.vms,
-                      "topology": s.mig_shape.topology, "provisioning": s.provisioning,
-                      "reservation": s.reservation}} if s.arch == "mig" else {}),
-        "operations": [{"module": o.module, "op": o.op, "after": list(o.after), "what": _what(s, o.module)}
+        "runtime_version": w.runtime_version,
+        "provisioning": w.provisioning,
+        "queued": w.queued,
+        "provisioning_meaning": provisioning_meaning(w),
+        **({"slice": {"machine_type": w.mig_shape.machine_type, "vms": w.mig_shape.vms,
+                      "topology": w.mig_shape.topology, "provisioning": w.provisioning,
+                      "reservation": w.reservation}} if w.arch == "mig" else {}),
+        "operations": [{"module": o.module, "op": o.op, "after": list(o.after), "what": _what(w, o.module, o.op)}
                        for o in plan.operations],
         "stages": [[o.module for o in stage] for stage in plan.stages()],
         "steps": [{"id": st.id, "kind": st.kind, "module": st.module, "after": list(st.after)} for st in plan.steps],
@@ -171,7 +182,7 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
     if auto_info is not None:
         info["auto"] = auto_info
     if plan.operations:
-        info.update(_comparison(s, plan, previous))
+        info.update(_comparison(settings, plan, previous))
         info["nothing_to_do"] = info["before_after"]["nothing_to_do"]
         _unchanged_applies(info)
     notes: list[str] = info["notes"]
@@ -223,10 +234,14 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
         elif swap.get("overlap_minutes") is None:
             notes.append("tpu: if the change replaces the TPU (a new accelerator type or runtime), training is "
                          "interrupted; the guard announces it")
-        if previous is not None and previous.settings is not None:
-            from builder.model_registry import change_notes
+    if (plan.applies(chips.name) and plan.action == "update" and previous is not None
+            and previous.settings is not None
+            and "accelerator_type" in chips.replaced_by | chips.hosts_recreated_by):
+        # the model's word on its training moving to new hosts (vm: a new TPU VM; mig: a new slice,
+        # or every VM of the group recreated): the resume across world sizes
+        from builder.model_registry import change_notes
 
-            notes.extend(change_notes(previous.settings, s))
+        notes.extend(change_notes(previous.settings, s))
     if queue := plans.runs(s, plan, "queue"):
         wait = queue_wait_s(s)
         limit = f"up to TPU_QUEUED_VALID_FOR={s.queued_valid_for}" if s.queued_valid_for else "until capacity is free"
@@ -242,9 +257,9 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
         notes.append(f"{calendar}: calendar: after {calendar}-apply, {calendar}-calendar submits the calendar-mode "
                      f"request with gcloud (the pinned google-beta provider cannot request {s.mig_shape.generation}) "
                      "and waits for Google's decision; a submitted request cannot be cancelled or changed")
-    if s.provisioning == "calendar" and plan.destroys(accelerator_module(s.arch)):
+    if w.provisioning == "calendar" and plan.destroys(accelerator_module(w.arch)):
         notes.append("calendar: Google cannot cancel the calendar-mode request: the destroy forgets it, and the "
-                     f"reservation stays billed until its end ({s.calendar_days} days from {s.calendar_start})")
+                     f"reservation stays billed until its end ({w.calendar_days} days from {w.calendar_start})")
     if unqueue := plans.runs(s, plan, "unqueue"):
         notes.append(f"{unqueue}: queued resource {s.tpu_name} (and its TPU VM) is deleted by {unqueue}-unqueue "
                      f"before the {unqueue} module's Terraform destroy")
@@ -287,6 +302,8 @@ def step_lines(steps: list[dict[str, Any]]) -> list[str]:
 
 
 def as_text(info: dict[str, Any], *, bold: bool) -> str:
+    from builder import money
+
     def strong(text: str) -> str:
         return f"\033[1m{text}\033[0m" if bold else f"**{text}**"
 
@@ -331,21 +348,7 @@ def as_text(info: dict[str, Any], *, bold: bool) -> str:
     lines.append(f"Before → after (compared with {ba['compared_with']}):")
     lines.extend(f"  {line}" for line in ba["lines"])
     lines.append("")
-    c = info["cost"]
-    caveat = " (estimate from unconfirmed list prices)" if c["after"]["unconfirmed"] else ""
-    lines.append(f"Cost per hour: {c['change']}{caveat}")
-    for item in c["after"]["items"]:
-        if item["hourly"] is None:
-            lines.append(f"  {item['what']}: price unknown ({item['unknown_why']})")
-        else:
-            lines.append(f"  {item['what']}: {'~' if item['approximate'] else ''}${item['hourly']:,.2f}/h"
-                         f"{'' if item['confirmed'] else ' (unconfirmed)'}")
-    approx = " (~: the list price of another region)" if c["after"]["approximate"] else ""
-    lines.append(f"  list prices in {c['prices']['currency']} from {c['prices']['file']}, retrieved "
-                 f"{c['prices']['retrieved']}{approx}; your bill may differ")
-    if c["after"]["unconfirmed"]:
-        lines.append(f"  (unconfirmed): not found in Google's price pages when last checked "
-                     f"({c['prices']['checked']}); check {', '.join(c['prices']['check_at'])} before relying on it")
+    lines += money.lines(info["cost"])
     lines.append("")
     lines.append("Operations, in order:")
     ops = {o["module"]: o for o in info["operations"]}

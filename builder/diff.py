@@ -232,8 +232,7 @@ def compare(applied: Settings | None, target: Settings, plan: Plan, *,
                 out.append(ModuleDiff(module, "absent"))
                 continue
             drift = module_changes(applied, target, module) if applied is not None else ()
-            note = (f"differs from the applied values ({', '.join(c.var for c in drift)}) but is outside this "
-                    "build's scope: it keeps the applied values") if drift else ""
+            note = _outside_scope(target, plan, spec, drift) if drift else ""
             out.append(ModuleDiff(module, "untouched", note=note))
             continue
         if op.op == "destroy":
@@ -303,6 +302,35 @@ def lines(diff: Diff) -> list[str]:
     if diff.applied:
         out.append("hosts recreated: " + ("yes" if diff.hosts_recreated else "no")
                    + ("; training is interrupted" if diff.interrupts_training else ""))
-    if diff.nothing_to_do:
+    if diff.nothing_to_do and any(m.status == "untouched" and m.note for m in diff.modules):
+        out.append("nothing to do in this build's scope: the modules it applies already have these values")
+    elif diff.nothing_to_do:
         out.append("nothing to do: every module already has these values")
     return out
+
+
+def _what(target: Settings, module: str) -> str:
+    found = catalogue.spec(target.arch, module)
+    return found.what(target) if found is not None else module
+
+
+def _outside_scope(target: Settings, plan: Plan, spec: ModuleSpec, drift: tuple[Change, ...]) -> str:
+    """What the before → after says of a module left out of the build whose values changed: that
+    it keeps the applied ones, and which request applies it. When the scope flags name another
+    module and this one is the slice (mig's ``--tpu``: the slice's identity and firewall, not the
+    slice), it says what the flags given do apply, so a flag that does not change the slice is not
+    read as one that does."""
+    flags = {m: f"--{m} (_{m.upper()}=true)" for m in catalogue.SCOPED if catalogue.spec(target.arch, m) is not None}
+    changed = f"({', '.join(c.var for c in drift)}) and this build leaves it as applied"
+    named = [m for m in sorted(catalogue.in_scope(tpu=plan.tpu, mig=plan.mig)) if m != spec.name and m in flags]
+    if spec.accelerator and spec.scoped and named and plan.only is None:
+        given = "; ".join(f"{flags[m]} applies only {m}, {_what(target, m)}" for m in named)
+        return (f"the slice differs from the applied values {changed}: on {target.arch}, {given}; "
+                f"{flags[spec.name]} changes the slice")
+    if plan.only is not None:
+        how = f"add {spec.name} to --only to apply it"
+    elif spec.scoped:
+        how = f"{flags[spec.name]} applies it"
+    else:
+        how = f"an update without {' or '.join(flags.values())} applies it"
+    return f"differs from the applied values {changed}: {how}"

@@ -98,3 +98,17 @@ class ConfigErrors(ConfigError):
         if more:
             self.message = f"{first.message} (and {more} more problem{'s' if more > 1 else ''}: run tpubuild validate)"
         self.errors = list(errors)
+
+
+def document(message: str, exit_code: int, exc: BaseException | None = None) -> dict[str, object]:
+    """The JSON object a ``--format json`` command prints on stdout when it fails (its one text
+    line still goes to stderr), so a script reading stdout gets JSON on every exit: ``exit_code``,
+    ``kind`` (``bad-input``, ``world`` or ``internal``), ``message``, and for values.env problems
+    ``problems``, one object each with ``file``, ``line``, ``key``, ``what`` and ``fix``."""
+    kind = {2: "bad-input", 1: "world"}.get(exit_code, "internal") if isinstance(exc, TpuBuildError) else "internal"
+    out: dict[str, object] = {"exit_code": exit_code, "kind": kind, "message": message}
+    found = getattr(exc, "errors", None) if isinstance(exc, ConfigError) else None
+    if isinstance(exc, ConfigError):
+        out["problems"] = [{"file": None if e.path is None else str(e.path), "line": e.line, "key": e.key,
+                            "what": e.what, "fix": e.fix} for e in (found or [exc])]
+    return {"error": out}

@@ -71,9 +71,16 @@ def refuse_node(settings: Settings, action: Action) -> None:
 
 def refuse_unbuildable(settings: Settings, action: Action) -> None:
     """Every refusal of an action that config alone cannot decide, before any cloud call: a TPU
-    Node, and (create, update, auto) what the selected MODEL refuses about the slice
+    Node, a create whose calendar-mode request would start less than a day ahead
+    (builder/config/calendar.py), and (create, update, auto) what the selected MODEL refuses about the slice
     (builder/config/later.py), so a slice the model cannot train on is never billed."""
     refuse_node(settings, action)
+    if action is Action.CREATE:  # a new calendar-mode request: its start must lie in Google's window
+        from builder.config.calendar import create_refusal
+
+        too_soon = create_refusal(settings)
+        if too_soon is not None:
+            raise too_soon
     if action in APPLYING:
         from builder.config.later import model_refusals
 

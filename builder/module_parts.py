@@ -196,6 +196,11 @@ def slice_access_what(s: Settings) -> str:
 def slice_what(s: Settings) -> str:
     sh = s.mig_shape
     policy = f"workload policy {s.tpu_name}-{sh.topology}" if sh.accelerator_topology else "no workload policy (one VM)"
-    how = ("a change of the slice makes a second MIG beside it (make-before-break)" if makes_before_breaking(s)
-           else "drained first if the topology changes, then resized to the slice")
-    return f"MIG {s.tpu_name} ({sh.vms} x {sh.machine_type}, {policy}, {s.provisioning}); {how}"
+    return f"MIG {s.tpu_name} ({sh.vms} x {sh.machine_type}, {policy}, {s.provisioning})"
+
+
+def slice_how(s: Settings) -> str:
+    """What an apply does to a changed slice (``tpubuild plan`` adds it to an apply's line; a
+    destroy's line describes only what is destroyed)."""
+    return ("a change of the slice makes a second MIG beside it (make-before-break)" if makes_before_breaking(s)
+            else "drained first if the topology changes, then resized to the slice")

@@ -20,7 +20,7 @@ node). One :class:`ModuleSpec` per (plan module, directory) says:
   they change); a folder inside another module's ``boot`` folder belongs to that module only;
 * ``destroy_only``: a legacy root (node) that declares no resources: only ``terraform plan
   -destroy`` runs there (``modules/_shared/destroy_only.tf``), so no key and no boot folder feeds it;
-* ``what``: the one-line description ``tpubuild plan`` shows;
+* ``what``: the one-line description ``tpubuild plan`` shows; ``how``: what an apply does to a change of it;
 * ``accelerator``: its resources are the TPU chips (the slice): before → after names the
   accelerator from it, and stopping or replacing it stops training;
 * ``prices``: what it is billed for by the hour, as ``builder.cost`` price items (``tpu``: the
@@ -80,7 +80,7 @@ from builder import status_rows as rows
 from builder.module_parts import (AFTER, BEFORE, BESIDE, GATE, INTERRUPTS, MOVES, SLICE_TEMPLATE, TPU_VM_REPLACED_BY,
                                   ExtraStep, StatusPart, backs_up, breaks_before_making, calendar_by_gcloud,
                                   capacity_request, filestore_what, mig_attaches_disk, queued, runtime, share_lost,
-                                  shared_pd_what, slice_access_what, slice_shape, slice_what, tpu_what)
+                                  shared_pd_what, slice_access_what, slice_how, slice_shape, slice_what, tpu_what)
 from builder.records import record
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -158,6 +158,7 @@ class ModuleSpec:
     tfdir: str
     archs: tuple[str, ...]
     what: Callable[[Settings], str]
+    how: Callable[[Settings], str] | None = None
     after: tuple[str, ...] = ()
     destroy_before: tuple[str, ...] = ()
     keys: tuple[str, ...] = ()
@@ -235,7 +236,7 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                destroy_only=True, training_resources=("google_tpu_node",),
                accelerator=True, prices=("tpu",), training=True, replaced_by=frozenset({"project_id", "zone"}),
                status=(StatusPart("tpu", rows.tpu_row),), scoped=True, tiles=dash.tpu_node_tiles),
-    ModuleSpec("mig", "modules/tpu_mig", ("mig",), slice_what, after=("filestore", "shared_pd", "tpu"),
+    ModuleSpec("mig", "modules/tpu_mig", ("mig",), slice_what, slice_how, after=("filestore", "shared_pd", "tpu"),
                keys=TPU_KEYS + MIG_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",),
                accelerator=True, prices=("tpu",), training=True, replaced_by=frozenset({"project_id", "zone", "name"}),
                hosts_recreated_by=SLICE_TEMPLATE, drained_by=frozenset({"accelerator_topology", "topology"}),
@@ -373,8 +374,7 @@ SCOPED: tuple[str, ...] = tuple(n for n in NAMES if any(s.scoped for s in CATALO
 
 def in_scope(*, tpu: bool, mig: bool) -> frozenset[str]:
     """The plan modules the scope flags name: each flag is spelt as its module (``--tpu``, ``--mig``)."""
-    flags = {"tpu": tpu, "mig": mig}
-    return frozenset(m for m in SCOPED if flags.get(m))
+    return frozenset(m for m in SCOPED if {"tpu": tpu, "mig": mig}.get(m))
 
 
 def shown(arch: str) -> tuple[ModuleSpec, ...]:

@@ -77,6 +77,20 @@ def queue_wait_s(settings: Settings) -> int:
     return min(valid, MAX_QUEUE_WAIT_S)
 
 
+def step_timeout(settings: Settings, step: Step) -> int:
+    """Seconds the rendered step may run (its ``timeout``): its kind's, an apply's module's
+    ``apply_timeout``, a queue's wait plus slack. builder/replacement.py reads it for the most
+    make-before-break can bill two slices together."""
+    fixed = KINDS[step.kind].timeout
+    if fixed is not None:
+        return fixed
+    if step.kind == "apply":
+        found = catalogue.spec(settings.arch, step.module)
+        assert found is not None, step
+        return found.apply_timeout
+    return queue_wait_s(settings) + QUEUE_SLACK_S  # queue
+
+
 def preflight(settings: Settings, plan: Plan) -> None:
     """Refuse a plan whose pipeline would use a script that does not exist (the seed-era paths
     in MIG_SETUP_SCRIPT / MIG_SEED_DATA_PREP_SCRIPT are only warnings until then)."""
@@ -163,12 +177,7 @@ class _Steps:
         return self.steps
 
     def _timeout(self, step: Step) -> int:
-        fixed = KINDS[step.kind].timeout
-        if fixed is not None:
-            return fixed
-        if step.kind == "apply":
-            return self._spec(step).apply_timeout
-        return queue_wait_s(self.s) + QUEUE_SLACK_S  # queue
+        return step_timeout(self.s, step)
 
     def _op(self, step: Step) -> str:
         op = self.plan.get(step.module)

@@ -77,7 +77,7 @@ def hourly_usd(settings: Settings) -> float | None:
     """What the slice's chips cost an hour (the price ``tpubuild plan`` gives the module that holds
     them, builder/cost.py): the value of an hour of training lost. It reads only the slice's own
     keys, so editing another module's values never changes the health build. None where a price
-    is unknown (spot v5e, v6e: builder/data/prices.json): the record then says the cost is unknown."""
+    is unknown (a generation builder/data/prices.json lacks): the record then says the cost is unknown."""
     from builder import cost
     from builder.modules import accelerator_module
 

@@ -28,15 +28,18 @@ TRIGGER_ACTION = "auto"
 TRIGGER_FILES: tuple[str, ...] = ("values.env", "modules/**", "env_setup/**", "models/**")
 
 
-def root_cloudbuild(settings: Any) -> str:
-    """The root cloudbuild.yaml of ``settings``' environment (it names the builder account)."""
+def root_cloudbuild(settings: Any, values: str = "") -> str:
+    """The root cloudbuild.yaml of ``settings``' environment (it names the builder account).
+    ``values``: the repository-relative values file its step passes to ``dispatch`` (an
+    environment's apply trigger, builder/gitops.py); empty: the root values.env, as
+    ``tpubuild bootstrap`` writes it."""
     from jinja2 import Environment, PackageLoader, StrictUndefined
 
     env = Environment(loader=PackageLoader("builder", "templates"), undefined=StrictUndefined,
                       keep_trailing_newline=True, autoescape=False)
     return env.get_template("root_cloudbuild.yaml.j2").render(
         defaults=DEFAULTS, image=DISPATCH_IMAGE, timeout_s=DISPATCH_TIMEOUT_S,
-        service_account=settings.builder_service_account_resource)
+        service_account=settings.builder_service_account_resource, values=values)
 
 
 _OWNER = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")
@@ -47,13 +50,9 @@ _BRANCH = re.compile(r"[A-Za-z0-9._/-]{1,200}")
 def trigger(env_name: str, owner: str, repo: str, branch: str, service_account: str = "") -> dict[str, Any]:
     """A BuildTrigger resource (the YAML `gcloud builds triggers import --source=/dev/stdin` reads;
     gcloud reads ``--source`` as a path, so ``-`` does not mean stdin). ``service_account`` is the
-    ``projects/P/serviceAccounts/EMAIL`` its builds run as."""
-    if not _OWNER.fullmatch(owner):
-        raise BadInput(f"--repo-owner: {owner!r} is not a GitHub owner; write the user or organisation, e.g. my-org")
-    if not _REPO.fullmatch(repo) or repo in (".", ".."):
-        raise BadInput(f"--repo-name: {repo!r} is not a GitHub repository name; write it like tpu-env")
-    if not _BRANCH.fullmatch(branch) or ".." in branch or branch.startswith("/") or branch.endswith("/"):
-        raise BadInput(f"--branch: {branch!r} is not a branch name; write it like main")
+    ``projects/P/serviceAccounts/EMAIL`` its builds run as. The root values.env alone; a repository
+    of many environments gets a pair per environment (builder/gitops.py)."""
+    check_names(owner, repo, branch)
     return {
         "name": f"tpubuild-{env_name}-auto"[:64],
         "description": f"tpubuild auto: apply what changed in values.env of {env_name} on each push to {branch}",
@@ -64,3 +63,13 @@ def trigger(env_name: str, owner: str, repo: str, branch: str, service_account: 
         "tags": ["tpubuild", f"tpubuild-{env_name}"],
         **({"serviceAccount": service_account} if service_account else {}),
     }
+
+
+def check_names(owner: str, repo: str, branch: str) -> None:
+    """``--repo-owner``, ``--repo-name`` and ``--branch`` as GitHub spells them (bad input otherwise)."""
+    if not _OWNER.fullmatch(owner):
+        raise BadInput(f"--repo-owner: {owner!r} is not a GitHub owner; write the user or organisation, e.g. my-org")
+    if not _REPO.fullmatch(repo) or repo in (".", ".."):
+        raise BadInput(f"--repo-name: {repo!r} is not a GitHub repository name; write it like tpu-env")
+    if not _BRANCH.fullmatch(branch) or ".." in branch or branch.startswith("/") or branch.endswith("/"):
+        raise BadInput(f"--branch: {branch!r} is not a branch name; write it like main")

@@ -119,8 +119,10 @@ def expires_text(settings: Settings) -> str:
 def plan_info(settings: Settings, *, applies_tpu: bool, now: datetime.datetime | None = None) -> dict[str, Any]:
     """What ``tpubuild plan`` says about the TTL: when it fires if this plan creates the TPU now
     (a TPU that already exists keeps its job, and ``tpubuild status`` reads when that fires)."""
+    from builder.config import calendar
+
     hours = settings.env_ttl_hours
-    now = (now or datetime.datetime.now(datetime.timezone.utc)).astimezone(datetime.timezone.utc)
+    now = (now or calendar.now()).astimezone(datetime.timezone.utc)  # the one clock (TPUBUILD_NOW pins it)
     info: dict[str, Any] = {"hours": hours, "job": job_name(settings), "fires_if_created_now": None}
     text = expires_text(settings)
     if applies_tpu:

@@ -28,6 +28,10 @@ SHIPPED = REPO / "values.env"
 #: (legacy: destroy/status only) and of `tpubuild migrate` use it.
 NODE = REPO / "tests" / "data" / "node-values.env"
 EXAMPLES = REPO / "examples"
+#: Every test runs on one day (builder/config/calendar.py's clock), in-process and in the console
+#: scripts it starts, so the calendar examples' "+14d" and the goldens read the same dates on any day.
+TODAY = "2026-11-28T00:00:00Z"
+os.environ["TPUBUILD_NOW"] = TODAY
 
 
 def rewrite_env(base_text: str, **overrides: str | None) -> str:

@@ -40,11 +40,31 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
 def cmd_trigger(args: argparse.Namespace) -> int:
     """Every build of the trigger runs ``auto``: a file that ``auto`` refuses (a TPU Node, see
     builder/legacy.py) gets the same one-line refusal here, instead of a trigger whose every build
-    fails."""
-    import yaml
-
+    fails. In a repository of many environments (``environments/<name>/values.env``,
+    builder/environments.py) it prints each environment's plan/apply pair (builder/gitops.py) as
+    one multi-document YAML; ``--values environments/<name>/values.env`` prints that one's pair only."""
+    from builder import environments
     from builder.legacy import refuse_unbuildable
-    from builder.root_build import TRIGGER_ACTION, trigger
+    from builder.root_build import TRIGGER_ACTION, check_names, trigger
+
+    check_names(args.repo_owner, args.repo_name, args.branch)
+    plan_as = _plan_account(args.plan_service_account)
+    repo, only = environments.repository_of(args.values)
+    if environments.is_layout(repo):
+        from builder import gitops, yamlout
+
+        envs = environments.select(repo, only, args.values)
+        for env in envs:
+            refuse_unbuildable(env.settings, TRIGGER_ACTION)
+        docs = [yamlout.to_yaml(t) for env in envs
+                for t in gitops.trigger_pair(env.settings, env.path, args.repo_owner, args.repo_name, args.branch,
+                                             plan_as)]
+        sys.stdout.write("---\n".join(docs))
+        return 0
+    if plan_as:
+        raise BadInput("--plan-service-account: the root values.env alone has no plan trigger (one push trigger); "
+                       "drop the flag, or keep the environments in environments/<name>/values.env")
+    import yaml
 
     settings = load_settings(args)
     refuse_unbuildable(settings, TRIGGER_ACTION)
@@ -52,3 +72,13 @@ def cmd_trigger(args: argparse.Namespace) -> int:
                    settings.builder_service_account_resource)
     sys.stdout.write(yaml.safe_dump(body, sort_keys=False, default_flow_style=False))
     return 0
+
+
+def _plan_account(email: str) -> str:
+    """``--plan-service-account`` checked as BUILD_SERVICE_ACCOUNT is (builder.config.keys)."""
+    from builder.config.keys import service_account_email
+
+    try:
+        return service_account_email(email)
+    except ValueError as exc:
+        raise BadInput(f"--plan-service-account: {exc}") from None

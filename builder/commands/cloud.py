@@ -64,15 +64,25 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 when the file differs from what would be written")
 
-    p = verb("trigger", help="print a GitHub push trigger (auto) to pipe into gcloud builds triggers import",
-             description="Print a GitHub push trigger (_BUILD_ACTION=auto) as YAML. Import it with: "
+    p = verb("trigger", help="print the GitOps triggers (plan on pull requests, auto on push) for gcloud builds "
+                             "triggers import",
+             description="Print Cloud Build GitHub triggers as YAML. With the root values.env alone: one push "
+             "trigger (_BUILD_ACTION=auto). In a repository with environments/<name>/values.env: for every "
+             "environment (the root values.env too, when there is one) a pull-request trigger that plans and a "
+             "push trigger that runs auto, the latter waiting for an approval where ENV_PROTECTED=\"true\" "
+             "(--values environments/<name>/values.env: that one's pair only). Import it with: "
              "tpubuild trigger --repo-owner O --repo-name N | "
              "gcloud builds triggers import --source=/dev/stdin (gcloud reads --source as a path, "
              "so --source=- does not work)")
     p.add_argument("--repo-owner", required=True, metavar="OWNER", help="the GitHub user or organisation")
     p.add_argument("--repo-name", required=True, metavar="NAME", help="the GitHub repository holding values.env")
+    p.add_argument("--plan-service-account", default="", metavar="EMAIL",
+                   help="with environments/: the account the pull-request plan triggers run as (one that can only "
+                        "read the state buckets and write their plans/ objects); default: each environment's "
+                        "builder account")
     p.add_argument("--branch", default="main",
-                   help="the branch whose pushes run auto (exactly this branch; default: main)")
+                   help="the branch whose pushes run auto, and whose pull requests are planned (exactly this "
+                        "branch; default: main)")
 
 
 #: Which module of builder/commands/ holds each command's body (``cmd_<name>``): imported only

@@ -59,10 +59,13 @@ HELP: dict[str, tuple[str, str]] = {
         "examples:\n  tpubuild bootstrap\n  tpubuild bootstrap --check       exit 1 when cloudbuild.yaml is stale\n"
         "  tpubuild bootstrap --output -     print it"),
     "trigger": (
-        "Print a Cloud Build GitHub push trigger that runs `auto` on every push, for "
-        "`gcloud builds triggers import`.",
-        "example:\n  tpubuild trigger --repo-owner me --repo-name tpu-env > trigger.yaml\n"
-        "  gcloud builds triggers import --source=trigger.yaml"),
+        "Print Cloud Build GitHub triggers for `gcloud builds triggers import`: one push trigger that runs "
+        "`auto` for the root values.env alone; a plan (pull request) and auto (push) pair per environment "
+        "in a repository with environments/<name>/values.env.",
+        "examples:\n  tpubuild trigger --repo-owner me --repo-name tpu-env > trigger.yaml\n"
+        "  gcloud builds triggers import --source=trigger.yaml\n"
+        "(in a repository with environments/<name>/values.env: every environment's plan/apply pair; "
+        "docs/cloud.md)"),
     "train": (
         "Launch a model (models/<MODEL>/launcher.py) on every host of the TPU: its software, its data "
         "preparation and the training itself (docs/models.md).",

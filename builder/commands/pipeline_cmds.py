@@ -27,6 +27,7 @@ _PLAN_EXAMPLES = """examples:
   tpubuild plan --action update --tpu            what update --tpu changes against the applied snapshot
   tpubuild plan --action auto --applied old.env  what GitOps auto would do, offline
   tpubuild plan --format json | jq .before_after
+  tpubuild plan --all                            every environment of the repository: auto's action, cost
 
 The comparison (before -> after) uses --applied FILE (a values.env as last applied), else the
 applied snapshot read from the state bucket when Google credentials exist (read-only, no lock),
@@ -61,6 +62,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--check", action="store_true",
                    help="also run the pipeline's capacity check (the TPU quota, read from Cloud Quotas): exit 1 "
                         "when it cannot hold the slice")
+    p.add_argument("--all", action="store_true",
+                   help="every environment of the repository (values.env and environments/*/values.env) in one "
+                        "table: the action auto would take and the hourly cost before -> after")
     p.set_defaults(func=run_plan)
 
     r = sub.add_parser("render", parents=[common], help="print the Cloud Build config of an action",
@@ -106,8 +110,11 @@ class Previous:
 
 
 def _has_credentials() -> bool:
-    """Whether Google credentials are configured, without importing google.auth (plan stays fast)."""
+    """Whether Google credentials are configured, without importing google.auth (plan stays fast).
+    In a pull request's plan build the build's account has them, with no file to show for it."""
     if os.environ.get("STORAGE_EMULATOR_HOST") or os.environ.get("GOOGLE_APPLICATION_CREDENTIALS"):
+        return True
+    if os.environ.get("TPUBUILD_PLAN_BUILD"):  # a GitOps plan build (builder/gitops.py): the metadata server's
         return True
     config = os.environ.get("CLOUDSDK_CONFIG") or os.path.join(os.path.expanduser("~"), ".config", "gcloud")
     return os.path.isfile(os.path.join(config, "application_default_credentials.json"))
@@ -199,6 +206,10 @@ def run_render(args: argparse.Namespace) -> int:
 
 
 def run_plan(args: argparse.Namespace) -> int:
+    if getattr(args, "all", False):
+        from builder.commands.plan_all import run_plan_all
+
+        return run_plan_all(args)
     from builder import pipeline
     from builder.describe import as_text, describe
 

@@ -49,6 +49,12 @@ def prepare(settings: Settings, request: Request) -> Prepared:
     from builder.cloud import source, workspace
     from builder.request import plan_for
 
+    from builder.config.calendar import submit_refusal
+    from builder.legacy import APPLYING
+
+    relative = submit_refusal(settings) if request.action in APPLYING else None
+    if relative is not None:  # a calendar request is sent with the date written out
+        raise relative
     plan = plan_for(settings, request)
     repo = workspace.find_repo(settings)
     if request.action is Action.INITIALIZE:
@@ -84,10 +90,17 @@ def auto_plan(settings: Settings, bucket: Any) -> Plan | None:
             refuse_changes(old, settings)  # what the model cannot resume across, before any change
             decision = decide_now(settings, old, build_id=applied.build_id, outstanding=applied.outstanding,
                                   absent=applied.absent, sources_then=applied.sources)
+    plan = auto.plan_for(settings, decision)
+    if plan is not None and plan.action == Action.CREATE:  # a create submits a new calendar request
+        from builder.config.calendar import create_refusal
+
+        too_soon = create_refusal(settings)
+        if too_soon is not None:
+            raise too_soon
     say(decision.summary())
     for reason in decision.reasons:
         say(f"  - {reason}")
-    return auto.plan_for(settings, decision)
+    return plan
 
 
 def _scope(plan: Plan) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
-from builder.config import hardening, names, offers, recovery, replace, validate
+from builder.config import calendar, hardening, names, offers, recovery, replace, validate
 from builder.config.keys import IGNORED_KEYS, KEYS, KeySpec
 from builder.config.loader import Entry, parse, read_text
 from builder.config.scripts import find_script
@@ -48,15 +48,56 @@ def load(path: Path | str, *, strict: bool = False, later: bool = False) -> Sett
     return load_text(read_text(path), path, strict=strict, later=later)
 
 
+#: How close an unknown key must be to a known one (difflib's ratio) to be taken for a misspelling.
+NEAR_MISS = 0.75
+
+
+def _unknown_keys(by_key: dict[str, Entry], known: list[str], path: Path, errors: list[ConfigError],
+                  warnings: list[str], *, strict: bool, applied: bool) -> None:
+    """Keys tpubuild does not know. Seed-era keys that never meant anything (``IGNORED_KEYS``) are
+    accepted quietly. A near miss of a known key (``TPU_PROVISONING``, ``ENV_TTL_HOUR``) is an
+    error: ignoring it would build and bill something else than the file says (on-demand instead
+    of spot, no TTL, recovery on, 125,000 updates). A key unlike any known one stays a warning (a
+    note or a helper of the user's), and so does a near miss that another key reads through
+    ``${KEY}`` (a helper the user named on purpose). ``strict``: every unknown key is an error.
+    ``applied``: values already applied are read as they were built (near misses were ignored
+    then), so there they stay warnings."""
+    helpers = {ref for e in by_key.values() for ref in e.refs}
+    for key, e in by_key.items():
+        if key in known or key in IGNORED_KEYS:
+            continue
+        import difflib  # only on a typo: not at start-up
+
+        guess = difflib.get_close_matches(key, known, n=1, cutoff=NEAR_MISS)
+        if guess and not applied and key not in helpers:
+            right = by_key.get(guess[0])
+            then = (f"{guess[0]} keeps line {right.line}'s value" if right else f"{guess[0]} stays at its default")
+            errors.append(ConfigError(
+                f"is not a tpubuild key but a near miss of {guess[0]}: this line would be ignored and {then}",
+                f"did you mean {guess[0]}? rename the key" + (" or remove this line" if right else ""),
+                path=path, line=e.line, key=key))
+            continue
+        if strict:
+            hint = f"did you mean {guess[0]}?" if guess else "remove it, or run without --strict to ignore it"
+            errors.append(ConfigError("is not a tpubuild key", hint, path=path, line=e.line, key=key))
+            continue
+        hint = f"did you mean {guess[0]}?" if guess else "it is ignored"
+        warnings.append(f"{path}:{e.line}: {key} is not a tpubuild key; {hint} (an error with --strict)")
+
+
 class _Stop(Exception):
     """A rule failed (its ConfigError is collected); the rest of its group is skipped."""
 
 
-def load_text(text: str, path: Path | str, *, strict: bool = False, later: bool = False) -> Settings:
+def load_text(text: str, path: Path | str, *, strict: bool = False, later: bool = False,
+              applied: bool = False) -> Settings:
+    """``applied``: ``text`` is a values.env that was already applied (builder/applied.py): read it
+    as it was built, so what is refused only since (a near-miss key, spaces around ``=``) does not
+    make the applied values unreadable."""
     path = Path(path)
     errors: list[ConfigError] = []
     broken: set[str] = set()  # keys whose value could not be read (their root cause is reported)
-    entries = parse(text, path, errors, broken)
+    entries = parse(text, path, errors, broken, bash_assignments=not applied)
     by_key: dict[str, Entry] = {}
     warnings: list[str] = []
     for e in entries:
@@ -70,18 +111,7 @@ def load_text(text: str, path: Path | str, *, strict: bool = False, later: bool 
         errors.append(ConfigError(what, fix, path=path, line=lines.get(key), key=key))
         raise _Stop
 
-    for key, e in by_key.items():
-        if key in _SPECS or key in model_specs or key in IGNORED_KEYS:
-            continue
-        import difflib  # only on a typo: not at start-up
-
-        guess = difflib.get_close_matches(key, [*_SPECS, *model_specs], n=1, cutoff=0.75)
-        if strict:
-            hint = f"did you mean {guess[0]}?" if guess else "remove it, or run without --strict to ignore it"
-            errors.append(ConfigError(f"is not a tpubuild key", hint, path=path, line=e.line, key=key))
-            continue
-        hint = f"did you mean {guess[0]}?" if guess else "it is ignored"
-        warnings.append(f"{path}:{e.line}: {key} is not a tpubuild key; {hint} (an error with --strict)")
+    _unknown_keys(by_key, [*_SPECS, *model_specs], path, errors, warnings, strict=strict, applied=applied)
 
     unparsed = {e.key for e in errors if e.key} | broken  # already reported: a line that did not parse
     values = _Known()
@@ -138,6 +168,9 @@ def load_text(text: str, path: Path | str, *, strict: bool = False, later: bool 
         raise ConfigErrors(errors, tuple(warnings))
     plain = dict(values)  # the raw values (a dict copy does not go through _Known.__getitem__)
     plain["region"] = plain["region"] or plain["zone"].rsplit("-", 1)[0]
+    if later and not errors:  # validate: a start a create refuses (builder/config/calendar.py)
+        soon = calendar.validate_refusal(path, lines.get("TPU_CALENDAR_START"), plain)
+        errors.extend([soon] if soon else [])
     settings = _finish(path, plain, model_options, by_key, lines, warnings, later=later)
     if not errors:  # Google's naming rules for every derived and supplied name, then the rules on the whole Settings
         _each_group(lambda: names.check(settings, fail), lambda: hardening.cross_checks(settings, fail),

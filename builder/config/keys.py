@@ -46,11 +46,22 @@ def boolean(value: str) -> bool:
 MAX_INT_DIGITS = 18
 
 
-def integer(minimum: int, maximum: int, unit: str) -> Parser:
+def integer(minimum: int, maximum: int, unit: str, example: int | None = None) -> Parser:
+    """A whole number in ``minimum..maximum``. The fix of a value that is not one shows the digits
+    the user wrote when they are in range (``"8h"`` → ``8``), else ``example`` (default: the
+    minimum). A key whose minimum turns a safety net off (ENV_TTL_HOURS: 0 is no TTL) passes an
+    ``example`` that keeps it on: a fix-hint never suggests disabling one."""
     def parse(value: str) -> int:
         v = value.strip()
         if not re.fullmatch(r"[0-9]+", v):  # ASCII digits only: int() would also take '３２'
-            raise ValueError(f"{value!r} is not a whole number of {unit}; write digits only, e.g. {minimum}")
+            digits = "".join(re.findall(r"[0-9]", v))[:MAX_INT_DIGITS]
+            days = re.fullmatch(r"([0-9]{1,6}) *d(ays?)?", v.lower()) if unit == "hours" else None
+            digits = str(int(days.group(1)) * 24) if days else digits  # "2d" is 48 hours
+            shown = int(digits) if digits and minimum <= int(digits) <= maximum else example
+            shown = minimum if shown is None else shown
+            if example is not None and shown < example and shown == minimum:
+                shown = example
+            raise ValueError(f"{value!r} is not a whole number of {unit}; write digits only, e.g. {shown}")
         if len(v) > MAX_INT_DIGITS:  # never hand int() thousands of digits (its own limit's message leaks)
             raise ValueError(f"{v[:12]}... ({len(v)} digits) is out of range; use {minimum} to {maximum}")
         n = int(v)
@@ -156,10 +167,17 @@ def image_date(value: str) -> str:
 
 
 def timestamp(value: str) -> str:
-    """A UTC time in RFC 3339, ``2027-01-15T08:00:00Z`` (a date alone means its midnight UTC);
-    empty stays empty. Whether it lies in the future is checked by builder.config.offers."""
+    """A UTC time in RFC 3339, ``2027-01-15T08:00:00Z`` (a date alone means its midnight UTC), or
+    ``+Nd``: N days from today, at midnight UTC (a preview form the shipped calendar examples use;
+    builder.config.offers resolves it and refuses it on submit). Empty stays empty. Whether it lies
+    in Google's advance window is checked by builder.config.offers."""
     v = value.strip()
     if v == "":
+        return v
+    relative = re.fullmatch(r"\+([0-9]{1,4})d", v)
+    if relative:
+        if not 1 <= int(relative.group(1)) <= 120:
+            raise ValueError(f"{value!r} is out of Google's advance window; use +1d to +120d, or a UTC time")
         return v
     if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", v):
         v += "T00:00:00Z"
@@ -276,8 +294,9 @@ KEYS: tuple[KeySpec, ...] = (
             "With TPU_PROVISIONING=flex-start: hours the slice may run before Compute Engine deletes it "
             "(1-168, i.e. at most 7 days; not set = 168)."),
     KeySpec("TPU_CALENDAR_START", "calendar_start", "", timestamp,
-            "With TPU_PROVISIONING=calendar: when the reserved slice starts, a UTC time in the future "
-            "(2027-01-15T08:00:00Z; a date alone is its midnight UTC)."),
+            "With TPU_PROVISIONING=calendar: when the reserved slice starts, a UTC time 1 to 120 days ahead "
+            "(2027-01-15T08:00:00Z; a date alone is its midnight UTC); +14d (14 days from today, midnight UTC) "
+            "previews in validate, plan and render, and submit asks for the date written out."),
     KeySpec("TPU_CALENDAR_DAYS", "calendar_days", 0, integer(1, 90, "days"),
             "With TPU_PROVISIONING=calendar: how many days the reservation lasts (1-90); Compute Engine "
             "deletes the slice's VMs at its end."),
@@ -340,7 +359,10 @@ KEYS: tuple[KeySpec, ...] = (
             "Create the shared PD from a snapshot: 'latest' or a snapshot name."),
     KeySpec("BUILD_SERVICE_ACCOUNT", "build_service_account", "", service_account_email,
             "Service account the Cloud Builds run as; empty: tpubuild-created tb-<ENV>-cb (see README)."),
-    KeySpec("ENV_TTL_HOURS", "env_ttl_hours", 0, integer(0, 8760, "hours"),
+    KeySpec("ENV_PROTECTED", "protected", False, boolean,
+            "GitOps: true makes this environment's apply trigger wait for an approval "
+            "(approvalConfig.approvalRequired; `gcloud beta builds approve`) before auto runs (docs/cloud.md)."),
+    KeySpec("ENV_TTL_HOURS", "env_ttl_hours", 0, integer(0, 8760, "hours", example=8),
             "Destroy the TPU (only the TPU) this many hours after it is created; 0 or unset: no TTL."),
     KeySpec("TPU_RECOVERY", "recovery_mode", "", choice(("auto", "off", "")),
             "auto: a preempted or lost slice is recreated and training relaunched from its last checkpoint "

@@ -57,6 +57,8 @@ _ASSIGN = re.compile(r"^\s*(?:export\s+)?(?P<key>[A-Za-z_][A-Za-z0-9_.]*)\s*=\s*
 #: The raw text between the quotes, as python-dotenv's parser matched it (its own regexes).
 _RAW = {"'": re.compile(r"((?:\\.|[^'\\])*)'", re.DOTALL), '"': re.compile(r'((?:\\.|[^"\\])*)"', re.DOTALL)}
 _KEY = re.compile(r"[A-Z][A-Z0-9_]*")
+#: An assignment with blanks around its ``=``, which bash does not read as one.
+_SPACED = re.compile(r"^\s*(?:export\s+)?(?P<key>[A-Za-z_][A-Za-z0-9_]*)(?P<before>[ \t]*)=(?P<after>[ \t]*)(?P<rest>.*)")
 #: The expansions values.env supports: ``${NAME}`` and ``${NAME:-default}``.
 _EXPANSION = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^$`]*))?", re.DOTALL)
 #: Inside double quotes bash removes a backslash only before these (``man bash``, QUOTING).
@@ -77,11 +79,14 @@ class _Unclosed(Exception):
 
 
 def parse(text: str, path: Path, errors: list[ConfigError] | None = None,
-          broken: set[str] | None = None) -> list[Entry]:
+          broken: set[str] | None = None, *, bash_assignments: bool = True) -> list[Entry]:
     """Parse and expand; one ``ConfigError`` for the first line that is wrong, or, given
     ``errors``, every wrong line appended there (and the good lines returned). ``broken``, when
     given, receives every key whose value could not be read, including the keys that only echo
-    one of them through ``${KEY}`` (those get no error line of their own: the root is reported)."""
+    one of them through ``${KEY}`` (those get no error line of their own: the root is reported).
+    ``bash_assignments``: refuse a line bash would not read as an assignment (``KEY = "v"`` runs
+    ``KEY`` as a command; ``KEY= "v"`` sets KEY empty and runs ``v``); off for values already
+    applied, which were read with the blanks skipped."""
     if "\x00" in text:
         line = text[: text.index("\x00")].count("\n") + 1
         raise ConfigError("contains a NUL byte", "save values.env as plain text", path=path, line=line)
@@ -94,7 +99,7 @@ def parse(text: str, path: Path, errors: list[ConfigError] | None = None,
         rest = ""
         for binding in _dotenv("parser").parse_stream(io.StringIO(text)):
             try:
-                entry = _entry(binding, seen, lost, path, offset)
+                entry = _entry(binding, seen, lost, path, offset, bash_assignments)
             except _Unreadable:
                 lost.add(binding.key)
                 continue
@@ -123,7 +128,8 @@ def parse(text: str, path: Path, errors: list[ConfigError] | None = None,
     return entries
 
 
-def _entry(binding: Any, seen: dict[str, Entry], lost: set[str], path: Path, offset: int) -> Entry | None:
+def _entry(binding: Any, seen: dict[str, Entry], lost: set[str], path: Path, offset: int,
+           bash_assignments: bool = True) -> Entry | None:
     """One parsed binding as an Entry (None for a blank or comment line), or its ConfigError."""
     line = binding.original.line + offset
     original = binding.original.string
@@ -161,6 +167,8 @@ def _entry(binding: Any, seen: dict[str, Entry], lost: set[str], path: Path, off
         raise ConfigError(
             "has no value", f'write {key}="value" (or {key}="" for empty)', path=path, line=line, key=key
         )
+    if bash_assignments:
+        _check_blanks(original.splitlines()[0], key, path, line)
     quote = m.group("quote") if m else ""
     if quote:  # python-dotenv decodes \t, \n ... in quotes; bash does not: start from the raw text
         raw = _RAW[quote].match(original, m.end()) if m else None
@@ -178,6 +186,24 @@ def _entry(binding: Any, seen: dict[str, Entry], lost: set[str], path: Path, off
             f'quote the value: {key}="{value}"', path=path, line=line, key=key,
         )
     return Entry(key, expanded, line, frozenset(refs))
+
+
+def _check_blanks(first: str, key: str, path: Path, line: int) -> None:
+    """Refuse blanks around ``=`` where bash would not assign: ``KEY = "v"`` and ``KEY ="v"`` run
+    ``KEY`` as a command; ``KEY= "v"`` sets KEY to empty and runs ``v``. ``KEY=`` followed by
+    blanks and nothing else (or a comment) is bash's empty value, and stays allowed."""
+    m = _SPACED.match(first)
+    if m is None or not (m["before"] or (m["after"] and m["rest"].strip() and not m["rest"].startswith("#"))):
+        return
+    rest = m["rest"].strip()
+    quoted = re.match(r"'[^']*'|\"(?:\\.|[^\"\\])*\"", rest)
+    value = quoted.group() if quoted else (rest.split()[0] if rest and not rest.startswith("#") else '""')
+    shown = value if len(value) <= 60 else value[:57] + "..."
+    if m["before"]:
+        what = f"has a blank before '=', so bash runs {key!r} as a command and sets nothing"
+    else:
+        what = f"has a blank after '=', so bash sets {key} to empty and runs {shown} as a command"
+    raise ConfigError(what, f"write it without blanks around '=': {key}={shown}", path=path, line=line, key=key)
 
 
 def _expand(value: str, *, quoted: bool, seen: dict[str, Entry], lost: set[str], path: Path, line: int,

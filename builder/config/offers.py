@@ -25,9 +25,11 @@ Decisions (docs/architecture.md, "Provisioning"):
   path refuses it and names TPU_ARCH="mig". TPU_MAX_RUN_HOURS (1-168, default 168) limits the run.
 * Calendar mode (a calendar-mode future reservation, Dynamic Workload Scheduler) is a Compute
   Engine offer too (``mig.provisioning``), in the zones of the generation's ``calendar`` record:
-  TPU_CALENDAR_START (UTC) and TPU_CALENDAR_DAYS (1-90) give the window; a window that has ended is
-  refused. The request is named ``<TPU name>-cal`` and delivers the reservation of that name, which
-  the MIG consumes by name (modules/tpu_mig; docs/capacity.md).
+  TPU_CALENDAR_START (UTC) and TPU_CALENDAR_DAYS (1-90) give the window. Google shows calendar
+  availability 1 to 120 days ahead: a start beyond that is refused on every command, a window that
+  has ended too, and a create (a new request) refuses a start less than a day ahead
+  (:func:`create_refusal`; an update keeps the request already made, whose start may have passed).
+  The window's rules are builder/config/calendar.py's.
 * What each mode means (when it starts, how long it runs, what it costs, its end) is
   :data:`MODES`, read by ``tpubuild plan`` and written into docs/capacity.md.
 * Queued resources create TPU VMs, never TPU Nodes; TPU_QUEUED_VALID_FOR needs TPU_QUEUED; a
@@ -36,13 +38,14 @@ Decisions (docs/architecture.md, "Provisioning"):
 
 from __future__ import annotations
 
-import datetime
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from builder import generations as records
 from builder.records import record
 from builder.topology import Topology
+from builder.config.calendar import calendar_window, check as _calendar  # noqa: F401 - calendar_window re-exported
 
 DATA = records.DATA
 
@@ -123,12 +126,6 @@ DOC_VALUES = {"max_run_hours": "TPU_MAX_RUN_HOURS (1-168)", "calendar_start": "T
 MAX_RUN_HOURS = 7 * 24
 
 
-def calendar_window(start: str, days: int) -> tuple[datetime.datetime, datetime.datetime]:
-    """TPU_CALENDAR_START and TPU_CALENDAR_DAYS → the reservation's start and end (UTC)."""
-    begin = datetime.datetime.strptime(start, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
-    return begin, begin + datetime.timedelta(days=days)
-
-
 def calendar_name(tpu_name: str) -> str:
     """The calendar request's name, and the reservation it delivers (the MIG consumes it by name)."""
     return f"{tpu_name}-cal"
@@ -169,14 +166,39 @@ def zones_for(topo: Topology) -> list[str] | None:
     return list(gen.zones.get(topo.accelerator_type, gen.zones.get("*", ())))
 
 
+#: Zone prefixes on one continent (``us-east1`` and ``northamerica-northeast1`` are both America).
+_CONTINENTS = {"us": "america", "northamerica": "america", "southamerica": "south america", "europe": "europe",
+               "asia": "asia", "australia": "oceania", "me": "middle east", "africa": "africa"}
+
+
+def nearest(zone: str, offered: Sequence[str]) -> list[str]:
+    """``offered`` ordered nearest to ``zone`` first: the same region, then the same part of a
+    continent (``us-east1`` → ``us-east5``), then the same continent, then the rest; the table's
+    order within each. A hint names the first, so a us-east1-d user is sent to us-east5, not Tokyo."""
+    region = zone.rsplit("-", 1)[0]
+    prefix = zone.split("-", 1)[0]
+    area = re.sub(r"[0-9]+$", "", region)
+
+    def rank(z: str) -> int:
+        r = z.rsplit("-", 1)[0]
+        if r == region:
+            return 0
+        if re.sub(r"[0-9]+$", "", r) == area:
+            return 1
+        p = z.split("-", 1)[0]
+        return 2 if _CONTINENTS.get(p, p) == _CONTINENTS.get(prefix, prefix) else 3
+
+    return sorted(offered, key=rank)
+
+
 def check_zone(zone: str, topo: Topology, fail: Fail, *, key: str = "ZONE") -> None:
     offered = zones_for(topo)
     if offered is None or zone in offered:
         return
     fail(key, f"{topo.accelerator_type} is not offered in {zone}; it is offered in {', '.join(offered)} "
          f"(builder/data/tpu_offers.json, from Cloud TPU regions and zones, checked {table()['_checked']})",
-         f'set ZONE="{offered[0]}" (and REGION to match, or leave REGION out); if Google offers it in {zone} '
-         'now, TPU_ZONE_CHECK="warn" lets it through')
+         f'set ZONE="{nearest(zone, offered)[0]}" (the nearest; and REGION to match, or leave REGION out); if '
+         f'Google offers it in {zone} now, TPU_ZONE_CHECK="warn" lets it through')
 
 
 def resolve_provisioning(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int]) -> None:
@@ -235,45 +257,17 @@ def resolve_provisioning(v: dict[str, Any], topo: Topology, fail: Fail, lines: d
              'set TPU_QUEUED="true" or remove TPU_QUEUED_VALID_FOR')
 
 
-def _calendar(v: dict[str, Any], mode: str, mode_key: str, gen: records.Generation | None, fail: Fail,
-              now: datetime.datetime | None = None) -> None:
-    """TPU_CALENDAR_START / TPU_CALENDAR_DAYS: both with calendar mode, neither without; the zone
-    must be one Google lists for the generation's calendar mode; a window that has already ended
-    is refused (a start in the past whose window still runs is let through: it is how an existing
-    request reads on a later update; a new request with it is refused by Google)."""
-    start, days = v["calendar_start"], v["calendar_days"]
-    if mode != "calendar":
-        for key, value in (("TPU_CALENDAR_START", start), ("TPU_CALENDAR_DAYS", days)):
-            if value:
-                fail(key, f"belongs to a calendar-mode reservation, but the TPU is {mode}",
-                     f'set TPU_PROVISIONING="calendar" or remove {key}')
-        return
-    cal = gen.calendar if gen is not None else None
-    if cal is not None and v["zone"] not in cal.zones:
-        fail(mode_key, f"calendar mode is not offered for {gen.name if gen else ''} in {v['zone']}; Google lists "
-             f"{', '.join(cal.zones)} (builder/data/tpu_offers.json)",
-             f'set ZONE="{cal.zones[0]}", or use TPU_PROVISIONING="flex-start" (no fixed start) in {v["zone"]}')
-    if not start:
-        fail("TPU_PROVISIONING", "calendar mode needs a start time (TPU_CALENDAR_START)",
-             'add TPU_CALENDAR_START="2027-01-15T08:00:00Z" (a UTC time in the future)')
-    if not days:
-        fail("TPU_PROVISIONING", "calendar mode needs a duration (TPU_CALENDAR_DAYS)",
-             'add TPU_CALENDAR_DAYS="7" (1 to 90 days)')
-    end = calendar_window(start, days)[1]
-    now = now or datetime.datetime.now(datetime.timezone.utc)
-    if end <= now:
-        fail("TPU_CALENDAR_START", f"{start} is in the past: a {days}-day reservation from then ended at "
-             f"{end:%Y-%m-%dT%H:%M:%SZ}", "set TPU_CALENDAR_START to a UTC time in the future, like "
-             f"\"{(now + datetime.timedelta(days=7)):%Y-%m-%dT00:00:00Z}\"")
-
-
 def describe(provisioning: str, queued: bool, valid_for: str, reservation: str, *, max_run_hours: int = 0,
-             calendar_start: str = "", calendar_days: int = 0) -> str:
-    """One line for the plan: which capacity mode is used and what it means (:data:`MODES`)."""
+             calendar_start: str = "", calendar_days: int = 0, calendar_written: str = "") -> str:
+    """One line for the plan: which capacity mode is used and what it means (:data:`MODES`).
+    ``calendar_written``: TPU_CALENDAR_START as written; a ``+Nd`` preview says submit refuses it."""
     end = calendar_window(calendar_start, calendar_days)[1].strftime("%Y-%m-%dT%H:%M:%SZ") if calendar_start else ""
     text = f"{provisioning}: " + MODES[provisioning].line(
         max_run_hours=max_run_hours or MAX_RUN_HOURS, calendar_start=calendar_start, calendar_days=calendar_days,
         calendar_end=end)
+    if provisioning == "calendar" and calendar_written.startswith("+"):
+        text += (f' (TPU_CALENDAR_START="{calendar_written}" previews a start {calendar_written[1:-1]} days from today; '
+                 "submit asks for the start written out)")
     if provisioning == "reservation":
         text += f" (reservation {reservation})" if reservation else " (any matching reservation of the project)"
     if queued:

@@ -1,5 +1,6 @@
 """Rules on TPU_RECOVERY (the health check of builder/recovery.py), run on the whole Settings,
-once the capacity mode is settled (builder.config.load_text), each blaming TPU_RECOVERY."""
+once the capacity mode is settled (builder.config.load_text), each blaming TPU_RECOVERY. A fix
+never suggests turning recovery off where it could work: it names the change that keeps it first."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ def cross_checks(settings: Any, fail: Fail) -> None:
              "has neither", 'remove TPU_RECOVERY, or migrate to TPU_ARCH="vm" with `tpubuild migrate`')
     if settings.provisioning in _ENDS_BY_DESIGN:
         fail("TPU_RECOVERY", f"a {settings.provisioning} slice ends when its capacity does (docs/capacity.md), "
-             "and recovering it would ask for capacity it no longer has", 'set TPU_RECOVERY="off" or remove it')
+             "and recovering it would ask for capacity it no longer has",
+             "remove TPU_RECOVERY (checkpoint before the end instead: docs/capacity.md)")
     if settings.arch == "vm" and settings.queued:
         fail("TPU_RECOVERY", "a queued slice (TPU_QUEUED) is requested by the pipeline's tpu-queue step, which the "
-             "health check does not run", 'set TPU_RECOVERY="off", or remove TPU_QUEUED')
+             "health check does not run", "remove TPU_QUEUED so that the health check can recreate the slice, "
+             "or remove TPU_RECOVERY (then nothing recreates a preempted queued slice)")

@@ -67,6 +67,7 @@ class Settings:
     zone_check: str = "error"  # TPU_ZONE_CHECK: "warn" turns the zone-table refusal into a warning
     build_service_account: str = ""  # BUILD_SERVICE_ACCOUNT; see builder_service_account
     env_ttl_hours: int = 0
+    protected: bool = False  # ENV_PROTECTED: its GitOps apply trigger needs an approval (builder/gitops.py)
     replace: str = "break-before-make"  # TPU_REPLACE, resolved (builder/config/replace.py)
     recovery_mode: str = ""  # TPU_RECOVERY as written; see recovery
     recovery_max_tries: int = 3
@@ -156,8 +157,13 @@ class Settings:
 
     @property
     def repo_root(self) -> Path:
-        """The folder holding values.env; repo-relative paths (scripts, models) resolve here."""
-        return self.source.resolve().parent
+        """The folder holding values.env; repo-relative paths (scripts, models) resolve here. For an
+        environment of a repository (``environments/<name>/values.env``, builder/environments.py)
+        it is that repository, as in the build, where the file is packed as the root values.env."""
+        folder = self.source.resolve().parent
+        if folder.parent.name == "environments" and (folder.parent.parent / "modules").is_dir():
+            return folder.parent.parent
+        return folder
 
     def line_of(self, key: str) -> int | None:
         return self.lines.get(key)

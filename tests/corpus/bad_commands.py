@@ -4,8 +4,8 @@ and missing or unreadable files. test_bad_input_corpus.py runs every case."""
 from __future__ import annotations
 
 from tests.conftest import EXAMPLES, NODE
-from tests.support.bad_input import (Case, a_directory, other_env_file, plan_files, roberta_applied_file,
-                                     symlink_loop)
+from tests.support.bad_input import (Case, a_directory, env_same_name, env_steals_bucket, other_env_file, plan_files,
+                                     roberta_applied_file, symlink_loop)
 
 VM = EXAMPLES / "vm-v4-32.env"
 
@@ -71,6 +71,28 @@ CASES: list[Case] = [
     Case("trigger-missing-flag", args=("trigger", "--values", "{values}", "--repo-owner", "a"), expect=("--repo-name",)),
     Case("trigger-node-file", base=NODE, args=("trigger", "--values", "{values}", "--repo-owner", "a", "--repo-name", "b"),
          expect=("TPU_ARCH:", "auto is refused", "tpubuild migrate")),
+    # a repository of many environments (builder/environments.py): one line naming both files
+    Case("trigger-envs-same-name", args=("trigger", "--values", "{values}", "--repo-owner", "a", "--repo-name", "b"),
+         expect=("environments/dev/values.env:6: ENV_BUILD_NAME 'tpu-dev1' is already values.env:6's", "rename one"),
+         setup=env_same_name, sub=True),
+    Case("plan-all-envs-same-name", args=("plan", "--values", "{values}", "--all"),
+         expect=("environments/dev/values.env:6: ENV_BUILD_NAME 'tpu-dev1'", "values.env:6"), setup=env_same_name),
+    Case("trigger-env-steals-state-bucket", args=("trigger", "--values", "{values}", "--repo-owner", "a",
+                                                  "--repo-name", "b"),
+         expect=("environments/other/values.env:6: PROJECT_ID 'my-tpu' with ENV_BUILD_NAME 'project-tpu-dev1'",
+                 "gs://my-tpu-project-tpu-dev1-tf-backend", "values.env:6 already makes"), setup=env_steals_bucket),
+    Case("plan-all-env-steals-state-bucket", args=("plan", "--values", "{values}", "--all"),
+         expect=("environments/other/values.env:6: PROJECT_ID 'my-tpu'", "gs://my-tpu-project-tpu-dev1-tf-backend"),
+         setup=env_steals_bucket, sub=True),
+    Case("trigger-plan-account-not-an-email", args=("trigger", "--values", "{values}", "--repo-owner", "a",
+                                                    "--repo-name", "b", "--plan-service-account", "planner"),
+         expect=("--plan-service-account: 'planner' is not a service account email",), setup=env_same_name),
+    Case("trigger-plan-account-without-environments", args=("trigger", "--values", "{values}", "--repo-owner", "a",
+                                                            "--repo-name", "b", "--plan-service-account",
+                                                            "planner@my-tpu-project.iam.gserviceaccount.com"),
+         expect=("--plan-service-account: the root values.env alone has no plan trigger", "drop the flag")),
+    Case("plan-all-with-only", args=("plan", "--values", "{values}", "--all", "--only", "tpu"),
+         expect=("--only: --all plans what auto would do", "drop --only")),
     Case("run-ship-missing", args=("run", "--values", "{values}", "--dry-run", "--ship", "nope.py", "--", "python3", "x.py"),
          expect=("--ship nope.py: does not exist", "under the folder you run tpubuild in")),
     Case("run-ship-outside", args=("run", "--values", "{values}", "--dry-run", "--ship", "/etc/passwd", "--", "true"),

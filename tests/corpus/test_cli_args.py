@@ -20,7 +20,7 @@ CASES = [
     ([], ["no command given", "tpubuild --help"]),
     (["plan", "--bogus"], ["--bogus: 'tpubuild plan' has no such option", "tpubuild plan --help"]),
     (["plan", "--actoin", "create"], ["did you mean --action?"]),
-    (["plan", "--al"], ["did you mean --allow-data-loss?"]),
+    (["plan", "--al"], ["did you mean --all or --allow-data-loss?"]),  # plan --all (many environments)
     (["plan", "extra"], ["'tpubuild plan' takes no argument 'extra'"]),
     (["initialize", "--tpu"], ["--tpu: 'tpubuild initialize' has no such option", "--values"]),
     (["status", "--format", "xml"], ["--format: 'xml'", "use text or json"]),

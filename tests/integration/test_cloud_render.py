@@ -45,7 +45,7 @@ def test_root_cloudbuild_loads_into_the_real_build_type() -> None:
     assert 'tpubuild dispatch --action "$_BUILD_ACTION" --tpu "$_TPU" --mig "$_MIG"' in script
     assert '--allow-data-loss "$_ALLOW_DATA_LOSS" --allow-wipe "$_ALLOW_WIPE"' in script
     assert "TPUBUILD_DISPATCH_BUILD=$BUILD_ID" in step.env
-    assert build.options.substitution_option == cloudbuild_v1.BuildOptions.SubstitutionOption.ALLOW_LOOSE
+    assert build.options.substitution_option == cloudbuild_v1.BuildOptions.SubstitutionOption.MUST_MATCH
     assert build.timeout.total_seconds() == 86400
 
 
@@ -150,6 +150,8 @@ def test_auto_key_map(tmp_path: Path) -> None:
     assert decide(MOUNT_POINT="/mnt/data").only == {"mig"}
     model = decide(ROBERTA_TRAIN_FILE="other.txt")  # read at training time
     assert model.action == "none" and "ROBERTA_TRAIN_FILE" in model.reasons[0]
+    protect = decide(ENV_PROTECTED="true")  # read by the GitOps triggers only
+    assert protect.action == "none" and "ENV_PROTECTED" in protect.reasons[0] and "triggers" in protect.reasons[0]
     for key, value in (("NETWORK", "other"), ("ZONE", "us-east5-a"), ("PROJECT_ID", "other-project")):
         with pytest.raises(Exception, match=f"{key}: changed from"):
             decide(**{key: value})

@@ -312,3 +312,18 @@ def test_build_creation_refused_gives_the_lock_back(env, fakes: Fakes, repo: Pat
     assert err.strip().splitlines()[-1].startswith(f"tpubuild: error: creating the build in project {s.project_id}:")
     assert "permission denied" in err and len(err.strip().splitlines()) == 1
     assert lock.read(bucket, s.env_name) is None
+
+
+def test_auto_that_would_create_refuses_a_calendar_start_in_the_past(env, fakes: Fakes, repo: Path, cli):
+    """auto with nothing applied is a create, which submits a new calendar request: a start that
+    has passed is refused with one line before any build (builder/config/calendar.py)."""
+    from tests.conftest import EXAMPLES
+
+    s, _ = env
+    text = (EXAMPLES / "mig-v6e-32-calendar.env").read_text().replace('ENV_BUILD_NAME="v6e-cal"', f'ENV_BUILD_NAME="{s.env_name}"')
+    repo.write_text(text.replace('TPU_CALENDAR_START="+14d"', 'TPU_CALENDAR_START="2026-11-25T00:00:00Z"'))
+    code, out, err = cli("--values", repo, "dispatch", "--action", "auto")
+    assert code == 2, out + err
+    (line,) = err.strip().splitlines()
+    assert "TPU_CALENDAR_START: 2026-11-25T00:00:00Z is in the past: a create submits a new calendar-mode request" in line
+    assert fakes.google.created == []

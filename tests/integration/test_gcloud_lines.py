@@ -11,6 +11,7 @@ what bash would hand gcloud. Documentation blocks are shlex-split, placeholders 
 
 from __future__ import annotations
 
+
 import datetime
 import os
 import re
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from builder.config.calendar import now as calendar_now
 from tests.conftest import EXAMPLES, NODE, REPO, run_tpubuild
 
 pytestmark = pytest.mark.slow
@@ -83,7 +85,7 @@ VARIANTS = [
     ("node", {}), ("vm", {}), ("mig", {}), ("mig", {"TPU_PROVISIONING": "flex-start"}),
     # a calendar window that has begun (mig-resize resizes; before the start it calls nothing)
     ("mig", {"TPU_PROVISIONING": "calendar", "ZONE": "us-east5-a", "TPU_CALENDAR_DAYS": "7", "TPU_CALENDAR_START":
-             f"{datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=1):%Y-%m-%dT%H:%M:%SZ}"}),
+             f"{calendar_now() - datetime.timedelta(days=1):%Y-%m-%dT%H:%M:%SZ}"}),
     ("node", {"SHARED_PD_RESTORE": "latest"}), ("vm", {"SHARED_PD_RESTORE": "snap-1"}),
     ("node", {"SHARED_FS_TIER": "HIGH_SCALE_SSD", "SHARED_FS_CAPACITY": "10240"}),
     ("vm", {"SHARED_FS_TIER": "REGIONAL", "SHARED_FS_CAPACITY": "1024"}),
@@ -307,7 +309,9 @@ def doc_commands() -> list[tuple[str, list[str]]]:
     found = []
     for path in DOCS:
         text = path.read_text()
-        chunks = re.findall(r"```(?:bash|sh|console|shell)?\n(.*?)```", text, re.S)
+        # fences paired in order (a ```text block's closing fence must not open a command block)
+        chunks = [body for lang, body in re.findall(r"```(\w*)\n(.*?)```", text, re.S)
+                  if lang in ("", "bash", "sh", "console", "shell")]
         lines = [ln for chunk in chunks for ln in chunk.replace("\\\n", " ").splitlines()]
         # inline code: a complete command to copy (with --zone/--project), not a
         # mention of a flag such as `gcloud compute ssh --tunnel-through-iap`

@@ -13,6 +13,7 @@ import pytest
 from builder import tfvars, ttl
 from builder.config import load
 from builder.errors import BadInput
+from tests.conftest import TODAY
 from tests.unit.test_plan_preview import write
 
 
@@ -63,13 +64,11 @@ def test_extend_and_next_fire():
 def test_plan_says_when_the_ttl_fires(tmp_path, cli):
     path = write(tmp_path, "values.env")
     path.write_text(path.read_text() + 'ENV_TTL_HOURS="6"\n')
-    before = datetime.datetime.now(datetime.timezone.utc)
     code, out, err = cli("--values", path, "plan", "--applied", "none", "--format", "json")
     assert code == 0, err
     info = json.loads(out)["ttl"]
-    fires = datetime.datetime.strptime(info["fires_if_created_now"], "%Y-%m-%dT%H:%MZ").replace(
-        tzinfo=datetime.timezone.utc)
-    assert datetime.timedelta(hours=5, minutes=58) < fires - before <= datetime.timedelta(hours=6, minutes=1)
+    # the plan reads the one clock (builder/config/calendar.py's now), which the tests pin to TODAY
+    assert info["fires_if_created_now"] == "2026-11-28T06:00Z" and TODAY == "2026-11-28T00:00:00Z"
     code, out, _ = cli("--values", path, "plan", "--applied", "none")
     assert f"destroyed at about {info['fires_if_created_now']}" in out
     code, out, _ = cli("--values", path, "plan", "--action", "update", "--applied", "none")

@@ -55,6 +55,20 @@ def other_env_file(tmp: Path) -> None:
     (tmp / "other.env").write_text(rewrite_env(SHIPPED.read_text(), ENV_BUILD_NAME="other-env"))
 
 
+def env_same_name(tmp: Path) -> None:
+    """A repository whose environments/dev/values.env is the root values.env's twin (same ENV_BUILD_NAME)."""
+    (tmp / "environments" / "dev").mkdir(parents=True)
+    (tmp / "environments" / "dev" / "values.env").write_text(SHIPPED.read_text())
+
+
+def env_steals_bucket(tmp: Path) -> None:
+    """environments/other/values.env whose PROJECT_ID and ENV_BUILD_NAME make the root's state bucket
+    (my-tpu + project-tpu-dev1 and my-tpu-project + tpu-dev1: my-tpu-project-tpu-dev1-tf-backend)."""
+    (tmp / "environments" / "other").mkdir(parents=True)
+    (tmp / "environments" / "other" / "values.env").write_text(
+        rewrite_env(SHIPPED.read_text(), PROJECT_ID="my-tpu", ENV_BUILD_NAME="project-tpu-dev1"))
+
+
 def roberta_applied_file(tmp: Path) -> None:
     """Applied values whose training ran with another batch shape (8 sequences per device)."""
     (tmp / "applied.env").write_text(rewrite_env(SHIPPED.read_text(), ROBERTA_BATCH_PER_DEVICE="8"))

@@ -69,6 +69,23 @@ def substitute(text: str, substitutions: dict[str, str] | None = None) -> str:
     return _SUBST.sub(one, text)
 
 
+def unmatched_substitutions(build: dict[str, Any]) -> list[str]:
+    """What Cloud Build refuses at submission under MUST_MATCH (its default substitutionOption,
+    "fails the build if error in substitutions checks, like missing a substitution in the template
+    or in the map"): each user substitution of the build's map that no step uses, and each
+    ``$_NAME`` a step uses that the map lacks. Empty under ALLOW_LOOSE, which drops them."""
+    if build.get("options", {}).get("substitutionOption", "MUST_MATCH") == "ALLOW_LOOSE":
+        return []
+    given = set(build.get("substitutions", {}))
+    used: set[str] = set()
+    for step in build["steps"]:
+        for text in [*step.get("args", []), *step.get("env", []), step.get("entrypoint", ""), step["name"]]:
+            used |= {m.group(2) or m.group(3) for m in _SUBST.finditer(text) if m.group(1) != "$"}
+    used = {u for u in used if u.startswith("_")}
+    return ([f"key {k!r} in the substitution data is not matched in the template" for k in sorted(given - used)]
+            + [f"key {k!r} in the template is not in the substitution data" for k in sorted(used - given)])
+
+
 @dataclass(frozen=True)
 class Case:
     arch: str

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from builder import generations, tfvars
-from builder.config import load, offers
+from builder.config import calendar, load, offers
 from builder.config.keys import KEYS
 from builder.pipeline import render
 from builder.plan import make_plan
@@ -25,6 +25,8 @@ from tests.support.pipeline import BUILTINS, step_script
 TPU7X_CAL = EXAMPLES / "mig-tpu7x-8-calendar.env"
 V6E_CAL = EXAMPLES / "mig-v6e-32-calendar.env"
 FLEX = EXAMPLES / "mig-v6e-16-flex.env"
+#: The calendar examples' "+14d" on the tests' day (tests/conftest.py TODAY).
+START = calendar.resolve_start("+14d")
 
 
 def test_every_mode_is_explained_and_every_offered_mode_is_a_key_value() -> None:
@@ -74,9 +76,9 @@ def test_a_running_window_is_accepted_an_ended_one_refused() -> None:
     def fail(key: str, what: str, fix: str) -> None:
         failed.append((key, what, fix))
 
-    offers._calendar(v, "calendar", "TPU_PROVISIONING", gen, fail, now=now)  # started, not ended: an update
+    calendar.check(v, "calendar", "TPU_PROVISIONING", gen, fail, today=now)  # started, not ended: an update
     assert failed == []
-    offers._calendar(v, "calendar", "TPU_PROVISIONING", gen, fail, now=now + datetime.timedelta(days=5))
+    calendar.check(v, "calendar", "TPU_PROVISIONING", gen, fail, today=now + datetime.timedelta(days=5))
     assert [f[0] for f in failed] == ["TPU_CALENDAR_START"] and "ended at 2030-03-09T08:00:00Z" in failed[0][1]
 
 
@@ -135,9 +137,9 @@ def test_calendar_step_submits_once_and_waits_for_the_decision(tmp_path: Path) -
     [create] = [c for c in _calls(tmp_path) if "future-reservations create" in c]
     assert "--tpu-version=TPU7X" in create and "--chip-count=4" in create and "--duration=1209600" in create
     assert "--reservation-mode=CALENDAR" in create and "--reservation-name=tpu-ironwood-cal-cal" in create
-    assert "APPROVED; the slice starts at 2030-03-02T08:00:00Z" in proc.stdout
+    assert f"APPROVED; the slice starts at {START}" in proc.stdout
     # already requested for the same window: not again; for another window: refused (Google cannot change it)
-    proc = _run(tmp_path, TPU7X_CAL, "mig-calendar", FOUND="x", WINDOW="2030-03-02T08:00:00Z 1209600", STATE="FULFILLED")
+    proc = _run(tmp_path, TPU7X_CAL, "mig-calendar", FOUND="x", WINDOW=f"{START} 1209600", STATE="FULFILLED")
     assert proc.returncode == 0 and not [c for c in _calls(tmp_path) if " create " in c]
     proc = _run(tmp_path, TPU7X_CAL, "mig-calendar", FOUND="x", WINDOW="2030-04-01T00:00:00Z 86400")
     assert proc.returncode == 1 and "cannot change or cancel a submitted request" in proc.stderr
@@ -149,9 +151,9 @@ def test_calendar_step_submits_once_and_waits_for_the_decision(tmp_path: Path) -
 
 def test_resize_before_the_calendar_start_waits_for_nothing(tmp_path: Path, make_env: Callable[..., Path]) -> None:
     proc = _run(tmp_path, V6E_CAL, "mig-resize")
-    assert proc.returncode == 0 and "starts at 2030-03-02T08:00:00Z" in proc.stdout
+    assert proc.returncode == 0 and f"starts at {START}" in proc.stdout
     assert not (tmp_path / "calls.log").exists()  # no resize, no wait before the start
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = calendar.now()  # the tests' day; the step compares with the real clock, later still
     running = make_env(V6E_CAL, TPU_CALENDAR_START=f"{now - datetime.timedelta(days=1):%Y-%m-%dT%H:%M:%SZ}")
     proc = _run(tmp_path, running, "mig-resize")
     assert proc.returncode == 0 and any("--size=8" in c for c in _calls(tmp_path))

@@ -8,7 +8,7 @@ from tests.conftest import run_tpubuild
 
 BAD = ('ENV_BUILD_NAME="Bad_Name"\nPROJECT_ID="my-tpu-project"\nZONE="europe-west4-a"\n'
        'TPU_ACCELERATOR_TYPE="v3-32"\nTPU_RUNTIME_VERSION="tpu-ubuntu2204-base"\nSHARED_PD_DISK_SIZE="lots"\n'
-       'TPU_SPOT="maybe"\nMACHNE_TYPE="n1-standard-8"\nSHARED_FS_TIER="FAST"\n')
+       'TPU_SPOT="maybe"\nMY_NOTE="n1-standard-8"\nSHARED_FS_TIER="FAST"\n')
 
 
 def test_validate_reports_every_problem_one_line_each(tmp_path):
@@ -18,12 +18,17 @@ def test_validate_reports_every_problem_one_line_each(tmp_path):
     assert proc.returncode == 2
     errors = [line for line in proc.stderr.splitlines() if line.startswith("tpubuild: error: ")]
     assert [e.split(":")[3] for e in errors] == ["1", "6", "7", "9"]  # file order, one line each
-    assert "MACHNE_TYPE" not in " ".join(errors) and "did you mean MACHINE_TYPE" in proc.stderr  # a warning
+    assert "MY_NOTE" not in " ".join(errors) and "MY_NOTE is not a tpubuild key; it is ignored" in proc.stderr  # a warning
     assert "Traceback" not in proc.stderr
     strict = run_tpubuild("validate", "--strict", "--values", str(values))
     assert strict.returncode == 2 and "tpubuild: 5 problems" in strict.stderr
-    assert any(":8: MACHNE_TYPE: is not a tpubuild key; did you mean MACHINE_TYPE?" in line
+    assert any(":8: MY_NOTE: is not a tpubuild key; remove it" in line
                for line in strict.stderr.splitlines() if line.startswith("tpubuild: error: "))
+    typo = tmp_path / "typo.env"  # a near miss of a known key is an error without --strict too
+    typo.write_text(BAD.replace("MY_NOTE=", "MACHNE_TYPE="))
+    proc = run_tpubuild("validate", "--values", str(typo))
+    assert proc.returncode == 2 and "tpubuild: 5 problems" in proc.stderr
+    assert ":8: MACHNE_TYPE: is not a tpubuild key but a near miss of MACHINE_TYPE" in proc.stderr
 
 
 def test_other_commands_name_the_first_problem_and_the_count(tmp_path):

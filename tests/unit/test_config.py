@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from builder.config import load, load_text
+from builder.config.keys import IGNORED_KEYS
 from builder.errors import BadInput, ConfigError, ConfigErrors
 from tests.conftest import EXAMPLES, SHIPPED
 
@@ -252,11 +253,52 @@ def test_escaped_dollar_in_double_quotes_is_a_literal_dollar() -> None:
     ("SHARED_FS_TEIR", "did you mean SHARED_FS_TIER?"),
     ("TPU_ACCELERATOR_TPYE", "did you mean TPU_ACCELERATOR_TYPE?"),
     ("MOUNTPOINT", "did you mean MOUNT_POINT?"),
-    ("COMPLETELY_DIFFERENT", "it is ignored"),
+    # the issue's four: each would change what is built or billed, had it been ignored
+    ("TPU_PROVISONING", "did you mean TPU_PROVISIONING?"),
+    ("ENV_TTL_HOUR", "did you mean ENV_TTL_HOURS?"),
+    ("TPU_RECOVER", "did you mean TPU_RECOVERY?"),
+    ("ROBERTA_MAX_UPDATE", "did you mean ROBERTA_MAX_UPDATES?"),  # a model plug-in's key (models/roberta/keys.py)
 ])
-def test_unknown_key_warns_with_did_you_mean(key: str, hint: str) -> None:
-    s = load_text(MINIMAL + f'{key}="x"\n', "v.env")
-    assert s.warnings == (f"v.env:6: {key} is not a tpubuild key; {hint} (an error with --strict)",)
+def test_a_near_miss_of_a_known_key_is_an_error(key: str, hint: str) -> None:
+    with pytest.raises(ConfigErrors) as exc:
+        load_text(MINIMAL + f'{key}="x"\n', "v.env")
+    [error] = exc.value.errors
+    assert error.message.startswith(f"v.env:6: {key}: is not a tpubuild key but a near miss of ")
+    assert error.fix.startswith(hint) and "rename the key" in error.fix
+
+
+def test_a_near_miss_beside_the_right_key_says_which_value_counts() -> None:
+    with pytest.raises(ConfigErrors) as exc:
+        load_text(MINIMAL + 'MOUNT_POINT="/mnt/a"\nMOUNTPOINT="/mnt/b"\n', "v.env")
+    assert "MOUNT_POINT keeps line 6's value" in exc.value.message and "or remove this line" in exc.value.message
+
+
+def test_a_key_unlike_any_known_one_stays_a_warning() -> None:
+    s = load_text(MINIMAL + 'COMPLETELY_DIFFERENT="x"\n', "v.env")
+    assert s.warnings == ("v.env:6: COMPLETELY_DIFFERENT is not a tpubuild key; it is ignored (an error with --strict)",)
+
+
+def test_a_helper_key_read_through_a_reference_is_no_typo() -> None:
+    """DATASET is close to GCS_DATASET, but GCS_DATASET reads it: the user named it on purpose."""
+    s = load_text(MINIMAL + 'DATASET="gs://my-bucket/d"\nGCS_DATASET="${DATASET}/*"\n', "v.env")
+    assert s.gcs_dataset == "gs://my-bucket/d/*"
+    assert s.warnings == ("v.env:6: DATASET is not a tpubuild key; did you mean GCS_DATASET? (an error with --strict)",)
+
+
+def test_applied_values_read_a_near_miss_as_it_was_built() -> None:
+    """Values applied before near misses were refused stay readable: the key was ignored then."""
+    s = load_text(MINIMAL + 'ENV_TTL_HOUR="8"\nZONE= "europe-west4-a"\n', "v.env", applied=True)
+    assert s.env_ttl_hours == 0 and s.warnings[0].startswith("v.env:6: ENV_TTL_HOUR is not a tpubuild key")
+
+
+def test_seed_era_files_keep_loading() -> None:
+    """The node fixture (a seed-era file) and every seed key that never meant anything: no error."""
+    from tests.conftest import NODE
+
+    node = load_text(NODE.read_text(), NODE)
+    assert node.warnings == () and node.arch == "node"
+    seed = "".join(f'{key}="x"\n' for key in sorted(IGNORED_KEYS))
+    assert load_text(MINIMAL + seed, "v.env").warnings == ()
 
 
 @pytest.mark.parametrize("key", ["DOCKER_CONTAINER", "GCS_RAW_DATASET", "SOURCE_IMAGE_BASE", "RED", "GREEN", "NC"])

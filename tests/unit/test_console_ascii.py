@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from builder.console import ascii_spelling
-from tests.conftest import run_tpubuild
+from builder.console import ASCII, ascii_spelling
+from tests.conftest import REPO, SHIPPED, run_tpubuild
 
 UTF8 = {"PYTHONIOENCODING": "utf-8", "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"}
 ASCII_ENVS = {
@@ -59,6 +59,35 @@ def test_the_plan_says_its_arrows_in_ascii():
     assert plain.returncode == 0 and "Before -> after" in plain.stdout and " x $" in plain.stdout
 
 
-@pytest.mark.parametrize("char, spelled", [("→", "->"), ("×", "x"), ("é", "e"), ("２", "2"), ("\u200b", "\\u200b")])
+@pytest.mark.parametrize("char, spelled", [("→", "->"), ("×", "x"), ("é", "\\xe9"), ("２", "\\uff12"),
+                                            ("\u200b", "\\u200b")])
 def test_ascii_spelling(char, spelled):
     assert ascii_spelling(char) == spelled
+
+
+def test_a_refused_value_is_escaped_never_transliterated(tmp_path):
+    """The refusal of tpu-dév1 must not show tpu-dev1, a name that would pass."""
+    bad = tmp_path / "bad.env"
+    bad.write_text(SHIPPED.read_text().replace('ENV_BUILD_NAME="tpu-dev1"', 'ENV_BUILD_NAME="tpu-d\u00e9v1"'))
+    for env in ASCII_ENVS.values():
+        plain = run_tpubuild("validate", "--values", bad, env=env)
+        assert plain.returncode == 2 and plain.stderr.isascii()
+        assert "ENV_BUILD_NAME: 'tpu-d\\xe9v1' is not" in plain.stderr and "'tpu-dev1' is not" not in plain.stderr
+
+
+def test_the_table_spells_every_character_tpubuild_writes():
+    """Every non-ASCII character in a string of builder/ or models/ is one of tpubuild's own
+    (console.ASCII); the user's characters are the only ones a message escapes."""
+    import io
+    import tokenize
+
+    found = {}
+    for path in [*(REPO / "builder").rglob("*.py"), *(REPO / "models").rglob("*.py")]:
+        if path.name == "console.py":
+            continue
+        for tok in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
+            if tok.type == tokenize.STRING:
+                found.update({c: path for c in tok.string if not c.isascii()})
+    for path in [*(REPO / "builder").rglob("*.j2"), *(REPO / "builder" / "data").glob("*.json")]:
+        found.update({c: path for c in path.read_text() if not c.isascii()})
+    assert {c: str(p) for c, p in found.items() if c not in ASCII} == {}

@@ -230,12 +230,19 @@ def _replacement_agrees(old: Any, new: Any, plan: Any, info: dict[str, Any], tex
     assert {st.kind for st in billed} >= {"apply", "swap", "release"}, story
     minutes = sum(duration({"id": st.id}, new) for st in billed)
     assert rep["overlap_minutes"] == minutes, story
+    timeouts = {st["id"]: int(st["timeout"][:-1]) for st in pipeline.render(new, plan)["steps"]}
+    most = sum(timeouts[st.id] for st in billed) / 60  # the most: each billed step's rendered timeout
+    assert rep["overlap_minutes_max"] == most >= minutes, story
     old_tpu = [i for i in _alone(old).get(accel, []) if i["hourly"] is not None]
+    new_tpu = [i for i in _alone(new).get(accel, []) if i["hourly"] is not None]
     if rep["replaces"] is None:  # nothing applied to compare with: the overlap's price is unknown
         assert rep["overlap_cost"] is None and "unknown" in rep["text"], story
-    elif old_tpu:
-        assert rep["overlap_cost"] == round(sum(i["hourly"] for i in old_tpu) * minutes / 60, 2), story
+    elif old_tpu and new_tpu:  # both slices bill through the overlap: the running one and the new, idle one
+        both = sum(i["hourly"] for i in old_tpu) + sum(i["hourly"] for i in new_tpu)
+        assert rep["overlap_cost"] == round(both * minutes / 60, 2), story
+        assert rep["overlap_cost_max"] == round(both * most / 60, 2), story
         assert f"~${rep['overlap_cost']:,.2f}" in rep["text"] and f"~{minutes:.0f} min" in rep["text"], story
+        assert f"${rep['overlap_cost_max']:,.2f}" in rep["text"] and f"at most {most:.0f} min" in rep["text"], story
 
 
 def _alone_total(settings: Any) -> str:

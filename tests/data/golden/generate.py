@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
+#: The day the goldens are rendered on (builder/config/calendar.py's clock, TPUBUILD_NOW).
+TODAY = "2026-11-28T00:00:00Z"
 GOLDEN = Path(__file__).resolve().parent
 
 #: The values files: the shipped one, every example, the legacy node file.
@@ -92,7 +94,7 @@ def run_case(argv: list[str]) -> dict[str, object]:
 
 @contextlib.contextmanager
 def hermetic(tmp: Path) -> Iterator[None]:
-    """No credentials, no emulators, no colour; cwd is the repository root."""
+    """No credentials, no emulators, no colour, the day pinned; cwd is the repository root."""
     saved = dict(os.environ)
     cwd = os.getcwd()
     for key in list(os.environ):
@@ -100,6 +102,7 @@ def hermetic(tmp: Path) -> Iterator[None]:
             del os.environ[key]
     os.environ["CLOUDSDK_CONFIG"] = str(tmp / "gcloud")
     os.environ["NO_COLOR"] = "1"
+    os.environ["TPUBUILD_NOW"] = TODAY  # the calendar examples' "+14d" start is read against this day
     os.chdir(REPO)
     try:
         yield

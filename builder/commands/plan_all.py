@@ -1,0 +1,119 @@
+"""``tpubuild plan --all``: every environment of the repository (builder/environments.py) in one
+table: its values file, the action GitOps ``auto`` would take, and the hourly cost before → after.
+
+Each row is ``tpubuild plan --action auto`` of that file (the same ``previous``, ``auto_plan`` and
+``describe`` records, read here, not recomputed), so the table and each environment's own plan
+tell the same story. Offline and without credentials it still works: the applied snapshot is then
+unknown, and the row says so (action ``unknown``, cost before ``?``) while the cost after (what the
+file asks for) is still shown. A row whose plan is refused (auto would move the environment, ...)
+shows the refusal, and the command exits 2 after the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from builder.errors import BadInput, TpuBuildError
+
+#: Flags that choose one environment's plan; --all plans auto of every environment.
+_ONE_ENV_FLAGS: tuple[tuple[str, str], ...] = (("tpu", "--tpu"), ("mig", "--mig"), ("only", "--only"),
+                                               ("applied", "--applied"), ("check", "--check"))
+
+
+def _refuse_flags(args: argparse.Namespace) -> None:
+    for attr, flag in _ONE_ENV_FLAGS:
+        if getattr(args, attr, None):
+            raise BadInput(f"{flag}: --all plans what auto would do in every environment, from each one's applied "
+                           f"snapshot; drop {flag}, or plan one environment with --values FILE")
+    if str(args.action) not in ("create", "auto"):  # create: the default, which --all reads as auto
+        raise BadInput(f"--action {args.action}: --all plans what auto would do in every environment; drop --action")
+
+
+def _total(cost: dict[str, Any] | None) -> tuple[str | None, float | None]:
+    """A cost record of ``describe`` (its ``before`` or ``after``) as (shown, known dollars/h)."""
+    if cost is None:
+        return None, None
+    return cost["total"], cost["hourly_known"]
+
+
+def row(env: Any) -> dict[str, Any]:
+    """One environment's row: ``tpubuild plan --action auto`` of its file, as data."""
+    from builder.commands.pipeline_cmds import _has_credentials, auto_plan, previous
+    from builder.config.later import refuse_changes
+    from builder.describe import describe
+    from builder.modules import Action
+    from builder.plan import make_plan
+
+    s = env.settings
+    out: dict[str, Any] = {"path": env.path, "env": s.env_name, "project_id": s.project_id, "protected": s.protected}
+    try:
+        prev = previous(s, None, need=False)
+        # what the file asks for, whatever was applied: the cost after
+        wanted = describe(s, make_plan(s, Action.CREATE))["cost"]["after"]
+        if not prev.known:
+            why = prev.source if _has_credentials() else (
+                f"the applied snapshot is unknown: no Google credentials to read it from gs://{s.state_bucket} "
+                "(gcloud auth application-default login)")
+            return {**out, "action": "unknown", "modules": [], "why": why, "applied": "unknown",
+                    "cost_before": None, "hourly_before": None, "cost_after": wanted["total"],
+                    "hourly_after": wanted["hourly_known"]}
+        if prev.settings is not None:
+            refuse_changes(prev.settings, s)
+        plan = auto_plan(s, prev)
+        decision = prev.decision
+        info = describe(s, plan, previous=prev) if plan is not None else None
+        before, after = (info["cost"]["before"], info["cost"]["after"]) if info is not None else (wanted, wanted)
+    except TpuBuildError as exc:
+        return {**out, "action": "refused", "modules": [], "why": str(exc), "applied": "unknown", "cost_before": None,
+                "hourly_before": None, "cost_after": None, "hourly_after": None, "exit_code": exc.exit_code}
+    (cost_before, hourly_before), (cost_after, hourly_after) = _total(before), _total(after)
+    return {**out, "action": decision.action, "modules": sorted(decision.only or ()), "why": "; ".join(decision.reasons),
+            "applied": "known" if prev.settings is not None else "none", "compared_with": prev.source,
+            "cost_before": cost_before, "hourly_before": hourly_before, "cost_after": cost_after,
+            "hourly_after": hourly_after}
+
+
+def _action(r: dict[str, Any]) -> str:
+    if r["action"] == "update":
+        return f"update {', '.join(r['modules'])}"
+    return {"none": "nothing to do"}.get(r["action"], r["action"])
+
+
+def _before(r: dict[str, Any]) -> str:
+    if r["applied"] == "none":
+        return "$0/h (nothing applied)"
+    return r["cost_before"] or "?"
+
+
+def as_text(rows: list[dict[str, Any]]) -> str:
+    table = [("ENVIRONMENT", "NAME", "AUTO WOULD", "HOURLY COST (BEFORE -> AFTER)")]
+    table += [(r["path"] + (" (protected)" if r["protected"] else ""), r["env"], _action(r),
+               f"{_before(r)} -> {r['cost_after'] or '?'}") for r in rows]
+    widths = [max(len(t[i]) for t in table) for i in range(3)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(t[:3], widths)) + "  " + t[3] for t in table]
+    notes = [f"  {r['path']}: {r['why']}" for r in rows if r["action"] in ("unknown", "refused")]
+    return "\n".join(lines + (["", "why:", *notes] if notes else [])) + "\n"
+
+
+def run_plan_all(args: argparse.Namespace) -> int:
+    from builder import environments
+    from builder.commands import warn
+
+    _refuse_flags(args)
+    repo, only = environments.repository_of(args.values)
+    envs = environments.select(repo, only, args.values)
+    for env in envs:
+        for warning in env.settings.warnings:
+            warn(warning)
+    rows = [row(env) for env in envs]
+    if args.format == "json":
+        sys.stdout.write(json.dumps({"environments": rows}, indent=2) + "\n")
+    else:
+        sys.stdout.write(as_text(rows))
+    refused = [r for r in rows if r["action"] == "refused"]
+    for r in refused:
+        print(f"tpubuild: error: {r['why']}", file=sys.stderr)
+    return max((r["exit_code"] for r in refused), default=0)
