@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: The registry: one line per model package under models/.
 MODELS: tuple[str, ...] = (
     "roberta",
+    "torchtpu",
 )
 
 #: The models/ folder of the source tree tpubuild runs from.
