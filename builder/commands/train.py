@@ -45,7 +45,7 @@ LAUNCHER = model_registry.LAUNCHER
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("train", parents=[common], help="launch a model (models/<MODEL>) on every host of the TPU")
-    p.add_argument("model", metavar="MODEL", help="a folder under models/, e.g. roberta")
+    p.add_argument("model", metavar="MODEL", help=f"a folder under models/, e.g. {model_registry.DEFAULT_MODEL}")
     p.add_argument("--dry-run", action="store_true", help="print the exact per-host command lines and the script")
     p.add_argument("--metrics", action="store_true",
                    help="every host rewrites torch_xla's metrics report every minute (default: at the end of the run)")

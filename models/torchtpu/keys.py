@@ -46,7 +46,8 @@ def check(settings: Any) -> list[tuple[str, str, str]]:
     """The model's own rules on a loaded Settings: ``(key, what, fix)`` each."""
     from .launch import Job, problems
 
-    found = [(e.key, e.what, e.fix) for e in problems(Job.from_settings(settings))]
+    # a TPU Node file is refused once, for every model (builder/legacy.py node_refusal)
+    found = [(e.key, e.what, e.fix) for e in problems(Job.from_settings(settings)) if e.key != "TPU_ARCH"]
     script = str(settings.model_options.get("torchtpu_script") or "")
     root = settings.repo_root
     if script and root is not None and not (root / script).is_file():

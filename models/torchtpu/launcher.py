@@ -16,6 +16,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import posixpath
 import shlex
 from string import Template
 from typing import Any
@@ -26,15 +27,19 @@ from .launch import (HOSTNAMES_VAR, LIBTPU, MODEL, TORCH, TORCH_CPU_INDEX, TORCH
 
 Step = hosts.Step
 CODE = f".tpubuild/{MODEL}"
-#: What runs while the model trains (a ``pgrep -f`` regex that does not match itself).
-TRAINING = "torchtpu/train[.]sh|torch[.]distributed[.]run"
-#: A placeholder inside a quoted ssh --command, replaced by the expansion of the listed hostnames.
-_TOKEN = f"@{HOSTNAMES_VAR}@"
-_MASTER_TOKEN = "@TPUBUILD_MASTER_ADDR@"
+#: The launch script's variables: the slice's hosts in worker order, comma-separated, and the first.
+MASTER_VAR = "TPUBUILD_MASTER_ADDR"
+#: Placeholders of those in a host's line: each ssh line is quoted as one word by models/hosts.py;
+#: :func:`_expand` puts the variable's expansion where its placeholder is (no shell character, so
+#: the quoting leaves it as written; a TORCHTPU_ARGS that contains one is refused).
+_TOKENS = {HOSTNAMES_VAR: f"@{HOSTNAMES_VAR}@", MASTER_VAR: f"@{MASTER_VAR}@"}
+_VM_LIST = Template('$var="$$($describe | paste -sd, -)"')
+_MIG_LIST = Template('$var="$$(IFS=,; echo "$${TPUBUILD_HOSTS[*]}")"')
 _CHECK = Template(
     'if ! [[ $$$var =~ ^[A-Za-z0-9._-]+(,[A-Za-z0-9._-]+)*$$ ]] || [ "$$(tr , "\\n" <<<"$$$var" | wc -l)" -ne $n ]; '
     'then echo "tpubuild: expected $n worker hostnames, listed: $$$var" >&2; exit 1; fi\n'
-    'TPUBUILD_MASTER_ADDR="$${$var%%,*}"\necho "tpubuild: TPU_WORKER_HOSTNAMES=$$$var" >&2')
+    '$master="$${$var%%,*}"\necho "tpubuild: TPU_WORKER_HOSTNAMES=$$$var" >&2')
+_EXPANDED = Template("'\"$$$var\"'")
 
 
 def access(job: Job) -> Any:
@@ -44,32 +49,36 @@ def access(job: Job) -> Any:
 
 def _workers_line(job: Job, reach: Any) -> str:
     """The slice's hosts in worker order, comma-separated, into ``$TPUBUILD_WORKER_HOSTNAMES``,
-    checked (one per host, hostname characters only), and the first into ``$TPUBUILD_MASTER_ADDR``."""
-    if job.arch == "mig":  # models/hosts.py SliceHosts: the VM names in worker order, in TPUBUILD_HOSTS
-        listed = f'{HOSTNAMES_VAR}="$(IFS=,; echo "${{TPUBUILD_HOSTS[*]}}")"'
-    else:  # the TPU VM's network endpoints are in worker order
+    checked (one per host, hostname characters only), and the first into ``$TPUBUILD_MASTER_ADDR``.
+    vm: the TPU VM's network endpoints (in worker order); mig: models/hosts.py SliceHosts' VM names."""
+    if job.arch == "mig":
+        listed = _MIG_LIST.substitute(var=HOSTNAMES_VAR)
+    else:
         describe = hosts.join(["gcloud", "compute", "tpus", "tpu-vm", "describe", reach.name(), *reach.location(),
                                "--flatten=networkEndpoints", "--format=value(networkEndpoints.ipAddress)"])
-        listed = f'{HOSTNAMES_VAR}="$({describe} | paste -sd, -)"'
-    return "\n".join([listed, _CHECK.substitute(var=HOSTNAMES_VAR, n=job.hosts)])
+        listed = _VM_LIST.substitute(var=HOSTNAMES_VAR, describe=describe)
+    return "\n".join([listed, _CHECK.substitute(var=HOSTNAMES_VAR, n=job.hosts, master=MASTER_VAR)])
 
 
-def env_words(job: Job) -> list[list[str]]:
-    """Each host's ``VAR=value`` words (launch.py ``host_env``), the listed hostnames and the first
-    of them as placeholders that :func:`_expand` turns into the script's variables."""
-    envs = host_env(job, [_MASTER_TOKEN] + [_TOKEN] * (job.hosts - 1))
-    return [[f"{k}={_TOKEN if k == 'TPU_WORKER_HOSTNAMES' else v}" for k, v in env.items()] for env in envs]
-
-
-def _expand(line: str) -> str:
-    """The placeholders of a quoted ssh line → the script's variables (closing and reopening the
-    single quotes shlex.quote put around the --command word)."""
-    return line.replace(_TOKEN, f"'\"${HOSTNAMES_VAR}\"'").replace(_MASTER_TOKEN, "'\"$TPUBUILD_MASTER_ADDR\"'")
+def env_words(job: Job, hostnames: str, master: str) -> list[list[str]]:
+    """Each host's ``VAR=value`` words (launch.py ``host_env``), ``hostnames`` and ``master``
+    standing for the list and its first host, which the script finds at run time."""
+    envs = host_env(job, [master] + [hostnames] * (job.hosts - 1))
+    return [[f"{k}={hostnames if k == 'TPU_WORKER_HOSTNAMES' else v}" for k, v in env.items()] for env in envs]
 
 
 def host_line(job: Job, host: int) -> str:
     """What host ``host`` runs (with the placeholders): its environment, then train.sh."""
-    return shlex.join(["env", *env_words(job)[host], *train_words(job, CODE, hosts.RUN_DIR)])
+    env = env_words(job, _TOKENS[HOSTNAMES_VAR], _TOKENS[MASTER_VAR])[host]
+    return shlex.join(["env", *env, *train_words(job, CODE, hosts.RUN_DIR)])
+
+
+def _expand(line: str) -> str:
+    """A quoted ssh line with each placeholder's single-quoted stretch closed, the variable's
+    double-quoted expansion, and reopened: the script's variables reach the host's command."""
+    for var, token in _TOKENS.items():
+        line = _EXPANDED.substitute(var=var).join(line.split(token))
+    return line
 
 
 def _stage(job: Job, repo_models: str, *, stop: bool = False) -> list[Step]:
@@ -81,15 +90,16 @@ def _stage(job: Job, repo_models: str, *, stop: bool = False) -> list[Step]:
             Step(f"copy models/{MODEL} to ~/{CODE} on every host", (reach.scp(src, ".tpubuild/"),))])
     share = f"{job.mount_point.rstrip('/')}/nfs_share"
     wheels = f"{share}/wheels/{job.env}/{MODEL}"
-    script = f"{job.repo_root.rstrip('/')}/{job.script}" if job.repo_root else job.script
-    dest = f"{hosts.RUN_DIR}/{job.script.rsplit('/', 1)[0]}/" if "/" in job.script else f"{hosts.RUN_DIR}/"
+    root = job.repo_root.rstrip("/") or "."
+    copies = tuple(reach.scp([posixpath.join(root, p) for p in paths], dest)
+                   for dest, paths in hosts.ship_groups([job.script]))  # as `tpubuild run` ships
     steps = [
         Step("the slice's hosts in worker order (TPU_WORKER_HOSTNAMES)", (_workers_line(job, reach),)),
         Step("folders on Filestore and ~/.tpubuild on every host",
              (reach.ssh("all", hosts.in_code_home(hosts.dirs_line(share, [log_dir(job), wheels]))),)),
         Step(f"copy models/{MODEL} to ~/{CODE} on every host", (reach.scp(src, ".tpubuild/"),)),
         Step(f"copy {job.script} to ~/{hosts.RUN_DIR} on every host",
-             (reach.ssh("all", hosts.ship_dirs_line([job.script])), reach.scp(script, dest))),
+             (reach.ssh("all", hosts.ship_dirs_line([job.script])), *copies)),
         Step("install torch, torch-tpu and libtpu on every host (Filestore wheelhouse; idempotent)",
              (reach.ssh("all", shlex.join(["bash", f"{CODE}/install.sh", "--wheelhouse", wheels, "--torch-index",
                                            TORCH_CPU_INDEX, "--", TORCH, TORCH_TPU, LIBTPU])),)),
@@ -97,10 +107,17 @@ def _stage(job: Job, repo_models: str, *, stop: bool = False) -> list[Step]:
     return hosts.with_preamble(reach, steps)
 
 
-def plan_train(job: Job, repo_models: str) -> list[Step]:
+def _refuse(job: Job) -> None:
     found = problems(job)
     if found:
         raise found[0]
+    if any(token in word for word in job.args for token in _TOKENS.values()):
+        raise LaunchError("TORCHTPU_ARGS", f"the arguments contain one of {', '.join(_TOKENS.values())}, "
+                          "which the launch uses for the hosts' names", "remove it")
+
+
+def plan_train(job: Job, repo_models: str) -> list[Step]:
+    _refuse(job)
     reach = access(job)
     launch = tuple(_expand(reach.ssh(str(h), hosts.detached(host_line(job, h)))) for h in range(job.hosts))
     return _stage(job, repo_models) + [
@@ -127,22 +144,15 @@ def plan_logs(job: Job, host: int, *, follow: bool, lines: int = 200) -> list[St
 
 def header(job: Job, model: str) -> str:
     """Per host, a block ``# host N`` with the exact environment and command it runs."""
-    found = problems(job)
-    if found:
-        raise found[0]
+    _refuse(job)
     lines = [f"# tpubuild train {model}: {job.accelerator_type} ({job.arch}), {job.hosts} host(s), "
              f"{job.chips} chips; {job.script} under torchrun, one process per host",
-             f"# ${HOSTNAMES_VAR}: the slice's hosts in worker order, listed by step 1; "
-             "$TPUBUILD_MASTER_ADDR: its first",
+             f"# ${HOSTNAMES_VAR}: the slice's hosts in worker order, listed by the script; ${MASTER_VAR}: the first",
              f"# the hosts open TCP {', '.join(ports(job))} to each other (the slice's firewall rule)"]
+    shown = env_words(job, f"${HOSTNAMES_VAR}", f"${MASTER_VAR}")
     for host in range(job.hosts):
-        words = shlex.split(host_line(job, host))
-        count = len(env_words(job)[host])
-        env = [w.replace(_TOKEN, f"${HOSTNAMES_VAR}").replace(_MASTER_TOKEN, "$TPUBUILD_MASTER_ADDR")
-               for w in words[1:1 + count]]
-        command = words[1 + count:]
-        lines += [f"# host {host} (log {host_log(job, host)})", f"#   env {' '.join(env)}",
-                  f"#   {shlex.join(command)}"]
+        lines += [f"# host {host} (log {host_log(job, host)})", f"#   env {' '.join(shown[host])}",
+                  f"#   {shlex.join(train_words(job, CODE, hosts.RUN_DIR))}"]
     return "\n".join(lines)
 
 
