@@ -24,7 +24,8 @@ and a ``launcher.py``); builder/ names no model (tests/unit/test_model_plugin.py
   the hosts; ``STEP_WORD``, the word of the log lines the dashboard's step-rate metric counts;
   ``DATA_KEYS``, its keys that may hold a gs:// folder (their bucket names are checked);
   ``SEED_SCRIPTS``, the seed repository's own scripts of that model (path → what it was), which
-  tpubuild replaces. Which generations and architectures it supports is its ``check``;
+  tpubuild replaces; ``RUNTIME``, the option fields of a script and its arguments, which
+  ``tpubuild run --runtime <name> SCRIPT ARGS`` sets (builder/commands/runtime.py). Which generations and architectures it supports is its ``check``;
 * ``models/<name>/launcher.py``: the :class:`Launcher` that ``tpubuild train/stop/logs`` call;
 * its host scripts. The host transport (gcloud ssh/scp, IAP, the ready check, detach, stop) is the
   shared ``models/hosts.py``: a launcher imports it as ``from .. import hosts``.
@@ -68,7 +69,7 @@ DEFAULT_MODEL = (SOURCE_MODELS / "DEFAULT_MODEL").read_text().strip()
 STEP_WORD = "tpubuild-step"
 #: What a model's keys.py may declare besides its keys, and the value when it does not.
 DECLARED: dict[str, Any] = {"CODE_DIR": "", "PROFILER": None, "PROFILER_PORT": 9012, "STEP_WORD": STEP_WORD,
-                            "DATA_KEYS": (), "SEED_SCRIPTS": {}}
+                            "DATA_KEYS": (), "SEED_SCRIPTS": {}, "RUNTIME": ()}
 #: The optional functions of models/<name>/keys.py: the model's own rules, and its advice.
 CHECK = "check"
 CHECK_CHANGE = "check_change"

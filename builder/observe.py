@@ -150,7 +150,7 @@ def profile_commands(t: Target, host: int, duration_ms: int, stamp: str, state_b
     _refuse_node(t, "tpubuild profile")
     if not (t.code_dir and t.helper):
         what = f"the {t.model} model declares no profiler" if t.model else "MODEL is empty: no model is selected"
-        raise BadInput(f"tpubuild profile: {what} (CODE_DIR and PROFILER in its keys.py, "
+        raise BadInput(f"profile: {what} (CODE_DIR and PROFILER in its keys.py, "
                        "builder/model_registry.py DECLARED); profile a model that declares one")
     check_host(host, t.hosts, t.accelerator)
     remote = profile_dir(t.mount_point, t.env, stamp)

@@ -58,6 +58,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="also copy this file or folder (under the current folder) to the hosts; repeatable")
     p.add_argument("--no-ship", action="store_true",
                    help="copy nothing: the command's words that name local files are host paths")
+    p.add_argument("--runtime", default="", metavar="MODEL",
+                   help="launch SCRIPT [ARGS] as MODEL's training does, e.g. torchtpu: under torchrun on every host")
     p.add_argument("words", nargs=argparse.REMAINDER, metavar="-- COMMAND...",
                    help="the command, after --, e.g. -- python3 train.py --steps 30")
     p.set_defaults(func=run_run)
@@ -330,6 +332,10 @@ def run_run(args: argparse.Namespace) -> int:
         words = words[1:]
     if not words:
         raise BadInput("run: no command; write it after --, e.g. tpubuild run -- python3 train.py")
+    if args.runtime:  # builder/commands/runtime.py: the model's own launch of a script of yours
+        from builder.commands.runtime import run_runtime
+
+        return run_runtime(args, words)
     settings = load_settings(args)
     hosts = load_hosts(settings)
     here = Path.cwd()

@@ -21,6 +21,7 @@ from .launch import STEP_WORD  # noqa: F401  (the log word the dashboard's step 
 #: The plug-in declaration (builder/model_registry.py ``declared``).
 CODE_DIR = ".tpubuild/torchtpu"  # where the launch copies models/torchtpu on every host
 DATA_KEYS: tuple[str, ...] = ()  # keys that hold a gs:// folder the hosts read
+RUNTIME = ("torchtpu_script", "torchtpu_args")  # what `tpubuild run --runtime torchtpu SCRIPT ARGS` sets
 PROFILER = "tpu_observe.py"  # the capture helper in CODE_DIR (builder/observe.py runs it)
 
 
