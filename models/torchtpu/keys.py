@@ -16,7 +16,9 @@ from typing import Any
 
 from builder.config.keys import KeySpec
 
-from .launch import STEP_WORD  # noqa: F401  (the log word the dashboard's step rate counts)
+# the declaration's facts that the launch also uses: the log word the dashboard's step rate
+# counts, and the port of the profiler server on the hosts
+from .launch import PROFILER_PORT, STEP_WORD  # noqa: F401
 
 #: The plug-in declaration (builder/model_registry.py ``declared``).
 CODE_DIR = ".tpubuild/torchtpu"  # where the launch copies models/torchtpu on every host

@@ -38,12 +38,15 @@ MODEL = "torchtpu"
 BASE_PORT = 8070
 MASTER_PORT = 29500
 HANDSHAKE_PORT = 36423
-#: Port of torch-tpu's profiler server on every host (``torch.tpu.profiler.start_server``).
+#: Port of torch-tpu's profiler server on every host (models/torchtpu/tpu_observe.py ``serve``).
 PROFILER_PORT = 9012
 #: What the hosts install (from the Filestore wheelhouse): torch-tpu 0.2.0 needs torch 2.11 to 2.15.
 TORCH = "torch==2.13.0"
 TORCH_TPU = "torch-tpu==0.2.0"
 LIBTPU = "libtpu==0.0.52"
+#: XProf's capture client (``tpubuild profile``), installed without its dependencies (its client
+#: needs none; the package's own pull a server stack the hosts do not use).
+XPROF = "xprof==2.24.2"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 #: Generations torch-tpu supports (its README); v2/v3 are refused.
 GENERATIONS = ("v4", "v5e", "v5p", "v6e", "tpu7x")
@@ -167,4 +170,4 @@ def train_words(job: Job, code: str, workdir: str) -> list[str]:
     per host) in ``workdir``, where the script was shipped at its path in the repository, with the
     environment's NNODES/NODE_RANK/MASTER_ADDR/MASTER_PORT."""
     return ["bash", f"{code}/train.sh", "--log-dir", log_dir(job), "--env", job.env, "--workdir", workdir,
-            "--nproc-per-node", "1", "--", job.script, *job.args]
+            "--nproc-per-node", "1", "--profiler-port", str(PROFILER_PORT), "--", job.script, *job.args]

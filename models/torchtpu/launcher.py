@@ -7,7 +7,8 @@ This file is the ``Launcher`` tpubuild calls (builder/model_registry.py); what t
    VM's network endpoints; mig: the VM names models/hosts.py lists), checked to be one per host;
 2. models/torchtpu is copied to ``~/.tpubuild/torchtpu`` and ``TORCHTPU_SCRIPT`` to
    ``~/.tpubuild/run/<its path>`` on every host (``tpubuild run``'s shipping);
-3. install.sh installs torch, torch-tpu and libtpu from the Filestore wheelhouse on every host;
+3. install.sh installs torch, torch-tpu, libtpu (and XProf's capture client) from the Filestore
+   wheelhouse on every host;
 4. each host gets its own line: ``env`` with launch.py ``host_env`` (host N: ``NODE_RANK=N``) and
    train.sh, which runs ``torchrun`` detached and tees to ``host-N.log`` on Filestore.
 
@@ -22,7 +23,7 @@ from string import Template
 from typing import Any
 
 from .. import hosts
-from .launch import (HOSTNAMES_VAR, LIBTPU, MODEL, TORCH, TORCH_CPU_INDEX, TORCH_TPU, Job,  # noqa: F401
+from .launch import (HOSTNAMES_VAR, LIBTPU, MODEL, TORCH, TORCH_CPU_INDEX, TORCH_TPU, XPROF, Job,  # noqa: F401
                      LaunchError, host_env, host_log, log_dir, ports, problems, train_words)
 
 Step = hosts.Step
@@ -102,7 +103,7 @@ def _stage(job: Job, repo_models: str, *, stop: bool = False) -> list[Step]:
              (reach.ssh("all", hosts.ship_dirs_line([job.script])), *copies)),
         Step("install torch, torch-tpu and libtpu on every host (Filestore wheelhouse; idempotent)",
              (reach.ssh("all", shlex.join(["bash", f"{CODE}/install.sh", "--wheelhouse", wheels, "--torch-index",
-                                           TORCH_CPU_INDEX, "--", TORCH, TORCH_TPU, LIBTPU])),)),
+                                           TORCH_CPU_INDEX, "--no-deps", XPROF, "--", TORCH, TORCH_TPU, LIBTPU])),)),
     ]
     return hosts.with_preamble(reach, steps)
 

@@ -3,15 +3,18 @@
 # (models/torchtpu/launch.py host_env: NNODES, NODE_RANK, MASTER_ADDR, MASTER_PORT, ...), in the
 # folder the script was shipped to, teeing everything to host-<NODE_RANK>.log on Filestore and
 # copying the lines with the step word (tpubuild-step) to syslog for the dashboard's step rate.
-# usage: train.sh --log-dir DIR --env ENV --workdir DIR --nproc-per-node N -- SCRIPT [ARGS...]
+# The script may start TorchTPU's profiler server (tpu_observe.serve(): this folder is on
+# PYTHONPATH, the port in TPUBUILD_PROFILER_PORT) for `tpubuild profile`.
+# usage: train.sh --log-dir DIR --env ENV --workdir DIR --nproc-per-node N [--profiler-port P] -- SCRIPT [ARGS...]
 set -euo pipefail
-log_dir="" env="" workdir="." nproc=1
+log_dir="" env="" workdir="." nproc=1 profiler_port=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --log-dir) log_dir=$2; shift 2 ;;
     --env) env=$2; shift 2 ;;
     --workdir) workdir=$2; shift 2 ;;
     --nproc-per-node) nproc=$2; shift 2 ;;
+    --profiler-port) profiler_port=$2; shift 2 ;;
     --) shift; break ;;
     *) echo "train.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -23,6 +26,9 @@ if [[ -r /etc/profile.d/tpubuild.sh ]]; then
   . /etc/profile.d/tpubuild.sh
 fi
 export PATH="$HOME/.local/bin:$PATH"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+export PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}"
+if [[ -n $profiler_port ]]; then export TPUBUILD_PROFILER_PORT="$profiler_port"; fi
 python="${TPUBUILD_PYTHON:-python3}"
 mkdir -p "$log_dir"
 log="$log_dir/host-${NODE_RANK}.log"

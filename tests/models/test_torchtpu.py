@@ -16,6 +16,7 @@ import json
 import shlex
 import socket
 import subprocess
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -170,3 +171,45 @@ def test_the_example_trains_under_torchrun_on_cpu_from_the_launch_lines(make_env
         log = Path(LAUNCH.host_log(job, rank)).read_text()
         assert f"tpubuild-step rank={rank}/2 step=3" in log
     assert "tpubuild-done steps=3 world=2" in Path(LAUNCH.host_log(job, 0)).read_text()
+
+
+_SERVE = ("import time, torch, tpu_observe\nassert tpu_observe.serve()\nx = torch.randn(256, 256)\n"
+          "end = time.time() + 60\nwhile time.time() < end:\n    (x @ x).sum()\n")
+
+
+@pytest.mark.slow
+def test_tpubuild_profile_captures_from_the_torchtpu_server(tmp_path: Path) -> None:
+    """The capture line ``tpubuild profile`` runs on a host (builder/observe.py ``host_python`` with
+    torchtpu's declared helper and port) against a process that called ``tpu_observe.serve()``,
+    as the example does under train.sh: an XProf trace in TensorBoard's layout. No server: exit 3."""
+    from builder import observe
+
+    python = torchtpu_python()
+    code = REPO / "models/torchtpu"
+    port = _free_port()
+    helper = model_registry.declared(None, "torchtpu", "PROFILER")
+    env = clean_env(python, HOME=str(tmp_path), PYTHONPATH=str(code))
+
+    def capture(logdir: Path) -> subprocess.CompletedProcess[str]:
+        line = observe.host_python(str(code), "capture", "--port", str(port), "--duration-ms", "1500",
+                                   "--logdir", str(logdir), helper=helper)
+        return subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=300, env=env)
+
+    nobody = capture(tmp_path / "none")
+    assert nobody.returncode == 3 and "no profile from port" in nobody.stderr, nobody.stderr[-2000:]
+    said = tmp_path / "server.log"
+    with said.open("w") as out:
+        server = subprocess.Popen([str(python), "-c", _SERVE], env={**env, "TPUBUILD_PROFILER_PORT": str(port)},
+                                  stdout=subprocess.DEVNULL, stderr=out)
+    try:
+        for _ in range(600):  # the server is up once it says so (torch-tpu's import takes a while)
+            if "profiler server on port" in said.read_text() or server.poll() is not None:
+                break
+            time.sleep(0.5)
+        r = capture(tmp_path / "profile")
+        assert r.returncode == 0, r.stderr[-3000:]
+    finally:
+        server.kill()
+        server.wait()
+    traces = list((tmp_path / "profile/plugins/profile").glob("*/*.xplane.pb"))
+    assert len(traces) == 1 and traces[0].stat().st_size > 0

@@ -4,8 +4,8 @@ Written against ``torch.accelerator``, so the same file trains on a TPU host (to
 the ``tpu`` accelerator) and on a CPU (no accelerator: gloo), under ``torchrun`` with any number of
 processes and hosts (``tpubuild train torchtpu`` starts one process per host). Each rank prints one
 progress line per step with the word ``tpubuild-step`` (the dashboard's step rate counts them) and
-rank 0 ends with ``tpubuild-done``. ``--profile-port N`` starts torch-tpu's profiler server (for
-``tpubuild profile``) on a TPU host.
+rank 0 ends with ``tpubuild-done``. Under ``tpubuild train`` it starts torch-tpu's profiler server
+(models/torchtpu/tpu_observe.py) for ``tpubuild profile``.
 
     torchrun --nproc-per-node 2 models/torchtpu/examples/tiny_transformer.py --steps 5
 """
@@ -50,15 +50,16 @@ def main() -> None:
     p.add_argument("--seq", type=int, default=32)
     p.add_argument("--vocab", type=int, default=256)
     p.add_argument("--dim", type=int, default=64)
-    p.add_argument("--profile-port", type=int, default=0)
     a = p.parse_args()
     dev = device()
     distributed = "WORLD_SIZE" in os.environ
     if distributed:
         dist.init_process_group(dist.get_default_backend_for_device(dev))
     rank, world = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)
-    if a.profile_port and dev.type == "tpu" and int(os.environ.get("LOCAL_RANK", "0")) == 0:
-        torch.tpu.profiler.start_server(a.profile_port)  # type: ignore[attr-defined]
+    if os.environ.get("TPUBUILD_PROFILER_PORT"):  # under tpubuild: `tpubuild profile` can capture
+        import tpu_observe
+
+        tpu_observe.serve()
     torch.manual_seed(0)  # the same initial weights on every rank
     model = TinyLM(a.vocab, a.dim, 4, 2, a.seq).to(dev)
     if distributed:
