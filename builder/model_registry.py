@@ -21,7 +21,7 @@ and a ``launcher.py``); builder/ names no model (tests/unit/test_model_plugin.py
   ``CODE_DIR``, where its launch copies its folder on every host (``tpubuild profile`` runs its
   helper there); ``PROFILER``, the capture helper in CODE_DIR (``capture --port P --duration-ms MS
   --logdir DIR``; None: ``tpubuild profile`` refuses) and ``PROFILER_PORT``, its server's port on
-  the hosts; ``STEP_WORD``, the word of the log lines the dashboard's step-rate metric counts;
+  the hosts (None: builder/observe.py ``PROFILER_PORT``); ``STEP_WORD``, the word of the log lines the dashboard's step-rate metric counts;
   ``DATA_KEYS``, its keys that may hold a gs:// folder (their bucket names are checked);
   ``SEED_SCRIPTS``, the seed repository's own scripts of that model (path → what it was), which
   tpubuild replaces; ``RUNTIME``, the option fields of a script and its arguments, which
@@ -68,7 +68,7 @@ DEFAULT_MODEL = (SOURCE_MODELS / "DEFAULT_MODEL").read_text().strip()
 #: The step word of a training that selects no model (``tpubuild run``'s own scripts print it too).
 STEP_WORD = "tpubuild-step"
 #: What a model's keys.py may declare besides its keys, and the value when it does not.
-DECLARED: dict[str, Any] = {"CODE_DIR": "", "PROFILER": None, "PROFILER_PORT": 9012, "STEP_WORD": STEP_WORD,
+DECLARED: dict[str, Any] = {"CODE_DIR": "", "PROFILER": None, "PROFILER_PORT": None, "STEP_WORD": STEP_WORD,
                             "DATA_KEYS": (), "SEED_SCRIPTS": {}, "RUNTIME": ()}
 #: The optional functions of models/<name>/keys.py: the model's own rules, and its advice.
 CHECK = "check"

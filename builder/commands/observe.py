@@ -40,7 +40,7 @@ def target(settings: Settings) -> observe.Target:
     return observe.Target(arch=s.arch, project=s.project_id, zone=s.zone, tpu=s.tpu_name, env=s.env_name,
                           iap=not external, hosts=s.hosts, accelerator=s.accelerator_type,
                           mount_point=s.mount_point, code_dir=declared["CODE_DIR"], helper=declared["PROFILER"] or "",
-                          port=declared["PROFILER_PORT"], model=s.model, extra=extra)
+                          port=declared["PROFILER_PORT"] or observe.PROFILER_PORT, model=s.model, extra=extra)
 
 
 def _run(argv: list[str], what: str, capture: bool = False) -> str:

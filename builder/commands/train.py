@@ -59,7 +59,8 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
     p.add_argument("--no-ship", action="store_true",
                    help="copy nothing: the command's words that name local files are host paths")
     p.add_argument("--runtime", default="", metavar="MODEL",
-                   help="launch SCRIPT [ARGS] on every host as MODEL's training does (a model whose keys.py declares RUNTIME)")
+                   help="launch SCRIPT [ARGS] on every host as MODEL's training does "
+                        "(a model whose keys.py declares RUNTIME)")
     p.add_argument("words", nargs=argparse.REMAINDER, metavar="-- COMMAND...",
                    help="the command, after --, e.g. -- python3 train.py --steps 30")
     p.set_defaults(func=run_run)

@@ -20,8 +20,6 @@ from typing import Any
 
 from builder.config.keys import KeySpec, boolean, choice, integer
 
-from .recipe import PROFILER_PORT  # noqa: F401  (the declaration: the port of its profiler server)
-
 #: The plug-in declaration (builder/model_registry.py ``DECLARED``).
 CODE_DIR = ".tpubuild/roberta"  # where the launch copies models/roberta on every host (vm, mig)
 PROFILER = "xla_observe.py"  # torch_xla's profiler client, in CODE_DIR

@@ -18,7 +18,7 @@ from builder.config.keys import KeySpec
 
 # the declaration's facts that the launch also uses: the log word the dashboard's step rate
 # counts, and the port of the profiler server on the hosts
-from .launch import PROFILER_PORT, STEP_WORD  # noqa: F401
+from .facts import PROFILER_PORT, STEP_WORD  # noqa: F401  (models/torchtpu/facts.py: no dataclasses at import)
 
 #: The plug-in declaration (builder/model_registry.py ``declared``).
 CODE_DIR = ".tpubuild/torchtpu"  # where the launch copies models/torchtpu on every host

@@ -31,6 +31,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .facts import PROFILER_PORT, STEP_WORD  # noqa: F401
+
 MODEL = "torchtpu"
 #: Ports the slice's hosts open to each other (env_setup firewall rule, modules/network):
 #: torch-tpu's slice builder (base port, one per device of a host), torchrun's rendezvous, and
@@ -38,8 +40,6 @@ MODEL = "torchtpu"
 BASE_PORT = 8070
 MASTER_PORT = 29500
 HANDSHAKE_PORT = 36423
-#: Port of torch-tpu's profiler server on every host (models/torchtpu/tpu_observe.py ``serve``).
-PROFILER_PORT = 9012
 #: What the hosts install (from the Filestore wheelhouse): torch-tpu 0.2.0 needs torch 2.11 to 2.15.
 TORCH = "torch==2.13.0"
 TORCH_TPU = "torch-tpu==0.2.0"
@@ -51,9 +51,6 @@ TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 #: Generations torch-tpu supports (its README); v2/v3 are refused.
 GENERATIONS = ("v4", "v5e", "v5p", "v6e", "tpu7x")
 ARCHS = ("vm", "mig")
-#: The word every progress line of a TorchTPU script prints (models/torchtpu/examples): the
-#: dashboard's step-rate metric counts lines with it (keys.py ``STEP_WORD``).
-STEP_WORD = "tpubuild-step"
 #: Placeholders for what the launch script lists at run time (:func:`host_env`'s hostnames).
 HOSTNAMES_VAR = "TPUBUILD_WORKER_HOSTNAMES"
 
