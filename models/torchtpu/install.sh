@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Per host: install torch (CPU build: a TPU needs no CUDA), torch-tpu and libtpu for the Python
-# that trains, from the Filestore wheelhouse. The first host to take WHEELHOUSE/.lock downloads the
+# Per host: install torch (CPU build: a TPU needs no CUDA), torch-tpu and libtpu into the venv
+# ~/.tpubuild/venv-torchtpu (train.sh trains with it), from the Filestore wheelhouse. torch-tpu needs
+# Python 3.11+; the TPU VM images carry Ubuntu 22.04's 3.10, so the venv is made from the first
+# python3.1x >= 3.11 on the host, else from Ubuntu's python3.11 (apt, installed here). The first host to take WHEELHOUSE/.lock downloads the
 # wheels there; the others wait on the lock, then every host installs with --no-index. A stamp
 # makes a rerun with the same pins a no-op.
 # --no-deps REQ: also REQ, without its dependencies (XProf's capture client).
@@ -21,7 +23,21 @@ if [[ -r /etc/profile.d/tpubuild.sh ]]; then
   # shellcheck source=/dev/null
   . /etc/profile.d/tpubuild.sh
 fi
-py="${TPUBUILD_PYTHON:-python3}"
+venv="$HOME/.tpubuild/venv-torchtpu"
+new_enough() { "$1" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; }
+if [[ -z ${TPUBUILD_PYTHON:-} && ! -x $venv/bin/python ]]; then
+  base=""
+  for candidate in python3.13 python3.12 python3.11 python3; do
+    if command -v "$candidate" >/dev/null && new_enough "$candidate"; then base=$candidate; break; fi
+  done
+  if [[ -z $base ]]; then
+    echo "tpubuild: no Python 3.11+ on $(hostname); installing Ubuntu's python3.11"
+    sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3.11 python3.11-venv >/dev/null
+    base=python3.11
+  fi
+  "$base" -m venv "$venv"
+fi
+py="${TPUBUILD_PYTHON:-$venv/bin/python}"
 stamp="$HOME/.tpubuild/stamps/torchtpu-$(printf '%s ' "$@" "${nodeps[@]}" | sha256sum | cut -c1-16)"
 if [[ -f $stamp ]] && TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$py" -c 'import torch, torch_tpu' 2>/dev/null; then
   echo "tpubuild: already installed: $*"
@@ -40,10 +56,9 @@ if [[ -n $index ]]; then extra=(--extra-index-url "$index"); fi
     printf '%s\n' "$@" "${nodeps[@]}" >"$wheelhouse/.complete"
   fi
 ) 9>"$wheelhouse/.lock"
-"$py" -m pip install --quiet --disable-pip-version-check --user --no-index --find-links "$wheelhouse" "$@"
+"$py" -m pip install --quiet --disable-pip-version-check --no-index --find-links "$wheelhouse" "$@"
 if (( ${#nodeps[@]} )); then
-  "$py" -m pip install --quiet --disable-pip-version-check --user --no-index --find-links "$wheelhouse" --no-deps \
-    "${nodeps[@]}"
+  "$py" -m pip install --quiet --disable-pip-version-check --no-index --find-links "$wheelhouse" --no-deps "${nodeps[@]}"
 fi
 printf '%s\n' "$@" >"$stamp"
 echo "tpubuild: installed $*"

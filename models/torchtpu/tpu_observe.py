@@ -48,7 +48,16 @@ def capture(port: int, duration_ms: int, logdir: str) -> int:
     return 0
 
 
+#: install.sh's venv, where torch-tpu and xprof are (the host's python3 may be 3.10 without them).
+VENV_PYTHON = os.path.expanduser("~/.tpubuild/venv-torchtpu/bin/python")
+
+
 def main(argv: list[str]) -> int:
+    try:
+        import xprof  # noqa: F401
+    except ImportError:  # started with the host's python3 (builder/observe.py): the venv's instead
+        if os.path.exists(VENV_PYTHON) and os.path.realpath(sys.executable) != os.path.realpath(VENV_PYTHON):
+            os.execv(VENV_PYTHON, [VENV_PYTHON, os.path.abspath(__file__), *argv])
     p = argparse.ArgumentParser(prog="tpu_observe.py")
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("capture")

@@ -29,7 +29,7 @@ export PATH="$HOME/.local/bin:$PATH"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}"
 if [[ -n $profiler_port ]]; then export TPUBUILD_PROFILER_PORT="$profiler_port"; fi
-python="${TPUBUILD_PYTHON:-python3}"
+python="${TPUBUILD_PYTHON:-$HOME/.tpubuild/venv-torchtpu/bin/python}"  # install.sh's venv
 mkdir -p "$log_dir"
 log="$log_dir/host-${NODE_RANK}.log"
 # send_steps: the lines with the step word to syslog, tagged tpubuild-train and prefixed
