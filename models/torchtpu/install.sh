@@ -60,5 +60,5 @@ if [[ -n $index ]]; then extra=(--extra-index-url "$index"); fi
 if (( ${#nodeps[@]} )); then
   "$py" -m pip install --quiet --disable-pip-version-check --no-index --find-links "$wheelhouse" --no-deps "${nodeps[@]}"
 fi
-printf '%s\n' "$@" >"$stamp"
+printf '%s\n' "$@" "${nodeps[@]}" >"$stamp"
 echo "tpubuild: installed $*"
