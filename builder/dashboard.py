@@ -58,7 +58,7 @@ from builder import modules as catalogue
 from builder.dashboard_tiles import STEP_METRIC_PREFIX, Names, step_metric_name
 
 __all__ = ["STEP_METRIC_PREFIX", "TRAIN_LOG", "console_url", "for_settings", "render", "step_log_filter",
-           "step_metric_name", "to_json"]
+           "step_metric_name", "step_word", "to_json"]
 
 #: Width of the mosaic grid (the API's 48 columns) and of one tile (two per row).
 COLUMNS = 48
@@ -70,10 +70,11 @@ TRAIN_LOG = "tpubuild-train"
 ARCHS = catalogue.ARCHS
 
 
-def step_log_filter(project: str, env: str) -> str:
-    """The log entries counted as training steps: fairseq's ``train_inner`` progress lines that
+def step_log_filter(project: str, env: str, word: str) -> str:
+    """The log entries counted as training steps: the progress lines with the selected model's
+    step word ``word`` (its keys.py ``STEP_WORD``, builder/model_registry.py ``DECLARED``) that
     the hosts send to syslog tagged ``tpubuild-train`` and prefixed ``[tpubuild_env=<env>]``
-    (models/roberta/lib.sh ``send_train_steps``); rsyslog files them in
+    (each model's train script does: models/*/train.sh); rsyslog files them in
     /var/log/tpubuild-train.log and the Ops Agent's files receiver ``tpubuild-train`` ships that
     file as the log ``projects/<project>/logs/tpubuild-train`` (env_setup/scripts/startup.sh).
     The line is matched in ``textPayload`` or ``jsonPayload.message``: Google's Ops Agent docs we
@@ -81,7 +82,15 @@ def step_log_filter(project: str, env: str) -> str:
     tag = f"[tpubuild_env={env}]"
     def has(text: str) -> str:
         return f'(textPayload:"{text}" OR jsonPayload.message:"{text}")'
-    return f'logName="projects/{project}/logs/{TRAIN_LOG}" AND {has(tag)} AND {has("train_inner")}'
+    return f'logName="projects/{project}/logs/{TRAIN_LOG}" AND {has(tag)} AND {has(word)}'
+
+
+def step_word(settings: Any) -> str:
+    """The step word of the model ``settings`` selects (builder/model_registry.py ``DECLARED``;
+    with no model, the word ``tpubuild run`` scripts print)."""
+    from builder import model_registry
+
+    return model_registry.declared(settings.repo_root, settings.model, "STEP_WORD")
 
 
 def render(*, arch: str, project: str, zone: str, env: str, tpu: str, mig: str, filestore: str,

@@ -29,12 +29,18 @@ NODE_END_OF_LIFE = "2025-04-25"
 #: Actions that would apply (create or change) the TPU.
 APPLYING: frozenset[Action] = frozenset({Action.CREATE, Action.UPDATE, Action.AUTO})
 
-#: Seed-era script paths: the seed repository's own scripts, which this product replaces.
+#: Seed-era script paths: the seed repository's own scripts, which this product replaces (the
+#: model's own are declared by its package: :func:`seed_scripts`).
 SEED_SCRIPTS: dict[str, str] = {
     "env_setup/scripts/setup_mig.sh": "the seed's MIG setup (env_setup/scripts/startup.sh does it now)",
-    "roberta/env_setup/data_prep_seed_shared_disk_pd.sh":
-        "the seed's shared-PD preparation (the shared_pd-seed step copies GCS_DATASET now)",
 }
+
+
+def seed_scripts() -> dict[str, str]:
+    """Every seed-era script path: :data:`SEED_SCRIPTS` and each model's ``SEED_SCRIPTS``."""
+    from builder import model_registry
+
+    return {**SEED_SCRIPTS, **model_registry.seed_scripts()}
 
 
 def node_reason(settings: Settings) -> tuple[str, str]:
@@ -51,7 +57,7 @@ def node_refusal(settings: Settings, action: Action | None) -> ConfigError | Non
     if settings.arch != "node" or (action is not None and action not in APPLYING):
         return None
     key, what = node_reason(settings)
-    seed = any(p in SEED_SCRIPTS for p in (settings.mig_setup_script, settings.mig_seed_data_prep_script))
+    seed = any(p in seed_scripts() for p in (settings.mig_setup_script, settings.mig_seed_data_prep_script))
     era = "this seed-era file" if seed else "this file"
     refused = "plan, render and submit refuse create, update and auto" if action is None else f"{action} is refused"
     return ConfigError(

@@ -26,7 +26,7 @@ for v2-v4 and v5e. Two rewrites follow from it:
   record's ``shared_pd_types``: pd-balanced for v2 and v3, from
   https://cloud.google.com/tpu/docs/setup-persistent-disk);
 * MIG_SETUP_SCRIPT keeps its value: on TPU VMs the boot script (env_setup/scripts/startup.sh) runs
-  it on every host after the mounts; the seed's own scripts (``builder.legacy.SEED_SCRIPTS``) in
+  it on every host after the mounts; the seed's own scripts (``builder.legacy.seed_scripts``) in
   MIG_SETUP_SCRIPT / MIG_SEED_DATA_PREP_SCRIPT are cleared with a note, since this product does
   their work itself.
 
@@ -42,7 +42,7 @@ from pathlib import Path
 from builder import generations
 from builder.config import Settings, load_text
 from builder.config.validate import VM_RUNTIMES
-from builder.legacy import SEED_SCRIPTS
+from builder.legacy import seed_scripts
 from builder.records import field, record
 
 MARK = "# tpubuild migrate:"
@@ -192,10 +192,10 @@ def migrate_text(text: str, path: Path | str) -> Result:
                                 "guard refuses without _ALLOW_DATA_LOSS; destroy snapshots it first, and "
                                 'SHARED_PD_RESTORE="latest" restores that snapshot onto the new disk')
             continue
-        if key in SCRIPT_KEYS and raw in SEED_SCRIPTS:
-            out.append(f"{MARK} {raw} was {SEED_SCRIPTS[raw]}; cleared")
+        if key in SCRIPT_KEYS and raw in seed_scripts():
+            out.append(f"{MARK} {raw} was {seed_scripts()[raw]}; cleared")
             out.append(f'{m["lead"]}{key}{m["eq"]}""{tail}')
-            result.changes.append(f"{key}: {raw!r} → '' (seed script: {SEED_SCRIPTS[raw]})")
+            result.changes.append(f"{key}: {raw!r} → '' (seed script: {seed_scripts()[raw]})")
             continue
         out.append(line)
     if not result.changes:
@@ -207,7 +207,7 @@ def migrate_text(text: str, path: Path | str) -> Result:
         return result
     new_text = "\n".join(out) + ("\n" if text.endswith("\n") or not text else "")
     migrated = load_text(new_text, path)  # the result must load; a ConfigError here is a bug report
-    if node and settings.mig_setup_script and settings.mig_setup_script not in SEED_SCRIPTS:
+    if node and settings.mig_setup_script and settings.mig_setup_script not in seed_scripts():
         result.notes.append(f"MIG_SETUP_SCRIPT={settings.mig_setup_script!r} now runs on every TPU VM host "
                             "after the mounts (env_setup/scripts/startup.sh)")
     if node:

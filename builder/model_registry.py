@@ -1,7 +1,8 @@
 """The model packages (``models/<name>/``): the registry, where they are found, how tpubuild
 loads them, and what it expects of them (:class:`Launcher`).
 
-Adding a model = its own folder plus one line in :data:`MODELS`:
+Adding a model = its own folder (:data:`MODELS` lists the source tree's folders with a ``keys.py``
+and a ``launcher.py``); builder/ names no model (tests/unit/test_model_plugin.py enforces it):
 
 * ``models/<name>/keys.py``: ``KEYS``, a tuple of :class:`builder.config.keys.KeySpec` (names
   ``<NAME>_*``, fields ``<name>_*``); ``builder.config`` parses them into ``Settings.model_options``;
@@ -16,6 +17,15 @@ Adding a model = its own folder plus one line in :data:`MODELS`:
   cannot resume across), each a ``(key, what, fix)`` (:func:`change_problems`); and
   ``change_notes(applied, settings)``: what ``plan`` notes about the training on that update
   (how a resize's training resumes);
+* in that keys.py, the model's declaration (:data:`DECLARED`; module constants, each optional):
+  ``CODE_DIR``, where its launch copies its folder on every host (``tpubuild profile`` runs its
+  helper there); ``PROFILER``, the capture helper in CODE_DIR (``capture --port P --duration-ms MS
+  --logdir DIR``; None: ``tpubuild profile`` refuses) and ``PROFILER_PORT``, its server's port on
+  the hosts (None: builder/observe.py ``PROFILER_PORT``); ``STEP_WORD``, the word of the log lines the dashboard's step-rate metric counts;
+  ``DATA_KEYS``, its keys that may hold a gs:// folder (their bucket names are checked);
+  ``SEED_SCRIPTS``, the seed repository's own scripts of that model (path → what it was), which
+  tpubuild replaces; ``RUNTIME``, the option fields of a script and its arguments, which
+  ``tpubuild run --runtime <name> SCRIPT ARGS`` sets (builder/commands/runtime.py). Which generations and architectures it supports is its ``check``;
 * ``models/<name>/launcher.py``: the :class:`Launcher` that ``tpubuild train/stop/logs`` call;
 * its host scripts. The host transport (gcloud ssh/scp, IAP, the ready check, detach, stop) is the
   shared ``models/hosts.py``: a launcher imports it as ``from .. import hosts``.
@@ -28,8 +38,8 @@ works the same way (``models`` is a namespace package there).
 
 The folders are looked up first beside values.env (``<folder>/models``, a repository of the
 user's own), then in the source tree tpubuild runs from (an editable install, or the /workspace of
-a Cloud Build step). A registered model found in neither has no keys: its keys in values.env are
-then unknown keys (a warning; an error with ``--strict``).
+a Cloud Build step). A model of the user's own folder (a keys.py and a launcher.py) is registered like a shipped
+one (:func:`registered`): its keys, checks and declaration are read the same way.
 """
 
 from __future__ import annotations
@@ -46,15 +56,20 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config.keys import KeySpec
 
-#: The registry: one line per model package under models/.
-MODELS: tuple[str, ...] = (
-    "roberta",
-)
-
 #: The models/ folder of the source tree tpubuild runs from.
 SOURCE_MODELS = Path(__file__).resolve().parents[1] / "models"
 LAUNCHER = "launcher.py"
 KEYS = "keys.py"
+#: The registry: the model packages of the source tree (folders with a keys.py and a launcher.py).
+MODELS: tuple[str, ...] = tuple(sorted(d.name for d in SOURCE_MODELS.iterdir()
+                                       if (d / KEYS).is_file() and (d / LAUNCHER).is_file()))
+#: The model a values.env without a MODEL line selects: the one named in models/DEFAULT_MODEL.
+DEFAULT_MODEL = (SOURCE_MODELS / "DEFAULT_MODEL").read_text().strip()
+#: The step word of a training that selects no model (``tpubuild run``'s own scripts print it too).
+STEP_WORD = "tpubuild-step"
+#: What a model's keys.py may declare besides its keys, and the value when it does not.
+DECLARED: dict[str, Any] = {"CODE_DIR": "", "PROFILER": None, "PROFILER_PORT": None, "STEP_WORD": STEP_WORD,
+                            "DATA_KEYS": (), "SEED_SCRIPTS": {}, "RUNTIME": ()}
 #: The optional functions of models/<name>/keys.py: the model's own rules, and its advice.
 CHECK = "check"
 CHECK_CHANGE = "check_change"
@@ -150,10 +165,18 @@ def find(folder: Path | None, model: str, filename: str) -> Path | None:
     return None
 
 
+def registered(folder: Path | None) -> tuple[str, ...]:
+    """The models of values.env in ``folder``: :data:`MODELS` and those of ``<folder>/models``
+    (folders with a keys.py and a launcher.py), each once."""
+    theirs = {d.name for r in roots(folder) if r.resolve() != SOURCE_MODELS.resolve() for d in r.iterdir()
+              if (d / KEYS).is_file() and (d / LAUNCHER).is_file() and d.name.isidentifier()}
+    return tuple(sorted(set(MODELS) | theirs))
+
+
 @lru_cache(maxsize=None)
 def _keys(folder: Path | None) -> tuple[KeySpec, ...]:
     found: list[KeySpec] = []
-    for model in MODELS:
+    for model in registered(folder):
         root = find(folder, model, KEYS)
         if root is not None:
             found.extend(load(root, f"{model}.keys").KEYS)
@@ -262,3 +285,23 @@ def advice(settings: Any) -> list[str]:
     """The selected MODEL's warnings about ``settings`` (its keys.py ``warnings``)."""
     warn = _hook(settings, WARNINGS)
     return list(warn(settings)) if warn is not None else []
+
+
+def declared(folder: Path | None, model: str, name: str) -> Any:
+    """What ``model`` declares as ``name`` in its keys.py (:data:`DECLARED`: its default when the
+    model does not, or no models/ folder has it)."""
+    root = find(folder, model, KEYS) if model else None
+    default = DECLARED[name]
+    return getattr(load(root, f"{model}.keys"), name, default) if root is not None else default
+
+
+def declared_by_all(folder: Path | None, name: str) -> dict[str, Any]:
+    """``{model: its declaration of name}`` for every registered model."""
+    return {model: declared(folder, model, name) for model in registered(folder)}
+
+
+@lru_cache(maxsize=None)
+def seed_scripts() -> dict[str, str]:
+    """The seed repository's model scripts that tpubuild replaces (each model's ``SEED_SCRIPTS``)."""
+    return {path: what for scripts in declared_by_all(None, "SEED_SCRIPTS").values()
+            for path, what in scripts.items()}

@@ -82,7 +82,12 @@ class Target:
     hosts: int
     accelerator: str
     mount_point: str
-    code_dir: str = ".tpubuild/roberta"
+    #: the selected model's declaration (builder/model_registry.py DECLARED): where its folder is on
+    #: the hosts, its capture helper there ("": it has none) and its profiler server's port
+    code_dir: str = ""
+    helper: str = HELPER
+    port: int = PROFILER_PORT
+    model: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -133,20 +138,24 @@ _HOST_PYTHON = Template('if [ -r /etc/profile.d/tpubuild.sh ]; then . /etc/profi
                         'PATH="$$HOME/.local/bin:$$PATH" python3 $helper $args')
 
 
-def host_python(code_dir: str, *args: str) -> str:
+def host_python(code_dir: str, *args: str, helper: str = HELPER) -> str:
     """A POSIX sh line that runs on a host: load the host's environment and the training Python
     (train.sh's), then the helper with ``args`` (each quoted)."""
-    return _HOST_PYTHON.substitute(helper=shlex.quote(f"{code_dir}/{HELPER}"), args=shlex.join(args))
+    return _HOST_PYTHON.substitute(helper=shlex.quote(f"{code_dir}/{helper}"), args=shlex.join(args))
 
 
 def profile_commands(t: Target, host: int, duration_ms: int, stamp: str, state_bucket: str,
                      local_dir: str) -> list[list[str]]:
     """The capture on host ``host`` (into Filestore), the copy back to ``local_dir`` and the upload."""
     _refuse_node(t, "tpubuild profile")
+    if not (t.code_dir and t.helper):
+        what = f"the {t.model} model declares no profiler" if t.model else "MODEL is empty: no model is selected"
+        raise BadInput(f"profile: {what} (CODE_DIR and PROFILER in its keys.py, "
+                       "builder/model_registry.py DECLARED); profile a model that declares one")
     check_host(host, t.hosts, t.accelerator)
     remote = profile_dir(t.mount_point, t.env, stamp)
-    capture = host_python(t.code_dir, "capture", "--port", str(PROFILER_PORT), "--duration-ms", str(duration_ms),
-                          "--logdir", remote)
+    capture = host_python(t.code_dir, "capture", "--port", str(t.port), "--duration-ms", str(duration_ms),
+                          "--logdir", remote, helper=t.helper)
     return [
         ssh(t, host, capture),
         scp_back(t, host, remote, local_dir),

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 
+from builder.model_registry import DEFAULT_MODEL
+
 #: command → (description, examples epilog)
 HELP: dict[str, tuple[str, str]] = {
     "initialize": (
@@ -69,8 +71,8 @@ HELP: dict[str, tuple[str, str]] = {
     "train": (
         "Launch a model (models/<MODEL>/launcher.py) on every host of the TPU: its software, its data "
         "preparation and the training itself (docs/models.md).",
-        "examples:\n  tpubuild train roberta --dry-run   the exact per-host command lines\n"
-        "  tpubuild train roberta\n  tpubuild logs --host 0 -f"),
+        f"examples:\n  tpubuild train {DEFAULT_MODEL} --dry-run   the exact per-host command lines\n"
+        f"  tpubuild train {DEFAULT_MODEL}\n  tpubuild logs --host 0 -f"),
     "run": (
         "Run your own command on every TPU host (or host N) with the host's XLA/PJRT environment, "
         "detached (closing the terminal leaves it running), logged per host on Filestore at "

@@ -12,7 +12,7 @@ import tempfile
 import time
 from typing import Any
 
-from builder import observe
+from builder import model_registry, observe
 from builder.commands import load_settings
 from builder.config import Settings
 from builder.errors import BadInput, WorldError
@@ -34,9 +34,13 @@ def target(settings: Settings) -> observe.Target:
     external = s.mig_external_ip if s.arch == "node" else s.tpu_external_ips
     # how gcloud reaches the hosts (models/hosts.py; on mig the slice's VMs in worker order)
     extra: dict[str, Any] = {"reach": mig_hosts.access(s)}
+    # the selected model's own declaration (builder/model_registry.py DECLARED)
+    declared = {name: model_registry.declared(s.repo_root, s.model, name)
+                for name in ("CODE_DIR", "PROFILER", "PROFILER_PORT")}
     return observe.Target(arch=s.arch, project=s.project_id, zone=s.zone, tpu=s.tpu_name, env=s.env_name,
                           iap=not external, hosts=s.hosts, accelerator=s.accelerator_type,
-                          mount_point=s.mount_point, extra=extra)
+                          mount_point=s.mount_point, code_dir=declared["CODE_DIR"], helper=declared["PROFILER"] or "",
+                          port=declared["PROFILER_PORT"] or observe.PROFILER_PORT, model=s.model, extra=extra)
 
 
 def _run(argv: list[str], what: str, capture: bool = False) -> str:

@@ -45,7 +45,7 @@ LAUNCHER = model_registry.LAUNCHER
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("train", parents=[common], help="launch a model (models/<MODEL>) on every host of the TPU")
-    p.add_argument("model", metavar="MODEL", help="a folder under models/, e.g. roberta")
+    p.add_argument("model", metavar="MODEL", help=f"a folder under models/, e.g. {model_registry.DEFAULT_MODEL}")
     p.add_argument("--dry-run", action="store_true", help="print the exact per-host command lines and the script")
     p.add_argument("--metrics", action="store_true",
                    help="every host rewrites torch_xla's metrics report every minute (default: at the end of the run)")
@@ -58,6 +58,9 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
                    help="also copy this file or folder (under the current folder) to the hosts; repeatable")
     p.add_argument("--no-ship", action="store_true",
                    help="copy nothing: the command's words that name local files are host paths")
+    p.add_argument("--runtime", default="", metavar="MODEL",
+                   help="launch SCRIPT [ARGS] on every host as MODEL's training does "
+                        "(a model whose keys.py declares RUNTIME)")
     p.add_argument("words", nargs=argparse.REMAINDER, metavar="-- COMMAND...",
                    help="the command, after --, e.g. -- python3 train.py --steps 30")
     p.set_defaults(func=run_run)
@@ -330,6 +333,10 @@ def run_run(args: argparse.Namespace) -> int:
         words = words[1:]
     if not words:
         raise BadInput("run: no command; write it after --, e.g. tpubuild run -- python3 train.py")
+    if args.runtime:  # builder/commands/runtime.py: the model's own launch of a script of yours
+        from builder.commands.runtime import run_runtime
+
+        return run_runtime(args, words)
     settings = load_settings(args)
     hosts = load_hosts(settings)
     here = Path.cwd()

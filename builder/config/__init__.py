@@ -22,7 +22,7 @@ from builder.config.keys import IGNORED_KEYS, KEYS, KeySpec
 from builder.config.loader import Entry, parse, read_text
 from builder.config.scripts import find_script
 from builder.model_registry import model_keys
-from builder.legacy import SEED_SCRIPTS
+from builder.legacy import seed_scripts
 from builder.config.settings import Settings
 from builder.errors import BadInput, ConfigError, ConfigErrors
 from builder.topology import parse as parse_topology
@@ -296,7 +296,7 @@ def _finish(path: Path, values: dict[str, Any], model_options: dict[str, Any], b
     for key, field in (("MIG_SETUP_SCRIPT", "mig_setup_script"), ("MIG_SEED_DATA_PREP_SCRIPT", "mig_seed_data_prep_script")):
         rel = values[field]
         if rel and not later and find_script(root, rel) is None:
-            if rel in SEED_SCRIPTS:
+            if rel in seed_scripts():
                 warnings.append(f"{path}:{lines[key]}: {key}={rel!r} is the seed repository's own script, which "
                                 "tpubuild replaces; run tpubuild migrate to clear it")
                 continue

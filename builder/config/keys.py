@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from builder import generations
+from builder.model_registry import DEFAULT_MODEL
 from builder.config.filestore import NAMES as FILESTORE_TIERS
 from builder.records import record
 
@@ -371,8 +372,8 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("TPU_RECOVERY_MAX_TRIES", "recovery_max_tries", 3, integer(1, 20, "tries"),
             "With TPU_RECOVERY: consecutive failed recoveries after which the health check stops "
             "retrying and says so (1-20, default 3)."),
-    KeySpec("MODEL", "model", "roberta",
-            pattern(r"[a-z][a-z0-9_]*", "a model folder name", "roberta", allow_empty=True),
+    KeySpec("MODEL", "model", DEFAULT_MODEL,
+            pattern(r"[a-z][a-z0-9_]*", "a model folder name", DEFAULT_MODEL, allow_empty=True),
             "The model package under models/ the hosts are prepared for."),
 )
 

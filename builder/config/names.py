@@ -124,11 +124,20 @@ def supplied(settings: Any) -> list[tuple[str, str, str]]:
         out.append(("gce", settings.subnetwork, "SUBNETWORK"))
     if settings.shared_pd_restore and settings.shared_pd_restore != "latest":
         out.append(("gce", settings.shared_pd_restore, "SHARED_PD_RESTORE"))
-    for key, uri in (("GCS_DATASET", settings.gcs_dataset),
-                     ("ROBERTA_DATA_SOURCE", settings.model_options.get("roberta_data_source", ""))):
+    for key, uri in (("GCS_DATASET", settings.gcs_dataset), *data_uris(settings)):
         if isinstance(uri, str) and uri.startswith("gs://"):
             out.append(("bucket", uri[5:].split("/", 1)[0], key))
     return out
+
+
+def data_uris(settings: Any) -> list[tuple[str, Any]]:
+    """``(key, value)`` of every key a registered model declares as data (its ``DATA_KEYS``:
+    builder/model_registry.py), as the values set them."""
+    from builder import model_registry
+
+    fields = {k.name: k.field for k in model_registry.model_keys(settings.repo_root)}
+    keys = [k for ks in model_registry.declared_by_all(settings.repo_root, "DATA_KEYS").values() for k in ks]
+    return [(key, settings.model_options.get(fields[key], "")) for key in keys if key in fields]
 
 
 def check(settings: Any, fail: Fail) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from builder.errors import ConfigError
-from builder.legacy import SEED_SCRIPTS
+from builder.legacy import seed_scripts
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config.settings import Settings
@@ -34,8 +34,8 @@ def repo_script(settings: Settings, key: str, rel: str) -> str:
     if found is not None:
         return found
     used = "a create or update that runs it is refused (destroy runs no script)"  # what each command does
-    if rel in SEED_SCRIPTS:
-        raise ConfigError(f"{rel!r} is {SEED_SCRIPTS[rel]}, not a script of this repository; {used}",
+    if rel in seed_scripts():
+        raise ConfigError(f"{rel!r} is {seed_scripts()[rel]}, not a script of this repository; {used}",
                           "run tpubuild migrate (it clears the seed's script paths)",
                           path=settings.source, line=settings.line_of(key), key=key)
     raise ConfigError(f"{rel!r} does not exist (looked in {root} and {root / 'models'}); {used}",

@@ -20,6 +20,14 @@ from typing import Any
 
 from builder.config.keys import KeySpec, boolean, choice, integer
 
+#: The plug-in declaration (builder/model_registry.py ``DECLARED``).
+CODE_DIR = ".tpubuild/roberta"  # where the launch copies models/roberta on every host (vm, mig)
+PROFILER = "xla_observe.py"  # torch_xla's profiler client, in CODE_DIR
+STEP_WORD = "train_inner"  # fairseq's progress lines (lib.sh send_train_steps)
+DATA_KEYS = ("ROBERTA_DATA_SOURCE",)
+SEED_SCRIPTS = {"roberta/env_setup/data_prep_seed_shared_disk_pd.sh":
+                "the seed's shared-PD preparation (the shared_pd-seed step copies GCS_DATASET now)"}
+
 
 def positive_float(value: str) -> float:
     v = value.strip()

@@ -9,12 +9,13 @@ resource "google_monitoring_dashboard" "this" {
   dashboard_json = var.dashboard_json
 }
 
-# Training progress as a metric: every fairseq `train_inner` line that a host sends to the
+# Training progress as a metric: every line with the model's step word (its keys.py STEP_WORD:
+# fairseq's `train_inner` for roberta, `tpubuild-step` for torchtpu) that a host sends to the
 # tpubuild-train log (models/xla_observe.py) counts once; the dashboard plots its rate.
 resource "google_logging_metric" "steps" {
   project     = var.project_id
   name        = var.step_metric_name
-  description = "Training progress lines (fairseq train_inner) logged by the hosts of ${var.env_name}."
+  description = "Training progress lines (the model's step word) logged by the hosts of ${var.env_name}."
   filter      = var.step_log_filter
 
   metric_descriptor {

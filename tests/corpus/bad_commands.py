@@ -126,4 +126,17 @@ CASES: list[Case] = [
          expect=("{tmp}/plans: is a directory",), setup=plan_files),
     Case("plan-json-is-binary-plan", args=("guard", "--plan-json", "{tmp}/plan.tfplan", "--module", "tpu", "--action", "create"),
          expect=("{tmp}/plan.tfplan:", "not UTF-8", "not the binary plan file"), setup=plan_files, sub=True),
+    # tpubuild run --runtime MODEL (builder/commands/runtime.py)
+    Case("run-runtime-no-script", base=VM, args=("run", "--values", "{values}", "--dry-run", "--runtime", "torchtpu", "--",
+                                                  "nope.py"),
+         expect=("--runtime torchtpu: nope.py is not a file under {tmp}", "name a script there")),
+    Case("run-runtime-takes-no-script", base=VM, args=("run", "--values", "{values}", "--dry-run", "--runtime", "roberta",
+                                                       "--", "x.py"),
+         expect=("--runtime roberta:", "declares no RUNTIME", "without --runtime")),
+    Case("run-runtime-one-host", base=VM, args=("run", "--values", "{values}", "--dry-run", "--runtime", "torchtpu",
+                                                "--hosts", "1", "--", "x.py"),
+         expect=("--runtime torchtpu: the launch runs on every host", "leave out --hosts")),
+    Case("run-runtime-unknown", base=VM, args=("run", "--values", "{values}", "--dry-run", "--runtime", "bert", "--",
+                                               "x.py"),
+         expect=("--runtime bert: not a model", "roberta, torchtpu")),
 ]

@@ -4,6 +4,8 @@ provisioning, zones and the node legacy. test_bad_input_corpus.py runs every cas
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.conftest import EXAMPLES, NODE, SHIPPED
 from tests.support.bad_input import MINIMAL, Case, a_directory, big_file, overrides
 
@@ -11,6 +13,11 @@ VM = EXAMPLES / "vm-v4-32.env"
 V5E = EXAMPLES / "vm-v5litepod-16.env"
 MIG = EXAMPLES / "mig-v6e-16-spot.env"
 CAL = EXAMPLES / "mig-v6e-32-calendar.env"
+
+
+def a_script(tmp: Path) -> None:
+    """A script beside values.env for TORCHTPU_SCRIPT="train.py"."""
+    (tmp / "train.py").write_text("print('hi')\n")
 
 CASES: list[Case] = [
     # ---------------------------------------------------------------- values.env syntax
@@ -251,4 +258,17 @@ CASES: list[Case] = [
          expect=("ENV_TTL_HOURS:", "'eight' is not a whole number of hours", "e.g. 8")),
     Case("ttl-hours-days", overrides(ENV_TTL_HOURS="2d"), base=VM,
          expect=("ENV_TTL_HOURS:", "'2d' is not a whole number of hours", "e.g. 48")),
+    # ---------------------------------------------------------------- MODEL="torchtpu" (models/torchtpu)
+    Case("torchtpu-on-v3", overrides(MODEL="torchtpu", TORCHTPU_SCRIPT="train.py"), setup=a_script,
+         expect=("TPU_ACCELERATOR_TYPE:", "torch-tpu does not support v3 (v3-32)", "v4, v5e, v5p, v6e, tpu7x"), problems=1),
+    Case("torchtpu-on-node", overrides(MODEL="torchtpu", TORCHTPU_SCRIPT="train.py"), base=NODE, setup=a_script,
+         expect=("TPU_ARCH:", "TPU Node", "tpubuild migrate"), problems=1),
+    Case("torchtpu-without-script", overrides(MODEL="torchtpu"), base=MIG,
+         expect=("{values}: TORCHTPU_SCRIPT:", 'MODEL="torchtpu" needs a script', "set TORCHTPU_SCRIPT"), problems=1),
+    Case("torchtpu-script-missing", overrides(MODEL="torchtpu", TORCHTPU_SCRIPT="nowhere/train.py"), base=MIG,
+         expect=("TORCHTPU_SCRIPT:", "nowhere/train.py is not a file in {tmp}", "relative to values.env"), problems=1),
+    Case("torchtpu-script-outside", overrides(MODEL="torchtpu", TORCHTPU_SCRIPT="../train.py"), base=MIG,
+         expect=("TORCHTPU_SCRIPT:", "not a path in this repository"), problems=1),
+    Case("torchtpu-args-unclosed", overrides(MODEL="torchtpu", TORCHTPU_SCRIPT="train.py", TORCHTPU_ARGS="--name 'x"),
+         base=MIG, setup=a_script, expect=("TORCHTPU_ARGS:", "close every quote"), problems=1),
 ]

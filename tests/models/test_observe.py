@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from builder import dashboard, observe, tfvars
+from builder import dashboard, model_registry, observe, tfvars
 from builder.config import load
 from tests.conftest import EXAMPLES, REPO, SHIPPED, require
 
@@ -98,9 +98,13 @@ def test_render_and_plan_show_the_dashboard_module(cli) -> None:
 
 # ---------------------------------------------------------------- commands, real gcloud
 
+#: roberta's declaration (models/roberta/keys.py): where its helper is on the hosts
+ROBERTA_CODE = model_registry.declared(None, "roberta", "CODE_DIR")
+
+
 def _target(iap: bool = True) -> observe.Target:
     return observe.Target(arch="vm", project="my-tpu-project", zone="us-central2-b", tpu="tpu-e1", env="e1",
-                          iap=iap, hosts=4, accelerator="v4-32", mount_point="/mnt/common")
+                          iap=iap, hosts=4, accelerator="v4-32", mount_point="/mnt/common", code_dir=ROBERTA_CODE)
 
 
 @pytest.mark.parametrize("iap", [True, False])
@@ -122,7 +126,8 @@ def test_profile_reaches_the_live_slot_and_the_hint_names_both(cli) -> None:
     reach = hosts().for_arch("vm", "my-tpu-project", "us-central2-b", True, 4, tpu_name="tpu-e1", mig_name="",
                              slots=("tpu-e1", "tpu-e1-b"))
     t = observe.Target(arch="vm", project="my-tpu-project", zone="us-central2-b", tpu="tpu-e1", env="e1", iap=True,
-                       hosts=4, accelerator="v4-32", mount_point="/mnt/common", extra={"reach": reach})
+                       hosts=4, accelerator="v4-32", mount_point="/mnt/common", code_dir=ROBERTA_CODE,
+                       extra={"reach": reach})
     capture, back, upload = observe.profile_commands(t, 2, 5000, "20261123T000000Z", "b-tf-backend", "/tmp/x")
     for argv in (capture, back):
         assert argv[:2] == ["bash", "-c"] and "gcloud compute tpus tpu-vm list" in argv[2]

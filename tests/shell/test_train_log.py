@@ -14,7 +14,7 @@ import yaml
 from test_startup import vm_box
 from test_startup_sandbox import STARTUP
 
-from builder import dashboard
+from builder import dashboard, model_registry
 
 ROOT = Path(__file__).resolve().parents[2]
 LIB = ROOT / "models" / "roberta" / "lib.sh"
@@ -141,7 +141,8 @@ def _entries(project: str, sent: str) -> list[dict]:
 
 @pytest.mark.parametrize("shape", [0, 1], ids=["textPayload", "jsonPayload.message"])
 def test_step_filter_counts_exactly_this_environments_train_inner_lines(tmp_path, shape):
-    filter_ = dashboard.step_log_filter("proj", "env1")
+    word = model_registry.declared(None, "roberta", "STEP_WORD")  # models/roberta/keys.py: fairseq's
+    filter_ = dashboard.step_log_filter("proj", "env1", word)
     mine = sent_lines(tmp_path / "a", "env1")
     other = sent_lines(tmp_path / "b", "env10")  # a prefix of another env's name must not match
     assert len(mine) == 2
