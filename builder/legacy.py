@@ -29,18 +29,30 @@ NODE_END_OF_LIFE = "2025-04-25"
 #: Actions that would apply (create or change) the TPU.
 APPLYING: frozenset[Action] = frozenset({Action.CREATE, Action.UPDATE, Action.AUTO})
 
-#: Seed-era script paths: the seed repository's own scripts, which this product replaces (the
-#: model's own are declared by its package: :func:`seed_scripts`).
-SEED_SCRIPTS: dict[str, str] = {
+#: The seed repository's own scripts that belong to no model, which this product replaces. A
+#: model's are declared by its package (its keys.py ``SEED_SCRIPTS``); ``SEED_SCRIPTS`` of this
+#: module is the whole record (:func:`seed_scripts`).
+_OWN_SEED_SCRIPTS: dict[str, str] = {
     "env_setup/scripts/setup_mig.sh": "the seed's MIG setup (env_setup/scripts/startup.sh does it now)",
 }
 
 
 def seed_scripts() -> dict[str, str]:
-    """Every seed-era script path: :data:`SEED_SCRIPTS` and each model's ``SEED_SCRIPTS``."""
+    """Every seed-era script path (path → what it was): this module's own and every shipped
+    model's ``SEED_SCRIPTS`` (builder/model_registry.py :func:`seed_scripts`), whatever MODEL the
+    file selects, a model the registry knows or none: a seed-era file is recognised by its paths
+    alone (validate names them, migrate clears them, destroy resolves neither)."""
     from builder import model_registry
 
-    return {**SEED_SCRIPTS, **model_registry.seed_scripts()}
+    return {**_OWN_SEED_SCRIPTS, **model_registry.seed_scripts()}
+
+
+def __getattr__(name: str) -> dict[str, str]:
+    """``SEED_SCRIPTS``: the whole record, :func:`seed_scripts` (read when first used, so importing
+    this module loads no model's keys.py)."""
+    if name == "SEED_SCRIPTS":
+        return seed_scripts()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def node_reason(settings: Settings) -> tuple[str, str]:
