@@ -56,7 +56,7 @@ def test_request_bodies_are_recorded(gcloud) -> None:
 _CREATE = ["compute", "instances", "create", "seed-1", "--zone", "europe-west4-a", "--no-address",
            "--disk", "name=pd-1,device-name=seed,mode=rw,boot=no,auto-delete=no",
            "--metadata", "enable-guest-attributes=TRUE", "--metadata-from-file", "startup-script=/etc/hostname"]
-BOTH_WAYS = [*ACCEPTED, *REJECTED, _CREATE, _CREATE,
+BOTH_WAYS = [*ACCEPTED, *REJECTED, _CREATE, _CREATE, ["storage", "cat", "gs://b/lock.json"],
              ["builds", "submit", "--no-source", "--config", "/nonexistent/cloudbuild.yaml"],
              ["compute", "disks", "create", "d", "--zone", "us-central1-a", "--size", "10GB", "--format", "json"],
              ["compute", "instances", "list", "--project", "another-project", "--format", "value(name)"],
@@ -88,6 +88,7 @@ def test_the_loaded_cli_answers_every_line_as_the_gcloud_command(tmp_path) -> No
         del os.environ["TPUBUILD_GCLOUD_WORKER"]
     try:
         assert loaded.in_process and not command.in_process
+        pid = loaded._worker.proc.pid if loaded._worker else None
         for argv in BOTH_WAYS:
             a, b = loaded.parse(argv), command.parse(argv)
             sent = [[(r.method, r.path, json.dumps(r.body).replace(g.fake.url, "FAKE/")) for r in p.requests]
@@ -95,6 +96,8 @@ def test_the_loaded_cli_answers_every_line_as_the_gcloud_command(tmp_path) -> No
             last = [(p.stderr.strip().splitlines() or [""])[-1].replace(str(home), "HOME")
                     for p, home in ((a, tmp_path / "loaded"), (b, tmp_path / "command"))]
             assert (a.returncode, a.ok, sent[0], last[0]) == (b.returncode, b.ok, sent[1], last[1]), argv
+        # one loaded CLI answered every line (`storage` ran as its own command and left it whole)
+        assert loaded._worker is not None and loaded._worker.proc.pid == pid
     finally:
         loaded.close()
         command.close()

@@ -25,6 +25,7 @@ import re
 import select
 import shutil
 import subprocess
+import tempfile
 import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -124,6 +125,12 @@ class _Fake:
         self.server.server_close()
 
 
+#: Command groups that run as their own ``gcloud`` process even with the loaded CLI at hand: ``gcloud
+#: storage`` starts worker processes of its own and leaves the process that ran it unable to run
+#: another command (seen with ``storage cat`` then ``scheduler jobs describe``: it exits 1).
+_OWN_PROCESS = frozenset({"storage"})
+
+
 class _Worker:
     """The real gcloud's CLI, loaded once in gcloud's own Python (``tests/support/gcloud_worker.py``)
     and given one command line at a time: a ``gcloud`` process spends about a second starting
@@ -136,8 +143,9 @@ class _Worker:
         root = Path(executable).resolve().parent.parent  # <sdk>/bin/gcloud
         bundled = root / "platform" / "bundledpythonunix" / "bin" / "python3"
         python = env.get("CLOUDSDK_PYTHON") or (str(bundled) if bundled.exists() else shutil.which("python3") or "python3")
+        self.log = tempfile.NamedTemporaryFile(prefix="gcloud-worker-", suffix=".log", delete=False)  # noqa: SIM115
         self.proc = subprocess.Popen([python, str(Path(__file__).with_name("gcloud_worker.py")), str(root / "lib")],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
                                      env=env, text=True)
         if self._line(120) != "ready":
             self.close()
@@ -156,7 +164,8 @@ class _Worker:
         self.proc.stdin.flush()
         line = self._line(timeout)
         if not line:
-            raise OSError(f"gcloud's CLI process ended while running {argv}")
+            tail = Path(self.log.name).read_text(errors="replace")[-2000:]
+            raise OSError(f"gcloud's CLI process ended ({self.proc.wait()}) while running {argv}: {tail}")
         answer = json.loads(line)
         return answer["returncode"], answer["stdout"], answer["stderr"]
 
@@ -220,15 +229,19 @@ class Gcloud:
             argv = argv[1:]
         with self._lock:
             before = len(self.fake.requests)
-            worker = self._started() if stdin is None else None
+            worker = self._started() if stdin is None and not _OWN_PROCESS.intersection(argv[:2]) else None
             if worker is not None:
                 try:
                     code, out, err = worker.run(list(argv), timeout)
+                    return Parsed(list(argv), code, out, err, self.fake.requests[before:])
+                except OSError:  # the loaded CLI ended: this line runs as the command, the next in a new one
+                    worker.close()
+                    self._worker = None
+                    del self.fake.requests[before:]
                 except BaseException:
                     worker.close()
                     self._worker = None
                     raise
-                return Parsed(list(argv), code, out, err, self.fake.requests[before:])
             proc = subprocess.run([self.executable, *argv], env=self.env, input=stdin, capture_output=True,
                                   text=True, timeout=timeout, stdin=None if stdin is not None else subprocess.DEVNULL)
             return Parsed(list(argv), proc.returncode, proc.stdout, proc.stderr, self.fake.requests[before:])
