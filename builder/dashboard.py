@@ -57,8 +57,8 @@ from typing import Any
 from builder import modules as catalogue
 from builder.dashboard_tiles import STEP_METRIC_PREFIX, Names, step_metric_name
 
-__all__ = ["STEP_METRIC_PREFIX", "TRAIN_LOG", "console_url", "for_settings", "render", "step_log_filter",
-           "step_metric_name", "step_word", "to_json"]
+__all__ = ["STEP_METRIC_PREFIX", "TRAIN_LOG", "console_url", "for_settings", "render", "step_label",
+           "step_log_filter", "step_metric_name", "step_word", "to_json"]
 
 #: Width of the mosaic grid (the API's 48 columns) and of one tile (two per row).
 COLUMNS = 48
@@ -91,6 +91,17 @@ def step_word(settings: Any) -> str:
     from builder import model_registry
 
     return model_registry.declared(settings.repo_root, settings.model, "STEP_WORD")
+
+
+def step_label(settings: Any) -> str:
+    """How the step metric's description names the lines it counts (modules/dashboard
+    ``step_label``): the selected model's keys.py ``STEP_LABEL``, else its step word. Roberta's,
+    ``fairseq train_inner``, keeps the description every environment applied before models were
+    plug-ins, so those plan no change."""
+    from builder import model_registry
+
+    label = model_registry.declared(settings.repo_root, settings.model, "STEP_LABEL")
+    return label if label is not None else step_word(settings)
 
 
 def render(*, arch: str, project: str, zone: str, env: str, tpu: str, mig: str, filestore: str,

@@ -21,7 +21,8 @@ and a ``launcher.py``); builder/ names no model (tests/unit/test_model_plugin.py
   ``CODE_DIR``, where its launch copies its folder on every host (``tpubuild profile`` runs its
   helper there); ``PROFILER``, the capture helper in CODE_DIR (``capture --port P --duration-ms MS
   --logdir DIR``; None: ``tpubuild profile`` refuses) and ``PROFILER_PORT``, its server's port on
-  the hosts (None: builder/observe.py ``PROFILER_PORT``); ``STEP_WORD``, the word of the log lines the dashboard's step-rate metric counts;
+  the hosts (None: builder/observe.py ``PROFILER_PORT``); ``STEP_WORD``, the word of the log lines the dashboard's step-rate metric counts, and
+  ``STEP_LABEL``, how the metric's description names those lines (None: the step word);
   ``DATA_KEYS``, its keys that may hold a gs:// folder (their bucket names are checked);
   ``SEED_SCRIPTS``, the seed repository's own scripts of that model (path → what it was), which
   tpubuild replaces; ``RUNTIME``, the option fields of a script and its arguments, which
@@ -69,6 +70,7 @@ DEFAULT_MODEL = (SOURCE_MODELS / "DEFAULT_MODEL").read_text().strip()
 STEP_WORD = "tpubuild-step"
 #: What a model's keys.py may declare besides its keys, and the value when it does not.
 DECLARED: dict[str, Any] = {"CODE_DIR": "", "PROFILER": None, "PROFILER_PORT": None, "STEP_WORD": STEP_WORD,
+                            "STEP_LABEL": None,
                             "DATA_KEYS": (), "SEED_SCRIPTS": {}, "RUNTIME": ()}
 #: The optional functions of models/<name>/keys.py: the model's own rules, and its advice.
 CHECK = "check"

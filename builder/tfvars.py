@@ -194,6 +194,7 @@ def _dashboard(s: Settings) -> dict[str, Any]:
         "dashboard_json": dashboard.to_json(dashboard.for_settings(s)),
         "step_metric_name": dashboard.step_metric_name(s.env_name),
         "step_log_filter": dashboard.step_log_filter(s.project_id, s.env_name, dashboard.step_word(s)),
+        "step_label": dashboard.step_label(s),
     }
 
 

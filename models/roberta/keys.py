@@ -24,6 +24,7 @@ from builder.config.keys import KeySpec, boolean, choice, integer
 CODE_DIR = ".tpubuild/roberta"  # where the launch copies models/roberta on every host (vm, mig)
 PROFILER = "xla_observe.py"  # torch_xla's profiler client, in CODE_DIR
 STEP_WORD = "train_inner"  # fairseq's progress lines (lib.sh send_train_steps)
+STEP_LABEL = "fairseq train_inner"  # the step metric's description (the text every existing environment has)
 DATA_KEYS = ("ROBERTA_DATA_SOURCE",)
 SEED_SCRIPTS = {"roberta/env_setup/data_prep_seed_shared_disk_pd.sh":
                 "the seed's shared-PD preparation (the shared_pd-seed step copies GCS_DATASET now)"}

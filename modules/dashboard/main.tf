@@ -11,11 +11,13 @@ resource "google_monitoring_dashboard" "this" {
 
 # Training progress as a metric: every line with the model's step word (its keys.py STEP_WORD:
 # fairseq's `train_inner` for roberta, `tpubuild-step` for torchtpu) that a host sends to the
-# tpubuild-train log (models/xla_observe.py) counts once; the dashboard plots its rate.
+# tpubuild-train log (models/xla_observe.py) counts once; the dashboard plots its rate. The
+# description names those lines by the model's STEP_LABEL ("fairseq train_inner" for roberta, as
+# before models were plug-ins, so existing environments plan no change; else the step word).
 resource "google_logging_metric" "steps" {
   project     = var.project_id
   name        = var.step_metric_name
-  description = "Training progress lines (the model's step word) logged by the hosts of ${var.env_name}."
+  description = "Training progress lines (${var.step_label}) logged by the hosts of ${var.env_name}."
   filter      = var.step_log_filter
 
   metric_descriptor {

@@ -27,3 +27,13 @@ variable "step_log_filter" {
     error_message = "step_log_filter must select the tpubuild-train log."
   }
 }
+
+variable "step_label" {
+  description = "How the step metric's description names the lines it counts (the model's keys.py STEP_LABEL, else its step word; roberta: fairseq train_inner)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9][A-Za-z0-9 _.:/-]{0,63}$", var.step_label))
+    error_message = "step_label must be 1 to 64 letters, digits, spaces or _ . : / -, starting with a letter or digit."
+  }
+}

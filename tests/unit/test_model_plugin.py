@@ -99,6 +99,7 @@ def test_a_throwaway_plugin_is_validated_planned_launched_and_profiled(tmp_path:
     # the dashboard's step metric counts the toy's own word
     dashboard = tfvars.for_module(settings, "dashboard")
     assert '"toy-step"' in dashboard["step_log_filter"] and "train_inner" not in dashboard["step_log_filter"]
+    assert dashboard["step_label"] == "toy-step"  # no STEP_LABEL declared: the metric's description names its word
     code, out, err = cli("train", "toy", "--dry-run", "--values", values)
     assert code == 0 and out.startswith("# toy on 4 hosts\n"), err
     code, out, err = cli("profile", "--dry-run", "--values", values)
@@ -122,3 +123,5 @@ def test_every_view_reads_the_selected_models_declaration(tmp_path: Path) -> Non
     assert model_registry.declared(None, "torchtpu", "STEP_WORD") == "tpubuild-step"
     assert model_registry.declared(None, "", "CODE_DIR") == ""  # MODEL="": nothing declared
     assert model_registry.declared(None, "roberta", "CODE_DIR") == ".tpubuild/roberta"
+    # roberta's label keeps the step metric's description of every environment applied before plug-ins
+    assert tfvars.for_module(roberta, "dashboard")["step_label"] == "fairseq train_inner"
