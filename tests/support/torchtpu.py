@@ -5,12 +5,10 @@ in the repository). :func:`torchtpu_python` requires it (a skip on a laptop, a f
 
 from __future__ import annotations
 
-import functools
 import os
-import subprocess
 from pathlib import Path
 
-from tests.conftest import REPO, require
+from tests.support import side_venv
 
 HOW = ("python3 -m venv .venv-torchtpu && .venv-torchtpu/bin/pip install torch==2.13.0 torch-tpu==0.2.0 "
        "libtpu==0.0.52 (what .ci/run does; torch's CPU wheel from --find-links /opt/wheels or "
@@ -18,23 +16,15 @@ HOW = ("python3 -m venv .venv-torchtpu && .venv-torchtpu/bin/pip install torch==
 
 
 def torchtpu_python_path() -> Path:
-    return Path(os.environ.get("TPUBUILD_TORCHTPU_PYTHON") or REPO / ".venv-torchtpu/bin/python")
-
-
-@functools.lru_cache(maxsize=None)
-def _works(python: str) -> bool:
-    if not Path(python).is_file():
-        return False
-    code = "import torch, torch_tpu; from torch.tpu.distributed import set_tpu_launch_env"
-    r = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=300, env=clean_env(Path(python)))
-    return r.returncode == 0
+    return side_venv.python_path("TPUBUILD_TORCHTPU_PYTHON", ".venv-torchtpu")
 
 
 def torchtpu_python() -> Path:
     """The TorchTPU venv's Python, where ``import torch_tpu`` works."""
     python = torchtpu_python_path()
-    require("torch-tpu 0.2.0 with libtpu (venv .venv-torchtpu)", _works(str(python)), HOW)
-    return python
+    return side_venv.required("torch-tpu 0.2.0 with libtpu (venv .venv-torchtpu)", python,
+                              "import torch, torch_tpu; from torch.tpu.distributed import set_tpu_launch_env",
+                              clean_env(python), HOW)
 
 
 def clean_env(python: Path, **extra: str) -> dict[str, str]:

@@ -5,12 +5,10 @@ in the repository). :func:`xla_python` requires it (a skip on a laptop, a failur
 
 from __future__ import annotations
 
-import functools
 import os
-import subprocess
 from pathlib import Path
 
-from tests.conftest import REPO, require
+from tests.support import side_venv
 
 HOW = ("python3 -m venv .venv-xla && .venv-xla/bin/pip install torch==2.9.0 torch_xla==2.9.0 cython numpy "
        "&& .venv-xla/bin/pip install --no-build-isolation fairseq-fixed==0.12.3.1 (what .ci/run does); "
@@ -18,24 +16,14 @@ HOW = ("python3 -m venv .venv-xla && .venv-xla/bin/pip install torch==2.9.0 torc
 
 
 def xla_python_path() -> Path:
-    return Path(os.environ.get("TPUBUILD_XLA_PYTHON") or REPO / ".venv-xla/bin/python")
-
-
-@functools.lru_cache(maxsize=None)
-def _works(python: str, modules: tuple[str, ...]) -> bool:
-    if not Path(python).is_file():
-        return False
-    code = "; ".join(f"import {m}" for m in modules)
-    r = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "PJRT_DEVICE": "CPU"})
-    return r.returncode == 0
+    return side_venv.python_path("TPUBUILD_XLA_PYTHON", ".venv-xla")
 
 
 def xla_python(*modules: str) -> Path:
     """The torch_xla venv's Python, where ``import torch_xla`` (and ``modules``) work."""
-    python = xla_python_path()
-    require("torch_xla 2.9 (venv .venv-xla)", _works(str(python), ("torch_xla", *modules)), HOW)
-    return python
+    code = "; ".join(f"import {m}" for m in ("torch_xla", *modules))
+    return side_venv.required("torch_xla 2.9 (venv .venv-xla)", xla_python_path(), code,
+                              {**os.environ, "PJRT_DEVICE": "CPU"}, HOW)
 
 
 def xla_env(python: Path, **extra: str) -> dict[str, str]:
