@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class Previous(Protocol):
-    """What a plan is compared with (``builder.commands.pipeline_cmds.Previous`` is one): the
+    """What a plan is compared with (``builder.commands.compare.Previous`` is one): the
     applied values (None: nothing applied, or unknown), where they come from, the modules the
     snapshot records as absent, and auto's decision once made."""
 

@@ -34,7 +34,7 @@ def run_validate(args: argparse.Namespace) -> int:
     try:
         s = load_settings(args, strict=args.strict, later=True)  # and what plan/render/submit/train refuse
         if args.applied is not None:
-            from builder.commands.pipeline_cmds import previous
+            from builder.commands.compare import previous
             from builder.config.later import refuse_changes
 
             refuse_changes(previous(s, args.applied, need=False).settings, s)

@@ -41,7 +41,7 @@ def _total(cost: dict[str, Any] | None) -> tuple[str | None, float | None]:
 
 def row(env: Any) -> dict[str, Any]:
     """One environment's row: ``tpubuild plan --action auto`` of its file, as data."""
-    from builder.commands.pipeline_cmds import _has_credentials, auto_plan, previous
+    from builder.commands.compare import auto_plan, has_credentials, previous
     from builder.config.later import refuse_changes
     from builder.describe import describe
     from builder.modules import Action
@@ -54,7 +54,7 @@ def row(env: Any) -> dict[str, Any]:
         # what the file asks for, whatever was applied: the cost after
         wanted = describe(s, make_plan(s, Action.CREATE))["cost"]["after"]
         if not prev.known:
-            why = prev.source if _has_credentials() else (
+            why = prev.source if has_credentials() else (
                 f"the applied snapshot is unknown: no Google credentials to read it from gs://{s.state_bucket} "
                 "(gcloud auth application-default login)")
             return {**out, "action": "unknown", "modules": [], "why": why, "applied": "unknown",

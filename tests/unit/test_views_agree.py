@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from builder import cost, diff, pipeline
-from builder.commands.pipeline_cmds import Previous
+from builder.commands.compare import Previous
 from builder.config import load_text
 from builder.describe import as_text, describe
 from builder.errors import BadInput, TpuBuildError

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from builder.commands.pipeline_cmds import Previous
+from builder.commands.compare import Previous
 from builder.describe import describe
 from builder.model_registry import change_notes
 from builder.plan import make_plan

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from builder import pipeline
-from builder.commands.pipeline_cmds import Previous
+from builder.commands.compare import Previous
 from builder.config import load_text
 from builder.describe import as_text, describe
 from builder.plan import make_plan

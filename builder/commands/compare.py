@@ -1,0 +1,110 @@
+"""What a plan is compared with: the applied values (``--applied FILE``, ``--applied none``, or the
+state bucket's snapshot read without a lock), and what GitOps ``auto`` would run from them. Read by
+``plan``/``render`` (builder/commands/pipeline_cmds.py), ``plan --all`` (plan_all.py) and the
+commands that compare before they act (core.py)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from builder.errors import BadInput, TpuBuildError
+from builder.records import record
+
+if TYPE_CHECKING:  # pragma: no cover
+    from builder.config import Settings
+    from builder.plan import Plan
+
+
+@record(frozen=False)
+class Previous:
+    """What the plan is compared with: the applied values (None: nothing applied, or unknown)
+    and, from the state bucket, the snapshot's record; ``decision`` is auto's, once made."""
+
+    settings: Settings | None
+    source: str
+    build_id: str = ""
+    outstanding: frozenset[str] = frozenset()
+    absent: frozenset[str] = frozenset()
+    sources: dict[str, str] | None = None
+    known: bool = True  # False: there was nothing to compare with (no file, no credentials)
+    decision: Any = None
+
+
+def has_credentials() -> bool:
+    """Whether Google credentials are configured, without importing google.auth (plan stays fast).
+    In a pull request's plan build the build's account has them, with no file to show for it."""
+    if os.environ.get("STORAGE_EMULATOR_HOST") or os.environ.get("GOOGLE_APPLICATION_CREDENTIALS"):
+        return True
+    if os.environ.get("TPUBUILD_PLAN_BUILD"):  # a GitOps plan build (builder/gitops.py): the metadata server's
+        return True
+    config = os.environ.get("CLOUDSDK_CONFIG") or os.path.join(os.path.expanduser("~"), ".config", "gcloud")
+    return os.path.isfile(os.path.join(config, "application_default_credentials.json"))
+
+
+def previous(settings: Settings, applied: str | None, *, need: bool) -> Previous:
+    """The applied values to compare with: ``--applied FILE``, ``--applied none``, else the state
+    bucket's snapshot (read-only, no lock) when credentials exist. ``need`` (auto): no source is
+    bad input; otherwise the plan goes on without a comparison."""
+    from builder.applied import applied_settings, compared_with
+    from builder.config import load
+    from builder.files import MAX_BYTES, read_file
+
+    if applied is not None and applied.strip().lower() == "none":
+        if need:
+            raise BadInput("--applied: auto needs the applied values to decide; pass --applied FILE "
+                           "(an empty file means nothing was applied yet)")
+        return Previous(None, "nothing (--applied none)", known=False)
+    if applied is not None:
+        path = Path(applied)
+        try:
+            if not read_file(path, MAX_BYTES, what="an applied values file", fix="pass the values.env last "
+                             "applied to this environment, or --applied none if nothing was applied").strip():
+                return Previous(None, f"{path} (empty: nothing applied yet)")
+            old = load(path)
+            return Previous(old, compared_with(old, settings, str(path), destroy_with=str(path)))
+        except TpuBuildError as exc:
+            raise BadInput(f"--applied: {exc}") from None
+    if not has_credentials():
+        if need:
+            raise BadInput("--applied: auto needs the applied snapshot; pass --applied FILE, or sign in "
+                           "(gcloud auth application-default login) so it is read from the state bucket")
+        return Previous(None, "nothing (no credentials to read the applied snapshot; pass --applied FILE)",
+                        known=False)
+    where = f"gs://{settings.state_bucket}"
+    try:
+        from builder.cloud import buckets, clients, snapshot
+
+        client = clients.storage(settings.project_id)
+        if not buckets.exists(client, settings.state_bucket):
+            return Previous(None, f"{where} (no state bucket: nothing applied yet)")
+        record = snapshot.read(client.bucket(settings.state_bucket), settings.env_name)
+    except TpuBuildError as exc:
+        if need:
+            raise
+        print(f"tpubuild: warning: could not read the applied snapshot ({exc}); no comparison", file=sys.stderr)
+        return Previous(None, f"nothing (the applied snapshot could not be read)", known=False)
+    if record is None:
+        return Previous(None, f"{where}/{snapshot.values_path(settings.env_name)} (none: nothing applied yet)")
+    shown = f"{where}/{snapshot.values_path(settings.env_name)} (build {record.build_id or '?'})"
+    try:
+        old = applied_settings(record.values, settings)
+    except (TpuBuildError, UnicodeDecodeError) as exc:
+        if need:
+            raise BadInput(f"{shown} no longer parses ({exc}); pass --applied FILE") from None
+        return Previous(None, f"{shown}: no longer parses", known=False)
+    shown = compared_with(old, settings, shown, destroy_with="<its values.env>")
+    return Previous(old, shown, record.build_id, record.outstanding, record.absent, record.sources or None)
+
+
+def auto_plan(settings: Settings, prev: Previous) -> Plan | None:
+    """What GitOps ``auto`` would run (``builder.cloud.auto.decide_now``, the same decision
+    ``submit`` makes); None: nothing to do. The decision is kept in ``prev.decision``."""
+    from builder import auto
+    from builder.cloud.auto import decide_now
+
+    prev.decision = decide_now(settings, prev.settings, build_id=prev.build_id, outstanding=prev.outstanding,
+                               absent=prev.absent, sources_then=prev.sources)
+    return auto.plan_for(settings, prev.decision)
