@@ -14,17 +14,21 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from builder import model_registry
 from builder.commands import load_settings
-from builder.config.replace import slice_words
 from builder.errors import BadInput
 from builder.records import replace
 
+if TYPE_CHECKING:  # pragma: no cover
+    from builder.config import Settings
 
-def run_runtime(args: argparse.Namespace, words: list[str]) -> int:
-    from builder.commands import train
 
+def runtime_settings(args: argparse.Namespace, words: list[str]) -> tuple[Settings, str]:
+    """values.env's settings with ``args.runtime``'s model selected and ``words`` (SCRIPT ARGS) in
+    its RUNTIME fields, and the script as named; ``tpubuild run`` (builder/commands/train.py) then
+    launches them as ``tpubuild train`` would."""
     model = args.runtime
     if args.hosts != "all" or args.ship or args.no_ship:
         raise BadInput(f"--runtime {model}: the launch runs on every host and ships its script itself; "
@@ -34,7 +38,6 @@ def run_runtime(args: argparse.Namespace, words: list[str]) -> int:
     if model not in known:
         raise BadInput(f"--runtime {model}: not a model; the known models are {', '.join(known)} (folders under "
                        "models/ with a launcher.py)")
-    launcher, root = train.load_launcher(settings, model)
     fields = model_registry.declared(settings.repo_root, model, "RUNTIME")
     if not fields:
         raise BadInput(f"--runtime {model}: the {model} model runs no script of yours (its keys.py declares no "
@@ -47,11 +50,4 @@ def run_runtime(args: argparse.Namespace, words: list[str]) -> int:
                        f"values.env); name a script there, e.g. tpubuild run --runtime {model} train.py --steps 10")
     script_field, args_field = fields
     options = {**settings.model_options, script_field: Path(rel).as_posix(), args_field: tuple(rest)}
-    settings = replace(settings, model=model, model_options=options)
-    job = train._job(settings, launcher)
-    steps = train._plan(settings, launcher, lambda: launcher.plan_train(job, str(root)))
-    return train._launch(args, launcher.header(job, model), launcher.render(steps),
-                         f"launch {script} with {model} on {slice_words(settings)}",
-                         f"tpubuild: {script} is running detached with {model} on {job.hosts} host(s); "
-                         f"follow it with 'tpubuild logs --model {model} --follow', stop it with "
-                         f"'tpubuild stop --model {model}'")
+    return replace(settings, model=model, model_options=options), script

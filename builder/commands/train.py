@@ -334,9 +334,18 @@ def run_run(args: argparse.Namespace) -> int:
     if not words:
         raise BadInput("run: no command; write it after --, e.g. tpubuild run -- python3 train.py")
     if args.runtime:  # builder/commands/runtime.py: the model's own launch of a script of yours
-        from builder.commands.runtime import run_runtime
+        from builder.commands.runtime import runtime_settings
 
-        return run_runtime(args, words)
+        settings, script = runtime_settings(args, words)
+        model = settings.model
+        launcher, root = load_launcher(settings, model)
+        job = _job(settings, launcher)
+        steps = _plan(settings, launcher, lambda: launcher.plan_train(job, str(root)))
+        return _launch(args, launcher.header(job, model), launcher.render(steps),
+                       f"launch {script} with {model} on {slice_words(settings)}",
+                       f"tpubuild: {script} is running detached with {model} on {job.hosts} host(s); "
+                       f"follow it with 'tpubuild logs --model {model} --follow', stop it with "
+                       f"'tpubuild stop --model {model}'")
     settings = load_settings(args)
     hosts = load_hosts(settings)
     here = Path.cwd()
