@@ -143,7 +143,7 @@ def check(v: dict[str, Any], mode: str, mode_key: str, gen: Any, fail: Callable[
 
 
 def _nearest(zone: str, offered: Any) -> str:
-    from builder.config.offers import nearest
+    from builder.config.zones import nearest
 
     return nearest(zone, offered)[0]
 

@@ -38,14 +38,14 @@ Decisions (docs/architecture.md, "Provisioning"):
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from builder import generations as records
 from builder.records import record
 from builder.topology import Topology
 from builder.config.calendar import calendar_window, check as _calendar  # noqa: F401 - calendar_window re-exported
+from builder.config.zones import nearest
 
 DATA = records.DATA
 
@@ -167,30 +167,6 @@ def zones_for(topo: Topology) -> list[str] | None:
 
 
 #: Zone prefixes on one continent (``us-east1`` and ``northamerica-northeast1`` are both America).
-_CONTINENTS = {"us": "america", "northamerica": "america", "southamerica": "south america", "europe": "europe",
-               "asia": "asia", "australia": "oceania", "me": "middle east", "africa": "africa"}
-
-
-def nearest(zone: str, offered: Sequence[str]) -> list[str]:
-    """``offered`` ordered nearest to ``zone`` first: the same region, then the same part of a
-    continent (``us-east1`` → ``us-east5``), then the same continent, then the rest; the table's
-    order within each. A hint names the first, so a us-east1-d user is sent to us-east5, not Tokyo."""
-    region = zone.rsplit("-", 1)[0]
-    prefix = zone.split("-", 1)[0]
-    area = re.sub(r"[0-9]+$", "", region)
-
-    def rank(z: str) -> int:
-        r = z.rsplit("-", 1)[0]
-        if r == region:
-            return 0
-        if re.sub(r"[0-9]+$", "", r) == area:
-            return 1
-        p = z.split("-", 1)[0]
-        return 2 if _CONTINENTS.get(p, p) == _CONTINENTS.get(prefix, prefix) else 3
-
-    return sorted(offered, key=rank)
-
-
 def check_zone(zone: str, topo: Topology, fail: Fail, *, key: str = "ZONE") -> None:
     offered = zones_for(topo)
     if offered is None or zone in offered:

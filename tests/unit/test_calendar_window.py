@@ -10,7 +10,7 @@ import pytest
 
 from builder import generations
 from builder.config import calendar, load_text
-from builder.config.offers import nearest
+from builder.config.zones import nearest
 from builder.errors import BadInput, ConfigErrors
 from tests.conftest import EXAMPLES
 
