@@ -54,18 +54,17 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
+# the models/ folder of the source tree, and the default MODEL (also read as model_registry.DEFAULT_MODEL)
+from builder.source_models import DEFAULT_MODEL, SOURCE_MODELS  # noqa: F401
+
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config.keys import KeySpec
 
-#: The models/ folder of the source tree tpubuild runs from.
-SOURCE_MODELS = Path(__file__).resolve().parents[1] / "models"
 LAUNCHER = "launcher.py"
 KEYS = "keys.py"
 #: The registry: the model packages of the source tree (folders with a keys.py and a launcher.py).
 MODELS: tuple[str, ...] = tuple(sorted(d.name for d in SOURCE_MODELS.iterdir()
                                        if (d / KEYS).is_file() and (d / LAUNCHER).is_file()))
-#: The model a values.env without a MODEL line selects: the one named in models/DEFAULT_MODEL.
-DEFAULT_MODEL = (SOURCE_MODELS / "DEFAULT_MODEL").read_text().strip()
 #: The step word of a training that selects no model (``tpubuild run``'s own scripts print it too).
 STEP_WORD = "tpubuild-step"
 #: What a model's keys.py may declare besides its keys, and the value when it does not.

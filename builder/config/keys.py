@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from builder import generations
-from builder.model_registry import DEFAULT_MODEL
+from builder.source_models import DEFAULT_MODEL
 from builder.config.filestore import NAMES as FILESTORE_TIERS
 from builder.records import record
 
