@@ -223,14 +223,22 @@ def _machine_hour(machine_type: str, region: str) -> tuple[float | None, bool, s
     return vcpus * vcpu + gb * mem, a1 or a2, ""
 
 
+def per_month(kind: str, name: str, region: str) -> tuple[float | None, bool]:
+    """(price per unit-month, approximate) of the table's per-month row ``kind.name`` in ``region``
+    (the default region's, approximate, where it lists none); None: no such row or price."""
+    row = table()[kind].get(name)
+    if row is None:
+        return None, False
+    return _regional(row["price"], region, row["default_region"])
+
+
 def _monthly(kind: str, name: str, region: str) -> tuple[float | None, bool, str]:
     """(price per unit-hour, approximate, why unknown) of a per-month row (divided by ``hours_per_month``)."""
     data = table()
-    row = data[kind].get(name)
     source = data["sources"]["filestore" if kind.startswith("filestore") else "disk"]
-    if row is None:
+    if name not in data[kind]:
         return None, False, f"no price for {name}; see {source}"
-    value, approx = _regional(row["price"], region, row["default_region"])
+    value, approx = per_month(kind, name, region)
     if value is None:
         return None, False, f"no price for {name} in {region}; see {source}"
     return value / data["hours_per_month"], approx, ""

@@ -33,7 +33,7 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any
 
-from builder.cost import Estimate, Item, bound_prefix, change_text, combine, money, table
+from builder.cost import Estimate, Item, bound_prefix, change_text, combine, money, per_month, table
 from builder.records import asdict, record
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -62,11 +62,10 @@ def _hours(hours: float) -> str:
 
 
 def _per_month(kind: str, name: str, region: str) -> tuple[float, bool]:
-    row = table()[kind][name]
-    price = row["price"]
-    if region in price:
-        return float(price[region]), False
-    return float(price["default"]), region != row["default_region"]
+    """A per-month rate the table must have (prices.json ``kept_gb_month``; tests/unit/test_money.py)."""
+    value, approx = per_month(kind, name, region)
+    assert value is not None, f"builder/data/prices.json has no {kind}.{name} price"
+    return value, approx
 
 
 def _slice(settings: Settings) -> Estimate:
