@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from builder.actions import APPLIES, Action, Verdict
 from builder.modules import accelerator_module, modules, spec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -49,7 +50,7 @@ def subject(settings: Settings, plan: Plan, previous: Previous | None) -> Settin
     those: a destroy takes what is applied (its Terraform states), not what the file would make.
     The notes that tell the steps stay the file's, as the pipeline is rendered from it."""
     applied = previous.settings if previous is not None else None
-    if (plan.action == "destroy" and applied is not None and applied.arch == settings.arch
+    if (plan.action is Action.DESTROY and applied is not None and applied.arch == settings.arch
             and (applied.project_id, applied.env_name) == (settings.project_id, settings.env_name)):
         return applied
     return settings
@@ -172,8 +173,8 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
                        for o in plan.operations],
         "stages": [[o.module for o in stage] for stage in plan.stages()],
         "steps": [{"id": st.id, "kind": st.kind, "module": st.module, "after": list(st.after)} for st in plan.steps],
-        "created": [o.module for o in plan.operations if o.op == "apply" and plan.action == "create"],
-        "changed": [o.module for o in plan.operations if o.op == "apply" and plan.action == "update"],
+        "created": [o.module for o in plan.operations if o.op == "apply" and plan.action is Action.CREATE],
+        "changed": [o.module for o in plan.operations if o.op == "apply" and plan.action is Action.UPDATE],
         "destroyed": [o.module for o in plan.operations if o.op == "destroy"],
         "allow_data_loss": allow_data_loss,
         "notes": [],
@@ -190,7 +191,7 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
     if not plan.operations:
         notes.append(INITIALIZE_NOTE + "; the buckets are kept by every later destroy")
         return info
-    if plan.action in ("create", "update"):
+    if plan.action in APPLIES:
         applied = previous.settings if previous is not None else None
         info["not_created"] = plans.not_wanted(s)
         for module, why in info["not_created"].items():
@@ -219,14 +220,14 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
     if plans.runs(s, plan, "backup"):
         notes.append(f"filestore: a backup of {s.filestore_name}:/{s.shared_fs_name} is taken before it is destroyed")
     warnings.extend(sp.lost(s) for sp in plans.loses_data(s, plan) if sp.lost is not None)
-    if plan.action == "destroy":
+    if plan.action is Action.DESTROY:
         notes.append(f"the buckets are kept (gs://{s.state_bucket} holds the Terraform state and the workspace)")
     chips = spec(s.arch, accelerator_module(s.arch))
     assert chips is not None
     swap = info.get("replacement") or {}
     if swap.get("text"):
         notes.append(swap["text"])
-    if plan.applies(chips.name) and plan.action == "update" and "accelerator_type" in chips.replaced_by:
+    if plan.applies(chips.name) and plan.action is Action.UPDATE and "accelerator_type" in chips.replaced_by:
         if swap.get("overlap_minutes") is None and plans.runs(s, plan, "resume"):
             notes.append("tpu: if the change replaces the TPU (a new accelerator type or runtime), the build moves the "
                          f"training: it stops {s.model} at a checkpoint on the old slice and resumes it on the new one "
@@ -234,7 +235,7 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
         elif swap.get("overlap_minutes") is None:
             notes.append("tpu: if the change replaces the TPU (a new accelerator type or runtime), training is "
                          "interrupted; the guard announces it")
-    if (plan.applies(chips.name) and plan.action == "update" and previous is not None
+    if (plan.applies(chips.name) and plan.action is Action.UPDATE and previous is not None
             and previous.settings is not None
             and "accelerator_type" in chips.replaced_by | chips.hosts_recreated_by):
         # the model's word on its training moving to new hosts (vm: a new TPU VM; mig: a new slice,
@@ -250,7 +251,7 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
                      f"with `gcloud compute tpus queued-resources create`; it may wait {limit}, and the build waits "
                      f"for it to become ACTIVE for at most {wait // 3600}h{wait % 3600 // 60:02d}m (then the build fails "
                      "and the request stays queued: run update to wait again)")
-        if plan.action == "update":
+        if plan.action is Action.UPDATE:
             notes.append(f"{queue}: queued: if the accelerator type or runtime changed, queued resource "
                          f"{s.tpu_name} is replaced: training interrupted; the new slice waits in the queue")
     if calendar := plans.runs(s, plan, "calendar"):
@@ -267,13 +268,13 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
         from builder import ttl
 
         info["ttl"] = ttl.plan_info(s, applies_tpu=plan.applies(chips.name)
-                                     and plan.action != "destroy")
+                                     and plan.action is not Action.DESTROY)
         notes.append(f"ttl: {info['ttl']['text']}")
-    if s.recovery and plan.action in ("create", "update") and plan.applies(chips.name):
+    if s.recovery and plan.action in APPLIES and plan.applies(chips.name):
         from builder import recovery
 
         notes.append(f"recovery: {recovery.plan_text(s)}")
-    if plan.action in ("create", "update"):
+    if plan.action in APPLIES:
         if allow_data_loss:
             warnings.append("data loss is allowed: the guards let plans destroy or replace Filestore and the "
                             "shared PD (_ALLOW_DATA_LOSS=true)")
@@ -309,7 +310,7 @@ def as_text(info: dict[str, Any], *, bold: bool) -> str:
 
     hosts = info["hosts"]
     auto_info = info.get("auto")
-    if auto_info is not None and auto_info["decision"] == "none":
+    if auto_info is not None and auto_info["decision"] == Verdict.NOTHING:
         lines = [f"tpubuild plan: auto {info['env']} in {info['project_id']}/{info['zone']}",
                  f"  compared with: {auto_info['compared_with']}", "",
                  "auto: nothing to do"]

@@ -19,15 +19,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from builder.errors import ConfigError, ConfigErrors
-from builder.modules import Action
+from builder.actions import APPLYING, Action
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
 NODE_END_OF_LIFE = "2025-04-25"
-
-#: Actions that would apply (create or change) the TPU.
-APPLYING: frozenset[Action] = frozenset({Action.CREATE, Action.UPDATE, Action.AUTO})
 
 #: The seed repository's own scripts that belong to no model, which this product replaces. A
 #: model's are declared by its package (its keys.py ``SEED_SCRIPTS``); ``SEED_SCRIPTS`` of this

@@ -72,7 +72,6 @@ Pure: no I/O, standard library only (and the pure formatters its entries name).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from builder import dashboard_tiles as dash
@@ -86,46 +85,6 @@ from builder.records import record
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
-
-class Action(str, Enum):
-    """What a build does. ``auto`` (GitOps) decides at run time which of create/update it is."""
-
-    INITIALIZE = "initialize"
-    CREATE = "create"
-    UPDATE = "update"
-    DESTROY = "destroy"
-    AUTO = "auto"
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
-
-    @classmethod
-    def parse(cls, raw: str, name: str = "--action", *, choices: Iterable[Action] | None = None,
-              what: str = "an action") -> Action:
-        """``raw`` (any case, spaces around) as one of ``choices`` (default: every action); else
-        one line, naming the input as ``name`` (``--action``, ``_BUILD_ACTION``) and every choice.
-        The one parse of an action: argparse's ``--action`` and ``builder.request`` both call it."""
-        from builder.errors import BadInput
-
-        allowed = tuple(cls) if choices is None else tuple(choices)
-        found = next((a for a in allowed if a.value == raw.strip().lower()), None)
-        if found is None:
-            *rest, last = (a.value for a in allowed)
-            raise BadInput(f"{name}: {raw!r} is not {what}; use {', '.join(rest)} or {last}" if rest else
-                           f"{name}: {raw!r} is not {what}; use {last}")
-        return found
-
-
-#: The actions a plan is made for (auto becomes one of create/update first).
-PLAN_ACTIONS: tuple[str, ...] = tuple(a.value for a in (Action.INITIALIZE, Action.CREATE, Action.UPDATE,
-                                                         Action.DESTROY))
-#: The actions ``_BUILD_ACTION`` / ``submit --action`` take.
-BUILD_ACTIONS: tuple[str, ...] = (*PLAN_ACTIONS, Action.AUTO.value)
-#: The actions a guard runs under (the build's action; initialize has no Terraform to guard).
-GUARD_ACTIONS: tuple[str, ...] = tuple(a.value for a in (Action.CREATE, Action.UPDATE, Action.AUTO, Action.DESTROY))
 
 ARCHS: tuple[str, ...] = ("vm", "mig", "node")
 

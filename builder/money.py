@@ -33,6 +33,7 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any
 
+from builder.actions import Action
 from builder.cost import Estimate, Item, bound_prefix, change_text, combine, money, per_month, table
 from builder.records import asdict, record
 
@@ -95,7 +96,7 @@ def totals(settings: Settings, plan: Plan, after: Estimate, ttl_fires: bool,
 
     s, out = settings, []
     accel = accelerator_module(s.arch)
-    if plan.action != "destroy" and plan.applies(accel):
+    if plan.action is not Action.DESTROY and plan.applies(accel):
         if s.provisioning == "calendar" and s.calendar_days:
             found = _committed(s, _slice(s), "calendar_committed", s.calendar_days * 24.0,
                                f"committed: the calendar-mode reservation bills its whole window from "
@@ -114,7 +115,7 @@ def totals(settings: Settings, plan: Plan, after: Estimate, ttl_fires: bool,
                          f"until the TTL: {_usd(total, after.bound, after.approximate)} for the first "
                          f"{_hours(hours)} ({money(after.known, after.approximate)}/h), then "
                          f"{money(kept, after.approximate)}/h without the TPU (Filestore, the disk)"))
-    if plan.action == "destroy":
+    if plan.action is Action.DESTROY:
         out += _after_destroy(s, plan, now)
     return out
 
@@ -170,7 +171,7 @@ def section(settings: Settings, plan: Plan, before: Estimate | None, after: Esti
     from builder.modules import accelerator_module
 
     data = table()
-    ttl_fires = plan.action != "destroy" and plan.applies(accelerator_module(settings.arch))
+    ttl_fires = plan.action is not Action.DESTROY and plan.applies(accelerator_module(settings.arch))
     found = totals(settings, plan, after, ttl_fires)
     change = change_text(before, after)
     for t in found:  # the $0.00/h is the environment's: a calendar-mode reservation bills on

@@ -41,6 +41,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from builder import modules as catalogue
+from builder.actions import Action
 from builder.config.filestore import TIERS
 from builder.config.offers import calendar_name, flex_request_name
 from builder.config.scripts import repo_script
@@ -298,7 +299,7 @@ class _Steps:
                     runtime_version=s.runtime_version, valid_for=s.queued_valid_for, provisioning=s.provisioning,
                     network=s.network, subnetwork=s.subnetwork, external_ips=s.tpu_external_ips,
                     labels=self.labels(), wait_s=queue_wait_s(s),
-                    replace=self.plan.action != "create")
+                    replace=self.plan.action is not Action.CREATE)
 
     def _attach(self, step: Step) -> dict[str, Any]:  # _restore's project and disk, and the TPU's
         # make-before-break: the slice values.env asks for may be in the other slot (tpu-apply names it);

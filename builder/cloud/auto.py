@@ -74,7 +74,7 @@ def decide_now(settings: Settings, applied: Settings | None, *, build_id: str = 
     ``tpubuild plan --action auto`` decide. Today's source digests are computed only when the
     snapshot recorded some to compare with (``decide`` compares a module only when both exist)."""
     from builder.cloud.workspace import find_repo
-    from builder.modules import Action
+    from builder.actions import Action
     from builder.plan import make_plan
 
     every = make_plan(settings, Action.CREATE).modules

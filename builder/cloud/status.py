@@ -227,7 +227,7 @@ def _raise_for(resp: Any, what: str) -> None:
 
 
 def _state(settings: Settings) -> dict[str, Any]:
-    from builder.modules import Action
+    from builder.actions import Action
     from builder.plan import make_plan
 
     client = clients.storage(settings.project_id)

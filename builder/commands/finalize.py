@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.commands import load_settings, say
 from builder.errors import BadInput, WorldError
-from builder.modules import PLAN_ACTIONS, Action
+from builder.actions import PLAN_ACTIONS, Action
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.cloud.lock import Lock

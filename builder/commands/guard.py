@@ -62,7 +62,7 @@ def read_plan_json(path: Path) -> Any:
 
 
 def run_guard(args: argparse.Namespace) -> int:
-    from builder.modules import Action
+    from builder.actions import Action
 
     action = Action.parse(args.action, "--action")
     check_args(args.module, action)  # flags first: cheap, and the clearer message

@@ -39,7 +39,7 @@ _RENDER_EXAMPLES = """examples:
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     from builder.commands.parser import MODULE_NAMES, add_action, add_scope
-    from builder.modules import Action
+    from builder.actions import Action
 
     def scope(p: argparse.ArgumentParser) -> None:
         add_action(p, default=Action.CREATE)
@@ -78,7 +78,7 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 def _plan(args: argparse.Namespace, *, compare: bool = False) -> tuple[Settings, Plan | None, Previous | None]:
     from builder import request
     from builder.config.later import refuse_changes
-    from builder.legacy import APPLYING
+    from builder.actions import APPLYING
 
     settings = load_settings(args)
     req = request.parse(settings, args.action, tpu=args.tpu, mig=args.mig, only=args.only,

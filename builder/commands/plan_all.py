@@ -16,6 +16,7 @@ import json
 import sys
 from typing import Any
 
+from builder.actions import Action, Verdict
 from builder.errors import BadInput, TpuBuildError
 
 #: Flags that choose one environment's plan; --all plans auto of every environment.
@@ -28,7 +29,7 @@ def _refuse_flags(args: argparse.Namespace) -> None:
         if getattr(args, attr, None):
             raise BadInput(f"{flag}: --all plans what auto would do in every environment, from each one's applied "
                            f"snapshot; drop {flag}, or plan one environment with --values FILE")
-    if str(args.action) not in ("create", "auto"):  # create: the default, which --all reads as auto
+    if Action.parse(str(args.action)) not in (Action.CREATE, Action.AUTO):  # create: the default, which --all reads as auto
         raise BadInput(f"--action {args.action}: --all plans what auto would do in every environment; drop --action")
 
 
@@ -44,7 +45,6 @@ def row(env: Any) -> dict[str, Any]:
     from builder.commands.compare import auto_plan, has_credentials, previous
     from builder.config.later import refuse_changes
     from builder.describe import describe
-    from builder.modules import Action
     from builder.plan import make_plan
 
     s = env.settings
@@ -77,9 +77,9 @@ def row(env: Any) -> dict[str, Any]:
 
 
 def _action(r: dict[str, Any]) -> str:
-    if r["action"] == "update":
+    if r["action"] == Verdict.UPDATE:
         return f"update {', '.join(r['modules'])}"
-    return {"none": "nothing to do"}.get(r["action"], r["action"])
+    return "nothing to do" if r["action"] == Verdict.NOTHING else r["action"]
 
 
 def _before(r: dict[str, Any]) -> str:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.commands import load_settings, say, warn
 from builder.errors import WorldError
-from builder.modules import Action
+from builder.actions import Action
 from builder.records import record
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,7 +50,7 @@ def prepare(settings: Settings, request: Request) -> Prepared:
     from builder.request import plan_for
 
     from builder.config.calendar import submit_refusal
-    from builder.legacy import APPLYING
+    from builder.actions import APPLYING
 
     relative = submit_refusal(settings) if request.action in APPLYING else None
     if relative is not None:  # a calendar request is sent with the date written out
@@ -61,7 +61,7 @@ def prepare(settings: Settings, request: Request) -> Prepared:
         return Prepared(request, None, None, None, repo)
     config = None if plan is None else pipeline.render(settings, plan, allow_data_loss=request.allow_data_loss,
                                                        allow_wipe=request.allow_wipe)
-    destroys = plan is not None and plan.action == Action.DESTROY  # runs no script: none is resolved
+    destroys = plan is not None and plan.action is Action.DESTROY  # runs no script: none is resolved
     src = source.pack(source.collect(repo, workspace.values_bytes(settings), tfvars.all_for(settings,
                                                                                          scripts=not destroys)))
     return Prepared(request, plan, config, src, repo)
@@ -91,7 +91,7 @@ def auto_plan(settings: Settings, bucket: Any) -> Plan | None:
             decision = decide_now(settings, old, build_id=applied.build_id, outstanding=applied.outstanding,
                                   absent=applied.absent, sources_then=applied.sources)
     plan = auto.plan_for(settings, decision)
-    if plan is not None and plan.action == Action.CREATE:  # a create submits a new calendar request
+    if plan is not None and plan.action is Action.CREATE:  # a create submits a new calendar request
         from builder.config.calendar import create_refusal
 
         too_soon = create_refusal(settings)
@@ -185,13 +185,13 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> in
     return 0
 
 
-def _keep_ttl_source(bucket: Any, settings: Settings, action: str, src: Source) -> None:
+def _keep_ttl_source(bucket: Any, settings: Settings, action: Action, src: Source) -> None:
     """With ``ENV_TTL_HOURS`` or ``TPU_RECOVERY``, the tarball this build runs from is also kept at
     ``workspace/<env>/ttl/source.tgz`` (builder/ttl.py): the TTL's destroy build and the health
     check's build (builder/recovery.py), started by Cloud Scheduler long after this laptop is gone,
     run tpubuild from it, so they carry the values.env last submitted. A destroy leaves it as it
     is (the TPU's jobs go with the TPU)."""
-    if not (settings.env_ttl_hours or settings.recovery) or action == "destroy":
+    if not (settings.env_ttl_hours or settings.recovery) or action is Action.DESTROY:
         return
     from builder import ttl
     from builder.cloud.errors import cloud_call

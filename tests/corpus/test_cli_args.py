@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from builder.cli import COMMAND_GROUPS, HIDDEN_COMMANDS
-from builder.modules import Action
+from builder.actions import Action
 
 VALUES = "examples/vm-v6e-16.env"
 

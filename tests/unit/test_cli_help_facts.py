@@ -16,7 +16,8 @@ from builder.commands.parser import MODULE_NAMES
 from builder.config import load
 from builder.errors import BadInput
 from builder.guard import evaluate
-from builder.modules import ARCHS, Action, modules
+from builder.modules import ARCHS, modules
+from builder.actions import Action
 from builder.request import parse
 from tests.conftest import REPO
 

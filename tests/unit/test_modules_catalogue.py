@@ -116,8 +116,10 @@ def test_keys_feed_modules_and_are_known() -> None:
 
 
 def test_action_enum_is_its_value() -> None:
-    assert M.Action.CREATE == "create" and f"{M.Action.DESTROY}" == "destroy" and str(M.Action.AUTO) == "auto"
-    assert M.BUILD_ACTIONS == ("initialize", "create", "update", "destroy", "auto")
+    from builder.actions import BUILD_ACTIONS, Action
+
+    assert Action.CREATE == "create" and f"{Action.DESTROY}" == "destroy" and str(Action.AUTO) == "auto"
+    assert BUILD_ACTIONS == ("initialize", "create", "update", "destroy", "auto")
     assert M.DATA_MODULES == ("filestore", "shared_pd")
 
 
