@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from builder.config import load_text
 from builder.errors import BadInput
 from builder.records import field, record
 
@@ -121,6 +122,4 @@ def applied_settings(values: bytes, current: Settings) -> Settings:
     """The snapshot's values.env parsed as if it sat beside today's (``applied.values.env``, so
     relative paths resolve the same way). Raises ``BadInput`` (it no longer parses: a key renamed
     or removed since) or ``UnicodeDecodeError``; each caller decides what that means."""
-    from builder.config import load_text
-
     return load_text(values.decode("utf-8"), Path(current.source.parent, "applied.values.env"), applied=True)

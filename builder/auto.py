@@ -25,12 +25,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from builder.actions import Action, Verdict
 from builder.config import Settings
 from builder.config.keys import KEYS
 from builder.errors import BadInput
 from builder.model_registry import model_keys
 from builder.modules import SCOPED, modules_for_key, specs
-from builder.actions import Action, Verdict
+from builder.plan import make_plan
 from builder.records import record
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -163,8 +164,6 @@ def decide_unreadable(plan_modules: tuple[str, ...], absent: frozenset[str]) -> 
 
 def plan_for(settings: Settings, decision: Decision) -> Plan | None:
     """The plan that carries out ``decision``; None when there is nothing to do."""
-    from builder.plan import make_plan
-
     if decision.action == Verdict.NOTHING:
         return None
     if decision.action == Verdict.CREATE:

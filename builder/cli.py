@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import sys
 from collections.abc import Sequence
 
 from builder import __version__
+from builder.commands import helptext
+from builder.commands.parser import Parser, TopParser
 from builder.console import degrade_streams
-from builder.errors import BadInput, TpuBuildError
+from builder.errors import BadInput, TpuBuildError, document
 
 #: The command modules, in help order.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -99,7 +102,6 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     # SUPPRESS, not a default: the same options sit on the top parser and on every sub-command,
     # and a sub-command's default would silently replace `tpubuild --values X validate`'s X.
     # main() fills in the defaults after parsing (COMMON_DEFAULTS).
-    from builder.commands.parser import Parser, TopParser
 
     common = Parser(add_help=False, argument_default=argparse.SUPPRESS)
     common.add_argument("--values", metavar="PATH",
@@ -115,7 +117,6 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     owner = COMMAND_OWNERS.get(word or "")
     for name in (owner,) if owner else COMMAND_MODULES:
         importlib.import_module(name).register(sub, common)
-    from builder.commands import helptext
 
     helptext.apply(sub)
     sub._choices_actions = [a for a in sub._choices_actions if a.dest not in HIDDEN_COMMANDS]
@@ -151,10 +152,6 @@ def _fail(what: str, detail: str, code: int, as_json: bool, exc: BaseException |
     ``--format json``, its JSON object on stdout (builder.errors.document)."""
     print(f"tpubuild: {what}{detail}", file=sys.stderr)
     if as_json:
-        import json
-
-        from builder.errors import document
-
         print(json.dumps(document(detail, code, exc), indent=2, sort_keys=True), flush=True)
     return code
 

@@ -11,8 +11,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from builder import cost, diff, generations, money, plan as plans, recovery, replacement, ttl
 from builder.actions import APPLIES, Action, Verdict
-from builder.modules import accelerator_module, modules, spec
+from builder.config.offers import describe as describe_provisioning
+from builder.model_registry import change_notes
+from builder.modules import NAMES, accelerator_module, modules, spec
+from builder.plan import not_wanted
+from builder.step_kinds import queue_wait_s
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
@@ -58,8 +63,6 @@ def subject(settings: Settings, plan: Plan, previous: Previous | None) -> Settin
 
 def provisioning_meaning(s: Settings) -> str:
     """How the TPU is paid for and what that means (builder.config.offers.describe)."""
-    from builder.config.offers import describe as describe_provisioning
-
     return describe_provisioning(s.provisioning, s.queued, s.queued_valid_for, s.reservation,
                                  max_run_hours=s.max_run_hours, calendar_start=s.calendar_start,
                                  calendar_days=s.calendar_days, calendar_written=s.raw.get("TPU_CALENDAR_START", ""))
@@ -68,8 +71,6 @@ def provisioning_meaning(s: Settings) -> str:
 def path_info(s: Settings) -> dict[str, Any]:
     """Which API the file's path (TPU_ARCH) uses, what Google says of it and, where Google does not
     recommend it, the warning (builder/generations.py ``path_story``, from the data file's ``apis``)."""
-    from builder import generations
-
     found = generations.api(s.arch)
     line, warning = generations.path_story(s.arch, s.topology.generation)
     return {"arch": s.arch, "api": found.api, "status": found.status, "text": line, "warning": warning,
@@ -99,11 +100,6 @@ def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[s
     build as it will be: a module the plan applies with these values (so with no module left out
     of the build's scope, it is what these values cost planned alone), a module outside the scope
     with the applied values it keeps, a destroyed one not at all."""
-    from builder import cost, diff, money, replacement
-    from builder.modules import NAMES
-
-    from builder.plan import not_wanted
-
     applied = prev.settings if prev is not None else None
     absent = prev.absent if prev is not None else frozenset()
     if applied is not None:  # what the applied values leave out was never created by them
@@ -134,9 +130,6 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
     """The plan as data: the JSON of ``tpubuild plan --format json`` and the source of its text.
 
     ``plan`` is None when ``auto`` has nothing to do (``previous.decision`` says why)."""
-    from builder import plan as plans
-    from builder.pipeline import queue_wait_s
-
     s = settings  # the header and the operations describe ``w``, what the plan acts on (``subject``)
     w = subject(settings, plan, previous) if plan is not None else settings
     t = w.topology
@@ -240,7 +233,6 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
             and "accelerator_type" in chips.replaced_by | chips.hosts_recreated_by):
         # the model's word on its training moving to new hosts (vm: a new TPU VM; mig: a new slice,
         # or every VM of the group recreated): the resume across world sizes
-        from builder.model_registry import change_notes
 
         notes.extend(change_notes(previous.settings, s))
     if queue := plans.runs(s, plan, "queue"):
@@ -265,14 +257,10 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
         notes.append(f"{unqueue}: queued resource {s.tpu_name} (and its TPU VM) is deleted by {unqueue}-unqueue "
                      f"before the {unqueue} module's Terraform destroy")
     if s.env_ttl_hours and s.arch != "node":
-        from builder import ttl
-
         info["ttl"] = ttl.plan_info(s, applies_tpu=plan.applies(chips.name)
                                      and plan.action is not Action.DESTROY)
         notes.append(f"ttl: {info['ttl']['text']}")
     if s.recovery and plan.action in APPLIES and plan.applies(chips.name):
-        from builder import recovery
-
         notes.append(f"recovery: {recovery.plan_text(s)}")
     if plan.action in APPLIES:
         if allow_data_loss:
@@ -303,8 +291,6 @@ def step_lines(steps: list[dict[str, Any]]) -> list[str]:
 
 
 def as_text(info: dict[str, Any], *, bold: bool) -> str:
-    from builder import money
-
     def strong(text: str) -> str:
         return f"\033[1m{text}\033[0m" if bold else f"**{text}**"
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from builder.config.filestore import TIERS
+from builder.config.replace import makes_before_breaking, moves_training
+from builder.dashboard_tiles import SHARED_PD_DEVICE
 from builder.records import record
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,8 +70,6 @@ INTERRUPTS = "this interrupts training; running jobs stop and must resume from t
 
 def backs_up(s: Settings) -> bool:
     """The share's tier keeps backups (builder/config/filestore.py), so destroy takes one first."""
-    from builder.config.filestore import TIERS
-
     return TIERS[s.shared_fs_tier].backups
 
 
@@ -80,16 +81,6 @@ def share_lost(s: Settings) -> str:
 
 def queued(s: Settings) -> bool:
     return s.queued
-
-
-def makes_before_breaking(s: Settings) -> bool:
-    """TPU_REPLACE=make-before-break (builder/config/replace.py): a replacing change creates the new
-    slice beside the old one (<module>-apply: tpu on vm, mig on mig), checks it (-swap), then deletes
-    the old one (-release); with a MODEL, :func:`moves_training`. A change that replaces nothing finds
-    nothing to swap or release."""
-    from builder.config.replace import MAKE_BEFORE_BREAK
-
-    return s.replace == MAKE_BEFORE_BREAK
 
 
 def breaks_before_making(s: Settings) -> bool:
@@ -106,14 +97,6 @@ def replacing(spec: Any, s: Settings) -> frozenset[str]:
     ``builder.diff`` and the capacity check (``builder.capacity.beside``) read it."""
     swaps = spec.accelerator and makes_before_breaking(s)
     return spec.replaced_by | spec.hosts_recreated_by if swaps else spec.replaced_by
-
-
-def moves_training(s: Settings) -> bool:
-    """Make-before-break with a MODEL: the build moves the training too: tpu-prepare prints the
-    model's probe, stop and launch scripts (before anything is made), tpu-checkpoint stops the
-    training on the old slice at its next checkpoint, tpu-resume starts it on the new one once the
-    old is deleted."""
-    return makes_before_breaking(s) and bool(s.model)
 
 
 #: TPU_REPLACE, the steps of the module whose slice is replaced (vm's tpu, mig's mig): swap and
@@ -152,8 +135,6 @@ def mig_attach(s: Settings) -> dict[str, Any]:
     startup.sh waits for (``/dev/disk/by-id/google-<device>``, modules/tpu_mig's ``pd_device``),
     whether it is Hyperdisk ML (attached read-only only in READ_ONLY_MANY), and whether the hosts
     get the disk this way at all (``attach_disk``)."""
-    from builder.dashboard_tiles import SHARED_PD_DEVICE
-
     return {"group": s.tpu_name, "disk": s.shared_pd_name, "device": SHARED_PD_DEVICE,
             "hyperdisk": s.shared_pd_type == "hyperdisk-ml", "attach_disk": s.arch == "mig" and mig_attaches_disk(s)}
 

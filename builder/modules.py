@@ -71,7 +71,7 @@ Pure: no I/O, standard library only (and the pure formatters its entries name).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from builder import dashboard_tiles as dash

@@ -33,8 +33,12 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any
 
+from builder import plan as plans
 from builder.actions import Action
-from builder.cost import Estimate, Item, bound_prefix, change_text, combine, money, per_month, table
+from builder.config import calendar
+from builder.config.offers import MAX_RUN_HOURS, calendar_window
+from builder.cost import Estimate, Item, bound_prefix, change_text, combine, estimate, money, per_month, table
+from builder.modules import accelerator_module
 from builder.records import asdict, record
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -70,9 +74,6 @@ def _per_month(kind: str, name: str, region: str) -> tuple[float, bool]:
 
 
 def _slice(settings: Settings) -> Estimate:
-    from builder.cost import estimate
-    from builder.modules import accelerator_module
-
     return estimate(settings, frozenset({accelerator_module(settings.arch)}))
 
 
@@ -91,9 +92,6 @@ def totals(settings: Settings, plan: Plan, after: Estimate, ttl_fires: bool,
     """The plan's totals (see the module's docstring), in that order; ``after`` is the plan's
     hourly cost after the build, ``ttl_fires`` whether this plan creates the TPU that the TTL
     destroys."""
-    from builder.config.offers import MAX_RUN_HOURS
-    from builder.modules import accelerator_module
-
     s, out = settings, []
     accel = accelerator_module(s.arch)
     if plan.action is not Action.DESTROY and plan.applies(accel):
@@ -121,11 +119,6 @@ def totals(settings: Settings, plan: Plan, after: Estimate, ttl_fires: bool,
 
 
 def _after_destroy(s: Settings, plan: Plan, now: datetime.datetime | None) -> list[Total]:
-    from builder import plan as plans
-    from builder.config import calendar
-    from builder.config.offers import calendar_window
-    from builder.modules import accelerator_module
-
     items: list[dict[str, Any]] = []
     if plans.runs(s, plan, "snapshot"):
         rate, approx = _per_month("kept_gb_month", "snapshot", s.region)
@@ -168,8 +161,6 @@ def section(settings: Settings, plan: Plan, before: Estimate | None, after: Esti
     """The ``cost`` section of ``plan --format json``: the hourly estimate ``before`` (the applied
     values; None: nothing applied is known) and ``after`` the build, the change, the totals and
     where the prices come from (docs/plan_cost_ttl.md)."""
-    from builder.modules import accelerator_module
-
     data = table()
     ttl_fires = plan.action is not Action.DESTROY and plan.applies(accelerator_module(settings.arch))
     found = totals(settings, plan, after, ttl_fires)

@@ -30,17 +30,14 @@ The only substitution a script uses on purpose is the built-in ``BUILD_ID`` (``s
 in a template). Scripts read their workspace root from ``$WORKSPACE`` (default ``/workspace``)
 so tests can run them against a temporary folder.
 
-This module imports jinja2 only inside :func:`render`, so ``tpubuild plan`` stays fast.
+jinja2 is imported only when a step is rendered (builder/templating.py), so ``tpubuild plan`` stays fast.
 """
 
 from __future__ import annotations
 
-import re
-import shlex
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from builder import modules as catalogue
+from builder import builder_image, capacity, modules as catalogue
 from builder.actions import Action
 from builder.config.filestore import TIERS
 from builder.config.offers import calendar_name, flex_request_name
@@ -49,48 +46,21 @@ from builder.errors import BadInput
 from builder.module_parts import mig_attach
 from builder.plan import Plan, Step, module_dir, runs, runs_setup_script, seeds
 from builder.step_kinds import (  # noqa: F401  (re-exported: step kinds, images, timeouts)
-    BUILD_TIMEOUT_SLACK, CALENDAR_STEP_S, check_duration, image, IMAGE_STEP_S, IMAGES, Kind, KINDS,
+    BUILD_TIMEOUT_SLACK, CALENDAR_STEP_S, check_duration, image, queue_wait_s, step_timeout, IMAGE_STEP_S, IMAGES, Kind, KINDS,
     LOCK_TIMEOUT, MAX_BUILD_TIMEOUT, MAX_QUEUE_WAIT_S, QUEUE_SLACK_S, QUEUE_WAIT_S, RESIZE_STEP_S,
     SEED_STEP_S, SEED_TIMEOUT_S, SHELLS, SWAP_WAIT_S, DRAIN_WAIT_S, RESUME_TRIES, RESUME_WAIT_S,
 )
+from builder.templating import environment, for_cloud_build
 from builder.yamlout import to_json, to_yaml  # render's output formats
 
 __all__ = ["IMAGES", "KINDS", "Kind", "build_timeout", "check_duration", "preflight", "queue_wait_s", "render",
            "to_json", "to_yaml"]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jinja2 import Environment
-
     from builder.config import Settings
 
 
-_SUB_MARK = "\x00"
-
-
 # ---- what the steps need beyond the plan ----
-
-def queue_wait_s(settings: Settings) -> int:
-    """Seconds tpu-queue waits for ACTIVE: TPU_QUEUED_VALID_FOR (the request expires then
-    anyway), else QUEUE_WAIT_S; at most MAX_QUEUE_WAIT_S."""
-    from builder.config.keys import duration_seconds
-
-    valid = duration_seconds(settings.queued_valid_for) if settings.queued_valid_for else QUEUE_WAIT_S
-    return min(valid, MAX_QUEUE_WAIT_S)
-
-
-def step_timeout(settings: Settings, step: Step) -> int:
-    """Seconds the rendered step may run (its ``timeout``): its kind's, an apply's module's
-    ``apply_timeout``, a queue's wait plus slack. builder/replacement.py reads it for the most
-    make-before-break can bill two slices together."""
-    fixed = KINDS[step.kind].timeout
-    if fixed is not None:
-        return fixed
-    if step.kind == "apply":
-        found = catalogue.spec(settings.arch, step.module)
-        assert found is not None, step
-        return found.apply_timeout
-    return queue_wait_s(settings) + QUEUE_SLACK_S  # queue
-
 
 def preflight(settings: Settings, plan: Plan) -> None:
     """Refuse a plan whose pipeline would use a script that does not exist (the seed-era paths
@@ -106,40 +76,6 @@ def preflight(settings: Settings, plan: Plan) -> None:
 
 # ---- rendering ----
 
-def _bytecode_cache(jinja2: Any) -> Any:
-    try:
-        return jinja2.FileSystemBytecodeCache()
-    except (OSError, RuntimeError):  # no usable private temp folder: compile every time
-        return None
-
-
-@lru_cache(maxsize=1)
-def _environment() -> Environment:
-    import jinja2
-
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("builder", "templates"),
-        # compiled templates are cached (in a private folder under the temp dir, keyed by the
-        # template's source checksum), so a fresh `tpubuild render` skips jinja's compiler
-        bytecode_cache=_bytecode_cache(jinja2),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["q"] = lambda v: shlex.quote(str(v))
-    env.globals["sub"] = lambda name: f"{_SUB_MARK}{name}{_SUB_MARK}"
-    return env
-
-
-def _for_cloud_build(text: str) -> str:
-    """Double every ``$`` (Cloud Build would substitute it), then turn ``sub()`` marks into the
-    substitutions they name."""
-    out = text.replace("$", "$$")
-    return re.sub(f"{_SUB_MARK}([A-Z_][A-Z0-9_]*){_SUB_MARK}", r"${\1}", out)
-
-
 class _Steps:
     """Renders the steps of a plan, one :data:`KINDS` row and one context per kind."""
 
@@ -149,7 +85,7 @@ class _Steps:
         self.allow_data_loss = allow_data_loss
         self.allow_wipe = allow_wipe
         self.steps: list[dict[str, Any]] = []
-        self.env = _environment()
+        self.env = environment()
 
     def add(self, step: Step) -> None:
         kind = KINDS[step.kind]
@@ -164,7 +100,7 @@ class _Steps:
             "id": step.id,
             "name": image(self.s, kind.image),
             "entrypoint": SHELLS[kind.image],
-            "args": ["-c", _for_cloud_build(script)],
+            "args": ["-c", for_cloud_build(script)],
             "waitFor": list(step.after) or ["-"],
             "timeout": check_duration(f"{self._timeout(step)}s"),
         }
@@ -191,14 +127,10 @@ class _Steps:
     # ---- one context per step kind ----
 
     def _image(self, step: Step) -> dict[str, Any]:
-        from builder import builder_image
-
         return dict(image=image(self.s, "tpubuild"), base=IMAGES["python"], dockerfile=builder_image.DOCKERFILE,
                     repository=self.s.image_repository)
 
     def _capacity(self, step: Step) -> dict[str, Any]:
-        from builder import capacity
-
         return dict(beside=bool(runs(self.s, self.plan, "swap")), reads=capacity.reads(self.s))
 
     def _restore(self, step: Step) -> dict[str, Any]:

@@ -34,6 +34,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from builder import cost
+from builder.config.recovery import log_prefix
+from builder.config.replace import group_filter, slot_names
+from builder.module_parts import mig_attach
+from builder.modules import accelerator_module, ttl_scope
+from builder.step_kinds import IMAGES
+from builder.templating import environment, for_cloud_build
+from builder.ttl import job_name as ttl_job, source_object
+
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
@@ -55,11 +64,6 @@ WORKDIR = ".tpubuild-recovery"
 TAG = "tpubuild-{env}-health"
 
 
-def log_prefix(env: str) -> str:
-    """How every line of the health build starts in its log (the dashboard's logs tile filters on it)."""
-    return f"tpubuild: health: {env}:"
-
-
 def job_name(settings: Settings) -> str:
     return f"projects/{settings.project_id}/locations/{settings.region}/jobs/tpubuild-{settings.env_name}-health"
 
@@ -78,9 +82,6 @@ def hourly_usd(settings: Settings) -> float | None:
     them, builder/cost.py): the value of an hour of training lost. It reads only the slice's own
     keys, so editing another module's values never changes the health build. None where a price
     is unknown (a generation builder/data/prices.json lacks): the record then says the cost is unknown."""
-    from builder import cost
-    from builder.modules import accelerator_module
-
     estimate = cost.estimate(settings, (accelerator_module(settings.arch),))
     return None if estimate.unknown else round(estimate.known, 4)
 
@@ -88,10 +89,6 @@ def hourly_usd(settings: Settings) -> float | None:
 def context(settings: Settings) -> dict[str, Any]:
     """What the three templates are rendered with (``slots``: the names the slice may have; on vm
     make-before-break alternates ``tpu-<env>`` and ``tpu-<env>-b``, so the check finds the live one)."""
-    from builder.config.replace import group_filter, slot_names
-    from builder.module_parts import mig_attach
-    from builder.ttl import job_name as ttl_job
-
     return {
         "env": settings.env_name, "project": settings.project_id, "zone": settings.zone,
         "log_prefix": log_prefix(settings.env_name),
@@ -116,8 +113,6 @@ def _price(hourly: float | None) -> str:
 
 
 def _scope(settings: Settings) -> list[str]:
-    from builder.modules import ttl_scope
-
     return [w for m, on in ttl_scope(settings.arch).items() for w in (f"--{m}", "true" if on else "false")]
 
 
@@ -131,17 +126,14 @@ STEPS: tuple[tuple[str, str, str], ...] = (
 
 def build_request(settings: Settings) -> dict[str, Any]:
     """The Build the health check's job creates every :data:`INTERVAL_MIN` minutes."""
-    from builder.pipeline import IMAGES, _environment, _for_cloud_build
-    from builder.ttl import source_object
-
-    env, ctx = _environment(), context(settings)
+    env, ctx = environment(), context(settings)
     steps = [{
         "id": step_id,
         "name": IMAGES[image],
         "entrypoint": "bash",
         "env": ["BUILD_ID=$BUILD_ID", "TPUBUILD_DISPATCH_BUILD=$BUILD_ID", "PIP_DISABLE_PIP_VERSION_CHECK=1",
                 "PIP_ROOT_USER_ACTION=ignore"],
-        "args": ["-c", _for_cloud_build(env.get_template(template).render(step_id=step_id, **ctx).strip() + "\n")],
+        "args": ["-c", for_cloud_build(env.get_template(template).render(step_id=step_id, **ctx).strip() + "\n")],
     } for step_id, image, template in STEPS]
     return {
         "source": {"storageSource": {"bucket": settings.state_bucket, "object": source_object(settings.env_name)}},

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from builder import cost
 from builder.actions import Action
 from builder.config.replace import MAKE_BEFORE_BREAK, slot_names
+from builder.durations import duration
 from builder.modules import accelerator_module
-from builder.step_kinds import DRAIN_WAIT_S
+from builder.plan import runs
+from builder.step_kinds import DRAIN_WAIT_S, step_timeout
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
@@ -48,15 +51,12 @@ def _billed(plan: Plan) -> list[Any]:
 def overlap_minutes(plan: Plan) -> float:
     """Minutes both slices are billed together, expected: each billed step's estimate
     (``builder.durations``)."""
-    from builder.durations import duration
-
     return sum(duration({"id": st.id}, None) for st in _billed(plan))
 
 
 def overlap_minutes_max(settings: Settings, plan: Plan) -> float:
     """The most minutes both slices can be billed together: each billed step's rendered timeout
-    (``builder.pipeline.step_timeout``), after which Cloud Build stops the build."""
-    from builder.pipeline import step_timeout
+    (``builder.step_kinds.step_timeout``), after which Cloud Build stops the build."""
 
     return sum(step_timeout(settings, st) for st in _billed(plan)) / 60
 
@@ -72,9 +72,6 @@ def facts(settings: Settings, plan: Plan, applied: Settings | None, d: Diff) -> 
     slices for those minutes; None: the running slice's price is unknown); ``bound`` (how the
     figures err where a price stands in, builder/cost.py); ``text``, what the plan notes ('' when
     there is nothing to say)."""
-    from builder import cost
-    from builder.plan import runs
-
     module = accelerator_module(settings.arch)
     if not plan.applies(module) or plan.action is Action.DESTROY:
         return None

@@ -34,9 +34,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from builder import modules as catalogue
-from builder.errors import BadInput
-from builder.legacy import refuse_unbuildable
 from builder.actions import Action
+from builder.config.later import refuse_unbuildable
+from builder.errors import BadInput
 from builder.plan import Plan, make_plan, not_wanted
 from builder.records import record
 

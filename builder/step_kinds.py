@@ -7,8 +7,11 @@ re-exports them.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from builder import builder_image
+from builder.config.keys import duration_seconds
+from builder.modules import spec
 from builder.records import record
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,8 +37,6 @@ def image(settings: Settings, key: str) -> str:
     environment's builder image (``<region>-docker.pkg.dev/<project>/tpubuild-<env>/tpubuild:<tag>``)."""
     if key != "tpubuild":
         return IMAGES[key]
-    from builder import builder_image
-
     return IMAGES[key].format(region=settings.region, project=settings.project_id,
                               repository=settings.image_repository, name=builder_image.NAME,
                               tag=builder_image.tag())
@@ -109,6 +110,36 @@ MAX_BUILD_TIMEOUT = 86400  # Cloud Build's maximum build timeout (24 h)
 SEED_TIMEOUT_S = SEED_STEP_S - 600
 #: How long Terraform waits for the state lock that another build holds.
 LOCK_TIMEOUT = "5m"
+
+
+
+class StepLike(Protocol):
+    """What :func:`step_timeout` reads of a step (``builder.plan.Step``)."""
+
+    kind: str
+    module: str
+
+
+def queue_wait_s(settings: Settings) -> int:
+    """Seconds tpu-queue waits for ACTIVE: TPU_QUEUED_VALID_FOR (the request expires then
+    anyway), else QUEUE_WAIT_S; at most MAX_QUEUE_WAIT_S."""
+    valid = duration_seconds(settings.queued_valid_for) if settings.queued_valid_for else QUEUE_WAIT_S
+    return min(valid, MAX_QUEUE_WAIT_S)
+
+
+def step_timeout(settings: Settings, step: StepLike) -> int:
+    """Seconds the rendered step may run (its ``timeout``): its kind's, an apply's module's
+    ``apply_timeout``, a queue's wait plus slack. The pipeline and builder/replacement.py read it for the most
+    make-before-break can bill two slices together."""
+    fixed = KINDS[step.kind].timeout
+    if fixed is not None:
+        return fixed
+    if step.kind == "apply":
+        found = spec(settings.arch, step.module)
+        assert found is not None, step
+        return found.apply_timeout
+    return queue_wait_s(settings) + QUEUE_SLACK_S  # queue
+
 
 _DURATION = re.compile(r"^\d+s$")
 

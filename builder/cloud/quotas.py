@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from builder.cloud import clients
 from builder.errors import WorldError
 
 #: The value Cloud Quotas gives an unlimited quota.
@@ -68,8 +69,6 @@ def read(project: str, service: str, quota_id: str, zone: str, region: str,
     ``dimensions`` (:func:`value_for`).
     Raises :class:`NotReadable` (404/403) or ``WorldError`` (any other failure)."""
     import requests
-
-    from builder.cloud import clients
 
     session, base = clients.quotas()
     url = f"{base}/projects/{project}/locations/global/services/{service}/quotaInfos/{quota_id}"

@@ -20,7 +20,7 @@ from typing import Any
 from builder.cloud import objects
 from builder.cloud.errors import cloud_call
 from builder.errors import WorldError
-from builder.records import field, record
+from builder.records import field, record, replace
 
 
 def values_path(env: str) -> str:
@@ -95,8 +95,6 @@ def _conflict(env: str, build_id: str) -> WorldError:
 
 
 def write(bucket: Any, env: str, applied: Applied, *, expected_generation: int) -> Applied:
-    from builder.records import replace
-
     from google.api_core import exceptions as gexc
 
     blob = bucket.blob(values_path(env))

@@ -6,7 +6,10 @@ import argparse
 import sys
 from typing import Any
 
+from builder.applied import applied_settings
+from builder.cloud.snapshot import values_path
 from builder.config import Settings, load
+from builder.errors import BadInput
 
 
 def load_settings(args: argparse.Namespace, *, strict: bool = False, later: bool = False) -> Settings:
@@ -30,10 +33,6 @@ def applied_or_warn(applied: Any, settings: Settings) -> Settings | None:
     """The values of ``applied`` (a ``builder.cloud.snapshot.Applied``) parsed, or None with a
     warning when they no longer parse: submit's ``auto`` then updates every module, and finalize
     counts every module as changed."""
-    from builder.applied import applied_settings
-    from builder.cloud.snapshot import values_path
-    from builder.errors import BadInput
-
     where = f"gs://{settings.state_bucket}/{values_path(settings.env_name)}"
     try:
         return applied_settings(applied.values, settings)

@@ -10,7 +10,10 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from builder.commands import load_settings, say, warn
+from builder import capacity
+from builder.cloud import clients, quotas, reservations, snapshot
+from builder.commands import applied_or_warn, load_settings, say, warn
+from builder.config.replace import MAKE_BEFORE_BREAK
 from builder.errors import WorldError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -22,8 +25,6 @@ def check(settings: Settings, running: Settings | None = None) -> None:
     """Say what the check found; ``WorldError`` (exit 1, one line) when the quota, reservation or
     calendar-mode request refuses the slice. ``running``: the applied values, whose slice runs
     beside the new one under make-before-break."""
-    from builder import capacity
-
     need, held = capacity.beside(settings, running), capacity.held(settings)
     if not isinstance(need, str):
         _quota(need)
@@ -37,9 +38,6 @@ def check(settings: Settings, running: Settings | None = None) -> None:
 
 def _quota(need: Need) -> None:
     """Read the quota (each of several, in order, until one holds the slice)."""
-    from builder import capacity
-    from builder.cloud import quotas
-
     values: dict[str, int | None] = {}
     blind = ""
     for quota_id in need.quota_ids:
@@ -66,9 +64,6 @@ def _quota(need: Need) -> None:
 
 def _held(held: Held) -> None:
     """Read the reservation or calendar-mode request the slice consumes."""
-    from builder import capacity
-    from builder.cloud import quotas, reservations
-
     try:
         if held.kind == "any":
             holds, line = capacity.any_reservation(held, reservations.listing(held.project, held.zone))
@@ -96,12 +91,8 @@ def _held(held: Held) -> None:
 def _running(settings: Settings) -> Settings | None:
     """The applied values (the snapshot in the state bucket) under make-before-break, where the new
     slice runs beside the old one for a while; None otherwise, or when there are none to read."""
-    from builder.config.replace import MAKE_BEFORE_BREAK
-
     if settings.replace != MAKE_BEFORE_BREAK:
         return None
-    from builder.cloud import clients, snapshot
-    from builder.commands import applied_or_warn
 
     try:
         found = snapshot.read(clients.storage(settings.project_id).bucket(settings.state_bucket), settings.env_name)

@@ -12,11 +12,12 @@ snapshot, auto).
 from __future__ import annotations
 
 import argparse
+import importlib
+
+from builder.commands.parser import add_action, add_scope
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    from builder.commands.parser import add_action, add_scope
-
     def verb(name: str, **kwargs: str) -> argparse.ArgumentParser:
         """The subcommand ``name`` with the common options, run by its body in :data:`BODIES`."""
         p = sub.add_parser(name, parents=[common], **kwargs)
@@ -102,8 +103,6 @@ BODIES: dict[str, str] = {
 
 def _run(name: str):  # noqa: ANN202 - argparse callback
     def run(args: argparse.Namespace) -> int:
-        import importlib
-
         return int(getattr(importlib.import_module(BODIES[name]), f"cmd_{name.replace('-', '_')}")(args) or 0)
 
     run.__name__ = f"run_{name}"

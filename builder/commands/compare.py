@@ -10,7 +10,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from builder import auto
+from builder.applied import applied_settings, compared_with
+from builder.cloud import buckets, clients, snapshot
+from builder.cloud.auto import decide_now
+from builder.config import load
 from builder.errors import BadInput, TpuBuildError
+from builder.files import MAX_BYTES, read_file
 from builder.records import record
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -48,10 +54,6 @@ def previous(settings: Settings, applied: str | None, *, need: bool) -> Previous
     """The applied values to compare with: ``--applied FILE``, ``--applied none``, else the state
     bucket's snapshot (read-only, no lock) when credentials exist. ``need`` (auto): no source is
     bad input; otherwise the plan goes on without a comparison."""
-    from builder.applied import applied_settings, compared_with
-    from builder.config import load
-    from builder.files import MAX_BYTES, read_file
-
     if applied is not None and applied.strip().lower() == "none":
         if need:
             raise BadInput("--applied: auto needs the applied values to decide; pass --applied FILE "
@@ -75,8 +77,6 @@ def previous(settings: Settings, applied: str | None, *, need: bool) -> Previous
                         known=False)
     where = f"gs://{settings.state_bucket}"
     try:
-        from builder.cloud import buckets, clients, snapshot
-
         client = clients.storage(settings.project_id)
         if not buckets.exists(client, settings.state_bucket):
             return Previous(None, f"{where} (no state bucket: nothing applied yet)")
@@ -102,9 +102,6 @@ def previous(settings: Settings, applied: str | None, *, need: bool) -> Previous
 def auto_plan(settings: Settings, prev: Previous) -> Plan | None:
     """What GitOps ``auto`` would run (``builder.cloud.auto.decide_now``, the same decision
     ``submit`` makes); None: nothing to do. The decision is kept in ``prev.decision``."""
-    from builder import auto
-    from builder.cloud.auto import decide_now
-
     prev.decision = decide_now(settings, prev.settings, build_id=prev.build_id, outstanding=prev.outstanding,
                                absent=prev.absent, sources_then=prev.sources)
     return auto.plan_for(settings, prev.decision)

@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from builder import generations, modules as catalogue
 from builder.commands import load_settings
+from builder.config.later import refuse_changes
+from builder.config.readiness import train_warnings
 from builder.errors import ConfigErrors
 
 _EXAMPLES = """examples:
@@ -35,7 +38,6 @@ def run_validate(args: argparse.Namespace) -> int:
         s = load_settings(args, strict=args.strict, later=True)  # and what plan/render/submit/train refuse
         if args.applied is not None:
             from builder.commands.compare import previous
-            from builder.config.later import refuse_changes
 
             refuse_changes(previous(s, args.applied, need=False).settings, s)
     except ConfigErrors as exc:
@@ -46,12 +48,9 @@ def run_validate(args: argparse.Namespace) -> int:
         if len(exc.errors) > 1:
             print(f"tpubuild: {len(exc.errors)} problems in {exc.path}", file=sys.stderr)
         return 2
-    from builder.config.readiness import train_warnings
 
     for warning in train_warnings(s):
         print(f"tpubuild: warning: {warning}", file=sys.stderr)
-    from builder import generations
-    from builder import modules as catalogue
 
     t = s.topology
     path = generations.api(s.arch)

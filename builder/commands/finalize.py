@@ -8,11 +8,17 @@ applying something else, and recording would overwrite its truth (exit 1, nothin
 from __future__ import annotations
 
 import argparse
+import time
 from typing import TYPE_CHECKING, Any
 
-from builder.commands import load_settings, say
-from builder.errors import BadInput, WorldError
+from builder import auto
 from builder.actions import PLAN_ACTIONS, Action
+from builder.applied import after_build
+from builder.cloud import builds, clients, lock, snapshot, workspace
+from builder.cloud.auto import digests
+from builder.commands import applied_or_warn, load_settings, say
+from builder.errors import BadInput, WorldError
+from builder.plan import make_plan
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.cloud.lock import Lock
@@ -22,10 +28,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def _wait_for_build_id(bucket: Any, env: str, build_id: str) -> Lock | None:
     """The lock, once its submit has recorded the build id (it does right after CreateBuild)."""
-    import time
-
-    from builder.cloud import builds, lock
-
     current = lock.read(bucket, env)
     for _ in range(30):
         if current is None or current.build_id:
@@ -36,9 +38,6 @@ def _wait_for_build_id(bucket: Any, env: str, build_id: str) -> Lock | None:
 
 
 def cmd_finalize(args: argparse.Namespace) -> int:
-    from builder.cloud import clients, lock
-    from builder.plan import make_plan
-
     settings = load_settings(args)
     env, build_id = settings.env_name, args.build_id.strip()
     if not build_id:
@@ -67,13 +66,6 @@ def cmd_finalize(args: argparse.Namespace) -> int:
 def record(settings: Settings, bucket: Any, build_id: str, action: str, ops: list[tuple[str, str]]) -> None:
     """Write the applied snapshot after build ``build_id`` ran ``ops``: today's values.env, and the
     ledger ``builder.applied.after_build`` derives from the snapshot found and the operations."""
-    from builder import auto
-    from builder.applied import after_build
-    from builder.cloud import lock, snapshot, workspace
-    from builder.cloud.auto import digests
-    from builder.commands import applied_or_warn
-    from builder.plan import make_plan
-
     env = settings.env_name
     repo = workspace.find_repo(settings)
     every = make_plan(settings, Action.CREATE).modules

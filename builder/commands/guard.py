@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from builder.actions import Action
 from builder.errors import BadInput
 from builder.files import MAX_PLAN_BYTES, PLAN_JSON, read_bytes  # noqa: F401 - MAX_PLAN_BYTES re-exported
 from builder.guard import ACTIONS, MODULES, check_args, evaluate
@@ -62,8 +63,6 @@ def read_plan_json(path: Path) -> Any:
 
 
 def run_guard(args: argparse.Namespace) -> int:
-    from builder.actions import Action
-
     action = Action.parse(args.action, "--action")
     check_args(args.module, action)  # flags first: cheap, and the clearer message
     path = Path(args.plan_json)

@@ -13,8 +13,11 @@ import os
 import sys
 from pathlib import Path
 
+from builder.config import load_text
 from builder.config.loader import read_text
 from builder.errors import BadInput
+from builder.generations import api
+from builder.migrate import migrate_text
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -39,8 +42,6 @@ def _write(path: Path, text: str) -> None:
 
 
 def run_migrate(args: argparse.Namespace) -> int:
-    from builder.migrate import migrate_text
-
     source = Path(args.values)
     text = read_text(source)
     result = migrate_text(text, source)
@@ -57,8 +58,6 @@ def run_migrate(args: argparse.Namespace) -> int:
         backup = source.with_name(source.name + ".bak")
         _write(backup, text)
     _write(target, result.text)
-    from builder.config import load_text
-    from builder.generations import api
 
     done = api(load_text(result.text, target).arch)
     print(f"{source}: migrated to {done.label}{'' if not args.output else f' into {target}'}"

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from builder import model_registry, observe
+from builder.cloud import mig_hosts
 from builder.commands import load_settings
 from builder.config import Settings
 from builder.errors import BadInput, WorldError
@@ -29,7 +30,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 def target(settings: Settings) -> observe.Target:
     s = settings
-    from builder.cloud import mig_hosts
 
     external = s.mig_external_ip if s.arch == "node" else s.tpu_external_ips
     # how gcloud reaches the hosts (models/hosts.py; on mig the slice's VMs in worker order)

@@ -23,9 +23,9 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn
 
+from builder.actions import Action
 from builder.errors import BadInput
 from builder.modules import ARCHS, modules
-from builder.actions import Action
 
 #: Every plan module of any architecture, in create order (what ``--only`` names).
 MODULE_NAMES: tuple[str, ...] = tuple(dict.fromkeys(m for arch in ARCHS for m in modules(arch)))

@@ -8,11 +8,17 @@ initialize runs no pipeline (exit 0): an empty build would be a build that silen
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from typing import TYPE_CHECKING
 
+from builder import pipeline, request, yamlout
+from builder.actions import APPLYING, Action
 from builder.commands import load_settings
+from builder.commands.parser import MODULE_NAMES, add_action, add_scope
+from builder.config.later import refuse_changes
+from builder.describe import INITIALIZE_NOTE, as_text, describe
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.commands.compare import Previous
@@ -38,9 +44,6 @@ _RENDER_EXAMPLES = """examples:
 
 
 def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    from builder.commands.parser import MODULE_NAMES, add_action, add_scope
-    from builder.actions import Action
-
     def scope(p: argparse.ArgumentParser) -> None:
         add_action(p, default=Action.CREATE)
         add_scope(p)
@@ -76,10 +79,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 
 def _plan(args: argparse.Namespace, *, compare: bool = False) -> tuple[Settings, Plan | None, Previous | None]:
-    from builder import request
-    from builder.config.later import refuse_changes
-    from builder.actions import APPLYING
-
     settings = load_settings(args)
     req = request.parse(settings, args.action, tpu=args.tpu, mig=args.mig, only=args.only,
                         allow_data_loss=args.allow_data_loss, allow_wipe=getattr(args, "allow_wipe", False))
@@ -101,16 +100,12 @@ def _plan(args: argparse.Namespace, *, compare: bool = False) -> tuple[Settings,
 
 
 def run_render(args: argparse.Namespace) -> int:
-    from builder import pipeline, yamlout
-
     settings, plan, prev = _plan(args)
     if plan is None:
         assert prev is not None and prev.decision is not None
         print(f"tpubuild: {prev.decision.summary()}; nothing to render", file=sys.stderr)
         return 0
     if not plan.operations:
-        from builder.describe import INITIALIZE_NOTE
-
         print(f"tpubuild: {INITIALIZE_NOTE}; nothing to render", file=sys.stderr)
         return 0
     config = pipeline.render(settings, plan, allow_data_loss=args.allow_data_loss, allow_wipe=args.allow_wipe)
@@ -124,16 +119,12 @@ def run_plan(args: argparse.Namespace) -> int:
         from builder.commands.plan_all import run_plan_all
 
         return run_plan_all(args)
-    from builder import pipeline
-    from builder.describe import as_text, describe
 
     settings, plan, prev = _plan(args, compare=True)
     if plan is not None and plan.operations:
         pipeline.preflight(settings, plan)
     info = describe(settings, plan, allow_data_loss=args.allow_data_loss, previous=prev)
     if args.format == "json":
-        import json
-
         sys.stdout.write(json.dumps(info, indent=2) + "\n")
     else:
         sys.stdout.write(as_text(info, bold=_bold_style()))

@@ -16,8 +16,14 @@ import json
 import sys
 from typing import Any
 
+from builder import environments
 from builder.actions import Action, Verdict
+from builder.commands import warn
+from builder.commands.compare import auto_plan, has_credentials, previous
+from builder.config.later import refuse_changes
+from builder.describe import describe
 from builder.errors import BadInput, TpuBuildError
+from builder.plan import make_plan
 
 #: Flags that choose one environment's plan; --all plans auto of every environment.
 _ONE_ENV_FLAGS: tuple[tuple[str, str], ...] = (("tpu", "--tpu"), ("mig", "--mig"), ("only", "--only"),
@@ -42,11 +48,6 @@ def _total(cost: dict[str, Any] | None) -> tuple[str | None, float | None]:
 
 def row(env: Any) -> dict[str, Any]:
     """One environment's row: ``tpubuild plan --action auto`` of its file, as data."""
-    from builder.commands.compare import auto_plan, has_credentials, previous
-    from builder.config.later import refuse_changes
-    from builder.describe import describe
-    from builder.plan import make_plan
-
     s = env.settings
     out: dict[str, Any] = {"path": env.path, "env": s.env_name, "project_id": s.project_id, "protected": s.protected}
     try:
@@ -99,9 +100,6 @@ def as_text(rows: list[dict[str, Any]]) -> str:
 
 
 def run_plan_all(args: argparse.Namespace) -> int:
-    from builder import environments
-    from builder.commands import warn
-
     _refuse_flags(args)
     repo, only = environments.repository_of(args.values)
     envs = environments.select(repo, only, args.values)

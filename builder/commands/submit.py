@@ -15,10 +15,19 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.commands import load_settings, say, warn
+from builder import auto, pipeline, tfvars, ttl
+from builder.actions import APPLYING, Action
+from builder.cloud import buckets, builds, clients, lock, snapshot, source, workspace
+from builder.cloud.auto import decide_now
+from builder.cloud.errors import cloud_call
+from builder.commands import applied_or_warn, load_settings, say, warn
+from builder.commands.initialize import initialize
+from builder.config.calendar import create_refusal, submit_refusal
+from builder.config.later import refuse_changes
 from builder.errors import WorldError
-from builder.actions import Action
+from builder.plan import make_plan
 from builder.records import record
+from builder.request import SUBSTITUTIONS, parse, plan_for
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.cloud.source import Source
@@ -45,13 +54,6 @@ def prepare(settings: Settings, request: Request) -> Prepared:
     even without credentials): the request (``builder.request.parse`` refused what it could),
     its plan (``builder.request.plan_for``), the pipeline (``builder.pipeline.render``), the
     tfvars and the source tarball."""
-    from builder import pipeline, tfvars
-    from builder.cloud import source, workspace
-    from builder.request import plan_for
-
-    from builder.config.calendar import submit_refusal
-    from builder.actions import APPLYING
-
     relative = submit_refusal(settings) if request.action in APPLYING else None
     if relative is not None:  # a calendar request is sent with the date written out
         raise relative
@@ -71,12 +73,6 @@ def auto_plan(settings: Settings, bucket: Any) -> Plan | None:
     """Decide what ``auto`` does from the applied snapshot in ``bucket``, print the decision and
     why; the plan, or None for nothing. A snapshot whose values.env no longer parses is warned
     about and every module is updated (``builder.auto.decide_unreadable``)."""
-    from builder import auto
-    from builder.cloud import snapshot
-    from builder.cloud.auto import decide_now
-    from builder.commands import applied_or_warn
-    from builder.plan import make_plan
-
     applied = snapshot.read(bucket, settings.env_name)
     if applied is None:
         decision = decide_now(settings, None)
@@ -85,14 +81,11 @@ def auto_plan(settings: Settings, bucket: Any) -> Plan | None:
         if old is None:
             decision = auto.decide_unreadable(make_plan(settings, Action.CREATE).modules, applied.absent)
         else:
-            from builder.config.later import refuse_changes
-
             refuse_changes(old, settings)  # what the model cannot resume across, before any change
             decision = decide_now(settings, old, build_id=applied.build_id, outstanding=applied.outstanding,
                                   absent=applied.absent, sources_then=applied.sources)
     plan = auto.plan_for(settings, decision)
     if plan is not None and plan.action is Action.CREATE:  # a create submits a new calendar request
-        from builder.config.calendar import create_refusal
 
         too_soon = create_refusal(settings)
         if too_soon is not None:
@@ -110,21 +103,14 @@ def _scope(plan: Plan) -> dict[str, Any]:
 
 def submit(settings: Settings, action: str, *, tpu: bool = False, mig: bool = False,
            allow_data_loss: bool = False, allow_wipe: bool = False, wait: bool = False) -> int:
-    from builder.request import parse
-
     request = parse(settings, action, tpu=tpu, mig=mig, allow_data_loss=allow_data_loss, allow_wipe=allow_wipe)
     return execute(settings, prepare(settings, request), wait=wait)
 
 
 def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> int:
     """Run what ``prepare`` decided: the first place a cloud client is built."""
-    from builder import pipeline
-    from builder.cloud import buckets, builds, clients, lock, source, workspace
-
     request = prepared.request
     if request.action is Action.INITIALIZE:
-        from builder.commands.initialize import initialize
-
         return initialize(settings)
     repo, plan, config, src = prepared.repo, prepared.plan, prepared.config, prepared.src
     assert src is not None
@@ -193,8 +179,6 @@ def _keep_ttl_source(bucket: Any, settings: Settings, action: Action, src: Sourc
     is (the TPU's jobs go with the TPU)."""
     if not (settings.env_ttl_hours or settings.recovery) or action is Action.DESTROY:
         return
-    from builder import ttl
-    from builder.cloud.errors import cloud_call
 
     name = ttl.source_object(settings.env_name)
     with cloud_call(f"uploading gs://{settings.state_bucket}/{name}"):
@@ -210,8 +194,6 @@ def cmd_dispatch(args: argparse.Namespace) -> int:
     """The root build's step. Every input is checked (values.env, the action and substitution
     strings, the plan, the pipeline) before any client is built: bad input is exit 2 with one
     line, even where there are no credentials."""
-    from builder.request import SUBSTITUTIONS, parse
-
     settings = load_settings(args)
     request = parse(settings, args.action, tpu=args.tpu, mig=args.mig, allow_data_loss=args.allow_data_loss,
                     allow_wipe=args.allow_wipe, spelling=SUBSTITUTIONS)

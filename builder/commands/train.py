@@ -34,11 +34,15 @@ from types import ModuleType
 from typing import Any
 
 from builder import model_registry
+from builder.cloud import mig_hosts
 from builder.commands import load_settings
+from builder.commands.observe import refuse_flags, run_logs_metrics
 from builder.commands.parser import at_least
+from builder.commands.runtime import runtime_settings
 from builder.config import Settings
-from builder.config.replace import slice_words
+from builder.config.replace import slice_words, slot_names
 from builder.errors import BadInput, ConfigError, WorldError
+from builder.observe import METRICS_INTERVAL_S
 
 LAUNCHER = model_registry.LAUNCHER
 
@@ -110,7 +114,6 @@ def _job(settings: Settings, launcher: ModuleType) -> Any:
     if settings.arch == "mig":
         # the launcher reaches the slice through models/hosts.py SliceHosts; the group listing
         # (worker order) is builder/cloud/mig_hosts.py's. A launcher without mig support refuses.
-        from builder.cloud import mig_hosts
 
         if "listing" not in fields:
             raise BadInput(f'train/stop/logs: TPU_ARCH="mig" ({settings.source}) is not supported by the '
@@ -124,7 +127,6 @@ def _job(settings: Settings, launcher: ModuleType) -> Any:
     if settings.arch == "vm" and "slots" in fields:
         # make-before-break keeps the slice in one of two slots: the launch finds the live one at
         # run time (models/hosts.py TpuVmHosts); the names are builder/config/replace.py's
-        from builder.config.replace import slot_names
 
         job = dataclasses.replace(job, slots=slot_names(settings))
     return job
@@ -160,7 +162,6 @@ def run_train(args: argparse.Namespace) -> int:
     launcher, root = load_launcher(settings, args.model)
     job = _job(settings, launcher)
     if getattr(args, "metrics", False):  # models/xla_observe.py: TPUBUILD_METRICS_INTERVAL
-        from builder.observe import METRICS_INTERVAL_S
 
         job = dataclasses.replace(job, options={**job.options, "metrics_interval": METRICS_INTERVAL_S})
     steps = _plan(settings, launcher, lambda: launcher.plan_train(job, str(root)))
@@ -248,8 +249,6 @@ def load_hosts(settings: Settings) -> ModuleType:
 def run_access(settings: Settings, hosts: ModuleType) -> Any:
     """How gcloud reaches the hosts of ``settings`` (vm: the slice's live slot, mig: its VMs in
     worker order; builder/cloud/mig_hosts.py ``access``, models/hosts.py ``for_arch``)."""
-    from builder.cloud import mig_hosts
-
     if settings.arch not in ("vm", "mig"):
         raise BadInput(f"run works on TPU_ARCH=\"vm\" or \"mig\", not {settings.arch!r} ({settings.source}); "
                        "node is legacy (use xla_dist on the leader)")
@@ -334,7 +333,6 @@ def run_run(args: argparse.Namespace) -> int:
     if not words:
         raise BadInput("run: no command; write it after --, e.g. tpubuild run -- python3 train.py")
     if args.runtime:  # builder/commands/runtime.py: the model's own launch of a script of yours
-        from builder.commands.runtime import runtime_settings
 
         settings, script = runtime_settings(args, words)
         model = settings.model
@@ -377,8 +375,6 @@ def run_logs(args: argparse.Namespace) -> int:
     launcher, _ = load_launcher(settings, model)
     job = _job(settings, launcher)
     if getattr(args, "metrics", False):
-        from builder.commands.observe import refuse_flags, run_logs_metrics
-
         refuse_flags(args, "follow")
         return run_logs_metrics(settings, launcher.log_dir(job), args.dry_run)
     steps = _plan(settings, launcher, lambda: launcher.plan_logs(job, args.host, follow=args.follow, lines=args.lines))

@@ -6,7 +6,10 @@ The work is in builder/cloud/ttl.py (imported inside the commands: no ``google.*
 from __future__ import annotations
 
 import argparse
+import json
 
+from builder import ttl
+from builder.cloud import ttl as cloud_ttl
 from builder.commands import load_settings
 from builder.errors import BadInput
 
@@ -31,8 +34,6 @@ def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -
 
 
 def run_ttl(args: argparse.Namespace) -> int:
-    from builder import ttl
-
     settings = load_settings(args)
     if args.verb == "show" and args.duration is not None:
         raise BadInput(f"ttl show: takes no duration (got {args.duration!r}); use `tpubuild ttl extend {args.duration}`")
@@ -42,12 +43,9 @@ def run_ttl(args: argparse.Namespace) -> int:
     if not settings.env_ttl_hours:
         raise BadInput(f"{settings.source}: ENV_TTL_HOURS is not set, so the environment has no TTL; "
                        'add ENV_TTL_HOURS="8" (hours) and apply to have one')
-    from builder.cloud import ttl as cloud_ttl
 
     info = cloud_ttl.read(settings) if by is None else cloud_ttl.extend(settings, by)
     if args.format == "json":
-        import json
-
         print(json.dumps(info, indent=2, sort_keys=True))
     elif by is not None:
         print(f"{info['name']}: the TPU is now destroyed at {info['fires']} (in {info['in']}; was {info['was']})")
