@@ -11,28 +11,6 @@ from builder.config.later import refuse_changes
 from builder.config.readiness import train_warnings
 from builder.errors import ConfigErrors
 
-_EXAMPLES = """examples:
-  tpubuild validate                         check ./values.env
-  tpubuild validate --values examples/vm-v4-32.env --strict
-  tpubuild validate --applied old.env       and what an update from those applied values refuses
-
-Every problem is printed, one line each (file:line: KEY: what is wrong; how to fix it), and the
-exit code is 2 when there is any. Unknown keys are warnings unless --strict makes them errors
-(the default keeps seed-era files working)."""
-
-
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("validate", parents=[common], help="check values.env: every problem, one line each",
-                       description="Check values.env and print a one-line summary of the environment, or "
-                                   "every problem found (exit 2).",
-                       epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--strict", action="store_true", help="unknown keys are errors, not warnings")
-    p.add_argument("--applied", metavar="FILE", default=None,
-                   help="the values.env last applied: also report what an update from it refuses (a change the "
-                        "model's training cannot resume across), as plan and submit do")
-    p.set_defaults(func=run_validate)
-
-
 def run_validate(args: argparse.Namespace) -> int:
     try:
         s = load_settings(args, strict=args.strict, later=True)  # and what plan/render/submit/train refuse

@@ -20,14 +20,6 @@ from builder.generations import api
 from builder.migrate import migrate_text
 
 
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("migrate", parents=[common],
-                       help="rewrite a values.env onto the path Google recommends for its generation (keeps a .bak)")
-    p.add_argument("--output", metavar="FILE", default=None,
-                   help="write the migrated file here instead of in place (no .bak then)")
-    p.set_defaults(func=run_migrate)
-
-
 def _write(path: Path, text: str) -> None:
     """Write through a temporary file in the same folder and rename: never a half-written file."""
     tmp = path.with_name(f".{path.name}.tpubuild-tmp")

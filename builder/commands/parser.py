@@ -13,7 +13,7 @@ turns each kind into one line that says what is wrong and how to fix it, raised 
   abbreviation, two options that exclude each other.
 
 :class:`TopParser` also lays out ``tpubuild --help``: the user's verbs first, then the admin
-verbs (``COMMAND_GROUPS`` in ``builder.cli``); hidden verbs are listed by neither.
+verbs (each verb's ``group``, builder/commands/verb.py); hidden verbs are listed by neither.
 """
 
 from __future__ import annotations

@@ -14,9 +14,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from builder import pipeline, request, yamlout
-from builder.actions import APPLYING, Action
+from builder.actions import APPLYING
 from builder.commands import load_settings
-from builder.commands.parser import MODULE_NAMES, add_action, add_scope
 from builder.config.later import refuse_changes
 from builder.describe import INITIALIZE_NOTE, as_text, describe
 
@@ -24,58 +23,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from builder.commands.compare import Previous
     from builder.config import Settings
     from builder.plan import Plan
-
-
-_PLAN_EXAMPLES = """examples:
-  tpubuild plan                                  what create does, with its hourly cost
-  tpubuild plan --action update --tpu            what update --tpu changes against the applied snapshot
-  tpubuild plan --action auto --applied old.env  what GitOps auto would do, offline
-  tpubuild plan --format json | jq .before_after
-  tpubuild plan --all                            every environment of the repository: auto's action, cost
-
-The comparison (before -> after) uses --applied FILE (a values.env as last applied), else the
-applied snapshot read from the state bucket when Google credentials exist (read-only, no lock),
-else none (every module is shown as created)."""
-
-_RENDER_EXAMPLES = """examples:
-  tpubuild render --action create > pipeline.yaml
-  tpubuild render --action update --tpu --format json
-  tpubuild render --action auto --applied old.env  the pipeline auto would submit (nothing: exit 0)"""
-
-
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    def scope(p: argparse.ArgumentParser) -> None:
-        add_action(p, default=Action.CREATE)
-        add_scope(p)
-        p.add_argument("--only", metavar="MODULES", default=None,
-                       help=f"update only these comma-separated modules, as GitOps auto does: "
-                            f"{', '.join(MODULE_NAMES)}")
-        p.add_argument("--applied", metavar="FILE", default=None,
-                       help="compare with this values.env as last applied ('none': compare with nothing); "
-                            "default: the applied snapshot in the state bucket when credentials exist")
-
-    p = sub.add_parser("plan", parents=[common], help="show what an action will change, in what order, and its cost",
-                       description="Show what an action will do: every module before -> after, which hosts are "
-                                   "recreated, the order of the steps, and the environment's hourly cost.",
-                       epilog=_PLAN_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    scope(p)
-    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
-    p.add_argument("--check", action="store_true",
-                   help="also run the pipeline's capacity check (the TPU quota, read from Cloud Quotas): exit 1 "
-                        "when it cannot hold the slice")
-    p.add_argument("--all", action="store_true",
-                   help="every environment of the repository (values.env and environments/*/values.env) in one "
-                        "table: the action auto would take and the hourly cost before -> after")
-    p.set_defaults(func=run_plan)
-
-    r = sub.add_parser("render", parents=[common], help="print the Cloud Build config of an action",
-                       description="Print the exact Cloud Build config an action submits (offline, no credentials).",
-                       epilog=_RENDER_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    scope(r)
-    r.add_argument("--allow-wipe", action="store_true",
-                   help="let the seeder wipe a shared PD that already holds data (_ALLOW_WIPE=true)")
-    r.add_argument("--format", choices=("yaml", "json"), default="yaml", help="output format (default: yaml)")
-    r.set_defaults(func=run_render)
 
 
 def _plan(args: argparse.Namespace, *, compare: bool = False) -> tuple[Settings, Plan | None, Previous | None]:

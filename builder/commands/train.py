@@ -37,7 +37,6 @@ from builder import model_registry
 from builder.cloud import mig_hosts
 from builder.commands import load_settings
 from builder.commands.observe import refuse_flags, run_logs_metrics
-from builder.commands.parser import at_least
 from builder.commands.runtime import runtime_settings
 from builder.config import Settings
 from builder.config.replace import slice_words, slot_names
@@ -45,48 +44,6 @@ from builder.errors import BadInput, ConfigError, WorldError
 from builder.observe import METRICS_INTERVAL_S
 
 LAUNCHER = model_registry.LAUNCHER
-
-
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("train", parents=[common], help="launch a model (models/<MODEL>) on every host of the TPU")
-    p.add_argument("model", metavar="MODEL", help=f"a folder under models/, e.g. {model_registry.DEFAULT_MODEL}")
-    p.add_argument("--dry-run", action="store_true", help="print the exact per-host command lines and the script")
-    p.add_argument("--metrics", action="store_true",
-                   help="every host rewrites torch_xla's metrics report every minute (default: at the end of the run)")
-    p.set_defaults(func=run_train)
-
-    p = sub.add_parser("run", parents=[common], help="run a command on the TPU hosts, detached, logged on Filestore")
-    p.add_argument("--hosts", default="all", metavar="all|N", help="every host (default) or host N only")
-    p.add_argument("--dry-run", action="store_true", help="print the commands instead of running them")
-    p.add_argument("--ship", action="append", default=[], metavar="PATH",
-                   help="also copy this file or folder (under the current folder) to the hosts; repeatable")
-    p.add_argument("--no-ship", action="store_true",
-                   help="copy nothing: the command's words that name local files are host paths")
-    p.add_argument("--runtime", default="", metavar="MODEL",
-                   help="launch SCRIPT [ARGS] on every host as MODEL's training does "
-                        "(a model whose keys.py declares RUNTIME)")
-    p.add_argument("words", nargs=argparse.REMAINDER, metavar="-- COMMAND...",
-                   help="the command, after --, e.g. -- python3 train.py --steps 30")
-    p.set_defaults(func=run_run)
-
-    p = sub.add_parser("stop", parents=[common], help="stop the training on every host and free the TPU")
-    p.add_argument("--model", default=None, help="model package (default: MODEL in values.env)")
-    p.add_argument("--dry-run", action="store_true", help="print the commands instead of running them")
-    p.add_argument("--probe", action="store_true",
-                   help="stop nothing: say whether the model trains and when it last wrote its checkpoint")
-    p.set_defaults(func=run_stop)
-
-    p = sub.add_parser("logs", parents=[common], help="show a host's training log (on Filestore)")
-    p.add_argument("--host", type=int, default=0, metavar="N", help="host number, 0 .. hosts-1 (default 0)")
-    p.add_argument("--follow", "-f", action="store_true", help="keep following the log")
-    p.add_argument("--lines", "-n", type=at_least(1, " lines"), default=200, metavar="N",
-                   help="lines of history to show, 1 or more (default 200)")
-    p.add_argument("--model", default=None, help="model package (default: MODEL in values.env)")
-    p.add_argument("--run", action="store_true", help="the log of 'tpubuild run' instead of the model's")
-    p.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
-    p.add_argument("--metrics", action="store_true",
-                   help="summarise torch_xla's metrics reports of every host (compiles, CPU fallbacks)")
-    p.set_defaults(func=run_logs)
 
 
 # ---------------------------------------------------------------- finding the launcher

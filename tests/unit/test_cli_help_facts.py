@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from builder import cli
-from builder.cli import COMMAND_GROUPS, HIDDEN_COMMANDS
+from builder.commands import verb
 from builder.commands.parser import MODULE_NAMES
 from builder.config import load
 from builder.errors import BadInput
@@ -20,6 +20,8 @@ from builder.modules import ARCHS, modules
 from builder.actions import Action
 from builder.request import parse
 from tests.conftest import REPO
+
+COMMAND_GROUPS, HIDDEN_COMMANDS = verb.groups(), verb.hidden()
 
 
 def _commands() -> dict:
