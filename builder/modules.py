@@ -13,7 +13,8 @@ node). One :class:`ModuleSpec` per (plan module, directory) says:
 * ``destroy_before``: plan modules it must be destroyed *before* beyond the reverse of ``after``
   (the legacy node order: the TPU Node goes before the share and the disk);
 * ``keys``: the values.env keys that feed it (GitOps ``auto`` re-applies it when one changes);
-* ``apply_timeout``: seconds its ``<module>-apply`` step may take;
+* ``apply_timeout``: seconds its ``<module>-apply`` step may take; ``apply_minutes``: how long it
+  usually takes (the estimate builder/durations.py gives ``tpubuild plan`` and the critical path);
 * ``holds_data``: destroying or replacing it loses data (the guard's and the diff's concern);
 * ``hosts``: its machines are the training hosts (boot with env_setup, attach the shared PD);
 * ``boot``: the repository folders its machines run at boot (GitOps ``auto`` re-applies it when
@@ -122,6 +123,7 @@ class ModuleSpec:
     destroy_before: tuple[str, ...] = ()
     keys: tuple[str, ...] = ()
     apply_timeout: int = 3600
+    apply_minutes: float = 1.0
     holds_data: bool = False
     hosts: bool = False
     boot: tuple[str, ...] = ()
@@ -158,6 +160,7 @@ class ModuleSpec:
 #: Every module, in create's order (ties in a DAG stage keep this order).
 CATALOGUE: tuple[ModuleSpec, ...] = (
     ModuleSpec("filestore", "modules/filestore", ARCHS, filestore_what, keys=FILESTORE_KEYS, holds_data=True,
+               apply_minutes=8.0,  # "several minutes" (Filestore docs); ~8 measured for BASIC_HDD
                prices=("filestore",), grows="capacity_gb",
                replaced_by=frozenset({"project_id", "region", "zone", "name", "tier", "share_name", "network"}),
                data_resources=(("google_filestore_instance", "the Filestore share (checkpoints and preprocessed data)"),),
@@ -165,6 +168,7 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                status=(StatusPart("filestore", rows.filestore_row),),
                steps=(ExtraStep("backup", "destroy", BEFORE, backs_up),), tiles=dash.filestore_tiles),
     ModuleSpec("shared_pd", "modules/shared_pd", ARCHS, shared_pd_what, keys=SHARED_PD_KEYS, apply_timeout=1800,
+               apply_minutes=0.5,  # a disk: seconds
                holds_data=True, boot=("env_setup/seeder",),  # the seeder VM's script
                prices=("disk",), grows="size_gb",
                replaced_by=frozenset({"project_id", "zone", "name", "type", "snapshot"}),
@@ -176,6 +180,7 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                       ExtraStep("seed", "apply", BESIDE, lambda s: s.shared_pd_attach and bool(s.gcs_dataset))),
                snapshot=lambda s: s.shared_pd_restore),
     ModuleSpec("tpu", "modules/tpu_vm", ("vm",), tpu_what("TPU VM"), after=("filestore", "shared_pd"),
+               apply_minutes=5.0,  # a TPU VM create: typically 3-5 minutes (Cloud TPU docs)
                keys=TPU_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",),
                accelerator=True, prices=("tpu",), training=True, replaced_by=TPU_VM_REPLACED_BY,
                training_resources=("google_tpu_v2_vm", "google_tpu_v2_queued_resource"),
@@ -189,13 +194,16 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
     # mig: tpu = the slice's access (identity, IAP-SSH firewall, MIG reader role); mig =
     # the slice (workload policy + instance template + MIG), one state: docs/pipeline.md has why
     ModuleSpec("tpu", "modules/tpu_mig_access", ("mig",), slice_access_what, keys=("GCS_DATASET",), scoped=True,
+               apply_minutes=5.0,
                training=True, replaced_by=frozenset({"project_id", "name", "service_account_id"})),
     # node (legacy, destroy only): Google Cloud stopped creating TPU Nodes on 2025-04-25
     ModuleSpec("tpu", "modules/tpu_node", ("node",), tpu_what("TPU Node"), destroy_before=("filestore", "shared_pd"),
+               apply_minutes=5.0,
                destroy_only=True, training_resources=("google_tpu_node",),
                accelerator=True, prices=("tpu",), training=True, replaced_by=frozenset({"project_id", "zone"}),
                status=(StatusPart("tpu", rows.tpu_row),), scoped=True, tiles=dash.tpu_node_tiles),
     ModuleSpec("mig", "modules/tpu_mig", ("mig",), slice_what, slice_how, after=("filestore", "shared_pd", "tpu"),
+               apply_minutes=2.0,  # the group and its template; its VMs come up in mig-resize
                keys=TPU_KEYS + MIG_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",),
                accelerator=True, prices=("tpu",), training=True, replaced_by=frozenset({"project_id", "zone", "name"}),
                hosts_recreated_by=SLICE_TEMPLATE, drained_by=frozenset({"accelerator_topology", "topology"}),
@@ -212,11 +220,11 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                scoped=True, tiles=dash.slice_tiles, ttl=True, summary=slice_shape),
     # one worker per TPU host, which read the TPU's, the share's and the disk's states
     ModuleSpec("mig", "modules/mig", ("node",), lambda s: f"MIG {s.mig_name} ({s.hosts} x {s.machine_type})",
-               after=("filestore", "shared_pd", "tpu"), hosts=True, destroy_only=True,
+               after=("filestore", "shared_pd", "tpu"), hosts=True, destroy_only=True, apply_minutes=2.0,
                prices=("worker_vms",), training=True, replaced_by=frozenset({"project_id", "zone"}),
                status=(StatusPart("mig", rows.workers_row),), scoped=True, tiles=dash.worker_tiles,
                summary=runtime),  # the TPU Node's runtime
-    ModuleSpec("dashboard", "modules/dashboard", ARCHS, apply_timeout=600,
+    ModuleSpec("dashboard", "modules/dashboard", ARCHS, apply_timeout=600, apply_minutes=0.5,
                what=lambda s: f"Cloud Monitoring dashboard and step-rate metric of {s.env_name} (modules/dashboard)",
                state_link="console_url", tiles=dash.step_tiles),
 )

@@ -29,12 +29,12 @@ BUILDER = REPO / "builder"
 #: own layer and the ones before it.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("facts", ("builder", "builder.errors", "builder.records", "builder.actions", "builder.generations",
-               "builder.topology", "builder.files", "builder.console", "builder.source_models",
-               "builder.durations")),
+               "builder.topology", "builder.files", "builder.console", "builder.source_models")),
     ("config", ("builder.config", "builder.model_registry", "builder.legacy", "builder.environments",
                 "builder.migrate")),
     ("catalogue", ("builder.modules", "builder.module_parts", "builder.status_rows", "builder.dashboard_tiles",
-                   "builder.step_kinds", "builder.guard_classes", "builder.builder_image", "builder.cost")),
+                   "builder.step_kinds", "builder.guard_classes", "builder.builder_image", "builder.cost",
+                   "builder.durations")),
     ("inputs", ("builder.templating", "builder.tfvars", "builder.dashboard", "builder.ttl", "builder.recovery",
                 "builder.root_build", "builder.gitops")),
     ("planning", ("builder.plan", "builder.request", "builder.diff", "builder.money", "builder.capacity",
