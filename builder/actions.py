@@ -18,7 +18,17 @@ from enum import Enum
 from builder.errors import BadInput
 
 
-class Action(str, Enum):
+class _Named(str, Enum):
+    """An enum that prints and formats as its value (``f"tpubuild-{action}"`` is ``tpubuild-create``)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+class Action(_Named):
     """What a build does. ``auto`` (GitOps) decides at run time which of create/update it is."""
 
     INITIALIZE = "initialize"
@@ -26,12 +36,6 @@ class Action(str, Enum):
     UPDATE = "update"
     DESTROY = "destroy"
     AUTO = "auto"
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
 
     @classmethod
     def parse(cls, raw: str, name: str = "--action", *, choices: Iterable[Action] | None = None,
@@ -60,19 +64,13 @@ APPLYING: frozenset[Action] = frozenset({Action.CREATE, Action.UPDATE, Action.AU
 APPLIES: frozenset[Action] = frozenset({Action.CREATE, Action.UPDATE})
 
 
-class Verdict(str, Enum):
+class Verdict(_Named):
     """What GitOps ``auto`` decided (``builder.auto.Decision``): the action it becomes, or nothing
     to do. Its value is what ``tpubuild plan --action auto`` and ``plan --all`` print."""
 
     CREATE = "create"
     UPDATE = "update"
     NOTHING = "none"
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
 
     @property
     def action(self) -> Action | None:

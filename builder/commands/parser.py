@@ -83,6 +83,17 @@ def add_scope(parser: argparse.ArgumentParser) -> None:
                              "backs up Filestore on tiers with backups, before deleting them")
 
 
+def add_compare(parser: argparse.ArgumentParser) -> None:
+    """plan's and render's ``--action`` (default create), scope, ``--only`` and ``--applied``."""
+    add_action(parser, default=Action.CREATE)
+    add_scope(parser)
+    parser.add_argument("--only", metavar="MODULES", default=None,
+                        help=f"update only these comma-separated modules, as GitOps auto does: {', '.join(MODULE_NAMES)}")
+    parser.add_argument("--applied", metavar="FILE", default=None,
+                        help="compare with this values.env as last applied ('none': compare with nothing); "
+                             "default: the applied snapshot in the state bucket when credentials exist")
+
+
 def at_least(minimum: int, what: str = "") -> Any:
     """An ``int`` option's type that refuses values below ``minimum``, saying the valid range."""
     def parse(text: str) -> int:

@@ -1,12 +1,13 @@
 """A CLI verb is one file: ``builder/commands/verbs/<name>.py`` (``-`` in the name is ``_`` in
-the file's) declares ``VERB = Verb(...)``: its name, its group in ``tpubuild --help`` and its
-place there, its one-line help, its description and examples, its arguments and its body. The
-CLI (builder/cli.py) discovers the verbs by listing that folder and imports only the file of the
-verb it runs; help and errors load them all.
+the file's). Its docstring is its help (the description, a blank line, the examples), and it
+declares ``VERB = Verb.of(__doc__, name, group, rank, help, arguments, body)``: its name, its group
+in ``tpubuild --help`` and its place there, its one-line help, its arguments and its body. The CLI
+(builder/cli.py) discovers the verbs by listing that folder and imports only the file of the verb
+it runs; help and errors load them all.
 
-A verb file stays light: its ``body`` imports the module that does the work (builder/commands/
-<area>.py, which may load the cloud edge) when the verb runs, so ``render`` loads no other verb's
-work and ``tpubuild --help`` loads none.
+A verb file stays light: its body (:func:`work`) imports the module that does the work
+(builder/commands/<area>.py, which may load the cloud edge) when the verb runs, so ``render``
+loads no other verb's work and ``tpubuild --help`` loads none.
 """
 
 from __future__ import annotations
@@ -52,11 +53,33 @@ class Verb:
     #: runs it; its exit code (None: 0)
     body: Callable[[argparse.Namespace], int | None]
 
+    @classmethod
+    def of(cls, doc: str | None, name: str, group: Group, rank: int, help: str,
+           arguments: Callable[[argparse.ArgumentParser], None], body: Callable[[argparse.Namespace], int | None],
+           **fill: str) -> Verb:
+        """The verb whose file's docstring ``doc`` is its help: the first paragraph (its lines
+        joined by spaces) is the description, the rest, as written, the examples (``{name}`` in
+        them is ``fill[name]``)."""
+        head, _, tail = (doc or "").partition("\n\n")
+        epilog = tail.removesuffix("\n")
+        return cls(name, group, rank, help, " ".join(head.split("\n")), epilog.format(**fill) if fill else epilog,
+                   arguments, body)
+
     def register(self, sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
         p = sub.add_parser(self.name, parents=[common], help=self.help, description=self.description,
                            epilog=self.epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
         self.arguments(p)
         p.set_defaults(func=self.body)
+
+
+def work(module: str, function: str) -> Callable[[argparse.Namespace], int | None]:
+    """A verb's body that imports ``module`` (a module of builder/commands/ that does the work)
+    when the verb runs, and calls its ``function`` with the parsed arguments."""
+    def body(args: argparse.Namespace) -> int | None:
+        return getattr(importlib.import_module(module), function)(args)
+
+    body.__name__ = function
+    return body
 
 
 def module_of(name: str) -> str:

@@ -1,10 +1,17 @@
-"""``tpubuild bootstrap``: its one record (builder/commands/verb.py); the work is builder/commands/bootstrap.py."""
+"""Write the root cloudbuild.yaml, the file users submit with `gcloud builds submit` (its one step
+runs `tpubuild dispatch`).
+
+examples:
+  tpubuild bootstrap
+  tpubuild bootstrap --check       exit 1 when cloudbuild.yaml is stale
+  tpubuild bootstrap --output -     print it
+"""
 
 from __future__ import annotations
 
 import argparse
 
-from builder.commands.verb import Group, Verb
+from builder.commands.verb import Group, Verb, work
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
@@ -14,21 +21,5 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    help="write nothing; exit 1 when the file differs from what would be written")
 
 
-def body(args: argparse.Namespace) -> int | None:
-    from builder.commands.bootstrap import cmd_bootstrap
-
-    return cmd_bootstrap(args)
-
-
-VERB = Verb(
-    name="bootstrap",
-    group=Group.ADMIN,
-    rank=2,
-    help="write the root cloudbuild.yaml (the file users submit) for values.env's environment",
-    description="Write the root cloudbuild.yaml, the file users submit with `gcloud builds submit` (its one "
-        "step runs `tpubuild dispatch`).",
-    epilog="examples:\n  tpubuild bootstrap\n  tpubuild bootstrap --check       exit 1 when cloudbuild.yaml is stale\n"
-        "  tpubuild bootstrap --output -     print it",
-    arguments=arguments,
-    body=body,
-)
+VERB = Verb.of(__doc__, "bootstrap", Group.ADMIN, 2, "write the root cloudbuild.yaml (the file users submit) for values.env's environment",
+               arguments, work("builder.commands.bootstrap", "cmd_bootstrap"))

@@ -1,10 +1,17 @@
-"""``tpubuild check-capacity``: its one record (builder/commands/verb.py); the work is builder/commands/capacity.py."""
+"""The pipeline's first step (run by Cloud Build, before anything billed): read the TPU quota of the
+slice's generation, path and provisioning model (Cloud Quotas) and, on mig, the reservation or
+calendar-mode request it consumes (Compute Engine), and refuse (exit 1, one line) when they cannot
+hold the slice. `tpubuild plan --check` runs the same check from a workstation.
+
+example (what the pipeline runs):
+  tpubuild check-capacity
+"""
 
 from __future__ import annotations
 
 import argparse
 
-from builder.commands.verb import Group, Verb
+from builder.commands.verb import Group, Verb, work
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
@@ -13,22 +20,5 @@ def arguments(p: argparse.ArgumentParser) -> None:
                         "while the new one is created beside it")
 
 
-def body(args: argparse.Namespace) -> int | None:
-    from builder.commands.capacity import cmd_check_capacity
-
-    return cmd_check_capacity(args)
-
-
-VERB = Verb(
-    name="check-capacity",
-    group=Group.PIPELINE,
-    rank=2,
-    help="the pipeline's first step: refuse (exit 1) when the TPU quota cannot hold the slice",
-    description="The pipeline's first step (run by Cloud Build, before anything billed): read the TPU quota of the "
-        "slice's generation, path and provisioning model (Cloud Quotas) and, on mig, the reservation or "
-        "calendar-mode request it consumes (Compute Engine), and refuse (exit 1, one line) when they cannot "
-        "hold the slice. `tpubuild plan --check` runs the same check from a workstation.",
-    epilog="example (what the pipeline runs):\n  tpubuild check-capacity",
-    arguments=arguments,
-    body=body,
-)
+VERB = Verb.of(__doc__, "check-capacity", Group.PIPELINE, 2, "the pipeline's first step: refuse (exit 1) when the TPU quota cannot hold the slice",
+               arguments, work("builder.commands.capacity", "cmd_check_capacity"))

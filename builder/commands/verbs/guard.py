@@ -1,10 +1,15 @@
-"""``tpubuild guard``: its one record (builder/commands/verb.py); the work is builder/commands/guard.py."""
+"""Read a saved Terraform plan (terraform show -json) and refuse it (exit 1) when it destroys or
+replaces Filestore or the shared PD without --allow-data-loss (run by the pipeline).
+
+example (what the pipeline runs):
+  tpubuild guard --plan-json plans/filestore.json --module filestore --action update
+"""
 
 from __future__ import annotations
 
 import argparse
 
-from builder.commands.verb import Group, Verb
+from builder.commands.verb import Group, Verb, work
 from builder.guard import ACTIONS, MODULES
 
 
@@ -17,21 +22,5 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    help="let create/update destroy or replace Filestore or the shared PD (_ALLOW_DATA_LOSS=true)")
 
 
-def body(args: argparse.Namespace) -> int | None:
-    from builder.commands.guard import run_guard
-
-    return run_guard(args)
-
-
-VERB = Verb(
-    name="guard",
-    group=Group.PIPELINE,
-    rank=3,
-    help="refuse a saved Terraform plan that would destroy data (run by the pipeline)",
-    description="Read a saved Terraform plan (terraform show -json) and refuse it (exit 1) when it destroys or "
-        "replaces Filestore or the shared PD without --allow-data-loss (run by the pipeline).",
-    epilog="example (what the pipeline runs):\n  tpubuild guard --plan-json plans/filestore.json --module filestore "
-        "--action update",
-    arguments=arguments,
-    body=body,
-)
+VERB = Verb.of(__doc__, "guard", Group.PIPELINE, 3, "refuse a saved Terraform plan that would destroy data (run by the pipeline)",
+               arguments, work("builder.commands.guard", "run_guard"))

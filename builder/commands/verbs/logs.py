@@ -1,11 +1,16 @@
-"""``tpubuild logs``: its one record (builder/commands/verb.py); the work is builder/commands/train.py."""
+"""Show one host's training log, kept on Filestore.
+
+examples:
+  tpubuild logs                  host 0, last 200 lines
+  tpubuild logs --host 3 -f
+"""
 
 from __future__ import annotations
 
 import argparse
 
 from builder.commands.parser import at_least
-from builder.commands.verb import Group, Verb
+from builder.commands.verb import Group, Verb, work
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
@@ -20,19 +25,5 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    help="summarise torch_xla's metrics reports of every host (compiles, CPU fallbacks)")
 
 
-def body(args: argparse.Namespace) -> int | None:
-    from builder.commands.train import run_logs
-
-    return run_logs(args)
-
-
-VERB = Verb(
-    name="logs",
-    group=Group.USER,
-    rank=8,
-    help="show a host's training log (on Filestore)",
-    description="Show one host's training log, kept on Filestore.",
-    epilog="examples:\n  tpubuild logs                  host 0, last 200 lines\n  tpubuild logs --host 3 -f",
-    arguments=arguments,
-    body=body,
-)
+VERB = Verb.of(__doc__, "logs", Group.USER, 8, "show a host's training log (on Filestore)",
+               arguments, work("builder.commands.train", "run_logs"))

@@ -1,10 +1,18 @@
-"""``tpubuild profile``: its one record (builder/commands/verb.py); the work is builder/commands/observe.py."""
+"""Capture an XLA profile of the running training on one host (torch_xla's profiler server, port 9012)
+into <MOUNT_POINT>/nfs_share/profiles/<env>/<timestamp>/ and the state bucket, in TensorBoard's
+plugins/profile layout, and print how to open it.
+
+examples:
+  tpubuild profile                          10 s on host 0
+  tpubuild profile --host 2 --duration 30s
+  tpubuild profile --dry-run
+"""
 
 from __future__ import annotations
 
 import argparse
 
-from builder.commands.verb import Group, Verb
+from builder.commands.verb import Group, Verb, work
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
@@ -13,22 +21,5 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the commands instead of running them")
 
 
-def body(args: argparse.Namespace) -> int | None:
-    from builder.commands.observe import run_profile
-
-    return run_profile(args)
-
-
-VERB = Verb(
-    name="profile",
-    group=Group.USER,
-    rank=10,
-    help="capture an XLA profile of the running training (TensorBoard/XProf layout)",
-    description="Capture an XLA profile of the running training on one host (torch_xla's profiler server, port "
-        "9012) into <MOUNT_POINT>/nfs_share/profiles/<env>/<timestamp>/ and the state bucket, in "
-        "TensorBoard's plugins/profile layout, and print how to open it.",
-    epilog="examples:\n  tpubuild profile                          10 s on host 0\n"
-        "  tpubuild profile --host 2 --duration 30s\n  tpubuild profile --dry-run",
-    arguments=arguments,
-    body=body,
-)
+VERB = Verb.of(__doc__, "profile", Group.USER, 10, "capture an XLA profile of the running training (TensorBoard/XProf layout)",
+               arguments, work("builder.commands.observe", "run_profile"))

@@ -1,10 +1,23 @@
-"""``tpubuild run``: its one record (builder/commands/verb.py); the work is builder/commands/train.py."""
+"""Run your own command on every TPU host (or host N) with the host's XLA/PJRT environment, detached
+(closing the terminal leaves it running), logged per host on Filestore at
+<MOUNT_POINT>/nfs_share/logs/<env>/run/host-N.log. Hosts that are not ready are refused. Every word
+of the command that names a file or folder under the current folder (and every --ship PATH) is
+copied first to ~/.tpubuild/run on those hosts, at the same relative path, and the command runs
+there; absolute paths are the hosts' own. `tpubuild stop` ends it and frees the TPU; `tpubuild logs
+--run` shows its log.
+
+examples:
+  tpubuild run -- python3 models/examples/torch_xla_launch.py --steps 50   (the script is copied)
+  tpubuild run --ship models/examples -- python3 models/examples/torch_xla_launch.py --batch 32
+  tpubuild run --hosts 0 -- df -h /mnt/common     (any command)
+  tpubuild run --dry-run -- python3 models/examples/torch_xla_launch.py --steps 10
+"""
 
 from __future__ import annotations
 
 import argparse
 
-from builder.commands.verb import Group, Verb
+from builder.commands.verb import Group, Verb, work
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
@@ -21,28 +34,5 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    help="the command, after --, e.g. -- python3 train.py --steps 30")
 
 
-def body(args: argparse.Namespace) -> int | None:
-    from builder.commands.train import run_run
-
-    return run_run(args)
-
-
-VERB = Verb(
-    name="run",
-    group=Group.USER,
-    rank=7,
-    help="run a command on the TPU hosts, detached, logged on Filestore",
-    description="Run your own command on every TPU host (or host N) with the host's XLA/PJRT environment, "
-        "detached (closing the terminal leaves it running), logged per host on Filestore at "
-        "<MOUNT_POINT>/nfs_share/logs/<env>/run/host-N.log. Hosts that are not ready are refused. "
-        "Every word of the command that names a file or folder under the current folder (and every "
-        "--ship PATH) is copied first to ~/.tpubuild/run on those hosts, at the same relative path, "
-        "and the command runs there; absolute paths are the hosts' own. "
-        "`tpubuild stop` ends it and frees the TPU; `tpubuild logs --run` shows its log.",
-    epilog="examples:\n  tpubuild run -- python3 models/examples/torch_xla_launch.py --steps 50   (the script is copied)\n"
-        "  tpubuild run --ship models/examples -- python3 models/examples/torch_xla_launch.py --batch 32\n"
-        "  tpubuild run --hosts 0 -- df -h /mnt/common     (any command)\n"
-        "  tpubuild run --dry-run -- python3 models/examples/torch_xla_launch.py --steps 10",
-    arguments=arguments,
-    body=body,
-)
+VERB = Verb.of(__doc__, "run", Group.USER, 7, "run a command on the TPU hosts, detached, logged on Filestore",
+               arguments, work("builder.commands.train", "run_run"))

@@ -1,10 +1,16 @@
-"""``tpubuild stop``: its one record (builder/commands/verb.py); the work is builder/commands/train.py."""
+"""Stop the training on every host and free the TPU (the environment stays up).
+
+examples:
+  tpubuild stop
+  tpubuild stop --dry-run
+  tpubuild stop --probe          is it training, and when it last wrote its checkpoint (stops nothing)
+"""
 
 from __future__ import annotations
 
 import argparse
 
-from builder.commands.verb import Group, Verb
+from builder.commands.verb import Group, Verb, work
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
@@ -14,20 +20,5 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    help="stop nothing: say whether the model trains and when it last wrote its checkpoint")
 
 
-def body(args: argparse.Namespace) -> int | None:
-    from builder.commands.train import run_stop
-
-    return run_stop(args)
-
-
-VERB = Verb(
-    name="stop",
-    group=Group.USER,
-    rank=9,
-    help="stop the training on every host and free the TPU",
-    description="Stop the training on every host and free the TPU (the environment stays up).",
-    epilog="examples:\n  tpubuild stop\n  tpubuild stop --dry-run\n"
-        "  tpubuild stop --probe          is it training, and when it last wrote its checkpoint (stops nothing)",
-    arguments=arguments,
-    body=body,
-)
+VERB = Verb.of(__doc__, "stop", Group.USER, 9, "stop the training on every host and free the TPU",
+               arguments, work("builder.commands.train", "run_stop"))

@@ -1,11 +1,21 @@
-"""``tpubuild submit``: its one record (builder/commands/verb.py); the work is builder/commands/submit.py."""
+"""Pack the source (content-addressed tarball in the state bucket) and run an action's pipeline on
+Cloud Build under the environment lock. Without --wait it returns once the build is created.
+
+examples:
+  tpubuild submit --action create --wait
+  tpubuild submit --action update --tpu --wait
+  tpubuild submit --action auto          apply what values.env changed since the last build
+  tpubuild submit --action destroy --wait  no --allow-data-loss: destroy snapshots the shared PD and backs up Filestore (on tiers with backups) itself
+
+Run `tpubuild plan` with the same flags first: it shows before -> after and the cost.
+"""
 
 from __future__ import annotations
 
 import argparse
 
 from builder.commands.parser import add_action, add_scope
-from builder.commands.verb import Group, Verb
+from builder.commands.verb import Group, Verb, work
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
@@ -17,24 +27,5 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    help="stream the build's step states and exit with its outcome")
 
 
-def body(args: argparse.Namespace) -> int | None:
-    from builder.commands.submit import cmd_submit
-
-    return cmd_submit(args)
-
-
-VERB = Verb(
-    name="submit",
-    group=Group.USER,
-    rank=4,
-    help="pack the source and run the action's pipeline on Cloud Build",
-    description="Pack the source (content-addressed tarball in the state bucket) and run an action's pipeline "
-        "on Cloud Build under the environment lock. Without --wait it returns once the build is created.",
-    epilog="examples:\n  tpubuild submit --action create --wait\n  tpubuild submit --action update --tpu --wait\n"
-        "  tpubuild submit --action auto          apply what values.env changed since the last build\n"
-        "  tpubuild submit --action destroy --wait  no --allow-data-loss: destroy snapshots the shared PD and "
-        "backs up Filestore (on tiers with backups) itself\n\n"
-        "Run `tpubuild plan` with the same flags first: it shows before -> after and the cost.",
-    arguments=arguments,
-    body=body,
-)
+VERB = Verb.of(__doc__, "submit", Group.USER, 4, "pack the source and run the action's pipeline on Cloud Build",
+               arguments, work("builder.commands.submit", "cmd_submit"))

@@ -1,10 +1,22 @@
-"""``tpubuild trigger``: its one record (builder/commands/verb.py); the work is builder/commands/bootstrap.py."""
+"""Print Cloud Build GitHub triggers as YAML. With the root values.env alone: one push trigger
+(_BUILD_ACTION=auto). In a repository with environments/<name>/values.env: for every environment
+(the root values.env too, when there is one) a pull-request trigger that plans and a push trigger
+that runs auto, the latter waiting for an approval where ENV_PROTECTED="true" (--values
+environments/<name>/values.env: that one's pair only). Import it with: tpubuild trigger
+--repo-owner O --repo-name N | gcloud builds triggers import --source=/dev/stdin (gcloud reads
+--source as a path, so --source=- does not work)
+
+examples:
+  tpubuild trigger --repo-owner me --repo-name tpu-env > trigger.yaml
+  gcloud builds triggers import --source=trigger.yaml
+(in a repository with environments/<name>/values.env: every environment's plan/apply pair; docs/cloud.md)
+"""
 
 from __future__ import annotations
 
 import argparse
 
-from builder.commands.verb import Group, Verb
+from builder.commands.verb import Group, Verb, work
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
@@ -19,30 +31,5 @@ def arguments(p: argparse.ArgumentParser) -> None:
                         "branch; default: main)")
 
 
-def body(args: argparse.Namespace) -> int | None:
-    from builder.commands.bootstrap import cmd_trigger
-
-    return cmd_trigger(args)
-
-
-VERB = Verb(
-    name="trigger",
-    group=Group.ADMIN,
-    rank=3,
-    help=("print the GitOps triggers (plan on pull requests, auto on push) for gcloud builds "
-          "triggers import"),
-    description=("Print Cloud Build GitHub triggers as YAML. With the root values.env alone: one push "
-                 "trigger (_BUILD_ACTION=auto). In a repository with environments/<name>/values.env: for every "
-                 "environment (the root values.env too, when there is one) a pull-request trigger that plans and a "
-                 "push trigger that runs auto, the latter waiting for an approval where ENV_PROTECTED=\"true\" "
-                 "(--values environments/<name>/values.env: that one's pair only). Import it with: "
-                 "tpubuild trigger --repo-owner O --repo-name N | "
-                 "gcloud builds triggers import --source=/dev/stdin (gcloud reads --source as a path, "
-                 "so --source=- does not work)"),
-    epilog="examples:\n  tpubuild trigger --repo-owner me --repo-name tpu-env > trigger.yaml\n"
-        "  gcloud builds triggers import --source=trigger.yaml\n"
-        "(in a repository with environments/<name>/values.env: every environment's plan/apply pair; "
-        "docs/cloud.md)",
-    arguments=arguments,
-    body=body,
-)
+VERB = Verb.of(__doc__, "trigger", Group.ADMIN, 3, "print the GitOps triggers (plan on pull requests, auto on push) for gcloud builds triggers import",
+               arguments, work("builder.commands.bootstrap", "cmd_trigger"))

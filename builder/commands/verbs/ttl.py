@@ -1,10 +1,20 @@
-"""``tpubuild ttl``: its one record (builder/commands/verb.py); the work is builder/commands/ttl.py."""
+"""Show when the environment's TTL destroys the TPU, or push it back.
+
+examples:
+  tpubuild ttl show                  when the TTL destroys the TPU
+  tpubuild ttl extend 4h             four more hours (counted from the current expiry)
+  tpubuild ttl extend 2d --values examples/vm-v4-32.env
+
+The TTL (ENV_TTL_HOURS in values.env) is a Cloud Scheduler job created with the TPU; when it fires
+it runs the destroy build of the TPU only (Filestore, the disk and the buckets stay). A later
+apply does not move an extended TTL back; a replaced TPU gets a new one.
+"""
 
 from __future__ import annotations
 
 import argparse
 
-from builder.commands.verb import Group, Verb
+from builder.commands.verb import Group, Verb, work
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
@@ -13,26 +23,5 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
 
 
-def body(args: argparse.Namespace) -> int | None:
-    from builder.commands.ttl import run_ttl
-
-    return run_ttl(args)
-
-
-VERB = Verb(
-    name="ttl",
-    group=Group.USER,
-    rank=12,
-    help="show or extend the environment's TTL (ENV_TTL_HOURS)",
-    description="Show when the environment's TTL destroys the TPU, or push it back.",
-    epilog="""examples:
-  tpubuild ttl show                  when the TTL destroys the TPU
-  tpubuild ttl extend 4h             four more hours (counted from the current expiry)
-  tpubuild ttl extend 2d --values examples/vm-v4-32.env
-
-The TTL (ENV_TTL_HOURS in values.env) is a Cloud Scheduler job created with the TPU; when it fires
-it runs the destroy build of the TPU only (Filestore, the disk and the buckets stay). A later
-apply does not move an extended TTL back; a replaced TPU gets a new one.""",
-    arguments=arguments,
-    body=body,
-)
+VERB = Verb.of(__doc__, "ttl", Group.USER, 12, "show or extend the environment's TTL (ENV_TTL_HOURS)",
+               arguments, work("builder.commands.ttl", "run_ttl"))

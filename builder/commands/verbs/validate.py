@@ -1,10 +1,20 @@
-"""``tpubuild validate``: its one record (builder/commands/verb.py); the work is builder/commands/core.py."""
+"""Check values.env and print a one-line summary of the environment, or every problem found (exit 2).
+
+examples:
+  tpubuild validate                         check ./values.env
+  tpubuild validate --values examples/vm-v4-32.env --strict
+  tpubuild validate --applied old.env       and what an update from those applied values refuses
+
+Every problem is printed, one line each (file:line: KEY: what is wrong; how to fix it), and the
+exit code is 2 when there is any. Unknown keys are warnings unless --strict makes them errors
+(the default keeps seed-era files working).
+"""
 
 from __future__ import annotations
 
 import argparse
 
-from builder.commands.verb import Group, Verb
+from builder.commands.verb import Group, Verb, work
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
@@ -14,27 +24,5 @@ def arguments(p: argparse.ArgumentParser) -> None:
                         "model's training cannot resume across), as plan and submit do")
 
 
-def body(args: argparse.Namespace) -> int | None:
-    from builder.commands.core import run_validate
-
-    return run_validate(args)
-
-
-VERB = Verb(
-    name="validate",
-    group=Group.USER,
-    rank=1,
-    help="check values.env: every problem, one line each",
-    description=("Check values.env and print a one-line summary of the environment, or "
-                 "every problem found (exit 2)."),
-    epilog="""examples:
-  tpubuild validate                         check ./values.env
-  tpubuild validate --values examples/vm-v4-32.env --strict
-  tpubuild validate --applied old.env       and what an update from those applied values refuses
-
-Every problem is printed, one line each (file:line: KEY: what is wrong; how to fix it), and the
-exit code is 2 when there is any. Unknown keys are warnings unless --strict makes them errors
-(the default keeps seed-era files working).""",
-    arguments=arguments,
-    body=body,
-)
+VERB = Verb.of(__doc__, "validate", Group.USER, 1, "check values.env: every problem, one line each",
+               arguments, work("builder.commands.core", "run_validate"))
