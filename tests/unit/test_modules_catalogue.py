@@ -187,11 +187,17 @@ def test_adding_a_module_is_its_files_plus_one_catalogue_line(tmp_path: Path) ->
     assert top.stdout.index("  ttl ") < top.stdout.index("logs-bucket")
     ran = tpubuild("logs-bucket", "--suffix", "tb")
     assert (ran.returncode, ran.stdout) == (0, f"gs://{info['env']}-logs/tb\n"), ran.stderr
-    assert "examples:\n  tpubuild logs-bucket" in tpubuild("logs-bucket", "--help").stdout
+    shown = tpubuild("logs-bucket", "--help").stdout
+    assert "Print the bucket modules/logs makes" in shown and "examples:\n  tpubuild logs-bucket --suffix" in shown
 
 
 #: docs/architecture.md "Adding a CLI verb": the whole verb, one file.
-LOGS_BUCKET_VERB = '''"""``tpubuild logs-bucket``: where the TensorBoard logs go."""
+LOGS_BUCKET_VERB = '''"""Print the bucket modules/logs makes for the TensorBoard logs.
+
+examples:
+  tpubuild logs-bucket --suffix run-1
+"""
+
 import argparse
 
 from builder.commands import load_settings
@@ -207,9 +213,7 @@ def body(args: argparse.Namespace) -> int:
     return 0
 
 
-VERB = Verb(name="logs-bucket", group=Group.USER, rank=13, help="print the TensorBoard logs bucket",
-            description="Print the bucket modules/logs makes for the TensorBoard logs.",
-            epilog="examples:\\n  tpubuild logs-bucket --suffix run-1", arguments=arguments, body=body)
+VERB = Verb.of(__doc__, "logs-bucket", Group.USER, 13, "print the TensorBoard logs bucket", arguments, body)
 '''
 
 
