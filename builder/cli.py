@@ -3,8 +3,8 @@
 Each verb is one file, ``builder/commands/verbs/<name>.py`` (builder/commands/verb.py): the CLI
 finds the file of the verb named and loads only that one (help and errors load them all);
 ``common`` is the parent parser that gives every verb ``--values`` and ``--debug``. Nothing loads
-``google.*`` until a verb that talks to Google runs, so ``render`` and ``plan`` stay fast. The parser's error wording and the grouped help are
-``builder/commands/parser.py``; ``builder/console.py`` makes the output degrade to ASCII where the
+``google.*`` until a verb that talks to Google runs, so ``render`` and ``plan`` stay fast. The
+parser's error wording and the grouped help are ``builder/commands/parser.py``; ``builder/console.py`` makes the output degrade to ASCII where the
 terminal cannot show more.
 """
 
@@ -21,6 +21,7 @@ from builder.commands import verb
 from builder.commands.parser import Parser, TopParser
 from builder.console import degrade_streams
 from builder.errors import BadInput, TpuBuildError, document
+
 
 def _command_word(argv: Sequence[str]) -> str | None:
     """The sub-command named in ``argv`` (skipping the shared options), or None."""
@@ -54,7 +55,7 @@ COMMON_DEFAULTS: dict[str, object] = {"values": "values.env", "debug": False}
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The parser; given ``argv``, with only the module of the command it names (when known)."""
+    """The parser; given ``argv``, with only the verb it names (when its file exists), else every verb."""
     # SUPPRESS, not a default: the same options sit on the top parser and on every sub-command,
     # and a sub-command's default would silently replace `tpubuild --values X validate`'s X.
     # main() fills in the defaults after parsing (COMMON_DEFAULTS).
