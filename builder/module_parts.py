@@ -11,7 +11,7 @@ from builder.records import record
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
-__all__ = ["AFTER", "BEFORE", "BESIDE", "EARLY", "GATE", "INTERRUPTS", "ExtraStep", "StatusPart", "backs_up", "queued",
+__all__ = ["STORAGE", "AFTER", "BEFORE", "BESIDE", "EARLY", "GATE", "INTERRUPTS", "ExtraStep", "StatusPart", "backs_up", "queued",
            "makes_before_breaking", "breaks_before_making", "replacing", "moves_training", "MOVES",
            "capacity_request", "calendar_by_gcloud",
            "runtime", "share_lost", "slice_shape", "filestore_what", "shared_pd_what", "tpu_what",
@@ -40,6 +40,10 @@ class StatusPart:
     row: Callable[[dict[str, Any]], str]
     when: Callable[[Settings], bool] = _always
 
+
+#: The plan modules the hosts mount or attach: the slice roots read their states only when they are
+#: there (``reads_applied``), as the slice is asked for first, beside them (docs/pipeline.md).
+STORAGE = ("filestore", "shared_pd")
 
 #: Where an :class:`ExtraStep` goes in its module's steps.
 BEFORE, EARLY, GATE, AFTER, BESIDE = "before", "early", "gate", "after", "beside"

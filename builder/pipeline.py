@@ -49,7 +49,7 @@ from builder.module_parts import mig_attach
 from builder.plan import Plan, Step, module_dir, runs, runs_setup_script, seeds
 from builder.step_kinds import (  # noqa: F401  (re-exported: step kinds, images, timeouts)
     BUILD_TIMEOUT_SLACK, CALENDAR_STEP_S, check_duration, image, IMAGE_STEP_S, IMAGES, Kind, KINDS,
-    LOCK_TIMEOUT, MAX_BUILD_TIMEOUT, MAX_QUEUE_WAIT_S, QUEUE_SLACK_S, QUEUE_WAIT_S, RESIZE_STEP_S,
+    LOCK_TIMEOUT, MAX_BUILD_TIMEOUT, NFS_EXPORT_OBJECT, MAX_QUEUE_WAIT_S, QUEUE_SLACK_S, QUEUE_WAIT_S, RESIZE_STEP_S,
     SEED_STEP_S, SEED_TIMEOUT_S, SHELLS, SWAP_WAIT_S, DRAIN_WAIT_S, RESUME_TRIES, RESUME_WAIT_S,
 )
 from builder.yamlout import to_json, to_yaml  # render's output formats
@@ -240,9 +240,14 @@ class _Steps:
 
     def _apply(self, step: Step) -> dict[str, Any]:
         # TPU_QUEUED: the plan's tpu-queue step reads the request this apply leaves
-        queued, swaps = (runs(self.s, self.plan, k) == step.module for k in ("queue", "swap"))
-        return dict(queued_request=queued, swaps=swaps, accelerator_type=self.s.accelerator_type,
+        queued, swaps, publishes = (runs(self.s, self.plan, k) == step.module for k in ("queue", "swap", "publish"))
+        return dict(queued_request=queued, swaps=swaps, publishes=publishes, accelerator_type=self.s.accelerator_type,
                     **self._terraform(step))
+
+    def _publish(self, step: Step) -> dict[str, Any]:
+        s = self.s
+        return dict(module=step.module, instance=s.filestore_name,
+                    target=f"gs://{s.state_bucket}/{s.workspace_prefix}/{NFS_EXPORT_OBJECT}")
 
     _release = _terraform
 

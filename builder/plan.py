@@ -6,7 +6,7 @@ The dispatch table (docs/pipeline.md has the rationale):
 action        flags        operations
 ============  ===========  ===============================================================
 initialize    none         no Terraform at all (buckets and workspace, run in-process)
-create        none         apply filestore ‖ shared_pd ‖ tpu, then mig after all three
+create        none         apply filestore ‖ shared_pd ‖ tpu, then mig after tpu
                            (shared_pd only when a host attaches it: ``not_wanted``)
 update        tpu          apply tpu
 update        mig          apply mig
@@ -21,9 +21,10 @@ destroy       tpu/mig      only the named modules, mig before tpu
 depends on nothing and nothing depends on it: create/update apply it in the first stage,
 a full destroy removes it in the first stage; the scope flags never touch it.
 
-In the ``vm`` architecture there is no MIG, and the TPU VM attaches the shared PD and mounts the
-share at creation, so ``tpu`` is applied *after* ``filestore`` and ``shared_pd`` and destroyed
-*before* them.
+The slice is asked for first: the TPU VM (vm) and the slice's MIG (mig) read the share's and the
+disk's states only when they are there (``reads_applied``), so they are applied beside them; the
+hosts read the NFS export from the workspace (``filestore-publish``) and get the disk from their
+attach step, which waits for it. They are still destroyed *before* both (``destroy_before``).
 
 :func:`make_plan` takes an action and flags that ``builder.request.parse`` accepted: the user's
 input reaches it only through there, which refuses every combination that would mean nothing
@@ -235,8 +236,9 @@ def loses_data(settings: Settings, plan: Plan) -> tuple[ModuleSpec, ...]:
 def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
     """Every step of ``plan``'s pipeline, in the order the build lists them (docs/pipeline.md has
     the anatomy): per operation ``[restore|snapshot|backup|unqueue] → plan → guard → [drain] →
-    apply → [resize|queue|attach|seed]``, with ``tpubuild-image`` first, then ``check-capacity`` when the
-    accelerator is applied (every guard waits for it), and ``finalize`` last."""
+    apply → [resize|queue|attach|seed|publish]``, with ``tpubuild-image`` first, then ``check-capacity``
+    when the accelerator is applied (beside the guards; every apply, and a gate step such as
+    mig-drain, waits for it), and ``finalize`` last."""
     if not plan.operations:
         return ()
     s = settings
@@ -252,6 +254,7 @@ def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
     checked = [add("check-capacity", "capacity", "", [tools])] if plan.applies(accelerator_module(s.arch)) else []
     extras = extra(s, plan)
     beside = [f"{m}-{x.kind}" for m, xs in extras.items() for x in xs if x.at == BESIDE]
+    disk = next((sp.name for sp in catalogue.specs(s.arch) if any(x.kind == "seed" for x in sp.steps)), "")
     last: dict[str, str] = {}  # module → its last step, which the modules after it wait for
     for op in plan.operations:
         m = op.module
@@ -263,15 +266,18 @@ def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
         # attach step (the TPU VM, a MIG but in calendar mode) is made beside the seed and only its
         # attach waits; the others (a calendar MIG's template carries the disk) wait at their apply,
         # their plan and guard beside it
-        seeded = beside if op.op == "apply" and attaches_disk(s, m) else []
+        # the slice does not wait for the disk (it reads the disk's state only when there,
+        # ``reads_applied``): its attach step does, or its apply where it has none (calendar)
+        seeded = [*([last[disk]] if disk in last and disk not in op.after else []), *beside] \
+            if op.op == "apply" and attaches_disk(s, m) else []
         attach_later = "attach" in at[AFTER]
         pre = [add(f"{m}-{k}", k, m, deps) for k in at[BEFORE]]
         early = [add(f"{m}-{k}", k, m, [tools]) for k in at[EARLY]]
         add(f"{m}-plan", "plan", m, [*deps, *pre])
-        gate = add(f"{m}-guard", "guard", m, [f"{m}-plan", tools, *checked])
+        gate = add(f"{m}-guard", "guard", m, [f"{m}-plan", tools])
         for k in at[GATE]:
-            gate = add(f"{m}-{k}", k, m, [gate])
-        last[m] = add(f"{m}-apply", "apply", m, [gate, *early, *([] if attach_later else seeded)])
+            gate = add(f"{m}-{k}", k, m, [gate, *checked])
+        last[m] = add(f"{m}-apply", "apply", m, [gate, *checked, *early, *([] if attach_later else seeded)])
         for k in at[AFTER]:
             last[m] = add(f"{m}-{k}", k, m, [last[m], *(seeded if k == "attach" else [])])
         for k in at[BESIDE]:
