@@ -11,7 +11,7 @@ from builder.records import record
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
-__all__ = ["STORAGE", "AFTER", "BEFORE", "BESIDE", "EARLY", "GATE", "INTERRUPTS", "ExtraStep", "StatusPart", "backs_up", "queued",
+__all__ = ["STORAGE", "AFTER", "BEFORE", "BESIDE", "EARLY", "GATE", "INTERRUPTS", "ExtraStep", "StatusPart", "backs_up", "queued", "reads_export",
            "makes_before_breaking", "breaks_before_making", "replacing", "moves_training", "MOVES",
            "capacity_request", "calendar_by_gcloud",
            "runtime", "share_lost", "slice_shape", "filestore_what", "shared_pd_what", "tpu_what",
@@ -80,6 +80,13 @@ def share_lost(s: Settings) -> str:
     """What a destroy of a share on a tier without backups loses (``tpubuild plan`` warns)."""
     return (f"filestore tier {s.shared_fs_tier} has no backups: destroying {s.filestore_name} deletes the data on "
             f"the share /{s.shared_fs_name} for good; copy what you need first")
+
+
+def reads_export(s: Settings) -> bool:
+    """The hosts may be made before Filestore (the slice first: vm, mig), so the build publishes
+    the NFS export where they read it at boot (filestore-publish); node's legacy roots read it
+    from Filestore's state."""
+    return s.arch in ("vm", "mig")
 
 
 def queued(s: Settings) -> bool:

@@ -80,7 +80,7 @@ from builder import dashboard_tiles as dash
 from builder import status_rows as rows
 from builder.module_parts import (AFTER, BEFORE, BESIDE, GATE, INTERRUPTS, MOVES, SLICE_TEMPLATE, TPU_VM_REPLACED_BY,
                                   STORAGE, ExtraStep, StatusPart, backs_up, breaks_before_making, calendar_by_gcloud,
-                                  capacity_request, filestore_what, mig_attaches_disk, queued, runtime, share_lost,
+                                  capacity_request, filestore_what, reads_export, mig_attaches_disk, queued, runtime, share_lost,
                                   shared_pd_what, slice_access_what, slice_how, slice_shape, slice_what, tpu_what)
 from builder.records import record
 
@@ -205,7 +205,7 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                replaced_by=frozenset({"project_id", "region", "zone", "name", "tier", "share_name", "network"}),
                data_resources=(("google_filestore_instance", "the Filestore share (checkpoints and preprocessed data)"),),
                status=(StatusPart("filestore", rows.filestore_row),), lost=share_lost,
-               steps=(ExtraStep("backup", "destroy", BEFORE, backs_up), ExtraStep("publish", "apply", AFTER)),
+               steps=(ExtraStep("backup", "destroy", BEFORE, backs_up), ExtraStep("publish", "apply", AFTER, reads_export)),
                tiles=dash.filestore_tiles),
     ModuleSpec("shared_pd", "modules/shared_pd", ARCHS, shared_pd_what, keys=SHARED_PD_KEYS, apply_timeout=1800,
                holds_data=True, boot=("env_setup/seeder",),  # the seeder VM's script

@@ -228,7 +228,7 @@ def test_the_tpu_is_planned_and_guarded_beside_the_seed(values):
     gives_disk = f"{hosts}-{'attach' if later else 'apply'}"
     assert held == ({gives_disk} if seeding else set())
     if seeding and s.arch == "mig":  # every VM is there (mig-resize) before the disk is given to them
-        assert steps["mig-attach"]["waitFor"] == ["mig-resize", "shared_pd-seed"]
+        assert steps["mig-attach"]["waitFor"] == ["mig-resize", "shared_pd-apply", "shared_pd-seed"]
     assert seeding == (s.shared_pd_attach and bool(s.gcs_dataset))
 
 
