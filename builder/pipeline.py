@@ -232,8 +232,11 @@ class _Steps:
     def _plan(self, step: Step) -> dict[str, Any]:
         starts_from = self._spec(step).snapshot  # the snapshot an apply of this module starts from
         restore = starts_from(self.s) if starts_from and self._op(step) == "apply" else ""
+        # the slice reads the storage's states only when there (reads_applied): on an apply, the
+        # plan makes sure they exist (empty before their first apply) before it reads them
+        reads = self._spec(step).reads_applied if self._op(step) == "apply" else ()
         return dict(snapshot_file=restore == "latest", snapshot_name=restore if restore not in ("", "latest") else "",
-                    **self._terraform(step))
+                    reads_applied=reads, env=self.s.env_name, **self._terraform(step))
 
     def _guard(self, step: Step) -> dict[str, Any]:
         return dict(module=step.module, action=self.plan.action, allow_data_loss=self.allow_data_loss)
