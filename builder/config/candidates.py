@@ -94,12 +94,20 @@ def listed(element: Callable[[str], str], what: str) -> Callable[[str], str]:
     return parse
 
 
-def granted(snapshot: Mapping[str, Any] | None) -> Candidate | None:
+def granted(snapshot: Any) -> Candidate | None:
     """The place the build got the slice, as the applied snapshot records it (``granted``:
-    ``{"zone": ..., "mode": ...}``), or None: no snapshot, or one written before candidates (then
-    the environment is where its first candidate says, as before), or a record that is not a zone
-    and a mode."""
-    record_ = (snapshot or {}).get("granted")
+    ``{"zone": ..., "mode": ...}``, as a key of the snapshot's record, an attribute of
+    ``builder.cloud.snapshot.Applied``, or that JSON text as the object metadata carries it), or
+    None: no snapshot, or one written before candidates (then the environment is where its first
+    candidate says, as before), or a record that is not a zone and a mode."""
+    record_ = snapshot.get("granted") if isinstance(snapshot, Mapping) else getattr(snapshot, "granted", None)
+    if isinstance(record_, (str, bytes)) and record_:
+        import json
+
+        try:
+            record_ = json.loads(record_)
+        except ValueError:
+            return None
     if not isinstance(record_, Mapping):
         return None
     zone, mode = record_.get("zone"), record_.get("mode")
@@ -118,3 +126,24 @@ def first_is(candidates: Sequence[Candidate], place: Candidate) -> tuple[Candida
     slice that was granted there and is lost again: the granted place is tried first)."""
     hit = [c for c in candidates if (c.zone, c.mode) == (place.zone, place.mode)]
     return (*hit, *(c for c in candidates if c not in hit))
+
+
+def at(settings: Any, place: Candidate) -> Any:
+    """``settings`` (a :class:`~builder.config.settings.Settings`) as if ``place`` were its first
+    candidate: its zone, region and mode (and the legacy booleans that mirror the mode), the other
+    candidates after it in their order. How the plan prices a candidate, the check reads one, and
+    an environment granted elsewhere than its first candidate is planned and read where it is."""
+    from builder.records import replace
+
+    listed = settings.candidates or (Candidate(settings.zone, settings.region, settings.provisioning),)
+    return replace(settings, zone=place.zone, region=place.region, provisioning=place.mode,
+                   tpu_spot=place.mode == "spot", tpu_preemptible=place.mode == "preemptible",
+                   tpu_reserved=place.mode == "reservation",
+                   candidates=first_is(listed, place) if stays(listed, place) else (place, *listed))
+
+
+def settle(settings: Any, place: Candidate | None) -> Any:
+    """Where an update of ``settings`` keeps the slice: at ``place`` (the granted place the
+    applied snapshot records) while the list still holds it; else the first candidate, and the
+    plan shows the move (a changed zone or mode replaces the slice)."""
+    return at(settings, place) if stays(settings.candidates, place) and place is not None else settings
