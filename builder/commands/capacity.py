@@ -18,37 +18,49 @@ if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
 
-def check(settings: Settings, running: Settings | None = None, *, quiet: bool = False) -> list[Outcome]:
+def check(settings: Settings, running: Settings | None = None) -> list[Outcome]:
     """Say what the check found; ``WorldError`` (exit 1, one line) when the quota, reservation or
     calendar-mode request refuses the slice. ``running``: the applied values, whose slice runs
     beside the new one under make-before-break.
 
     Candidates (builder/config/candidates.py): every zone × mode of the list is read in this one
-    call, and the check passes when one of them can hold the slice (it says which); it fails, one
-    line naming each candidate's refusal, when none can. A single candidate reads and prints
-    exactly what it always did. ``quiet``: print nothing but the verdict (``plan --check`` shows
-    the outcomes in its candidates table). Returns every candidate's outcome."""
-    from builder import capacity
-    from builder.config.candidates import at
-
-    cands = settings.candidates
-    if len(cands) <= 1:
+    call (:func:`assess_all`), each outcome is printed under its candidate's name, and the check
+    passes when one of them can hold the slice (it says which); it fails, one line naming each
+    candidate's refusal, when none can (:func:`conclude`). A single candidate reads and prints
+    exactly what it always did. Returns every candidate's outcome."""
+    if len(settings.candidates) <= 1:
         outcome = _assess(settings, running, {})
         _print(outcome.said)
         if outcome.refusal:
             raise WorldError(outcome.refusal)
         return [outcome]
-    cache: dict[tuple[str, ...], Any] = {}
-    outcomes = [_assess(at(settings, c), running, cache) for c in cands]
-    for o in outcomes if not quiet else ():
+    outcomes = assess_all(settings, running)
+    for o in outcomes:
         _print(tuple((level, f"{o.label}: {line}") for level, line in o.said))
         if o.refusal:
             say(f"tpubuild: capacity: {o.label}: refused: {o.refusal}")
+    conclude(outcomes)
+    return outcomes
+
+
+def assess_all(settings: Settings, running: Settings | None = None) -> list[Outcome]:
+    """Every candidate's outcome, in the list's order, read in one call and printed nowhere
+    (``plan --check`` shows them in its candidates table)."""
+    from builder.config.candidates import at
+
+    cache: dict[tuple[str, ...], Any] = {}
+    return [_assess(at(settings, c), running, cache) for c in settings.candidates]
+
+
+def conclude(outcomes: list[Outcome]) -> None:
+    """The verdict over several candidates: one line naming where the slice can be had, or the
+    ``WorldError`` naming each refusal."""
+    from builder import capacity
+
     passes, line = capacity.verdict_line(outcomes)
     if not passes:
         raise WorldError(line)
     say(f"tpubuild: capacity: {line}")
-    return outcomes
 
 
 def _print(said: tuple[tuple[str, str], ...]) -> None:
