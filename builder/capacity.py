@@ -328,3 +328,48 @@ def calendar_line(h: Held, body: dict[str, Any] | None) -> tuple[bool, str]:
                       "needs, and a submitted request cannot be changed; choose another TPU_CALENDAR_START or zone "
                       "under another ENV_BUILD_NAME, or another TPU_PROVISIONING")
     return False, f"{h.what} is {state} ({words}); {h.accelerator_type} consumes the reservation it delivers"
+
+
+@record
+class Outcome:
+    """What the check found for one candidate (builder/config/candidates.py): ``verdict`` is
+    ``holds`` (a quota or reservation read holds the slice), ``refused`` (``refusal``: the one line
+    that fails a build with this candidate alone) or ``unchecked`` (nothing tpubuild can read says
+    no: the slice may be had). ``said``: the lines a check of this candidate alone prints, each
+    ``(level, text)`` with level ``say`` (stdout) or ``warn``; ``quota`` and ``reservation`` the
+    quota's and the reservation's or request's line, for plan's table."""
+
+    zone: str
+    mode: str
+    verdict: str
+    said: tuple[tuple[str, str], ...] = ()
+    refusal: str = ""
+    quota: str = ""
+    reservation: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.zone} {self.mode}"
+
+    @property
+    def can(self) -> bool:
+        """Whether the slice may be had here (nothing read refuses it)."""
+        return self.verdict != "refused"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"zone": self.zone, "mode": self.mode, "verdict": self.verdict, "refusal": self.refusal or None,
+                "quota": self.quota or None, "reservation": self.reservation or None}
+
+
+def verdict_line(outcomes: list[Outcome]) -> tuple[bool, str]:
+    """(passes, the line) of a check over several candidates: it passes when one can hold the slice
+    (the first such is where a build's try is expected to land), else one line naming each refusal."""
+    can = [o for o in outcomes if o.can]
+    if can:
+        first = can[0]
+        n = outcomes.index(first) + 1
+        how = "holds it" if first.verdict == "holds" else "is not refused by anything tpubuild reads"
+        return True, (f"{len(can)} of {len(outcomes)} candidates can hold the slice; the first, {first.label} "
+                      f"(candidate {n}), {how}")
+    why = "; ".join(f"{o.label}: {o.refusal}" for o in outcomes)
+    return False, f"none of the {len(outcomes)} candidates can hold the slice: {why}"

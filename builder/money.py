@@ -192,6 +192,8 @@ def lines(c: dict[str, Any]) -> list[str]:
     out = [f"Cost per hour: {c['change']}{caveat}"]
     out += [f"  {Item(**item).text()}" for item in c["after"]["items"]]
     out += [f"  {bound}" for bound in c["after"]["bounds"]]  # each stand-in figure, said once
+    if "candidates" in c:  # a candidate list (builder/candidate_table.py): which one is priced, the worst case
+        out.append(f"  {c['candidates']['text']}")
     approx = " (~: the list price of another region)" if c["after"]["approximate"] else ""
     out.append(f"  list prices in {c['prices']['currency']} from {c['prices']['file']}, retrieved "
                f"{c['prices']['retrieved']}{approx}; your bill may differ")
@@ -199,5 +201,7 @@ def lines(c: dict[str, Any]) -> list[str]:
         out.append(f"  (unconfirmed): not found in Google's price pages when last checked "
                    f"({c['prices']['checked']}); check {', '.join(c['prices']['check_at'])} before relying on it")
     if c["totals"]:
-        out += ["", "Totals:"] + [f"  {t['text']}" for t in c["totals"]]
+        where = c.get("candidates", {}).get("priced")
+        out += ["", f"Totals (if it lands in {where['zone']} {where['mode']}):" if where else "Totals:"]
+        out += [f"  {t['text']}" for t in c["totals"]]
     return out
