@@ -25,7 +25,6 @@ NO_CAPACITY: tuple[tuple[str, str], ...] = (
     # Compute Engine: ZONE_RESOURCE_POOL_EXHAUSTED and ..._WITH_DETAILS, and their message
     ("stockout", r"ZONE_RESOURCE_POOL_EXHAUSTED"),
     ("stockout", r"does not have enough resources available to fulfill the request"),
-    ("stockout", r"is currently unavailable in the [a-z0-9-]+ zone"),
     # quotas: Compute Engine's "Quota 'X' exceeded", "insufficient regional quota", and the
     # RESOURCE_EXHAUSTED (429) of Google APIs' quota checks
     ("quota", r"Quota '[A-Za-z0-9_-]+' exceeded"),
