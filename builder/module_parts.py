@@ -11,7 +11,7 @@ from builder.records import record
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
-__all__ = ["STORAGE", "AFTER", "BEFORE", "BESIDE", "EARLY", "GATE", "INTERRUPTS", "ExtraStep", "StatusPart", "backs_up", "queued", "reads_export",
+__all__ = ["STORAGE", "AFTER", "BEFORE", "BESIDE", "EARLY", "GATE", "INTERRUPTS", "ExtraStep", "StatusPart", "backs_up", "queued", "reads_export", "fails_over",
            "makes_before_breaking", "breaks_before_making", "replacing", "moves_training", "MOVES",
            "capacity_request", "calendar_by_gcloud",
            "runtime", "share_lost", "slice_shape", "filestore_what", "shared_pd_what", "tpu_what",
@@ -87,6 +87,14 @@ def reads_export(s: Settings) -> bool:
     the NFS export where they read it at boot (filestore-publish); node's legacy roots read it
     from Filestore's state."""
     return s.arch in ("vm", "mig")
+
+
+def fails_over(s: Settings) -> bool:
+    """The build tries the candidates in order until one grants the slice (docs/capacity.md, "The
+    failover loop"): a TPU VM (vm) with more than one candidate, not queued (a queued request
+    waits in its zone by design). On mig a stockout shows as a MIG that never becomes whole, not
+    as a failed apply: its failover is not built, and only the first candidate is tried."""
+    return s.arch == "vm" and len(s.candidates) > 1 and not s.queued
 
 
 def queued(s: Settings) -> bool:

@@ -40,12 +40,13 @@ import shlex
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from builder import capacity_errors
 from builder import modules as catalogue
 from builder.config.filestore import TIERS
 from builder.config.offers import calendar_name, flex_request_name
 from builder.config.scripts import repo_script
 from builder.errors import BadInput
-from builder.module_parts import mig_attach
+from builder.module_parts import fails_over, mig_attach
 from builder.plan import Plan, Step, module_dir, runs, runs_setup_script, seeds
 from builder.step_kinds import (  # noqa: F401  (re-exported: step kinds, images, timeouts)
     BUILD_TIMEOUT_SLACK, CALENDAR_STEP_S, check_duration, image, IMAGE_STEP_S, IMAGES, Kind, KINDS,
@@ -243,9 +244,16 @@ class _Steps:
 
     def _apply(self, step: Step) -> dict[str, Any]:
         # TPU_QUEUED: the plan's tpu-queue step reads the request this apply leaves
-        queued, swaps, publishes = (runs(self.s, self.plan, k) == step.module for k in ("queue", "swap", "publish"))
-        return dict(queued_request=queued, swaps=swaps, publishes=publishes, accelerator_type=self.s.accelerator_type,
-                    **self._terraform(step))
+        s = self.s
+        queued, swaps, publishes = (runs(s, self.plan, k) == step.module for k in ("queue", "swap", "publish"))
+        spec = self._spec(step)
+        slice_ = spec.accelerator and not spec.destroy_only and self._op(step) == "apply"
+        # the failover loop (docs/capacity.md) where it applies, and the granted place either way
+        candidates = [dict(index=i, zone=c.zone, mode=c.mode) for i, c in enumerate(s.candidates)] \
+            if slice_ and fails_over(s) else []
+        return dict(queued_request=queued, swaps=swaps, publishes=publishes, accelerator_type=s.accelerator_type,
+                    candidates=candidates, no_capacity=capacity_errors.ere(), slice_type=spec.slice_resource,
+                    granted=dict(zone=s.zone, mode=s.provisioning) if slice_ else None, **self._terraform(step))
 
     def _publish(self, step: Step) -> dict[str, Any]:
         s = self.s

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from builder import modules as catalogue
 from builder.errors import BadInput
-from builder.module_parts import AFTER, BEFORE, BESIDE, EARLY, GATE, ExtraStep
+from builder.module_parts import AFTER, BEFORE, BESIDE, EARLY, GATE, ExtraStep, fails_over
 from builder.modules import PLAN_ACTIONS, Action, ModuleSpec, accelerator_module, hosts_module
 from builder.records import record, replace
 
@@ -167,7 +167,7 @@ def make_plan(
             kept = tuple(m for m in order if m in catalogue.in_scope(tpu=tpu, mig=mig))
         else:
             kept = order
-        ops = _restrict(kept, catalogue.create_after(arch))
+        ops = _restrict(*_placed(settings, kept))
         op = "apply"
     elif action is Action.DESTROY:
         order = catalogue.destroy_order(arch)
@@ -182,6 +182,19 @@ def make_plan(
     operations = tuple(Operation(o.module, op, o.after) for o in ops)
     plan = Plan(action.value, arch, operations, tpu=tpu, mig=mig, only=frozenset(only) if only is not None else None)
     return replace(plan, steps=steps(settings, plan))
+
+
+def _placed(settings: Settings, kept: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:
+    """Create's order of ``kept`` and its DAG. A build that fails over (``fails_over``: several
+    candidates) asks for the slice first and makes what it reads the state of (Filestore, the
+    disk: ``reads_applied``) after it, in the zone that granted it (docs/capacity.md)."""
+    full = catalogue.create_after(settings.arch)
+    acc = accelerator_module(settings.arch)
+    if not (fails_over(settings) and acc in kept):
+        return kept, full
+    zonal = catalogue.spec(settings.arch, acc).reads_applied  # type: ignore[union-attr]
+    full = {m: (*deps, acc) if m in zonal else deps for m, deps in full.items()}
+    return (acc, *(m for m in kept if m != acc)), full
 
 
 def not_wanted(settings: Settings) -> dict[str, str]:
@@ -268,7 +281,7 @@ def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
         # their plan and guard beside it
         # the slice does not wait for the disk (it reads the disk's state only when there,
         # ``reads_applied``): its attach step does, or its apply where it has none (calendar)
-        seeded = [*([last[disk]] if disk in last and disk not in op.after else []), *beside] \
+        seeded = [*([f"{disk}-apply"] if plan.applies(disk) and disk not in op.after else []), *beside] \
             if op.op == "apply" and attaches_disk(s, m) else []
         attach_later = "attach" in at[AFTER]
         pre = [add(f"{m}-{k}", k, m, deps) for k in at[BEFORE]]
@@ -284,4 +297,19 @@ def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
             add(f"{m}-{k}", k, m, [f"{m}-apply"])
     waited = {a for st in out for a in st.after}
     add("finalize", "finalize", "", [st.id for st in out if st.id not in waited])
-    return tuple(out)
+    return _topological(out)
+
+
+def _topological(out: list[Step]) -> tuple[Step, ...]:
+    """``out`` with every step after those it waits for (Cloud Build's ``waitFor`` names earlier
+    steps only), otherwise in the order it was made: the slice's attach waits for the disk's
+    apply, which a failover puts after the slice."""
+    done: set[str] = set()
+    left = list(out)
+    ordered: list[Step] = []
+    while left:
+        ready = next(st for st in left if set(st.after) <= done)
+        ordered.append(ready)
+        done.add(ready.id)
+        left.remove(ready)
+    return tuple(ordered)

@@ -62,8 +62,8 @@ def prepare(settings: Settings, request: Request) -> Prepared:
     config = None if plan is None else pipeline.render(settings, plan, allow_data_loss=request.allow_data_loss,
                                                        allow_wipe=request.allow_wipe)
     destroys = plan is not None and plan.action == Action.DESTROY  # runs no script: none is resolved
-    src = source.pack(source.collect(repo, workspace.values_bytes(settings), tfvars.all_for(settings,
-                                                                                         scripts=not destroys)))
+    variables = {**tfvars.all_for(settings, scripts=not destroys), **({} if destroys else tfvars.by_candidate(settings))}
+    src = source.pack(source.collect(repo, workspace.values_bytes(settings), variables))
     return Prepared(request, plan, config, src, repo)
 
 

@@ -199,7 +199,9 @@ def test_seed_follows_shared_pd_and_precedes_the_disk_users():
             assert ("shared_pd-seed" in ancestors(config, f"{user}-apply")) == (s.arch != "vm")
             script = step_script(seed)
             assert "bash env_setup/seeder/run_seeder.sh" in script
-            for key, value in (("PROJECT_ID", s.project_id), ("ZONE", s.zone), ("ENV_BUILD_NAME", s.env_name),
+            # the zone: the granted one when the acquisition wrote it, else the first candidate's
+            assert f"zone={s.zone}\n" in script and 'export ZONE="$zone"\n' in script
+            for key, value in (("PROJECT_ID", s.project_id), ("ENV_BUILD_NAME", s.env_name),
                                ("DISK_NAME", s.shared_pd_name), ("ALLOW_WIPE", "false"),
                                ("WORKSPACE_GCS", f"gs://{s.state_bucket}/workspace/{s.env_name}")):
                 assert f"export {key}={value}\n" in script
