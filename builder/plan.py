@@ -267,13 +267,16 @@ def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
     checked = [add("check-capacity", "capacity", "", [tools])] if plan.applies(accelerator_module(s.arch)) else []
     extras = extra(s, plan)
     beside = [f"{m}-{x.kind}" for m, xs in extras.items() for x in xs if x.at == BESIDE]
+    placed_by = {sp.name: sp.reads_applied for sp in catalogue.specs(s.arch)}
     disk = next((sp.name for sp in catalogue.specs(s.arch) if any(x.kind == "seed" for x in sp.steps)), "")
     last: dict[str, str] = {}  # module → its last step, which the modules after it wait for
     for op in plan.operations:
         m = op.module
         at = {w: [x.kind for x in extras[m] if x.at == w]
               for w in (BEFORE, EARLY, GATE, AFTER, BESIDE)}
-        deps = [last.get(a, f"{a}-apply") for a in op.after]
+        # what waits for the slice to know its zone (a failover: the storage) waits for its
+        # acquisition, not for its later steps (which wait for the disk in turn)
+        deps = [f"{a}-apply" if m in placed_by.get(a, ()) else last.get(a, f"{a}-apply") for a in op.after]
         # the hosts that attach the shared PD wait for its seed: Compute Engine refuses the
         # seeder's read-write attachment once a host holds the disk read-only. A module with an
         # attach step (the TPU VM, a MIG but in calendar mode) is made beside the seed and only its
