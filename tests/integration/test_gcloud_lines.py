@@ -91,6 +91,8 @@ VARIANTS = [
     ("node", {"SHARED_PD_RESTORE": "latest"}), ("vm", {"SHARED_PD_RESTORE": "snap-1"}),
     ("node", {"SHARED_FS_TIER": "HIGH_SCALE_SSD", "SHARED_FS_CAPACITY": "10240"}),
     ("vm", {"SHARED_FS_TIER": "REGIONAL", "SHARED_FS_CAPACITY": "1024"}),
+    # candidates: the failover loop (docs/capacity.md); later steps read the granted zone
+    ("vm", {"TPU_PROVISIONING": "spot,on-demand"}),
 ]
 
 

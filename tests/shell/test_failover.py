@@ -180,3 +180,24 @@ def test_finalize_records_the_granted_place(tmp_path, monkeypatch) -> None:
     (tmp_path / "plans").mkdir()
     (tmp_path / "plans" / "granted.json").write_text('{"zone": "us-east5-c", "mode": "flex-start"}\n')
     assert granted_place(before, "create") == {"zone": "us-east5-c", "mode": "flex-start"}
+
+
+@pytest.mark.parametrize("action", ["create", "update", "destroy"])
+def test_a_failover_build_loads_into_the_real_build_type_and_is_shellcheck_clean(settings, action) -> None:
+    import shutil
+    import subprocess
+
+    build = pytest.importorskip("google.cloud.devtools.cloudbuild_v1.types").Build
+    config = render(settings, make_plan(settings, action))
+    build.from_json(json.dumps(config), ignore_unknown_fields=False)
+    ids = [st["id"] for st in config["steps"]]
+    for n, st in enumerate(config["steps"]):  # Cloud Build: waitFor names earlier steps only
+        assert all(w == "-" or w in ids[:n] for w in st["waitFor"]), st["id"]
+    exe = shutil.which("shellcheck")
+    assert exe
+    for st in config["steps"]:
+        dialect = "dash" if st["entrypoint"] == "sh" else "bash"
+        proc = subprocess.run([exe, "-s", dialect, "-"], input=step_script(st), capture_output=True, text=True)
+        assert proc.returncode == 0, (st["id"], proc.stdout)
+    if action != "destroy":
+        assert ids.index("tpu-apply") < ids.index("filestore-plan") and ids.index("tpu-apply") < ids.index("shared_pd-plan")
