@@ -111,7 +111,8 @@ def costs(settings: Settings, applied_now: frozenset[str], kept: tuple[Any, ...]
     why = "the granted place" if granted else "the first candidate"
     # the dearest total is a ceiling of what the list may cost, unless a floor stands in for a price in it
     most = "at most " if dearest.bound in ("", "at most") else bound_prefix(dearest.bound)
-    text = (f"priced for {first.zone} {first.mode} ({why}); worst case of the {len(cands)} candidates: "
+    text = (f"this cost and the totals price {first.zone} {first.mode} ({why}); worst case of the {len(cands)} "
+            f"candidates: "
             f"{most}{money(dearest.known, dearest.approximate)}/h if it lands in {worst.zone} {worst.mode}")
     return {"priced": {"zone": first.zone, "mode": first.mode, "why": why},
             "worst": {"zone": worst.zone, "mode": worst.mode, "hourly": round(dearest.known, 4),
