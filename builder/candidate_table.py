@@ -9,7 +9,7 @@
   records (an update keeps the slice there while the list holds it: builder/config/candidates.py).
   Where the list no longer holds it, the plan says the slice moves (and its before → after shows
   the replacement).
-* With ``plan --check``, each candidate's outcome (builder/capacity.py ``Outcome``): holds, refused
+* With ``plan --check``, each candidate's outcome (builder/capacity.py ``Outcome`` (builder/capacity_outcome.py)): holds, refused
   or unchecked, with the quota's and the reservation's line.
 
 :func:`costs` is the cost section's part: which candidate the hourly cost and the totals price, and
@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from builder.capacity import Outcome
+    from builder.capacity_outcome import Outcome
     from builder.config import Settings
     from builder.config.candidates import Candidate
     from builder.cost import Estimate
