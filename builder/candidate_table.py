@@ -9,7 +9,7 @@
   records (an update keeps the slice there while the list holds it: builder/config/candidates.py).
   Where the list no longer holds it, the plan says the slice moves (and its before → after shows
   the replacement).
-* With ``plan --check``, each candidate's outcome (builder/capacity.py ``Outcome``): holds, refused
+* With ``plan --check``, each candidate's outcome (builder/capacity.py ``Outcome`` (builder/capacity_outcome.py)): holds, refused
   or unchecked, with the quota's and the reservation's line.
 
 :func:`costs` is the cost section's part: which candidate the hourly cost and the totals price, and
@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from builder.capacity import Outcome
+    from builder.capacity_outcome import Outcome
     from builder.config import Settings
     from builder.config.candidates import Candidate
     from builder.cost import Estimate
@@ -111,7 +111,8 @@ def costs(settings: Settings, applied_now: frozenset[str], kept: tuple[Any, ...]
     why = "the granted place" if granted else "the first candidate"
     # the dearest total is a ceiling of what the list may cost, unless a floor stands in for a price in it
     most = "at most " if dearest.bound in ("", "at most") else bound_prefix(dearest.bound)
-    text = (f"priced for {first.zone} {first.mode} ({why}); worst case of the {len(cands)} candidates: "
+    text = (f"this cost and the totals price {first.zone} {first.mode} ({why}); worst case of the {len(cands)} "
+            f"candidates: "
             f"{most}{money(dearest.known, dearest.approximate)}/h if it lands in {worst.zone} {worst.mode}")
     return {"priced": {"zone": first.zone, "mode": first.mode, "why": why},
             "worst": {"zone": worst.zone, "mode": worst.mode, "hourly": round(dearest.known, 4),

@@ -201,7 +201,5 @@ def lines(c: dict[str, Any]) -> list[str]:
         out.append(f"  (unconfirmed): not found in Google's price pages when last checked "
                    f"({c['prices']['checked']}); check {', '.join(c['prices']['check_at'])} before relying on it")
     if c["totals"]:
-        where = c.get("candidates", {}).get("priced")
-        out += ["", f"Totals (if it lands in {where['zone']} {where['mode']}):" if where else "Totals:"]
-        out += [f"  {t['text']}" for t in c["totals"]]
+        out += ["", "Totals:"] + [f"  {t['text']}" for t in c["totals"]]
     return out

@@ -14,7 +14,8 @@ from builder.commands import load_settings, say, warn
 from builder.errors import WorldError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from builder.capacity import Held, Need, Outcome
+    from builder.capacity import Held, Need
+    from builder.capacity_outcome import Outcome
     from builder.config import Settings
 
 
@@ -55,9 +56,9 @@ def assess_all(settings: Settings, running: Settings | None = None) -> list[Outc
 def conclude(outcomes: list[Outcome]) -> None:
     """The verdict over several candidates: one line naming where the slice can be had, or the
     ``WorldError`` naming each refusal."""
-    from builder import capacity
+    from builder.capacity_outcome import verdict_line
 
-    passes, line = capacity.verdict_line(outcomes)
+    passes, line = verdict_line(outcomes)
     if not passes:
         raise WorldError(line)
     say(f"tpubuild: capacity: {line}")
@@ -88,10 +89,12 @@ def _assess(settings: Settings, running: Settings | None, cache: dict[tuple[str,
         said.append(("warn", f"capacity not checked: {need}"))
         quota = f"not checked: {need}"
     if held is not None and not refusal:
-        verdict, refusal, reservation = _held(held, said, cache)
+        verdict, refusal, reservation = _held(held, said, cache, settings)
     if settings.arch == "mig" and settings.provisioning == "flex-start" and not refusal:
         said.append(("say", capacity.FLEX_START))
-    return capacity.Outcome(settings.zone, settings.provisioning, verdict, tuple(said), refusal, quota, reservation)
+    from builder.capacity_outcome import Outcome
+
+    return Outcome(settings.zone, settings.provisioning, verdict, tuple(said), refusal, quota, reservation)
 
 
 def _quota(need: Need, said: list[tuple[str, str]], cache: dict[tuple[str, ...], Any]) -> tuple[str, str, str]:
@@ -127,8 +130,11 @@ def _quota(need: Need, said: list[tuple[str, str]], cache: dict[tuple[str, ...],
     return ("refused" if refused else "holds"), refused, refused
 
 
-def _held(held: Held, said: list[tuple[str, str]], cache: dict[tuple[str, ...], Any]) -> tuple[str, str, str]:
-    """Read the reservation or calendar-mode request the slice consumes: (verdict, refusal, line)."""
+def _held(held: Held, said: list[tuple[str, str]], cache: dict[tuple[str, ...], Any],
+          settings: Settings) -> tuple[str, str, str]:
+    """Read the reservation or calendar-mode request the slice consumes: (verdict, refusal, line).
+    A calendar-mode request not submitted yet is followed by Google's calendar-mode advice for its
+    zone and window (:func:`_advice`): said, never a refusal (Google decides the request)."""
     from builder import capacity
     from builder.cloud import quotas, reservations
 
@@ -149,6 +155,8 @@ def _held(held: Held, said: list[tuple[str, str]], cache: dict[tuple[str, ...], 
         if refused:
             return "refused", line, line
         said.append(("say", line))
+        if body is None and settings.calendar_start:
+            line = f"{line}; {_advice(held, settings, said)}"
         return "unchecked", "", line
     refused_line = capacity.reservation_refusal(held, body)
     if refused_line or body is None:
@@ -157,6 +165,24 @@ def _held(held: Held, said: list[tuple[str, str]], cache: dict[tuple[str, ...], 
     line = capacity.reservation_passed(held, body)
     said.append(("say", line))
     return "holds", "", line
+
+
+def _advice(held: Held, settings: Settings, said: list[tuple[str, str]]) -> str:
+    """Google's calendar-mode advice for the request about to be submitted (its zone, chips and
+    window), said as a line (a warning where it does not offer the window); the line."""
+    from builder.capacity_outcome import advice_line, advice_request
+    from builder.cloud import quotas, reservations
+    from builder.config.calendar import resolve_start
+
+    start = resolve_start(settings.calendar_start)
+    try:
+        body = reservations.advice(held.project, settings.region, advice_request(held, start, settings.calendar_days))
+    except quotas.NotReadable as exc:
+        said.append(("warn", f"capacity: calendar-mode advice not read: {exc}"))
+        return f"advice not read: {exc}"
+    offered, line = advice_line(held, start, body)
+    said.append(("warn", f"capacity: {line}") if offered is False else ("say", line))
+    return line
 
 
 def _running(settings: Settings) -> Settings | None:

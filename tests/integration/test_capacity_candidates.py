@@ -71,3 +71,35 @@ def test_plan_check_puts_each_candidates_outcome_in_the_table(quotas, cli, make_
     table = out[out.index("Candidates"):].split("\n\n")[0]
     assert "holds" in table.splitlines()[2] and "refused" in table.splitlines()[3], table
     assert "tpubuild: capacity: 1 of 4 candidates can hold the slice; the first, us-east5-b spot" in out
+
+
+# --- calendar mode: Google's calendar-mode advice for a request not submitted yet ---
+
+MIG_CALENDAR = EXAMPLES / "mig-v6e-32-calendar.env"  # v6e-32: 32 chips, calendar, us-east5-a, "+14d"
+
+
+def _advice_path(s) -> str:
+    return f"/compute/v1/projects/{s.project_id}/regions/{s.region}/advice/calendarMode"
+
+
+@pytest.mark.parametrize("offered", [True, False])
+def test_calendar_advice_is_read_for_the_window_and_said_never_refused(quotas, cli, offered):
+    s = load(MIG_CALENDAR)
+    spec = {"startTime": s.calendar_start, "endTime": "2026-12-19T00:00:00Z"}
+    spec.update({"location": "zones/us-east5-a"} if offered else
+                {"otherLocations": {"zones/us-east5-a": {"status": "NO_CAPACITY"}}})
+    quotas.advice[_advice_path(s)] = {"recommendations": [{"recommendationsPerSpec": {"tpubuild": spec}}]}
+    code, out, err = cli("--values", MIG_CALENDAR, "check-capacity")
+    assert code == 0, err
+    ((path, body),) = quotas.posted
+    sent = body["futureResourcesSpecs"]["tpubuild"]
+    assert path == _advice_path(s) and sent["targetResources"]["aggregateResources"] == {
+        "vmFamily": "VM_FAMILY_CLOUD_TPU_LITE_POD_SLICE_CT6E", "acceleratorCount": "32"}
+    assert sent["timeRangeSpec"]["startTimeNotEarlierThan"] == s.calendar_start
+    assert sent["timeRangeSpec"]["minDuration"] == f"{s.calendar_days * 86400}s"
+    assert sent["locationPolicy"] == {"locations": {"zones/us-east5-a": {"preference": "ALLOW"}}}
+    if offered:
+        assert f"calendar-mode advice: 32 chips of VM_FAMILY_CLOUD_TPU_LITE_POD_SLICE_CT6E are available in us-east5-a" in out
+    else:
+        (line,) = err.strip().splitlines()
+        assert "calendar-mode advice: Google does not offer 32 chips in us-east5-a from " in line and "(NO_CAPACITY)" in line and "may be declined" in line

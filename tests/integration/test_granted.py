@@ -84,3 +84,10 @@ def test_status_reads_the_slice_where_it_was_granted(fakes: Fakes, tmp_path: Pat
     assert f"slice      {s.tpu_name}: 4/4 running (values.env: 4 x ct6e-standard-4t, topology 4x4, flex-start)" in out
     report = json.loads(cli("--values", values, "status", "--format", "json")[1])
     assert report["zone"] == "us-east5-a" and report["granted"]["candidate"] == 4
+
+
+def test_train_reaches_the_hosts_where_the_slice_was_granted(fakes: Fakes, tmp_path: Path, cli) -> None:
+    values = _env(fakes, tmp_path, cli, GRANTED)
+    code, out, err = cli("--values", values, "train", "roberta", "--dry-run")
+    assert code == 0, err
+    assert "--zone=us-east5-a" in out and "--zone=us-east5-b" not in out, out

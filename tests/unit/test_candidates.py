@@ -59,3 +59,22 @@ def test_the_granted_place_stays_while_the_list_holds_it() -> None:
     assert not stays(cands, None)
     assert [c.label for c in first_is(cands, place)] == [
         "us-east5-a spot", "us-east5-b spot", "us-east5-b on-demand", "us-east5-a on-demand"]
+
+
+def test_validate_names_every_candidate_in_order(cli) -> None:
+    code, out, err = cli("validate", "--values", EXAMPLES / "mig-v6e-16-failover.env")
+    assert code == 0, err
+    assert out.rstrip().endswith("; 9 candidates, zone by zone, mode by mode: us-east5-b spot, us-east5-b flex-start, "
+                                 "us-east5-b on-demand, us-east5-a spot, us-east5-a flex-start, us-east5-a on-demand, "
+                                 "us-central1-b spot, us-central1-b flex-start, us-central1-b on-demand")
+
+
+def test_auto_keeps_the_slice_when_only_later_candidates_change(make_env: Callable[..., Path]) -> None:
+    from builder.auto import decide
+
+    old = load(make_env(MIG, ZONE="us-east5-b,us-east5-a"))
+    new = load(make_env(MIG, ZONE="us-east5-b,us-central1-b"))
+    found = decide(new, old, plan_modules=("filestore", "tpu", "mig", "dashboard"))
+    assert found.action == "none"
+    assert found.reasons == ("candidates: us-east5-b spot, us-east5-a spot → us-east5-b spot, us-central1-b spot "
+                             "(the slice stays in us-east5-b spot; the list is read when the slice is acquired again)",)
