@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from builder.module_parts import failover_note
 from builder.modules import accelerator_module, modules, spec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -224,6 +225,7 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
                      "read-only to every host once it holds the dataset, and the hosts wait for it (their boot log "
                      "says so)" if plans.seeds(s, plan) else
                      f"{attacher}: {attacher}-attach attaches {s.shared_pd_name} read-only to every host after the apply, unless they have it already")
+    notes.extend(failover_note(s, plan))
     if plans.runs(s, plan, "snapshot"):
         notes.append(f"shared_pd: a snapshot of {s.shared_pd_name} is taken before it is destroyed and named "
                      f"in the build log; SHARED_PD_RESTORE=latest restores it")
@@ -394,3 +396,4 @@ def as_text(info: dict[str, Any], *, bold: bool) -> str:
     lines.extend(strong(f"WARNING: {w}") for w in info["warnings"])
     lines.extend(f"note: {n}" for n in info["notes"])
     return "\n".join(lines) + "\n"
+
