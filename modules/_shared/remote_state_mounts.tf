@@ -26,7 +26,8 @@ data "terraform_remote_state" "shared_pd" {
     prefix = "${var.env_name}/shared_pd"
   }
   defaults = {
-    id   = ""
-    name = ""
+    id        = ""
+    name      = ""
+    self_link = ""
   }
 }

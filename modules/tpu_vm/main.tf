@@ -192,6 +192,12 @@ resource "google_tpu_v2_vm" "this" {
     # written it (the TPU is created beside the seed, not after it), so Terraform leaves the
     # attachment alone; a TPU VM applied when Terraform attached it keeps it, with no diff.
     ignore_changes = [data_disks]
+    # the dataset disk, when its state is there (it is made beside or, failing over, after the
+    # slice): a zonal disk attaches only to hosts of its own zone (tpu-attach)
+    precondition {
+      condition     = !var.shared_pd_attach || !strcontains(try(data.terraform_remote_state.shared_pd[0].outputs.self_link, ""), "/zones/") || strcontains(try(data.terraform_remote_state.shared_pd[0].outputs.self_link, ""), "/zones/${var.zone}/")
+      error_message = "The dataset disk (modules/shared_pd's state) is in another zone than the slice, and a zonal disk attaches only to hosts of its zone: apply shared_pd in the slice's zone first (docs/capacity.md, \"What moving zones costs\")."
+    }
     precondition {
       condition     = length([for flag in [var.preemptible, var.spot, var.reserved] : flag if flag]) <= 1
       error_message = "At most one of preemptible, spot and reserved may be true."
