@@ -205,3 +205,19 @@ def test_cli_plan_json_matches_make_plan(cli, node):
     data = json.loads(out)
     assert [(o["module"], o["op"], tuple(o["after"])) for o in data["operations"]] == \
         ops(make_plan(node, "destroy", tpu=True, mig=True))
+
+
+def test_a_failover_asks_for_the_slice_first_and_makes_the_storage_after_it(vm, make_env):
+    """Several candidates (vm): the storage is made in the zone that grants the slice, so it waits
+    for the acquisition (tpu-apply), not for the slice's later steps; one candidate: beside it."""
+    s = load(make_env(VM_ENV, TPU_PROVISIONING="spot,on-demand"))
+    plan = make_plan(s, "create")
+    assert ops(plan) == [("tpu", "apply", ()), ("filestore", "apply", ("tpu",)), ("shared_pd", "apply", ("tpu",)),
+                         ("dashboard", "apply", ())]
+    waits = {st.id: st.after for st in plan.steps}
+    assert waits["filestore-plan"] == ("tpu-apply",) and waits["shared_pd-plan"] == ("tpu-apply",)
+    assert waits["tpu-attach"] == ("tpu-apply", "shared_pd-apply", "shared_pd-seed")
+    ids = [st.id for st in plan.steps]
+    assert all(ids.index(a) < ids.index(st.id) for st in plan.steps for a in st.after)
+    assert [o.module for o in make_plan(s, "destroy").operations][:1] == ["tpu"]
+    assert ops(make_plan(vm, "create"))[2] == ("tpu", "apply", ())
