@@ -187,9 +187,13 @@ def test_a_failover_build_loads_into_the_real_build_type_and_is_shellcheck_clean
     import shutil
     import subprocess
 
+    from tests.unit.test_pipeline import check_config
+
     build = pytest.importorskip("google.cloud.devtools.cloudbuild_v1.types").Build
-    config = render(settings, make_plan(settings, action))
+    plan = make_plan(settings, action)
+    config = render(settings, plan)
     build.from_json(json.dumps(config), ignore_unknown_fields=False)
+    check_config(config, settings, plan)  # every property the pipeline's contract fixes
     ids = [st["id"] for st in config["steps"]]
     for n, st in enumerate(config["steps"]):  # Cloud Build: waitFor names earlier steps only
         assert all(w == "-" or w in ids[:n] for w in st["waitFor"]), st["id"]

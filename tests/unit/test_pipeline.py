@@ -15,6 +15,7 @@ from builder.config import load
 from builder.errors import BadInput, ConfigError
 from builder.pipeline import IMAGES, LOCK_TIMEOUT, SHELLS, check_duration, image, render
 from builder.yamlout import to_json, to_yaml
+from builder.module_parts import fails_over
 from builder.plan import make_plan, module_dir
 from builder.modules import accelerator_module, hosts_module
 from tests.conftest import EXAMPLES, REPO
@@ -104,8 +105,14 @@ def check_config(config: dict[str, Any], settings, plan, *, allow_data_loss: boo
         assert f'-out="$W/plans/{m}.tfplan"' in tfplan and f"-lock-timeout={LOCK_TIMEOUT}" in tfplan
         assert ("-destroy" in tfplan.split()) == (o.op == "destroy")
         assert f'terraform show -json "$W/plans/{m}.tfplan" > "$W/plans/{m}.json.part"' in ps
-        apply = next(line for line in as_.splitlines() if line.startswith("terraform apply"))
-        assert apply == f'terraform apply -input=false -lock-timeout={LOCK_TIMEOUT} "$plan"'
+        expected_apply = f'terraform apply -input=false -lock-timeout={LOCK_TIMEOUT} "$plan"'
+        if o.op == "apply" and m == accelerator_module(settings.arch) and fails_over(settings):
+            # the failover loop (builder/templates/_acquire.sh.j2) applies each candidate's plan, the
+            # guarded one first, keeping its output to tell a capacity refusal from another failure
+            assert f'  if {expected_apply} 2>&1 | tee "$log"; then' in as_.splitlines()
+        else:
+            apply = next(line for line in as_.splitlines() if line.startswith("terraform apply"))
+            assert apply == expected_apply
         assert f'plan="$W/plans/{m}.tfplan"' in as_
         guard = next(line for line in gs.splitlines() if line.startswith("tpubuild guard"))
         expected = f'tpubuild guard --plan-json "$W/plans/{m}.json" --module {m} --action {plan.action}'
