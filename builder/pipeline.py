@@ -233,9 +233,9 @@ class _Steps:
     def _plan(self, step: Step) -> dict[str, Any]:
         starts_from = self._spec(step).snapshot  # the snapshot an apply of this module starts from
         restore = starts_from(self.s) if starts_from and self._op(step) == "apply" else ""
-        # the slice reads the storage's states only when there (reads_applied): on an apply, the
-        # plan makes sure they exist (empty before their first apply) before it reads them
-        reads = self._spec(step).reads_applied if self._op(step) == "apply" else ()
+        # the slice reads the storage's states only when there (reads_applied): its plan (a destroy's
+        # too: Terraform reads data sources then) makes sure they exist (empty before their first apply)
+        reads = self._spec(step).reads_applied
         return dict(snapshot_file=restore == "latest", snapshot_name=restore if restore not in ("", "latest") else "",
                     reads_applied=reads, env=self.s.env_name, **self._terraform(step))
 
