@@ -91,6 +91,13 @@ def _plan(args: argparse.Namespace, *, compare: bool = False) -> tuple[Settings,
         from builder.commands.compare import previous
 
         prev = previous(settings, args.applied, need=plan is None)
+    if prev is not None and prev.granted is not None:  # an update keeps the slice where it was granted
+        from builder.config.candidates import settle
+
+        settled = settle(settings, prev.granted)
+        if settled is not settings:
+            settings = settled
+            plan = request.plan_for(settings, req)
     if prev is not None and req.action in APPLYING:  # before a slice is changed: builder/config/later.py
         refuse_changes(prev.settings, settings)
     if plan is None:
@@ -130,7 +137,13 @@ def run_plan(args: argparse.Namespace) -> int:
     settings, plan, prev = _plan(args, compare=True)
     if plan is not None and plan.operations:
         pipeline.preflight(settings, plan)
-    info = describe(settings, plan, allow_data_loss=args.allow_data_loss, previous=prev)
+    running = prev.settings if prev is not None else None
+    outcomes = None
+    if args.check and len(settings.candidates) > 1:  # every candidate's outcome goes into the plan's table
+        from builder.commands.capacity import assess_all
+
+        outcomes = assess_all(settings, running)
+    info = describe(settings, plan, allow_data_loss=args.allow_data_loss, previous=prev, checked=outcomes)
     if args.format == "json":
         import json
 
@@ -138,10 +151,13 @@ def run_plan(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(as_text(info, bold=_bold_style()))
     if args.check:
-        from builder.commands.capacity import check
+        from builder.commands.capacity import check, conclude
 
         sys.stdout.flush()
-        check(settings, prev.settings if prev is not None else None)
+        if outcomes is None:
+            check(settings, running)
+        else:
+            conclude(outcomes)
     return 0
 
 

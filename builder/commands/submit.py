@@ -62,31 +62,37 @@ def prepare(settings: Settings, request: Request) -> Prepared:
     config = None if plan is None else pipeline.render(settings, plan, allow_data_loss=request.allow_data_loss,
                                                        allow_wipe=request.allow_wipe)
     destroys = plan is not None and plan.action == Action.DESTROY  # runs no script: none is resolved
-    src = source.pack(source.collect(repo, workspace.values_bytes(settings), tfvars.all_for(settings,
-                                                                                         scripts=not destroys)))
+    variables = {**tfvars.all_for(settings, scripts=not destroys), **({} if destroys else tfvars.by_candidate(settings))}
+    src = source.pack(source.collect(repo, workspace.values_bytes(settings), variables))
     return Prepared(request, plan, config, src, repo)
 
 
-def auto_plan(settings: Settings, bucket: Any) -> Plan | None:
+def auto_plan(settings: Settings, bucket: Any) -> tuple[Plan | None, Settings]:
     """Decide what ``auto`` does from the applied snapshot in ``bucket``, print the decision and
-    why; the plan, or None for nothing. A snapshot whose values.env no longer parses is warned
-    about and every module is updated (``builder.auto.decide_unreadable``)."""
+    why; the plan (None for nothing) and the settings it acts on: placed where the snapshot says
+    the slice was granted, while the candidate list holds that place (builder/config/candidates.py),
+    so auto keeps the slice there. A snapshot whose values.env no longer parses is warned about and
+    every module is updated (``builder.auto.decide_unreadable``)."""
     from builder import auto
     from builder.cloud import snapshot
     from builder.cloud.auto import decide_now
     from builder.commands import applied_or_warn
+    from builder.config.candidates import at, granted, settle
     from builder.plan import make_plan
 
     applied = snapshot.read(bucket, settings.env_name)
     if applied is None:
         decision = decide_now(settings, None)
     else:
+        place = granted(applied)
+        settings = settle(settings, place)
         old = applied_or_warn(applied, settings)
         if old is None:
             decision = auto.decide_unreadable(make_plan(settings, Action.CREATE).modules, applied.absent)
         else:
             from builder.config.later import refuse_changes
 
+            old = at(old, place) if place is not None else old
             refuse_changes(old, settings)  # what the model cannot resume across, before any change
             decision = decide_now(settings, old, build_id=applied.build_id, outstanding=applied.outstanding,
                                   absent=applied.absent, sources_then=applied.sources)
@@ -100,7 +106,7 @@ def auto_plan(settings: Settings, bucket: Any) -> Plan | None:
     say(decision.summary())
     for reason in decision.reasons:
         say(f"  - {reason}")
-    return plan
+    return plan, settings
 
 
 def _scope(plan: Plan) -> dict[str, Any]:
@@ -134,7 +140,7 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> in
                          "(or the build with _BUILD_ACTION=initialize) first")
     bucket = client.bucket(settings.state_bucket)
     if plan is None:
-        plan = auto_plan(settings, bucket)
+        plan, settings = auto_plan(settings, bucket)
         if plan is None:
             return 0
         config = pipeline.render(settings, plan, allow_data_loss=request.allow_data_loss,

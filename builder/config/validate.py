@@ -101,7 +101,18 @@ def infer_arch(declared: str, runtime: str, fail: Fail, *, runtime_key: str = "T
 
 
 def _region(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
-    zone_region = v["zone"].rsplit("-", 1)[0]
+    """REGION follows the zone: empty, each candidate zone's own region; set, it must hold every
+    zone of ZONE (a list spanning regions leaves it empty). A TPU Node environment has one zone."""
+    zones = v.get("zones") or (v["zone"],)
+    if len(zones) > 1 and v["arch"] == "node":
+        fail("ZONE", f"lists {len(zones)} zones ({', '.join(zones)}), but a TPU Node environment has one: "
+             "candidate lists are a TPU VM feature (vm, mig)",
+             f'keep one zone, e.g. ZONE="{zones[0]}", or migrate to TPU VM with `tpubuild migrate`')
+    regions = list(dict.fromkeys(z.rsplit("-", 1)[0] for z in zones))
+    if v["region"] and len(regions) > 1:
+        fail("REGION", f"is {v['region']!r}, but ZONE's candidates span regions {', '.join(regions)}",
+             "leave REGION empty (each candidate's region is its zone's) or list zones of one region")
+    zone_region = regions[0]
     if v["region"] and v["region"] != zone_region:
         fail("REGION", f"{v['region']!r} does not contain zone {v['zone']!r}",
              f'set REGION="{zone_region}" or leave it empty')
