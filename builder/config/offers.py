@@ -202,7 +202,8 @@ def resolve_provisioning(v: dict[str, Any], topo: Topology, fail: Fail, lines: d
     flagged = [(key, mode) for key, (field, mode) in LEGACY_FLAGS.items() if v[field]]
     for key, mode in flagged:
         if declared and mode != declared:
-            fail(key, f'"true" means {mode}, but TPU_PROVISIONING is "{declared}"',
+            fail(key, f'"true" means {mode}, but TPU_PROVISIONING is "{",".join(listed) or declared}"'
+                 + (" (the legacy flags describe the first mode)" if len(listed) > 1 else ""),
                  f"remove {key} (TPU_PROVISIONING replaces it)")
     mode = declared or (flagged[0][1] if flagged else "on-demand")
     mode_key = "TPU_PROVISIONING" if declared else (flagged[0][0] if flagged else "TPU_PROVISIONING")
