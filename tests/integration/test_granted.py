@@ -91,3 +91,10 @@ def test_train_reaches_the_hosts_where_the_slice_was_granted(fakes: Fakes, tmp_p
     code, out, err = cli("--values", values, "train", "roberta", "--dry-run")
     assert code == 0, err
     assert "--zone=us-east5-a" in out and "--zone=us-east5-b" not in out, out
+
+
+def test_a_moved_slice_is_priced_at_the_first_candidate(fakes: Fakes, tmp_path: Path, cli) -> None:
+    values = _env(fakes, tmp_path, cli, GRANTED)
+    values.write_text(rewrite_env(values.read_text(), TPU_PROVISIONING="spot,on-demand"))
+    info = _plan(cli, values, "--action", "update")
+    assert info["cost"]["candidates"]["priced"] == {"zone": "us-east5-b", "mode": "spot", "why": "the first candidate"}
