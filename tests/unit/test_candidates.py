@@ -91,3 +91,23 @@ def test_a_legacy_flag_that_contradicts_the_first_mode_names_the_list(make_env: 
     with pytest.raises(ConfigError, match='TPU_SPOT: "true" means spot, but TPU_PROVISIONING is "on-demand,spot" '
                                           r'\(the legacy flags describe the first mode\)'):
         load(make_env(MIG, TPU_PROVISIONING="on-demand,spot", TPU_SPOT="true"))
+
+
+def test_plan_text_and_json_tell_the_same_candidates(cli) -> None:
+    import json
+
+    path = EXAMPLES / "mig-v6e-16-failover.env"
+    code, text, err = cli("--values", path, "plan", "--applied", "none")
+    assert code == 0, err
+    info = json.loads(cli("--values", path, "plan", "--applied", "none", "--format", "json")[1])
+    rows = info["candidates"]["rows"]
+    table = text[text.index("Candidates, tried in order (zone by zone, mode by mode):"):].splitlines()
+    assert [r["n"] for r in rows] == list(range(1, 10))
+    for r, line in zip(rows, table[2:]):
+        assert line.split()[:3] == [str(r["n"]), r["zone"], r["mode"]] and r["slice_price"] in line, (r, line)
+    assert rows[0]["slice_price"] == "$19.44/h" and rows[1]["slice_price"].startswith("at most ")  # flex: on-demand ceiling
+    assert f"  {info['cost']['candidates']['text']}\n" in text
+    worst = info["cost"]["candidates"]["worst"]
+    # the worst case is the whole environment with the dearest slice (Filestore stays in the same region here)
+    assert worst["hourly"] == pytest.approx(max(r["slice_hourly"] for r in rows) + info["cost"]["after"]["hourly_known"]
+                                            - rows[0]["slice_hourly"], abs=1e-3)
