@@ -118,3 +118,13 @@ def test_an_explicit_update_is_rendered_where_the_slice_was_granted(fakes: Fakes
     assert filestore["zone"] == "us-east5-a" and mig["zone"] == "us-east5-a", (filestore, mig)
     assert mig["provisioning"] == "flex-start"
     assert load(values).zone == "us-east5-b"  # the file's first candidate, where a create would start
+
+
+def test_render_of_an_update_or_destroy_reads_the_granted_place(fakes: Fakes, tmp_path: Path, cli) -> None:
+    values = _env(fakes, tmp_path, cli, GRANTED)
+    values.write_text(rewrite_env(values.read_text(), TPU_PROVISIONING="spot"))  # the list drops the granted place
+    for action, zone in (("update", "us-east5-b"), ("destroy", "us-east5-a")):
+        code, out, err = cli("--values", values, "render", "--action", action, "--format", "json")
+        assert code == 0, err
+        (other,) = {"us-east5-a", "us-east5-b"} - {zone}
+        assert zone in out and other not in out, action
