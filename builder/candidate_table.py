@@ -70,7 +70,7 @@ def section(settings: Settings, *, granted: Candidate | None = None,
                  f"this update moves the slice to {first.zone} {first.mode} (a replacement)")
     return {"order": ORDER, "rows": rows, "story": story,
             "granted": {"zone": granted.zone, "mode": granted.mode} if granted is not None else None,
-            "stays": kept, "checked": outcomes is not None}
+            "stays": kept if granted is not None else None, "checked": outcomes is not None}
 
 
 def lines(info: dict[str, Any]) -> list[str]:

@@ -122,8 +122,10 @@ def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[s
         after_items = cost.estimate(applied, kept).items + after_items
     after = cost.Estimate(tuple(sorted(after_items, key=lambda i: NAMES.index(i.module))))
     section = money.section(settings, plan, before, after)
+    from builder.config.candidates import stays
+
     found = candidate_table.costs(settings, applied_now, tuple(i for i in after.items if i.module in kept), after,
-                                  granted=getattr(prev, "granted", None) is not None)
+                                  granted=stays(settings.candidates, getattr(prev, "granted", None)))
     if found is not None and plan.applies(accelerator_module(settings.arch)):
         section["candidates"] = found
     return {
@@ -139,7 +141,7 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
     """The plan as data: the JSON of ``tpubuild plan --format json`` and the source of its text.
 
     ``plan`` is None when ``auto`` has nothing to do (``previous.decision`` says why).
-    ``checked``: ``plan --check``'s outcome per candidate (builder/capacity.py ``Outcome``)."""
+    ``checked``: ``plan --check``'s outcome per candidate (builder/capacity_outcome.py ``Outcome``)."""
     from builder import plan as plans
     from builder.pipeline import queue_wait_s
 

@@ -105,12 +105,9 @@ def _quota(need: Need, said: list[tuple[str, str]], cache: dict[tuple[str, ...],
     values: dict[str, int | None] = {}
     blind = ""
     for quota_id in need.quota_ids:
-        key = ("quota", need.project, need.service, quota_id, need.zone, need.region)
         try:
-            if key not in cache:
-                cache[key] = quotas.read(need.project, need.service, quota_id, need.zone, need.region,
-                                         need.dimensions_of(quota_id))
-            value = cache[key]
+            value = quotas.read(need.project, need.service, quota_id, need.zone, need.region,
+                                need.dimensions_of(quota_id), cache=cache)
         except quotas.NotReadable as exc:
             blind = blind or str(exc)
             continue

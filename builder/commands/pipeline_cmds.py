@@ -86,15 +86,17 @@ def _plan(args: argparse.Namespace, *, compare: bool = False) -> tuple[Settings,
     plan = request.plan_for(settings, req)  # None: auto, decided from the applied values (read here)
     # render compares only when it must (auto) or is told (--applied FILE): then it refuses what plan refuses
     read = compare or plan is None or getattr(args, "applied", None) is not None
+    # a candidate list: an update or destroy acts where the snapshot says the slice was granted
+    read = read or (len(settings.candidates) > 1 and req.action in ("update", "destroy"))
     prev = None
     if read:  # builder/commands/compare.py: loaded only when there is something to compare with
         from builder.commands.compare import previous
 
         prev = previous(settings, args.applied, need=plan is None)
     if prev is not None and prev.granted is not None:  # an update keeps the slice where it was granted
-        from builder.config.candidates import settle
+        from builder.config.candidates import at, settle
 
-        settled = settle(settings, prev.granted)
+        settled = at(settings, prev.granted) if req.action == "destroy" else settle(settings, prev.granted)
         if settled is not settings:
             settings = settled
             plan = request.plan_for(settings, req)

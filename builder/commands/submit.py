@@ -109,6 +109,21 @@ def auto_plan(settings: Settings, bucket: Any) -> tuple[Plan | None, Settings]:
     return plan, settings
 
 
+def _granted_place(settings: Settings, bucket: Any, *, destroy: bool) -> Settings:
+    """Where an explicit update or destroy acts, from the applied snapshot's granted place
+    (builder/config/candidates.py): an update stays there while the list holds it
+    (``settle``), a destroy takes down what is there (``at``). ``settings`` itself when the
+    snapshot records none."""
+    from builder.cloud import snapshot
+    from builder.config.candidates import at, granted, settle
+
+    found = snapshot.read(bucket, settings.env_name)
+    place = granted(found) if found is not None else None
+    if place is None:
+        return settings
+    return at(settings, place) if destroy else settle(settings, place)
+
+
 def _scope(plan: Plan) -> dict[str, Any]:
     """The lock's record of what the build runs (``finalize`` records exactly these operations)."""
     return {"tpu": plan.tpu, "mig": plan.mig, "operations": [[o.module, o.op] for o in plan.operations]}
@@ -139,6 +154,11 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> in
         raise WorldError(f"the state bucket gs://{settings.state_bucket} does not exist; run `tpubuild initialize` "
                          "(or the build with _BUILD_ACTION=initialize) first")
     bucket = client.bucket(settings.state_bucket)
+    if plan is not None and len(settings.candidates) > 1 and request.action in (Action.UPDATE, Action.DESTROY):
+        placed = _granted_place(settings, bucket, destroy=request.action is Action.DESTROY)
+        if placed is not settings:  # rendered again where the slice is: prepare is offline and pure
+            settings, prepared = placed, prepare(placed, request)
+            plan, config, src = prepared.plan, prepared.config, prepared.src
     if plan is None:
         plan, settings = auto_plan(settings, bucket)
         if plan is None:

@@ -202,7 +202,8 @@ def resolve_provisioning(v: dict[str, Any], topo: Topology, fail: Fail, lines: d
     flagged = [(key, mode) for key, (field, mode) in LEGACY_FLAGS.items() if v[field]]
     for key, mode in flagged:
         if declared and mode != declared:
-            fail(key, f'"true" means {mode}, but TPU_PROVISIONING is "{declared}"',
+            fail(key, f'"true" means {mode}, but TPU_PROVISIONING is "{",".join(listed) or declared}"'
+                 + (" (the legacy flags describe the first mode)" if len(listed) > 1 else ""),
                  f"remove {key} (TPU_PROVISIONING replaces it)")
     mode = declared or (flagged[0][1] if flagged else "on-demand")
     mode_key = "TPU_PROVISIONING" if declared else (flagged[0][0] if flagged else "TPU_PROVISIONING")
@@ -268,8 +269,7 @@ def _not_offered(mode: str, n: int, modes: tuple[str, ...], mode_key: str, topo:
     offered = ", ".join(gen.provisioning_on(arch))
     elsewhere = [p for p in records.PATHS if p != arch and gen.offers(p) and mode in gen.provisioning_on(p)]
     if len(modes) > 1:
-        others = [m for m in gen.provisioning_on(arch) if m not in modes]
-        fix = (f"replace it with {others[0]}" if others else "remove it") + (
+        fix = f"remove {mode} from TPU_PROVISIONING" + (
             f', or set TPU_ARCH="{elsewhere[0]}", which offers {mode}' if elsewhere else "")
         fail("TPU_PROVISIONING", f"the candidate mode {mode} (mode {n} of {len(modes)}) is not offered for "
              f'{topo.generation} TPUs ({topo.accelerator_type}) on TPU_ARCH="{arch}"; it offers {offered}', fix)

@@ -91,3 +91,40 @@ def test_train_reaches_the_hosts_where_the_slice_was_granted(fakes: Fakes, tmp_p
     code, out, err = cli("--values", values, "train", "roberta", "--dry-run")
     assert code == 0, err
     assert "--zone=us-east5-a" in out and "--zone=us-east5-b" not in out, out
+
+
+def test_a_moved_slice_is_priced_at_the_first_candidate(fakes: Fakes, tmp_path: Path, cli) -> None:
+    values = _env(fakes, tmp_path, cli, GRANTED)
+    values.write_text(rewrite_env(values.read_text(), TPU_PROVISIONING="spot,on-demand"))
+    info = _plan(cli, values, "--action", "update")
+    assert info["cost"]["candidates"]["priced"] == {"zone": "us-east5-b", "mode": "spot", "why": "the first candidate"}
+
+
+def test_an_explicit_update_is_rendered_where_the_slice_was_granted(fakes: Fakes, tmp_path: Path, cli) -> None:
+    import io
+    import tarfile
+
+    from builder.config import load
+
+    values = _env(fakes, tmp_path, cli, GRANTED)
+    code, out, err = cli("--values", values, "submit", "--action", "update")
+    assert code == 0, err
+    [body] = fakes.google.created
+    obj = body["source"]["storageSource"]
+    tgz = fakes.storage().bucket(obj["bucket"]).blob(obj["object"]).download_as_bytes()
+    with tarfile.open(fileobj=io.BytesIO(tgz), mode="r:gz") as tar:
+        filestore = json.loads(tar.extractfile("tfvars/filestore.tfvars.json").read())
+        mig = json.loads(tar.extractfile("tfvars/mig.tfvars.json").read())
+    assert filestore["zone"] == "us-east5-a" and mig["zone"] == "us-east5-a", (filestore, mig)
+    assert mig["provisioning"] == "flex-start"
+    assert load(values).zone == "us-east5-b"  # the file's first candidate, where a create would start
+
+
+def test_render_of_an_update_or_destroy_reads_the_granted_place(fakes: Fakes, tmp_path: Path, cli) -> None:
+    values = _env(fakes, tmp_path, cli, GRANTED)
+    values.write_text(rewrite_env(values.read_text(), TPU_PROVISIONING="spot"))  # the list drops the granted place
+    for action, zone in (("update", "us-east5-b"), ("destroy", "us-east5-a")):
+        code, out, err = cli("--values", values, "render", "--action", action, "--format", "json")
+        assert code == 0, err
+        (other,) = {"us-east5-a", "us-east5-b"} - {zone}
+        assert zone in out and other not in out, action

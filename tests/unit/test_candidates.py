@@ -78,3 +78,36 @@ def test_auto_keeps_the_slice_when_only_later_candidates_change(make_env: Callab
     assert found.action == "none"
     assert found.reasons == ("candidates: us-east5-b spot, us-east5-a spot → us-east5-b spot, us-central1-b spot "
                              "(the slice stays in us-east5-b spot; the list is read when the slice is acquired again)",)
+
+
+def test_zone_check_warn_warns_for_each_zone_without_the_slice(make_env: Callable[..., Path]) -> None:
+    s = load(make_env(MIG, ZONE="us-central1-a,us-east5-b,us-west4-a", TPU_ZONE_CHECK="warn"))
+    said = [w for w in s.warnings if "ZONE: the candidate zone" in w]
+    assert len(said) == 2 and "us-central1-a (zone 1 of 3)" in said[0] and "us-west4-a (zone 3 of 3)" in said[1]
+    assert 'TPU_ZONE_CHECK="warn" lets it through' in said[0]
+
+
+def test_a_legacy_flag_that_contradicts_the_first_mode_names_the_list(make_env: Callable[..., Path]) -> None:
+    with pytest.raises(ConfigError, match='TPU_SPOT: "true" means spot, but TPU_PROVISIONING is "on-demand,spot" '
+                                          r'\(the legacy flags describe the first mode\)'):
+        load(make_env(MIG, TPU_PROVISIONING="on-demand,spot", TPU_SPOT="true"))
+
+
+def test_plan_text_and_json_tell_the_same_candidates(cli) -> None:
+    import json
+
+    path = EXAMPLES / "mig-v6e-16-failover.env"
+    code, text, err = cli("--values", path, "plan", "--applied", "none")
+    assert code == 0, err
+    info = json.loads(cli("--values", path, "plan", "--applied", "none", "--format", "json")[1])
+    rows = info["candidates"]["rows"]
+    table = text[text.index("Candidates, tried in order (zone by zone, mode by mode):"):].splitlines()
+    assert [r["n"] for r in rows] == list(range(1, 10))
+    for r, line in zip(rows, table[2:]):
+        assert line.split()[:3] == [str(r["n"]), r["zone"], r["mode"]] and r["slice_price"] in line, (r, line)
+    assert rows[0]["slice_price"] == "$19.44/h" and rows[1]["slice_price"].startswith("at most ")  # flex: on-demand ceiling
+    assert f"  {info['cost']['candidates']['text']}\n" in text
+    worst = info["cost"]["candidates"]["worst"]
+    # the worst case is the whole environment with the dearest slice (Filestore stays in the same region here)
+    assert worst["hourly"] == pytest.approx(max(r["slice_hourly"] for r in rows) + info["cost"]["after"]["hourly_known"]
+                                            - rows[0]["slice_hourly"], abs=1e-3)
