@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from builder import cost, diff, generations, money, plan as plans, recovery, replacement, ttl
+from builder import candidate_table, cost, diff, generations, money, plan as plans, recovery, replacement, ttl
 from builder.actions import APPLIES, Action, Verdict
+from builder.config.candidates import stays
 from builder.config.offers import describe as describe_provisioning
 from builder.model_registry import change_notes
+from builder.module_parts import failover_note
 from builder.modules import NAMES, accelerator_module, modules, spec
 from builder.plan import not_wanted
 from builder.step_kinds import queue_wait_s
@@ -117,16 +119,21 @@ def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[s
     if applied is not None and kept:
         after_items = cost.estimate(applied, kept).items + after_items
     after = cost.Estimate(tuple(sorted(after_items, key=lambda i: NAMES.index(i.module))))
+    section = money.section(settings, plan, before, after)
+    found = candidate_table.costs(settings, applied_now, tuple(i for i in after.items if i.module in kept), after,
+                                  granted=stays(settings.candidates, getattr(prev, "granted", None)))
+    if found is not None and plan.applies(accelerator_module(settings.arch)):
+        section["candidates"] = found
     return {
         "before_after": {"compared_with": prev.source if prev is not None else "nothing", **d.as_dict(),
                          "lines": diff.lines(d)},
         "replacement": replacement.facts(settings, plan, applied, d),
-        "cost": money.section(settings, plan, before, after),
+        "cost": section,
     }
 
 
 def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = False,
-             previous: Previous | None = None) -> dict[str, Any]:
+             previous: Previous | None = None, checked: list[Any] | None = None) -> dict[str, Any]:
     """The plan as data: the JSON of ``tpubuild plan --format json`` and the source of its text.
 
     ``plan`` is None when ``auto`` has nothing to do (``previous.decision`` says why)."""
@@ -175,6 +182,9 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
     }
     if auto_info is not None:
         info["auto"] = auto_info
+    listed = candidate_table.section(w, granted=getattr(previous, "granted", None), outcomes=checked)
+    if listed is not None:  # a list of candidates, or a granted place: builder/candidate_table.py
+        info["candidates"] = listed
     if plan.operations:
         info.update(_comparison(settings, plan, previous))
         info["nothing_to_do"] = info["before_after"]["nothing_to_do"]
@@ -207,6 +217,7 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
                      "read-only to every host once it holds the dataset, and the hosts wait for it (their boot log "
                      "says so)" if plans.seeds(s, plan) else
                      f"{attacher}: {attacher}-attach attaches {s.shared_pd_name} read-only to every host after the apply, unless they have it already")
+    notes.extend(failover_note(s, plan))
     if plans.runs(s, plan, "snapshot"):
         notes.append(f"shared_pd: a snapshot of {s.shared_pd_name} is taken before it is destroyed and named "
                      f"in the build log; SHARED_PD_RESTORE=latest restores it")
@@ -324,6 +335,8 @@ def as_text(info: dict[str, Any], *, bold: bool) -> str:
                 "mig": "each host is a TPU VM of the MIG"}[info["arch"]]
     lines.append(f"  hosts:        {hosts} ({per_host})")
     lines.append("")
+    if "candidates" in info:
+        lines += [*candidate_table.lines(info["candidates"]), ""]
     if not info["operations"]:
         lines.extend(f"  {n}" for n in info["notes"])
         return "\n".join(lines) + "\n"
@@ -366,3 +379,4 @@ def as_text(info: dict[str, Any], *, bold: bool) -> str:
     lines.extend(strong(f"WARNING: {w}") for w in info["warnings"])
     lines.extend(f"note: {n}" for n in info["notes"])
     return "\n".join(lines) + "\n"
+

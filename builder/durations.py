@@ -24,7 +24,8 @@ NOTHING_TO_MOVE = 0.5
 
 def duration(step: dict[str, Any], settings: Any, *, replacing: bool = True) -> float:
     """Minutes of one step (a rendered step, or any mapping with its ``id``, ``<module>-<kind>``):
-    an apply's module's ``apply_minutes``, else its kind's ``minutes``, else 1; a seed adds its disk's copy time. ``replacing=False``: the
+    an apply's module's ``apply_minutes`` (its entry on the settings' architecture: on mig, tpu-apply
+    is the slice's access, not a TPU), else its kind's ``minutes``, else 1; a seed adds its disk's copy time. ``replacing=False``: the
     build replaces no slice, so the :data:`MOVE_KINDS` steps only look (``NOTHING_TO_MOVE``)."""
     sid = step["id"]
     kind = sid.rsplit("-", 1)[-1] if "-" in sid else sid

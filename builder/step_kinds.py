@@ -86,7 +86,8 @@ RESUME_WAIT_S = 60
 #: scripts (a tool step), tpu-checkpoint waits for the model's next checkpoint on the old slice (on
 #: average half its checkpoint interval; at most DRAIN_WAIT_S) and stops it, tpu-resume launches on
 #: the new slice (staging, an idempotent install, the detached launch); seed: the seeder VM's start,
-#: plus builder/durations.py's SEED_PER_100GB per 100 GB of the disk.
+#: plus builder/durations.py's SEED_PER_100GB per 100 GB of the disk; filestore-publish: a gcloud
+#: container and one object written to the workspace.
 KINDS: dict[str, Kind] = {
     "image": Kind("docker", "builder_image.sh.j2", IMAGE_STEP_S, 0.5),
     "capacity": Kind("tpubuild", "capacity.sh.j2", 300),
@@ -110,6 +111,7 @@ KINDS: dict[str, Kind] = {
     "resume": Kind("gcloud", "tpu_resume.sh.j2", RESUME_TRIES * (RESUME_WAIT_S + 300), 3.0),
     "release": Kind("terraform", "tf_release.sh.j2", 3600, 4.0),  # a TPU VM's delete: up to 30 minutes
     "seed": Kind("gcloud", "pd_seed.sh.j2", SEED_STEP_S, 2.0),
+    "publish": Kind("gcloud", "fs_publish.sh.j2", 300, 0.5),  # the NFS export, for hosts made before Filestore
     "finalize": Kind("tpubuild", "finalize.sh.j2", 600),
 }
 #: TPU_QUEUED: how long tpu-queue waits for ACTIVE without TPU_QUEUED_VALID_FOR, and at most (a
@@ -122,6 +124,11 @@ BUILD_TIMEOUT_SLACK = 900
 MAX_BUILD_TIMEOUT = 86400  # Cloud Build's maximum build timeout (24 h)
 #: How long the seeder itself may run: its step's timeout less room to clean up its VM.
 SEED_TIMEOUT_S = SEED_STEP_S - 600
+#: Where filestore-publish writes the NFS export under the environment's workspace
+#: (``gs://<state bucket>/workspace/<ENV>/``), and where startup.sh reads it when its metadata has
+#: none (a slice asked for before Filestore: docs/pipeline.md, "The slice first"); lines
+#: ``nfs_ip=<IPv4>`` and ``nfs_share=<share>``.
+NFS_EXPORT_OBJECT = "mounts/filestore"
 #: How long Terraform waits for the state lock that another build holds.
 LOCK_TIMEOUT = "5m"
 

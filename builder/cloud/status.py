@@ -35,7 +35,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from builder import modules as catalogue
+from builder import candidate_table, modules as catalogue
 from builder.actions import Action
 from builder.cloud import clients, lock, recoveries, snapshot, ttl
 from builder.cloud.buckets import exists
@@ -283,7 +283,27 @@ def _parts(arch: str) -> list[catalogue.StatusPart]:
     return [part for spec in catalogue.shown(arch) for part in spec.status]
 
 
+def _granted(settings: Settings) -> Any:
+    """The candidate the applied snapshot says granted the slice (builder/config/candidates.py), or
+    None (none recorded, no snapshot, or it cannot be read: the terraform part reports that)."""
+    from builder.config.candidates import granted
+
+    try:
+        found = snapshot.read(clients.storage(settings.project_id).bucket(settings.state_bucket), settings.env_name)
+    except Exception:  # noqa: BLE001 - the terraform part reads the snapshot again and reports the failure
+        return None
+    return granted(found) if found is not None else None
+
+
 def gather(settings: Settings) -> dict[str, Any]:
+    """Every part's read. The slice and everything zonal are read where the applied snapshot says the
+    slice was granted (a candidate list's later zone or mode), else at the first candidate."""
+    from builder.config.candidates import at
+
+    place = _granted(settings)
+    listed = settings.candidates
+    if place is not None:
+        settings = at(settings, place)
     parts: list[tuple[str, Callable[[Settings], dict[str, Any]]]] = [
         (part.key, READERS[part.key]) for part in _parts(settings.arch) if part.when(settings)]
     parts.append(("terraform", _state))
@@ -293,6 +313,8 @@ def gather(settings: Settings) -> dict[str, Any]:
         parts.append(("recovery", _recoveries))
     report: dict[str, Any] = {"env": settings.env_name, "project": settings.project_id, "zone": settings.zone,
                               "arch": settings.arch, "errors": []}
+    if place is not None:
+        report["granted"] = candidate_table.granted_record(place, listed)
     for key, fn in parts:
         try:
             report[key] = fn(settings)
@@ -324,6 +346,8 @@ def _ttl_row(ttl: dict[str, Any]) -> str:
 
 def text(report: dict[str, Any]) -> list[str]:
     lines = [f"{report['env']} ({report['project']}, {report['zone']}, {report['arch']} architecture)"]
+    if report.get("granted"):
+        lines.append(f"  granted    {candidate_table.granted_text(report['granted'])}")
     rows = [(p.key, p.row) for p in _parts(report["arch"])] + [("ttl", _ttl_row), ("recovery", recovery_row)]
     for key, row in rows:
         part = report.get(key)

@@ -35,7 +35,8 @@ from typing import Any
 
 from builder import model_registry
 from builder.cloud import mig_hosts
-from builder.commands import load_settings
+from builder.commands import load_settings, placed
+from builder.commands.parser import at_least
 from builder.commands.observe import refuse_flags, run_logs_metrics
 from builder.commands.runtime import runtime_settings
 from builder.config import Settings
@@ -115,7 +116,7 @@ def execute(script: str, what: str) -> int:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    settings = load_settings(args)
+    settings = placed(load_settings(args))  # where the slice was granted
     launcher, root = load_launcher(settings, args.model)
     job = _job(settings, launcher)
     if getattr(args, "metrics", False):  # models/xla_observe.py: TPUBUILD_METRICS_INTERVAL
@@ -149,7 +150,7 @@ def _model(args: argparse.Namespace, settings: Settings) -> str:
 
 def run_stop(args: argparse.Namespace) -> int:
     """The model's stop (when MODEL or --model names one), then, on vm, ``tpubuild run``'s jobs."""
-    settings = load_settings(args)
+    settings = placed(load_settings(args))  # where the slice was granted
     if args.probe:
         return _probe(args, settings)
     model = args.model or settings.model
@@ -301,7 +302,7 @@ def run_run(args: argparse.Namespace) -> int:
                        f"tpubuild: {script} is running detached with {model} on {job.hosts} host(s); "
                        f"follow it with 'tpubuild logs --model {model} --follow', stop it with "
                        f"'tpubuild stop --model {model}'")
-    settings = load_settings(args)
+    settings = placed(load_settings(args))  # where the slice was granted
     hosts = load_hosts(settings)
     here = Path.cwd()
     shipped = to_ship(words, args.ship, auto=not args.no_ship, here=here)
@@ -313,7 +314,7 @@ def run_run(args: argparse.Namespace) -> int:
 
 
 def run_logs(args: argparse.Namespace) -> int:
-    settings = load_settings(args)
+    settings = placed(load_settings(args))  # where the slice was granted
     if args.run:
         hosts = load_hosts(settings)
         if not 0 <= args.host < settings.hosts:
