@@ -16,7 +16,6 @@ from builder.actions import APPLIES, Action, Verdict
 from builder.config.candidates import stays
 from builder.config.offers import describe as describe_provisioning
 from builder.model_registry import change_notes
-from builder.module_parts import failover_note
 from builder.modules import NAMES, accelerator_module, modules, spec
 from builder.plan import not_wanted
 from builder.step_kinds import queue_wait_s
@@ -217,7 +216,7 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
                      "read-only to every host once it holds the dataset, and the hosts wait for it (their boot log "
                      "says so)" if plans.seeds(s, plan) else
                      f"{attacher}: {attacher}-attach attaches {s.shared_pd_name} read-only to every host after the apply, unless they have it already")
-    notes.extend(failover_note(s, plan))
+    notes.extend(candidate_table.failover_note(s, plan))
     if plans.runs(s, plan, "snapshot"):
         notes.append(f"shared_pd: a snapshot of {s.shared_pd_name} is taken before it is destroyed and named "
                      f"in the build log; SHARED_PD_RESTORE=latest restores it")

@@ -14,7 +14,7 @@ from builder.records import record
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
-__all__ = ["STORAGE", "AFTER", "BEFORE", "BESIDE", "EARLY", "GATE", "INTERRUPTS", "ExtraStep", "StatusPart", "backs_up", "queued", "reads_export", "fails_over", "failover_note",
+__all__ = ["STORAGE", "AFTER", "BEFORE", "BESIDE", "EARLY", "GATE", "INTERRUPTS", "ExtraStep", "StatusPart", "backs_up", "queued", "reads_export", "fails_over",
            "makes_before_breaking", "breaks_before_making", "replacing", "moves_training", "MOVES",
            "capacity_request", "calendar_by_gcloud",
            "runtime", "share_lost", "slice_shape", "filestore_what", "shared_pd_what", "tpu_what",
@@ -204,18 +204,3 @@ def slice_how(s: Settings) -> str:
     destroy's line describes only what is destroyed)."""
     return ("a change of the slice makes a second MIG beside it (make-before-break)" if makes_before_breaking(s)
             else "drained first if the topology changes, then resized to the slice")
-
-
-def failover_note(s: Any, plan: Any) -> list[str]:
-    """What a build with several candidates does to get the slice (docs/capacity.md)."""
-    from builder.modules import accelerator_module
-
-    acc = accelerator_module(s.arch)
-    if len(s.candidates) < 2 or not plan.applies(acc):
-        return []
-    if fails_over(s):
-        return [f"{acc}: {acc}-apply asks for the slice in each candidate in order until one grants it (a stockout "
-                "or a quota refusal tries the next; any other failure stops the build); Filestore and the disk are "
-                "made after it, in the zone that granted it"]
-    return [f"{acc}: only the first candidate ({s.candidates[0].label}) is asked for the slice: the failover loop "
-            "is built for TPU_ARCH=\"vm\" (docs/capacity.md)"]

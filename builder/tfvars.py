@@ -37,11 +37,12 @@ from collections.abc import Callable
 from typing import Any
 
 from builder import dashboard, modules as catalogue, recovery, ttl
+from builder.config.candidates import at
 from builder.config.offers import MAX_RUN_HOURS, calendar_name, flex_request_name
 from builder.config.scripts import repo_script
 from builder.config.settings import Settings
 from builder.errors import BadInput
-from builder.module_parts import mig_attaches_disk
+from builder.module_parts import fails_over, mig_attaches_disk
 from builder.records import replace
 
 #: Terraform directory → the function that gives its variables; :func:`inputs` fills it.
@@ -215,9 +216,6 @@ def by_candidate(settings: Settings) -> dict[str, dict[str, Any]]:
     (``builder.module_parts.fails_over``; none otherwise). The acquisition step copies the granted
     candidate's over ``tfvars/<module>.tfvars.json``, so every later step reads the granted place
     from the workspace (docs/capacity.md, "The failover loop")."""
-    from builder.config.candidates import at
-    from builder.module_parts import fails_over
-
     if not fails_over(settings):
         return {}
     return {f"candidates/{i}/{module}": values for i, place in enumerate(settings.candidates)

@@ -76,8 +76,6 @@ def advice(project: str, region: str, spec: dict[str, Any]) -> dict[str, Any] | 
     (Compute Engine unreachable)."""
     import requests
 
-    from builder.cloud import clients
-
     session, base = clients.compute()
     url = f"{base}/projects/{project}/regions/{region}/advice/calendarMode"
     try:

@@ -21,6 +21,7 @@ from typing import Any
 
 from builder.cloud import objects
 from builder.cloud.errors import cloud_call
+from builder.config.candidates import granted as place
 from builder.errors import WorldError
 from builder.records import field, record, replace
 
@@ -75,8 +76,6 @@ def read(bucket: Any, env: str) -> Applied | None:
         sources = {}
     outstanding = frozenset(m for m in meta.get("tpubuild-outstanding", "").split(",") if m)
     absent = frozenset(m for m in meta.get("tpubuild-absent", "").split(",") if m)
-    from builder.config.candidates import granted as place
-
     found = place({"granted": meta.get("tpubuild-granted", "")})
     return Applied(values=data, build_id=meta.get("tpubuild-build-id", ""), action=meta.get("tpubuild-action", ""),
                    time=meta.get("tpubuild-time", ""), outstanding=outstanding,

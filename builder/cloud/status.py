@@ -41,6 +41,7 @@ from builder.cloud import clients, lock, recoveries, snapshot, ttl
 from builder.cloud.buckets import exists
 from builder.cloud.errors import cloud_call, describe
 from builder.config import Settings
+from builder.config.candidates import at, granted
 from builder.config.filestore import TIERS
 from builder.config.offers import MAX_RUN_HOURS, calendar_name, calendar_window, flex_request_name
 from builder.config.replace import slot_names
@@ -286,8 +287,6 @@ def _parts(arch: str) -> list[catalogue.StatusPart]:
 def _granted(settings: Settings) -> Any:
     """The candidate the applied snapshot says granted the slice (builder/config/candidates.py), or
     None (none recorded, no snapshot, or it cannot be read: the terraform part reports that)."""
-    from builder.config.candidates import granted
-
     try:
         found = snapshot.read(clients.storage(settings.project_id).bucket(settings.state_bucket), settings.env_name)
     except Exception:  # noqa: BLE001 - the terraform part reads the snapshot again and reports the failure
@@ -298,8 +297,6 @@ def _granted(settings: Settings) -> Any:
 def gather(settings: Settings) -> dict[str, Any]:
     """Every part's read. The slice and everything zonal are read where the applied snapshot says the
     slice was granted (a candidate list's later zone or mode), else at the first candidate."""
-    from builder.config.candidates import at
-
     place = _granted(settings)
     listed = settings.candidates
     if place is not None:

@@ -7,8 +7,10 @@ import sys
 from typing import Any
 
 from builder.applied import applied_settings
+from builder.cloud import clients, snapshot
 from builder.cloud.snapshot import values_path
 from builder.config import Settings, load
+from builder.config.candidates import at, granted
 from builder.errors import BadInput
 
 
@@ -32,9 +34,6 @@ def placed(settings: Settings) -> Settings:
 
     if not has_credentials():
         return settings
-    from builder.cloud import clients, snapshot
-    from builder.config.candidates import at, granted
-
     try:
         found = snapshot.read(clients.storage(settings.project_id).bucket(settings.state_bucket), settings.env_name)
     except Exception as exc:  # noqa: BLE001 - the hosts are then looked for at the first candidate

@@ -11,14 +11,16 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from builder import capacity
+from builder.capacity_outcome import Outcome, advice_line, advice_request, verdict_line
 from builder.cloud import clients, quotas, reservations, snapshot
 from builder.commands import applied_or_warn, load_settings, say, warn
+from builder.config.calendar import resolve_start
+from builder.config.candidates import at
 from builder.config.replace import MAKE_BEFORE_BREAK
 from builder.errors import WorldError
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.capacity import Held, Need
-    from builder.capacity_outcome import Outcome
     from builder.config import Settings
 
 
@@ -89,8 +91,6 @@ def _assess(settings: Settings, running: Settings | None, cache: dict[tuple[str,
         verdict, refusal, reservation = _held(held, said, cache, settings)
     if settings.arch == "mig" and settings.provisioning == "flex-start" and not refusal:
         said.append(("say", capacity.FLEX_START))
-    from builder.capacity_outcome import Outcome
-
     return Outcome(settings.zone, settings.provisioning, verdict, tuple(said), refusal, quota, reservation)
 
 
@@ -158,10 +158,6 @@ def _held(held: Held, said: list[tuple[str, str]], cache: dict[tuple[str, ...], 
 def _advice(held: Held, settings: Settings, said: list[tuple[str, str]]) -> str:
     """Google's calendar-mode advice for the request about to be submitted (its zone, chips and
     window), said as a line (a warning where it does not offer the window); the line."""
-    from builder.capacity_outcome import advice_line, advice_request
-    from builder.cloud import quotas, reservations
-    from builder.config.calendar import resolve_start
-
     start = resolve_start(settings.calendar_start)
     try:
         body = reservations.advice(held.project, settings.region, advice_request(held, start, settings.calendar_days))

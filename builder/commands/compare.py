@@ -15,6 +15,7 @@ from builder.applied import applied_settings, compared_with
 from builder.cloud import buckets, clients, snapshot
 from builder.cloud.auto import decide_now
 from builder.config import load
+from builder.config.candidates import at, granted
 from builder.errors import BadInput, TpuBuildError
 from builder.files import MAX_BYTES, read_file
 from builder.records import record
@@ -99,8 +100,6 @@ def previous(settings: Settings, applied: str | None, *, need: bool) -> Previous
             raise BadInput(f"{shown} no longer parses ({exc}); pass --applied FILE") from None
         return Previous(None, f"{shown}: no longer parses", known=False)
     shown = compared_with(old, settings, shown, destroy_with="<its values.env>")
-    from builder.config.candidates import at, granted
-
     place = granted(record)  # the slice is where it was granted, whatever the applied list's first candidate
     return Previous(at(old, place) if place is not None else old, shown, record.build_id, record.outstanding,
                     record.absent, record.sources or None, granted=place)

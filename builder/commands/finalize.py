@@ -8,7 +8,10 @@ applying something else, and recording would overwrite its truth (exit 1, nothin
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder import auto
@@ -17,6 +20,7 @@ from builder.applied import after_build
 from builder.cloud import builds, clients, lock, snapshot, workspace
 from builder.cloud.auto import digests
 from builder.commands import applied_or_warn, load_settings, say
+from builder.config.candidates import granted
 from builder.errors import BadInput, WorldError
 from builder.plan import make_plan
 
@@ -58,22 +62,16 @@ def cmd_finalize(args: argparse.Namespace) -> int:
     else:
         ops = [(o.module, o.op) for o in make_plan(settings, action).operations]
     if action is not Action.INITIALIZE:
-        record(settings, bucket, build_id, action.value, ops)
+        record(settings, bucket, build_id, action, ops)
     say(lock.release(bucket, env, build_id))
     return 0
 
 
-def granted_place(before: Any, action: str) -> dict[str, str]:
+def granted_place(before: Any, action: Action) -> dict[str, str]:
     """Where the slice was granted, for the snapshot's ``granted``: what this build's acquisition
     (the accelerator's apply: one candidate or the failover loop, docs/capacity.md) wrote to
     ``$WORKSPACE/plans/granted.json``; else, when this build did not apply the slice, what the
     snapshot before recorded; a destroy of the slice (none of its record is kept) records none."""
-    import json
-    import os
-    from pathlib import Path
-
-    from builder.config.candidates import granted
-
     path = Path(os.environ.get("WORKSPACE", "/workspace")) / "plans" / "granted.json"
     try:
         place = granted({"granted": json.loads(path.read_text())})
@@ -82,10 +80,10 @@ def granted_place(before: Any, action: str) -> dict[str, str]:
     if place is not None:
         return {"zone": place.zone, "mode": place.mode}
     kept = dict(getattr(before, "granted", None) or {}) if before is not None else {}
-    return {} if action == "destroy" else kept
+    return {} if action is Action.DESTROY else kept
 
 
-def record(settings: Settings, bucket: Any, build_id: str, action: str, ops: list[tuple[str, str]]) -> None:
+def record(settings: Settings, bucket: Any, build_id: str, action: Action, ops: list[tuple[str, str]]) -> None:
     """Write the applied snapshot after build ``build_id`` ran ``ops``: today's values.env, and the
     ledger ``builder.applied.after_build`` derives from the snapshot found and the operations."""
     env = settings.env_name
@@ -97,7 +95,7 @@ def record(settings: Settings, bucket: Any, build_id: str, action: str, ops: lis
     changed = auto.touched(old, settings, plan_modules=every,
                            sources_then=before.sources if before else None, sources_now=now_sources)
     ledger = after_build(before, ops, every=every, changed=changed, sources_now=now_sources)
-    applied = snapshot.Applied(values=workspace.values_bytes(settings), build_id=build_id, action=action,
+    applied = snapshot.Applied(values=workspace.values_bytes(settings), build_id=build_id, action=action.value,
                                time=lock.now(), outstanding=ledger.outstanding, absent=ledger.absent,
                                sources=ledger.sources, granted=granted_place(before, action))
     snapshot.write(bucket, env, applied, expected_generation=before.generation if before else 0)

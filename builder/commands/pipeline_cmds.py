@@ -14,8 +14,9 @@ import sys
 from typing import TYPE_CHECKING
 
 from builder import pipeline, request, yamlout
-from builder.actions import APPLYING
+from builder.actions import APPLYING, Action
 from builder.commands import load_settings
+from builder.config.candidates import at, settle
 from builder.config.later import refuse_changes
 from builder.describe import INITIALIZE_NOTE, as_text, describe
 
@@ -33,16 +34,14 @@ def _plan(args: argparse.Namespace, *, compare: bool = False) -> tuple[Settings,
     # render compares only when it must (auto) or is told (--applied FILE): then it refuses what plan refuses
     read = compare or plan is None or getattr(args, "applied", None) is not None
     # a candidate list: an update or destroy acts where the snapshot says the slice was granted
-    read = read or (len(settings.candidates) > 1 and req.action in ("update", "destroy"))
+    read = read or (len(settings.candidates) > 1 and req.action in (Action.UPDATE, Action.DESTROY))
     prev = None
     if read:  # builder/commands/compare.py: loaded only when there is something to compare with
         from builder.commands.compare import previous
 
         prev = previous(settings, args.applied, need=plan is None)
     if prev is not None and prev.granted is not None:  # an update keeps the slice where it was granted
-        from builder.config.candidates import at, settle
-
-        settled = at(settings, prev.granted) if req.action == "destroy" else settle(settings, prev.granted)
+        settled = at(settings, prev.granted) if req.action is Action.DESTROY else settle(settings, prev.granted)
         if settled is not settings:
             settings = settled
             plan = request.plan_for(settings, req)

@@ -20,6 +20,7 @@ from builder import environments
 from builder.actions import Action, Verdict
 from builder.commands import warn
 from builder.commands.compare import auto_plan, has_credentials, previous
+from builder.config.candidates import settle
 from builder.config.later import refuse_changes
 from builder.describe import describe
 from builder.errors import BadInput, TpuBuildError
@@ -62,8 +63,6 @@ def row(env: Any) -> dict[str, Any]:
                     "cost_before": None, "hourly_before": None, "cost_after": wanted["total"],
                     "hourly_after": wanted["hourly_known"]}
         if prev.granted is not None:  # auto keeps the slice where it was granted (builder/config/candidates.py)
-            from builder.config.candidates import settle
-
             s = settle(s, prev.granted)
         if prev.settings is not None:
             refuse_changes(prev.settings, s)

@@ -36,7 +36,6 @@ from typing import Any
 from builder import model_registry
 from builder.cloud import mig_hosts
 from builder.commands import load_settings, placed
-from builder.commands.parser import at_least
 from builder.commands.observe import refuse_flags, run_logs_metrics
 from builder.commands.runtime import runtime_settings
 from builder.config import Settings

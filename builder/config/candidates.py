@@ -23,10 +23,11 @@ shows the move as a replacement of the slice (its zone or mode changes). A snaps
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from builder.records import record
+from builder.records import record, replace
 
 
 @record
@@ -102,8 +103,6 @@ def granted(snapshot: Any) -> Candidate | None:
     candidate says, as before), or a record that is not a zone and a mode."""
     record_ = snapshot.get("granted") if isinstance(snapshot, Mapping) else getattr(snapshot, "granted", None)
     if isinstance(record_, (str, bytes)) and record_:
-        import json
-
         try:
             record_ = json.loads(record_)
         except ValueError:
@@ -133,8 +132,6 @@ def at(settings: Any, place: Candidate) -> Any:
     candidate: its zone, region and mode (and the legacy booleans that mirror the mode), the other
     candidates after it in their order. How the plan prices a candidate, the check reads one, and
     an environment granted elsewhere than its first candidate is planned and read where it is."""
-    from builder.records import replace
-
     listed = settings.candidates or (Candidate(settings.zone, settings.region, settings.provisioning),)
     return replace(settings, zone=place.zone, region=place.region, provisioning=place.mode,
                    tpu_spot=place.mode == "spot", tpu_preemptible=place.mode == "preemptible",
