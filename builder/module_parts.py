@@ -97,6 +97,18 @@ def fails_over(s: Settings) -> bool:
     return s.arch == "vm" and len(s.candidates) > 1 and not s.queued
 
 
+def tried(s: Settings, action: str) -> tuple[tuple[int, Any], ...]:
+    """The candidates the failover loop asks, as (index in ``s.candidates``, candidate), in order.
+    A create asks every one: nothing is built yet, and the storage is made where the slice lands.
+    Any later build asks only those in the zone of the first (where the slice was granted: the
+    environment's zonal data is there, the dataset disk attaches only to hosts of its zone and
+    Filestore keeps the checkpoints): a running slice is never moved, and a lost one (the health
+    check's recovery, docs/recovery.md) fails over from mode to mode where its data is; moving
+    zones is an edit of the list and an update (docs/capacity.md, "What moving zones costs")."""
+    listed = tuple(enumerate(s.candidates))
+    return listed if str(action) == "create" else tuple((i, c) for i, c in listed if c.zone == s.zone)
+
+
 def queued(s: Settings) -> bool:
     return s.queued
 

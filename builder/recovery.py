@@ -107,7 +107,25 @@ def context(settings: Settings) -> dict[str, Any]:
         "scope": _scope(settings),
         # mig: the shared PD for the VMs the MIG recreates (templates/_mig_attach.sh.j2, as mig-attach)
         **mig_attach(settings),
+        **places(settings),
     }
+
+
+def places(settings: Settings) -> dict[str, Any]:
+    """Where the slice is and what each place it may be recreated in costs an hour (a candidate
+    list, docs/recovery.md "Candidates"): ``place``, the candidate this build was rendered for (the
+    one that granted the slice when it was last applied: the slice's module hands the Scheduler
+    job the build of the candidate it applied); ``applied_record``, the applied snapshot's record,
+    whose ``granted`` says where the recreate's failover loop put the slice; ``prices``, every
+    candidate of the list and its hourly price (:func:`hourly_usd` there), so the record gives the
+    new hourly cost of a slice that moved. One candidate: no prices (it cannot move)."""
+    from builder.cloud.snapshot import record_path
+    from builder.config.candidates import at
+
+    listed = settings.candidates if len(settings.candidates) > 1 else ()
+    return {"place": f"{settings.zone} {settings.provisioning}",
+            "applied_record": f"gs://{settings.state_bucket}/{record_path(settings.env_name)}",
+            "prices": [{"place": c.label, "hourly": _price(hourly_usd(at(settings, c)))} for c in listed]}
 
 
 def _price(hourly: float | None) -> str:
