@@ -157,3 +157,41 @@ def test_the_record_and_status_name_the_new_place_and_its_hourly_cost(tmp_path: 
     assert record["hourly_usd"] == 9.6  # the down time is priced at the slice that was lost
     row = recovery_row({**recovery.summary(box.records(), 5), "mark": None, "max_tries": 3, "interval_min": 10})
     assert "recreated in us-east5-a on-demand, as us-east5-a spot had no capacity: it costs 19.2000 USD/h now" in row
+
+
+def test_the_health_build_of_a_list_is_a_real_build_and_shellcheck_clean(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    from builder import recovery
+    from tests.conftest import require
+
+    build = pytest.importorskip("google.cloud.devtools.cloudbuild_v1.types").Build
+    require("shellcheck", shutil.which("shellcheck") is not None, "apt-get install shellcheck")
+    s = load_text(rewrite_env(BASE.read_text(), **LIST, ENV_TTL_HOURS="8"), BASE)
+    body = recovery.build_request(s)
+    build.from_json(json.dumps(body), ignore_unknown_fields=False)
+    files = []
+    for step in body["steps"]:
+        f = tmp_path / f"{step['id']}.sh"
+        f.write_text(step_script(step, {"BUILD_ID": "b"}))
+        files.append(str(f))
+    assert "'us-east5-b on-demand') hourly=19.2000 ;;" in Path(files[-1]).read_text()
+    proc = subprocess.run(["shellcheck", "-s", "bash", "-f", "gcc", *files], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+def test_every_gcloud_line_of_a_recovery_that_moves_parses_in_real_gcloud(gcloud, tmp_path: Path) -> None:
+    from tests.shell.test_recovery_sandbox import _sandbox
+
+    box = _sandbox(tmp_path, BASE, **LIST)
+    box.tpu("PREEMPTED")
+    applied = box.gcs(f"workspace/{box.settings.env_name}/applied/build.json")
+    text = json.dumps({"granted": {"mode": "on-demand", "zone": "us-east5-a"}})
+    assert box.run_build(FAKE_DISPATCH_RECORD=str(applied), FAKE_DISPATCH_TEXT=text)[0] == 0
+    argvs = [tuple(json.loads(line)) for line in (box.state / "argv.jsonl").read_text().splitlines()]
+    assert any(a[:3] == ("storage", "cat", f"gs://{box.settings.state_bucket}/workspace/{box.settings.env_name}"
+                                          "/applied/build.json") for a in argvs), argvs
+    failures = [r.why() for r in (gcloud.parse(list(a)) for a in dict.fromkeys(argvs)) if not r.ok]
+    assert not failures, "\n\n".join(failures)
