@@ -11,7 +11,7 @@ from builder.records import record
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
-__all__ = ["STORAGE", "AFTER", "BEFORE", "BESIDE", "EARLY", "GATE", "INTERRUPTS", "ExtraStep", "StatusPart", "backs_up", "queued", "reads_export", "fails_over", "failover_note",
+__all__ = ["STORAGE", "AFTER", "BEFORE", "BESIDE", "EARLY", "GATE", "INTERRUPTS", "ExtraStep", "StatusPart", "backs_up", "queued", "reads_export", "fails_over", "failover_note", "tried",
            "makes_before_breaking", "breaks_before_making", "replacing", "moves_training", "MOVES",
            "capacity_request", "calendar_by_gcloud",
            "runtime", "share_lost", "slice_shape", "filestore_what", "shared_pd_what", "tpu_what",
@@ -244,6 +244,10 @@ def failover_note(s: Any, plan: Any) -> list[str]:
     acc = accelerator_module(s.arch)
     if len(s.candidates) < 2 or not plan.applies(acc):
         return []
+    if fails_over(s) and str(plan.action) != "create":
+        zone = ", ".join(c.label for _i, c in tried(s, plan.action))
+        return [f"{acc}: a running slice stays where it is; one Google lost is asked for in the candidates of its "
+                f"zone in order ({zone}) until one grants it, where its dataset disk and Filestore are"]
     if fails_over(s):
         return [f"{acc}: {acc}-apply asks for the slice in each candidate in order until one grants it (a stockout "
                 "or a quota refusal tries the next; any other failure stops the build); Filestore and the disk are "
