@@ -119,12 +119,12 @@ def places(settings: Settings) -> dict[str, Any]:
     whose ``granted`` says where the recreate's failover loop put the slice; ``prices``, every
     candidate of the list and its hourly price (:func:`hourly_usd` there), so the record gives the
     new hourly cost of a slice that moved. One candidate: no prices (it cannot move)."""
-    from builder.cloud.snapshot import record_path
+    from builder.applied import record_object
     from builder.config.candidates import at
 
     listed = settings.candidates if len(settings.candidates) > 1 else ()
     return {"place": f"{settings.zone} {settings.provisioning}",
-            "applied_record": f"gs://{settings.state_bucket}/{record_path(settings.env_name)}",
+            "applied_record": f"gs://{settings.state_bucket}/{record_object(settings.env_name)}",
             "prices": [{"place": c.label, "hourly": _price(hourly_usd(at(settings, c)))} for c in listed]}
 
 
