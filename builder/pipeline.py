@@ -253,7 +253,7 @@ class _Steps:
             if slice_ and fails_over(s) else []
         return dict(queued_request=queued, swaps=swaps, publishes=publishes, accelerator_type=s.accelerator_type,
                     candidates=candidates, candidate_count=len(s.candidates), no_capacity=capacity_errors.ere(),
-                    slice_type=spec.slice_resource,
+                    slice_type=spec.slice_resource, zone=s.zone,
                     granted=dict(zone=s.zone, mode=s.provisioning) if slice_ else None, **self._terraform(step))
 
     def _publish(self, step: Step) -> dict[str, Any]:

@@ -35,7 +35,8 @@ SLOT = 'google_tpu_v2_vm.this["a"]'
 #: terraform: one state per root; plan writes its variables' zone and spot into the plan file;
 #: ``show -json`` answers as Terraform does for a slot the state holds (STANDIN_LOST: Google lost
 #: it, so drift deletes it and the plan makes it again; else a no-op) or does not (a create); an
-#: apply of a spot slice fails with the real stockout text where STANDIN_NO_SPOT is set
+#: apply of a spot (on-demand) slice fails with the real stockout text where STANDIN_NO_SPOT
+#: (STANDIN_NO_ON_DEMAND) is set
 TERRAFORM = r"""#!/usr/bin/env python3
 import json, os, sys
 from pathlib import Path
@@ -77,12 +78,12 @@ if cmd == "apply" and "-destroy" in argv:
 if cmd == "apply":
     plan = json.loads(Path(argv[-1]).read_text())
     held[:] = []  # the saved plan's refresh: the lost slot is no longer in the state
-    if plan["spot"] and os.environ.get("STANDIN_NO_SPOT"):
+    if os.environ.get("STANDIN_NO_SPOT" if plan["spot"] else "STANDIN_NO_ON_DEMAND"):
         text = (Path(os.environ["FIXTURES"]) / "tpu_vm_stockout.txt").read_text()
         print(text.replace("us-central1-c", plan["zone"]), file=sys.stderr)
         held.append('google_tpu_v2_vm.this["a"]')  # a create that failed half-way: tainted
         state.write_text(json.dumps(held))
-        log(f"refused {plan['zone']} spot")
+        log(f"refused {plan['zone']} {'spot' if plan['spot'] else 'on-demand'}")
         sys.exit(1)
     held.append('google_tpu_v2_vm.this["a"]')
     state.write_text(json.dumps(held))
@@ -127,6 +128,16 @@ def test_a_lost_spot_slice_without_spot_capacity_is_recreated_on_demand_in_its_z
     assert not any("us-east5-b" in x or "candidates/2/" in x or "candidates/3/" in x for x in journal)
     assert json.loads((ws / "plans" / "granted.json").read_text()) == {"zone": "us-east5-a", "mode": "on-demand"}
     assert json.loads((ws / "tfvars" / "tpu.tfvars.json").read_text())["spot"] is False  # later steps: on-demand
+
+
+def test_no_mode_of_its_zone_fails_the_try_and_says_how_to_move(tmp_path, granted_spot):
+    done, journal, _ws = _recreate(tmp_path, granted_spot, STANDIN_LOST="1", STANDIN_NO_SPOT="1",
+                                   STANDIN_NO_ON_DEMAND="1")
+    assert done["tpu-apply"].returncode == 1
+    [line] = [x for x in done["tpu-apply"].stderr.splitlines() if x.startswith("tpubuild:")]
+    assert "no candidate of us-east5-a granted" in line and "us-east5-a/spot us-east5-a/on-demand" in line
+    assert "put another zone first in ZONE and update to move there" in line
+    assert not [x for x in journal if x.startswith("created") or "us-east5-b" in x]
 
 
 def test_a_slice_that_still_runs_is_never_moved(tmp_path, granted_spot):
