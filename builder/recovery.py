@@ -197,6 +197,13 @@ def plan_text(settings: Settings) -> str:
     if not settings.recovery:
         return ("off (TPU_RECOVERY): a lost slice stays lost until `tpubuild update`" if settings.arch != "node"
                 else "none on the legacy node architecture")
-    return (f"auto (TPU_RECOVERY): every {INTERVAL_MIN} min a health build recreates a lost slice and relaunches "
-            f"{settings.model or 'nothing (MODEL is empty)'} from its last checkpoint; it gives up after "
+    from builder.module_parts import fails_over, tried
+
+    where = ""
+    if fails_over(settings):  # the recreate's failover loop (docs/recovery.md, "Candidates")
+        modes = [c.mode for _i, c in tried(settings, "update")]
+        where = (f" in the first of {', '.join(modes)} in {settings.zone} that grants it (never in another zone)"
+                 if len(modes) > 1 else f" in {settings.zone} {settings.provisioning} only")
+    return (f"auto (TPU_RECOVERY): every {INTERVAL_MIN} min a health build recreates a lost slice{where} and "
+            f"relaunches {settings.model or 'nothing (MODEL is empty)'} from its last checkpoint; it gives up after "
             f"{settings.recovery_max_tries} failed tries; never past the TTL nor while a build holds the lock")

@@ -155,6 +155,8 @@ def test_the_record_and_status_name_the_new_place_and_its_hourly_cost(tmp_path: 
     box = _sandbox(tmp_path, BASE, **LIST)
     s = box.settings
     assert recovery.places(s)["place"] == "us-east5-a spot"
+    assert "recreates a lost slice in the first of spot, on-demand in us-east5-a that grants it" in \
+        recovery.plan_text(s)  # what plan says the recovery does
     box.tpu("PREEMPTED")
     applied = box.gcs(f"workspace/{s.env_name}/applied/build.json")  # what finalize of the recreate writes
     text = json.dumps({"action": "update", "build_id": "b2", "granted": {"mode": "on-demand", "zone": "us-east5-a"}},
