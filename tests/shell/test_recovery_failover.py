@@ -208,3 +208,78 @@ def test_every_gcloud_line_of_a_recovery_that_moves_parses_in_real_gcloud(gcloud
                                           "/applied/build.json") for a in argvs), argvs
     failures = [r.why() for r in (gcloud.parse(list(a)) for a in dict.fromkeys(argvs)) if not r.ok]
     assert not failures, "\n\n".join(failures)
+
+
+#: A root with the slice's resource as modules/tpu_vm declares it (the stand-in serves its schema)
+SLICE_ROOT = """
+terraform {
+  required_providers {
+    google-beta = { source = "hashicorp/google-beta", version = "~> 8.7" }
+  }
+}
+variable "zone" { type = string }
+variable "spot" { type = bool }
+resource "google_tpu_v2_vm" "this" {
+  for_each         = toset(["a"])
+  provider         = google-beta
+  name             = "tpu-${each.key}"
+  zone             = var.zone
+  accelerator_type = "v5litepod-16"
+  runtime_version  = "v2-alpha-tpuv5-lite"
+  scheduling_config {
+    spot = var.spot
+  }
+}
+output "slices" { value = { for k, v in google_tpu_v2_vm.this : k => v.name } }
+output "name" { value = google_tpu_v2_vm.this["a"].name }
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gone", [True, False], ids=["lost", "running"])
+def test_real_terraform_plan_json_tells_a_lost_slice_from_a_running_one(tmp_path, granted_spot, gone) -> None:
+    """The held rule of the failover loop read from real Terraform's plan JSON (the stand-in
+    provider reads the slice as gone with TFSTANDIN_GONE, as Google answers for a slice it lost):
+    the loop's own tpu-apply script says a lost slice may be granted by any candidate of its zone,
+    and gives a running one its one try."""
+    import subprocess
+
+    from tests.support.terraform import standin_env
+
+    tf_env = standin_env()
+    s = granted_spot
+    config = render(s, make_plan(s, "update", tpu=True, mig=False))
+    steps = {st["id"]: (st["entrypoint"], step_script(st)) for st in config["steps"]}
+    sandbox = swap_steps.sandbox(tmp_path, "tpu", "tpu_vm", "#!/bin/sh\nexit 1\n", "#!/bin/sh\nexit 0\n")
+    (tmp_path / "bin" / "terraform").unlink()  # the real one
+    (Path(sandbox["JOURNAL_DIR"]) / "journal").touch()
+    ws = Path(sandbox["WORKSPACE"])
+    root = ws / "modules" / "tpu_vm"
+    (root / "main.tf").write_text(SLICE_ROOT)
+    for name, values in {**all_for(s), **by_candidate(s)}.items():
+        path = ws / "tfvars" / f"{name}.tfvars.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"zone": values["zone"], "spot": values["spot"]} if name.endswith("tpu") else {}))
+    env = {**sandbox, **tf_env, **({"TFSTANDIN_GONE": "google_tpu_v2_vm"} if gone else {})}
+
+    def tf(*args: str, **extra: str) -> str:
+        proc = subprocess.run(["terraform", *args], cwd=root, env={**env, **extra}, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return proc.stdout
+
+    varfile = f"-var-file={ws / 'tfvars' / 'tpu.tfvars.json'}"
+    tf("init", "-input=false")
+    tf("apply", "-input=false", "-auto-approve", varfile, TFSTANDIN_GONE="")  # the slice the state holds
+    tf("plan", "-input=false", varfile, f"-out={ws / 'plans' / 'tpu.tfplan'}")  # tpu-plan's guarded plan
+    (ws / "plans" / "tpu.json").write_text(tf("show", "-json", str(ws / "plans" / "tpu.tfplan")))
+    shown = json.loads((ws / "plans" / "tpu.json").read_text())
+    drift = [c["change"]["actions"] for c in shown.get("resource_drift", [])]
+    assert drift == ([["delete"]] if gone else []), drift  # why the loop reads resource_changes only
+    assert [c["change"]["actions"] for c in shown["resource_changes"]] == [["create"] if gone else ["no-op"]]
+    [done], _journal = swap_steps.run(steps, ("tpu-apply",), env, cwd=str(ws), timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = "the slice in the state is gone (the plan makes it again)" in done.stdout
+    assert said is gone, done.stdout
+    assert json.loads((ws / "plans" / "granted.json").read_text()) == {"zone": "us-east5-a", "mode": "spot"}
+    assert tf("state", "list").split() == ['google_tpu_v2_vm.this["a"]']
