@@ -10,7 +10,8 @@ granted on-demand, removes the refused try, and never asks the other zone (the d
 Filestore's checkpoints are in this one). A slice that still runs is never moved. (b) The health
 build, played as in test_recovery_sandbox.py, whose dispatch leaves the applied record finalize
 writes: its recovery record, its log and ``tpubuild status``'s row name the new place and its
-hourly cost."""
+hourly cost. (c) Real Terraform (the stand-in provider, reading the slice as gone) writes the plan
+JSON the loop's held rule reads: a lost slice is a drift delete and a create, a running one a no-op."""
 
 from __future__ import annotations
 
