@@ -30,6 +30,17 @@ if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
 
+def values_object(env: str) -> str:
+    """Where in the state bucket the snapshot's values.env is (builder/cloud/snapshot.py writes it)."""
+    return f"workspace/{env}/applied/values.env"
+
+
+def record_object(env: str) -> str:
+    """Where the snapshot's record is (``applied/build.json``): the same facts as JSON, for people
+    and scripts (the health check reads the granted place from it: builder/recovery.py)."""
+    return f"workspace/{env}/applied/build.json"
+
+
 class Recorded(Protocol):
     """What :func:`after_build` reads of a snapshot (``builder.cloud.snapshot.Applied`` is one)."""
 

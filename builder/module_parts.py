@@ -11,7 +11,7 @@ from builder.records import record
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
-__all__ = ["STORAGE", "AFTER", "BEFORE", "BESIDE", "EARLY", "GATE", "INTERRUPTS", "ExtraStep", "StatusPart", "backs_up", "queued", "reads_export", "fails_over", "failover_note",
+__all__ = ["STORAGE", "AFTER", "BEFORE", "BESIDE", "EARLY", "GATE", "INTERRUPTS", "ExtraStep", "StatusPart", "backs_up", "queued", "reads_export", "fails_over", "failover_note", "tried",
            "makes_before_breaking", "breaks_before_making", "replacing", "moves_training", "MOVES",
            "capacity_request", "calendar_by_gcloud",
            "runtime", "share_lost", "slice_shape", "filestore_what", "shared_pd_what", "tpu_what",
@@ -95,6 +95,18 @@ def fails_over(s: Settings) -> bool:
     waits in its zone by design). On mig a stockout shows as a MIG that never becomes whole, not
     as a failed apply: its failover is not built, and only the first candidate is tried."""
     return s.arch == "vm" and len(s.candidates) > 1 and not s.queued
+
+
+def tried(s: Settings, action: str) -> tuple[tuple[int, Any], ...]:
+    """The candidates the failover loop asks, as (index in ``s.candidates``, candidate), in order.
+    A create asks every one: nothing is built yet, and the storage is made where the slice lands.
+    Any later build asks only those in the zone of the first (where the slice was granted: the
+    environment's zonal data is there, the dataset disk attaches only to hosts of its zone and
+    Filestore keeps the checkpoints): a running slice is never moved, and a lost one (the health
+    check's recovery, docs/recovery.md) fails over from mode to mode where its data is; moving
+    zones is an edit of the list and an update (docs/capacity.md, "What moving zones costs")."""
+    listed = tuple(enumerate(s.candidates))
+    return listed if str(action) == "create" else tuple((i, c) for i, c in listed if c.zone == s.zone)
 
 
 def queued(s: Settings) -> bool:
@@ -232,6 +244,10 @@ def failover_note(s: Any, plan: Any) -> list[str]:
     acc = accelerator_module(s.arch)
     if len(s.candidates) < 2 or not plan.applies(acc):
         return []
+    if fails_over(s) and str(plan.action) != "create":
+        zone = ", ".join(c.label for _i, c in tried(s, plan.action))
+        return [f"{acc}: a running slice stays where it is; one Google lost is asked for in the candidates of its "
+                f"zone in order ({zone}) until one grants it, where its dataset disk and Filestore are"]
     if fails_over(s):
         return [f"{acc}: {acc}-apply asks for the slice in each candidate in order until one grants it (a stockout "
                 "or a quota refusal tries the next; any other failure stops the build); Filestore and the disk are "

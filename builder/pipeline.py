@@ -46,7 +46,7 @@ from builder.config.filestore import TIERS
 from builder.config.offers import calendar_name, flex_request_name
 from builder.config.scripts import repo_script
 from builder.errors import BadInput
-from builder.module_parts import fails_over, mig_attach
+from builder.module_parts import fails_over, mig_attach, tried
 from builder.plan import Plan, Step, module_dir, runs, runs_setup_script, seeds
 from builder.step_kinds import (  # noqa: F401  (re-exported: step kinds, images, timeouts)
     BUILD_TIMEOUT_SLACK, CALENDAR_STEP_S, check_duration, image, IMAGE_STEP_S, IMAGES, Kind, KINDS,
@@ -249,10 +249,11 @@ class _Steps:
         spec = self._spec(step)
         slice_ = spec.accelerator and not spec.destroy_only and self._op(step) == "apply"
         # the failover loop (docs/capacity.md) where it applies, and the granted place either way
-        candidates = [dict(index=i, zone=c.zone, mode=c.mode) for i, c in enumerate(s.candidates)] \
+        candidates = [dict(index=i, zone=c.zone, mode=c.mode) for i, c in tried(s, self.plan.action)] \
             if slice_ and fails_over(s) else []
         return dict(queued_request=queued, swaps=swaps, publishes=publishes, accelerator_type=s.accelerator_type,
-                    candidates=candidates, no_capacity=capacity_errors.ere(), slice_type=spec.slice_resource,
+                    candidates=candidates, candidate_count=len(s.candidates), no_capacity=capacity_errors.ere(),
+                    slice_type=spec.slice_resource, zone=s.zone,
                     granted=dict(zone=s.zone, mode=s.provisioning) if slice_ else None, **self._terraform(step))
 
     def _publish(self, step: Step) -> dict[str, Any]:

@@ -107,7 +107,25 @@ def context(settings: Settings) -> dict[str, Any]:
         "scope": _scope(settings),
         # mig: the shared PD for the VMs the MIG recreates (templates/_mig_attach.sh.j2, as mig-attach)
         **mig_attach(settings),
+        **places(settings),
     }
+
+
+def places(settings: Settings) -> dict[str, Any]:
+    """Where the slice is and what each place it may be recreated in costs an hour (a candidate
+    list, docs/recovery.md "Candidates"): ``place``, the candidate this build was rendered for (the
+    one that granted the slice when it was last applied: the slice's module hands the Scheduler
+    job the build of the candidate it applied); ``applied_record``, the applied snapshot's record,
+    whose ``granted`` says where the recreate's failover loop put the slice; ``prices``, every
+    candidate of the list and its hourly price (:func:`hourly_usd` there), so the record gives the
+    new hourly cost of a slice that moved. One candidate: no prices (it cannot move)."""
+    from builder.applied import record_object
+    from builder.config.candidates import at
+
+    listed = settings.candidates if len(settings.candidates) > 1 else ()
+    return {"place": f"{settings.zone} {settings.provisioning}",
+            "applied_record": f"gs://{settings.state_bucket}/{record_object(settings.env_name)}",
+            "prices": [{"place": c.label, "hourly": _price(hourly_usd(at(settings, c)))} for c in listed]}
 
 
 def _price(hourly: float | None) -> str:
@@ -179,6 +197,13 @@ def plan_text(settings: Settings) -> str:
     if not settings.recovery:
         return ("off (TPU_RECOVERY): a lost slice stays lost until `tpubuild update`" if settings.arch != "node"
                 else "none on the legacy node architecture")
-    return (f"auto (TPU_RECOVERY): every {INTERVAL_MIN} min a health build recreates a lost slice and relaunches "
-            f"{settings.model or 'nothing (MODEL is empty)'} from its last checkpoint; it gives up after "
+    from builder.module_parts import fails_over, tried
+
+    where = ""
+    if fails_over(settings):  # the recreate's failover loop (docs/recovery.md, "Candidates")
+        modes = [c.mode for _i, c in tried(settings, "update")]
+        where = (f" in the first of {', '.join(modes)} in {settings.zone} that grants it (never in another zone)"
+                 if len(modes) > 1 else f" in {settings.zone} {settings.provisioning} only")
+    return (f"auto (TPU_RECOVERY): every {INTERVAL_MIN} min a health build recreates a lost slice{where} and "
+            f"relaunches {settings.model or 'nothing (MODEL is empty)'} from its last checkpoint; it gives up after "
             f"{settings.recovery_max_tries} failed tries; never past the TTL nor while a build holds the lock")

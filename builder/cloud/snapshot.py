@@ -26,11 +26,15 @@ from builder.records import field, record
 
 
 def values_path(env: str) -> str:
-    return f"workspace/{env}/applied/values.env"
+    from builder.applied import values_object
+
+    return values_object(env)
 
 
 def record_path(env: str) -> str:
-    return f"workspace/{env}/applied/build.json"
+    from builder.applied import record_object
+
+    return record_object(env)
 
 
 @record

@@ -94,9 +94,9 @@ def _plan(args: argparse.Namespace, *, compare: bool = False) -> tuple[Settings,
 
         prev = previous(settings, args.applied, need=plan is None)
     if prev is not None and prev.granted is not None:  # an update keeps the slice where it was granted
-        from builder.config.candidates import at, settle
+        from builder.config.candidates import acting
 
-        settled = at(settings, prev.granted) if req.action == "destroy" else settle(settings, prev.granted)
+        settled = acting(settings, prev.granted, req.action)
         if settled is not settings:
             settings = settled
             plan = request.plan_for(settings, req)

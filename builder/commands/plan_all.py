@@ -61,9 +61,9 @@ def row(env: Any) -> dict[str, Any]:
                     "cost_before": None, "hourly_before": None, "cost_after": wanted["total"],
                     "hourly_after": wanted["hourly_known"]}
         if prev.granted is not None:  # auto keeps the slice where it was granted (builder/config/candidates.py)
-            from builder.config.candidates import settle
+            from builder.config.candidates import acting
 
-            s = settle(s, prev.granted)
+            s = acting(s, prev.granted, "auto")
         if prev.settings is not None:
             refuse_changes(prev.settings, s)
         plan = auto_plan(s, prev)

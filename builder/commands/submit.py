@@ -77,7 +77,7 @@ def auto_plan(settings: Settings, bucket: Any) -> tuple[Plan | None, Settings]:
     from builder.cloud import snapshot
     from builder.cloud.auto import decide_now
     from builder.commands import applied_or_warn
-    from builder.config.candidates import at, granted, settle
+    from builder.config.candidates import acting, at, granted
     from builder.plan import make_plan
 
     applied = snapshot.read(bucket, settings.env_name)
@@ -85,7 +85,7 @@ def auto_plan(settings: Settings, bucket: Any) -> tuple[Plan | None, Settings]:
         decision = decide_now(settings, None)
     else:
         place = granted(applied)
-        settings = settle(settings, place)
+        settings = acting(settings, place, Action.AUTO)
         old = applied_or_warn(applied, settings)
         if old is None:
             decision = auto.decide_unreadable(make_plan(settings, Action.CREATE).modules, applied.absent)
@@ -111,17 +111,13 @@ def auto_plan(settings: Settings, bucket: Any) -> tuple[Plan | None, Settings]:
 
 def _granted_place(settings: Settings, bucket: Any, *, destroy: bool) -> Settings:
     """Where an explicit update or destroy acts, from the applied snapshot's granted place
-    (builder/config/candidates.py): an update stays there while the list holds it
-    (``settle``), a destroy takes down what is there (``at``). ``settings`` itself when the
-    snapshot records none."""
+    (builder/config/candidates.py ``acting``: an update stays there while the list holds it, a
+    destroy takes down what is there). ``settings`` itself when the snapshot records none."""
     from builder.cloud import snapshot
-    from builder.config.candidates import at, granted, settle
+    from builder.config.candidates import acting, granted
 
     found = snapshot.read(bucket, settings.env_name)
-    place = granted(found) if found is not None else None
-    if place is None:
-        return settings
-    return at(settings, place) if destroy else settle(settings, place)
+    return acting(settings, granted(found) if found is not None else None, "destroy" if destroy else "update")
 
 
 def _scope(plan: Plan) -> dict[str, Any]:

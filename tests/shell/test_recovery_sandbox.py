@@ -36,6 +36,9 @@ set -u
 echo "tpubuild $*" >> "$FAKE_GCLOUD_STATE/calls.log"
 if [ "$1" = dispatch ]; then
   if [ -n "${{FAKE_DISPATCH_FAILS:-}}" ]; then echo "dispatch: the pipeline failed" >&2; exit 1; fi
+  if [ -n "${{FAKE_DISPATCH_RECORD:-}}" ]; then  # the applied record the recreate's finalize writes
+    mkdir -p "$(dirname "$FAKE_DISPATCH_RECORD")" && printf '%s\n' "$FAKE_DISPATCH_TEXT" > "$FAKE_DISPATCH_RECORD"
+  fi
   echo READY > "$FAKE_GCLOUD_STATE/tpus/$(cat "$FAKE_GCLOUD_STATE/held")"
   exit 0
 fi
