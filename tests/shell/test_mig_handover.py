@@ -32,7 +32,7 @@ VALUES = (EXAMPLES / "mig-v6e-16-spot.env").read_text().replace(
     'TPU_ACCELERATOR_TYPE="v6e-16"', 'TPU_ACCELERATOR_TYPE="v6e-32"').replace(
     'SHARED_PD_DISK_ATTACH="true"', 'SHARED_PD_DISK_ATTACH="false"')
 
-TERRAFORM = swap_steps.handover_terraform(OLD, NEW)
+TERRAFORM = swap_steps.slot_terraform(OLD, NEW)
 
 #: gcloud: `list` prints the live groups, `list-instances G` G's VMs (G-0000...) or their states;
 #: an ssh to a VM of a group that is not live fails as gcloud does; on one that is: the probe

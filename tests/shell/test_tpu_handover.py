@@ -34,7 +34,7 @@ from tests.support import swap_steps
 OLD, NEW = "tpu-tpu-dev1", "tpu-tpu-dev1-b"
 ORDER = ("tpu-prepare", "tpu-apply", "tpu-swap", "tpu-checkpoint", "tpu-release", "tpu-resume")
 
-TERRAFORM = swap_steps.handover_terraform(OLD, NEW)
+TERRAFORM = swap_steps.slot_terraform(OLD, NEW)
 
 #: gcloud: list prints the live TPU VMs; describe says READY; an ssh to a VM that is not live fails
 #: as gcloud does; on one that is: the probe answers ``tpubuild-probe RUNNING MTIME`` (training while
