@@ -9,9 +9,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
-from tests.conftest import require
+from tests.conftest import REPO, require
 
 
 def shell(entrypoint: str) -> list[str]:
@@ -36,6 +37,22 @@ def sandbox(tmp: Path, module: str, tfdir: str, terraform: str, gcloud: str) -> 
     (ws / "tfvars" / f"{module}.tfvars.json").write_text("{}\n")
     return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp), "LANG": "C.UTF-8",
             "WORKSPACE": str(ws), "JOURNAL_DIR": str(tmp / "journal"), "TPUBUILD_SWAP_POLL_S": "0"}
+
+
+def handover_sandbox(tmp: Path, module: str, tfdir: str, terraform: str, gcloud: str, *, values: str,
+                     old: str) -> dict[str, str]:
+    """:func:`sandbox` for the steps that run tpubuild (a stand-in that runs this checkout's), with the
+    build's /workspace holding ``values`` and models/ beside it, and ``old`` the one live slice."""
+    env = sandbox(tmp, module, tfdir, terraform, gcloud)
+    tpubuild = tmp / "bin" / "tpubuild"
+    tpubuild.write_text(f'#!/usr/bin/env bash\nexec {sys.executable} -m builder "$@"\n')
+    tpubuild.chmod(0o755)
+    ws = Path(env["WORKSPACE"])
+    (ws / "values.env").write_text(values)
+    (ws / "models").symlink_to(REPO / "models")
+    Path(env["JOURNAL_DIR"], "live").write_text(f"{old}\n")
+    return {**env, "PYTHONPATH": str(REPO), "TPUBUILD_DRAIN_POLL_S": "0", "TPUBUILD_RESUME_WAIT_S": "0",
+            "TPUBUILD_RESUME_TRIES": "2"}
 
 
 def run(steps: dict[str, tuple[str, str]], order: tuple[str, ...], env: dict[str, str], *, cwd: str | None = None,
