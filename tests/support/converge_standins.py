@@ -163,7 +163,7 @@ world = Path(os.environ["STANDIN_WORLD"])
 res = world / "res"
 argv = sys.argv[1:]
 fmt = next((a[len("--format="):] for a in argv if a.startswith("--format=")), "")
-words = [a for a in argv if not a.startswith("-")]
+words = [a for a in argv if a == "-" or not a.startswith("-")]
 
 
 def live(name):
