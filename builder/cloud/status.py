@@ -35,7 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from builder import modules as catalogue
-from builder.cloud import clients, lock, snapshot
+from builder.cloud import clients, interrupted, lock, snapshot
 from builder.cloud.errors import cloud_call, describe
 from builder.config import Settings
 from builder.errors import TpuBuildError
@@ -81,7 +81,9 @@ def _tpu(settings: Settings) -> dict[str, Any]:
             "state": node.state.name, "health": node.health.name, "accelerator_type": node.accelerator_type,
             "runtime_version": version, "endpoints": endpoints,
             "others": [f"{n} ({other.accelerator_type}, {other.state.name})"
-                       for n, other in found.items() if n != name]}
+                       for n, other in found.items() if n != name],
+            "slices": [{"name": n, "accelerator_type": found[n].accelerator_type, "state": found[n].state.name}
+                       for n in [name, *(n for n in found if n != name)]]}
 
 
 def _queued(settings: Settings) -> dict[str, Any]:
@@ -173,7 +175,9 @@ def _slice(settings: Settings) -> dict[str, Any]:
     out.update({"topology": shape.topology, "vms": shape.vms, "machine_type": shape.machine_type,
                 "provisioning": settings.provisioning,
                 "others": [f"{n} ({'policy ' if g['policy'] else 'no workload policy'}{g['policy']}, "
-                           f"{g['running']}/{g['target_size']} running)" for n, g in found.items() if n != name]})
+                           f"{g['running']}/{g['target_size']} running)" for n, g in found.items() if n != name],
+                "slices": [{"name": n, "accelerator_type": settings.accelerator_type if n == name and asked else ""}
+                           for n in [name, *(n for n in found if n != name)]]})
     return out
 
 
@@ -246,7 +250,7 @@ def _state(settings: Settings) -> dict[str, Any]:
     out["lock"] = None if held is None else {
         "build_id": held.build_id, "action": held.action, "holder": held.holder, "since": held.created,
         "state": held.state, "outcome": held.outcome, "failed_step": held.failed_step, "log_url": held.log_url,
-        "describe": held.describe()}
+        "scope": {k: held.scope.get(k, False) for k in ("tpu", "mig")}, "describe": held.describe()}
     for spec in _linked(settings.arch):
         there = out["modules"].get(spec.name)
         out[f"{spec.name}_url"] = _state_link(bucket, settings.env_name, spec) if there else None
@@ -318,6 +322,8 @@ def gather(settings: Settings) -> dict[str, Any]:
         except Exception as exc:  # noqa: BLE001 - one part failing must not hide the others
             report[key] = {"state": "ERROR", "error": describe(exc)}
             report["errors"].append(describe(exc))
+    # a build that stopped half way: where, what bills, the command that finishes it (builder/cloud/interrupted.py)
+    report["interrupted"] = interrupted.read(settings, report)
     return report
 
 
@@ -358,6 +364,8 @@ def text(report: dict[str, Any]) -> list[str]:
             lines.append(f"  lock       stale (the next dispatch takes it over): {held['describe']}")
         else:
             lines.append(f"  lock       held by {held['describe']}")
+        if report.get("interrupted"):
+            lines.extend(interrupted.lines(report["interrupted"]))
         for spec in _linked(report["arch"]):
             url = tf.get(f"{spec.name}_url")
             lines.append(f"  {spec.name:<10} {url}" if url else
