@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +59,23 @@ class Pipeline:
         return rewrite_env(base, **dict(self.values))
 
     def config(self) -> tuple[Any, dict[str, Any]]:
-        settings = load_text(self.text(), EXAMPLES / f"{self.name}.env")
-        return settings, render(settings, make_plan(settings, self.action, tpu=self.tpu, mig=self.mig))
+        """The values and the rendered pipeline (``auto``: what builder.auto decides against the
+        example as applied, the values its ``start`` pipeline applied)."""
+        return _config(self)
+
+
+@lru_cache(maxsize=None)
+def _config(pipeline: Pipeline) -> tuple[Any, dict[str, Any]]:
+    from builder.auto import decide, plan_for
+
+    settings = load_text(pipeline.text(), EXAMPLES / f"{pipeline.name}.env")
+    if pipeline.action != "auto":
+        return settings, render(settings, make_plan(settings, pipeline.action, tpu=pipeline.tpu, mig=pipeline.mig))
+    applied = load_text(Pipeline(pipeline.start, pipeline.arch, "create").text(), EXAMPLES / "applied.env")
+    decision = decide(settings, applied, plan_modules=make_plan(settings, "create").modules)
+    plan = plan_for(settings, decision)
+    assert plan is not None, decision
+    return settings, render(settings, plan)
 
 
 @dataclass(frozen=True)

@@ -132,6 +132,10 @@ if cmd == "apply":
         if action == "delete":
             (world / "res" / name).unlink(missing_ok=True)
             st["resources"].pop(name)
+            training = world / "training"
+            if training.exists() and training.read_text() == name:  # whatever ran there stops
+                training.unlink()
+                event(f"stopped {name} (deleted)")
         else:
             (world / "res").mkdir(exist_ok=True)
             (world / "res" / name).write_text(config)
