@@ -1,4 +1,4 @@
-"""``tpubuild status`` after a build stopped half way (issue 36): which build stopped where, what
+"""``tpubuild status`` after a build stopped half way: which build stopped where, what
 bills meanwhile, and the one command that finishes the job.
 
 A build that dies (cancelled, timed out, a worker lost) keeps the environment lock: ``stale``

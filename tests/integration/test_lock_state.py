@@ -1,4 +1,4 @@
-"""The Terraform state locks a dead build leaves (issue 36): a submit that takes the environment
+"""The Terraform state locks a dead build leaves: a submit that takes the environment
 lock over from a finished build breaks the state locks (``<env>/<module>/default.tflock``, as
 Terraform's GCS backend writes them) that build took, and leaves any other alone, naming it.
 The real google-cloud-storage client against fake-gcs-server, the real Cloud Build client against

@@ -1,4 +1,4 @@
-"""``tpubuild status`` after a build stopped half way (issue 36, builder/cloud/interrupted.py):
+"""``tpubuild status`` after a build stopped half way (builder/cloud/interrupted.py):
 which build stopped where, both slices of a make-before-break and what each bills per hour, and
 the one command that finishes the job. The real TPU v2 and Cloud Build clients against the local
 fakes; the lock in fake-gcs-server."""

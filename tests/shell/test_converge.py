@@ -1,4 +1,4 @@
-"""Kill it anywhere, run it again (issue 36): every pipeline, rendered by the real ``render``, is
+"""Kill it anywhere, run it again: every pipeline, rendered by the real ``render``, is
 stopped after each of its steps and inside each of its ``terraform apply`` s (the state lock left
 held, the first change made), then submitted again from the start as a new build; the world the
 rerun leaves must equal the one an uninterrupted build leaves (resources, Terraform states,

@@ -1,4 +1,4 @@
-"""The convergence harness (tests/shell/test_converge*.py, issue 36): a pipeline rendered by the
+"""The convergence harness (tests/shell/test_converge*.py): a pipeline rendered by the
 real ``render``, its steps run in the build's order under their image's shell against the
 stand-in world of tests/support/converge_standins.py, stopped anywhere, then submitted again.
 
