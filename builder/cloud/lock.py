@@ -45,8 +45,9 @@ from builder.cloud import objects
 from builder.cloud.errors import cloud_call
 from builder.errors import WorldError
 from builder.records import asdict, field, fields, record, replace
+from builder.step_kinds import BUILD_ENDED
 
-FINISHED = frozenset({"SUCCESS", "FAILURE", "INTERNAL_ERROR", "TIMEOUT", "CANCELLED", "EXPIRED"})
+FINISHED = BUILD_ENDED
 ORPHAN_SECONDS = 30 * 60
 
 #: build id → its Cloud Build status name ("WORKING", "FAILURE", ...), or None when unknown.
