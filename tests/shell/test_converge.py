@@ -172,6 +172,40 @@ def test_stopped_anywhere_and_run_again_converges(pipeline: Pipeline, stop: Stop
     RESULTS[(pipeline.name, stop.id)] = True
 
 
+@pytest.mark.parametrize("pipeline", [p for p in PIPELINES if p.action != "destroy" and p.start and
+                                      p.config()[0].replace == "make-before-break"], ids=lambda p: p.name)
+def test_status_shows_both_slices_and_their_cost_while_the_overlap_waits(pipeline: Pipeline, root: Path) -> None:
+    """Every stop point that leaves two slices live (the make-before-break overlap): what ``status``
+    says of it (builder/cloud/interrupted.py, from the lock as ``submit --wait`` marks it and the
+    slices status reads), and the rerun leaves one slice (test_stopped_anywhere_... above)."""
+    from builder.cloud import interrupted
+
+    settings = pipeline.config()[0]
+    overlap = [stop for p, stop in CASES if p is pipeline
+               and len(converge.slices_live(_reference(pipeline, root).after[stop.index], settings)) == 2]
+    assert overlap, "make-before-break has an overlap"
+    for stop in overlap:
+        world = _reference(pipeline, root).after[stop.index]
+        live = {n: (world.root / "res" / n).read_text() for n in converge.slices_live(world, settings)}
+        asked = next(n for n, accel in live.items() if accel == settings.accelerator_type)
+        report = {"terraform": {"lock": {"build_id": "build-001", "action": "update", "state": "stale",
+                                         "outcome": "CANCELLED", "failed_step": stop.step,
+                                         "scope": {"tpu": pipeline.tpu, "mig": pipeline.mig}}},
+                  # as status reads them: the asked slice first; on mig the other group's type is unknown
+                  "tpu": {"name": asked, "slices": [
+                      {"name": n, "accelerator_type": live[n] if n == asked or settings.arch == "vm" else ""}
+                      for n in sorted(live, key=lambda n: n != asked)]}}
+        lines = interrupted.lines(interrupted.read(settings, report))
+        flags = " --tpu" if pipeline.tpu else " --mig" if pipeline.mig else ""  # auto: a plain update
+        assert f"finish the job: tpubuild submit --action update{flags} --wait" in lines[0], lines
+        old = next(n for n in live if n != asked)
+        prices = [interrupted.slice_hourly(settings, live[n]) for n in (asked, old)]
+        other = f"{live[old]}, ${prices[1]:,.2f}/h" if settings.arch == "vm" else "price unknown"
+        assert all(prices) and lines[1].startswith(f"  billing    2 slices: {asked} ({live[asked]}, ${prices[0]:,.2f}/h) + "
+                                                    f"{old} ({other}) = "), lines
+        assert lines[1].endswith(f"deletes {old}"), lines
+
+
 def test_count(request: pytest.FixtureRequest) -> None:
     """The count CI's log shows (tests/shell/conftest.py prints it again at the end of the session)."""
     worlds = sum(len(r.reruns) for r in _REFERENCES.values())
