@@ -4,10 +4,14 @@
 
 For every example (examples/*.env and values.env) and action it renders the Cloud Build config
 (offline, as `tpubuild render` does), then walks its ``waitFor`` graph with the durations of
-:data:`builder.durations.MINUTES` and prints, now and before the capacity check and the seed change (``before``:
-the same steps without ``check-capacity`` and with the seed held before the disk users' plan, as
-the pipeline was rendered until then):
+:data:`builder.durations.MINUTES` and prints, now and before the capacity check, the seed change
+and the slice first (``before``: the same steps without ``check-capacity``, with the seed held
+before the disk users' plan, and with the slice's plan waiting for the apply of every module it
+reads the state of, Filestore's and the disk's, as the pipeline was rendered until then):
 
+* ``slice``: minutes until the slice is requested (the start of the accelerator's apply, or of
+  its queue step for a queued TPU VM: where Google is first asked for the chips); its ``before``
+  is only the slice first undone (:func:`slice_later`), the other columns' the older pipeline;
 * ``billed``: minutes until the first billed resource is being made (the start of the first
   apply of a module with prices on its catalogue entry, builder/modules.py);
 * ``quota``: minutes until the TPU quota is known to hold the slice (the end of
@@ -38,10 +42,28 @@ sys.path.insert(0, str(REPO))
 from builder.durations import MINUTES, duration  # noqa: E402  (the one table of step durations)
 
 
+def slice_later(config: dict[str, Any]) -> dict[str, Any]:
+    """The same Build as rendered before the slice came first: the slice's plan waits for the
+    apply of every module whose state it reads (``reads_applied``: Filestore, the disk), and every
+    guard for ``check-capacity`` (the applies waited through them)."""
+    from builder import modules as catalogue
+
+    steps = [dict(st) for st in config["steps"]]
+    ids = {st["id"] for st in steps}
+    creates = _creates(config)
+    for st in steps:
+        reads = [sp.reads_applied for sp in catalogue.CATALOGUE if st["id"] == f"{sp.name}-plan" and sp.reads_applied]
+        if reads and creates:
+            st["waitFor"] = [w for w in st["waitFor"] if w != "-"] + [f"{r}-apply" for r in reads[0] if f"{r}-apply" in ids]
+        if st["id"].endswith("-guard") and "check-capacity" in ids:
+            st["waitFor"] = [*st["waitFor"], "check-capacity"]
+    return {**config, "steps": steps}
+
+
 def before(config: dict[str, Any]) -> dict[str, Any]:
     """The same Build as rendered before the capacity check and the seed change: no
     ``check-capacity``, and the seed held at the disk users' plan instead of their apply."""
-    steps = [dict(st) for st in config["steps"] if st["id"] != "check-capacity"]
+    steps = [dict(st) for st in slice_later(config)["steps"] if st["id"] != "check-capacity"]
     for st in steps:
         wait = [w for w in st["waitFor"] if w != "check-capacity"] or ["-"]
         seeds = [w for w in wait if w.endswith("-seed")]
@@ -70,17 +92,18 @@ def figures(config: dict[str, Any], settings: Any) -> dict[str, float | None]:
     t = times(config, settings)
     end = max(e for _s, e in t.values())
     if not any(st["id"] == "check-capacity" for st in config["steps"]) and not _creates(config):
-        return {"billed": None, "quota": None, "tpu": None, "train": end}  # a destroy: only its length
+        return {"slice": None, "billed": None, "quota": None, "tpu": None, "train": end}  # a destroy: only its length
     billed = [t[f"{sp.name}-apply"][0] for sp in catalogue.specs(settings.arch) if sp.prices and f"{sp.name}-apply" in t]
     acc = catalogue.accelerator_module(settings.arch)
     made = [t[i][1] for i in (f"{acc}-apply", f"{acc}-queue") if i in t]
+    asked = t[f"{acc}-queue"][0] if f"{acc}-queue" in t else (t[f"{acc}-apply"][0] if f"{acc}-apply" in t else None)
     from builder.capacity import Need, held, need
 
     # the check knows the quota only where tpubuild knows which one (it warns and passes elsewhere),
     # or the reservation or calendar-mode request a mig slice consumes instead
     checked = "check-capacity" in t and (isinstance(need(settings), Need) or held(settings) is not None)
     quota = t["check-capacity"][1] if checked else (max(made) if made else None)
-    return {"billed": min(billed) if billed else None, "quota": quota, "tpu": max(made) if made else None,
+    return {"slice": asked, "billed": min(billed) if billed else None, "quota": quota, "tpu": max(made) if made else None,
             "train": max(end for sid, (_s, end) in t.items() if sid != "finalize")}
 
 
@@ -99,7 +122,8 @@ def rows(values: list[Path], actions: list[str]) -> list[tuple[str, str, dict[st
         s = load(path)
         for action in actions:
             config = render(s, make_plan(s, action))
-            out.append((path.name, action, figures(before(config), s), figures(config, s)))
+            old = {**figures(before(config), s), "slice": figures(slice_later(config), s)["slice"]}
+            out.append((path.name, action, old, figures(config, s)))
     return out
 
 
@@ -113,8 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--values", nargs="*", type=Path,
                     default=[*sorted((REPO / "examples").glob("*.env")), REPO / "values.env"])
     args = ap.parse_args(argv)
-    keys = ("billed", "quota", "tpu", "train")
-    print("minutes until: billed = first billed resource, quota = TPU quota known, tpu = TPU made, "
+    keys = ("slice", "billed", "quota", "tpu", "train")
+    print("minutes until: slice = the slice requested, billed = first billed resource, quota = TPU quota known, tpu = TPU made, "
           "train = training can start (before -> now)")
     print(f"{'values':<24} {'action':<8} " + " ".join(f"{k:>14}" for k in keys))
     for name, action, old, new in rows(args.values, args.actions.split(",")):

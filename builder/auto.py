@@ -113,6 +113,11 @@ def decide(
                            "again from tpubuild trigger)")
         else:
             reasons.append(f"{shown} (no infrastructure change: read at training time)")
+    listed = [[c.label for c in s.candidates] for s in (applied, current)]
+    if listed[0] != listed[1] and not any(k in keys for k in ("ZONE", "TPU_PROVISIONING")):
+        # the slice stays where it was granted (builder/config/candidates.py): only later tries read the list
+        reasons.append(f"candidates: {', '.join(listed[0])} → {', '.join(listed[1])} (the slice stays in "
+                       f"{current.zone} {current.provisioning}; the list is read when the slice is acquired again)")
     then, now = sources_then or {}, sources_now or {}
     for m in plan_modules:
         if m in then and m in now and then[m] != now[m]:

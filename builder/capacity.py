@@ -328,3 +328,4 @@ def calendar_line(h: Held, body: dict[str, Any] | None) -> tuple[bool, str]:
                       "needs, and a submitted request cannot be changed; choose another TPU_CALENDAR_START or zone "
                       "under another ENV_BUILD_NAME, or another TPU_PROVISIONING")
     return False, f"{h.what} is {state} ({words}); {h.accelerator_type} consumes the reservation it delivers"
+

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from builder.module_parts import failover_note
 from builder.modules import accelerator_module, modules, spec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -98,7 +99,7 @@ def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[s
     build as it will be: a module the plan applies with these values (so with no module left out
     of the build's scope, it is what these values cost planned alone), a module outside the scope
     with the applied values it keeps, a destroyed one not at all."""
-    from builder import cost, diff, money, replacement
+    from builder import candidate_table, cost, diff, money, replacement
     from builder.modules import NAMES
 
     from builder.plan import not_wanted
@@ -120,19 +121,27 @@ def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[s
     if applied is not None and kept:
         after_items = cost.estimate(applied, kept).items + after_items
     after = cost.Estimate(tuple(sorted(after_items, key=lambda i: NAMES.index(i.module))))
+    section = money.section(settings, plan, before, after)
+    from builder.config.candidates import stays
+
+    found = candidate_table.costs(settings, applied_now, tuple(i for i in after.items if i.module in kept), after,
+                                  granted=stays(settings.candidates, getattr(prev, "granted", None)))
+    if found is not None and plan.applies(accelerator_module(settings.arch)):
+        section["candidates"] = found
     return {
         "before_after": {"compared_with": prev.source if prev is not None else "nothing", **d.as_dict(),
                          "lines": diff.lines(d)},
         "replacement": replacement.facts(settings, plan, applied, d),
-        "cost": money.section(settings, plan, before, after),
+        "cost": section,
     }
 
 
 def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = False,
-             previous: Previous | None = None) -> dict[str, Any]:
+             previous: Previous | None = None, checked: list[Any] | None = None) -> dict[str, Any]:
     """The plan as data: the JSON of ``tpubuild plan --format json`` and the source of its text.
 
-    ``plan`` is None when ``auto`` has nothing to do (``previous.decision`` says why)."""
+    ``plan`` is None when ``auto`` has nothing to do (``previous.decision`` says why).
+    ``checked``: ``plan --check``'s outcome per candidate (builder/capacity_outcome.py ``Outcome``)."""
     from builder import plan as plans
     from builder.pipeline import queue_wait_s
 
@@ -181,6 +190,11 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
     }
     if auto_info is not None:
         info["auto"] = auto_info
+    from builder.candidate_table import section as candidates
+
+    listed = candidates(w, granted=getattr(previous, "granted", None), outcomes=checked)
+    if listed is not None:  # a list of candidates, or a granted place: builder/candidate_table.py
+        info["candidates"] = listed
     if plan.operations:
         info.update(_comparison(settings, plan, previous))
         info["nothing_to_do"] = info["before_after"]["nothing_to_do"]
@@ -213,6 +227,7 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
                      "read-only to every host once it holds the dataset, and the hosts wait for it (their boot log "
                      "says so)" if plans.seeds(s, plan) else
                      f"{attacher}: {attacher}-attach attaches {s.shared_pd_name} read-only to every host after the apply, unless they have it already")
+    notes.extend(failover_note(s, plan))
     if plans.runs(s, plan, "snapshot"):
         notes.append(f"shared_pd: a snapshot of {s.shared_pd_name} is taken before it is destroyed and named "
                      f"in the build log; SHARED_PD_RESTORE=latest restores it")
@@ -337,6 +352,10 @@ def as_text(info: dict[str, Any], *, bold: bool) -> str:
                 "mig": "each host is a TPU VM of the MIG"}[info["arch"]]
     lines.append(f"  hosts:        {hosts} ({per_host})")
     lines.append("")
+    if "candidates" in info:
+        from builder.candidate_table import lines as candidate_lines
+
+        lines += [*candidate_lines(info["candidates"]), ""]
     if not info["operations"]:
         lines.extend(f"  {n}" for n in info["notes"])
         return "\n".join(lines) + "\n"
@@ -379,3 +398,4 @@ def as_text(info: dict[str, Any], *, bold: bool) -> str:
     lines.extend(strong(f"WARNING: {w}") for w in info["warnings"])
     lines.extend(f"note: {n}" for n in info["notes"])
     return "\n".join(lines) + "\n"
+

@@ -31,6 +31,11 @@ MINUTES: dict[str, float] = {
     # (staging, an idempotent install, the detached launch)
     "prepare": 1.0, "checkpoint": 10.0, "resume": 3.0,
     "seed": 2.0,  # the seeder VM's start, plus SEED_PER_100GB per 100 GB of the disk
+    # filestore-publish: a gcloud container and one object written to the workspace
+    "publish": 0.5,
+    # "<arch>:<step id>" where a step id means another thing there: on mig, tpu-apply makes the
+    # slice's access (an account, a custom role, firewall rules: seconds each), not a TPU
+    "mig:tpu-apply": 1.0,
 }
 #: Minutes the seeder takes per 100 GB copied (gcloud storage cp on an e2-standard-8, ~170 MB/s).
 SEED_PER_100GB = 10.0
@@ -43,15 +48,15 @@ NOTHING_TO_MOVE = 0.5
 
 
 def duration(step: dict[str, Any], settings: Any, *, replacing: bool = True) -> float:
-    """Minutes of one step (a rendered step, or any mapping with its ``id``): its id's row, else its
-    kind's (``<module>-<kind>``), else 1; a seed adds its disk's copy time. ``replacing=False``: the
+    """Minutes of one step (a rendered step, or any mapping with its ``id``): its architecture's row
+    for its id (``<arch>:<id>``), else its id's row, else its kind's (``<module>-<kind>``), else 1; a seed adds its disk's copy time. ``replacing=False``: the
     build replaces no slice, so the :data:`MOVE_KINDS` steps only look (``NOTHING_TO_MOVE``)."""
     sid = step["id"]
     kind = sid.rsplit("-", 1)[-1] if "-" in sid else sid
     kind = {"tpubuild-image": "image", "check-capacity": "capacity"}.get(sid, kind)
     if not replacing and kind in MOVE_KINDS:
         return NOTHING_TO_MOVE
-    minutes = MINUTES.get(sid, MINUTES.get(kind, 1.0))
+    minutes = MINUTES.get(f"{getattr(settings, 'arch', '')}:{sid}", MINUTES.get(sid, MINUTES.get(kind, 1.0)))
     if kind == "seed":
         minutes += SEED_PER_100GB * settings.shared_pd_size_gb / 100
     return minutes

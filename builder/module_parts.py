@@ -11,7 +11,7 @@ from builder.records import record
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
-__all__ = ["AFTER", "BEFORE", "BESIDE", "EARLY", "GATE", "INTERRUPTS", "ExtraStep", "StatusPart", "backs_up", "queued",
+__all__ = ["STORAGE", "AFTER", "BEFORE", "BESIDE", "EARLY", "GATE", "INTERRUPTS", "ExtraStep", "StatusPart", "backs_up", "queued", "reads_export", "fails_over", "failover_note",
            "makes_before_breaking", "breaks_before_making", "replacing", "moves_training", "MOVES",
            "capacity_request", "calendar_by_gcloud",
            "runtime", "share_lost", "slice_shape", "filestore_what", "shared_pd_what", "tpu_what",
@@ -40,6 +40,10 @@ class StatusPart:
     row: Callable[[dict[str, Any]], str]
     when: Callable[[Settings], bool] = _always
 
+
+#: The plan modules the hosts mount or attach: the slice roots read their states only when they are
+#: there (``reads_applied``), as the slice is asked for first, beside them (docs/pipeline.md).
+STORAGE = ("filestore", "shared_pd")
 
 #: Where an :class:`ExtraStep` goes in its module's steps.
 BEFORE, EARLY, GATE, AFTER, BESIDE = "before", "early", "gate", "after", "beside"
@@ -76,6 +80,21 @@ def share_lost(s: Settings) -> str:
     """What a destroy of a share on a tier without backups loses (``tpubuild plan`` warns)."""
     return (f"filestore tier {s.shared_fs_tier} has no backups: destroying {s.filestore_name} deletes the data on "
             f"the share /{s.shared_fs_name} for good; copy what you need first")
+
+
+def reads_export(s: Settings) -> bool:
+    """The hosts may be made before Filestore (the slice first: vm, mig), so the build publishes
+    the NFS export where they read it at boot (filestore-publish); node's legacy roots read it
+    from Filestore's state."""
+    return s.arch in ("vm", "mig")
+
+
+def fails_over(s: Settings) -> bool:
+    """The build tries the candidates in order until one grants the slice (docs/capacity.md, "The
+    failover loop"): a TPU VM (vm) with more than one candidate, not queued (a queued request
+    waits in its zone by design). On mig a stockout shows as a MIG that never becomes whole, not
+    as a failed apply: its failover is not built, and only the first candidate is tried."""
+    return s.arch == "vm" and len(s.candidates) > 1 and not s.queued
 
 
 def queued(s: Settings) -> bool:
@@ -204,3 +223,18 @@ def slice_how(s: Settings) -> str:
     destroy's line describes only what is destroyed)."""
     return ("a change of the slice makes a second MIG beside it (make-before-break)" if makes_before_breaking(s)
             else "drained first if the topology changes, then resized to the slice")
+
+
+def failover_note(s: Any, plan: Any) -> list[str]:
+    """What a build with several candidates does to get the slice (docs/capacity.md)."""
+    from builder.modules import accelerator_module
+
+    acc = accelerator_module(s.arch)
+    if len(s.candidates) < 2 or not plan.applies(acc):
+        return []
+    if fails_over(s):
+        return [f"{acc}: {acc}-apply asks for the slice in each candidate in order until one grants it (a stockout "
+                "or a quota refusal tries the next; any other failure stops the build); Filestore and the disk are "
+                "made after it, in the zone that granted it"]
+    return [f"{acc}: only the first candidate ({s.candidates[0].label}) is asked for the slice: the failover loop "
+            "is built for TPU_ARCH=\"vm\" (docs/capacity.md)"]

@@ -10,6 +10,8 @@ node). One :class:`ModuleSpec` per (plan module, directory) says:
 * ``after``: the plan modules it reads through ``terraform_remote_state`` and so is created after
   (``tests/unit/test_modules_catalogue.py`` derives them from the ``.tf`` files and compares; a
   destroy-only root reads nothing any more and keeps what it read, for the destroy order);
+* ``reads_applied``: plan modules whose state it reads only when there (with ``defaults``), so not
+  created after: the slice is asked for first (docs/pipeline.md, "The slice first");
 * ``destroy_before``: plan modules it must be destroyed *before* beyond the reverse of ``after``
   (the legacy node order: the TPU Node goes before the share and the disk);
 * ``keys``: the values.env keys that feed it (GitOps ``auto`` re-applies it when one changes);
@@ -64,9 +66,8 @@ and ``tpubuild plan`` read them from here; ``tests/unit/test_module_branches.py`
 elsewhere that branches on a module's name.
 
 Adding a module is one entry in :data:`CATALOGUE` plus its own files (``modules/<dir>/`` and its
-inputs in ``builder/tfvars.py``); docs/architecture.md has a worked example.
-
-Pure: no I/O, standard library only (and the pure formatters its entries name).
+inputs in ``builder/tfvars.py``); docs/architecture.md has a worked example. Pure: no I/O,
+standard library only (and the pure formatters its entries name).
 """
 
 from __future__ import annotations
@@ -78,8 +79,8 @@ from typing import TYPE_CHECKING, Any
 from builder import dashboard_tiles as dash
 from builder import status_rows as rows
 from builder.module_parts import (AFTER, BEFORE, BESIDE, GATE, INTERRUPTS, MOVES, SLICE_TEMPLATE, TPU_VM_REPLACED_BY,
-                                  ExtraStep, StatusPart, backs_up, breaks_before_making, calendar_by_gcloud,
-                                  capacity_request, filestore_what, mig_attaches_disk, queued, runtime, share_lost,
+                                  STORAGE, ExtraStep, StatusPart, backs_up, breaks_before_making, calendar_by_gcloud,
+                                  capacity_request, filestore_what, reads_export, mig_attaches_disk, queued, runtime, share_lost,
                                   shared_pd_what, slice_access_what, slice_how, slice_shape, slice_what, tpu_what)
 from builder.records import record
 
@@ -160,6 +161,7 @@ class ModuleSpec:
     what: Callable[[Settings], str]
     how: Callable[[Settings], str] | None = None
     after: tuple[str, ...] = ()
+    reads_applied: tuple[str, ...] = ()
     destroy_before: tuple[str, ...] = ()
     keys: tuple[str, ...] = ()
     apply_timeout: int = 3600
@@ -202,9 +204,9 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                prices=("filestore",), grows="capacity_gb",
                replaced_by=frozenset({"project_id", "region", "zone", "name", "tier", "share_name", "network"}),
                data_resources=(("google_filestore_instance", "the Filestore share (checkpoints and preprocessed data)"),),
-               lost=share_lost,
-               status=(StatusPart("filestore", rows.filestore_row),),
-               steps=(ExtraStep("backup", "destroy", BEFORE, backs_up),), tiles=dash.filestore_tiles),
+               status=(StatusPart("filestore", rows.filestore_row),), lost=share_lost,
+               steps=(ExtraStep("backup", "destroy", BEFORE, backs_up), ExtraStep("publish", "apply", AFTER, reads_export)),
+               tiles=dash.filestore_tiles),
     ModuleSpec("shared_pd", "modules/shared_pd", ARCHS, shared_pd_what, keys=SHARED_PD_KEYS, apply_timeout=1800,
                holds_data=True, boot=("env_setup/seeder",),  # the seeder VM's script
                prices=("disk",), grows="size_gb",
@@ -216,28 +218,26 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                       ExtraStep("snapshot", "destroy", BEFORE),
                       ExtraStep("seed", "apply", BESIDE, lambda s: s.shared_pd_attach and bool(s.gcs_dataset))),
                snapshot=lambda s: s.shared_pd_restore),
-    ModuleSpec("tpu", "modules/tpu_vm", ("vm",), tpu_what("TPU VM"), after=("filestore", "shared_pd"),
+    ModuleSpec("tpu", "modules/tpu_vm", ("vm",), tpu_what("TPU VM"), reads_applied=STORAGE, destroy_before=STORAGE,
                keys=TPU_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",),
                accelerator=True, prices=("tpu",), training=True, replaced_by=TPU_VM_REPLACED_BY,
                training_resources=("google_tpu_v2_vm", "google_tpu_v2_queued_resource"),
                slice_resource="google_tpu_v2_vm",
                status=(StatusPart("tpu", rows.tpu_row), StatusPart("queued", rows.queued_row, queued)),
-               # queue/unqueue: TPU_QUEUED; attach: the shared PD once seeded (the TPU is made beside the seed);
-               # swap/release: TPU_REPLACE; prepare/checkpoint/resume move a MODEL's training (docs/pipeline.md)
+               # queue/unqueue: TPU_QUEUED; attach: the disk once seeded; swap/release/MOVES: TPU_REPLACE
                steps=(ExtraStep("unqueue", "destroy", BEFORE, queued), ExtraStep("queue", "apply", AFTER, queued),
                       ExtraStep("attach", "apply", AFTER, lambda s: s.shared_pd_attach), *MOVES),
                scoped=True, tiles=dash.tpu_vm_tiles, ttl=True, summary=runtime),
-    # mig: tpu = the slice's access (identity, IAP-SSH firewall, MIG reader role); mig =
-    # the slice (workload policy + instance template + MIG), one state: docs/pipeline.md has why
+    # mig: tpu = the slice's access (identity, firewall, MIG reader role); mig = the slice (docs/pipeline.md)
     ModuleSpec("tpu", "modules/tpu_mig_access", ("mig",), slice_access_what, keys=("GCS_DATASET",), scoped=True,
                training=True, replaced_by=frozenset({"project_id", "name", "service_account_id"})),
     # node (legacy, destroy only): Google Cloud stopped creating TPU Nodes on 2025-04-25
-    ModuleSpec("tpu", "modules/tpu_node", ("node",), tpu_what("TPU Node"), destroy_before=("filestore", "shared_pd"),
+    ModuleSpec("tpu", "modules/tpu_node", ("node",), tpu_what("TPU Node"), destroy_before=STORAGE,
                destroy_only=True, training_resources=("google_tpu_node",),
                accelerator=True, prices=("tpu",), training=True, replaced_by=frozenset({"project_id", "zone"}),
                status=(StatusPart("tpu", rows.tpu_row),), scoped=True, tiles=dash.tpu_node_tiles),
-    ModuleSpec("mig", "modules/tpu_mig", ("mig",), slice_what, slice_how, after=("filestore", "shared_pd", "tpu"),
-               keys=TPU_KEYS + MIG_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",),
+    ModuleSpec("mig", "modules/tpu_mig", ("mig",), slice_what, slice_how, after=("tpu",), reads_applied=STORAGE,
+               destroy_before=STORAGE, keys=TPU_KEYS + MIG_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",),
                accelerator=True, prices=("tpu",), training=True, replaced_by=frozenset({"project_id", "zone", "name"}),
                hosts_recreated_by=SLICE_TEMPLATE, drained_by=frozenset({"accelerator_topology", "topology"}),
                # a new workload policy is a new topology: every VM of the MIG is recreated

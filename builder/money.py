@@ -192,6 +192,8 @@ def lines(c: dict[str, Any]) -> list[str]:
     out = [f"Cost per hour: {c['change']}{caveat}"]
     out += [f"  {Item(**item).text()}" for item in c["after"]["items"]]
     out += [f"  {bound}" for bound in c["after"]["bounds"]]  # each stand-in figure, said once
+    if "candidates" in c:  # a candidate list (builder/candidate_table.py): which one is priced, the worst case
+        out.append(f"  {c['candidates']['text']}")
     approx = " (~: the list price of another region)" if c["after"]["approximate"] else ""
     out.append(f"  list prices in {c['prices']['currency']} from {c['prices']['file']}, retrieved "
                f"{c['prices']['retrieved']}{approx}; your bill may differ")

@@ -40,16 +40,17 @@ import shlex
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from builder import capacity_errors
 from builder import modules as catalogue
 from builder.config.filestore import TIERS
 from builder.config.offers import calendar_name, flex_request_name
 from builder.config.scripts import repo_script
 from builder.errors import BadInput
-from builder.module_parts import mig_attach
+from builder.module_parts import fails_over, mig_attach
 from builder.plan import Plan, Step, module_dir, runs, runs_setup_script, seeds
 from builder.step_kinds import (  # noqa: F401  (re-exported: step kinds, images, timeouts)
     BUILD_TIMEOUT_SLACK, CALENDAR_STEP_S, check_duration, image, IMAGE_STEP_S, IMAGES, Kind, KINDS,
-    LOCK_TIMEOUT, MAX_BUILD_TIMEOUT, MAX_QUEUE_WAIT_S, QUEUE_SLACK_S, QUEUE_WAIT_S, RESIZE_STEP_S,
+    LOCK_TIMEOUT, MAX_BUILD_TIMEOUT, NFS_EXPORT_OBJECT, MAX_QUEUE_WAIT_S, QUEUE_SLACK_S, QUEUE_WAIT_S, RESIZE_STEP_S,
     SEED_STEP_S, SEED_TIMEOUT_S, SHELLS, SWAP_WAIT_S, DRAIN_WAIT_S, RESUME_TRIES, RESUME_WAIT_S,
 )
 from builder.yamlout import to_json, to_yaml  # render's output formats
@@ -232,17 +233,32 @@ class _Steps:
     def _plan(self, step: Step) -> dict[str, Any]:
         starts_from = self._spec(step).snapshot  # the snapshot an apply of this module starts from
         restore = starts_from(self.s) if starts_from and self._op(step) == "apply" else ""
+        # the slice reads the storage's states only when there (reads_applied): its plan (a destroy's
+        # too: Terraform reads data sources then) makes sure they exist (empty before their first apply)
+        reads = self._spec(step).reads_applied
         return dict(snapshot_file=restore == "latest", snapshot_name=restore if restore not in ("", "latest") else "",
-                    **self._terraform(step))
+                    reads_applied=reads, env=self.s.env_name, **self._terraform(step))
 
     def _guard(self, step: Step) -> dict[str, Any]:
         return dict(module=step.module, action=self.plan.action, allow_data_loss=self.allow_data_loss)
 
     def _apply(self, step: Step) -> dict[str, Any]:
         # TPU_QUEUED: the plan's tpu-queue step reads the request this apply leaves
-        queued, swaps = (runs(self.s, self.plan, k) == step.module for k in ("queue", "swap"))
-        return dict(queued_request=queued, swaps=swaps, accelerator_type=self.s.accelerator_type,
-                    **self._terraform(step))
+        s = self.s
+        queued, swaps, publishes = (runs(s, self.plan, k) == step.module for k in ("queue", "swap", "publish"))
+        spec = self._spec(step)
+        slice_ = spec.accelerator and not spec.destroy_only and self._op(step) == "apply"
+        # the failover loop (docs/capacity.md) where it applies, and the granted place either way
+        candidates = [dict(index=i, zone=c.zone, mode=c.mode) for i, c in enumerate(s.candidates)] \
+            if slice_ and fails_over(s) else []
+        return dict(queued_request=queued, swaps=swaps, publishes=publishes, accelerator_type=s.accelerator_type,
+                    candidates=candidates, no_capacity=capacity_errors.ere(), slice_type=spec.slice_resource,
+                    granted=dict(zone=s.zone, mode=s.provisioning) if slice_ else None, **self._terraform(step))
+
+    def _publish(self, step: Step) -> dict[str, Any]:
+        s = self.s
+        return dict(module=step.module, instance=s.filestore_name,
+                    target=f"gs://{s.state_bucket}/{s.workspace_prefix}/{NFS_EXPORT_OBJECT}")
 
     _release = _terraform
 

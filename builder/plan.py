@@ -6,7 +6,7 @@ The dispatch table (docs/pipeline.md has the rationale):
 action        flags        operations
 ============  ===========  ===============================================================
 initialize    none         no Terraform at all (buckets and workspace, run in-process)
-create        none         apply filestore ‖ shared_pd ‖ tpu, then mig after all three
+create        none         apply filestore ‖ shared_pd ‖ tpu, then mig after tpu
                            (shared_pd only when a host attaches it: ``not_wanted``)
 update        tpu          apply tpu
 update        mig          apply mig
@@ -21,9 +21,10 @@ destroy       tpu/mig      only the named modules, mig before tpu
 depends on nothing and nothing depends on it: create/update apply it in the first stage,
 a full destroy removes it in the first stage; the scope flags never touch it.
 
-In the ``vm`` architecture there is no MIG, and the TPU VM attaches the shared PD and mounts the
-share at creation, so ``tpu`` is applied *after* ``filestore`` and ``shared_pd`` and destroyed
-*before* them.
+The slice is asked for first: the TPU VM (vm) and the slice's MIG (mig) read the share's and the
+disk's states only when they are there (``reads_applied``), so they are applied beside them; the
+hosts read the NFS export from the workspace (``filestore-publish``) and get the disk from their
+attach step, which waits for it. They are still destroyed *before* both (``destroy_before``).
 
 :func:`make_plan` takes an action and flags that ``builder.request.parse`` accepted: the user's
 input reaches it only through there, which refuses every combination that would mean nothing
@@ -36,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from builder import modules as catalogue
 from builder.errors import BadInput
-from builder.module_parts import AFTER, BEFORE, BESIDE, EARLY, GATE, ExtraStep
+from builder.module_parts import AFTER, BEFORE, BESIDE, EARLY, GATE, ExtraStep, fails_over
 from builder.modules import PLAN_ACTIONS, Action, ModuleSpec, accelerator_module, hosts_module
 from builder.records import record, replace
 
@@ -166,7 +167,7 @@ def make_plan(
             kept = tuple(m for m in order if m in catalogue.in_scope(tpu=tpu, mig=mig))
         else:
             kept = order
-        ops = _restrict(kept, catalogue.create_after(arch))
+        ops = _restrict(*_placed(settings, kept))
         op = "apply"
     elif action is Action.DESTROY:
         order = catalogue.destroy_order(arch)
@@ -181,6 +182,19 @@ def make_plan(
     operations = tuple(Operation(o.module, op, o.after) for o in ops)
     plan = Plan(action.value, arch, operations, tpu=tpu, mig=mig, only=frozenset(only) if only is not None else None)
     return replace(plan, steps=steps(settings, plan))
+
+
+def _placed(settings: Settings, kept: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:
+    """Create's order of ``kept`` and its DAG. A build that fails over (``fails_over``: several
+    candidates) asks for the slice first and makes what it reads the state of (Filestore, the
+    disk: ``reads_applied``) after it, in the zone that granted it (docs/capacity.md)."""
+    full = catalogue.create_after(settings.arch)
+    acc = accelerator_module(settings.arch)
+    if not (fails_over(settings) and acc in kept):
+        return kept, full
+    zonal = catalogue.spec(settings.arch, acc).reads_applied  # type: ignore[union-attr]
+    full = {m: (*deps, acc) if m in zonal else deps for m, deps in full.items()}
+    return (acc, *(m for m in kept if m != acc)), full
 
 
 def not_wanted(settings: Settings) -> dict[str, str]:
@@ -235,8 +249,9 @@ def loses_data(settings: Settings, plan: Plan) -> tuple[ModuleSpec, ...]:
 def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
     """Every step of ``plan``'s pipeline, in the order the build lists them (docs/pipeline.md has
     the anatomy): per operation ``[restore|snapshot|backup|unqueue] → plan → guard → [drain] →
-    apply → [resize|queue|attach|seed]``, with ``tpubuild-image`` first, then ``check-capacity`` when the
-    accelerator is applied (every guard waits for it), and ``finalize`` last."""
+    apply → [resize|queue|attach|seed|publish]``, with ``tpubuild-image`` first, then ``check-capacity``
+    when the accelerator is applied (beside the guards; every apply, and a gate step such as
+    mig-drain, waits for it), and ``finalize`` last."""
     if not plan.operations:
         return ()
     s = settings
@@ -252,30 +267,52 @@ def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
     checked = [add("check-capacity", "capacity", "", [tools])] if plan.applies(accelerator_module(s.arch)) else []
     extras = extra(s, plan)
     beside = [f"{m}-{x.kind}" for m, xs in extras.items() for x in xs if x.at == BESIDE]
+    placed_by = {sp.name: sp.reads_applied for sp in catalogue.specs(s.arch)}
+    disk = next((sp.name for sp in catalogue.specs(s.arch) if any(x.kind == "seed" for x in sp.steps)), "")
     last: dict[str, str] = {}  # module → its last step, which the modules after it wait for
     for op in plan.operations:
         m = op.module
         at = {w: [x.kind for x in extras[m] if x.at == w]
               for w in (BEFORE, EARLY, GATE, AFTER, BESIDE)}
-        deps = [last.get(a, f"{a}-apply") for a in op.after]
+        # what waits for the slice to know its zone (a failover: the storage) waits for its
+        # acquisition, not for its later steps (which wait for the disk in turn)
+        deps = [f"{a}-apply" if m in placed_by.get(a, ()) else last.get(a, f"{a}-apply") for a in op.after]
         # the hosts that attach the shared PD wait for its seed: Compute Engine refuses the
         # seeder's read-write attachment once a host holds the disk read-only. A module with an
         # attach step (the TPU VM, a MIG but in calendar mode) is made beside the seed and only its
         # attach waits; the others (a calendar MIG's template carries the disk) wait at their apply,
         # their plan and guard beside it
-        seeded = beside if op.op == "apply" and attaches_disk(s, m) else []
+        # the slice does not wait for the disk (it reads the disk's state only when there,
+        # ``reads_applied``): its attach step does, or its apply where it has none (calendar)
+        seeded = [*([f"{disk}-apply"] if plan.applies(disk) and disk not in op.after else []), *beside] \
+            if op.op == "apply" and attaches_disk(s, m) else []
         attach_later = "attach" in at[AFTER]
         pre = [add(f"{m}-{k}", k, m, deps) for k in at[BEFORE]]
         early = [add(f"{m}-{k}", k, m, [tools]) for k in at[EARLY]]
         add(f"{m}-plan", "plan", m, [*deps, *pre])
-        gate = add(f"{m}-guard", "guard", m, [f"{m}-plan", tools, *checked])
+        gate = add(f"{m}-guard", "guard", m, [f"{m}-plan", tools])
         for k in at[GATE]:
-            gate = add(f"{m}-{k}", k, m, [gate])
-        last[m] = add(f"{m}-apply", "apply", m, [gate, *early, *([] if attach_later else seeded)])
+            gate = add(f"{m}-{k}", k, m, [gate, *checked])
+        last[m] = add(f"{m}-apply", "apply", m, [gate, *checked, *early, *([] if attach_later else seeded)])
         for k in at[AFTER]:
             last[m] = add(f"{m}-{k}", k, m, [last[m], *(seeded if k == "attach" else [])])
         for k in at[BESIDE]:
             add(f"{m}-{k}", k, m, [f"{m}-apply"])
     waited = {a for st in out for a in st.after}
     add("finalize", "finalize", "", [st.id for st in out if st.id not in waited])
-    return tuple(out)
+    return _topological(out)
+
+
+def _topological(out: list[Step]) -> tuple[Step, ...]:
+    """``out`` with every step after those it waits for (Cloud Build's ``waitFor`` names earlier
+    steps only), otherwise in the order it was made: the slice's attach waits for the disk's
+    apply, which a failover puts after the slice."""
+    done: set[str] = set()
+    left = list(out)
+    ordered: list[Step] = []
+    while left:
+        ready = next(st for st in left if set(st.after) <= done)
+        ordered.append(ready)
+        done.add(ready.id)
+        left.remove(ready)
+    return tuple(ordered)

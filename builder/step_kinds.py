@@ -95,6 +95,7 @@ KINDS: dict[str, Kind] = {
     "resume": Kind("gcloud", "tpu_resume.sh.j2", RESUME_TRIES * (RESUME_WAIT_S + 300)),
     "release": Kind("terraform", "tf_release.sh.j2", 3600),  # a TPU VM's delete: up to 30 minutes
     "seed": Kind("gcloud", "pd_seed.sh.j2", SEED_STEP_S),
+    "publish": Kind("gcloud", "fs_publish.sh.j2", 300),  # the NFS export, for hosts made before Filestore
     "finalize": Kind("tpubuild", "finalize.sh.j2", 600),
 }
 #: TPU_QUEUED: how long tpu-queue waits for ACTIVE without TPU_QUEUED_VALID_FOR, and at most (a
@@ -110,6 +111,11 @@ BUILD_TIMEOUT_SLACK = 900
 MAX_BUILD_TIMEOUT = 86400  # Cloud Build's maximum build timeout (24 h)
 #: How long the seeder itself may run: its step's timeout less room to clean up its VM.
 SEED_TIMEOUT_S = SEED_STEP_S - 600
+#: Where filestore-publish writes the NFS export under the environment's workspace
+#: (``gs://<state bucket>/workspace/<ENV>/``), and where startup.sh reads it when its metadata has
+#: none (a slice asked for before Filestore: docs/pipeline.md, "The slice first"); lines
+#: ``nfs_ip=<IPv4>`` and ``nfs_share=<share>``.
+NFS_EXPORT_OBJECT = "mounts/filestore"
 #: How long Terraform waits for the state lock that another build holds.
 LOCK_TIMEOUT = "5m"
 

@@ -216,3 +216,18 @@ def all_for(settings: Settings, *, scripts: bool = True) -> dict[str, dict[str, 
     if not scripts:
         settings = replace(settings, mig_setup_script="", mig_seed_data_prep_script="")
     return {module: for_module(settings, module) for module in catalogue.modules(settings.arch)}
+
+
+def by_candidate(settings: Settings) -> dict[str, dict[str, Any]]:
+    """``{"candidates/<i>/<plan module>": variables}``: every plan module's variables as if the
+    ``i``-th candidate (builder/config/candidates.py) were the first, for a build that fails over
+    (``builder.module_parts.fails_over``; none otherwise). The acquisition step copies the granted
+    candidate's over ``tfvars/<module>.tfvars.json``, so every later step reads the granted place
+    from the workspace (docs/capacity.md, "The failover loop")."""
+    from builder.config.candidates import at
+    from builder.module_parts import fails_over
+
+    if not fails_over(settings):
+        return {}
+    return {f"candidates/{i}/{module}": values for i, place in enumerate(settings.candidates)
+            for module, values in all_for(at(settings, place)).items()}

@@ -80,8 +80,11 @@ def read(settings: Settings, report: dict[str, Any]) -> dict[str, Any] | None:
     module = catalogue.accelerator_module(settings.arch)
     part = next((report[k] for k in ("tpu", "slice") if isinstance(report.get(k), dict)
                  and report[k].get("slices")), None)
-    slices = [dict(s, hourly=slice_hourly(settings, s["accelerator_type"]) if s.get("accelerator_type") else None)
-              for s in (part or {}).get("slices", [])]
+    slices = [dict(s) for s in (part or {}).get("slices", [])]
+    if settings.arch == "mig" and slices and str(part.get("policy", "")).endswith(f"-{settings.mig_shape.topology}"):
+        slices[0]["accelerator_type"] = settings.accelerator_type  # the group runs the topology values.env asks for
+    for one in slices:
+        one["hourly"] = slice_hourly(settings, one["accelerator_type"]) if one.get("accelerator_type") else None
     return {"build_id": held["build_id"], "action": held["action"], "outcome": stopped[0], "where": stopped[1],
             "command": command(held["action"], held.get("scope") or {}), "module": module, "slices": slices,
             "asked": (part or {}).get("name", "")}

@@ -63,10 +63,28 @@ def value_for(info: dict[str, Any], zone: str, region: str, dimensions: tuple[tu
 
 
 def read(project: str, service: str, quota_id: str, zone: str, region: str,
-         dimensions: tuple[tuple[str, str], ...] = ()) -> int | None:
+         dimensions: tuple[tuple[str, str], ...] = (), *, cache: dict[tuple[str, ...], Any] | None = None) -> int | None:
     """The value of ``quota_id`` in ``zone`` (``UNLIMITED``: no limit; None: no value there) for
-    ``dimensions`` (:func:`value_for`).
+    ``dimensions`` (:func:`value_for`). ``cache``: QuotaInfos already read (one document holds every
+    zone's value, so a candidate list reads each quota once).
     Raises :class:`NotReadable` (404/403) or ``WorldError`` (any other failure)."""
+    key = (project, service, quota_id)
+    found = cache.get(key) if cache is not None else None
+    if found is None:
+        found = info(project, service, quota_id)
+        if cache is not None:
+            cache[key] = found
+    if isinstance(found, NotReadable):
+        raise found
+    try:
+        return value_for(found, zone, region, dimensions)
+    except (ValueError, TypeError, AttributeError):
+        raise WorldError(f"Cloud Quotas answered something that is not a QuotaInfo for {quota_id}") from None
+
+
+def info(project: str, service: str, quota_id: str) -> Any:
+    """The QuotaInfo of ``quota_id``, or the :class:`NotReadable` (404/403) to raise (so a cache
+    keeps a refusal too). Raises ``WorldError`` (any other failure)."""
     import requests
 
     from builder.cloud import clients
@@ -80,11 +98,11 @@ def read(project: str, service: str, quota_id: str, zone: str, region: str,
     if reply.status_code in (403, 404):
         why = "unknown to Cloud Quotas" if reply.status_code == 404 else (
             "not readable by these credentials (grant roles/cloudquotas.viewer)")
-        raise NotReadable(f"quota {quota_id} ({service}) is {why}")
+        return NotReadable(f"quota {quota_id} ({service}) is {why}")
     if reply.status_code != 200:
         raise WorldError(f"Cloud Quotas answered HTTP {reply.status_code} reading {quota_id} ({service}) "
                          f"of project {project}; rerun, or check the quota in the console")
     try:
-        return value_for(reply.json(), zone, region, dimensions)
-    except (ValueError, TypeError, AttributeError):
+        return reply.json()
+    except ValueError:
         raise WorldError(f"Cloud Quotas answered something that is not a QuotaInfo for {quota_id}") from None

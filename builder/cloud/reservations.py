@@ -66,3 +66,35 @@ def read(project: str, zone: str, kind: str, name: str, params: dict[str, Any] |
     if not isinstance(body, dict):
         raise WorldError(f"Compute Engine answered something that is not a resource reading {what}")
     return body
+
+
+def advice(project: str, region: str, spec: dict[str, Any]) -> dict[str, Any] | None:
+    """Google's calendar-mode advice (``gcloud compute advice calendar-mode``): ``POST
+    {base}/projects/{project}/regions/{region}/advice/calendarMode`` with the request's one
+    ``futureResourcesSpecs`` entry ``spec`` (builder/capacity.py ``advice_request``); the
+    CalendarModeAdviceResponse, or None where the API answers 404. Raises :class:`NotReadable`
+    (403, or an answer that is not advice: the check says so and goes on) or ``WorldError``
+    (Compute Engine unreachable)."""
+    import requests
+
+    from builder.cloud import clients
+
+    session, base = clients.compute()
+    url = f"{base}/projects/{project}/regions/{region}/advice/calendarMode"
+    try:
+        reply = session.post(url, json={"futureResourcesSpecs": {"tpubuild": spec}}, timeout=60)
+    except requests.RequestException as exc:
+        raise WorldError(f"cannot reach Compute Engine for calendar-mode advice: {type(exc).__name__}") from None
+    if reply.status_code == 404:
+        return None
+    if reply.status_code != 200:
+        why = "not readable by these credentials (grant roles/compute.viewer)" if reply.status_code == 403 else (
+            f"answered HTTP {reply.status_code}")
+        raise NotReadable(f"calendar-mode advice in {region} of project {project}: {why}")
+    try:
+        body = reply.json()
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        raise NotReadable("Compute Engine answered something that is not calendar-mode advice")
+    return body

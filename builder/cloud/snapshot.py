@@ -4,6 +4,8 @@
 for byte. Its object metadata (written in the same request, so never out of step with the file)
 carries ``tpubuild-build-id``, ``tpubuild-action``, ``tpubuild-time``, ``tpubuild-outstanding``
 (plan modules whose values changed outside a build's scope: auto applies them),
+``tpubuild-granted`` (JSON ``{"zone": ..., "mode": ...}``: the candidate that granted the slice,
+builder/config/candidates.py; absent on snapshots made before candidates),
 ``tpubuild-absent`` (plan modules destroyed by a scoped or full destroy: auto leaves them absent) and ``tpubuild-sources`` (JSON: plan module → digest of its Terraform and boot
 sources). ``applied/build.json`` repeats the same record for people and scripts.
 
@@ -41,9 +43,12 @@ class Applied:
     absent: frozenset[str] = frozenset()
     sources: dict[str, str] = field(default_factory=dict)
     generation: int = 0
+    #: the candidate that granted the slice ({"zone": ..., "mode": ...}); {} where none is recorded
+    granted: dict[str, str] = field(default_factory=dict)
 
     def metadata(self) -> dict[str, str]:
-        return {
+        return {**({"tpubuild-granted": json.dumps(self.granted, sort_keys=True, separators=(",", ":"))}
+                   if self.granted else {}),
             "tpubuild-build-id": self.build_id,
             "tpubuild-action": self.action,
             "tpubuild-time": self.time,
@@ -54,7 +59,8 @@ class Applied:
 
     def record(self) -> dict[str, Any]:
         return {"build_id": self.build_id, "action": self.action, "time": self.time,
-                "outstanding": sorted(self.outstanding), "absent": sorted(self.absent), "sources": self.sources}
+                "outstanding": sorted(self.outstanding), "absent": sorted(self.absent), "sources": self.sources,
+                **({"granted": self.granted} if self.granted else {})}
 
 
 def read(bucket: Any, env: str) -> Applied | None:
@@ -69,9 +75,13 @@ def read(bucket: Any, env: str) -> Applied | None:
         sources = {}
     outstanding = frozenset(m for m in meta.get("tpubuild-outstanding", "").split(",") if m)
     absent = frozenset(m for m in meta.get("tpubuild-absent", "").split(",") if m)
+    from builder.config.candidates import granted as place
+
+    found = place({"granted": meta.get("tpubuild-granted", "")})
     return Applied(values=data, build_id=meta.get("tpubuild-build-id", ""), action=meta.get("tpubuild-action", ""),
                    time=meta.get("tpubuild-time", ""), outstanding=outstanding,
-                   absent=absent, sources=sources if isinstance(sources, dict) else {}, generation=int(blob.generation))
+                   absent=absent, sources=sources if isinstance(sources, dict) else {}, generation=int(blob.generation),
+                   granted={"zone": found.zone, "mode": found.mode} if found is not None else {})
 
 
 def generation(bucket: Any, env: str) -> int:

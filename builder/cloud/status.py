@@ -15,7 +15,7 @@
   through google-auth's AuthorizedSession; no google-cloud-compute dependency): target size,
   running instances, stable.
 * Terraform state: whether ``gs://<state_bucket>/<ENV>/<module>/default.tfstate`` exists.
-* The lock holder and the applied snapshot's build.
+* The lock holder, the applied snapshot's build, a build stopped half way (cloud/interrupted.py).
 * A module's link (its catalogue entry's ``state_link``: the dashboard's console URL, the
   ``console_url`` output of ``modules/dashboard``), read from its state object
   (``<ENV>/<module>/default.tfstate``); "not created" while that state has none.
@@ -35,6 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from builder import modules as catalogue
+from builder import candidate_table
 from builder.cloud import clients, interrupted, lock, snapshot
 from builder.cloud.errors import cloud_call, describe
 from builder.config import Settings
@@ -82,8 +83,7 @@ def _tpu(settings: Settings) -> dict[str, Any]:
             "runtime_version": version, "endpoints": endpoints,
             "others": [f"{n} ({other.accelerator_type}, {other.state.name})"
                        for n, other in found.items() if n != name],
-            "slices": [{"name": n, "accelerator_type": found[n].accelerator_type, "state": found[n].state.name}
-                       for n in [name, *(n for n in found if n != name)]]}
+            "slices": [{"name": n, "accelerator_type": found[n].accelerator_type} for n in sorted(found, key=name.__ne__)]}
 
 
 def _queued(settings: Settings) -> dict[str, Any]:
@@ -176,8 +176,7 @@ def _slice(settings: Settings) -> dict[str, Any]:
                 "provisioning": settings.provisioning,
                 "others": [f"{n} ({'policy ' if g['policy'] else 'no workload policy'}{g['policy']}, "
                            f"{g['running']}/{g['target_size']} running)" for n, g in found.items() if n != name],
-                "slices": [{"name": n, "accelerator_type": settings.accelerator_type if n == name and asked else ""}
-                           for n in [name, *(n for n in found if n != name)]]})
+                "slices": [{"name": n, "accelerator_type": ""} for n in sorted(found, key=name.__ne__)]})
     return out
 
 
@@ -301,7 +300,27 @@ def _parts(arch: str) -> list[catalogue.StatusPart]:
     return [part for spec in catalogue.shown(arch) for part in spec.status]
 
 
+def _granted(settings: Settings) -> Any:
+    """The candidate the applied snapshot says granted the slice (builder/config/candidates.py), or
+    None (none recorded, no snapshot, or it cannot be read: the terraform part reports that)."""
+    from builder.config.candidates import granted
+
+    try:
+        found = snapshot.read(clients.storage(settings.project_id).bucket(settings.state_bucket), settings.env_name)
+    except Exception:  # noqa: BLE001 - the terraform part reads the snapshot again and reports the failure
+        return None
+    return granted(found) if found is not None else None
+
+
 def gather(settings: Settings) -> dict[str, Any]:
+    """Every part's read. The slice and everything zonal are read where the applied snapshot says the
+    slice was granted (a candidate list's later zone or mode), else at the first candidate."""
+    from builder.config.candidates import at
+
+    place = _granted(settings)
+    listed = settings.candidates
+    if place is not None:
+        settings = at(settings, place)
     parts: list[tuple[str, Callable[[Settings], dict[str, Any]]]] = [
         (part.key, READERS[part.key]) for part in _parts(settings.arch) if part.when(settings)]
     parts.append(("terraform", _state))
@@ -311,6 +330,8 @@ def gather(settings: Settings) -> dict[str, Any]:
         parts.append(("recovery", _recoveries))
     report: dict[str, Any] = {"env": settings.env_name, "project": settings.project_id, "zone": settings.zone,
                               "arch": settings.arch, "errors": []}
+    if place is not None:
+        report["granted"] = candidate_table.granted_record(place, listed)
     for key, fn in parts:
         try:
             report[key] = fn(settings)
@@ -322,8 +343,7 @@ def gather(settings: Settings) -> dict[str, Any]:
         except Exception as exc:  # noqa: BLE001 - one part failing must not hide the others
             report[key] = {"state": "ERROR", "error": describe(exc)}
             report["errors"].append(describe(exc))
-    # a build that stopped half way: where, what bills, the command that finishes it (builder/cloud/interrupted.py)
-    report["interrupted"] = interrupted.read(settings, report)
+    report["interrupted"] = interrupted.read(settings, report)  # a build that stopped half way
     return report
 
 
@@ -344,6 +364,8 @@ def _ttl_row(ttl: dict[str, Any]) -> str:
 
 def text(report: dict[str, Any]) -> list[str]:
     lines = [f"{report['env']} ({report['project']}, {report['zone']}, {report['arch']} architecture)"]
+    if report.get("granted"):
+        lines.append(f"  granted    {candidate_table.granted_text(report['granted'])}")
     rows = [(p.key, p.row) for p in _parts(report["arch"])] + [("ttl", _ttl_row), ("recovery", recovery_row)]
     for key, row in rows:
         part = report.get(key)
@@ -364,8 +386,7 @@ def text(report: dict[str, Any]) -> list[str]:
             lines.append(f"  lock       stale (the next dispatch takes it over): {held['describe']}")
         else:
             lines.append(f"  lock       held by {held['describe']}")
-        if report.get("interrupted"):
-            lines.extend(interrupted.lines(report["interrupted"]))
+        lines.extend(interrupted.lines(report["interrupted"]) if report.get("interrupted") else [])
         for spec in _linked(report["arch"]):
             url = tf.get(f"{spec.name}_url")
             lines.append(f"  {spec.name:<10} {url}" if url else

@@ -17,6 +17,31 @@ def load_settings(args: argparse.Namespace, *, strict: bool = False, later: bool
     return settings
 
 
+def placed(settings: Settings) -> Settings:
+    """``settings`` where the slice is: at the candidate the applied snapshot says granted it
+    (builder/config/candidates.py), for the commands that reach the hosts (train, stop, logs, run).
+    Read as ``plan`` reads the snapshot: only for a candidate list and when Google credentials exist
+    (offline, ``--dry-run`` shows the first candidate, as ``plan`` without credentials); a snapshot
+    that cannot be read leaves the first candidate, with a warning."""
+    if len(settings.candidates) <= 1:
+        return settings
+    from builder.commands.compare import has_credentials
+
+    if not has_credentials():
+        return settings
+    from builder.cloud import clients, snapshot
+    from builder.config.candidates import at, granted
+
+    try:
+        found = snapshot.read(clients.storage(settings.project_id).bucket(settings.state_bucket), settings.env_name)
+    except Exception as exc:  # noqa: BLE001 - the hosts are then looked for at the first candidate
+        warn(f"the applied snapshot could not be read ({' '.join(str(exc).split())[:200]}); using the first "
+             f"candidate, {settings.zone} {settings.provisioning}")
+        return settings
+    place = granted(found) if found is not None else None
+    return at(settings, place) if place is not None else settings
+
+
 def say(message: str) -> None:
     """A command's progress line on stdout, flushed at once (a build log streams it)."""
     print(message, flush=True)

@@ -8,35 +8,97 @@ the slice. A quota or reservation tpubuild does not know, or cannot read, is sai
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from builder.commands import load_settings, say, warn
 from builder.errors import WorldError
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.capacity import Held, Need
+    from builder.capacity_outcome import Outcome
     from builder.config import Settings
 
 
-def check(settings: Settings, running: Settings | None = None) -> None:
+def check(settings: Settings, running: Settings | None = None) -> list[Outcome]:
     """Say what the check found; ``WorldError`` (exit 1, one line) when the quota, reservation or
     calendar-mode request refuses the slice. ``running``: the applied values, whose slice runs
-    beside the new one under make-before-break."""
+    beside the new one under make-before-break.
+
+    Candidates (builder/config/candidates.py): every zone × mode of the list is read in this one
+    call (:func:`assess_all`), each outcome is printed under its candidate's name, and the check
+    passes when one of them can hold the slice (it says which); it fails, one line naming each
+    candidate's refusal, when none can (:func:`conclude`). A single candidate reads and prints
+    exactly what it always did. Returns every candidate's outcome."""
+    if len(settings.candidates) <= 1:
+        outcome = _assess(settings, running, {})
+        _print(outcome.said)
+        if outcome.refusal:
+            raise WorldError(outcome.refusal)
+        return [outcome]
+    outcomes = assess_all(settings, running)
+    for o in outcomes:
+        _print(tuple((level, f"{o.label}: {line}") for level, line in o.said))
+        if o.refusal:
+            say(f"tpubuild: capacity: {o.label}: refused: {o.refusal}")
+    conclude(outcomes)
+    return outcomes
+
+
+def assess_all(settings: Settings, running: Settings | None = None) -> list[Outcome]:
+    """Every candidate's outcome, in the list's order, read in one call and printed nowhere
+    (``plan --check`` shows them in its candidates table)."""
+    from builder.config.candidates import at
+
+    cache: dict[tuple[str, ...], Any] = {}
+    return [_assess(at(settings, c), running, cache) for c in settings.candidates]
+
+
+def conclude(outcomes: list[Outcome]) -> None:
+    """The verdict over several candidates: one line naming where the slice can be had, or the
+    ``WorldError`` naming each refusal."""
+    from builder.capacity_outcome import verdict_line
+
+    passes, line = verdict_line(outcomes)
+    if not passes:
+        raise WorldError(line)
+    say(f"tpubuild: capacity: {line}")
+
+
+def _print(said: tuple[tuple[str, str], ...]) -> None:
+    for level, line in said:
+        if level == "warn":
+            warn(line)
+        else:
+            say(f"tpubuild: capacity: {line}")
+
+
+def _assess(settings: Settings, running: Settings | None, cache: dict[tuple[str, ...], Any]) -> Outcome:
+    """One candidate's reads (``settings`` placed at it), collected, not printed: the lines a check
+    of it alone prints, in that order, and its refusal. ``cache``: the reads already made for an
+    earlier candidate (a quota's QuotaInfo is one document for every zone; a zone's reservations
+    one list)."""
     from builder import capacity
 
+    said: list[tuple[str, str]] = []
     need, held = capacity.beside(settings, running), capacity.held(settings)
+    quota = reservation = ""
+    verdict, refusal = "unchecked", ""
     if not isinstance(need, str):
-        _quota(need)
+        verdict, refusal, quota = _quota(need, said, cache)
     elif held is None:  # a mode that consumes a reservation says what it reads below instead
-        warn(f"capacity not checked: {need}")
-    if held is not None:
-        _held(held)
-    if settings.arch == "mig" and settings.provisioning == "flex-start":
-        say(f"tpubuild: capacity: {capacity.FLEX_START}")
+        said.append(("warn", f"capacity not checked: {need}"))
+        quota = f"not checked: {need}"
+    if held is not None and not refusal:
+        verdict, refusal, reservation = _held(held, said, cache, settings)
+    if settings.arch == "mig" and settings.provisioning == "flex-start" and not refusal:
+        said.append(("say", capacity.FLEX_START))
+    from builder.capacity_outcome import Outcome
+
+    return Outcome(settings.zone, settings.provisioning, verdict, tuple(said), refusal, quota, reservation)
 
 
-def _quota(need: Need) -> None:
-    """Read the quota (each of several, in order, until one holds the slice)."""
+def _quota(need: Need, said: list[tuple[str, str]], cache: dict[tuple[str, ...], Any]) -> tuple[str, str, str]:
+    """Read the quota (each of several, in order, until one holds the slice): (verdict, refusal, line)."""
     from builder import capacity
     from builder.cloud import quotas
 
@@ -45,52 +107,79 @@ def _quota(need: Need) -> None:
     for quota_id in need.quota_ids:
         try:
             value = quotas.read(need.project, need.service, quota_id, need.zone, need.region,
-                                need.dimensions_of(quota_id))
+                                need.dimensions_of(quota_id), cache=cache)
         except quotas.NotReadable as exc:
             blind = blind or str(exc)
             continue
         if value == quotas.UNLIMITED:
-            say(f"tpubuild: capacity: {need.name_of(quota_id)} is unlimited in {need.where}")
-            return
+            line = f"{need.name_of(quota_id)} is unlimited in {need.where}"
+            said.append(("say", line))
+            return "holds", "", line
         if value is not None and value >= need.amount:
-            say(f"tpubuild: capacity: {capacity.passed(need, value, quota_id)}")
-            return
+            line = capacity.passed(need, value, quota_id)
+            said.append(("say", line))
+            return "holds", "", line
         values[quota_id] = value
     if blind:  # one it could not read might hold the slice
-        warn(f"capacity not checked: {blind}; a refusal shows at the TPU's apply")
-        return
-    refused = capacity.refusal_of_all(need, values)
-    if refused:
-        raise WorldError(refused)
+        said.append(("warn", f"capacity not checked: {blind}; a refusal shows at the TPU's apply"))
+        return "unchecked", "", f"not checked: {blind}"
+    refused = capacity.refusal_of_all(need, values) or ""
+    return ("refused" if refused else "holds"), refused, refused
 
 
-def _held(held: Held) -> None:
-    """Read the reservation or calendar-mode request the slice consumes."""
+def _held(held: Held, said: list[tuple[str, str]], cache: dict[tuple[str, ...], Any],
+          settings: Settings) -> tuple[str, str, str]:
+    """Read the reservation or calendar-mode request the slice consumes: (verdict, refusal, line).
+    A calendar-mode request not submitted yet is followed by Google's calendar-mode advice for its
+    zone and window (:func:`_advice`): said, never a refusal (Google decides the request)."""
     from builder import capacity
     from builder.cloud import quotas, reservations
 
     try:
         if held.kind == "any":
-            holds, line = capacity.any_reservation(held, reservations.listing(held.project, held.zone))
-            if holds:
-                say(f"tpubuild: capacity: {line}")
-            else:
-                warn(f"capacity: {line}")
-            return
+            key = ("reservations", held.project, held.zone)
+            if key not in cache:
+                cache[key] = reservations.listing(held.project, held.zone)
+            holds, line = capacity.any_reservation(held, cache[key])
+            said.append(("say" if holds else "warn", line if holds else f"capacity: {line}"))
+            return ("holds" if holds else "unchecked"), "", line
         body = reservations.read(held.project, held.zone, held.kind, held.name)
     except quotas.NotReadable as exc:
-        warn(f"capacity not checked: {exc}; a refusal shows at the TPU's apply")
-        return
+        said.append(("warn", f"capacity not checked: {exc}; a refusal shows at the TPU's apply"))
+        return "unchecked", "", f"not checked: {exc}"
     if held.kind == "calendar":
         refused, line = capacity.calendar_line(held, body)
         if refused:
-            raise WorldError(line)
-        say(f"tpubuild: capacity: {line}")
-        return
+            return "refused", line, line
+        said.append(("say", line))
+        if body is None and settings.calendar_start:
+            line = f"{line}; {_advice(held, settings, said)}"
+        return "unchecked", "", line
     refused_line = capacity.reservation_refusal(held, body)
     if refused_line or body is None:
-        raise WorldError(refused_line or f"{held.what} does not exist")
-    say(f"tpubuild: capacity: {capacity.reservation_passed(held, body)}")
+        line = refused_line or f"{held.what} does not exist"
+        return "refused", line, line
+    line = capacity.reservation_passed(held, body)
+    said.append(("say", line))
+    return "holds", "", line
+
+
+def _advice(held: Held, settings: Settings, said: list[tuple[str, str]]) -> str:
+    """Google's calendar-mode advice for the request about to be submitted (its zone, chips and
+    window), said as a line (a warning where it does not offer the window); the line."""
+    from builder.capacity_outcome import advice_line, advice_request
+    from builder.cloud import quotas, reservations
+    from builder.config.calendar import resolve_start
+
+    start = resolve_start(settings.calendar_start)
+    try:
+        body = reservations.advice(held.project, settings.region, advice_request(held, start, settings.calendar_days))
+    except quotas.NotReadable as exc:
+        said.append(("warn", f"capacity: calendar-mode advice not read: {exc}"))
+        return f"advice not read: {exc}"
+    offered, line = advice_line(held, start, body)
+    said.append(("warn", f"capacity: {line}") if offered is False else ("say", line))
+    return line
 
 
 def _running(settings: Settings) -> Settings | None:

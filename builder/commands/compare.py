@@ -31,6 +31,9 @@ class Previous:
     sources: dict[str, str] | None = None
     known: bool = True  # False: there was nothing to compare with (no file, no credentials)
     decision: Any = None
+    #: the candidate that granted the slice, as the snapshot records it (builder/config/candidates.py);
+    #: ``settings`` are placed there. None: not recorded (every snapshot before candidates), or no snapshot
+    granted: Any = None
 
 
 def has_credentials() -> bool:
@@ -96,7 +99,11 @@ def previous(settings: Settings, applied: str | None, *, need: bool) -> Previous
             raise BadInput(f"{shown} no longer parses ({exc}); pass --applied FILE") from None
         return Previous(None, f"{shown}: no longer parses", known=False)
     shown = compared_with(old, settings, shown, destroy_with="<its values.env>")
-    return Previous(old, shown, record.build_id, record.outstanding, record.absent, record.sources or None)
+    from builder.config.candidates import at, granted
+
+    place = granted(record)  # the slice is where it was granted, whatever the applied list's first candidate
+    return Previous(at(old, place) if place is not None else old, shown, record.build_id, record.outstanding,
+                    record.absent, record.sources or None, granted=place)
 
 
 def auto_plan(settings: Settings, prev: Previous) -> Plan | None:

@@ -60,5 +60,7 @@ def run_validate(args: argparse.Namespace) -> int:
     print(f"{s.source}: ok: {s.env_name} in {s.project_id}/{s.zone}, {s.arch} architecture "
           f"({path.api}: {path.in_short if path.status == 'recommended' else path.status + ' at Google'}), "
           f"{s.accelerator_type} ({t.generation}, {t.chips} chips, {t.hosts} host{'s' if t.hosts != 1 else ''}), "
-          + hosts.summary(s))
+          + hosts.summary(s)
+          + (f"; {len(s.candidates)} candidates, zone by zone, mode by mode: "
+             f"{', '.join(c.label for c in s.candidates)}" if len(s.candidates) > 1 else ""))
     return 0

@@ -64,6 +64,28 @@ def cmd_finalize(args: argparse.Namespace) -> int:
     return 0
 
 
+def granted_place(before: Any, action: str) -> dict[str, str]:
+    """Where the slice was granted, for the snapshot's ``granted``: what this build's acquisition
+    (the accelerator's apply: one candidate or the failover loop, docs/capacity.md) wrote to
+    ``$WORKSPACE/plans/granted.json``; else, when this build did not apply the slice, what the
+    snapshot before recorded; a destroy of the slice (none of its record is kept) records none."""
+    import json
+    import os
+    from pathlib import Path
+
+    from builder.config.candidates import granted
+
+    path = Path(os.environ.get("WORKSPACE", "/workspace")) / "plans" / "granted.json"
+    try:
+        place = granted({"granted": json.loads(path.read_text())})
+    except (OSError, ValueError):
+        place = None
+    if place is not None:
+        return {"zone": place.zone, "mode": place.mode}
+    kept = dict(getattr(before, "granted", None) or {}) if before is not None else {}
+    return {} if action == "destroy" else kept
+
+
 def record(settings: Settings, bucket: Any, build_id: str, action: str, ops: list[tuple[str, str]]) -> None:
     """Write the applied snapshot after build ``build_id`` ran ``ops``: today's values.env, and the
     ledger ``builder.applied.after_build`` derives from the snapshot found and the operations."""
@@ -85,6 +107,6 @@ def record(settings: Settings, bucket: Any, build_id: str, action: str, ops: lis
     ledger = after_build(before, ops, every=every, changed=changed, sources_now=now_sources)
     applied = snapshot.Applied(values=workspace.values_bytes(settings), build_id=build_id, action=action,
                                time=lock.now(), outstanding=ledger.outstanding, absent=ledger.absent,
-                               sources=ledger.sources)
+                               sources=ledger.sources, granted=granted_place(before, action))
     snapshot.write(bucket, env, applied, expected_generation=before.generation if before else 0)
     say(f"gs://{settings.state_bucket}/{snapshot.values_path(env)}: recorded build {build_id} ({action}){ledger.tail()}")

@@ -86,11 +86,20 @@ def _plan(args: argparse.Namespace, *, compare: bool = False) -> tuple[Settings,
     plan = request.plan_for(settings, req)  # None: auto, decided from the applied values (read here)
     # render compares only when it must (auto) or is told (--applied FILE): then it refuses what plan refuses
     read = compare or plan is None or getattr(args, "applied", None) is not None
+    # a candidate list: an update or destroy acts where the snapshot says the slice was granted
+    read = read or (len(settings.candidates) > 1 and req.action in ("update", "destroy"))
     prev = None
     if read:  # builder/commands/compare.py: loaded only when there is something to compare with
         from builder.commands.compare import previous
 
         prev = previous(settings, args.applied, need=plan is None)
+    if prev is not None and prev.granted is not None:  # an update keeps the slice where it was granted
+        from builder.config.candidates import at, settle
+
+        settled = at(settings, prev.granted) if req.action == "destroy" else settle(settings, prev.granted)
+        if settled is not settings:
+            settings = settled
+            plan = request.plan_for(settings, req)
     if prev is not None and req.action in APPLYING:  # before a slice is changed: builder/config/later.py
         refuse_changes(prev.settings, settings)
     if plan is None:
@@ -130,7 +139,13 @@ def run_plan(args: argparse.Namespace) -> int:
     settings, plan, prev = _plan(args, compare=True)
     if plan is not None and plan.operations:
         pipeline.preflight(settings, plan)
-    info = describe(settings, plan, allow_data_loss=args.allow_data_loss, previous=prev)
+    running = prev.settings if prev is not None else None
+    outcomes = None
+    if args.check and len(settings.candidates) > 1:  # every candidate's outcome goes into the plan's table
+        from builder.commands.capacity import assess_all
+
+        outcomes = assess_all(settings, running)
+    info = describe(settings, plan, allow_data_loss=args.allow_data_loss, previous=prev, checked=outcomes)
     if args.format == "json":
         import json
 
@@ -138,10 +153,13 @@ def run_plan(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(as_text(info, bold=_bold_style()))
     if args.check:
-        from builder.commands.capacity import check
+        from builder.commands.capacity import check, conclude
 
         sys.stdout.flush()
-        check(settings, prev.settings if prev is not None else None)
+        if outcomes is None:
+            check(settings, running)
+        else:
+            conclude(outcomes)
     return 0
 
 

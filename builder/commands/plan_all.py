@@ -60,6 +60,10 @@ def row(env: Any) -> dict[str, Any]:
             return {**out, "action": "unknown", "modules": [], "why": why, "applied": "unknown",
                     "cost_before": None, "hourly_before": None, "cost_after": wanted["total"],
                     "hourly_after": wanted["hourly_known"]}
+        if prev.granted is not None:  # auto keeps the slice where it was granted (builder/config/candidates.py)
+            from builder.config.candidates import settle
+
+            s = settle(s, prev.granted)
         if prev.settings is not None:
             refuse_changes(prev.settings, s)
         plan = auto_plan(s, prev)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from builder import model_registry
-from builder.commands import load_settings
+from builder.commands import load_settings, placed
 from builder.errors import BadInput
 from builder.records import replace
 
@@ -33,7 +33,7 @@ def runtime_settings(args: argparse.Namespace, words: list[str]) -> tuple[Settin
     if args.hosts != "all" or args.ship or args.no_ship:
         raise BadInput(f"--runtime {model}: the launch runs on every host and ships its script itself; "
                        "leave out --hosts, --ship and --no-ship")
-    settings = load_settings(args)
+    settings = placed(load_settings(args))  # where the slice was granted
     known = model_registry.available(settings.repo_root)
     if model not in known:
         raise BadInput(f"--runtime {model}: not a model; the known models are {', '.join(known)} (folders under "

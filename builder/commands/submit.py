@@ -63,31 +63,37 @@ def prepare(settings: Settings, request: Request) -> Prepared:
     config = None if plan is None else pipeline.render(settings, plan, allow_data_loss=request.allow_data_loss,
                                                        allow_wipe=request.allow_wipe)
     destroys = plan is not None and plan.action == Action.DESTROY  # runs no script: none is resolved
-    src = source.pack(source.collect(repo, workspace.values_bytes(settings), tfvars.all_for(settings,
-                                                                                         scripts=not destroys)))
+    variables = {**tfvars.all_for(settings, scripts=not destroys), **({} if destroys else tfvars.by_candidate(settings))}
+    src = source.pack(source.collect(repo, workspace.values_bytes(settings), variables))
     return Prepared(request, plan, config, src, repo)
 
 
-def auto_plan(settings: Settings, bucket: Any) -> Plan | None:
+def auto_plan(settings: Settings, bucket: Any) -> tuple[Plan | None, Settings]:
     """Decide what ``auto`` does from the applied snapshot in ``bucket``, print the decision and
-    why; the plan, or None for nothing. A snapshot whose values.env no longer parses is warned
-    about and every module is updated (``builder.auto.decide_unreadable``)."""
+    why; the plan (None for nothing) and the settings it acts on: placed where the snapshot says
+    the slice was granted, while the candidate list holds that place (builder/config/candidates.py),
+    so auto keeps the slice there. A snapshot whose values.env no longer parses is warned about and
+    every module is updated (``builder.auto.decide_unreadable``)."""
     from builder import auto
     from builder.cloud import snapshot
     from builder.cloud.auto import decide_now
     from builder.commands import applied_or_warn
+    from builder.config.candidates import at, granted, settle
     from builder.plan import make_plan
 
     applied = snapshot.read(bucket, settings.env_name)
     if applied is None:
         decision = decide_now(settings, None)
     else:
+        place = granted(applied)
+        settings = settle(settings, place)
         old = applied_or_warn(applied, settings)
         if old is None:
             decision = auto.decide_unreadable(make_plan(settings, Action.CREATE).modules, applied.absent)
         else:
             from builder.config.later import refuse_changes
 
+            old = at(old, place) if place is not None else old
             refuse_changes(old, settings)  # what the model cannot resume across, before any change
             decision = decide_now(settings, old, build_id=applied.build_id, outstanding=applied.outstanding,
                                   absent=applied.absent, sources_then=applied.sources)
@@ -101,7 +107,22 @@ def auto_plan(settings: Settings, bucket: Any) -> Plan | None:
     say(decision.summary())
     for reason in decision.reasons:
         say(f"  - {reason}")
-    return plan
+    return plan, settings
+
+
+def _granted_place(settings: Settings, bucket: Any, *, destroy: bool) -> Settings:
+    """Where an explicit update or destroy acts, from the applied snapshot's granted place
+    (builder/config/candidates.py): an update stays there while the list holds it
+    (``settle``), a destroy takes down what is there (``at``). ``settings`` itself when the
+    snapshot records none."""
+    from builder.cloud import snapshot
+    from builder.config.candidates import at, granted, settle
+
+    found = snapshot.read(bucket, settings.env_name)
+    place = granted(found) if found is not None else None
+    if place is None:
+        return settings
+    return at(settings, place) if destroy else settle(settings, place)
 
 
 def _scope(plan: Plan) -> dict[str, Any]:
@@ -134,8 +155,13 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> in
         raise WorldError(f"the state bucket gs://{settings.state_bucket} does not exist; run `tpubuild initialize` "
                          "(or the build with _BUILD_ACTION=initialize) first")
     bucket = client.bucket(settings.state_bucket)
+    if plan is not None and len(settings.candidates) > 1 and request.action in (Action.UPDATE, Action.DESTROY):
+        placed = _granted_place(settings, bucket, destroy=request.action is Action.DESTROY)
+        if placed is not settings:  # rendered again where the slice is: prepare is offline and pure
+            settings, prepared = placed, prepare(placed, request)
+            plan, config, src = prepared.plan, prepared.config, prepared.src
     if plan is None:
-        plan = auto_plan(settings, bucket)
+        plan, settings = auto_plan(settings, bucket)
         if plan is None:
             return 0
         config = pipeline.render(settings, plan, allow_data_loss=request.allow_data_loss,

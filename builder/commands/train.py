@@ -34,7 +34,7 @@ from types import ModuleType
 from typing import Any
 
 from builder import model_registry
-from builder.commands import load_settings
+from builder.commands import load_settings, placed
 from builder.commands.parser import at_least
 from builder.config import Settings
 from builder.config.replace import slice_words
@@ -156,7 +156,7 @@ def execute(script: str, what: str) -> int:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    settings = load_settings(args)
+    settings = placed(load_settings(args))  # where the slice was granted
     launcher, root = load_launcher(settings, args.model)
     job = _job(settings, launcher)
     if getattr(args, "metrics", False):  # models/xla_observe.py: TPUBUILD_METRICS_INTERVAL
@@ -191,7 +191,7 @@ def _model(args: argparse.Namespace, settings: Settings) -> str:
 
 def run_stop(args: argparse.Namespace) -> int:
     """The model's stop (when MODEL or --model names one), then, on vm, ``tpubuild run``'s jobs."""
-    settings = load_settings(args)
+    settings = placed(load_settings(args))  # where the slice was granted
     if args.probe:
         return _probe(args, settings)
     model = args.model or settings.model
@@ -346,7 +346,7 @@ def run_run(args: argparse.Namespace) -> int:
                        f"tpubuild: {script} is running detached with {model} on {job.hosts} host(s); "
                        f"follow it with 'tpubuild logs --model {model} --follow', stop it with "
                        f"'tpubuild stop --model {model}'")
-    settings = load_settings(args)
+    settings = placed(load_settings(args))  # where the slice was granted
     hosts = load_hosts(settings)
     here = Path.cwd()
     shipped = to_ship(words, args.ship, auto=not args.no_ship, here=here)
@@ -358,7 +358,7 @@ def run_run(args: argparse.Namespace) -> int:
 
 
 def run_logs(args: argparse.Namespace) -> int:
-    settings = load_settings(args)
+    settings = placed(load_settings(args))  # where the slice was granted
     if args.run:
         hosts = load_hosts(settings)
         if not 0 <= args.host < settings.hosts:

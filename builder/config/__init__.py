@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from builder.config import calendar, hardening, names, offers, recovery, replace, validate
+from builder.config.candidates import ordered
 from builder.config.keys import IGNORED_KEYS, KEYS, KeySpec
 from builder.config.loader import Entry, parse, read_text
 from builder.config.scripts import find_script
@@ -140,6 +141,7 @@ def load_text(text: str, path: Path | str, *, strict: bool = False, later: bool 
                 values.unknown.add(spec.field)
     # a value made of an invalid key through ${KEY} is wrong because of it: report the root once
     errors.extend(e for k, e in invalid.items() if not by_key[k].refs & invalid.keys())
+    _split_lists(values)
     model_broken = any(name in model_specs for name in (e.key for e in errors))
 
     # The rules between keys, each group on its own, so every problem is reported in one run; a
@@ -154,7 +156,10 @@ def load_text(text: str, path: Path | str, *, strict: bool = False, later: bool 
                             "(the create fails in the cloud if the zone really has no such TPU)")
 
         if values["arch"] != "node":  # TPU_ZONE_CHECK="warn": a stale table must not block
-            offers.check_zone(values["zone"], values["topology"], zone_warning if values["zone_check"] == "warn" else fail)
+            zones = values["zones"]
+            _each_group(*(partial(offers.check_zone, z, values["topology"],
+                                  zone_warning if values["zone_check"] == "warn" else fail, zones=zones)
+                          for z in zones))
 
     if dict.get(values, "arch") == "mig":  # the rules that hold once the slice has a MIG shape
         _each_group(*(partial(_mig_rule, rule, values, fail) for rule in validate.MIG_RULES))
@@ -222,6 +227,19 @@ def _each_group(*groups: Callable[[], object]) -> None:
             group()
         except _Stop:
             pass
+
+
+def _split_lists(values: _Known) -> None:
+    """ZONE and TPU_PROVISIONING as lists (builder/config/candidates.py): ``zones`` and ``modes``
+    hold every item, ``zone`` and ``provisioning`` the first (the field every rule and view reads
+    keeps its meaning). A value that did not parse leaves its list unknown too."""
+    for one, many in (("zone", "zones"), ("provisioning", "modes")):
+        if one in values.unknown or dict.get(values, one) is None:
+            values.unknown.add(many)
+            continue
+        items = tuple(dict.__getitem__(values, one).split(",")) if dict.__getitem__(values, one) else ()
+        values[many] = items
+        values[one] = items[0] if items else ""
 
 
 def _accelerator(values: _Known, fail: Any) -> None:
@@ -292,6 +310,8 @@ def _finish(path: Path, values: dict[str, Any], model_options: dict[str, Any], b
     warning here; with ``later`` it is builder/config/later.py's error instead."""
     root = path.resolve().parent
     values.pop("runtime_version_alias", None)
+    zones, modes = values.pop("zones", ()) or (values["zone"],), values.pop("modes", ())
+    values["candidates"] = ordered(zones, (values["provisioning"], *modes[1:]))
     values.pop("mig_shape", None)
     for key, field in (("MIG_SETUP_SCRIPT", "mig_setup_script"), ("MIG_SEED_DATA_PREP_SCRIPT", "mig_seed_data_prep_script")):
         rel = values[field]

@@ -15,6 +15,7 @@ from typing import Any
 from builder import generations
 from builder.source_models import DEFAULT_MODEL
 from builder.config.filestore import NAMES as FILESTORE_TIERS
+from builder.config.candidates import listed
 from builder.records import record
 
 Parser = Callable[[str], Any]
@@ -259,11 +260,14 @@ KEYS: tuple[KeySpec, ...] = (
             pattern(r"[a-z][a-z0-9-]{4,28}[a-z0-9]", "a Google Cloud project ID (6-30 chars, lowercase, starts with a letter)", "my-tpu-project"),
             "Google Cloud project ID.", required=True),
     KeySpec("ZONE", "zone", None,
-            pattern(r"[a-z]+-[a-z]+[0-9]+-[a-z]", "a zone", "europe-west4-a"),
-            "Zone of the TPU, Filestore, disk and MIG.", required=True),
+            listed(pattern(r"[a-z]+-[a-z]+[0-9]+-[a-z]", "a zone", "europe-west4-a"), "zone"),
+            "Zone of the TPU, Filestore, disk and MIG; or an ordered, comma-separated list of zones to try "
+            "(us-east5-b,us-east5-a): the candidates are tried zone by zone, mode by mode, and everything "
+            "zonal is built in the zone that grants the slice (docs/capacity.md).", required=True),
     KeySpec("REGION", "region", "",
             pattern(r"[a-z]+-[a-z]+[0-9]+", "a region", "europe-west4", allow_empty=True),
-            "Region; derived from ZONE when empty, and must agree with it."),
+            "Region; derived from ZONE when empty (each zone's own), and must agree with it: every zone of "
+            "a ZONE list must be in it."),
     KeySpec("TPU_ARCH", "arch", "", choice(("node", "vm", "mig", "")),
             "node (TPU Node + MIG, XRT), vm (TPU VM pod, PJRT) or mig ("
             f"{'/'.join(g.name for g in generations.on_path('mig'))} slice as a Compute Engine "
@@ -281,11 +285,12 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("TPU_SPOT", "tpu_spot", False, boolean, "Spot TPU (vm only)."),
     KeySpec("TPU_RESERVED", "tpu_reserved", False, boolean, "Use reserved capacity (vm only: google_tpu_v2_vm's scheduling_config.reserved)."),
     KeySpec("TPU_PROVISIONING", "provisioning", "",
-            choice(("on-demand", "spot", "preemptible", "reservation", "flex-start", "calendar", ""),
-                   {"ondemand": "on-demand", "on_demand": "on-demand", "standard": "on-demand",
-                    "reserved": "reservation", "flex": "flex-start", "dws": "flex-start",
-                    "calendar-mode": "calendar", "future-reservation": "calendar"}),
-            "How the TPU gets capacity: on-demand (default), spot, preemptible ("
+            listed(choice(("on-demand", "spot", "preemptible", "reservation", "flex-start", "calendar", ""),
+                          {"ondemand": "on-demand", "on_demand": "on-demand", "standard": "on-demand",
+                           "reserved": "reservation", "flex": "flex-start", "dws": "flex-start",
+                           "calendar-mode": "calendar", "future-reservation": "calendar"}), "mode"),
+            "How the TPU gets capacity, or an ordered, comma-separated list of modes to try in each zone "
+            "(spot,flex-start,on-demand; zone by zone, mode by mode; calendar stands alone): on-demand (default), spot, preemptible ("
             f"{'/'.join(g.name for g in generations.records() if 'preemptible' in g.provisioning)}), reservation, "
             "flex-start or calendar (mig: Dynamic Workload Scheduler; docs/capacity.md); "
             "the legacy TPU_SPOT/TPU_PREEMPTIBLE/TPU_RESERVED booleans map onto it."),

@@ -166,53 +166,83 @@ def zones_for(topo: Topology) -> list[str] | None:
     return list(gen.zones.get(topo.accelerator_type, gen.zones.get("*", ())))
 
 
-#: Zone prefixes on one continent (``us-east1`` and ``northamerica-northeast1`` are both America).
-def check_zone(zone: str, topo: Topology, fail: Fail, *, key: str = "ZONE") -> None:
+def check_zone(zone: str, topo: Topology, fail: Fail, *, key: str = "ZONE", zones: tuple[str, ...] = ()) -> None:
+    """ZONE offers the slice. ``zones``: the whole ZONE list this zone is one candidate of (the
+    refusal names the candidate, and the hint a zone the list does not hold yet)."""
     offered = zones_for(topo)
     if offered is None or zone in offered:
         return
-    fail(key, f"{topo.accelerator_type} is not offered in {zone}; it is offered in {', '.join(offered)} "
-         f"(builder/data/tpu_offers.json, from Cloud TPU regions and zones, checked {table()['_checked']})",
+    source = (f"builder/data/tpu_offers.json, from Cloud TPU regions and zones, checked {table()['_checked']}")
+    if len(zones) > 1:
+        others = [z for z in nearest(zone, offered) if z not in zones]
+        instead = f'replace it with {others[0]} (the nearest not listed) or remove it' if others else "remove it"
+        fail(key, f"the candidate zone {zone} (zone {zones.index(zone) + 1} of {len(zones)}) does not offer "
+             f"{topo.accelerator_type}; it is offered in {', '.join(offered)} ({source})",
+             f'{instead}; if Google offers it in {zone} now, TPU_ZONE_CHECK="warn" lets it through')
+        return
+    fail(key, f"{topo.accelerator_type} is not offered in {zone}; it is offered in {', '.join(offered)} ({source})",
          f'set ZONE="{nearest(zone, offered)[0]}" (the nearest; and REGION to match, or leave REGION out); if '
          f'Google offers it in {zone} now, TPU_ZONE_CHECK="warn" lets it through')
 
 
 def resolve_provisioning(v: dict[str, Any], topo: Topology, fail: Fail, lines: dict[str, int]) -> None:
-    """Set ``v["provisioning"]`` (and the legacy booleans to match it), or fail on the line at fault."""
+    """Set ``v["provisioning"]`` (and the legacy booleans to match it) and ``v["modes"]``, or fail on
+    the line at fault. ``v["provisioning"]`` is TPU_PROVISIONING's first mode, ``v["modes"]`` every
+    mode (builder/config/candidates.py): each must be offered for the generation on the
+    architecture, and the keys of one mode (TPU_RESERVATION, TPU_MAX_RUN_HOURS, the calendar window)
+    need that mode somewhere in the list. A calendar request is one candidate: its mode stands alone
+    and its ZONE is one zone."""
     declared = v["provisioning"]
+    listed = tuple(v.get("modes") or ())
+    zones = tuple(dict.get(v, "zones") or ())  # a ZONE that did not parse stops only the rules reading v["zone"]
+    if len(listed) > 1 and "calendar" in listed:
+        fail("TPU_PROVISIONING", f"lists calendar with {', '.join(m for m in listed if m != 'calendar')}, but a "
+             "calendar-mode request is one candidate (its own zone and window, approved ahead, not tried in turn)",
+             'set TPU_PROVISIONING="calendar" alone, or drop calendar from the list')
     flagged = [(key, mode) for key, (field, mode) in LEGACY_FLAGS.items() if v[field]]
     for key, mode in flagged:
         if declared and mode != declared:
-            fail(key, f'"true" means {mode}, but TPU_PROVISIONING is "{declared}"',
+            fail(key, f'"true" means {mode}, but TPU_PROVISIONING is "{",".join(listed) or declared}"'
+                 + (" (the legacy flags describe the first mode)" if len(listed) > 1 else ""),
                  f"remove {key} (TPU_PROVISIONING replaces it)")
     mode = declared or (flagged[0][1] if flagged else "on-demand")
     mode_key = "TPU_PROVISIONING" if declared else (flagged[0][0] if flagged else "TPU_PROVISIONING")
     v["provisioning"] = mode
+    modes = v["modes"] = (mode, *listed[1:])
     for key, (field, m) in LEGACY_FLAGS.items():
         v[field] = mode == m
     arch = v["arch"]
     gen = records.get(topo.generation)
     if arch == "node":
+        if len(modes) > 1:
+            fail("TPU_PROVISIONING", f"lists {len(modes)} modes ({', '.join(modes)}), but a TPU Node environment "
+                 "has one: candidate lists are a TPU VM feature (vm, mig)",
+                 f'keep one mode, e.g. TPU_PROVISIONING="{mode}", or migrate to TPU VM with `tpubuild migrate`')
         if declared and mode not in ("on-demand", "preemptible"):
             fail("TPU_PROVISIONING", f"{mode} is not offered for TPU Nodes (on-demand or preemptible only)",
                  'use TPU_PROVISIONING="preemptible" on node, or migrate to TPU VM with `tpubuild migrate`')
-    elif gen is not None and gen.provisioning_on(arch) and mode not in gen.provisioning_on(arch):
-        offered = ", ".join(gen.provisioning_on(arch))
-        elsewhere = [p for p in records.PATHS if p != arch and gen.offers(p) and mode in gen.provisioning_on(p)]
-        fix = 'use TPU_PROVISIONING="spot" (the successor of preemptible)' if mode == "preemptible" \
-            else f"use one of {offered}" + (f', or TPU_ARCH="{elsewhere[0]}", which offers {mode}' if elsewhere else "")
-        fail(mode_key, f"{mode} is not offered for {topo.generation} TPUs ({topo.accelerator_type}) on "
-             f'TPU_ARCH="{arch}"; it offers {offered}', fix)
-    if v["max_run_hours"] and mode != "flex-start":
-        fail("TPU_MAX_RUN_HOURS", f"limits a flex-start slice's run, but the TPU is {mode}",
+    elif gen is not None and gen.provisioning_on(arch):
+        for n, each in enumerate(modes, 1):
+            if each not in gen.provisioning_on(arch):
+                _not_offered(each, n, modes, mode_key, topo, gen, arch, fail)
+    if v["max_run_hours"] and "flex-start" not in modes:
+        fail("TPU_MAX_RUN_HOURS", f"limits a flex-start slice's run, but the TPU is {' or '.join(modes)}",
              'set TPU_PROVISIONING="flex-start" or remove TPU_MAX_RUN_HOURS')
+    if mode == "calendar" and len(zones) > 1:
+        fail("ZONE", f"lists {len(zones)} zones ({', '.join(zones)}), but a calendar-mode request is for one zone "
+             "(TPU_PROVISIONING=\"calendar\" is one candidate)",
+             f'keep the zone the reservation is for, e.g. ZONE="{zones[0]}"')
     _calendar(v, mode, mode_key, gen, fail)
     reservation = v["reservation"]
-    if reservation and mode != "reservation":
-        fail("TPU_RESERVATION", f"names a reservation but the TPU is {mode}",
+    if reservation and "reservation" not in modes:
+        fail("TPU_RESERVATION", f"names a reservation but the TPU is {' or '.join(modes)}",
              'set TPU_PROVISIONING="reservation" or remove TPU_RESERVATION')
     if reservation.startswith("projects/"):
         parts = reservation.split("/")  # projects/P/zones/Z/...: P may differ (shared reservations)
+        if len(zones) > 1:
+            fail("TPU_RESERVATION", f"is a reservation in zone {parts[3]}, but ZONE lists {', '.join(zones)} and "
+                 "every zone's reservation candidate would name it", "write the reservation's name alone (each "
+                 "candidate zone's reservation of that name is used) or keep one zone")
         if parts[3] != v["zone"]:
             fail("TPU_RESERVATION", f"is in zone {parts[3]} but ZONE is {v['zone']}",
                  "use a reservation in the TPU's zone")
@@ -225,12 +255,28 @@ def resolve_provisioning(v: dict[str, Any], topo: Topology, fail: Fail, lines: d
         if arch == "node":
             fail("TPU_QUEUED", "queued resources create TPU VMs, not TPU Nodes",
                  'remove TPU_QUEUED, or migrate to TPU VM with `tpubuild migrate`')
-        if mode == "preemptible":
+        if "preemptible" in modes:
             fail("TPU_QUEUED", "a queued resource is on-demand, spot or reservation, not preemptible",
                  'set TPU_PROVISIONING="spot" (or remove TPU_QUEUED)')
     elif v["queued_valid_for"]:
         fail("TPU_QUEUED_VALID_FOR", "is set but TPU_QUEUED is false, so nothing waits in a queue",
              'set TPU_QUEUED="true" or remove TPU_QUEUED_VALID_FOR')
+
+
+def _not_offered(mode: str, n: int, modes: tuple[str, ...], mode_key: str, topo: Topology, gen: Any, arch: str,
+                 fail: Fail) -> None:
+    """Refuse a mode the generation is not offered in on ``arch`` (the ``n``-th of ``modes``)."""
+    offered = ", ".join(gen.provisioning_on(arch))
+    elsewhere = [p for p in records.PATHS if p != arch and gen.offers(p) and mode in gen.provisioning_on(p)]
+    if len(modes) > 1:
+        fix = f"remove {mode} from TPU_PROVISIONING" + (
+            f', or set TPU_ARCH="{elsewhere[0]}", which offers {mode}' if elsewhere else "")
+        fail("TPU_PROVISIONING", f"the candidate mode {mode} (mode {n} of {len(modes)}) is not offered for "
+             f'{topo.generation} TPUs ({topo.accelerator_type}) on TPU_ARCH="{arch}"; it offers {offered}', fix)
+    fix = 'use TPU_PROVISIONING="spot" (the successor of preemptible)' if mode == "preemptible" \
+        else f"use one of {offered}" + (f', or TPU_ARCH="{elsewhere[0]}", which offers {mode}' if elsewhere else "")
+    fail(mode_key, f"{mode} is not offered for {topo.generation} TPUs ({topo.accelerator_type}) on "
+         f'TPU_ARCH="{arch}"; it offers {offered}', fix)
 
 
 def describe(provisioning: str, queued: bool, valid_for: str, reservation: str, *, max_run_hours: int = 0,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from builder.config.candidates import Candidate
 from builder.records import field, record
 from builder.topology import MigShape, Topology, mig_shape
 
@@ -71,6 +72,9 @@ class Settings:
     replace: str = "break-before-make"  # TPU_REPLACE, resolved (builder/config/replace.py)
     recovery_mode: str = ""  # TPU_RECOVERY as written; see recovery
     recovery_max_tries: int = 3
+    #: ZONE × TPU_PROVISIONING, zone by zone, mode by mode (builder/config/candidates.py); ``zone``,
+    #: ``region`` and ``provisioning`` are the first one's
+    candidates: tuple[Candidate, ...] = ()
 
     # ---- derived names: computed here once so every stage agrees ----
     @property

@@ -101,10 +101,26 @@ def infer_arch(declared: str, runtime: str, fail: Fail, *, runtime_key: str = "T
 
 
 def _region(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
-    zone_region = v["zone"].rsplit("-", 1)[0]
+    """REGION follows the zone: empty, each candidate zone's own region; set, it must hold every
+    zone of ZONE (a list spanning regions leaves it empty)."""
+    zones = v.get("zones") or (v["zone"],)
+    regions = list(dict.fromkeys(z.rsplit("-", 1)[0] for z in zones))
+    if v["region"] and len(regions) > 1:
+        fail("REGION", f"is {v['region']!r}, but ZONE's candidates span regions {', '.join(regions)}",
+             "leave REGION empty (each candidate's region is its zone's) or list zones of one region")
+    zone_region = regions[0]
     if v["region"] and v["region"] != zone_region:
         fail("REGION", f"{v['region']!r} does not contain zone {v['zone']!r}",
              f'set REGION="{zone_region}" or leave it empty')
+
+
+def _zone_list(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
+    """A TPU Node environment has one zone: candidate lists are a TPU VM feature."""
+    zones = v.get("zones") or ()
+    if len(zones) > 1 and v["arch"] == "node":
+        fail("ZONE", f"lists {len(zones)} zones ({', '.join(zones)}), but a TPU Node environment has one: "
+             "candidate lists are a TPU VM feature (vm, mig)",
+             f'keep one zone, e.g. ZONE="{zones[0]}", or migrate to TPU VM with `tpubuild migrate`')
 
 
 def _filestore_minimum(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
@@ -184,7 +200,7 @@ Rule = Callable[[dict[str, Any], Fail, dict[str, int]], None]
 #: The rules between keys, each independent of the others: the loader runs each on its own, so
 #: one failing rule never hides another (and a rule that reads a value that did not parse is
 #: skipped: that value's own error is the root cause). A rule reads the slice as v["topology"].
-CROSS_RULES: tuple[Rule, ...] = (_region, _filestore_minimum, _share_name, _scheduling_flags, _node_options,
+CROSS_RULES: tuple[Rule, ...] = (_region, _zone_list, _filestore_minimum, _share_name, _scheduling_flags, _node_options,
                                  _external_ips, _restore, _dataset_disk, _node_ttl)
 
 

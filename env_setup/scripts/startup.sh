@@ -13,7 +13,9 @@
 #
 # Steps (each logged with a UTC timestamp to the serial console):
 #   1. read the metadata;  2. install the NFS client if mount.nfs is missing;
-#   3. mount Filestore at ${MOUNT_POINT}/nfs_share (one fstab line, retried with backoff);
+#   3. mount Filestore at ${MOUNT_POINT}/nfs_share (one fstab line, retried with backoff); a host
+#      whose metadata has no export (the slice is asked for before Filestore) waits for the export
+#      the build writes to ${workspace}/mounts/filestore (filestore-publish) and reads it there;
 #   4. mount the shared PD read-only at ${MOUNT_POINT}/shared_pd when it is attached (waiting for
 #      its device: on vm the pipeline attaches it after the host is made, once it is seeded);
 #   5. elect the leader (vm: worker 0; node: the lexically first instance of the MIG; mig: wait
@@ -47,7 +49,10 @@
 #   TPUBUILD_PD_WAIT_S      how long to wait for an attached shared PD's device, seconds (default
 #                           16200: on vm the pipeline's tpu-attach step attaches the disk once
 #                           shared_pd-seed has written it, up to its 4 h, so a host may come first)
-#   TPUBUILD_PD_POLL_S      seconds between two looks for that device (default 30)
+#   TPUBUILD_PD_POLL_S      seconds between two looks for that device, or for the NFS export (default 30)
+#   TPUBUILD_NFS_WAIT_S     how long to wait for the NFS export in the workspace when the metadata
+#                           has none, seconds (default 5400: the build writes it once Filestore is
+#                           made, minutes after the slice was asked for)
 #   TPUBUILD_TCP_TIMEOUT_S  timeout of one TCP connect to a TPU endpoint (default 5)
 #   TPUBUILD_CONF_ROOT      prefix put before /etc/rsyslog.d, /etc/google-cloud-ops-agent and
 #                           /var/log of the training-log shipping (tests only; default empty)
@@ -70,6 +75,7 @@ TCP_TIMEOUT_S="${TPUBUILD_TCP_TIMEOUT_S:-5}"
 PEER_ATTEMPTS="${TPUBUILD_PEER_ATTEMPTS:-60}"
 PD_WAIT_S="${TPUBUILD_PD_WAIT_S:-16200}"
 PD_POLL_S="${TPUBUILD_PD_POLL_S:-30}"
+NFS_WAIT_S="${TPUBUILD_NFS_WAIT_S:-5400}"
 CONF_ROOT="${TPUBUILD_CONF_ROOT:-}"
 OPS_AGENT_SCRIPT_URL="${TPUBUILD_OPS_AGENT_SCRIPT_URL:-https://dl.google.com/cloudagents/add-google-cloud-ops-agent-repo.sh}"
 if [[ -n "${TPUBUILD_LOG:-}" ]]; then
@@ -317,6 +323,31 @@ mount_nfs() {
 }
 
 dev_present() { [[ -e "$1" ]]; }
+
+# read_export URI: sets NFS_IP and NFS_SHARE from the export the build wrote (lines nfs_ip=...,
+# nfs_share=...); status 1 while it is not there (or not whole).
+read_export() {
+  local text
+  text="$(gcloud storage cat "$1" 2>/dev/null)" || return 1
+  NFS_IP="$(sed -n 's/^nfs_ip=//p' <<<"$text")"
+  NFS_SHARE="$(sed -n 's/^nfs_share=//p' <<<"$text")"
+  [[ -n "$NFS_IP" && -n "$NFS_SHARE" ]]
+}
+
+# wait_for_export URI: the slice is asked for before Filestore exists, so its hosts' metadata has
+# no NFS export; filestore-publish writes it to the workspace once Filestore is made. Waits up to
+# NFS_WAIT_S, saying so in the log (the first look and every tenth after).
+wait_for_export() {
+  local uri="$1" start="$SECONDS" looks=0
+  until read_export "$uri"; do
+    ((SECONDS - start < NFS_WAIT_S)) || return 1
+    if ((looks % 10 == 0)); then
+      log "waiting for the Filestore export at ${uri}: the build writes it once Filestore is made (filestore-publish; $((SECONDS - start))s so far, at most ${NFS_WAIT_S}s)"
+    fi
+    looks=$((looks + 1))
+    sleep "$PD_POLL_S"
+  done
+}
 
 # wait_for_disk DEV: the shared PD's device can come after the host: on vm the pipeline attaches
 # the disk (tpu-attach) only once shared_pd-seed has written the dataset, so the host waits, up to
@@ -613,8 +644,6 @@ main() {
   need tpubuild-arch "$ARCH"
   need tpubuild-env "$ENV_NAME"
   need tpubuild-mount-point "$mount_point"
-  need tpubuild-nfs-ip "$nfs_ip"
-  need tpubuild-nfs-share "$nfs_share"
   need tpubuild-tpu-name "$TPU_NAME"
   need tpubuild-workspace "$WORKSPACE"
   [[ "$ARCH" == node || "$ARCH" == vm || "$ARCH" == mig ]] ||
@@ -636,9 +665,21 @@ main() {
   fi
   [[ "$mount_point" =~ ^/[A-Za-z0-9._/-]*$ ]] ||
     die "metadata tpubuild-mount-point '${mount_point}' must be an absolute path of letters, digits, '.', '_', '-', '/'"
-  [[ "$nfs_ip" =~ ^[0-9.]+$ ]] || die "metadata tpubuild-nfs-ip '${nfs_ip}' is not an IPv4 address"
-  [[ "$nfs_share" =~ ^[A-Za-z0-9_]+$ ]] || die "metadata tpubuild-nfs-share '${nfs_share}' is not a Filestore share name"
   [[ "$WORKSPACE" == gs://* ]] || die "metadata tpubuild-workspace '${WORKSPACE}' is not a gs:// URI"
+  local nfs_from="metadata tpubuild-nfs-ip"
+  if [[ -z "$nfs_ip" && -z "$nfs_share" ]]; then
+    # a slice asked for before Filestore (docs/pipeline.md, "The slice first")
+    nfs_from="${WORKSPACE%/}/mounts/filestore"
+    wait_for_export "$nfs_from" ||
+      die "no NFS export at ${nfs_from} ${NFS_WAIT_S}s after boot; the build log says whether filestore-apply or filestore-publish failed"
+    nfs_ip="$NFS_IP"
+    nfs_share="$NFS_SHARE"
+    log "NFS export ${nfs_ip}:/${nfs_share} read from ${nfs_from}"
+  fi
+  need tpubuild-nfs-ip "$nfs_ip"
+  need tpubuild-nfs-share "$nfs_share"
+  [[ "$nfs_ip" =~ ^[0-9.]+$ ]] || die "${nfs_from} '${nfs_ip}' is not an IPv4 address"
+  [[ "$nfs_share" =~ ^[A-Za-z0-9_]+$ ]] || die "the NFS share '${nfs_share}' (${nfs_from}) is not a Filestore share name"
   [[ "$pd_device" =~ ^[A-Za-z0-9_-]*$ ]] || die "metadata tpubuild-shared-pd-device '${pd_device}' is not a device name"
   MP_DIR="${MOUNT_ROOT}${mount_point%/}"
   NFS_DIR="${MP_DIR}/nfs_share"

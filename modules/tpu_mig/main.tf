@@ -30,7 +30,9 @@ data "terraform_remote_state" "tpu" {
 }
 
 # filestore's and shared_pd's state: data.terraform_remote_state.* in remote_state_mounts.tf
-# (linked from modules/_shared).
+# (linked from modules/_shared; read when they are there: the slice is asked for beside them, and
+# its hosts get the NFS export and the disk later: local.nfs, the mig-attach step; a calendar
+# slice's template carries the disk, and its apply waits for shared_pd: builder/plan.py).
 
 # This module's own state, as the last apply left it (an empty state before the first: the GCS
 # backend writes one at init): the slots it holds (`slices`, below) and, in a state written
@@ -77,8 +79,8 @@ locals {
     "tpubuild-arch"                  = "mig"
     "tpubuild-env"                   = var.env_name
     "tpubuild-mount-point"           = var.mount_point
-    "tpubuild-nfs-ip"                = data.terraform_remote_state.filestore.outputs.nfs_ip
-    "tpubuild-nfs-share"             = data.terraform_remote_state.filestore.outputs.share_name
+    "tpubuild-nfs-ip"                = local.nfs.ip
+    "tpubuild-nfs-share"             = local.nfs.share
     "tpubuild-shared-pd-device"      = var.shared_pd_attach ? local.pd_device : ""
     "tpubuild-tpu-name"              = local.slice_name
     "tpubuild-tpu-endpoints"         = ""
@@ -159,6 +161,19 @@ locals {
   # (release = true: the mig-release step, after the training moved; never the first apply)
   releasing = var.release && contains(keys(local.previous), local.target)
   kept      = { for slot, spec in local.previous : slot => spec if slot != local.target && !local.releasing }
+
+  # The NFS export in the hosts' metadata, as modules/tpu_vm's: a slot the state holds keeps ""
+  # (made before Filestore: its hosts read the export from the workspace at every boot, which
+  # filestore-publish writes), so nothing of a running slice changes (a new template would
+  # recreate every VM); an export follows Filestore's state as before; a slice not in the state
+  # (a slot of a state written before the slots included) takes Filestore's export when its state
+  # holds one, else "".
+  stored_nfs = { for key in ["tpubuild-nfs-ip", "tpubuild-nfs-share"] : key => try(local.previous[local.target].metadata[key], null) }
+  state_nfs  = { "tpubuild-nfs-ip" = data.terraform_remote_state.filestore.outputs.nfs_ip, "tpubuild-nfs-share" = data.terraform_remote_state.filestore.outputs.share_name }
+  nfs_meta = { for key, stored in local.stored_nfs : key => (
+    local.stored_nfs["tpubuild-nfs-ip"] == "" ? "" : (local.state_nfs[key] != "" ? local.state_nfs[key] : (stored == null ? "" : stored))
+  ) }
+  nfs = { ip = local.nfs_meta["tpubuild-nfs-ip"], share = local.nfs_meta["tpubuild-nfs-share"] }
 
   # Whether the target's template carries the shared PD. Not when the pipeline's mig-attach step
   # attaches it (var.shared_pd_attached_later): the VMs are made beside shared_pd-seed and get the
@@ -368,6 +383,10 @@ resource "google_compute_instance_template" "slice" {
 
   lifecycle {
     create_before_destroy = true
+    precondition {
+      condition     = !local.pd_in_template || each.value.pd_source != "" || each.key != local.target
+      error_message = "The slice's instance template carries the shared PD, but modules/shared_pd's state holds no disk: apply shared_pd first (the pipeline's mig-apply waits for it in calendar mode)."
+    }
   }
 }
 

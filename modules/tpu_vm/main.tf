@@ -9,7 +9,8 @@ provider "google-beta" {
 }
 
 # filestore's and shared_pd's state: data.terraform_remote_state.* in remote_state_mounts.tf
-# (linked from modules/_shared; they run before this module in the vm architecture).
+# (linked from modules/_shared; read when they are there: the slice is asked for first, beside
+# them, and its hosts get the NFS export and the disk later: local.nfs, the tpu-attach step).
 
 locals {
   # the scheduled builds' calls (modules/_shared/outputs_scheduled.tf tells their jobs)
@@ -30,8 +31,8 @@ locals {
     "tpubuild-arch"             = "vm"
     "tpubuild-env"              = var.env_name
     "tpubuild-mount-point"      = var.mount_point
-    "tpubuild-nfs-ip"           = data.terraform_remote_state.filestore.outputs.nfs_ip
-    "tpubuild-nfs-share"        = data.terraform_remote_state.filestore.outputs.share_name
+    "tpubuild-nfs-ip"           = local.nfs.ip
+    "tpubuild-nfs-share"        = local.nfs.share
     "tpubuild-shared-pd-device" = var.shared_pd_attach ? local.pd_device : ""
     "tpubuild-tpu-name"         = local.slice_name
     "tpubuild-tpu-endpoints"    = ""
@@ -124,6 +125,17 @@ locals {
   kept = var.release && contains(keys(local.previous), local.target) ? {} : {
     for slot, spec in local.previous : slot => spec if slot != local.target
   }
+  # The NFS export in the hosts' metadata. A slot the state holds keeps what it was made with: ""
+  # (made before Filestore, as a create asks for the slice first: its hosts read the export from
+  # the workspace at every boot, which filestore-publish writes) stays "", so nothing of a running
+  # slice changes when Filestore comes; an export follows Filestore's state as before. A slice
+  # that is not in the state takes Filestore's export when its state holds one, else "".
+  stored_nfs = { for key in ["tpubuild-nfs-ip", "tpubuild-nfs-share"] : key => try(local.previous[local.target].metadata[key], null) }
+  state_nfs  = { "tpubuild-nfs-ip" = data.terraform_remote_state.filestore.outputs.nfs_ip, "tpubuild-nfs-share" = data.terraform_remote_state.filestore.outputs.share_name }
+  nfs_meta = { for key, stored in local.stored_nfs : key => (
+    local.stored_nfs["tpubuild-nfs-ip"] == "" ? "" : (local.state_nfs[key] != "" ? local.state_nfs[key] : (stored == null ? "" : stored))
+  ) }
+  nfs = { ip = local.nfs_meta["tpubuild-nfs-ip"], share = local.nfs_meta["tpubuild-nfs-share"] }
   # the slice values.env asks for, in its slot
   slot = {
     name     = local.slice_name
@@ -180,9 +192,11 @@ resource "google_tpu_v2_vm" "this" {
     # written it (the TPU is created beside the seed, not after it), so Terraform leaves the
     # attachment alone; a TPU VM applied when Terraform attached it keeps it, with no diff.
     ignore_changes = [data_disks]
+    # the dataset disk, when its state is there (it is made beside or, failing over, after the
+    # slice): a zonal disk attaches only to hosts of its own zone (tpu-attach)
     precondition {
-      condition     = !var.shared_pd_attach || try(data.terraform_remote_state.shared_pd[0].outputs.id, "") != ""
-      error_message = "shared_pd_attach is true but modules/shared_pd's state holds no disk: apply shared_pd first (tpu-attach attaches it to the hosts)."
+      condition     = !var.shared_pd_attach || !strcontains(try(data.terraform_remote_state.shared_pd[0].outputs.self_link, ""), "/zones/") || strcontains(try(data.terraform_remote_state.shared_pd[0].outputs.self_link, ""), "/zones/${var.zone}/")
+      error_message = "The dataset disk (modules/shared_pd's state) is in another zone than the slice, and a zonal disk attaches only to hosts of its zone: apply shared_pd in the slice's zone first (docs/capacity.md, \"What moving zones costs\")."
     }
     precondition {
       condition     = length([for flag in [var.preemptible, var.spot, var.reserved] : flag if flag]) <= 1

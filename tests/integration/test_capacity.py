@@ -323,7 +323,8 @@ def test_calendar_reads_its_requests_standing(quotas, cli, state, refused):
         quotas.compute[_path(held, "futureReservations")] = {"name": held.name, "status": {"procurementStatus": state}}
     code, out, err = cli("--values", MIG_CALENDAR, "check-capacity")
     assert code == (1 if refused else 0), err
-    assert quotas.requests == [_path(held, "futureReservations")]
+    advice = f"/compute/v1/projects/{held.project}/regions/us-east5/advice/calendarMode"  # only before it is submitted
+    assert quotas.requests == [_path(held, "futureReservations"), *([advice] if state is None else [])]
     if refused:
         (line,) = err.strip().splitlines()
         assert f"calendar-mode request {held.name} is {state}" in line and "TPU_CALENDAR_START" in line

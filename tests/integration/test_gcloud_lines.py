@@ -62,6 +62,8 @@ def record(script: str, tmp: Path, env: dict[str, str] | None = None,
         # ... and mig-apply on mig (mig-resize, mig-attach and mig-swap read the new group's name)
         (ws / "plans" / "mig.slices.json").write_text('{"a": {"name": "tpu-old"}, "b": {"name": "tpu-old-b"}}')
         (ws / "plans" / "mig.name").write_text("tpu-old-b")
+        # ... and filestore-apply (filestore-publish copies the NFS export to the workspace)
+        (ws / "plans" / "filestore.export").write_text("nfs_ip=10.20.0.2\nnfs_share=tpushare\n")
         # ... and <module>-prepare and -swap: the model trains on the old slice (<module>-checkpoint
         # records the move before it stops it)
         for module in ("tpu", "mig"):
@@ -97,6 +99,8 @@ VARIANTS = [
     ("node", {"SHARED_PD_RESTORE": "latest"}), ("vm", {"SHARED_PD_RESTORE": "snap-1"}),
     ("node", {"SHARED_FS_TIER": "HIGH_SCALE_SSD", "SHARED_FS_CAPACITY": "10240"}),
     ("vm", {"SHARED_FS_TIER": "REGIONAL", "SHARED_FS_CAPACITY": "1024"}),
+    # candidates: the failover loop (docs/capacity.md); later steps read the granted zone
+    ("vm", {"TPU_PROVISIONING": "spot,on-demand"}),
 ]
 
 

@@ -94,6 +94,7 @@ def _reference(pipeline: Pipeline, root: Path) -> Reference:
     return _REFERENCES[pipeline.name]
 
 
+@pytest.mark.slow  # the file's uninterrupted runs: it starts early (tests/README.md)
 def test_references_end_where_the_pipeline_says(root: Path) -> None:
     """The uninterrupted runs: create makes one slice and the data holders, attached and seeded;
     update moves the training to the bigger slice and leaves it alone; destroy keeps copies."""
@@ -191,10 +192,11 @@ def test_status_shows_both_slices_and_their_cost_while_the_overlap_waits(pipelin
         report = {"terraform": {"lock": {"build_id": "build-001", "action": "update", "state": "stale",
                                          "outcome": "CANCELLED", "failed_step": stop.step,
                                          "scope": {"tpu": pipeline.tpu, "mig": pipeline.mig}}},
-                  # as status reads them: the asked slice first; on mig the other group's type is unknown
-                  "tpu": {"name": asked, "slices": [
-                      {"name": n, "accelerator_type": live[n] if n == asked or settings.arch == "vm" else ""}
-                      for n in sorted(live, key=lambda n: n != asked)]}}
+                  # as status reads them: the asked slice first; on mig a group's type is not read, but
+                  # its workload policy names the topology
+                  "tpu": {"name": asked, "policy": f"{asked}-{settings.mig_shape.topology}" if settings.arch == "mig"
+                          else "", "slices": [{"name": n, "accelerator_type": live[n] if settings.arch == "vm" else ""}
+                                              for n in sorted(live, key=lambda n: n != asked)]}}
         lines = interrupted.lines(interrupted.read(settings, report))
         flags = " --tpu" if pipeline.tpu else " --mig" if pipeline.mig else ""  # auto: a plain update
         assert f"finish the job: tpubuild submit --action update{flags} --wait" in lines[0], lines

@@ -168,6 +168,34 @@ def test_attached_pd_without_device_is_a_failure(tmp_path, md, tpu):
     assert "FATAL: shared PD device" in box.console() and "google-shared-pd" in box.console()
 
 
+def test_a_host_made_before_filestore_reads_the_export_from_the_workspace(tmp_path, md):
+    """The slice is asked for before Filestore (docs/pipeline.md, "The slice first"): its metadata
+    has no NFS export, so the host reads the one filestore-publish wrote to the workspace, at the
+    path the pipeline writes (builder.step_kinds.NFS_EXPORT_OBJECT), and mounts it."""
+    from builder.step_kinds import NFS_EXPORT_OBJECT
+
+    box = vm_box(tmp_path, md)
+    md.attrs(tpubuild_nfs_ip="", tpubuild_nfs_share="")
+    box.gcs(f"{WORKSPACE}/{NFS_EXPORT_OBJECT}", "nfs_ip=10.20.0.9\nnfs_share=laterShare\n")
+    ok(box)
+    assert any(c.startswith("mount -t nfs") and "10.20.0.9:/laterShare" in c for c in box.calls())
+    assert f"NFS export 10.20.0.9:/laterShare read from {WORKSPACE}/{NFS_EXPORT_OBJECT}" in box.console()
+
+
+def test_a_host_whose_export_never_comes_waits_says_so_and_fails(tmp_path, md):
+    from builder.step_kinds import NFS_EXPORT_OBJECT
+
+    box = vm_box(tmp_path, md)
+    md.attrs(tpubuild_nfs_ip="", tpubuild_nfs_share="")
+    result = box.run(STARTUP)
+    assert result.returncode == 1
+    console = box.console()
+    assert f"waiting for the Filestore export at {WORKSPACE}/{NFS_EXPORT_OBJECT}" in console
+    assert f"FATAL: no NFS export at {WORKSPACE}/{NFS_EXPORT_OBJECT} 1s after boot" in console
+    assert not [c for c in box.calls() if c.startswith("mount -t nfs")]
+    assert not (box.run_dir / "ready").exists()
+
+
 def test_missing_metadata_key_is_named(tmp_path, md, tpu):
     box = node_box(tmp_path, md, endpoint(tpu))
     del md.values["instance/attributes/tpubuild-nfs-ip"]

@@ -218,6 +218,10 @@ case "$1 $2" in
     [[ -f "$STUB_STATE/members_fail" ]] && { echo "ERROR: (gcloud) permission denied" >&2; exit 1; }
     cat "$STUB_STATE/members"; exit 0 ;;
   "storage cp") exec "$(dirname "$0")/gcs-cp" "$@" ;;
+  "storage cat")
+    f="$STUB_STATE/gcs/${3#gs://}"
+    [[ -f "$f" ]] || { echo "ERROR: (gcloud.storage.cat) The following URLs matched no objects or files: $3" >&2; exit 1; }
+    cat "$f"; exit 0 ;;
 esac
 echo "gcloud stub: unexpected call: $*" >&2
 exit 64
@@ -286,6 +290,7 @@ class Sandbox:
             "TPUBUILD_ATTEMPTS": "2",
             "TPUBUILD_PD_WAIT_S": "1",
             "TPUBUILD_PD_POLL_S": "0.05",
+            "TPUBUILD_NFS_WAIT_S": "1",
             "TPUBUILD_TCP_TIMEOUT_S": "2",
             "TPUBUILD_CONF_ROOT": str(self.root),
             "TPUBUILD_OPS_AGENT_SCRIPT_URL": (self.state / "add-ops-agent-repo.sh").as_uri(),

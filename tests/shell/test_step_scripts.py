@@ -71,6 +71,8 @@ def _variants() -> list[tuple[str, str, dict[str, str]]]:
         ("vm", "restore-named", {"SHARED_PD_RESTORE": "snap-1"}),
         ("node", "high-scale", {"SHARED_FS_TIER": "HIGH_SCALE_SSD", "SHARED_FS_CAPACITY": "10240"}),
         ("vm", "regional", {"SHARED_FS_TIER": "REGIONAL", "SHARED_FS_CAPACITY": "1024"}),
+        # candidates: tpu-apply is the failover loop (docs/capacity.md)
+        ("vm", "failover", {"TPU_PROVISIONING": "spot,on-demand"}),
     ]
 
 
@@ -113,6 +115,9 @@ class Sandbox:
         (self.ws / "plans").mkdir()
         for module in {"tpu", "filestore", "shared_pd", "mig", "dashboard"}:
             (self.ws / "tfvars" / f"{module}.tfvars.json").write_text("{}\n")
+            for i in (0, 1):  # a failover's variables per candidate (builder.tfvars.by_candidate)
+                (self.ws / "tfvars" / "candidates" / str(i)).mkdir(parents=True, exist_ok=True)
+                (self.ws / "tfvars" / "candidates" / str(i) / f"{module}.tfvars.json").write_text("{}\n")
             (self.ws / "plans" / f"{module}.tfplan").write_text("saved plan\n")
         for d in ("modules/tpu_node", "modules/tpu_vm", "modules/filestore", "modules/shared_pd", "modules/mig",
                   "modules/tpu_mig", "modules/tpu_mig_access", "modules/dashboard",
@@ -122,6 +127,8 @@ class Sandbox:
         # what tpu-apply leaves tpu-swap (make-before-break): one slice, nothing to swap
         (self.ws / "plans" / "tpu.slices.json").write_text('{"a": {"name": "tpu-x"}}\n')
         (self.ws / "plans" / "tpu.name").write_text("tpu-x")
+        # filestore-apply leaves the NFS export for filestore-publish
+        (self.ws / "plans" / "filestore.export").write_text("nfs_ip=10.20.0.2\nnfs_share=tpushare\n")
         (self.ws / "env_setup" / "seeder" / "run_seeder.sh").write_text(SEEDER)
         # what tpu-swap and tpu-prepare leave tpu-checkpoint and tpu-resume (make-before-break with a
         # MODEL): an old slice where the model trains (each probe sees a newer checkpoint), and
@@ -250,8 +257,11 @@ def test_terraform_steps_run_in_the_module_dir(sandbox: Sandbox):
         settings = load_text(env.read_text(), env)
         script = next(s for s in SCRIPTS if s.step_id == "tpu-plan" and s.arch == arch)
         # the stub records where it ran
-        probe = Script(script.step_id, script.shell, script.text.replace(
-            "terraform init", 'pwd > "$STUB_DIR/cwd"; terraform init', 1), script.env, arch)
+        # the module's own init is the last (on vm the slice's plan first makes sure the storage's
+        # states exist, each with a backend-only init in a folder of its own)
+        head, _, tail = script.text.rpartition("terraform init")
+        probe = Script(script.step_id, script.shell, head + 'pwd > "$STUB_DIR/cwd"; terraform init' + tail,
+                       script.env, arch)
         proc, _, stub_dir = sandbox.run(probe)
         assert proc.returncode == 0
         assert (stub_dir / "cwd").read_text().strip() == str(sandbox.ws / module_dir(settings, "tpu"))

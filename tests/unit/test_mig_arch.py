@@ -149,8 +149,11 @@ def test_flags_mean_access_and_slice() -> None:
     both = make_plan(s, "update", tpu=True, mig=True)
     assert both.modules == ("tpu", "mig") and both.get("mig").after == ("tpu",)
     create = make_plan(s, "create")
-    # the example attaches its Hyperdisk ML dataset disk: the slice waits for it (and its seed)
-    assert s.shared_pd_attach and create.get("mig").after == ("filestore", "shared_pd", "tpu")
+    # the slice first: it waits only for its access (the account its VMs run as); its attach step
+    # waits for the disk (and its seed)
+    assert s.shared_pd_attach and create.get("mig").after == ("tpu",)
+    waits = {st.id: st.after for st in create.steps}
+    assert waits["mig-attach"] == ("mig-resize", "shared_pd-apply", "shared_pd-seed")
     assert make_plan(s, "destroy").modules[:2] == ("mig", "tpu")
     assert make_plan(s, "destroy", tpu=True, mig=True).modules == ("mig", "tpu")
     with pytest.raises(BadInput, match="cut off the running TPU VMs"):
@@ -177,8 +180,10 @@ def test_slice_steps_run_guard_drain_apply_resize(flags: dict[str, bool], make_e
     # an update that applies the dataset disk too seeds it: the slice is applied and resized beside
     # the seed, and mig-attach gives every VM the disk after both
     seeded = ["shared_pd-seed"] if "shared_pd-seed" in ids else []
-    assert wait["mig-drain"] == ["mig-guard"] and wait["mig-apply"] == ["mig-drain"]
-    assert wait["mig-resize"] == ["mig-apply"] and wait["mig-attach"] == ["mig-resize", *seeded]
+    # the capacity check runs beside the guard; the drain and the apply wait for it
+    disk = ["shared_pd-apply"] if "shared_pd-apply" in ids else []
+    assert wait["mig-drain"] == ["mig-guard", "check-capacity"] and wait["mig-apply"] == ["mig-drain", "check-capacity"]
+    assert wait["mig-resize"] == ["mig-apply"] and wait["mig-attach"] == ["mig-resize", *disk, *seeded]
     assert "mig-attach" in wait["finalize"] and ids.index("mig-resize") < ids.index("mig-attach")
     # nothing of the drain/resize touches Filestore or the disk
     for sid in ("mig-drain", "mig-resize"):

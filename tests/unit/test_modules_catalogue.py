@@ -35,9 +35,26 @@ def remote_states(tfdir: str, *, own: str = "") -> set[str]:
 def test_create_order_is_the_remote_state_reads(spec: M.ModuleSpec) -> None:
     assert (REPO / spec.tfdir).is_dir()
     reads = remote_states(spec.tfdir, own=spec.name)
-    assert set(spec.after) == reads, f"{spec.tfdir} reads {sorted(reads)} but the catalogue says after={spec.after}"
+    assert set(spec.after) | set(spec.reads_applied) == reads, \
+        f"{spec.tfdir} reads {sorted(reads)} but the catalogue says after={spec.after}, reads_applied={spec.reads_applied}"
+    assert not set(spec.after) & set(spec.reads_applied), spec
     for arch in spec.archs:
         assert set(spec.after) <= set(M.modules(arch)), (spec, arch)
+
+
+@pytest.mark.parametrize("spec", [s for s in M.CATALOGUE if s.reads_applied], ids=lambda s: f"{s.name}@{s.tfdir}")
+def test_a_state_read_without_waiting_has_defaults_and_goes_first_on_destroy(spec: M.ModuleSpec) -> None:
+    """The slice is asked for beside the modules it reads only when they are there
+    (``reads_applied``): each such read gives defaults, so an empty state (a create) plans, and
+    the slice is still destroyed before them (its hosts hold the share and the disk)."""
+    for tf in sorted((REPO / spec.tfdir).glob("*.tf")):
+        for name, body in _REMOTE.findall(tf.read_text()):
+            if name in spec.reads_applied:
+                assert re.search(r"^\s*defaults\s*=", body, re.M), f"{tf}: {name} is read without waiting but has no defaults"
+    assert set(spec.reads_applied) <= set(spec.destroy_before), spec
+    for arch in spec.archs:
+        order = M.destroy_order(arch)
+        assert all(order.index(spec.name) < order.index(d) for d in spec.reads_applied if d in order), (arch, order)
 
 
 @pytest.mark.parametrize("spec", M.CATALOGUE, ids=lambda s: f"{s.name}@{s.tfdir}")

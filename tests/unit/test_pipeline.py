@@ -15,6 +15,7 @@ from builder.config import load
 from builder.errors import BadInput, ConfigError
 from builder.pipeline import IMAGES, LOCK_TIMEOUT, SHELLS, check_duration, image, render
 from builder.yamlout import to_json, to_yaml
+from builder.module_parts import fails_over
 from builder.plan import make_plan, module_dir
 from builder.modules import accelerator_module, hosts_module
 from tests.conftest import EXAMPLES, REPO
@@ -104,8 +105,14 @@ def check_config(config: dict[str, Any], settings, plan, *, allow_data_loss: boo
         assert f'-out="$W/plans/{m}.tfplan"' in tfplan and f"-lock-timeout={LOCK_TIMEOUT}" in tfplan
         assert ("-destroy" in tfplan.split()) == (o.op == "destroy")
         assert f'terraform show -json "$W/plans/{m}.tfplan" > "$W/plans/{m}.json.part"' in ps
-        apply = next(line for line in as_.splitlines() if line.startswith("terraform apply"))
-        assert apply == f'terraform apply -input=false -lock-timeout={LOCK_TIMEOUT} "$plan"'
+        expected_apply = f'terraform apply -input=false -lock-timeout={LOCK_TIMEOUT} "$plan"'
+        if o.op == "apply" and m == accelerator_module(settings.arch) and fails_over(settings):
+            # the failover loop (builder/templates/_acquire.sh.j2) applies each candidate's plan, the
+            # guarded one first, keeping its output to tell a capacity refusal from another failure
+            assert f'  if {expected_apply} 2>&1 | tee "$log"; then' in as_.splitlines()
+        else:
+            apply = next(line for line in as_.splitlines() if line.startswith("terraform apply"))
+            assert apply == expected_apply
         assert f'plan="$W/plans/{m}.tfplan"' in as_
         guard = next(line for line in gs.splitlines() if line.startswith("tpubuild guard"))
         expected = f'tpubuild guard --plan-json "$W/plans/{m}.json" --module {m} --action {plan.action}'
@@ -199,7 +206,9 @@ def test_seed_follows_shared_pd_and_precedes_the_disk_users():
             assert ("shared_pd-seed" in ancestors(config, f"{user}-apply")) == (s.arch != "vm")
             script = step_script(seed)
             assert "bash env_setup/seeder/run_seeder.sh" in script
-            for key, value in (("PROJECT_ID", s.project_id), ("ZONE", s.zone), ("ENV_BUILD_NAME", s.env_name),
+            # the zone: the granted one when the acquisition wrote it, else the first candidate's
+            assert f"zone={s.zone}\n" in script and 'export ZONE="$zone"\n' in script
+            for key, value in (("PROJECT_ID", s.project_id), ("ENV_BUILD_NAME", s.env_name),
                                ("DISK_NAME", s.shared_pd_name), ("ALLOW_WIPE", "false"),
                                ("WORKSPACE_GCS", f"gs://{s.state_bucket}/workspace/{s.env_name}")):
                 assert f"export {key}={value}\n" in script
@@ -228,7 +237,7 @@ def test_the_tpu_is_planned_and_guarded_beside_the_seed(values):
     gives_disk = f"{hosts}-{'attach' if later else 'apply'}"
     assert held == ({gives_disk} if seeding else set())
     if seeding and s.arch == "mig":  # every VM is there (mig-resize) before the disk is given to them
-        assert steps["mig-attach"]["waitFor"] == ["mig-resize", "shared_pd-seed"]
+        assert steps["mig-attach"]["waitFor"] == ["mig-resize", "shared_pd-apply", "shared_pd-seed"]
     assert seeding == (s.shared_pd_attach and bool(s.gcs_dataset))
 
 

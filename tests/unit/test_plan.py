@@ -45,12 +45,12 @@ NODE_ROWS = [
     ("destroy", True, True, [("mig", "destroy", ()), ("tpu", "destroy", ("mig",))]),
 ]
 
-VM_ROWS = [
+VM_ROWS = [  # the slice first: the TPU VM is applied beside the share and the disk, destroyed before them
     ("create", False, False, [("filestore", "apply", ()), ("shared_pd", "apply", ()),
-                              ("tpu", "apply", ("filestore", "shared_pd")), ("dashboard", "apply", ())]),
+                              ("tpu", "apply", ()), ("dashboard", "apply", ())]),
     ("update", True, False, [("tpu", "apply", ())]),
     ("update", False, False, [("filestore", "apply", ()), ("shared_pd", "apply", ()),
-                              ("tpu", "apply", ("filestore", "shared_pd")), ("dashboard", "apply", ())]),
+                              ("tpu", "apply", ()), ("dashboard", "apply", ())]),
     ("destroy", False, False, [("tpu", "destroy", ()), ("filestore", "destroy", ("tpu",)),
                                ("shared_pd", "destroy", ("tpu",)), ("dashboard", "destroy", ())]),
     ("destroy", True, False, [("tpu", "destroy", ())]),
@@ -113,9 +113,12 @@ def test_only_keeps_create_order_node(node, only, expected):
     assert plan.only == frozenset(only)
 
 
-def test_only_on_vm_keeps_the_tpu_after_the_storage(vm):
+def test_only_on_vm_applies_the_tpu_beside_the_disk_and_attaches_it_after(vm):
     plan = make_plan(vm, "update", only=frozenset({"tpu", "shared_pd"}))
-    assert ops(plan) == [("shared_pd", "apply", ()), ("tpu", "apply", ("shared_pd",))]
+    assert ops(plan) == [("shared_pd", "apply", ()), ("tpu", "apply", ())]
+    waits = {st.id: st.after for st in plan.steps}
+    assert "shared_pd-apply" not in waits["tpu-plan"] + waits["tpu-apply"]
+    assert waits["tpu-attach"] == ("tpu-apply", "shared_pd-apply", "shared_pd-seed")
 
 
 def test_module_dir(node, vm):
@@ -157,7 +160,7 @@ def test_stages_group_parallel_work(node, vm):
         return [[o.module for o in st] for st in plan.stages()]
 
     assert names(make_plan(node, "create")) == [["filestore", "shared_pd", "tpu", "dashboard"], ["mig"]]
-    assert names(make_plan(vm, "create")) == [["filestore", "shared_pd", "dashboard"], ["tpu"]]
+    assert names(make_plan(vm, "create")) == [["filestore", "shared_pd", "tpu", "dashboard"]]
     assert names(make_plan(node, "destroy")) == [["mig", "dashboard"], ["tpu"], ["filestore", "shared_pd"]]
     assert names(make_plan(vm, "destroy")) == [["tpu", "dashboard"], ["filestore", "shared_pd"]]
     assert names(make_plan(node, "update", tpu=True, mig=True)) == [["tpu"], ["mig"]]
@@ -202,3 +205,19 @@ def test_cli_plan_json_matches_make_plan(cli, node):
     data = json.loads(out)
     assert [(o["module"], o["op"], tuple(o["after"])) for o in data["operations"]] == \
         ops(make_plan(node, "destroy", tpu=True, mig=True))
+
+
+def test_a_failover_asks_for_the_slice_first_and_makes_the_storage_after_it(vm, make_env):
+    """Several candidates (vm): the storage is made in the zone that grants the slice, so it waits
+    for the acquisition (tpu-apply), not for the slice's later steps; one candidate: beside it."""
+    s = load(make_env(VM_ENV, TPU_PROVISIONING="spot,on-demand"))
+    plan = make_plan(s, "create")
+    assert ops(plan) == [("tpu", "apply", ()), ("filestore", "apply", ("tpu",)), ("shared_pd", "apply", ("tpu",)),
+                         ("dashboard", "apply", ())]
+    waits = {st.id: st.after for st in plan.steps}
+    assert waits["filestore-plan"] == ("tpu-apply",) and waits["shared_pd-plan"] == ("tpu-apply",)
+    assert waits["tpu-attach"] == ("tpu-apply", "shared_pd-apply", "shared_pd-seed")
+    ids = [st.id for st in plan.steps]
+    assert all(ids.index(a) < ids.index(st.id) for st in plan.steps for a in st.after)
+    assert [o.module for o in make_plan(s, "destroy").operations][:1] == ["tpu"]
+    assert ops(make_plan(vm, "create"))[2] == ("tpu", "apply", ())

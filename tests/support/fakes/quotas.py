@@ -59,6 +59,9 @@ class FakeQuotas(LocalHttpServer):
     def __init__(self) -> None:
         self.infos: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.compute: dict[str, dict[str, Any]] = {}
+        #: path → the answer of a POST there (calendar-mode advice); ``posted``: each POST's path and body
+        self.advice: dict[str, dict[str, Any]] = {}
+        self.posted: list[tuple[str, Any]] = []
         self.denied: set[str] = set()
         self.requests: list[str] = []
         fake = self
@@ -75,6 +78,19 @@ class FakeQuotas(LocalHttpServer):
                                                            "status": "PERMISSION_DENIED"}})
                 m = _INFO.fullmatch(path)
                 found = fake.infos.get(m.groups()) if m else fake.compute.get(path)
+                if found is None:
+                    return send_json(self, 404, {"error": {"code": 404, "message": f"{path} not found",
+                                                           "status": "NOT_FOUND"}})
+                send_json(self, 200, found)
+
+            def do_POST(self) -> None:  # noqa: N802
+                import json
+
+                path = urlsplit(self.path).path
+                length = int(self.headers.get("Content-Length") or 0)
+                fake.requests.append(path)
+                fake.posted.append((path, json.loads(self.rfile.read(length) or b"null")))
+                found = fake.advice.get(path)
                 if found is None:
                     return send_json(self, 404, {"error": {"code": 404, "message": f"{path} not found",
                                                            "status": "NOT_FOUND"}})
