@@ -102,7 +102,7 @@ def test_references_end_where_the_pipeline_says(root: Path) -> None:
         ref = _reference(pipeline, root)
         out, settings = ref.outcome, pipeline.config()[0]
         live = converge.slices_live(ref.after[-1], settings)
-        assert out["state_locks"] == [] and not out["env_lock"], pipeline.name
+        assert out["state_locks"] == [] and out["env_lock"] == [], pipeline.name
         assert out["applied"]["action"] == ("update" if pipeline.action == "auto" else pipeline.action)
         if pipeline.action == "destroy":
             assert live == [] and out["ttl"] is None and sorted(out["copies_of"]), pipeline.name

@@ -170,12 +170,18 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat()
 
 
+def env_lock_path(world: World, settings: Any) -> Path:
+    """The environment lock, where builder/cloud/lock.py keeps it: gs://<state bucket>/workspace/<ENV>/lock.json."""
+    return world.root / "gcs" / settings.state_bucket / lock.path(settings.env_name)
+
+
 def dispatch(world: World, settings: Any, action: str, build_id: str) -> list[str]:
     """What `tpubuild submit` does before the build starts: take the environment lock (over from a
     finished build only) and break the Terraform state locks that build left
     (``lock.left_by``); the lines it warns."""
     warned: list[str] = []
-    env_lock = world.root / "envlock.json"
+    env_lock = env_lock_path(world, settings)
+    env_lock.parent.mkdir(parents=True, exist_ok=True)
     if env_lock.exists():
         held = json.loads(env_lock.read_text())
         previous = world.builds[held["build_id"]]
@@ -226,6 +232,7 @@ def start_build(world: World, pipeline: Pipeline) -> Build:
     env = {"PATH": f"{world.root / 'bin'}{os.pathsep}{os.environ['PATH']}", "HOME": str(world.root),
            "LANG": "C.UTF-8", "WORKSPACE": str(ws), "STANDIN_WORLD": str(world.root), "STANDIN_BUILD": build_id,
            "STANDIN_PYTHON": sys.executable,
+           "STANDIN_ENV_LOCK": str(env_lock_path(world, settings)),
            "STANDIN_VMS": str(settings.mig_shape.vms if settings.arch == "mig" else 1),
            "TPUBUILD_SWAP_POLL_S": "0", "TPUBUILD_DRAIN_POLL_S": "0", "TPUBUILD_DRAIN_WAIT_S": "0",
            "TPUBUILD_RESUME_WAIT_S": "0", "TPUBUILD_RESUME_TRIES": "1"}
@@ -271,13 +278,14 @@ def outcome(world: World) -> dict[str, Any]:
         "states": {p.parent.name: read(p)["resources"] for p in sorted((r / "tf").glob("*/state.json"))},
         "state_locks": sorted(p.parent.name for p in (r / "tf").glob("*/lock.json")),
         "applied": applied and {k: v for k, v in applied.items() if k != "build"},
-        "env_lock": (r / "envlock.json").exists(),
+        "env_lock": [str(p.relative_to(r / "gcs")) for p in (r / "gcs").rglob("lock.json")],
         "ttl": read(r / "ttl.json"),
         "training": (r / "training").read_text() if (r / "training").exists() else None,
         "attached": sorted(p.name for p in (r / "attached").glob("*")) if (r / "attached").exists() else [],
         "seeded": sorted(p.name for p in (r / "seeded").glob("*")) if (r / "seeded").exists() else [],
         "copies_of": sorted({p.read_text() for p in (r / "copies").glob("*")}) if (r / "copies").exists() else [],
-        "objects": sorted(str(p.relative_to(r / "gcs")) for p in (r / "gcs").rglob("*") if p.is_file()),
+        "objects": sorted(str(p.relative_to(r / "gcs")) for p in (r / "gcs").rglob("*")
+                          if p.is_file() and p.name != "lock.json"),
     }
 
 

@@ -149,8 +149,11 @@ if cmd == "apply":
 if cmd == "output":
     st = state()
     want = json.loads((world / "desired" / f"{tfdir}.json").read_text())
+    raw = {"nfs_ip": "10.20.0.2", "share_name": "tpushare"}  # modules/filestore's outputs
     if args[-1] == "name":
         print(target(st, want), end="")
+    elif "-raw" in args and args[-1] in raw and st["resources"]:
+        print(raw[args[-1]], end="")
     else:
         names = want["slice"]["names"] if want.get("slice") else []
         print(json.dumps({"ab"[i]: {"name": n} for i, n in enumerate(names) if n in st["resources"]}))
@@ -225,11 +228,21 @@ elif words[:1] == ["storage"]:
         src, dst = words[2], words[3]
         path(dst).parent.mkdir(parents=True, exist_ok=True)
         path(dst).write_text(sys.stdin.read() if src == "-" else Path(src).read_text())
+    elif words[1] == "ls":
+        p = path(words[2])
+        if not p.is_dir() or not any(p.iterdir()):
+            print(f"ERROR: (gcloud.storage.ls) One or more URLs matched no objects.", file=sys.stderr)
+            sys.exit(1)
+        for child in sorted(p.iterdir()):
+            print(words[2].rstrip("/") + "/" + child.name + ("/" if child.is_dir() else ""))
     elif words[1] == "rm":
         p = path(words[2])
         if not p.exists() and "--continue-on-error" not in argv:
             sys.exit(1)
         p.unlink(missing_ok=True)
+        while p.parent != world / "gcs" and not any(p.parent.iterdir()):  # a GCS folder is only a prefix
+            p = p.parent
+            p.rmdir()
 elif "describe" in words:
     name = words[words.index("describe") + 1]
     if not live(name):
@@ -308,7 +321,7 @@ elif argv[0] == "finalize":
         (world / "ttl.json").unlink(missing_ok=True)
     else:
         (world / "ttl.json").write_text(json.dumps({"destroys": live}))
-    lock = world / "envlock.json"
+    lock = Path(os.environ["STANDIN_ENV_LOCK"])
     if lock.exists() and json.loads(lock.read_text())["build_id"] == arg("--build-id"):
         lock.unlink()
 sys.exit(0)
