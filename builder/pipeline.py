@@ -271,11 +271,20 @@ class _Steps:
     def _prepare(self, step: Step) -> dict[str, Any]:
         return dict(module=step.module, model=self.s.model)
 
+    def _resume_url(self, step: Step) -> str:
+        """Where <module>-checkpoint records, before it stops the training, the slice it moves to
+        (<module>-resume removes it once launched): a rerun of a build that died between the two resumes."""
+        return f"{self._workspace_url()}handover/{step.module}.resume"
+
+    def _workspace_url(self) -> str:
+        return f"gs://{self.s.state_bucket}/{self.s.workspace_prefix}/"
+
     def _checkpoint(self, step: Step) -> dict[str, Any]:
-        return dict(module=step.module, model=self.s.model, wait_s=DRAIN_WAIT_S)
+        return dict(module=step.module, model=self.s.model, wait_s=DRAIN_WAIT_S, resume_url=self._resume_url(step))
 
     def _resume(self, step: Step) -> dict[str, Any]:
-        return dict(module=step.module, model=self.s.model, tries=RESUME_TRIES, wait_s=RESUME_WAIT_S)
+        return dict(module=step.module, model=self.s.model, tries=RESUME_TRIES, wait_s=RESUME_WAIT_S,
+                    resume_url=self._resume_url(step), workspace_url=self._workspace_url())
 
     def _slice(self, step: Step) -> dict[str, Any]:
         s = self.s

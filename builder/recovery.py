@@ -88,6 +88,7 @@ def hourly_usd(settings: Settings) -> float | None:
 def context(settings: Settings) -> dict[str, Any]:
     """What the three templates are rendered with (``slots``: the names the slice may have; on vm
     make-before-break alternates ``tpu-<env>`` and ``tpu-<env>-b``, so the check finds the live one)."""
+    from builder.step_kinds import BUILD_ENDED
     from builder.config.replace import group_filter, slot_names
     from builder.module_parts import mig_attach
     from builder.ttl import job_name as ttl_job
@@ -104,6 +105,8 @@ def context(settings: Settings) -> dict[str, Any]:
         "max_tries": settings.recovery_max_tries, "tag": TAG.format(env=settings.env_name),
         "workdir": WORKDIR, "model": settings.model, "hourly_usd": _price(hourly_usd(settings)),
         "launch_tries": LAUNCH_TRIES, "launch_wait_s": LAUNCH_WAIT_S, "interval_min": INTERVAL_MIN,
+        # the Cloud Build states of a build that has ended: its lock protects nothing (builder/cloud/lock.py)
+        "finished": sorted(BUILD_ENDED),
         "scope": _scope(settings),
         # mig: the shared PD for the VMs the MIG recreates (templates/_mig_attach.sh.j2, as mig-attach)
         **mig_attach(settings),

@@ -103,6 +103,9 @@ KINDS: dict[str, Kind] = {
 QUEUE_WAIT_S = 4 * 3600
 MAX_QUEUE_WAIT_S = 20 * 3600
 QUEUE_SLACK_S = 900
+#: The Cloud Build states of a build that has ended: a lock it holds protects nothing
+#: (builder/cloud/lock.py takes it over; the health check's build recovers under it).
+BUILD_ENDED = frozenset({"SUCCESS", "FAILURE", "INTERNAL_ERROR", "TIMEOUT", "CANCELLED", "EXPIRED"})
 #: Slack added to the longest path through the steps for the whole build's timeout.
 BUILD_TIMEOUT_SLACK = 900
 MAX_BUILD_TIMEOUT = 86400  # Cloud Build's maximum build timeout (24 h)

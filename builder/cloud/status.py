@@ -15,7 +15,7 @@
   through google-auth's AuthorizedSession; no google-cloud-compute dependency): target size,
   running instances, stable.
 * Terraform state: whether ``gs://<state_bucket>/<ENV>/<module>/default.tfstate`` exists.
-* The lock holder and the applied snapshot's build.
+* The lock holder, the applied snapshot's build, a build stopped half way (cloud/interrupted.py).
 * A module's link (its catalogue entry's ``state_link``: the dashboard's console URL, the
   ``console_url`` output of ``modules/dashboard``), read from its state object
   (``<ENV>/<module>/default.tfstate``); "not created" while that state has none.
@@ -36,7 +36,7 @@ from typing import Any
 
 from builder import modules as catalogue
 from builder import candidate_table
-from builder.cloud import clients, lock, snapshot
+from builder.cloud import clients, interrupted, lock, snapshot
 from builder.cloud.errors import cloud_call, describe
 from builder.config import Settings
 from builder.errors import TpuBuildError
@@ -82,7 +82,8 @@ def _tpu(settings: Settings) -> dict[str, Any]:
             "state": node.state.name, "health": node.health.name, "accelerator_type": node.accelerator_type,
             "runtime_version": version, "endpoints": endpoints,
             "others": [f"{n} ({other.accelerator_type}, {other.state.name})"
-                       for n, other in found.items() if n != name]}
+                       for n, other in found.items() if n != name],
+            "slices": [{"name": n, "accelerator_type": found[n].accelerator_type} for n in sorted(found, key=name.__ne__)]}
 
 
 def _queued(settings: Settings) -> dict[str, Any]:
@@ -174,7 +175,8 @@ def _slice(settings: Settings) -> dict[str, Any]:
     out.update({"topology": shape.topology, "vms": shape.vms, "machine_type": shape.machine_type,
                 "provisioning": settings.provisioning,
                 "others": [f"{n} ({'policy ' if g['policy'] else 'no workload policy'}{g['policy']}, "
-                           f"{g['running']}/{g['target_size']} running)" for n, g in found.items() if n != name]})
+                           f"{g['running']}/{g['target_size']} running)" for n, g in found.items() if n != name],
+                "slices": [{"name": n, "accelerator_type": ""} for n in sorted(found, key=name.__ne__)]})
     return out
 
 
@@ -247,7 +249,7 @@ def _state(settings: Settings) -> dict[str, Any]:
     out["lock"] = None if held is None else {
         "build_id": held.build_id, "action": held.action, "holder": held.holder, "since": held.created,
         "state": held.state, "outcome": held.outcome, "failed_step": held.failed_step, "log_url": held.log_url,
-        "describe": held.describe()}
+        "scope": {k: held.scope.get(k, False) for k in ("tpu", "mig")}, "describe": held.describe()}
     for spec in _linked(settings.arch):
         there = out["modules"].get(spec.name)
         out[f"{spec.name}_url"] = _state_link(bucket, settings.env_name, spec) if there else None
@@ -341,6 +343,7 @@ def gather(settings: Settings) -> dict[str, Any]:
         except Exception as exc:  # noqa: BLE001 - one part failing must not hide the others
             report[key] = {"state": "ERROR", "error": describe(exc)}
             report["errors"].append(describe(exc))
+    report["interrupted"] = interrupted.read(settings, report)  # a build that stopped half way
     return report
 
 
@@ -383,6 +386,7 @@ def text(report: dict[str, Any]) -> list[str]:
             lines.append(f"  lock       stale (the next dispatch takes it over): {held['describe']}")
         else:
             lines.append(f"  lock       held by {held['describe']}")
+        lines.extend(interrupted.lines(report["interrupted"]) if report.get("interrupted") else [])
         for spec in _linked(report["arch"]):
             url = tf.get(f"{spec.name}_url")
             lines.append(f"  {spec.name:<10} {url}" if url else

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.commands import load_settings, say, warn
 from builder.errors import WorldError
+from builder import modules as catalogue
 from builder.modules import Action
 from builder.records import record
 
@@ -172,9 +173,13 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> in
         except WorldError:
             return None
 
+    previous: list[lock.Lock] = []
     held = lock.acquire(bucket, lock.Lock(env=settings.env_name, action=plan.action, holder=lock.who(),
                                           created=lock.now(), scope=_scope(plan)),
-                        lookup=lookup, live=builds.live_probe(cb, settings), warn=warn)
+                        lookup=lookup, live=builds.live_probe(cb, settings), warn=warn, took_over=previous.append)
+    if previous:  # a finished build's lock: the Terraform state locks it died holding are dead too
+        lock.break_state_locks(bucket, settings.env_name, [spec.name for spec in catalogue.specs(settings.arch)],
+                               previous[0], _finished_at(cb, project, previous[0].build_id), warn)
     try:
         source.upload(bucket, src)
         workspace.sync(bucket, settings, repo, source_sha256=src.sha256)
@@ -205,6 +210,19 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> in
                  "the next dispatch takes it over and names this build")
         raise
     return 0
+
+
+def _finished_at(cb: Any, project: str, build_id: str) -> str:
+    """When Cloud Build says ``build_id`` finished (RFC 3339), '' when it cannot say."""
+    from builder.cloud import builds
+
+    if not build_id:
+        return ""
+    try:
+        finished = builds.get(cb, project, build_id).finish_time
+    except WorldError:
+        return ""
+    return finished.isoformat() if finished and finished.year > 1970 else ""
 
 
 def _keep_ttl_source(bucket: Any, settings: Settings, action: str, src: Source) -> None:

@@ -35,7 +35,8 @@ exit 0
 OTHERS = ("terraform", "pip", "tpubuild", "sudo", "curl", "gsutil")
 #: The steps that poll a request (flex-start, calendar) look once: the recorder answers no state.
 QUICK = {"TPUBUILD_RESIZE_WAIT_S": "0", "TPUBUILD_RESIZE_POLL_S": "0", "TPUBUILD_CALENDAR_WAIT_S": "0",
-         "TPUBUILD_CALENDAR_POLL_S": "0", "TPUBUILD_SWAP_WAIT_S": "0", "TPUBUILD_SWAP_POLL_S": "0"}
+         "TPUBUILD_CALENDAR_POLL_S": "0", "TPUBUILD_SWAP_WAIT_S": "0", "TPUBUILD_SWAP_POLL_S": "0",
+         "TPUBUILD_DRAIN_WAIT_S": "0", "TPUBUILD_DRAIN_POLL_S": "0"}
 
 
 def record(script: str, tmp: Path, env: dict[str, str] | None = None,
@@ -63,6 +64,13 @@ def record(script: str, tmp: Path, env: dict[str, str] | None = None,
         (ws / "plans" / "mig.name").write_text("tpu-old-b")
         # ... and filestore-apply (filestore-publish copies the NFS export to the workspace)
         (ws / "plans" / "filestore.export").write_text("nfs_ip=10.20.0.2\nnfs_share=tpushare\n")
+        # ... and <module>-prepare and -swap: the model trains on the old slice (<module>-checkpoint
+        # records the move before it stops it)
+        for module in ("tpu", "mig"):
+            (ws / "plans" / f"{module}.old").write_text("tpu-old\n")
+            (ws / "plans" / f"{module}.handover").mkdir(exist_ok=True)
+            (ws / "plans" / f"{module}.handover" / "probe.sh").write_text("echo tpubuild-probe 1 1000\n")
+            (ws / "plans" / f"{module}.handover" / "stop.sh").write_text("true\n")
         full = {**os.environ, **QUICK, **(env or {}), "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
                 "RECORD_DIR": str(rec), "RECORD_ANSWER": answer, "WORKSPACE": str(ws), "HOME": str(tmp)}
         subprocess.run(["bash", "-c", script], cwd=ws, env=full, capture_output=True, text=True, timeout=60)
