@@ -246,10 +246,7 @@ def _state(settings: Settings) -> dict[str, Any]:
         for module in make_plan(settings, Action.CREATE).modules:
             out["modules"][module] = bucket.blob(f"{settings.env_name}/{module}/default.tfstate").exists()
     held = lock.read(bucket, settings.env_name)
-    out["lock"] = None if held is None else {
-        "build_id": held.build_id, "action": held.action, "holder": held.holder, "since": held.created,
-        "state": held.state, "outcome": held.outcome, "failed_step": held.failed_step, "log_url": held.log_url,
-        "scope": {k: held.scope.get(k, False) for k in ("tpu", "mig")}, "describe": held.describe()}
+    out["lock"] = interrupted.held_record(held)
     for spec in _linked(settings.arch):
         there = out["modules"].get(spec.name)
         out[f"{spec.name}_url"] = _state_link(bucket, settings.env_name, spec) if there else None
