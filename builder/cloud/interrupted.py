@@ -10,11 +10,13 @@ again, ends where an uninterrupted build would have. Under make-before-break the
 (``tpu`` on vm, ``slice`` on mig) then lists both slots; each is billed until the rerun's
 ``<module>-release`` deletes the old one, and the section prices each (its accelerator type's
 list price, builder/cost.py). On vm the TPU API names each slot's type; on mig a group does not,
-so each slot's type and provisioning are read from the ``slices`` output of the mig module's own
-Terraform state (``<ENV>/mig/default.tfstate``: every slot the last apply made, with the values
-it was made from, ``wanted``), and a slot that state does not list (a build killed inside the
-apply that made it, before the state was written) is priced only when its workload policy is the
-topology values.env asks for; else its price is unknown, and the total says "and more". A lock
+so status's slice part (``status._slice``, with two slots) reads each slot's type and provisioning
+with :func:`mig_slots` from the ``slices`` output of the mig module's own Terraform state
+(``<ENV>/mig/default.tfstate``: every slot the last apply made, with the values it was made from,
+``wanted``), and each slot is priced at its own provisioning. A slot that state does not list (a
+build killed inside the apply that made it, before the state was written) is priced only when its
+workload policy is the topology values.env asks for; else its price is unknown, and the total
+says "and more". A lock
 held by a build still QUEUED or WORKING, or one whose build Cloud Build cannot name, says nothing
 here: the lock line already names it.
 
@@ -103,10 +105,7 @@ def _section(settings: Settings, held: dict[str, Any], stopped: tuple[str, str],
     part = next((report[k] for k in ("tpu", "slice") if isinstance(report.get(k), dict)
                  and report[k].get("slices")), None)
     slices = [dict(s) for s in (part or {}).get("slices", [])]
-    if settings.arch == "mig" and slices:
-        recorded = mig_slots(settings)
-        for one in slices:
-            one.update(recorded.get(one["name"], {}))
+    if settings.arch == "mig" and slices:  # each slot's recorded type is in the part (status._slice: mig_slots)
         if not slices[0]["accelerator_type"] and str(part.get("policy", "")).endswith(
                 f"-{settings.mig_shape.topology}"):
             slices[0]["accelerator_type"] = settings.accelerator_type  # the group runs the topology values.env asks for

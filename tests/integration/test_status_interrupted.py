@@ -198,6 +198,9 @@ def test_mig_prices_both_slots_from_the_state_the_group_cannot_name(fakes: Fakes
     assert (f"2 slices: {b} (v6e-16, ${new:,.2f}/h) + {s.tpu_name} (v6e-8, ${old:,.2f}/h) = ${old + new:,.2f}/h, "
             f"until the rerun's mig-release deletes {s.tpu_name}") in billing, billing
     assert "unknown" not in billing and "and more" not in billing
+    part = json.loads(cli("--values", values, "status", "--format", "json")[1])["slice"]
+    assert [(x["name"], x["accelerator_type"], x["provisioning"]) for x in part["slices"]] == [
+        (b, "v6e-16", "spot"), (s.tpu_name, "v6e-8", "spot")]  # the slice part carries each slot's record
     info = json.loads(cli("--values", values, "plan", "--action", "update", "--tpu", "--format", "json")[1])
     assert [(x["name"], x["accelerator_type"], x["hourly"]) for x in info["interrupted"]["slices"]] == [
         (b, "v6e-16", new), (s.tpu_name, "v6e-8", old)]
