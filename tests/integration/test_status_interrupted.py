@@ -82,7 +82,8 @@ def test_a_build_still_working_is_not_called_stopped(fakes: Fakes, tmp_path: Pat
 
 def _killed_in_the_overlap(fakes: Fakes, s, values: Path, old: str, step_prefix: str) -> None:
     """The applied snapshot of ``values`` with the ``old`` accelerator type, and the environment lock
-    of the update --tpu to the new one, whose build was cancelled after ``<prefix>-swap``."""
+    of the update of the slice (``--tpu`` on vm, ``--mig`` on mig: ``step_prefix``) to the new one,
+    whose build was cancelled after ``<prefix>-swap``."""
     from builder.cloud import lock, snapshot
 
     bucket = fakes.storage().bucket(s.state_bucket)
@@ -90,7 +91,7 @@ def _killed_in_the_overlap(fakes: Fakes, s, values: Path, old: str, step_prefix:
     snapshot.write(bucket, s.env_name, snapshot.Applied(values=applied, build_id="b-first", action="create",
                                                         time="t"), expected_generation=0)
     held = lock.acquire(bucket, lock.Lock(env=s.env_name, action="update", holder="alice@laptop", created=lock.now(),
-                                          scope={"tpu": True, "mig": False}))
+                                          scope={k: k == step_prefix for k in ("tpu", "mig")}))
     lock.set_build(bucket, held, "b-killed")
     steps = [{"id": f"{step_prefix}-{i}", "status": st} for i, st in (
         ("plan", "SUCCESS"), ("apply", "SUCCESS"), ("swap", "SUCCESS"), ("checkpoint", "CANCELLED"))]
@@ -201,9 +202,12 @@ def test_mig_prices_both_slots_from_the_state_the_group_cannot_name(fakes: Fakes
     part = json.loads(cli("--values", values, "status", "--format", "json")[1])["slice"]
     assert [(x["name"], x["accelerator_type"], x["provisioning"]) for x in part["slices"]] == [
         (b, "v6e-16", "spot"), (s.tpu_name, "v6e-8", "spot")]  # the slice part carries each slot's record
-    info = json.loads(cli("--values", values, "plan", "--action", "update", "--tpu", "--format", "json")[1])
+    info = json.loads(cli("--values", values, "plan", "--action", "update", "--mig", "--format", "json")[1])
     assert [(x["name"], x["accelerator_type"], x["hourly"]) for x in info["interrupted"]["slices"]] == [
         (b, "v6e-16", new), (s.tpu_name, "v6e-8", old)]
+    assert info["interrupted"]["command"] == "tpubuild submit --action update --mig --wait"
+    code, out, err = cli("--values", values, "plan", "--action", "update", "--mig")
+    assert code == 0 and billing in out and "at step mig-checkpoint" in out, err
 
     # the old slot was applied on demand: it is priced so, whatever values.env asks now
     fixture = json.loads(_mig_state({"a": (s.tpu_name, "v6e-8", "2x4"), "b": (b, "v6e-16", "4x4")}))
