@@ -6,9 +6,10 @@
 * Filestore: google-cloud-filestore ``GetInstance`` (zonal, or regional for REGIONAL/ENTERPRISE):
   state, IP, capacity.
 * Slice (mig architecture, no TPU API object): the MIG named like the TPU (or ``<TPU>-b``:
-  make-before-break's two slots, both read, the other one named beside) through the same REST
-  calls, plus its workload policy (the topology it was created for), set against the topology,
-  VM count, machine type and provisioning values.env asks for.
+  make-before-break's two slots, both read, the other one named beside; with two, each one's
+  accelerator type and provisioning from the mig module's state, cloud/interrupted.py) through the
+  same REST calls, plus its workload policy (the topology it was created for), set against the
+  topology, VM count, machine type and provisioning values.env asks for.
 * Capacity (mig with flex-start or calendar): the slice's resize request or calendar-mode future
   reservation (Compute Engine REST): waiting, provisioning, active, failed, and when it ends.
 * MIG (node): Compute Engine REST (``instanceGroupManagers.get`` and ``listManagedInstances``
@@ -172,11 +173,12 @@ def _slice(settings: Settings) -> dict[str, Any]:
     asked = [n for n, g in found.items() if g["policy"].endswith(f"-{shape.topology}")]
     name = asked[0] if asked else next(iter(found))
     out = found[name]
+    recorded = interrupted.mig_slots(settings) if len(found) > 1 else {}  # a group does not name its type
     out.update({"topology": shape.topology, "vms": shape.vms, "machine_type": shape.machine_type,
                 "provisioning": settings.provisioning,
                 "others": [f"{n} ({'policy ' if g['policy'] else 'no workload policy'}{g['policy']}, "
                            f"{g['running']}/{g['target_size']} running)" for n, g in found.items() if n != name],
-                "slices": [{"name": n, "accelerator_type": ""} for n in sorted(found, key=name.__ne__)]})
+                "slices": [{"name": n, "accelerator_type": "", **recorded.get(n, {})} for n in sorted(found, key=name.__ne__)]})
     return out
 
 
@@ -246,10 +248,7 @@ def _state(settings: Settings) -> dict[str, Any]:
         for module in make_plan(settings, Action.CREATE).modules:
             out["modules"][module] = bucket.blob(f"{settings.env_name}/{module}/default.tfstate").exists()
     held = lock.read(bucket, settings.env_name)
-    out["lock"] = None if held is None else {
-        "build_id": held.build_id, "action": held.action, "holder": held.holder, "since": held.created,
-        "state": held.state, "outcome": held.outcome, "failed_step": held.failed_step, "log_url": held.log_url,
-        "scope": {k: held.scope.get(k, False) for k in ("tpu", "mig")}, "describe": held.describe()}
+    out["lock"] = interrupted.held_record(held)
     for spec in _linked(settings.arch):
         there = out["modules"].get(spec.name)
         out[f"{spec.name}_url"] = _state_link(bucket, settings.env_name, spec) if there else None

@@ -146,12 +146,22 @@ def run_plan(args: argparse.Namespace) -> int:
 
         outcomes = assess_all(settings, running)
     info = describe(settings, plan, allow_data_loss=args.allow_data_loss, previous=prev, checked=outcomes)
+    stopped = None
+    if prev is not None and prev.bucket:  # read from the state bucket: a build stopped half way, as status shows it
+        from builder.commands.compare import stopped_build
+
+        stopped = info["interrupted"] = stopped_build(settings)
     if args.format == "json":
         import json
 
         sys.stdout.write(json.dumps(info, indent=2) + "\n")
     else:
         sys.stdout.write(as_text(info, bold=_bold_style()))
+        if stopped is not None:
+            from builder.cloud.interrupted import lines
+
+            sys.stdout.write("\nA build stopped half way (docs/safety.md, \"Kill it anywhere, run it again\"):\n"
+                             + "".join(f"{line}\n" for line in lines(stopped)))
     if args.check:
         from builder.commands.capacity import check, conclude
 
