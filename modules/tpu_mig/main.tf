@@ -188,12 +188,25 @@ locals {
   pd_kept        = var.shared_pd_attach && contains(local.same, local.target) && try(local.previous[local.target].pd_kept, false)
   pd_in_template = var.shared_pd_attach && (!var.shared_pd_attached_later || local.pd_kept)
 
+  # The metadata of the running slot. A slot that holds the same values keeps the metadata (the
+  # boot script included) it was made with, stored in its slot: a tpubuild upgrade changes
+  # env_setup/scripts/startup.sh, and a template whose metadata changes is a new template, which
+  # recreates every VM of the running slice (update_policy below) and kills its training. Only
+  # the NFS export follows local.nfs, as above. A new slot, or one whose values change (its VMs
+  # are recreated either way), takes today's metadata; so does a slot stored before its metadata
+  # was (a state of the modules before the slots). docs/pipeline.md, "What a running slice keeps".
+  stored_metadata = try(local.previous[local.target].metadata, null)
+  slot_metadata = contains(local.same, local.target) && local.stored_metadata != null ? merge(local.stored_metadata, {
+    "tpubuild-nfs-ip"    = local.nfs.ip
+    "tpubuild-nfs-share" = local.nfs.share
+  }) : local.metadata
+
   # the slice values.env asks for, in its slot: everything its resources read, so that the next
   # apply, which may keep it beside a new one, renders it from here
   slot = {
     name     = local.slice_name
     wanted   = local.wanted
-    metadata = local.metadata
+    metadata = local.slot_metadata
     pd_kept  = local.pd_kept
     # the shared PD the template carries (empty: none)
     pd_source = local.pd_in_template ? data.terraform_remote_state.shared_pd[0].outputs.name : ""
