@@ -116,9 +116,8 @@ def test_hosts_use_os_login_shielded_vm_and_their_own_account(name: str) -> None
     mod, kind, host = hosts_of(name)
     metadata_local = host["metadata"].removeprefix("${local.").removesuffix("}")
     expr = mod.locals[metadata_local]
-    if isinstance(expr, str):  # modules/tpu_mig: the running slot's stored metadata (written from
-        # local.metadata by an earlier apply; only the NFS export replaced), else today's
-        assert "merge(local.stored_metadata, {" in expr and expr.endswith(": local.metadata}"), expr
+    if isinstance(expr, str):  # modules/tpu_mig: today's metadata, the running slot's boot script kept
+        assert expr.startswith("${merge(local.metadata, local.kept_script == null ? {} : {"), expr
         expr = mod.locals["metadata"]
     metadata = {unquote(k): v for k, v in expr.items()}
     assert unquote(metadata["enable-oslogin"]) == "TRUE"
