@@ -127,4 +127,10 @@ def test_render_of_an_update_or_destroy_reads_the_granted_place(fakes: Fakes, tm
         code, out, err = cli("--values", values, "render", "--action", action, "--format", "json")
         assert code == 0, err
         (other,) = {"us-east5-a", "us-east5-b"} - {zone}
-        assert zone in out and other not in out, action
+        # an update's mig-apply is the failover loop, which lists every candidate (the granted place
+        # first; a slice in the state is never moved to another): every other step is at the zone
+        steps = json.loads(out)["steps"]
+        loop = [st["args"][-1] for st in steps if st["id"] == "mig-apply" and "try_candidate" in st["args"][-1]]
+        rest = json.dumps([st for st in steps if st["args"][-1] not in loop])
+        assert zone in rest and other not in rest, action
+        assert all(s.index(f"try_candidate 0 {zone}") < s.index(f"try_candidate 1 {other}") for s in loop), action
