@@ -91,10 +91,30 @@ def reads_export(s: Settings) -> bool:
 
 def fails_over(s: Settings) -> bool:
     """The build tries the candidates in order until one grants the slice (docs/capacity.md, "The
-    failover loop"): a TPU VM (vm) with more than one candidate, not queued (a queued request
-    waits in its zone by design). On mig a stockout shows as a MIG that never becomes whole, not
-    as a failed apply: its failover is not built, and only the first candidate is tried."""
-    return s.arch == "vm" and len(s.candidates) > 1 and not s.queued
+    failover loop"): a TPU VM (vm) or a MIG (mig) with more than one candidate, not queued (a
+    queued request waits in its zone by design; calendar is never in a list). On mig a stockout
+    does not fail the apply (the group keeps retrying): the acquisition step waits for the group
+    itself (wait_for_instances = false) and reads its errors and its resize request's state."""
+    return s.arch in ("vm", "mig") and len(s.candidates) > 1 and not s.queued
+
+
+#: What a refused try may leave of the slice in the state, by architecture (address prefixes): the
+#: acquisition step destroys them before the next candidate (docs/capacity.md, "The failover loop"):
+#: the slice, and its TTL and health-check jobs, which are regional (Cloud Scheduler), so a
+#: candidate in another region would otherwise plan to replace them, which the loop refuses.
+REFUSED_LEAVES: dict[str, tuple[str, ...]] = {
+    "vm": ("google_tpu_v2_vm.", "module.ttl[", "module.health["),
+    "mig": ("google_compute_instance_group_manager.slice[", "google_compute_instance_template.slice[",
+            "google_compute_resize_request.slice[", "google_compute_resource_policy.slice[",
+            "google_compute_resource_policy.slice_b[", "module.slice_ttl[", "module.slice_health["),
+}
+
+
+def settles_with_gcloud(s: Settings) -> bool:
+    """mig's failover: the acquisition step (mig-apply) reads the group's errors and its resize
+    request with gcloud, so it runs in the gcloud image, with the Terraform binary mig-plan leaves
+    in the workspace (the Terraform image has no gcloud)."""
+    return s.arch == "mig" and fails_over(s)
 
 
 def tried(s: Settings, action: str) -> tuple[tuple[int, Any], ...]:
@@ -244,13 +264,13 @@ def failover_note(s: Any, plan: Any) -> list[str]:
     acc = accelerator_module(s.arch)
     if len(s.candidates) < 2 or not plan.applies(acc):
         return []
-    if fails_over(s) and str(plan.action) != "create":
+    if not fails_over(s):  # a queued TPU VM: its request waits for capacity in its zone
+        return [f"{acc}: only the first candidate ({s.candidates[0].label}) is asked for the slice: a queued "
+                "request (TPU_QUEUED) waits for capacity in its zone (docs/capacity.md)"]
+    if str(plan.action) != "create":
         zone = ", ".join(c.label for _i, c in tried(s, plan.action))
         return [f"{acc}: a running slice stays where it is; one Google lost is asked for in the candidates of its "
                 f"zone in order ({zone}) until one grants it, where its dataset disk and Filestore are"]
-    if fails_over(s):
-        return [f"{acc}: {acc}-apply asks for the slice in each candidate in order until one grants it (a stockout "
-                "or a quota refusal tries the next; any other failure stops the build); Filestore and the disk are "
-                "made after it, in the zone that granted it"]
-    return [f"{acc}: only the first candidate ({s.candidates[0].label}) is asked for the slice: the failover loop "
-            "is built for TPU_ARCH=\"vm\" (docs/capacity.md)"]
+    return [f"{acc}: {acc}-apply asks for the slice in each candidate in order until one grants it (a stockout "
+            "or a quota refusal tries the next; any other failure stops the build); Filestore and the disk are "
+            "made after it, in the zone that granted it"]

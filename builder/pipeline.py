@@ -46,10 +46,10 @@ from builder.config.filestore import TIERS
 from builder.config.offers import calendar_name, flex_request_name
 from builder.config.scripts import repo_script
 from builder.errors import BadInput
-from builder.module_parts import fails_over, mig_attach, tried
+from builder.module_parts import REFUSED_LEAVES, fails_over, mig_attach, settles_with_gcloud, tried
 from builder.plan import Plan, Step, module_dir, runs, runs_setup_script, seeds
 from builder.step_kinds import (  # noqa: F401  (re-exported: step kinds, images, timeouts)
-    BUILD_TIMEOUT_SLACK, CALENDAR_STEP_S, check_duration, image, IMAGE_STEP_S, IMAGES, Kind, KINDS,
+    ACQUIRE_TRY_S, ACQUIRE_WAIT_S, BUILD_TIMEOUT_SLACK, CALENDAR_STEP_S, check_duration, image, IMAGE_STEP_S, IMAGES, Kind, KINDS,
     LOCK_TIMEOUT, MAX_BUILD_TIMEOUT, NFS_EXPORT_OBJECT, MAX_QUEUE_WAIT_S, QUEUE_SLACK_S, QUEUE_WAIT_S, RESIZE_STEP_S,
     SEED_STEP_S, SEED_TIMEOUT_S, SHELLS, SWAP_WAIT_S, DRAIN_WAIT_S, RESUME_TRIES, RESUME_WAIT_S,
 )
@@ -88,8 +88,18 @@ def step_timeout(settings: Settings, step: Step) -> int:
     if step.kind == "apply":
         found = catalogue.spec(settings.arch, step.module)
         assert found is not None, step
+        if _settles(settings, step):  # mig's failover: a wait per candidate (builder.step_kinds)
+            return max(found.apply_timeout, len(settings.candidates) * ACQUIRE_TRY_S)
         return found.apply_timeout
     return queue_wait_s(settings) + QUEUE_SLACK_S  # queue
+
+
+def _settles(settings: Settings, step: Step) -> bool:
+    """Whether ``step`` is mig's acquisition (``builder.module_parts.settles_with_gcloud``): the
+    accelerator's apply of a failover on mig, run in the gcloud image with the carried Terraform."""
+    spec = catalogue.spec(settings.arch, step.module)
+    return (step.kind == "apply" and spec is not None and spec.accelerator and not spec.destroy_only
+            and settles_with_gcloud(settings))
 
 
 def preflight(settings: Settings, plan: Plan) -> None:
@@ -155,6 +165,9 @@ class _Steps:
         kind = KINDS[step.kind]
         context = getattr(self, f"_{step.kind}")(step)
         template = kind.template.format(module=step.module)
+        # mig's acquisition reads the group with gcloud: the gcloud image, the Terraform binary carried
+        settles = _settles(self.s, step) and self._op(step) == "apply"
+        key = "gcloud" if settles else kind.image
         script = self.env.get_template(template).render(step_id=step.id, **context).strip() + "\n"
         known = {st["id"] for st in self.steps}
         missing = [w for w in step.after if w not in known]
@@ -162,13 +175,13 @@ class _Steps:
             raise AssertionError(f"step {step.id} waits for unknown steps {missing}")
         out: dict[str, Any] = {
             "id": step.id,
-            "name": image(self.s, kind.image),
-            "entrypoint": SHELLS[kind.image],
+            "name": image(self.s, key),
+            "entrypoint": SHELLS[key],
             "args": ["-c", _for_cloud_build(script)],
             "waitFor": list(step.after) or ["-"],
             "timeout": check_duration(f"{self._timeout(step)}s"),
         }
-        if kind.image == "terraform":
+        if kind.image == "terraform":  # a settling apply too: it runs the carried Terraform
             out["env"] = ["TF_IN_AUTOMATION=1"]
         self.steps.append(out)
 
@@ -236,8 +249,10 @@ class _Steps:
         # the slice reads the storage's states only when there (reads_applied): its plan (a destroy's
         # too: Terraform reads data sources then) makes sure they exist (empty before their first apply)
         reads = self._spec(step).reads_applied
+        # mig's acquisition runs in the gcloud image: its plan leaves the Terraform binary for it
+        carries = settles_with_gcloud(self.s) and self._spec(step).accelerator and self._op(step) == "apply"
         return dict(snapshot_file=restore == "latest", snapshot_name=restore if restore not in ("", "latest") else "",
-                    reads_applied=reads, env=self.s.env_name, **self._terraform(step))
+                    reads_applied=reads, env=self.s.env_name, carries_terraform=carries, **self._terraform(step))
 
     def _guard(self, step: Step) -> dict[str, Any]:
         return dict(module=step.module, action=self.plan.action, allow_data_loss=self.allow_data_loss)
@@ -251,9 +266,13 @@ class _Steps:
         # the failover loop (docs/capacity.md) where it applies, and the granted place either way
         candidates = [dict(index=i, zone=c.zone, mode=c.mode) for i, c in tried(s, self.plan.action)] \
             if slice_ and fails_over(s) else []
+        settles = bool(candidates) and settles_with_gcloud(s)
+        leaves = "^(" + "|".join(re.escape(p) for p in REFUSED_LEAVES.get(s.arch, ())) + ")"
         return dict(queued_request=queued, swaps=swaps, publishes=publishes, accelerator_type=s.accelerator_type,
                     candidates=candidates, candidate_count=len(s.candidates), no_capacity=capacity_errors.ere(),
                     slice_type=spec.slice_resource, zone=s.zone,
+                    settles=settles, slice_resources=leaves, project=s.project_id, request_suffix=flex_request_name(""),
+                    acquire_wait_s=ACQUIRE_WAIT_S,
                     granted=dict(zone=s.zone, mode=s.provisioning) if slice_ else None, **self._terraform(step))
 
     def _publish(self, step: Step) -> dict[str, Any]:

@@ -55,6 +55,11 @@ class Kind:
 
 #: Seconds a resize (and a drain) step may take, and the seed step.
 RESIZE_STEP_S = 3600
+#: mig's failover: how long mig-apply waits for each candidate's group to become whole (its
+#: flex-start request fulfilled) while it shows no error, before trying the next candidate
+#: (TPUBUILD_ACQUIRE_WAIT_S overrides it); its step's timeout allows ACQUIRE_TRY_S per candidate.
+ACQUIRE_WAIT_S = 600
+ACQUIRE_TRY_S = ACQUIRE_WAIT_S + 900
 SEED_STEP_S = 14400
 #: Seconds the mig-calendar step may take: it waits this less 300 for Google's decision on the request.
 CALENDAR_STEP_S = 1800

@@ -40,7 +40,7 @@ from builder.config.offers import MAX_RUN_HOURS, calendar_name, flex_request_nam
 from builder.config.scripts import repo_script
 from builder.config.settings import Settings
 from builder.errors import BadInput
-from builder.module_parts import mig_attaches_disk
+from builder.module_parts import fails_over, mig_attaches_disk
 from builder.records import replace
 
 #: Terraform directory → the function that gives its variables; :func:`inputs` fills it.
@@ -169,6 +169,8 @@ def _tpu_mig(s: Settings) -> dict[str, Any]:
         "provisioning": s.provisioning, "reservation": s.reservation,
         "max_run_hours": s.max_run_hours or MAX_RUN_HOURS, "flex_request_name": flex_request_name(s.tpu_name),
         "make_before_break": s.replace == "make-before-break", "release": False,  # mig-release passes -var=release=true
+        # a failover's acquisition step waits for the group and reads its errors (docs/capacity.md)
+        "wait_for_instances": not fails_over(s),
         **_calendar(s), **_ttl(s), **_health(s),
     }
 
@@ -225,7 +227,6 @@ def by_candidate(settings: Settings) -> dict[str, dict[str, Any]]:
     candidate's over ``tfvars/<module>.tfvars.json``, so every later step reads the granted place
     from the workspace (docs/capacity.md, "The failover loop")."""
     from builder.config.candidates import at
-    from builder.module_parts import fails_over
 
     if not fails_over(settings):
         return {}
