@@ -52,9 +52,12 @@ def slice_later(config: dict[str, Any]) -> dict[str, Any]:
     ids = {st["id"] for st in steps}
     creates = _creates(config)
     for st in steps:
-        reads = [sp.reads_applied for sp in catalogue.CATALOGUE if st["id"] == f"{sp.name}-plan" and sp.reads_applied]
+        reads = [sp for sp in catalogue.CATALOGUE if st["id"] == f"{sp.name}-plan" and sp.reads_applied]
         if reads and creates:
-            st["waitFor"] = [w for w in st["waitFor"] if w != "-"] + [f"{r}-apply" for r in reads[0] if f"{r}-apply" in ids]
+            st["waitFor"] = [w for w in st["waitFor"] if w != "-"] + [f"{r}-apply" for r in reads[0].reads_applied if f"{r}-apply" in ids]
+            for other in steps:  # a failover made the storage wait for the slice: then it did not
+                if other["id"] in {f"{r}-plan" for r in reads[0].reads_applied}:
+                    other["waitFor"] = [w for w in other["waitFor"] if w != f"{reads[0].name}-apply"] or ["-"]
         if st["id"].endswith("-guard") and "check-capacity" in ids:
             st["waitFor"] = [*st["waitFor"], "check-capacity"]
     return {**config, "steps": steps}
@@ -78,11 +81,19 @@ def before(config: dict[str, Any]) -> dict[str, Any]:
 def times(config: dict[str, Any], settings: Any) -> dict[str, tuple[float, float]]:
     """step id → (start, end) in minutes, every step starting when all it waits for have ended."""
     out: dict[str, tuple[float, float]] = {}
+    by_id = {st["id"]: st for st in config["steps"]}
+
+    def visit(sid: str) -> tuple[float, float]:  # in the order of waitFor (a rewired Build is not in list order)
+        if sid not in out:
+            st = by_id[sid]
+            start = max((visit(w)[1] for w in st["waitFor"] if w != "-"), default=0.0)
+            # the same file planned against itself replaces no slice: make-before-break's steps only look
+            # (`tpubuild plan --applied OLD` prints what a replacing update adds: builder/replacement.py)
+            out[sid] = (start, start + duration(st, settings, replacing=False))
+        return out[sid]
+
     for st in config["steps"]:
-        start = max((out[w][1] for w in st["waitFor"] if w != "-"), default=0.0)
-        # the same file planned against itself replaces no slice: make-before-break's steps only look
-        # (`tpubuild plan --applied OLD` prints what a replacing update adds: builder/replacement.py)
-        out[st["id"]] = (start, start + duration(st, settings, replacing=False))
+        visit(st["id"])
     return out
 
 
@@ -143,7 +154,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'values':<24} {'action':<8} " + " ".join(f"{k:>14}" for k in keys))
     for name, action, old, new in rows(args.values, args.actions.split(",")):
         print(f"{name:<24} {action:<8} " + " ".join(f"{_m(old[k]) + ' -> ' + _m(new[k]):>14}" for k in keys))
+    print(FLOOR)
     return 0
+
+
+#: Why ``slice`` does not go under 2 minutes (docs/pipeline.md, "The slice first").
+FLOOR = ("slice: 2.0 on vm is the floor of this pipeline's contract, not a figure to shave: the slice's apply runs "
+         "only the plan its guard checked, so it waits for the plan (terraform init and plan, ~1.0) and the guard "
+         "(a tool step in the builder image, ~1.0; the guard cannot run inside the apply, whose Terraform and gcloud "
+         "images have no tpubuild). On mig the slice's plan also reads its access module's state (the account the "
+         "VMs run as, their network tag), so it waits for that module's plan, guard and apply: 5.0.")
 
 
 if __name__ == "__main__":

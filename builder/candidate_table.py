@@ -23,9 +23,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from builder.actions import Action
 from builder.config.candidates import at, stays
 from builder.cost import Estimate as Est, bound_prefix, estimate, money
-from builder.module_parts import fails_over
+from builder.module_parts import fails_over, tried
 from builder.modules import accelerator_module
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -140,9 +141,13 @@ def failover_note(s: Any, plan: Any) -> list[str]:
     acc = accelerator_module(s.arch)
     if len(s.candidates) < 2 or not plan.applies(acc):
         return []
-    if fails_over(s):
-        return [f"{acc}: {acc}-apply asks for the slice in each candidate in order until one grants it (a stockout "
-                "or a quota refusal tries the next; any other failure stops the build); Filestore and the disk are "
-                "made after it, in the zone that granted it"]
-    return [f"{acc}: only the first candidate ({s.candidates[0].label}) is asked for the slice: the failover loop "
-            "is built for TPU_ARCH=\"vm\" (docs/capacity.md)"]
+    if not fails_over(s):  # a queued TPU VM: its request waits for capacity in its zone
+        return [f"{acc}: only the first candidate ({s.candidates[0].label}) is asked for the slice: a queued "
+                "request (TPU_QUEUED) waits for capacity in its zone (docs/capacity.md)"]
+    if plan.action is not Action.CREATE:
+        zone = ", ".join(c.label for _i, c in tried(s, plan.action))
+        return [f"{acc}: a running slice stays where it is; one Google lost is asked for in the candidates of its "
+                f"zone in order ({zone}) until one grants it, where its dataset disk and Filestore are"]
+    return [f"{acc}: {acc}-apply asks for the slice in each candidate in order until one grants it (a stockout "
+            "or a quota refusal tries the next; any other failure stops the build); Filestore and the disk are "
+            "made after it, in the zone that granted it"]

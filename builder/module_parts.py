@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from builder.actions import Action
 from builder.config.filestore import TIERS
 from builder.config.replace import makes_before_breaking, moves_training
 from builder.dashboard_tiles import SHARED_PD_DEVICE
@@ -14,7 +15,7 @@ from builder.records import record
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
-__all__ = ["STORAGE", "AFTER", "BEFORE", "BESIDE", "EARLY", "GATE", "INTERRUPTS", "ExtraStep", "StatusPart", "backs_up", "queued", "reads_export", "fails_over",
+__all__ = ["STORAGE", "AFTER", "BEFORE", "BESIDE", "EARLY", "GATE", "INTERRUPTS", "ExtraStep", "StatusPart", "backs_up", "queued", "reads_export", "fails_over", "tried",
            "makes_before_breaking", "breaks_before_making", "replacing", "moves_training", "MOVES",
            "capacity_request", "calendar_by_gcloud",
            "runtime", "share_lost", "slice_shape", "filestore_what", "shared_pd_what", "tpu_what",
@@ -92,10 +93,42 @@ def reads_export(s: Settings) -> bool:
 
 def fails_over(s: Settings) -> bool:
     """The build tries the candidates in order until one grants the slice (docs/capacity.md, "The
-    failover loop"): a TPU VM (vm) with more than one candidate, not queued (a queued request
-    waits in its zone by design). On mig a stockout shows as a MIG that never becomes whole, not
-    as a failed apply: its failover is not built, and only the first candidate is tried."""
-    return s.arch == "vm" and len(s.candidates) > 1 and not s.queued
+    failover loop"): a TPU VM (vm) or a MIG (mig) with more than one candidate, not queued (a
+    queued request waits in its zone by design; calendar is never in a list). On mig a stockout
+    does not fail the apply (the group keeps retrying): the acquisition step waits for the group
+    itself (wait_for_instances = false) and reads its errors and its resize request's state."""
+    return s.arch in ("vm", "mig") and len(s.candidates) > 1 and not s.queued
+
+
+#: What a refused try may leave of the slice in the state, by architecture (address prefixes): the
+#: acquisition step destroys them before the next candidate (docs/capacity.md, "The failover loop"):
+#: the slice, and its TTL and health-check jobs, which are regional (Cloud Scheduler), so a
+#: candidate in another region would otherwise plan to replace them, which the loop refuses.
+REFUSED_LEAVES: dict[str, tuple[str, ...]] = {
+    "vm": ("google_tpu_v2_vm.", "module.ttl[", "module.health["),
+    "mig": ("google_compute_instance_group_manager.slice[", "google_compute_instance_template.slice[",
+            "google_compute_resize_request.slice[", "google_compute_resource_policy.slice[",
+            "google_compute_resource_policy.slice_b[", "module.slice_ttl[", "module.slice_health["),
+}
+
+
+def settles_with_gcloud(s: Settings) -> bool:
+    """mig's failover: the acquisition step (mig-apply) reads the group's errors and its resize
+    request with gcloud, so it runs in the gcloud image, with the Terraform binary mig-plan leaves
+    in the workspace (the Terraform image has no gcloud)."""
+    return s.arch == "mig" and fails_over(s)
+
+
+def tried(s: Settings, action: Action) -> tuple[tuple[int, Any], ...]:
+    """The candidates the failover loop asks, as (index in ``s.candidates``, candidate), in order.
+    A create asks every one: nothing is built yet, and the storage is made where the slice lands.
+    Any later build asks only those in the zone of the first (where the slice was granted: the
+    environment's zonal data is there, the dataset disk attaches only to hosts of its zone and
+    Filestore keeps the checkpoints): a running slice is never moved, and a lost one (the health
+    check's recovery, docs/recovery.md) fails over from mode to mode where its data is; moving
+    zones is an edit of the list and an update (docs/capacity.md, "What moving zones costs")."""
+    listed = tuple(enumerate(s.candidates))
+    return listed if Action(action) is Action.CREATE else tuple((i, c) for i, c in listed if c.zone == s.zone)
 
 
 def queued(s: Settings) -> bool:

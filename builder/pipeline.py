@@ -35,6 +35,7 @@ jinja2 is imported only when a step is rendered (builder/templating.py), so ``tp
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from builder import builder_image, capacity, capacity_errors, modules as catalogue
@@ -43,10 +44,11 @@ from builder.config.filestore import TIERS
 from builder.config.offers import calendar_name, flex_request_name
 from builder.config.scripts import repo_script
 from builder.errors import BadInput
-from builder.module_parts import fails_over, mig_attach
+from builder.module_parts import REFUSED_LEAVES, fails_over, mig_attach, settles_with_gcloud, tried
 from builder.plan import Plan, Step, module_dir, runs, runs_setup_script, seeds
 from builder.step_kinds import (  # noqa: F401  (re-exported: step kinds, images, timeouts)
-    BUILD_TIMEOUT_SLACK, CALENDAR_STEP_S, check_duration, image, queue_wait_s, step_timeout, IMAGE_STEP_S, IMAGES, Kind, KINDS,
+    ACQUIRE_TRY_S, ACQUIRE_WAIT_S, BUILD_TIMEOUT_SLACK, CALENDAR_STEP_S, check_duration, image, queue_wait_s, settling_apply,
+    step_timeout, IMAGE_STEP_S, IMAGES, Kind, KINDS,
     LOCK_TIMEOUT, MAX_BUILD_TIMEOUT, NFS_EXPORT_OBJECT, MAX_QUEUE_WAIT_S, QUEUE_SLACK_S, QUEUE_WAIT_S, RESIZE_STEP_S,
     SEED_STEP_S, SEED_TIMEOUT_S, SHELLS, SWAP_WAIT_S, DRAIN_WAIT_S, RESUME_TRIES, RESUME_WAIT_S,
 )
@@ -91,6 +93,9 @@ class _Steps:
         kind = KINDS[step.kind]
         context = getattr(self, f"_{step.kind}")(step)
         template = kind.template.format(module=step.module)
+        # mig's acquisition reads the group with gcloud: the gcloud image, the Terraform binary carried
+        settles = settling_apply(self.s, step) and self._op(step) == "apply"
+        key = "gcloud" if settles else kind.image
         script = self.env.get_template(template).render(step_id=step.id, **context).strip() + "\n"
         known = {st["id"] for st in self.steps}
         missing = [w for w in step.after if w not in known]
@@ -98,13 +103,13 @@ class _Steps:
             raise AssertionError(f"step {step.id} waits for unknown steps {missing}")
         out: dict[str, Any] = {
             "id": step.id,
-            "name": image(self.s, kind.image),
-            "entrypoint": SHELLS[kind.image],
+            "name": image(self.s, key),
+            "entrypoint": SHELLS[key],
             "args": ["-c", for_cloud_build(script)],
             "waitFor": list(step.after) or ["-"],
             "timeout": check_duration(f"{self._timeout(step)}s"),
         }
-        if kind.image == "terraform":
+        if kind.image == "terraform":  # a settling apply too: it runs the carried Terraform
             out["env"] = ["TF_IN_AUTOMATION=1"]
         self.steps.append(out)
 
@@ -168,8 +173,10 @@ class _Steps:
         # the slice reads the storage's states only when there (reads_applied): its plan (a destroy's
         # too: Terraform reads data sources then) makes sure they exist (empty before their first apply)
         reads = self._spec(step).reads_applied
+        # mig's acquisition runs in the gcloud image: its plan leaves the Terraform binary for it
+        carries = settles_with_gcloud(self.s) and self._spec(step).accelerator and self._op(step) == "apply"
         return dict(snapshot_file=restore == "latest", snapshot_name=restore if restore not in ("", "latest") else "",
-                    reads_applied=reads, env=self.s.env_name, **self._terraform(step))
+                    reads_applied=reads, env=self.s.env_name, carries_terraform=carries, **self._terraform(step))
 
     def _guard(self, step: Step) -> dict[str, Any]:
         return dict(module=step.module, action=self.plan.action, allow_data_loss=self.allow_data_loss)
@@ -181,10 +188,15 @@ class _Steps:
         spec = self._spec(step)
         slice_ = spec.accelerator and not spec.destroy_only and self._op(step) == "apply"
         # the failover loop (docs/capacity.md) where it applies, and the granted place either way
-        candidates = [dict(index=i, zone=c.zone, mode=c.mode) for i, c in enumerate(s.candidates)] \
+        candidates = [dict(index=i, zone=c.zone, mode=c.mode) for i, c in tried(s, self.plan.action)] \
             if slice_ and fails_over(s) else []
+        settles = bool(candidates) and settles_with_gcloud(s)
+        leaves = "^(" + "|".join(re.escape(p) for p in REFUSED_LEAVES.get(s.arch, ())) + ")"
         return dict(queued_request=queued, swaps=swaps, publishes=publishes, accelerator_type=s.accelerator_type,
-                    candidates=candidates, no_capacity=capacity_errors.ere(), slice_type=spec.slice_resource,
+                    candidates=candidates, candidate_count=len(s.candidates), no_capacity=capacity_errors.ere(),
+                    slice_type=spec.slice_resource, zone=s.zone,
+                    settles=settles, slice_resources=leaves, project=s.project_id, request_suffix=flex_request_name(""),
+                    acquire_wait_s=ACQUIRE_WAIT_S,
                     granted=dict(zone=s.zone, mode=s.provisioning) if slice_ else None, **self._terraform(step))
 
     def _publish(self, step: Step) -> dict[str, Any]:
@@ -202,11 +214,20 @@ class _Steps:
     def _prepare(self, step: Step) -> dict[str, Any]:
         return dict(module=step.module, model=self.s.model)
 
+    def _resume_url(self, step: Step) -> str:
+        """Where <module>-checkpoint records, before it stops the training, the slice it moves to
+        (<module>-resume removes it once launched): a rerun of a build that died between the two resumes."""
+        return f"{self._workspace_url()}handover/{step.module}.resume"
+
+    def _workspace_url(self) -> str:
+        return f"gs://{self.s.state_bucket}/{self.s.workspace_prefix}/"
+
     def _checkpoint(self, step: Step) -> dict[str, Any]:
-        return dict(module=step.module, model=self.s.model, wait_s=DRAIN_WAIT_S)
+        return dict(module=step.module, model=self.s.model, wait_s=DRAIN_WAIT_S, resume_url=self._resume_url(step))
 
     def _resume(self, step: Step) -> dict[str, Any]:
-        return dict(module=step.module, model=self.s.model, tries=RESUME_TRIES, wait_s=RESUME_WAIT_S)
+        return dict(module=step.module, model=self.s.model, tries=RESUME_TRIES, wait_s=RESUME_WAIT_S,
+                    resume_url=self._resume_url(step), workspace_url=self._workspace_url())
 
     def _slice(self, step: Step) -> dict[str, Any]:
         s = self.s

@@ -195,7 +195,17 @@ def _placed(settings: Settings, kept: tuple[str, ...]) -> tuple[tuple[str, ...],
         return kept, full
     zonal = catalogue.spec(settings.arch, acc).reads_applied  # type: ignore[union-attr]
     full = {m: (*deps, acc) if m in zonal else deps for m, deps in full.items()}
-    return (acc, *(m for m in kept if m != acc)), full
+    # the slice first, after only what it needs itself (on mig, its access: account, role, firewall
+    # rules, none of them zonal)
+    needs: list[str] = []
+    todo = [acc]
+    while todo:
+        for dep in full.get(todo.pop(), ()):
+            if dep in kept and dep not in needs:
+                needs.append(dep)
+                todo.append(dep)
+    first = (*(m for m in kept if m in needs), acc)
+    return (*first, *(m for m in kept if m not in first)), full
 
 
 def not_wanted(settings: Settings) -> dict[str, str]:

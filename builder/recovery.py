@@ -35,11 +35,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from builder import cost
+from builder.actions import Action
+from builder.config.applied_objects import record_object
+from builder.config.candidates import at
 from builder.config.recovery import log_prefix
 from builder.config.replace import group_filter, slot_names
-from builder.module_parts import mig_attach
+from builder.module_parts import fails_over, mig_attach, tried
 from builder.modules import accelerator_module, ttl_scope
-from builder.step_kinds import IMAGES
+from builder.step_kinds import BUILD_ENDED, IMAGES
 from builder.templating import environment, for_cloud_build
 from builder.ttl import job_name as ttl_job, source_object
 
@@ -101,10 +104,27 @@ def context(settings: Settings) -> dict[str, Any]:
         "max_tries": settings.recovery_max_tries, "tag": TAG.format(env=settings.env_name),
         "workdir": WORKDIR, "model": settings.model, "hourly_usd": _price(hourly_usd(settings)),
         "launch_tries": LAUNCH_TRIES, "launch_wait_s": LAUNCH_WAIT_S, "interval_min": INTERVAL_MIN,
+        # the Cloud Build states of a build that has ended: its lock protects nothing (builder/cloud/lock.py)
+        "finished": sorted(BUILD_ENDED),
         "scope": _scope(settings),
         # mig: the shared PD for the VMs the MIG recreates (templates/_mig_attach.sh.j2, as mig-attach)
         **mig_attach(settings),
+        **places(settings),
     }
+
+
+def places(settings: Settings) -> dict[str, Any]:
+    """Where the slice is and what each place it may be recreated in costs an hour (a candidate
+    list, docs/recovery.md "Candidates"): ``place``, the candidate this build was rendered for (the
+    one that granted the slice when it was last applied: the slice's module hands the Scheduler
+    job the build of the candidate it applied); ``applied_record``, the applied snapshot's record,
+    whose ``granted`` says where the recreate's failover loop put the slice; ``prices``, every
+    candidate of the list and its hourly price (:func:`hourly_usd` there), so the record gives the
+    new hourly cost of a slice that moved. One candidate: no prices (it cannot move)."""
+    listed = settings.candidates if len(settings.candidates) > 1 else ()
+    return {"place": f"{settings.zone} {settings.provisioning}",
+            "applied_record": f"gs://{settings.state_bucket}/{record_object(settings.env_name)}",
+            "prices": [{"place": c.label, "hourly": _price(hourly_usd(at(settings, c)))} for c in listed]}
 
 
 def _price(hourly: float | None) -> str:
@@ -171,6 +191,12 @@ def plan_text(settings: Settings) -> str:
     if not settings.recovery:
         return ("off (TPU_RECOVERY): a lost slice stays lost until `tpubuild update`" if settings.arch != "node"
                 else "none on the legacy node architecture")
-    return (f"auto (TPU_RECOVERY): every {INTERVAL_MIN} min a health build recreates a lost slice and relaunches "
-            f"{settings.model or 'nothing (MODEL is empty)'} from its last checkpoint; it gives up after "
+
+    where = ""
+    if fails_over(settings):  # the recreate's failover loop (docs/recovery.md, "Candidates")
+        modes = [c.mode for _i, c in tried(settings, Action.UPDATE)]
+        where = (f" in the first of {', '.join(modes)} in {settings.zone} that grants it (never in another zone)"
+                 if len(modes) > 1 else f" in {settings.zone} {settings.provisioning} only")
+    return (f"auto (TPU_RECOVERY): every {INTERVAL_MIN} min a health build recreates a lost slice{where} and "
+            f"relaunches {settings.model or 'nothing (MODEL is empty)'} from its last checkpoint; it gives up after "
             f"{settings.recovery_max_tries} failed tries; never past the TTL nor while a build holds the lock")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from builder import builder_image
 from builder.config.keys import duration_seconds
+from builder.module_parts import settles_with_gcloud
 from builder.modules import spec
 from builder.records import record
 
@@ -59,6 +60,11 @@ class Kind:
 
 #: Seconds a resize (and a drain) step may take, and the seed step.
 RESIZE_STEP_S = 3600
+#: mig's failover: how long mig-apply waits for each candidate's group to become whole (its
+#: flex-start request fulfilled) while it shows no error, before trying the next candidate
+#: (TPUBUILD_ACQUIRE_WAIT_S overrides it); its step's timeout allows ACQUIRE_TRY_S per candidate.
+ACQUIRE_WAIT_S = 600
+ACQUIRE_TRY_S = ACQUIRE_WAIT_S + 900
 SEED_STEP_S = 14400
 #: Seconds the mig-calendar step may take: it waits this less 300 for Google's decision on the request.
 CALENDAR_STEP_S = 1800
@@ -119,6 +125,9 @@ KINDS: dict[str, Kind] = {
 QUEUE_WAIT_S = 4 * 3600
 MAX_QUEUE_WAIT_S = 20 * 3600
 QUEUE_SLACK_S = 900
+#: The Cloud Build states of a build that has ended: a lock it holds protects nothing
+#: (builder/cloud/lock.py takes it over; the health check's build recovers under it).
+BUILD_ENDED = frozenset({"SUCCESS", "FAILURE", "INTERNAL_ERROR", "TIMEOUT", "CANCELLED", "EXPIRED"})
 #: Slack added to the longest path through the steps for the whole build's timeout.
 BUILD_TIMEOUT_SLACK = 900
 MAX_BUILD_TIMEOUT = 86400  # Cloud Build's maximum build timeout (24 h)
@@ -158,8 +167,18 @@ def step_timeout(settings: Settings, step: StepLike) -> int:
     if step.kind == "apply":
         found = spec(settings.arch, step.module)
         assert found is not None, step
+        if settling_apply(settings, step):  # mig's failover: a wait per candidate (ACQUIRE_TRY_S)
+            return max(found.apply_timeout, len(settings.candidates) * ACQUIRE_TRY_S)
         return found.apply_timeout
     return queue_wait_s(settings) + QUEUE_SLACK_S  # queue
+
+
+def settling_apply(settings: Settings, step: StepLike) -> bool:
+    """Whether ``step`` is mig's acquisition (``builder.module_parts.settles_with_gcloud``): the
+    accelerator's apply of a failover on mig, run in the gcloud image with the carried Terraform."""
+    found = spec(settings.arch, step.module)
+    return (step.kind == "apply" and found is not None and found.accelerator and not found.destroy_only
+            and settles_with_gcloud(settings))
 
 
 _DURATION = re.compile(r"^\d+s$")

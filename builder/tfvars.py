@@ -163,6 +163,8 @@ def _tpu_mig(s: Settings) -> dict[str, Any]:
         "provisioning": s.provisioning, "reservation": s.reservation,
         "max_run_hours": s.max_run_hours or MAX_RUN_HOURS, "flex_request_name": flex_request_name(s.tpu_name),
         "make_before_break": s.replace == "make-before-break", "release": False,  # mig-release passes -var=release=true
+        # a failover's acquisition step waits for the group and reads its errors (docs/capacity.md)
+        "wait_for_instances": not fails_over(s),
         **_calendar(s), **_ttl(s), **_health(s),
     }
 

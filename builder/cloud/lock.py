@@ -20,6 +20,14 @@
   lives; ``--even-if-running`` is the explicit override.
 * Every replace and delete of the lock object carries the generation it was read at
   (``if_generation_match``): nothing ever removes a lock it has not seen.
+* A build that dies inside a ``terraform`` command leaves that module's Terraform state lock
+  (``<env>/<module>/default.tflock`` in the state bucket) held, and every later plan of the module
+  would wait for it and fail. When a dispatch takes the environment lock over from a finished
+  build, ``break_state_locks`` deletes the state locks that build left: those whose lock info was
+  ``Created`` while it held the environment lock (``left_by``: after the lock's ``created``, before
+  the build finished). Terraform's lock info cannot carry a build id (its ``Who`` is the step
+  container's user@host), so the window is what names the build; a state lock from any other time
+  (a person's ``terraform`` by hand) is left alone and named.
 """
 
 from __future__ import annotations
@@ -37,8 +45,9 @@ from builder.cloud import objects
 from builder.cloud.errors import cloud_call
 from builder.errors import WorldError
 from builder.records import asdict, field, fields, record, replace
+from builder.step_kinds import BUILD_ENDED
 
-FINISHED = frozenset({"SUCCESS", "FAILURE", "INTERNAL_ERROR", "TIMEOUT", "CANCELLED", "EXPIRED"})
+FINISHED = BUILD_ENDED
 ORPHAN_SECONDS = 30 * 60
 
 #: build id → its Cloud Build status name ("WORKING", "FAILURE", ...), or None when unknown.
@@ -160,11 +169,13 @@ def finished_state(lock: Lock, lookup: BuildLookup | None) -> str | None:
 
 
 def acquire(bucket: Any, lock: Lock, *, lookup: BuildLookup | None = None, live: LiveLookup | None = None,
-            warn: Callable[[str], None] = lambda _m: None) -> Lock:
+            warn: Callable[[str], None] = lambda _m: None,
+            took_over: Callable[[Lock], None] = lambda _l: None) -> Lock:
     """Take the lock or raise ``WorldError`` naming who holds it.
 
     ``live`` lists the environment's QUEUED/WORKING builds; a stale or build-less lock is taken
-    over only when it lists none (the dispatch always passes it)."""
+    over only when it lists none (the dispatch always passes it). ``took_over`` is told the lock
+    it replaced (a finished build's: its state locks are dead, ``break_state_locks``)."""
     for _attempt in range(5):
         won = _write(bucket, lock, 0)
         if won is not None:
@@ -189,6 +200,7 @@ def acquire(bucket: Any, lock: Lock, *, lookup: BuildLookup | None = None, live:
         warn(f"taking over the stale lock of environment {lock.env}: {current.describe()}")
         won = _write(bucket, lock, current.generation)
         if won is not None:
+            took_over(current)
             return won
     raise WorldError(f"environment {lock.env}: the lock kept changing while taking it; retry the dispatch")
 
@@ -266,3 +278,66 @@ def abandon(bucket: Any, held: Lock) -> None:
         pass
     except Exception:  # noqa: BLE001 - the original failure is the one to report
         pass
+
+
+def state_lock_path(env: str, module: str) -> str:
+    """Terraform's GCS backend lock of a module's state (prefix ``<env>/<module>``, workspace default)."""
+    return f"{env}/{module}/default.tflock"
+
+
+def _instant(text: str) -> dt.datetime | None:
+    """An RFC 3339 time (Terraform writes nanoseconds, Python reads microseconds), or None."""
+    text = text.strip().replace("Z", "+00:00")
+    head, dot, rest = text.partition(".")
+    if dot:
+        digits = len(rest) - len(rest.lstrip("0123456789"))
+        text = f"{head}.{rest[:min(digits, 6)].ljust(6, '0')}{rest[digits:]}"
+    try:
+        out = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return out if out.tzinfo else None
+
+
+def left_by(info: dict[str, Any], previous: Lock, finished: str) -> bool:
+    """Whether the Terraform state lock ``info`` (its lock info: ``ID``, ``Created``, ...) was left by
+    the finished build that held ``previous``: created inside that build's hold of the environment
+    lock, from ``previous.created`` to ``finished`` (the build's finish time; '' unknown: now)."""
+    created, start = _instant(str(info.get("Created", ""))), _instant(previous.created)
+    end = _instant(finished) if finished else dt.datetime.now(dt.timezone.utc)
+    if created is None or start is None or end is None or not previous.build_id:
+        return False
+    return start <= created <= end
+
+
+def break_state_locks(bucket: Any, env: str, modules: list[str], previous: Lock, finished: str,
+                      warn: Callable[[str], None]) -> list[str]:
+    """Delete the state locks of ``modules`` that the finished build of ``previous`` left
+    (``left_by``), each as read (its generation); warn one line per lock broken or left. The
+    modules whose lock was broken."""
+    from google.api_core import exceptions as gexc
+
+    broken = []
+    for module in modules:
+        name = state_lock_path(env, module)
+        found = objects.read(bucket, name)
+        if found is None:
+            continue
+        data, blob = found
+        try:
+            info = json.loads(data)
+        except ValueError:
+            info = {}
+        said = f"Terraform state lock {info.get('ID', '?')} of {module} (created {info.get('Created', '?')})"
+        if not left_by(info, previous, finished):
+            warn(f"{said} was not taken by build {previous.build_id}; left alone: if nobody runs terraform on "
+                 f"{env}/{module}, run terraform force-unlock {info.get('ID', '<ID>')} in modules/ with that backend")
+            continue
+        with cloud_call(f"deleting gs://{bucket.name}/{name}"):
+            try:
+                bucket.blob(name).delete(if_generation_match=int(blob.generation))
+            except (gexc.NotFound, gexc.PreconditionFailed):
+                continue
+        warn(f"broke the {said}, left by build {previous.build_id}, which ended {previous.outcome or 'without releasing it'}")
+        broken.append(module)
+    return broken

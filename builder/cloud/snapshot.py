@@ -21,17 +21,18 @@ from typing import Any
 
 from builder.cloud import objects
 from builder.cloud.errors import cloud_call
+from builder.config.applied_objects import record_object, values_object
 from builder.config.candidates import granted as place
 from builder.errors import WorldError
 from builder.records import field, record, replace
 
 
 def values_path(env: str) -> str:
-    return f"workspace/{env}/applied/values.env"
+    return values_object(env)
 
 
 def record_path(env: str) -> str:
-    return f"workspace/{env}/applied/build.json"
+    return record_object(env)
 
 
 @record

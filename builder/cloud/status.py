@@ -6,16 +6,17 @@
 * Filestore: google-cloud-filestore ``GetInstance`` (zonal, or regional for REGIONAL/ENTERPRISE):
   state, IP, capacity.
 * Slice (mig architecture, no TPU API object): the MIG named like the TPU (or ``<TPU>-b``:
-  make-before-break's two slots, both read, the other one named beside) through the same REST
-  calls, plus its workload policy (the topology it was created for), set against the topology,
-  VM count, machine type and provisioning values.env asks for.
+  make-before-break's two slots, both read, the other one named beside; with two, each one's
+  accelerator type and provisioning from the mig module's state, cloud/interrupted.py) through the
+  same REST calls, plus its workload policy (the topology it was created for), set against the
+  topology, VM count, machine type and provisioning values.env asks for.
 * Capacity (mig with flex-start or calendar): the slice's resize request or calendar-mode future
   reservation (Compute Engine REST): waiting, provisioning, active, failed, and when it ends.
 * MIG (node): Compute Engine REST (``instanceGroupManagers.get`` and ``listManagedInstances``
   through google-auth's AuthorizedSession; no google-cloud-compute dependency): target size,
   running instances, stable.
 * Terraform state: whether ``gs://<state_bucket>/<ENV>/<module>/default.tfstate`` exists.
-* The lock holder and the applied snapshot's build.
+* The lock holder, the applied snapshot's build, a build stopped half way (cloud/interrupted.py).
 * A module's link (its catalogue entry's ``state_link``: the dashboard's console URL, the
   ``console_url`` output of ``modules/dashboard``), read from its state object
   (``<ENV>/<module>/default.tfstate``); "not created" while that state has none.
@@ -37,7 +38,7 @@ from typing import Any
 
 from builder import candidate_table, modules as catalogue
 from builder.actions import Action
-from builder.cloud import clients, lock, recoveries, snapshot, ttl
+from builder.cloud import clients, interrupted, lock, recoveries, snapshot, ttl
 from builder.cloud.buckets import exists
 from builder.cloud.errors import cloud_call, describe
 from builder.config import Settings
@@ -87,7 +88,8 @@ def _tpu(settings: Settings) -> dict[str, Any]:
             "state": node.state.name, "health": node.health.name, "accelerator_type": node.accelerator_type,
             "runtime_version": version, "endpoints": endpoints,
             "others": [f"{n} ({other.accelerator_type}, {other.state.name})"
-                       for n, other in found.items() if n != name]}
+                       for n, other in found.items() if n != name],
+            "slices": [{"name": n, "accelerator_type": found[n].accelerator_type} for n in sorted(found, key=name.__ne__)]}
 
 
 def _queued(settings: Settings) -> dict[str, Any]:
@@ -172,10 +174,12 @@ def _slice(settings: Settings) -> dict[str, Any]:
     asked = [n for n, g in found.items() if g["policy"].endswith(f"-{shape.topology}")]
     name = asked[0] if asked else next(iter(found))
     out = found[name]
+    recorded = interrupted.mig_slots(settings) if len(found) > 1 else {}  # a group does not name its type
     out.update({"topology": shape.topology, "vms": shape.vms, "machine_type": shape.machine_type,
                 "provisioning": settings.provisioning,
                 "others": [f"{n} ({'policy ' if g['policy'] else 'no workload policy'}{g['policy']}, "
-                           f"{g['running']}/{g['target_size']} running)" for n, g in found.items() if n != name]})
+                           f"{g['running']}/{g['target_size']} running)" for n, g in found.items() if n != name],
+                "slices": [{"name": n, "accelerator_type": "", **recorded.get(n, {})} for n in sorted(found, key=name.__ne__)]})
     return out
 
 
@@ -236,10 +240,7 @@ def _state(settings: Settings) -> dict[str, Any]:
         for module in make_plan(settings, Action.CREATE).modules:
             out["modules"][module] = bucket.blob(f"{settings.env_name}/{module}/default.tfstate").exists()
     held = lock.read(bucket, settings.env_name)
-    out["lock"] = None if held is None else {
-        "build_id": held.build_id, "action": held.action, "holder": held.holder, "since": held.created,
-        "state": held.state, "outcome": held.outcome, "failed_step": held.failed_step, "log_url": held.log_url,
-        "describe": held.describe()}
+    out["lock"] = interrupted.held_record(held)
     for spec in _linked(settings.arch):
         there = out["modules"].get(spec.name)
         out[f"{spec.name}_url"] = _state_link(bucket, settings.env_name, spec) if there else None
@@ -323,6 +324,7 @@ def gather(settings: Settings) -> dict[str, Any]:
         except Exception as exc:  # noqa: BLE001 - one part failing must not hide the others
             report[key] = {"state": "ERROR", "error": describe(exc)}
             report["errors"].append(describe(exc))
+    report["interrupted"] = interrupted.read(settings, report)  # a build that stopped half way
     return report
 
 
@@ -365,6 +367,7 @@ def text(report: dict[str, Any]) -> list[str]:
             lines.append(f"  lock       stale (the next dispatch takes it over): {held['describe']}")
         else:
             lines.append(f"  lock       held by {held['describe']}")
+        lines.extend(interrupted.lines(report["interrupted"]) if report.get("interrupted") else [])
         for spec in _linked(report["arch"]):
             url = tf.get(f"{spec.name}_url")
             lines.append(f"  {spec.name:<10} {url}" if url else

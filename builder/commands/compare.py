@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from builder import auto
 from builder.applied import applied_settings, compared_with
-from builder.cloud import buckets, clients, snapshot
+from builder.cloud import buckets, clients, interrupted, snapshot
 from builder.cloud.auto import decide_now
+from builder.cloud.errors import describe
+from builder.cloud.status import READERS
 from builder.config import load
 from builder.config.candidates import at, granted
 from builder.errors import BadInput, TpuBuildError
@@ -41,6 +43,9 @@ class Previous:
     #: the candidate that granted the slice, as the snapshot records it (builder/config/candidates.py);
     #: ``settings`` are placed there. None: not recorded (every snapshot before candidates), or no snapshot
     granted: Any = None
+    #: True: read from an existing state bucket, where plan also reads a build stopped half way
+    #: (builder/cloud/interrupted.py ``for_plan``)
+    bucket: bool = False
 
 
 def has_credentials() -> bool:
@@ -91,18 +96,31 @@ def previous(settings: Settings, applied: str | None, *, need: bool) -> Previous
         print(f"tpubuild: warning: could not read the applied snapshot ({exc}); no comparison", file=sys.stderr)
         return Previous(None, f"nothing (the applied snapshot could not be read)", known=False)
     if record is None:
-        return Previous(None, f"{where}/{snapshot.values_path(settings.env_name)} (none: nothing applied yet)")
+        return Previous(None, f"{where}/{snapshot.values_path(settings.env_name)} (none: nothing applied yet)",
+                        bucket=True)
     shown = f"{where}/{snapshot.values_path(settings.env_name)} (build {record.build_id or '?'})"
     try:
         old = applied_settings(record.values, settings)
     except (TpuBuildError, UnicodeDecodeError) as exc:
         if need:
             raise BadInput(f"{shown} no longer parses ({exc}); pass --applied FILE") from None
-        return Previous(None, f"{shown}: no longer parses", known=False)
+        return Previous(None, f"{shown}: no longer parses", known=False, bucket=True)
     shown = compared_with(old, settings, shown, destroy_with="<its values.env>")
     place = granted(record)  # the slice is where it was granted, whatever the applied list's first candidate
     return Previous(at(old, place) if place is not None else old, shown, record.build_id, record.outstanding,
-                    record.absent, record.sources or None, granted=place)
+                    record.absent, record.sources or None, granted=place, bucket=True)
+
+
+def stopped_build(settings: Settings) -> dict[str, Any] | None:
+    """A build that stopped half way, as ``status`` shows it (builder/cloud/interrupted.py): None when
+    none did, or when it cannot be read (a warning says so; the plan itself stands)."""
+    try:
+        return interrupted.for_plan(settings, READERS)
+    except Exception as exc:  # noqa: BLE001 - the plan is shown whatever this read meets
+        why = str(exc) if isinstance(exc, TpuBuildError) else describe(exc)
+        print(f"tpubuild: warning: could not read the environment lock ({why}); a build that stopped half way "
+              "is not shown (tpubuild status shows it)", file=sys.stderr)
+        return None
 
 
 def auto_plan(settings: Settings, prev: Previous) -> Plan | None:

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 
 from builder import pipeline, request, yamlout
 from builder.actions import APPLYING, Action
+from builder.cloud.interrupted import lines
 from builder.commands import load_settings
-from builder.config.candidates import at, settle
+from builder.config.candidates import acting
 from builder.config.later import refuse_changes
 from builder.describe import INITIALIZE_NOTE, as_text, describe
 
@@ -41,7 +42,8 @@ def _plan(args: argparse.Namespace, *, compare: bool = False) -> tuple[Settings,
 
         prev = previous(settings, args.applied, need=plan is None)
     if prev is not None and prev.granted is not None:  # an update keeps the slice where it was granted
-        settled = at(settings, prev.granted) if req.action is Action.DESTROY else settle(settings, prev.granted)
+
+        settled = acting(settings, prev.granted, req.action)
         if settled is not settings:
             settings = settled
             plan = request.plan_for(settings, req)
@@ -85,10 +87,18 @@ def run_plan(args: argparse.Namespace) -> int:
 
         outcomes = assess_all(settings, running)
     info = describe(settings, plan, allow_data_loss=args.allow_data_loss, previous=prev, checked=outcomes)
+    stopped = None
+    if prev is not None and prev.bucket:  # read from the state bucket: a build stopped half way, as status shows it
+        from builder.commands.compare import stopped_build
+
+        stopped = info["interrupted"] = stopped_build(settings)
     if args.format == "json":
         sys.stdout.write(json.dumps(info, indent=2) + "\n")
     else:
         sys.stdout.write(as_text(info, bold=_bold_style()))
+        if stopped is not None:
+            sys.stdout.write("\nA build stopped half way (docs/safety.md, \"Kill it anywhere, run it again\"):\n"
+                             + "".join(f"{line}\n" for line in lines(stopped)))
     if args.check:
         from builder.commands.capacity import check, conclude
 

@@ -20,7 +20,7 @@ from builder import environments
 from builder.actions import Action, Verdict
 from builder.commands import warn
 from builder.commands.compare import auto_plan, has_credentials, previous
-from builder.config.candidates import settle
+from builder.config.candidates import acting
 from builder.config.later import refuse_changes
 from builder.describe import describe
 from builder.errors import BadInput, TpuBuildError
@@ -63,7 +63,8 @@ def row(env: Any) -> dict[str, Any]:
                     "cost_before": None, "hourly_before": None, "cost_after": wanted["total"],
                     "hourly_after": wanted["hourly_known"]}
         if prev.granted is not None:  # auto keeps the slice where it was granted (builder/config/candidates.py)
-            s = settle(s, prev.granted)
+
+            s = acting(s, prev.granted, Action.AUTO)
         if prev.settings is not None:
             refuse_changes(prev.settings, s)
         plan = auto_plan(s, prev)

@@ -15,7 +15,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder import auto, pipeline, tfvars, ttl
+from builder import auto, modules as catalogue, pipeline, tfvars, ttl
 from builder.actions import APPLYING, Action
 from builder.cloud import buckets, builds, clients, lock, snapshot, source, workspace
 from builder.cloud.auto import decide_now
@@ -23,7 +23,7 @@ from builder.cloud.errors import cloud_call
 from builder.commands import applied_or_warn, load_settings, say, warn
 from builder.commands.initialize import initialize
 from builder.config.calendar import create_refusal, submit_refusal
-from builder.config.candidates import at, granted, settle
+from builder.config.candidates import acting, at, granted
 from builder.config.later import refuse_changes
 from builder.errors import WorldError
 from builder.plan import make_plan
@@ -81,7 +81,7 @@ def auto_plan(settings: Settings, bucket: Any) -> tuple[Plan | None, Settings]:
         decision = decide_now(settings, None)
     else:
         place = granted(applied)
-        settings = settle(settings, place)
+        settings = acting(settings, place, Action.AUTO)
         old = applied_or_warn(applied, settings)
         if old is None:
             decision = auto.decide_unreadable(make_plan(settings, Action.CREATE).modules, applied.absent)
@@ -104,14 +104,10 @@ def auto_plan(settings: Settings, bucket: Any) -> tuple[Plan | None, Settings]:
 
 def _granted_place(settings: Settings, bucket: Any, *, destroy: bool) -> Settings:
     """Where an explicit update or destroy acts, from the applied snapshot's granted place
-    (builder/config/candidates.py): an update stays there while the list holds it
-    (``settle``), a destroy takes down what is there (``at``). ``settings`` itself when the
-    snapshot records none."""
+    (builder/config/candidates.py ``acting``: an update stays there while the list holds it, a
+    destroy takes down what is there). ``settings`` itself when the snapshot records none."""
     found = snapshot.read(bucket, settings.env_name)
-    place = granted(found) if found is not None else None
-    if place is None:
-        return settings
-    return at(settings, place) if destroy else settle(settings, place)
+    return acting(settings, granted(found) if found is not None else None, Action.DESTROY if destroy else Action.UPDATE)
 
 
 def _scope(plan: Plan) -> dict[str, Any]:
@@ -159,9 +155,13 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> in
         except WorldError:
             return None
 
+    previous: list[lock.Lock] = []
     held = lock.acquire(bucket, lock.Lock(env=settings.env_name, action=plan.action, holder=lock.who(),
                                           created=lock.now(), scope=_scope(plan)),
-                        lookup=lookup, live=builds.live_probe(cb, settings), warn=warn)
+                        lookup=lookup, live=builds.live_probe(cb, settings), warn=warn, took_over=previous.append)
+    if previous:  # a finished build's lock: the Terraform state locks it died holding are dead too
+        lock.break_state_locks(bucket, settings.env_name, [spec.name for spec in catalogue.specs(settings.arch)],
+                               previous[0], _finished_at(cb, project, previous[0].build_id), warn)
     try:
         source.upload(bucket, src)
         workspace.sync(bucket, settings, repo, source_sha256=src.sha256)
@@ -192,6 +192,17 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> in
                  "the next dispatch takes it over and names this build")
         raise
     return 0
+
+
+def _finished_at(cb: Any, project: str, build_id: str) -> str:
+    """When Cloud Build says ``build_id`` finished (RFC 3339), '' when it cannot say."""
+    if not build_id:
+        return ""
+    try:
+        finished = builds.get(cb, project, build_id).finish_time
+    except WorldError:
+        return ""
+    return finished.isoformat() if finished and finished.year > 1970 else ""
 
 
 def _keep_ttl_source(bucket: Any, settings: Settings, action: Action, src: Source) -> None:

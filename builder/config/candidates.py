@@ -27,6 +27,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from builder.actions import Action
 from builder.records import record, replace
 
 
@@ -144,3 +145,14 @@ def settle(settings: Any, place: Candidate | None) -> Any:
     applied snapshot records) while the list still holds it; else the first candidate, and the
     plan shows the move (a changed zone or mode replaces the slice)."""
     return at(settings, place) if stays(settings.candidates, place) and place is not None else settings
+
+
+def acting(settings: Any, place: Candidate | None, action: Action) -> Any:
+    """Where ``action`` acts on an environment whose slice the applied snapshot says was granted
+    at ``place``: the one rule plan, render, submit, dispatch and auto follow. A destroy takes down
+    what is there (:func:`at`: the backups of the storage are taken in its zone); any other action
+    keeps the slice there while the list holds it (:func:`settle`). ``settings`` itself without a
+    granted place."""
+    if place is None:
+        return settings
+    return at(settings, place) if Action(action) is Action.DESTROY else settle(settings, place)

@@ -188,12 +188,24 @@ locals {
   pd_kept        = var.shared_pd_attach && contains(local.same, local.target) && try(local.previous[local.target].pd_kept, false)
   pd_in_template = var.shared_pd_attach && (!var.shared_pd_attached_later || local.pd_kept)
 
+  # The boot script of the running slot. A slot that holds the same values keeps the boot script
+  # (startup-script, env_setup/scripts/startup.sh) it was made with, stored in its slot's
+  # metadata: a tpubuild upgrade changes startup.sh, and a template whose metadata changes is a
+  # new template, which recreates every VM of the running slice (update_policy below) and kills
+  # its training. Every other key of the metadata is made from the slot's values (wanted, its
+  # name, the environment's), which a slot holding the same values keeps anyway, and the NFS
+  # export, as above. A new slot, or one whose values change (its VMs are recreated either way),
+  # takes today's script; so does a slot stored before its metadata was (a state of the modules
+  # before the slots). docs/pipeline.md, "What a running slice keeps".
+  kept_script   = contains(local.same, local.target) ? try(local.previous[local.target].metadata["startup-script"], null) : null
+  slot_metadata = merge(local.metadata, local.kept_script == null ? {} : { "startup-script" = local.kept_script })
+
   # the slice values.env asks for, in its slot: everything its resources read, so that the next
   # apply, which may keep it beside a new one, renders it from here
   slot = {
     name     = local.slice_name
     wanted   = local.wanted
-    metadata = local.metadata
+    metadata = local.slot_metadata
     pd_kept  = local.pd_kept
     # the shared PD the template carries (empty: none)
     pd_source = local.pd_in_template ? data.terraform_remote_state.shared_pd[0].outputs.name : ""
@@ -202,6 +214,9 @@ locals {
     service_account_email = data.terraform_remote_state.tpu.outputs.service_account_email
     network_tag           = data.terraform_remote_state.tpu.outputs.network_tag
     calendar_name         = local.cal.name
+    # whether the group's apply waits for its VMs, as the slot was made (var.wait_for_instances):
+    # a slot the state holds keeps it (true, made before the variable), so no plan flips it
+    wait_for_instances = contains(keys(local.previous), local.target) ? try(local.previous[local.target].wait_for_instances, true) : var.wait_for_instances
   }
   slices = merge(local.kept, { (local.target) = local.slot })
 
@@ -425,8 +440,10 @@ resource "google_compute_instance_group_manager" "slice" {
 
   # Flex-start and calendar VMs come when Google has the capacity (the request is fulfilled, the
   # reservation is delivered at its start): the apply does not wait; mig-resize does. Otherwise
-  # the create waits until the group is whole: make-before-break's wait for the new slice.
-  wait_for_instances        = !(local.mode[each.key].flex || local.mode[each.key].calendar)
+  # the create waits until the group is whole: make-before-break's wait for the new slice; unless
+  # the slot was made by a failover (var.wait_for_instances = false): the acquisition step waits
+  # and reads the group's errors, as a stockout only shows there.
+  wait_for_instances        = try(each.value.wait_for_instances, true) && !(local.mode[each.key].flex || local.mode[each.key].calendar)
   wait_for_instances_status = "STABLE"
 
   timeouts {

@@ -191,3 +191,9 @@ variable "release" {
   type        = bool
   default     = false
 }
+
+variable "wait_for_instances" {
+  description = "true: the apply waits until the group is whole (STABLE). false when the build fails over between candidates (ZONE / TPU_PROVISIONING lists): a stockout does not fail a MIG's create, the group keeps retrying, so the pipeline's acquisition step (mig-apply) waits for the group itself and reads its errors (docs/capacity.md, \"The failover loop\"). A slot keeps what it was made with (slices)."
+  type        = bool
+  default     = true
+}

@@ -16,7 +16,7 @@ from builder.modules import accelerator_module
 from builder.pipeline import render
 from builder.plan import make_plan
 from tests.conftest import EXAMPLES, REPO
-from tests.support.fakes.quotas import FakeQuotas, aggregate_reservation, quota_info, reservation
+from tests.support.fakes.quotas import FakeQuotas, aggregate_reservation, quota_info, reservation, serving
 from tests.support.pipeline import ancestors
 
 V4 = EXAMPLES / "vm-v4-32.env"  # v4-32: 16 chips, on-demand, us-central2-b
@@ -26,11 +26,7 @@ ALL_VALUES = [*sorted(EXAMPLES.glob("*.env")), REPO / "values.env"]
 
 @pytest.fixture
 def quotas(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeQuotas]:
-    fake = FakeQuotas().start()
-    monkeypatch.setenv("TPUBUILD_QUOTAS_ENDPOINT", f"{fake.url}/v1")
-    monkeypatch.setenv("TPUBUILD_COMPUTE_ENDPOINT", f"{fake.url}/compute/v1")
-    yield fake
-    fake.stop()
+    yield from serving(monkeypatch)
 
 
 def _set(fake: FakeQuotas, values_file, zones: dict[str, int]) -> capacity.Need:

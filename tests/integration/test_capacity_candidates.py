@@ -13,7 +13,7 @@ from builder import capacity
 from builder.config import load
 from builder.config.candidates import at
 from tests.conftest import EXAMPLES
-from tests.support.fakes.quotas import FakeQuotas, quota_info
+from tests.support.fakes.quotas import FakeQuotas, quota_info, serving
 
 MIG_SPOT = EXAMPLES / "mig-v6e-16-spot.env"  # v6e-16: 16 chips
 COMPUTE = "compute.googleapis.com"
@@ -22,11 +22,7 @@ LIST = {"ZONE": "us-east5-b,us-central1-b", "TPU_PROVISIONING": "spot,on-demand"
 
 @pytest.fixture
 def quotas(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeQuotas]:
-    fake = FakeQuotas().start()
-    monkeypatch.setenv("TPUBUILD_QUOTAS_ENDPOINT", f"{fake.url}/v1")
-    monkeypatch.setenv("TPUBUILD_COMPUTE_ENDPOINT", f"{fake.url}/compute/v1")
-    yield fake
-    fake.stop()
+    yield from serving(monkeypatch)
 
 
 def _quotas(fake: FakeQuotas, values, spot: dict[str, int], standard: dict[str, int]) -> None:

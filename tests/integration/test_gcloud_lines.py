@@ -35,7 +35,9 @@ exit 0
 OTHERS = ("terraform", "pip", "tpubuild", "sudo", "curl", "gsutil")
 #: The steps that poll a request (flex-start, calendar) look once: the recorder answers no state.
 QUICK = {"TPUBUILD_RESIZE_WAIT_S": "0", "TPUBUILD_RESIZE_POLL_S": "0", "TPUBUILD_CALENDAR_WAIT_S": "0",
-         "TPUBUILD_CALENDAR_POLL_S": "0", "TPUBUILD_SWAP_WAIT_S": "0", "TPUBUILD_SWAP_POLL_S": "0"}
+         "TPUBUILD_CALENDAR_POLL_S": "0", "TPUBUILD_SWAP_WAIT_S": "0", "TPUBUILD_SWAP_POLL_S": "0",
+         "TPUBUILD_DRAIN_WAIT_S": "0", "TPUBUILD_DRAIN_POLL_S": "0",
+         "TPUBUILD_ACQUIRE_WAIT_S": "0", "TPUBUILD_ACQUIRE_POLL_S": "0"}
 
 
 def record(script: str, tmp: Path, env: dict[str, str] | None = None,
@@ -61,8 +63,24 @@ def record(script: str, tmp: Path, env: dict[str, str] | None = None,
         # ... and mig-apply on mig (mig-resize, mig-attach and mig-swap read the new group's name)
         (ws / "plans" / "mig.slices.json").write_text('{"a": {"name": "tpu-old"}, "b": {"name": "tpu-old-b"}}')
         (ws / "plans" / "mig.name").write_text("tpu-old-b")
+        # ... and mig-plan of a failover (mig-apply runs its Terraform, which names the group), the candidates' tfvars
+        carried = ws / ".tpubuild" / "bin" / "terraform"
+        carried.parent.mkdir(parents=True, exist_ok=True)
+        carried.write_text('#!/bin/sh\n[ "$1 $2" = "output -raw" ] && printf tpu-old-b\nexit 0\n')
+        carried.chmod(0o755)
+        (ws / "plans" / "mig.tfplan").write_text("saved plan\n")
+        (ws / "modules" / "tpu_mig").mkdir(parents=True, exist_ok=True)
+        for i in range(9):
+            (ws / "tfvars" / "candidates" / str(i)).mkdir(parents=True, exist_ok=True), (ws / "tfvars" / "candidates" / str(i) / "mig.tfvars.json").write_text("{}\n")
         # ... and filestore-apply (filestore-publish copies the NFS export to the workspace)
         (ws / "plans" / "filestore.export").write_text("nfs_ip=10.20.0.2\nnfs_share=tpushare\n")
+        # ... and <module>-prepare and -swap: the model trains on the old slice (<module>-checkpoint
+        # records the move before it stops it)
+        for module in ("tpu", "mig"):
+            (ws / "plans" / f"{module}.old").write_text("tpu-old\n")
+            (ws / "plans" / f"{module}.handover").mkdir(exist_ok=True)
+            (ws / "plans" / f"{module}.handover" / "probe.sh").write_text("echo tpubuild-probe 1 1000\n")
+            (ws / "plans" / f"{module}.handover" / "stop.sh").write_text("true\n")
         full = {**os.environ, **QUICK, **(env or {}), "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
                 "RECORD_DIR": str(rec), "RECORD_ANSWER": answer, "WORKSPACE": str(ws), "HOME": str(tmp)}
         subprocess.run(["bash", "-c", script], cwd=ws, env=full, capture_output=True, text=True, timeout=60)
@@ -93,6 +111,8 @@ VARIANTS = [
     ("vm", {"SHARED_FS_TIER": "REGIONAL", "SHARED_FS_CAPACITY": "1024"}),
     # candidates: the failover loop (docs/capacity.md); later steps read the granted zone
     ("vm", {"TPU_PROVISIONING": "spot,on-demand"}),
+    # ... on mig: mig-apply reads the group's errors and a flex-start request's state with gcloud
+    ("mig", {"TPU_PROVISIONING": "flex-start,spot"}),
 ]
 
 
@@ -241,6 +261,46 @@ def test_mig_attach_lines_parse(gcloud, tmp_path, values):
     attaches = [a for a in argvs if a[:3] == ("compute", "instances", "attach-disk")]
     assert sorted(a[3] for a in attaches) == ["tpu-x-a2bc", "tpu-x-m0nz"]
     assert any("--format=value(accessMode)" in a for a in argvs) == (s.shared_pd_type == "hyperdisk-ml")
+    _parse_all(gcloud, argvs)
+
+
+#: gcloud as mig's acquisition meets it: no group error, the flex-start request FAILED for want of capacity
+ACQUIRE_GCLOUD = """#!/usr/bin/env bash
+n=$(ls "$RECORD_DIR" | wc -l)
+printf '%s\\0' "$@" > "$RECORD_DIR/call-$n"
+[[ "$*" == *"value(state)"* ]] && echo FAILED
+[[ "$*" == *"value(status.error.errors)"* ]] && echo "[{'code': 'ZONE_RESOURCE_POOL_EXHAUSTED'}]"
+exit 0
+"""
+
+
+def test_mig_acquisition_lines_parse(gcloud, tmp_path):
+    """mig-apply of a failover (docs/capacity.md): list-errors, the resize request's state and, as
+    it FAILED, its errors, then the next candidate's wait-until, with the group's real name."""
+    from builder.config import load_text
+    from builder.pipeline import render
+    from builder.plan import make_plan
+    from tests.conftest import rewrite_env
+    from tests.support.pipeline import step_env, step_script
+
+    base = EXAMPLES / "mig-v6e-16-spot.env"
+    s = load_text(rewrite_env(base.read_text(), TPU_PROVISIONING="flex-start,spot"), base)
+    [step] = [st for st in render(s, make_plan(s, "create"))["steps"] if st["id"] == "mig-apply"]
+    bindir, rec, ws = tmp_path / "bin", tmp_path / "calls", tmp_path / "ws"
+    for d in (bindir, rec, ws / "plans", ws / ".tpubuild" / "bin", ws / "modules" / "tpu_mig", ws / "tfvars" / "candidates" / "1"):
+        d.mkdir(parents=True)
+    (ws / "tfvars" / "candidates" / "1" / "mig.tfvars.json").write_text("{}\n"), (ws / "plans" / "mig.tfplan").write_text("plan\n")
+    terraform = ws / ".tpubuild" / "bin" / "terraform"  # as mig-plan leaves it
+    for f, text in ((bindir / "gcloud", ACQUIRE_GCLOUD), (terraform, f'#!/bin/sh\n[ "$1 $2" = "output -raw" ] && printf %s {s.tpu_name}\nexit 0\n')):
+        f.write_text(text), f.chmod(0o755)
+    env = {**os.environ, **step_env(step), "RECORD_DIR": str(rec), "WORKSPACE": str(ws), "TPUBUILD_ACQUIRE_POLL_S": "0",
+           "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp_path)}
+    proc = subprocess.run(["bash", "-c", step_script(step)], env=env, capture_output=True, text=True, timeout=60)
+    argvs = [tuple(c.read_bytes().decode().split("\0")[:-1]) for c in sorted(rec.iterdir(), key=lambda c: int(c.name[5:]))]
+    assert proc.returncode == 0, proc.stderr
+    kinds = [next((w for w in ("list-errors", "resize-requests", "wait-until") if w in a), a) for a in argvs]
+    assert kinds == ["list-errors", "resize-requests", "resize-requests", "list-errors", "wait-until"], argvs
+    assert all(s.tpu_name in a for a in argvs)
     _parse_all(gcloud, argvs)
 
 

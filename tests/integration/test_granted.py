@@ -128,3 +128,41 @@ def test_render_of_an_update_or_destroy_reads_the_granted_place(fakes: Fakes, tm
         assert code == 0, err
         (other,) = {"us-east5-a", "us-east5-b"} - {zone}
         assert zone in out and other not in out, action
+
+
+def _dispatched(fakes: Fakes, n: int) -> tuple[str, dict[str, dict]]:
+    """The ``n``-th build dispatch created: its steps' text and the tfvars of its source tarball."""
+    import io
+    import tarfile
+
+    body = fakes.google.created[n]
+    obj = body["source"]["storageSource"]
+    tgz = fakes.storage().bucket(obj["bucket"]).blob(obj["object"]).download_as_bytes()
+    with tarfile.open(fileobj=io.BytesIO(tgz), mode="r:gz") as tar:
+        tfvars = {m.name: json.loads(tar.extractfile(m).read()) for m in tar.getmembers()
+                  if m.name.startswith("tfvars/") and m.name.count("/") == 1 and m.isfile()}
+    return json.dumps(body["steps"]), tfvars
+
+
+def test_dispatch_destroy_and_update_act_where_the_slice_was_granted(fakes: Fakes, tmp_path: Path, cli) -> None:
+    """Data safety: a destroy of an environment granted in its third candidate backs up the data
+    (shared_pd-snapshot, filestore-backup) and destroys in the zone the slice and the storage are in,
+    not the first candidate's (where it would find nothing and destroy the data unsaved); an update,
+    scoped or not, stays there too."""
+    from builder.config import load
+
+    third = {"zone": "us-east5-a", "mode": "spot"}  # us-east5-b spot, us-east5-b flex-start, us-east5-a spot
+    values = _env(fakes, tmp_path, cli, third)
+    assert [c.label for c in load(values).candidates][2] == "us-east5-a spot"
+    runs = (("destroy", "--mig", "true"), ("destroy", "--mig", "default"), ("update", "--mig", "true"),
+            ("update", "--mig", "default"))
+    for n, (action, *scope) in enumerate(runs):
+        code, out, err = cli("--values", values, "dispatch", "--action", action, "--tpu", "default", *scope)
+        assert code == 0, (action, scope, err)
+        steps, tfvars = _dispatched(fakes, n)
+        zones = {name: v["zone"] for name, v in tfvars.items() if "zone" in v}
+        assert zones and set(zones.values()) == {"us-east5-a"}, (action, scope, zones)
+        assert "us-east5-b" not in steps, (action, scope)  # no step names the first candidate's zone
+        if action == "destroy" and scope[1] == "default":  # the full destroy saves the data first, there
+            assert "filestore-backup" in steps and "us-east5-a" in steps, steps
+        assert tfvars["tfvars/mig.tfvars.json"]["provisioning"] == "spot"

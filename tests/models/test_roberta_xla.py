@@ -28,7 +28,7 @@ import pytest
 
 from tests.conftest import EXAMPLES, REPO, run_tpubuild
 from tests.models.test_roberta_e2e import write_corpus
-from tests.support.xla import xla_env, xla_python
+from tests.support.side_venv import xla_env, xla_python
 
 pytestmark = pytest.mark.slow
 

@@ -25,7 +25,7 @@ import pytest
 from builder import model_registry
 from builder.config import load
 from tests.conftest import EXAMPLES, REPO, run_tpubuild
-from tests.support.torchtpu import clean_env, torchtpu_python
+from tests.support.side_venv import clean_env, torchtpu_python
 
 EXAMPLE = "models/torchtpu/examples/tiny_transformer.py"
 LAUNCH = model_registry.load(model_registry.SOURCE_MODELS, "torchtpu.launch")

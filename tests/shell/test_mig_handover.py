@@ -32,7 +32,7 @@ VALUES = (EXAMPLES / "mig-v6e-16-spot.env").read_text().replace(
     'TPU_ACCELERATOR_TYPE="v6e-16"', 'TPU_ACCELERATOR_TYPE="v6e-32"').replace(
     'SHARED_PD_DISK_ATTACH="true"', 'SHARED_PD_DISK_ATTACH="false"')
 
-TERRAFORM = swap_steps.handover_terraform(OLD, NEW)
+TERRAFORM = swap_steps.slot_terraform(OLD, NEW)
 
 #: gcloud: `list` prints the live groups, `list-instances G` G's VMs (G-0000...) or their states;
 #: an ssh to a VM of a group that is not live fails as gcloud does; on one that is: the probe
@@ -98,24 +98,10 @@ def steps() -> dict[str, tuple[str, str]]:
 
 
 def _sandbox(tmp: Path, *, training: bool) -> dict[str, str]:
-    bin_dir, ws, journal = tmp / "bin", tmp / "workspace", tmp / "journal"
-    for d in (bin_dir, ws / "plans", ws / "tfvars", ws / "modules" / "tpu_mig", journal):
-        d.mkdir(parents=True)
-    tpubuild = f'#!/usr/bin/env bash\nexec {sys.executable} -m builder "$@"\n'
-    for name, text in (("terraform", TERRAFORM), ("gcloud", GCLOUD), ("tpubuild", tpubuild)):
-        (bin_dir / name).write_text(text)
-        (bin_dir / name).chmod(0o755)
-    (ws / "values.env").write_text(VALUES)  # the build's /workspace: the source, models/ beside it
-    (ws / "models").symlink_to(REPO / "models")
-    (ws / "plans" / "mig.tfplan").write_text("saved plan\n")
-    (ws / "tfvars" / "mig.tfvars.json").write_text("{}\n")
-    (journal / "live").write_text(f"{OLD}\n")
+    env = swap_steps.handover_sandbox(tmp, "mig", "tpu_mig", TERRAFORM, GCLOUD, values=VALUES, old=OLD)
     if training:
-        (journal / f"training-{OLD}").write_text("")
-    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp), "LANG": "C.UTF-8",
-            "PYTHONPATH": str(REPO), "WORKSPACE": str(ws), "JOURNAL_DIR": str(journal),
-            "TPUBUILD_SWAP_POLL_S": "0", "TPUBUILD_DRAIN_POLL_S": "0", "TPUBUILD_RESUME_WAIT_S": "0",
-            "TPUBUILD_RESUME_TRIES": "2"}
+        Path(env["JOURNAL_DIR"], f"training-{OLD}").write_text("")
+    return env
 
 
 def _run(steps: dict[str, tuple[str, str]], env: dict[str, str], **extra: str

@@ -23,29 +23,8 @@ from tests.conftest import EXAMPLES
 from tests.support import swap_steps
 from tests.support.pipeline import step_script
 
-#: terraform: `apply <plan>` creates the new slot beside the old (the make plan) or, for the release
-#: plan, deletes every slot but the new; `output` answers from that state. STANDIN_APPLY_FAILS makes
-#: the create fail as Google does when it has no capacity.
-TERRAFORM = r"""#!/usr/bin/env bash
-set -u
-state="$JOURNAL_DIR/slots.json"
-echo "terraform $*" >> "$JOURNAL_DIR/journal"
-case "$1" in
-  plan) for a in "$@"; do case "$a" in -out=*) : > "${a#-out=}";; -var=release=true) : > "$JOURNAL_DIR/releasing";; esac; done ;;
-  show) echo '{"format_version": "1.2"}' ;;
-  apply)
-    if [ -f "$JOURNAL_DIR/releasing" ]; then
-      echo '{"b": {"name": "tpu-v6e-slice-b"}}' > "$state"; echo "deleted tpu-v6e-slice" >> "$JOURNAL_DIR/journal"
-    elif [ -n "${STANDIN_APPLY_FAILS:-}" ]; then
-      echo "Error: Error waiting for Creating InstanceGroupManager: ZONE_RESOURCE_POOL_EXHAUSTED" >&2; exit 1
-    else
-      echo '{"a": {"name": "tpu-v6e-slice"}, "b": {"name": "tpu-v6e-slice-b"}}' > "$state"
-      echo "created tpu-v6e-slice-b" >> "$JOURNAL_DIR/journal"
-    fi ;;
-  output)
-    if [ "$2" = "-json" ]; then cat "$state"; else echo -n "tpu-v6e-slice-b"; fi ;;
-esac
-"""
+TERRAFORM = swap_steps.slot_terraform("tpu-v6e-slice", "tpu-v6e-slice-b",
+                                   "Error: Error waiting for Creating InstanceGroupManager: ZONE_RESOURCE_POOL_EXHAUSTED")
 #: gcloud: the new group lists STANDIN_RUNNING (8 unless told) VMs RUNNING with nothing under way;
 #: its wait-until fails when STANDIN_UNSTABLE is set.
 GCLOUD = r"""#!/usr/bin/env bash

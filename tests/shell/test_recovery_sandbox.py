@@ -36,6 +36,9 @@ set -u
 echo "tpubuild $*" >> "$FAKE_GCLOUD_STATE/calls.log"
 if [ "$1" = dispatch ]; then
   if [ -n "${{FAKE_DISPATCH_FAILS:-}}" ]; then echo "dispatch: the pipeline failed" >&2; exit 1; fi
+  if [ -n "${{FAKE_DISPATCH_RECORD:-}}" ]; then  # the applied record the recreate's finalize writes
+    mkdir -p "$(dirname "$FAKE_DISPATCH_RECORD")" && printf '%s\n' "$FAKE_DISPATCH_TEXT" > "$FAKE_DISPATCH_RECORD"
+  fi
   echo READY > "$FAKE_GCLOUD_STATE/tpus/$(cat "$FAKE_GCLOUD_STATE/held")"
   exit 0
 fi
@@ -328,7 +331,17 @@ def test_every_gcloud_line_of_the_health_build_parses_in_real_gcloud(gcloud, tmp
     vm = _sandbox(tmp_path / "vm", VM, ENV_TTL_HOURS="8")
     vm.tpu("PREEMPTED")
     vm.put("ttl", _ttl_line(datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=6)))
+    # the lock of an update a health build dispatched, which ended without releasing it: asked of
+    # Cloud Build (its status, the dispatcher's tags), taken over
+    vm.gcs(recovery.objects(vm.settings)["lock"]).parent.mkdir(parents=True, exist_ok=True)
+    vm.gcs(recovery.objects(vm.settings)["lock"]).write_text(
+        '{\n  "build_id": "b-9",\n  "holder": "cloud build hb-0",\n  "state": "held"\n}\n')
+    (vm.state / "builds").mkdir()
+    vm.put("builds/b-9", "CANCELLED")  # the update a health build dispatched, dead with it
+    vm.put("builds/hb-0", "CANCELLED")
+    vm.put("builds/hb-0.tags", ";".join(recovery.build_request(vm.settings)["tags"]))
     assert vm.run_build()[0] == 0
+    vm.gcs(recovery.objects(vm.settings)["lock"]).unlink()
     vm.tpu("PREEMPTED")
     vm.run_build("hb-2", FAKE_DISPATCH_FAILS="1")
     mig = _sandbox(tmp_path / "mig", MIG, TPU_RECOVERY_MAX_TRIES="1")
@@ -340,6 +353,7 @@ def test_every_gcloud_line_of_the_health_build_parses_in_real_gcloud(gcloud, tmp
     boxes = [vm, mig]
     argvs = [tuple(json.loads(line)) for box in boxes for line in (box.state / "argv.jsonl").read_text().splitlines()]
     assert any(a[:2] == ("builds", "list") for a in argvs) and any(a[:2] == ("storage", "cat") for a in argvs)
+    assert sum(a[:2] == ("builds", "describe") for a in argvs) == 2
     assert any(a[:4] == ("compute", "tpus", "tpu-vm", "delete") for a in argvs)
     assert any(a[:3] == ("scheduler", "jobs", "describe") for a in argvs)
     assert any(a[:4] == ("compute", "instance-groups", "managed", "list-instances") for a in argvs)

@@ -21,7 +21,7 @@ import pytest
 
 from tests.conftest import EXAMPLES, REPO
 from tests.support import host_sandbox
-from tests.support.xla import xla_python
+from tests.support.side_venv import xla_python
 
 pytestmark = pytest.mark.slow
 

@@ -34,7 +34,7 @@ from tests.support import swap_steps
 OLD, NEW = "tpu-tpu-dev1", "tpu-tpu-dev1-b"
 ORDER = ("tpu-prepare", "tpu-apply", "tpu-swap", "tpu-checkpoint", "tpu-release", "tpu-resume")
 
-TERRAFORM = swap_steps.handover_terraform(OLD, NEW)
+TERRAFORM = swap_steps.slot_terraform(OLD, NEW)
 
 #: gcloud: list prints the live TPU VMs; describe says READY; an ssh to a VM that is not live fails
 #: as gcloud does; on one that is: the probe answers ``tpubuild-probe RUNNING MTIME`` (training while
@@ -106,24 +106,9 @@ def steps() -> dict[str, tuple[str, str]]:
 
 
 def _sandbox(tmp: Path) -> dict[str, str]:
-    bin_dir, ws, journal = tmp / "bin", tmp / "workspace", tmp / "journal"
-    for d in (bin_dir, ws / "plans", ws / "tfvars", ws / "modules" / "tpu_vm", journal):
-        d.mkdir(parents=True)
-    tpubuild = f'#!/usr/bin/env bash\nexec {sys.executable} -m builder "$@"\n'
-    for name, text in (("terraform", TERRAFORM), ("gcloud", GCLOUD), ("tpubuild", tpubuild)):
-        (bin_dir / name).write_text(text)
-        (bin_dir / name).chmod(0o755)
-    # the build's /workspace: the source (values.env asks for the v3-128; models/ beside it)
-    (ws / "values.env").write_text(SHIPPED.read_text().replace('TPU_ACCELERATOR_TYPE="v3-32"',
-                                                               'TPU_ACCELERATOR_TYPE="v3-128"'))
-    (ws / "models").symlink_to(REPO / "models")
-    (ws / "plans" / "tpu.tfplan").write_text("saved plan\n")
-    (ws / "tfvars" / "tpu.tfvars.json").write_text("{}\n")
-    (journal / "live").write_text(f"{OLD}\n")
-    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp), "LANG": "C.UTF-8",
-            "PYTHONPATH": str(REPO), "WORKSPACE": str(ws), "JOURNAL_DIR": str(journal),
-            "TPUBUILD_SWAP_POLL_S": "0", "TPUBUILD_DRAIN_POLL_S": "0", "TPUBUILD_RESUME_WAIT_S": "0",
-            "TPUBUILD_RESUME_TRIES": "2"}
+    """The build's /workspace holds the source: values.env asks for the v3-128."""
+    values = SHIPPED.read_text().replace('TPU_ACCELERATOR_TYPE="v3-32"', 'TPU_ACCELERATOR_TYPE="v3-128"')
+    return swap_steps.handover_sandbox(tmp, "tpu", "tpu_vm", TERRAFORM, GCLOUD, values=values, old=OLD)
 
 
 def _run(steps: dict[str, tuple[str, str]], env: dict[str, str], **extra: str

@@ -24,28 +24,8 @@ from tests.conftest import REPO, SHIPPED
 from tests.support import swap_steps
 from tests.support.pipeline import step_env, step_script
 
-#: terraform: `apply <plan>` creates the new slot beside the old (the make plan) or, for the
-#: release plan, deletes every slot but the new; `output` answers from that state. STANDIN_APPLY_FAILS
-#: makes the create fail as Google does when it has no capacity.
-TERRAFORM = r"""#!/usr/bin/env bash
-set -u
-state="$JOURNAL_DIR/slots.json"
-echo "terraform $*" >> "$JOURNAL_DIR/journal"
-case "$1" in
-  plan) for a in "$@"; do case "$a" in -out=*) : > "${a#-out=}";; -var=release=true) : > "$JOURNAL_DIR/releasing";; esac; done ;;
-  show) echo '{"format_version": "1.2"}' ;;
-  apply)
-    if [ -f "$JOURNAL_DIR/releasing" ]; then
-      echo '{"b": {"name": "tpu-new"}}' > "$state"; echo "deleted tpu-old" >> "$JOURNAL_DIR/journal"
-    elif [ -n "${STANDIN_APPLY_FAILS:-}" ]; then
-      echo "Error: creating TPU VM tpu-new: there is no more capacity in the zone" >&2; exit 1
-    else
-      echo '{"a": {"name": "tpu-old"}, "b": {"name": "tpu-new"}}' > "$state"; echo "created tpu-new" >> "$JOURNAL_DIR/journal"
-    fi ;;
-  output)
-    if [ "$2" = "-json" ]; then cat "$state"; else echo -n "tpu-new"; fi ;;
-esac
-"""
+TERRAFORM = swap_steps.slot_terraform("tpu-old", "tpu-new",
+                                   "Error: creating TPU VM tpu-new: there is no more capacity in the zone")
 #: gcloud: the new slice's state is STANDIN_STATE (READY unless told).
 GCLOUD = r"""#!/usr/bin/env bash
 set -u

@@ -10,7 +10,8 @@ the health build runs, against files under ``$FAKE_GCLOUD_STATE``:
   ``instance.basename()`` the names ``<name>-0000``, ...); ``instance-groups managed list`` prints
   the names its ``--filter=name~"REGEX"`` matches; a group with no file is NOT_FOUND;
 * ``ttl``: what ``scheduler jobs describe`` prints (absent file: NOT_FOUND);
-* ``ongoing``: the ids ``builds list --ongoing`` prints;
+* ``ongoing``: the ids ``builds list --ongoing`` prints; ``builds/<id>``: the status ``builds
+  describe <id>`` prints (no file: NOT_FOUND), ``builds/<id>.tags`` its tags (``;``-joined);
 * ``disk_users``: the VMs that hold the dataset disk, one name a line (``disks describe`` prints
   their self links, ``;``-joined, as gcloud prints a list; ``instances attach-disk`` adds one);
   ``disk_mode``: its access mode (default READ_ONLY_MANY); ``attach_rc``: attach-disk's exit status;
@@ -56,6 +57,13 @@ def main(argv: list[str]) -> int:
     words = [a for a in argv if not a.startswith("-")]
     if words[:2] == ["builds", "list"]:
         print(_read("ongoing") or "", end="")
+        return 0
+    if words[:2] == ["builds", "describe"]:
+        status = _read(f"builds/{words[2]}")
+        if status is None:
+            return _not_found(f"build {words[2]}")
+        tags = any("tags" in a for a in argv)
+        print((_read(f"builds/{words[2]}.tags") or "") if tags else status.strip())
         return 0
     if words[:2] == ["storage", "cat"]:
         path = _object(words[2])

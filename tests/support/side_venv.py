@@ -1,12 +1,13 @@
-"""The side venvs' Pythons (``.ci/run`` builds them; README, "Start here"): the real torch_xla
-(tests/support/xla.py) and the real TorchTPU (tests/support/torchtpu.py) each live in a venv of
-their own, run as a subprocess.
+"""The side venvs (``.ci/run`` builds them; README, "Start here"), each run as a subprocess:
 
-* ``python_path(VARIABLE, FOLDER)``: the Python the variable names, else ``FOLDER/bin/python`` in
-  the repository;
-* ``imports(python, code, env)``: whether ``python -c code`` exits 0 in ``env`` (cached per process);
-* ``required(what, python, code, env, how)``: that Python, once it imports what it must
-  (``tests.conftest.require``: a skip on a laptop, a failure in CI)."""
+* the real torch_xla: ``.venv-xla`` (torch 2.9.0 + torch_xla 2.9.0 + fairseq-fixed 0.12.3.1 compiled
+  against that torch), run with ``PJRT_DEVICE=CPU``; ``TPUBUILD_XLA_PYTHON`` names its Python;
+* the real TorchTPU: ``.venv-torchtpu`` (torch 2.13.0 CPU from the local wheel, torch-tpu 0.2.0 and
+  libtpu, which torch-tpu needs even to import); ``TPUBUILD_TORCHTPU_PYTHON`` names its Python.
+
+Each Python is the one its variable names, else ``FOLDER/bin/python`` in the repository.
+:func:`xla_python` and :func:`torchtpu_python` require theirs once it imports what it must
+(``tests.conftest.require``: a skip on a laptop, a failure in CI)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,13 @@ import subprocess
 from pathlib import Path
 
 from tests.conftest import REPO, require
+
+XLA_HOW = ("python3 -m venv .venv-xla && .venv-xla/bin/pip install torch==2.9.0 torch_xla==2.9.0 cython numpy "
+           "&& .venv-xla/bin/pip install --no-build-isolation fairseq-fixed==0.12.3.1 (what .ci/run does); "
+           "or set TPUBUILD_XLA_PYTHON")
+TORCHTPU_HOW = ("python3 -m venv .venv-torchtpu && .venv-torchtpu/bin/pip install torch==2.13.0 torch-tpu==0.2.0 "
+                "libtpu==0.0.52 (what .ci/run does; torch's CPU wheel from --find-links /opt/wheels or "
+                "--index-url https://download.pytorch.org/whl/cpu); or set TPUBUILD_TORCHTPU_PYTHON")
 
 
 def python_path(variable: str, folder: str) -> Path:
@@ -30,10 +38,39 @@ def _imports(python: str, code: str, env: tuple[tuple[str, str], ...]) -> bool:
                           env=dict(env)).returncode == 0
 
 
-def imports(python: Path, code: str, env: dict[str, str]) -> bool:
-    return _imports(str(python), code, tuple(sorted(env.items())))
-
-
 def required(what: str, python: Path, code: str, env: dict[str, str], how: str) -> Path:
-    require(what, imports(python, code, env), how)
+    require(what, _imports(str(python), code, tuple(sorted(env.items()))), how)
     return python
+
+
+def xla_python(*modules: str) -> Path:
+    """The torch_xla venv's Python, where ``import torch_xla`` (and ``modules``) work."""
+    code = "; ".join(f"import {m}" for m in ("torch_xla", *modules))
+    return required("torch_xla 2.9 (venv .venv-xla)", python_path("TPUBUILD_XLA_PYTHON", ".venv-xla"), code,
+                    {**os.environ, "PJRT_DEVICE": "CPU"}, XLA_HOW)
+
+
+def xla_env(python: Path, **extra: str) -> dict[str, str]:
+    """This process's environment with the venv's bin first on PATH and PJRT on CPU."""
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env["PATH"] = f"{python.parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PJRT_DEVICE"] = "CPU"
+    env.update(extra)
+    return env
+
+
+def torchtpu_python() -> Path:
+    """The TorchTPU venv's Python, where ``import torch_tpu`` works."""
+    python = python_path("TPUBUILD_TORCHTPU_PYTHON", ".venv-torchtpu")
+    return required("torch-tpu 0.2.0 with libtpu (venv .venv-torchtpu)", python,
+                    "import torch, torch_tpu; from torch.tpu.distributed import set_tpu_launch_env",
+                    clean_env(python), TORCHTPU_HOW)
+
+
+def clean_env(python: Path, **extra: str) -> dict[str, str]:
+    """A minimal environment (no variable of this process leaks into what torch-tpu reads): PATH
+    with the venv's bin first, HOME, and ``extra``."""
+    env = {"PATH": f"{python.parent}{os.pathsep}{os.environ.get('PATH', '')}", "HOME": os.environ.get("HOME", "/"),
+           "PYTHONWARNINGS": "ignore"}
+    env.update(extra)
+    return env

@@ -9,9 +9,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
-from tests.conftest import require
+from tests.conftest import REPO, require
 
 
 def shell(entrypoint: str) -> list[str]:
@@ -38,6 +39,22 @@ def sandbox(tmp: Path, module: str, tfdir: str, terraform: str, gcloud: str) -> 
             "WORKSPACE": str(ws), "JOURNAL_DIR": str(tmp / "journal"), "TPUBUILD_SWAP_POLL_S": "0"}
 
 
+def handover_sandbox(tmp: Path, module: str, tfdir: str, terraform: str, gcloud: str, *, values: str,
+                     old: str) -> dict[str, str]:
+    """:func:`sandbox` for the steps that run tpubuild (a stand-in that runs this checkout's), with the
+    build's /workspace holding ``values`` and models/ beside it, and ``old`` the one live slice."""
+    env = sandbox(tmp, module, tfdir, terraform, gcloud)
+    tpubuild = tmp / "bin" / "tpubuild"
+    tpubuild.write_text(f'#!/usr/bin/env bash\nexec {sys.executable} -m builder "$@"\n')
+    tpubuild.chmod(0o755)
+    ws = Path(env["WORKSPACE"])
+    (ws / "values.env").write_text(values)
+    (ws / "models").symlink_to(REPO / "models")
+    Path(env["JOURNAL_DIR"], "live").write_text(f"{old}\n")
+    return {**env, "PYTHONPATH": str(REPO), "TPUBUILD_DRAIN_POLL_S": "0", "TPUBUILD_RESUME_WAIT_S": "0",
+            "TPUBUILD_RESUME_TRIES": "2"}
+
+
 def run(steps: dict[str, tuple[str, str]], order: tuple[str, ...], env: dict[str, str], *, cwd: str | None = None,
         timeout: int = 60, **extra: str) -> tuple[list[subprocess.CompletedProcess[str]], list[str]]:
     """``steps`` (id → (entrypoint, script)) in ``order``, stopping at the first that fails; what
@@ -53,30 +70,38 @@ def run(steps: dict[str, tuple[str, str]], order: tuple[str, ...], env: dict[str
     return done, Path(env["JOURNAL_DIR"], "journal").read_text().splitlines()
 
 
-#: terraform for the handover tests: the make plan creates ``new`` beside ``old``, the release plan
-#: deletes ``old`` (the live slices are the lines of $JOURNAL_DIR/live, which the gcloud stand-in
-#: lists); ``output`` names both slots and the new one.
+#: terraform for the swap and handover tests: the make plan creates ``NEW`` beside ``OLD``, the
+#: release plan deletes ``OLD``. The slots are $JOURNAL_DIR/slots.json (both slots before any apply)
+#: and the live slices the lines of $JOURNAL_DIR/live, which the gcloud stand-ins list; ``output``
+#: names the slots, or the new one. STANDIN_APPLY_FAILS makes the create fail with STOCKOUT, as
+#: Google does when it has no capacity.
 _TERRAFORM = r"""#!/usr/bin/env bash
 set -u
+state="$JOURNAL_DIR/slots.json"
 echo "terraform $*" >> "$JOURNAL_DIR/journal"
 case "$1" in
   plan) for a in "$@"; do case "$a" in -out=*) : > "${a#-out=}";; -var=release=true) : > "$JOURNAL_DIR/releasing";; esac; done ;;
   show) echo '{"format_version": "1.2"}' ;;
   apply)
     if [ -f "$JOURNAL_DIR/releasing" ]; then
-      printf '%s\n' NEW > "$JOURNAL_DIR/live"; echo "deleted OLD" >> "$JOURNAL_DIR/journal"
+      echo '{"b": {"name": "NEW"}}' > "$state"; printf '%s\n' NEW > "$JOURNAL_DIR/live"
+      echo "deleted OLD" >> "$JOURNAL_DIR/journal"
+    elif [ -n "${STANDIN_APPLY_FAILS:-}" ]; then
+      echo "STOCKOUT" >&2; exit 1
     else
-      printf '%s\n' OLD NEW > "$JOURNAL_DIR/live"; echo "created NEW" >> "$JOURNAL_DIR/journal"
+      echo '{"a": {"name": "OLD"}, "b": {"name": "NEW"}}' > "$state"; printf '%s\n' OLD NEW > "$JOURNAL_DIR/live"
+      echo "created NEW" >> "$JOURNAL_DIR/journal"
     fi ;;
   output)
-    if [ "$2" = "-json" ]; then echo '{"a": {"name": "OLD"}, "b": {"name": "NEW"}}'; else echo -n "NEW"; fi ;;
+    if [ "$2" != "-json" ]; then echo -n "NEW"; elif [ -f "$state" ]; then cat "$state"
+    else echo '{"a": {"name": "OLD"}, "b": {"name": "NEW"}}'; fi ;;
 esac
 """
 
 
-def handover_terraform(old: str, new: str) -> str:
-    """The terraform stand-in of a handover from slice ``old`` to ``new`` (names: [a-z0-9-])."""
-    return _TERRAFORM.replace("OLD", old).replace("NEW", new)
+def slot_terraform(old: str, new: str, stockout: str = "Error: no capacity") -> str:
+    """The terraform stand-in of a move from slice ``old`` to ``new`` (names: [a-z0-9-])."""
+    return _TERRAFORM.replace("OLD", old).replace("NEW", new).replace("STOCKOUT", stockout)
 
 
 def run_in_workspace(steps: dict[str, tuple[str, str]], order: tuple[str, ...], env: dict[str, str], **extra: str

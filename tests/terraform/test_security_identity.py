@@ -115,7 +115,11 @@ def test_worker_service_account_is_least_privilege(name: str) -> None:
 def test_hosts_use_os_login_shielded_vm_and_their_own_account(name: str) -> None:
     mod, kind, host = hosts_of(name)
     metadata_local = host["metadata"].removeprefix("${local.").removesuffix("}")
-    metadata = {unquote(k): v for k, v in mod.locals[metadata_local].items()}
+    expr = mod.locals[metadata_local]
+    if isinstance(expr, str):  # modules/tpu_mig: today's metadata, the running slot's boot script kept
+        assert expr.startswith("${merge(local.metadata, local.kept_script == null ? {} : {"), expr
+        expr = mod.locals["metadata"]
+    metadata = {unquote(k): v for k, v in expr.items()}
     assert unquote(metadata["enable-oslogin"]) == "TRUE"
     assert unquote(metadata["block-project-ssh-keys"]) == "TRUE"
     assert unquote(metadata["enable-guest-attributes"]) == "TRUE", "startup.sh publishes tpubuild/startup"

@@ -243,3 +243,25 @@ def test_what_makes_a_second_mig_is_what_the_catalogue_says_recreates_the_hosts(
     expected = (SLICE_TEMPLATE - {"shared_pd_attach", "shared_pd_attached_later", "env_name"}) | {"shared_pd"}
     assert keys == expected, (keys ^ expected)
     assert re.search(r"shared_pd\s+=\s+!var\.shared_pd_attach .*var\.shared_pd_attached_later", block)
+
+
+def test_a_tpubuild_upgrade_does_not_recreate_the_running_slice(tf: Terraform, tmp_path: Path) -> None:
+    """(i) the boot script changes (a tpubuild upgrade): the running slot keeps the metadata it was
+    made with, stored in its slot, so its template (a new one would recreate every VM) and group
+    do not change; a new slot (make-before-break) takes today's script."""
+    ws = Workspace(tmp_path / "ws")
+    work = ws.module("modules/tpu_mig", "mig")
+    _prepare(tf, ws, SPOT)
+    base = _mig(SPOT)
+    tf.init(work)
+    _plan(tf, work, base, "first")
+    made = _apply(tf, work, "first")["slices"]["a"]["metadata"]["startup-script"]
+    script = ws.root / "env_setup" / "scripts" / "startup.sh"
+    assert made == script.read_text()
+    script.write_text(made + "\n# a later tpubuild's boot script\n")
+    again = _plan(tf, work, base, "upgrade")
+    assert set(_changes(again).values()) == {"no-op"}, _changes(again)
+    make = _plan(tf, work, _mig(SPOT, TPU_ACCELERATOR_TYPE="v6e-32"), "make")
+    assert _changes(make)["template[a]"] == "no-op" and _changes(make)["template[b]"] == "create"
+    assert _after(make, "template", "b")["metadata"]["startup-script"].endswith("# a later tpubuild's boot script\n")
+    assert _after(make, "template", "a")["metadata"]["startup-script"] == made

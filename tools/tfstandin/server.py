@@ -14,7 +14,8 @@ writes, or long-lived for reattached runs).
   an empty map); ``ReadResource`` (refresh) returns the state with the computed attributes it
   leaves null filled the same way, as a read from the API would: after a provider upgrade the
   upgraded state has null for every computed attribute the newer schema added, and a real refresh
-  fills them; ``ReadDataSource`` fills the computed attributes the same way.
+  fills them; a resource of a type named in ``TFSTANDIN_GONE`` (comma-separated) reads as gone, as
+  Google answers for a resource it lost; ``ReadDataSource`` fills the computed attributes the same way.
 """
 
 from __future__ import annotations
@@ -280,6 +281,9 @@ class Provider(rpc.ProviderServicer):
         current = decode(request.current_state)
         if current is None:
             return pb.ReadResource.Response(new_state=request.current_state, private=request.private)
+        if request.type_name in os.environ.get("TFSTANDIN_GONE", "").split(","):
+            # Google lost it (a preempted TPU VM someone deleted): the refresh reads it as gone
+            return pb.ReadResource.Response(new_state=encode(None), private=request.private)
         block = self._block("resources", request.type_name)
         read = Filler(request.type_name, current).block(block, mark_unknown(block, current))
         return pb.ReadResource.Response(new_state=encode(read), private=request.private)

@@ -11,7 +11,7 @@ answered with the long-running Operation whose metadata is a ``BuildOperationMet
 the outcome queued with ``next_outcome(status, failing_step)`` (default SUCCESS). ``on_done`` runs
 once when a build reaches its outcome (a test uses it to run ``tpubuild finalize`` as the last
 step would). ``builds[id] = {...}`` presets a build that was not created here (``{"status":
-"WORKING", "tags": [...]}``).
+"WORKING", "tags": [...]}``, optionally ``"steps": [{"id", "status"}...]``).
 
 ``ListBuilds`` (``GET /v1/projects/P/builds?filter=...``) answers every build of the project whose
 current state and tags satisfy the filter (Cloud Build's syntax: ``field="value"`` terms on
@@ -193,7 +193,8 @@ class FakeGoogle(LocalHttpServer):
                 return None
             if "status" in record:  # preset
                 return {"id": build_id, "projectId": project, "status": record["status"],
-                        "tags": record.get("tags", []), "logUrl": self.log_url(project, build_id)}
+                        "tags": record.get("tags", []), "steps": record.get("steps", []),
+                        "logUrl": self.log_url(project, build_id)}
             tick = record["tick"]
             record["tick"] = tick + 1
         ids = _step_ids(record["body"])

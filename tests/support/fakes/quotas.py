@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from http.server import BaseHTTPRequestHandler
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -97,3 +98,12 @@ class FakeQuotas(LocalHttpServer):
                 send_json(self, 200, found)
 
         self._listen(Handler)
+
+
+def serving(monkeypatch: Any) -> Iterator[FakeQuotas]:
+    """A started FakeQuotas that tpubuild's Quotas and Compute clients talk to (for a pytest fixture)."""
+    fake = FakeQuotas().start()
+    monkeypatch.setenv("TPUBUILD_QUOTAS_ENDPOINT", f"{fake.url}/v1")
+    monkeypatch.setenv("TPUBUILD_COMPUTE_ENDPOINT", f"{fake.url}/compute/v1")
+    yield fake
+    fake.stop()

@@ -1,0 +1,339 @@
+"""The stand-in world of the convergence harness (tests/support/converge.py): ``terraform``,
+``gcloud``, ``docker``, ``tpubuild`` and the seeder as small scripts that keep one world on disk
+($STANDIN_WORLD), so a build stopped anywhere and run again can be compared with one that was not.
+
+The world (every path relative to $STANDIN_WORLD):
+
+* ``res/<name>``: a live resource (its content: its config, e.g. the slice's accelerator type);
+* ``tf/<tfdir>/state.json``: the module's Terraform state ({"serial", "resources": {name: config}});
+  ``tf/<tfdir>/lock.json``: its state lock while held, with Terraform's lock info (ID, Operation,
+  Who, Created);
+* ``desired/<tfdir>.json``: what the module's configuration asks for (the harness writes it from
+  the values): ``resources`` {name: config}, ``data`` (names that hold data), ``slice`` (the slot
+  names, the config, ``mbb``: make-before-break keeps the other slot until ``-var=release=true``);
+* ``gcs/<bucket>/<object>``: objects (``gcloud storage cp/cat/rm``);
+* ``attached/<vm>``, ``training`` (the slice the model trains on), ``copies/<name>`` (snapshots and
+  backups), ``applied.json``, ``ttl.json`` (finalize), ``events`` (one line per create, delete,
+  stop and launch, with the build).
+
+``terraform apply`` dies (exit 137, its state lock left held) after its first change when the step
+runs with STANDIN_DIE_IN_APPLY=1: a worker lost in the middle of an apply.
+"""
+
+from __future__ import annotations
+
+#: terraform: init and show in sh (show prints what plan wrote beside the plan), the rest in Python.
+TERRAFORM_SH = """#!/bin/sh
+case "$1" in
+  init) exit 0 ;;
+  show) exec cat "$3.show" ;;
+esac
+exec "$STANDIN_PYTHON" -S "$STANDIN_WORLD/bin/terraform.py" "$@"
+"""
+
+TERRAFORM = r'''import datetime, json, os, sys, uuid
+from pathlib import Path
+
+world = Path(os.environ["STANDIN_WORLD"])
+tfdir = Path.cwd().name
+home = world / "tf" / tfdir
+home.mkdir(parents=True, exist_ok=True)
+state_file, lock_file = home / "state.json", home / "lock.json"
+args = sys.argv[1:]
+cmd = args[0]
+
+
+def state():
+    return json.loads(state_file.read_text()) if state_file.exists() else {"serial": 0, "resources": {}}
+
+
+def save(st):
+    st["serial"] += 1
+    state_file.write_text(json.dumps(st, sort_keys=True))
+
+
+def event(line):
+    with open(world / "events", "a") as f:
+        f.write(f"{line} by {os.environ.get('STANDIN_BUILD', '?')}\n")
+
+
+def lock(op):
+    if lock_file.exists():
+        info = json.loads(lock_file.read_text())
+        print("Error: Error acquiring the state lock\n\nError message: writing \"gs://state/%s/default.tflock\" "
+              "failed: googleapi: Error 412: At least one of the pre-conditions you specified did not hold., "
+              "conditionNotMet\nLock Info:\n  ID:        %s\n  Path:      %s\n  Operation: %s\n  Who:       %s\n"
+              "  Version:   1.16.4\n  Created:   %s\n  Info:\n" % (tfdir, info["ID"], info["Path"], info["Operation"],
+                                                                  info["Who"], info["Created"]), file=sys.stderr)
+        sys.exit(1)
+    lock_file.write_text(json.dumps({
+        "ID": str(uuid.uuid4()), "Path": f"gs://state/{tfdir}/default.tflock", "Operation": op,
+        "Who": "root@" + os.environ.get("STANDIN_HOST", "localhost"), "Version": "1.16.4",
+        "Created": datetime.datetime.now(datetime.timezone.utc).isoformat(), "Info": ""}))
+
+
+def unlock():
+    lock_file.unlink()
+
+
+def target(st, want):
+    sl = want.get("slice")
+    if not sl:
+        return ""
+    have = st["resources"]
+    same = [n for n in sl["names"] if have.get(n) == sl["config"]]
+    if same:
+        return same[0]
+    free = [n for n in sl["names"] if n not in have]
+    return free[0] if sl["mbb"] and free else sl["names"][0]
+
+
+def changes(st, destroy, release):
+    have = st["resources"]
+    if destroy:
+        return [["delete", n, have[n]] for n in sorted(have)]
+    want_doc = json.loads((world / "desired" / f"{tfdir}.json").read_text())
+    want = dict(want_doc["resources"])
+    t = target(st, want_doc)
+    if t:
+        want[t] = want_doc["slice"]["config"]
+        if want_doc["slice"]["mbb"] and not release:
+            want.update({n: have[n] for n in want_doc["slice"]["names"] if n in have and n != t})
+    out = [["delete", n, have[n]] for n in sorted(have) if n not in want or want[n] != have[n]]
+    return out + [["create", n, want[n]] for n in sorted(want) if have.get(n) != want[n]]
+
+
+if cmd == "init":
+    sys.exit(0)
+if cmd == "plan":
+    out = next(a[len("-out="):] for a in args if a.startswith("-out="))
+    lock("OperationTypePlan")
+    st = state()
+    plan = {"serial": st["serial"], "changes": changes(st, "-destroy" in args, "-var=release=true" in args)}
+    unlock()
+    Path(out).write_text(json.dumps(plan))
+    # `terraform show -json` of it, one change a line (the guard stand-in greps it)
+    data = set(json.loads((world / "desired" / f"{tfdir}.json").read_text()).get("data", []))
+    Path(out + ".show").write_text('{"format_version": "1.2", "resource_changes": [\n' + ",\n".join(
+        json.dumps({"address": n, "data": n in data, "change": {"actions": [a]}}) for a, n, _ in plan["changes"])
+        + "\n]}\n")
+    sys.exit(0)
+if cmd == "apply":
+    plan = json.loads(Path(args[-1]).read_text())
+    lock("OperationTypeApply")
+    st = state()
+    if st["serial"] != plan["serial"]:
+        unlock()
+        print("Error: Saved plan is stale", file=sys.stderr)
+        sys.exit(1)
+    for i, (action, name, config) in enumerate(plan["changes"]):
+        if os.environ.get("STANDIN_DIE_IN_APPLY") and i == 1:
+            os._exit(137)
+        if action == "delete":
+            (world / "res" / name).unlink(missing_ok=True)
+            st["resources"].pop(name)
+            training = world / "training"
+            if training.exists() and training.read_text() == name:  # whatever ran there stops
+                training.unlink()
+                event(f"stopped {name} (deleted)")
+        else:
+            (world / "res").mkdir(exist_ok=True)
+            (world / "res" / name).write_text(config)
+            st["resources"][name] = config
+        event(f"{action}d {name} {config}")
+        save(st)
+    if os.environ.get("STANDIN_DIE_IN_APPLY"):
+        os._exit(137)
+    unlock()
+    sys.exit(0)
+if cmd == "output":
+    st = state()
+    want = json.loads((world / "desired" / f"{tfdir}.json").read_text())
+    raw = {"nfs_ip": "10.20.0.2", "share_name": "tpushare"}  # modules/filestore's outputs
+    if args[-1] == "name":
+        print(target(st, want), end="")
+    elif "-raw" in args and args[-1] in raw and st["resources"]:
+        print(raw[args[-1]], end="")
+    else:
+        names = want["slice"]["names"] if want.get("slice") else []
+        print(json.dumps({"ab"[i]: {"name": n} for i, n in enumerate(names) if n in st["resources"]}))
+    sys.exit(0)
+print(f"terraform stand-in: {cmd} is not modelled", file=sys.stderr)
+sys.exit(3)
+'''
+
+GCLOUD = r'''
+import json, os, sys
+from pathlib import Path
+
+world = Path(os.environ["STANDIN_WORLD"])
+res = world / "res"
+argv = sys.argv[1:]
+fmt = next((a[len("--format="):] for a in argv if a.startswith("--format=")), "")
+words = [a for a in argv if a == "-" or not a.startswith("-")]
+
+
+def live(name):
+    return (res / name).exists()
+
+
+def event(line):
+    with open(world / "events", "a") as f:
+        f.write(f"{line} by {os.environ.get('STANDIN_BUILD', '?')}\n")
+
+
+def flag(name):
+    return next((a.split("=", 1)[1] for a in argv if a.startswith(f"--{name}=")), "")
+
+
+def filtered():
+    f = flag("filter")
+    name = f.split('"')[1] if '"' in f else f.rsplit("/", 1)[-1].rstrip("$")
+    return name if live(name) else ""
+
+
+def vms(group):
+    return [f"{group}-{i}" for i in range(int(os.environ.get("STANDIN_VMS", "1")))] if live(group) else []
+
+
+if words[:1] == ["standin-probe"]:
+    slice_ = os.environ.get("TPUBUILD_SLICE", "")
+    training = (world / "training").read_text() if (world / "training").exists() else ""
+    n = int((world / "probes").read_text()) + 1 if (world / "probes").exists() else 1
+    (world / "probes").write_text(str(n))
+    print(f"tpubuild-probe {int(training == slice_ and live(slice_))} {1000 + n}")
+elif words[:1] == ["standin-stop"]:
+    slice_ = os.environ.get("TPUBUILD_SLICE", "")
+    if (world / "training").exists() and (world / "training").read_text() == slice_:
+        (world / "training").unlink()
+        event(f"stopped {slice_}")
+elif words[:1] == ["standin-launch"]:
+    slices = [n for d in (world / "desired").glob("*.json") for n in (json.loads(d.read_text()).get("slice") or {}).get("names", [])]
+    on = [n for n in slices if live(n)]
+    if len(on) != 1:
+        print(f"launch: {len(on)} slices live, not one", file=sys.stderr)
+        sys.exit(1)
+    (world / "training").write_text(on[0])
+    event(f"launched {on[0]}")
+elif words[:1] == ["storage"]:
+    def path(url):
+        return world / "gcs" / url[len("gs://"):]
+    if words[1] == "cat":
+        p = path(words[2])
+        if not p.exists():
+            print(f"ERROR: (gcloud.storage.cat) The following URLs matched no objects or files:\n-{words[2]}", file=sys.stderr)
+            sys.exit(1)
+        sys.stdout.write(p.read_text())
+    elif words[1] == "cp":
+        src, dst = words[2], words[3]
+        path(dst).parent.mkdir(parents=True, exist_ok=True)
+        path(dst).write_text(sys.stdin.read() if src == "-" else Path(src).read_text())
+    elif words[1] == "ls":
+        p = path(words[2])
+        if not p.is_dir() or not any(p.iterdir()):
+            print(f"ERROR: (gcloud.storage.ls) One or more URLs matched no objects.", file=sys.stderr)
+            sys.exit(1)
+        for child in sorted(p.iterdir()):
+            print(words[2].rstrip("/") + "/" + child.name + ("/" if child.is_dir() else ""))
+    elif words[1] == "rm":
+        p = path(words[2])
+        if not p.exists() and "--continue-on-error" not in argv:
+            sys.exit(1)
+        p.unlink(missing_ok=True)
+        while p.parent != world / "gcs" and not any(p.parent.iterdir()):  # a GCS folder is only a prefix
+            p = p.parent
+            p.rmdir()
+elif "describe" in words:
+    name = words[words.index("describe") + 1]
+    if not live(name):
+        print(f"ERROR: (gcloud) NOT_FOUND: {name}", file=sys.stderr)
+        sys.exit(1)
+    if "state" in fmt:
+        print("READY" if "resize-requests" not in words else "SUCCEEDED")
+    elif "sourceDisk" in fmt or "users" in fmt:
+        print(",".join(f"projects/p/zones/z/disks/{d.name}" for d in (world / "attached").glob(f"{name}*")))
+    elif "accessMode" in fmt:
+        print("READ_ONLY_MANY")
+    elif "targetSize" in fmt:
+        print(len(vms(name)))
+    elif "workloadPolicy" in fmt:
+        print("")
+elif "list-instances" in words:
+    group = words[words.index("list-instances") + 1]
+    print("\n".join(f"RUNNING NONE" if "instanceStatus" in fmt else v for v in vms(group)))
+elif "list" in words:
+    print(filtered())
+elif "attach-disk" in words:
+    vm = words[words.index("attach-disk") + 1]
+    (world / "attached").mkdir(exist_ok=True)
+    (world / "attached" / vm).write_text(flag("disk"))
+elif "create" in words and ("snapshots" in words or "backups" in words):
+    name = words[words.index("create") + 1]
+    (world / "copies").mkdir(exist_ok=True)
+    (world / "copies" / name).write_text(flag("source-disk") or flag("instance"))
+    event(f"copied {flag('source-disk') or flag('instance')}")
+sys.exit(0)
+'''
+
+#: tpubuild: guard (refuses a plan that deletes a data holder outside destroy), check-capacity,
+#: the handover scripts in sh; finalize in Python.
+TPUBUILD_SH = """#!/bin/sh
+case "$1" in
+  check-capacity) exit 0 ;;
+  stop) case "$*" in *--probe*) echo "gcloud standin-probe" ;; *) echo "gcloud standin-stop" ;; esac; exit 0 ;;
+  train) echo "gcloud standin-launch"; exit 0 ;;
+  guard)
+    [ "$7" = destroy ] && exit 0
+    if lost="$(grep '"data": true' "$3" | grep '"delete"')"; then
+      echo "tpubuild: guard: would delete a data holder: $lost; refused" >&2
+      exit 2
+    fi
+    exit 0 ;;
+esac
+exec "$STANDIN_PYTHON" -S "$STANDIN_WORLD/bin/tpubuild.py" "$@"
+"""
+
+TPUBUILD = r'''import json, os, sys
+from pathlib import Path
+
+world = Path(os.environ["STANDIN_WORLD"])
+argv = sys.argv[1:]
+
+
+def arg(name):
+    return argv[argv.index(name) + 1]
+
+
+if argv[0] == "guard":
+    doc = json.loads(Path(arg("--plan-json")).read_text())
+    lost = [c["address"] for c in doc["resource_changes"] if c["data"] and "delete" in c["change"]["actions"]]
+    if lost and arg("--action") != "destroy":
+        print(f"tpubuild: guard: {', '.join(lost)} would be deleted: refused", file=sys.stderr)
+        sys.exit(2)
+elif argv[0] == "stop":
+    print("gcloud standin-probe" if "--probe" in argv else "gcloud standin-stop")
+elif argv[0] == "train":
+    print("gcloud standin-launch")
+elif argv[0] == "finalize":
+    live = sorted(p.name for p in (world / "res").glob("*")) if (world / "res").exists() else []
+    (world / "applied.json").write_text(json.dumps({"action": arg("--action"), "live": live, "build": arg("--build-id")}))
+    if arg("--action") == "destroy":
+        (world / "ttl.json").unlink(missing_ok=True)
+    else:
+        (world / "ttl.json").write_text(json.dumps({"destroys": live}))
+    lock = Path(os.environ["STANDIN_ENV_LOCK"])
+    if lock.exists() and json.loads(lock.read_text())["build_id"] == arg("--build-id"):
+        lock.unlink()
+sys.exit(0)
+'''
+
+DOCKER = '#!/bin/sh\n[ "$1" = manifest ] && exit 0\nexit 0\n'
+
+#: env_setup/seeder/run_seeder.sh in the build's source (the seeder itself, its marker written last
+#: and an interrupted copy resumed, runs in tests/shell/test_seeder.py and test_run_seeder.py).
+SEEDER = r'''#!/usr/bin/env bash
+set -euo pipefail
+[ -e "$STANDIN_WORLD/res/$DISK_NAME" ] || { echo "no disk $DISK_NAME" >&2; exit 1; }
+mkdir -p "$STANDIN_WORLD/seeded"
+echo "$GCS_DATASET" > "$STANDIN_WORLD/seeded/$DISK_NAME"
+'''
