@@ -23,13 +23,15 @@ CONVERGE_KEYS = ("tpubuild/converge-summary", "tpubuild/converge-recovery-summar
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    if not hasattr(session.config, "workerinput") and session.config.cache is not None:
+    cache = getattr(session.config, "cache", None)  # None without the cache plugin (-p no:cacheprovider)
+    if not hasattr(session.config, "workerinput") and cache is not None:
         for key in CONVERGE_KEYS:
-            session.config.cache.set(key, "")
+            cache.set(key, "")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     for key in CONVERGE_KEYS:
-        line = config.cache.get(key, "") if config.cache is not None else ""
+        cache = getattr(config, "cache", None)
+        line = cache.get(key, "") if cache is not None else ""
         if line:
             terminalreporter.write_line(line)
