@@ -145,3 +145,121 @@ def test_every_gcloud_line_of_a_mig_recovery_that_moves_parses_in_real_gcloud(gc
     assert any(a[:4] == ("compute", "instance-groups", "managed", "delete") for a in argvs), argvs
     failures = [r.why() for r in (gcloud.parse(list(a)) for a in dict.fromkeys(argvs)) if not r.ok]
     assert not failures, "\n\n".join(failures)
+
+
+#: terraform for the recreate's mig-plan and mig-apply: one state (what tpu_mig makes, with the
+#: mode it was made in); plan writes the zone and mode of its -var-file into the plan file; ``show``
+#: answers as Terraform does for a group the health check removed (STANDIN_LOST: the state holds
+#: it, the plan makes it again) or one that runs (a no-op); an apply makes the slice in the plan's
+#: mode (a MIG's create succeeds without capacity: the group keeps retrying) and notes the mode
+#: for the gcloud stand-in
+TERRAFORM = r"""#!/usr/bin/env python3
+import json, os, sys
+from pathlib import Path
+
+j = Path(os.environ["JOURNAL_DIR"])
+state = j / "state-tpu_mig.json"
+held = json.loads(state.read_text()) if state.exists() else []
+argv = sys.argv[1:]
+def log(line):
+    with open(j / "journal", "a") as f:
+        f.write(line + "\n")
+def opt(name):
+    return next((a.split("=", 1)[1] for a in argv if a.startswith(name + "=")), "")
+log("terraform " + " ".join(argv))
+cmd = argv[0]
+if cmd == "plan":
+    v = json.loads(Path(opt("-var-file") or os.path.join(os.environ["WORKSPACE"], "tfvars", "mig.tfvars.json")).read_text())
+    assert v["wait_for_instances"] is False
+    Path(opt("-out")).write_text(json.dumps({"zone": v["zone"], "mode": v["provisioning"]}))
+elif cmd == "show":
+    actions = ["create"] if os.environ.get("STANDIN_LOST") or not held else ["no-op"]
+    print(json.dumps({"resource_changes": [{"address": 'google_compute_instance_group_manager.slice["a"]',
+                                            "type": "google_compute_instance_group_manager", "name": "slice",
+                                            "change": {"actions": actions}}]}, separators=(",", ":")))
+elif cmd == "state":
+    print("\n".join(a for a, _m in held))
+elif cmd == "output":
+    print("tpu-v6e-slice" if argv[1:2] == ["-raw"] and argv[2] == "name" else "{}", end="")
+elif cmd == "apply" and "-destroy" in argv:
+    held[:] = [(a, m) for a, m in held if a != opt("-target")]
+    state.write_text(json.dumps(held))
+    log(f"destroyed {opt('-target')}")
+elif cmd == "apply":
+    plan = json.loads(Path(argv[-1]).read_text())
+    held[:] = [(a, plan["mode"]) for a in json.loads(os.environ["SLICE"])]
+    state.write_text(json.dumps(held))
+    (j / "mode").write_text(plan["mode"])
+    log(f"created {plan['zone']} {plan['mode']}")
+"""
+
+#: gcloud: list-errors answers with Compute Engine's real stockout text while the group was made in
+#: a mode of STANDIN_NO_CAPACITY; wait-until fails there; a flex-start request is SUCCEEDED
+GCLOUD = r"""#!/usr/bin/env python3
+import os, sys
+from pathlib import Path
+
+argv = sys.argv[1:]
+j = Path(os.environ["JOURNAL_DIR"])
+with open(j / "journal", "a") as f:
+    f.write("gcloud " + " ".join(argv) + "\n")
+mode = (j / "mode").read_text() if (j / "mode").exists() else ""
+short = mode in os.environ.get("STANDIN_NO_CAPACITY", "").split(",")
+if "list-errors" in argv and short:
+    code, _, message = Path(os.environ["FIXTURE"]).read_text().partition(": ")
+    print(f"{code}\t{message.splitlines()[0]}")
+if "resize-requests" in argv:
+    print("SUCCEEDED")
+sys.exit(1 if "wait-until" in argv and short else 0)
+"""
+SLICE = ("google_compute_resource_policy.slice[0]", 'google_compute_instance_template.slice["a"]',
+         'google_compute_instance_group_manager.slice["a"]')
+
+
+def _recreate(tmp_path: Path, **env: str):
+    """The recreate the health check dispatches (the update scoped to the slice, placed where the
+    applied snapshot says the slice was granted: spot), its mig-plan and mig-apply, with the state
+    holding the spot group the check removed."""
+    from builder.config.candidates import acting
+    from builder.pipeline import render
+    from builder.plan import make_plan
+    from builder.tfvars import all_for, by_candidate
+    from tests.support import swap_steps
+
+    s = load_text(rewrite_env(MIG.read_text(), **LIST, GCS_DATASET=""), MIG)
+    s = acting(s, s.candidates[0], "update")
+    config = render(s, make_plan(s, "update", mig=True))
+    steps = {st["id"]: (st["entrypoint"], step_script(st)) for st in config["steps"]}
+    sandbox = swap_steps.sandbox(tmp_path, "mig", "tpu_mig", TERRAFORM, GCLOUD)
+    ws = Path(sandbox["WORKSPACE"])
+    for name, values in {**all_for(s), **by_candidate(s)}.items():
+        path = ws / "tfvars" / f"{name}.tfvars.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
+    journal = Path(sandbox["JOURNAL_DIR"])
+    (journal / "state-tpu_mig.json").write_text(json.dumps([[a, "spot"] for a in SLICE]))
+    (journal / "mode").write_text("spot")
+    sandbox.update(FIXTURE=str(FIXTURE), SLICE=json.dumps(SLICE), TPUBUILD_ACQUIRE_POLL_S="0")
+    done, lines = swap_steps.run_in_workspace(steps, ("mig-plan", "mig-apply"), {**sandbox, **env})
+    return done, lines, ws, journal
+
+
+def test_the_recreate_of_a_removed_spot_group_is_granted_flex_start_in_its_zone(tmp_path: Path) -> None:
+    done, journal, ws, folder = _recreate(tmp_path, STANDIN_LOST="1", STANDIN_NO_CAPACITY="spot")
+    assert all(p.returncode == 0 for p in done.values()), {k: p.stdout[-2000:] + p.stderr[-2000:] for k, p in done.items()}
+    out = done["mig-apply"].stdout
+    assert "the slice in the state is gone (the plan makes it again)" in out
+    assert "no capacity in us-east5-b (spot): ZONE_RESOURCE_POOL_EXHAUSTED" in out
+    assert "granted in us-east5-b (candidate 2 of 2)" in out
+    events = [x for x in journal if x.startswith(("created", "destroyed"))]
+    assert events == ["created us-east5-b spot", *(f"destroyed {a}" for a in SLICE), "created us-east5-b flex-start"]
+    assert json.loads((folder / "state-tpu_mig.json").read_text()) == [[a, "flex-start"] for a in SLICE]
+    assert json.loads((ws / "plans" / "granted.json").read_text()) == {"zone": "us-east5-b", "mode": "flex-start"}
+    assert json.loads((ws / "tfvars" / "mig.tfvars.json").read_text())["provisioning"] == "flex-start"
+
+
+def test_a_group_that_still_runs_is_never_moved(tmp_path: Path) -> None:
+    done, journal, _ws, _folder = _recreate(tmp_path, STANDIN_NO_CAPACITY="spot")
+    assert done["mig-apply"].returncode == 1
+    assert "a slice is in the state, so it is not moved to another candidate" in done["mig-apply"].stderr
+    assert not [x for x in journal if x.startswith("created us-east5-b flex-start") or x.startswith("destroyed")]
