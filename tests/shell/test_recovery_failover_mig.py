@@ -100,6 +100,8 @@ def test_short_beyond_the_wait_fails_over_and_a_failed_recreate_is_asked_again(t
     assert code == 0 and "beyond the failover's wait of 600 s" in out, out
     assert box.mark()["removed"] == s.tpu_name and box.mark()["tries"] == "1"
     assert [r["outcome"] for r in box.records()] == ["failed"]
+    row = recovery_row({**recovery.summary(box.records(), 5), "mark": box.mark(), "max_tries": 3, "interval_min": 10})
+    assert f"1 failed tries; group {s.tpu_name} removed for want of capacity, the recreate asks the modes" in row
     code, out = box.run_build("hb-2", **_granted(box, "spot"))  # the group is gone; the next check asks again
     assert code == 0 and "was removed for want of capacity in us-east5-b spot by an earlier check" in out, out
     assert len(_dispatched(box)) == 2 and box.records()[-1]["outcome"] == "recovered" and box.mark() == {}
