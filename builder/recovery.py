@@ -12,7 +12,9 @@ builder/templates, talking through files under ``/workspace/.tpubuild-recovery``
    ``tpu-<env>`` or ``tpu-<env>-b``, which make-before-break alternates; mig: how many of the MIG's
    VMs run). A slice that is PREEMPTED, TERMINATED or gone (vm) is deleted and marked for
    recreation (the update recreates the slot its Terraform state holds, so the live one); a MIG that
-   is not whole is left to the MIG, which recreates its VMs, and marked; a whole slice with a
+   is not whole is left to the MIG, which recreates its VMs, and marked, unless it is short for want
+   of capacity and its zone has another mode in the list (:func:`mig_failover`: the group is
+   deleted and marked for recreation, whose failover loop asks those modes); a whole slice with a
    mark is marked for relaunch. On a MIG whose hosts get the shared PD from the pipeline's
    mig-attach step (its instance template does not carry it), a whole slice's VMs that lack the
    disk (recreated by the MIG since) get it here, before the relaunch, as mig-attach gives it
