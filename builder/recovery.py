@@ -12,7 +12,9 @@ builder/templates, talking through files under ``/workspace/.tpubuild-recovery``
    ``tpu-<env>`` or ``tpu-<env>-b``, which make-before-break alternates; mig: how many of the MIG's
    VMs run). A slice that is PREEMPTED, TERMINATED or gone (vm) is deleted and marked for
    recreation (the update recreates the slot its Terraform state holds, so the live one); a MIG that
-   is not whole is left to the MIG, which recreates its VMs, and marked; a whole slice with a
+   is not whole is left to the MIG, which recreates its VMs, and marked, unless it is short for want
+   of capacity and its zone has another mode in the list (:func:`mig_failover`: the group is
+   deleted and marked for recreation, whose failover loop asks those modes); a whole slice with a
    mark is marked for relaunch. On a MIG whose hosts get the shared PD from the pipeline's
    mig-attach step (its instance template does not carry it), a whole slice's VMs that lack the
    disk (recreated by the MIG since) get it here, before the relaunch, as mig-attach gives it
@@ -34,7 +36,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from builder import cost
+from builder import capacity_errors, cost
 from builder.actions import Action
 from builder.config.applied_objects import record_object
 from builder.config.candidates import at
@@ -42,7 +44,7 @@ from builder.config.recovery import log_prefix
 from builder.config.replace import group_filter, slot_names
 from builder.module_parts import fails_over, mig_attach, tried
 from builder.modules import accelerator_module, ttl_scope
-from builder.step_kinds import BUILD_ENDED, IMAGES
+from builder.step_kinds import ACQUIRE_WAIT_S, BUILD_ENDED, IMAGES
 from builder.templating import environment, for_cloud_build
 from builder.ttl import job_name as ttl_job, source_object
 
@@ -110,7 +112,22 @@ def context(settings: Settings) -> dict[str, Any]:
         # mig: the shared PD for the VMs the MIG recreates (templates/_mig_attach.sh.j2, as mig-attach)
         **mig_attach(settings),
         **places(settings),
+        **mig_failover(settings),
     }
+
+
+def mig_failover(settings: Settings) -> dict[str, Any]:
+    """mig with more than one candidate in the slice's zone (``builder.module_parts.tried``): a group
+    Google preempted stays in the state and Compute Engine recreates its VMs where it is, so when
+    that mode has no capacity the group stays short. The check removes such a group (short, and its
+    list-errors since the loss show a text of builder/capacity_errors.py, or short beyond
+    ``acquire_wait_s``, the failover loop's wait) and marks the slice for a recreate, whose failover
+    loop asks the candidates of its zone in order (docs/recovery.md, "Candidates"). A whole group is
+    never removed (a short one trains nothing: the relaunch waits for every host); never another zone.
+    ``fails_over_mig`` false: the group is left to the MIG, as with one candidate."""
+    modes = [c.mode for _i, c in tried(settings, Action.UPDATE)] if settings.arch == "mig" and fails_over(settings) else []
+    return {"fails_over_mig": len(modes) > 1, "zone_modes": ", ".join(modes),
+            "no_capacity": capacity_errors.ere(), "acquire_wait_s": ACQUIRE_WAIT_S}
 
 
 def places(settings: Settings) -> dict[str, Any]:

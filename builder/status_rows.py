@@ -85,8 +85,10 @@ def recovery_row(rec: dict[str, Any]) -> str:
             lines.append(f"GAVE UP after {mark.get('tries', '?')} failed tries on a slice lost since "
                          f"{mark.get('detected_at', '?')} ({mark.get('reason', '?')}): run `tpubuild update`")
         else:
+            removed = (f"; group {mark['removed']} removed for want of capacity, the recreate asks the modes of "
+                       "its zone in order") if mark.get("removed") else ""  # mig (docs/recovery.md, "Candidates")
             lines.append(f"under way: lost since {mark.get('detected_at', '?')} ({mark.get('reason', '?')}), "
-                         f"{mark.get('tries', '0')} failed tries")
+                         f"{mark.get('tries', '0')} failed tries{removed}")
     for r in reversed(rec["records"]):
         lines.append(f"{r.get('ended_at', '?')}: {r.get('reason', '?')} -> {r.get('outcome', '?')}, down "
                      f"{_span(r.get('down_s', 0))} ({_money(r.get('down_cost_usd'))}): {r.get('message', '')}")

@@ -39,7 +39,11 @@ if [ "$1" = dispatch ]; then
   if [ -n "${{FAKE_DISPATCH_RECORD:-}}" ]; then  # the applied record the recreate's finalize writes
     mkdir -p "$(dirname "$FAKE_DISPATCH_RECORD")" && printf '%s\n' "$FAKE_DISPATCH_TEXT" > "$FAKE_DISPATCH_RECORD"
   fi
-  echo READY > "$FAKE_GCLOUD_STATE/tpus/$(cat "$FAKE_GCLOUD_STATE/held")"
+  if [ -n "${{FAKE_DISPATCH_MIG:-}}" ]; then  # mig: the group made again, its VMs' listing
+    printf '%s' "$FAKE_DISPATCH_MIG" > "$FAKE_GCLOUD_STATE/migs/$(cat "$FAKE_GCLOUD_STATE/held")"
+  else
+    echo READY > "$FAKE_GCLOUD_STATE/tpus/$(cat "$FAKE_GCLOUD_STATE/held")"
+  fi
   exit 0
 fi
 exec {sys.executable} -m builder "$@"
@@ -123,6 +127,7 @@ def _sandbox(tmp_path: Path, base: Path, **overrides: str) -> Sandbox:
     (tmp_path / "state" / "gcs").mkdir(parents=True)
     (tmp_path / "state" / "tpus").mkdir()
     (tmp_path / "state" / "migs").mkdir()
+    (tmp_path / "state" / "mig_errors").mkdir()
     box = Sandbox(tmp_path, values)
     s = box.settings
     box.put("held", s.tpu_name)  # the slot the Terraform state holds

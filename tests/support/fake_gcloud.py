@@ -8,7 +8,8 @@ the health build runs, against files under ``$FAKE_GCLOUD_STATE``:
 * ``migs/<name>``: each managed instance group of the zone and what its ``instance-groups managed
   list-instances`` prints (``instanceStatus currentAction``; with ``--format`` of
   ``instance.basename()`` the names ``<name>-0000``, ...); ``instance-groups managed list`` prints
-  the names its ``--filter=name~"REGEX"`` matches; a group with no file is NOT_FOUND;
+  the names its ``--filter=name~"REGEX"`` matches; a group with no file is NOT_FOUND; ``delete``
+  removes it; ``mig_errors/<name>``: what its ``list-errors`` prints (``code<TAB>message`` lines);
 * ``ttl``: what ``scheduler jobs describe`` prints (absent file: NOT_FOUND);
 * ``ongoing``: the ids ``builds list --ongoing`` prints; ``builds/<id>``: the status ``builds
   describe <id>`` prints (no file: NOT_FOUND), ``builds/<id>.tags`` its tags (``;``-joined);
@@ -115,6 +116,16 @@ def main(argv: list[str]) -> int:
         for path in sorted((STATE / "migs").glob("*")):
             if match is None or re.search(match.group(1), path.name):
                 print(path.name)
+        return 0
+    if words[:4] == ["compute", "instance-groups", "managed", "list-errors"]:
+        if _read(f"migs/{words[4]}") is None:
+            return _not_found(f"MIG {words[4]}")
+        print(_read(f"mig_errors/{words[4]}") or "", end="")
+        return 0
+    if words[:4] == ["compute", "instance-groups", "managed", "delete"]:
+        if _read(f"migs/{words[4]}") is None:
+            return _not_found(f"MIG {words[4]}")
+        (STATE / "migs" / words[4]).unlink()
         return 0
     if words[:4] == ["compute", "instance-groups", "managed", "list-instances"]:
         mig = _read(f"migs/{words[4]}")

@@ -29,7 +29,8 @@ BUILDER = REPO / "builder"
 #: own layer and the ones before it.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("facts", ("builder", "builder.errors", "builder.records", "builder.actions", "builder.generations",
-               "builder.topology", "builder.files", "builder.console", "builder.source_models")),
+               "builder.topology", "builder.files", "builder.console", "builder.source_models",
+               "builder.capacity_errors")),
     ("config", ("builder.config", "builder.model_registry", "builder.legacy", "builder.environments",
                 "builder.migrate")),
     ("catalogue", ("builder.modules", "builder.module_parts", "builder.status_rows", "builder.dashboard_tiles",
@@ -39,7 +40,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 "builder.root_build", "builder.gitops")),
     ("planning", ("builder.plan", "builder.request", "builder.diff", "builder.money", "builder.capacity",
                   "builder.replacement", "builder.guard", "builder.auto", "builder.applied", "builder.describe",
-                  "builder.candidate_table", "builder.capacity_outcome", "builder.capacity_errors")),
+                  "builder.candidate_table", "builder.capacity_outcome")),
     ("render", ("builder.pipeline", "builder.yamlout", "builder.observe")),
     ("cloud", ("builder.cloud",)),
     ("commands", ("builder.commands",)),
