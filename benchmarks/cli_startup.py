@@ -13,8 +13,8 @@ there is none). The spread (interquartile range of the baseline, in % of its med
 noisy the machine was. A reference row, `python -c 'import jinja2'`, shows the floor under
 `render`: it renders jinja2 templates, so it pays that import on top of what `plan` does.
 
-What keeps the ratios low: the CLI imports only the module of the command it runs
-(builder/cli.py COMMAND_OWNERS), `render` never imports the Google Cloud client libraries,
+What keeps the ratios low: the CLI imports only the file of the verb it runs
+(builder/commands/verbs/<name>.py), `render` never imports the Google Cloud client libraries,
 `plan`/`validate` not even jinja2 (tests/unit/test_pipeline_cli.py checks both), and nothing does
 work at import time that the verb does not need. Commands run with bytecode caching on
 (PYTHONDONTWRITEBYTECODE is dropped for them), as an installed tpubuild does: pip compiles the

@@ -4,7 +4,7 @@
 
 For every example (examples/*.env and values.env) and action it renders the Cloud Build config
 (offline, as `tpubuild render` does), then walks its ``waitFor`` graph with the durations of
-:data:`builder.durations.MINUTES` and prints, now and before the capacity check, the seed change
+:func:`builder.durations.duration` (each step kind's minutes, an apply's module's) and prints, now and before the capacity check, the seed change
 and the slice first (``before``: the same steps without ``check-capacity``, with the seed held
 before the disk users' plan, and with the slice's plan waiting for the apply of every module it
 reads the state of, Filestore's and the disk's, as the pipeline was rendered until then):
@@ -39,7 +39,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from builder.durations import MINUTES, duration  # noqa: E402  (the one table of step durations)
+from builder.durations import duration  # noqa: E402  (step minutes: each kind's, an apply's module's)
 
 
 def slice_later(config: dict[str, Any]) -> dict[str, Any]:

@@ -23,22 +23,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from builder.config import load_text
 from builder.errors import BadInput
 from builder.records import field, record
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
-
-
-def values_object(env: str) -> str:
-    """Where in the state bucket the snapshot's values.env is (builder/cloud/snapshot.py writes it)."""
-    return f"workspace/{env}/applied/values.env"
-
-
-def record_object(env: str) -> str:
-    """Where the snapshot's record is (``applied/build.json``): the same facts as JSON, for people
-    and scripts (the health check reads the granted place from it: builder/recovery.py)."""
-    return f"workspace/{env}/applied/build.json"
 
 
 class Recorded(Protocol):
@@ -132,6 +122,4 @@ def applied_settings(values: bytes, current: Settings) -> Settings:
     """The snapshot's values.env parsed as if it sat beside today's (``applied.values.env``, so
     relative paths resolve the same way). Raises ``BadInput`` (it no longer parses: a key renamed
     or removed since) or ``UnicodeDecodeError``; each caller decides what that means."""
-    from builder.config import load_text
-
     return load_text(values.decode("utf-8"), Path(current.source.parent, "applied.values.env"), applied=True)

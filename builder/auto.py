@@ -25,11 +25,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from builder.actions import Action, Verdict
 from builder.config import Settings
 from builder.config.keys import KEYS
 from builder.errors import BadInput
 from builder.model_registry import model_keys
-from builder.modules import SCOPED, Action, modules_for_key, specs
+from builder.modules import SCOPED, modules_for_key, specs
+from builder.plan import make_plan
 from builder.records import record
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,14 +60,14 @@ def changed_keys(old: Settings, new: Settings) -> list[str]:
 
 @record
 class Decision:
-    action: str  # create | update | none
+    action: Verdict
     only: frozenset[str] | None
     reasons: tuple[str, ...]
 
     def summary(self) -> str:
-        if self.action == "none":
+        if self.action == Verdict.NOTHING:
             return "auto: nothing changed since the applied snapshot; nothing to do"
-        if self.action == "create":
+        if self.action == Verdict.CREATE:
             return "auto: create"
         return f"auto: update {', '.join(sorted(self.only or ()))}"
 
@@ -82,10 +84,10 @@ def decide(
     sources_now: dict[str, str] | None = None,
 ) -> Decision:
     if applied is None:
-        return Decision("create", None, ("no applied snapshot: this environment has no successful build yet",))
+        return Decision(Verdict.CREATE, None, ("no applied snapshot: this environment has no successful build yet",))
     since = f" since build {build_id}" if build_id else " since the applied snapshot"
     if set(plan_modules) <= absent:
-        return Decision("none", None, (f"the environment was destroyed by build {build_id or '?'}; auto leaves it "
+        return Decision(Verdict.NOTHING, None, (f"the environment was destroyed by build {build_id or '?'}; auto leaves it "
                                        "destroyed: run _BUILD_ACTION=create to bring it back",))
     keys = changed_keys(applied, current)
     for key in keys:
@@ -132,8 +134,8 @@ def decide(
                        f"{m}: destroyed; auto leaves it absent (run create to bring it back)")
         del wanted[m]
     if not wanted:
-        return Decision("none", None, tuple(reasons) or (f"values.env is unchanged{since}",))
-    return Decision("update", frozenset(wanted), tuple(reasons))
+        return Decision(Verdict.NOTHING, None, tuple(reasons) or (f"values.env is unchanged{since}",))
+    return Decision(Verdict.UPDATE, frozenset(wanted), tuple(reasons))
 
 
 def touched(old: Settings | None, new: Settings, *, plan_modules: tuple[str, ...],
@@ -162,15 +164,13 @@ def decide_unreadable(plan_modules: tuple[str, ...], absent: frozenset[str]) -> 
     """auto's decision when a snapshot exists but its values.env no longer parses (a key renamed
     or removed since it was applied): nothing can be compared, so update every module that is not
     absent. ``tpubuild plan --action auto`` refuses instead (it asks for ``--applied FILE``)."""
-    return Decision("update", frozenset(plan_modules) - absent, (UNREADABLE,))
+    return Decision(Verdict.UPDATE, frozenset(plan_modules) - absent, (UNREADABLE,))
 
 
 def plan_for(settings: Settings, decision: Decision) -> Plan | None:
     """The plan that carries out ``decision``; None when there is nothing to do."""
-    from builder.plan import make_plan
-
-    if decision.action == "none":
+    if decision.action == Verdict.NOTHING:
         return None
-    if decision.action == "create":
+    if decision.action == Verdict.CREATE:
         return make_plan(settings, Action.CREATE)
     return make_plan(settings, Action.UPDATE, only=decision.only)

@@ -24,6 +24,7 @@ once (docs/pipeline.md, "Decisions").
 from __future__ import annotations
 
 import hashlib
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -65,6 +66,4 @@ def pins() -> dict[str, str]:
 
 def normalise(name: str) -> str:
     """A distribution name as PEP 503 compares them."""
-    import re
-
     return re.sub(r"[-_.]+", "-", name.strip()).lower()

@@ -15,12 +15,19 @@
 :func:`costs` is the cost section's part: which candidate the hourly cost and the totals price, and
 the worst case across candidates (the whole environment's hourly cost if the slice lands in the
 dearest one). A file with one candidate and no granted place has no section: its plan is as before.
+:func:`failover_note` is the plan's note on how the build asks the candidates for the slice.
 Pure: prices from the packaged tables only.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+from builder.actions import Action
+from builder.config.candidates import at, stays
+from builder.cost import Estimate as Est, bound_prefix, estimate, money
+from builder.module_parts import fails_over, tried
+from builder.modules import accelerator_module
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.capacity_outcome import Outcome
@@ -32,9 +39,6 @@ ORDER = "zone by zone, mode by mode"
 
 
 def _slice(settings: Settings) -> Estimate:
-    from builder.cost import estimate
-    from builder.modules import accelerator_module
-
     return estimate(settings, frozenset({accelerator_module(settings.arch)}))
 
 
@@ -43,8 +47,6 @@ def section(settings: Settings, *, granted: Candidate | None = None,
     """The ``candidates`` record of ``plan`` (None: one candidate, nothing granted elsewhere).
     ``settings``: what the plan acts on (placed at the granted candidate when the list holds it);
     ``granted``: the place the applied snapshot records; ``outcomes``: ``plan --check``'s."""
-    from builder.config.candidates import at, stays
-
     cands = settings.candidates
     if len(cands) <= 1 and granted is None:
         return None
@@ -99,9 +101,6 @@ def costs(settings: Settings, applied_now: frozenset[str], kept: tuple[Any, ...]
     the totals price (``granted``: the granted place, else the first), and the worst case: what the
     environment costs per hour if the slice lands in the dearest candidate (every module this
     plan applies priced there, ``kept`` items as they are)."""
-    from builder.config.candidates import at
-    from builder.cost import Estimate as Est, bound_prefix, estimate, money
-
     cands = settings.candidates
     if len(cands) <= 1:
         return None
@@ -135,3 +134,20 @@ def granted_text(g: dict[str, Any]) -> str:
              f"no longer in values.env's candidates: the next update moves the slice to "
              f"{first.get('zone')} {first.get('mode')}")
     return f"{g['zone']} {g['mode']} ({where}; the applied snapshot)"
+
+
+def failover_note(s: Any, plan: Any) -> list[str]:
+    """What a build with several candidates does to get the slice (docs/capacity.md)."""
+    acc = accelerator_module(s.arch)
+    if len(s.candidates) < 2 or not plan.applies(acc):
+        return []
+    if not fails_over(s):  # a queued TPU VM: its request waits for capacity in its zone
+        return [f"{acc}: only the first candidate ({s.candidates[0].label}) is asked for the slice: a queued "
+                "request (TPU_QUEUED) waits for capacity in its zone (docs/capacity.md)"]
+    if plan.action is not Action.CREATE:
+        zone = ", ".join(c.label for _i, c in tried(s, plan.action))
+        return [f"{acc}: a running slice stays where it is; one Google lost is asked for in the candidates of its "
+                f"zone in order ({zone}) until one grants it, where its dataset disk and Filestore are"]
+    return [f"{acc}: {acc}-apply asks for the slice in each candidate in order until one grants it (a stockout "
+            "or a quota refusal tries the next; any other failure stops the build); Filestore and the disk are "
+            "made after it, in the zone that granted it"]

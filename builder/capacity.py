@@ -23,7 +23,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from builder.records import record
+from builder import tfvars
+from builder.config.offers import calendar_name
+from builder.config.replace import MAKE_BEFORE_BREAK
+from builder.module_parts import replacing
+from builder.modules import accelerator_module, spec
+from builder.records import record, replace
+from builder.status_rows import STANDING
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
@@ -114,13 +120,6 @@ def beside(settings: Settings, running: Settings | None) -> Need | str:
     slice is created beside the running one (``running``: the applied values, None: unknown or
     none), the quota must hold both when both count against it. A change that keeps the slice
     (none of the variables that replace it differ) needs what :func:`need` says."""
-    from builder.records import replace
-
-    from builder import tfvars
-    from builder.config.replace import MAKE_BEFORE_BREAK
-    from builder.module_parts import replacing
-    from builder.modules import accelerator_module, spec
-
     new = need(settings)
     if (isinstance(new, str) or running is None or settings.replace != MAKE_BEFORE_BREAK
             or running.arch != settings.arch):
@@ -199,8 +198,6 @@ class Held:
 
 def held(settings: Settings) -> Held | None:
     """What the mig slice of ``settings`` consumes that the check reads, or None (no reservation)."""
-    from builder.config.offers import calendar_name
-
     s = settings
     if s.arch != "mig" or s.provisioning not in ("reservation", "calendar"):
         return None
@@ -303,8 +300,6 @@ def any_reservation(h: Held, items: list[dict[str, Any]]) -> tuple[bool, str]:
 
 def _named(h: Held, r: dict[str, Any]) -> Held:
     """``h`` as the named reservation ``r``."""
-    from builder.records import replace
-
     return replace(h, kind="reservation", name=str(r.get("name", "?")))
 
 
@@ -316,8 +311,6 @@ def _refused_why(h: Held, r: dict[str, Any]) -> str:
 def calendar_line(h: Held, body: dict[str, Any] | None) -> tuple[bool, str]:
     """(refused, the line) for the calendar-mode request ``body`` (Compute Engine's
     FutureReservation; None: not submitted yet)."""
-    from builder.status_rows import STANDING
-
     if body is None:
         return False, (f"{h.what} is not submitted yet: this build submits it for {h.chips} chips, and Google "
                        "approves or declines it later (tpubuild status shows where it stands)")

@@ -1,54 +1,26 @@
 """The ``tpubuild`` command line: argument parsing and the one error handler. Thin by design.
 
-Each area registers its sub-commands from ``builder/commands/<area>.py`` through
-``register(subparsers, common)``; ``common`` is the parent parser that gives every command
-``--values`` and ``--debug``. Command modules must not import ``google.*`` at import time:
-``render`` and ``plan`` stay fast because nothing loads the cloud clients until a command that
-talks to Google runs. The parser's error wording and the grouped help are
-``builder/commands/parser.py``; ``builder/console.py`` makes the output degrade to ASCII where the
+Each verb is one file, ``builder/commands/verbs/<name>.py`` (builder/commands/verb.py): the CLI
+finds the file of the verb named and loads only that one (help and errors load them all);
+``common`` is the parent parser that gives every verb ``--values`` and ``--debug``. Nothing loads
+``google.*`` until a verb that talks to Google runs, so ``render`` and ``plan`` stay fast. The
+parser's error wording and the grouped help are ``builder/commands/parser.py``; ``builder/console.py`` makes the output degrade to ASCII where the
 terminal cannot show more.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
+import json
 import os
 import sys
 from collections.abc import Sequence
 
 from builder import __version__
+from builder.commands import verb
+from builder.commands.parser import Parser, TopParser
 from builder.console import degrade_streams
-from builder.errors import BadInput, TpuBuildError
-
-#: The command modules, in help order.
-COMMAND_MODULES: tuple[str, ...] = (
-    "builder.commands.core",
-    "builder.commands.guard",
-    "builder.commands.cloud",
-    "builder.commands.pipeline_cmds",
-    "builder.commands.train",
-    "builder.commands.migrate",
-    "builder.commands.observe",
-    "builder.commands.ttl",
-)
-
-
-#: Which module registers each command: a run imports only its own command's module, so
-#: ``render``/``plan``/``validate`` never pay for the others' imports (benchmarks/cli_startup.py).
-#: A command not listed here, and every help or error path, imports them all.
-COMMAND_OWNERS: dict[str, str] = {
-    "validate": "builder.commands.core",
-    "guard": "builder.commands.guard",
-    **dict.fromkeys(("initialize", "submit", "dispatch", "finalize", "check-capacity", "unlock", "status", "bootstrap",
-                     "trigger"),
-                    "builder.commands.cloud"),
-    "plan": "builder.commands.pipeline_cmds", "render": "builder.commands.pipeline_cmds",
-    **dict.fromkeys(("train", "run", "stop", "logs"), "builder.commands.train"),
-    "ttl": "builder.commands.ttl",
-    "migrate": "builder.commands.migrate",
-    "profile": "builder.commands.observe",
-}
+from builder.errors import BadInput, TpuBuildError, document
 
 
 def _command_word(argv: Sequence[str]) -> str | None:
@@ -63,18 +35,6 @@ def _command_word(argv: Sequence[str]) -> str | None:
             return arg
     return None
 
-
-#: The top-level help's sections, in order: the verbs a user runs day to day first, then the
-#: ones that set up or repair the machinery. An unknown command lists the first group.
-COMMAND_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("commands", ("validate", "plan", "render", "submit", "status", "train", "run", "logs", "stop", "profile",
-                  "migrate", "ttl")),
-    ("admin commands (set up the environment's machinery, or repair it)",
-     ("initialize", "bootstrap", "trigger", "unlock")),
-)
-
-#: Verbs the pipeline runs, not people: they work, but the top-level help does not list them.
-HIDDEN_COMMANDS: frozenset[str] = frozenset({"dispatch", "guard", "finalize", "check-capacity"})
 
 DESCRIPTION = ("Turn one values.env into a Google Cloud TPU training environment for PyTorch/XLA, "
                "and keep it right as the file changes.")
@@ -95,11 +55,10 @@ COMMON_DEFAULTS: dict[str, object] = {"values": "values.env", "debug": False}
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The parser; given ``argv``, with only the module of the command it names (when known)."""
+    """The parser; given ``argv``, with only the verb it names (when its file exists), else every verb."""
     # SUPPRESS, not a default: the same options sit on the top parser and on every sub-command,
     # and a sub-command's default would silently replace `tpubuild --values X validate`'s X.
     # main() fills in the defaults after parsing (COMMON_DEFAULTS).
-    from builder.commands.parser import Parser, TopParser
 
     common = Parser(add_help=False, argument_default=argparse.SUPPRESS)
     common.add_argument("--values", metavar="PATH",
@@ -107,18 +66,19 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     common.add_argument("--debug", action="store_true", help="show the full trace of unexpected errors")
     parser = TopParser(prog="tpubuild", description=DESCRIPTION, epilog=EPILOG, parents=[common],
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.command_groups = COMMAND_GROUPS
     parser.add_argument("--version", action="version", version=f"tpubuild {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
-    word = _command_word(argv) if argv is not None else None
-    owner = COMMAND_OWNERS.get(word or "")
-    for name in (owner,) if owner else COMMAND_MODULES:
-        importlib.import_module(name).register(sub, common)
-    from builder.commands import helptext
-
-    helptext.apply(sub)
-    sub._choices_actions = [a for a in sub._choices_actions if a.dest not in HIDDEN_COMMANDS]
+    found = verb.find(_command_word(argv)) if argv is not None else None
+    if found is not None:
+        parser.command_groups = ()
+        found.register(sub, common)
+    else:
+        parser.command_groups = verb.groups()
+        for each in verb.every():
+            each.register(sub, common)
+        hidden = verb.hidden()
+        sub._choices_actions = [a for a in sub._choices_actions if a.dest not in hidden]
     return parser
 
 
@@ -151,10 +111,6 @@ def _fail(what: str, detail: str, code: int, as_json: bool, exc: BaseException |
     ``--format json``, its JSON object on stdout (builder.errors.document)."""
     print(f"tpubuild: {what}{detail}", file=sys.stderr)
     if as_json:
-        import json
-
-        from builder.errors import document
-
         print(json.dumps(document(detail, code, exc), indent=2, sort_keys=True), flush=True)
     return code
 

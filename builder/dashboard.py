@@ -54,7 +54,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from builder import modules as catalogue
+from builder import model_registry, modules as catalogue
 from builder.dashboard_tiles import STEP_METRIC_PREFIX, Names, step_metric_name
 
 __all__ = ["STEP_METRIC_PREFIX", "TRAIN_LOG", "console_url", "for_settings", "render", "step_label",
@@ -88,8 +88,6 @@ def step_log_filter(project: str, env: str, word: str) -> str:
 def step_word(settings: Any) -> str:
     """The step word of the model ``settings`` selects (builder/model_registry.py ``DECLARED``;
     with no model, the word ``tpubuild run`` scripts print)."""
-    from builder import model_registry
-
     return model_registry.declared(settings.repo_root, settings.model, "STEP_WORD")
 
 
@@ -98,8 +96,6 @@ def step_label(settings: Any) -> str:
     ``step_label``): the selected model's keys.py ``STEP_LABEL``, else its step word. Roberta's,
     ``fairseq train_inner``, keeps the description every environment applied before models were
     plug-ins, so those plan no change."""
-    from builder import model_registry
-
     label = model_registry.declared(settings.repo_root, settings.model, "STEP_LABEL")
     return label if label is not None else step_word(settings)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from builder.config.recovery import log_prefix
 from builder.records import record
 
 #: The log-based metric the module creates (``logging.googleapis.com/user/<name>``).
@@ -191,8 +192,6 @@ def step_tiles(n: Names) -> list[dict[str, Any]]:
     tiles = [_chart("Training steps per second (log lines, every --log-interval updates)", [
         (f'metric.type="{metric}"', "ALIGN_RATE", [], "REDUCE_NONE", "logged steps")], "1/s")]
     if n.recovery:  # the health build's own lines: when, why, down time and its cost (docs/recovery.md)
-        from builder.recovery import log_prefix
-
         tiles.append({"title": "Recoveries (TPU_RECOVERY health check)", "logsPanel": {
             "filter": f'resource.type="build" AND textPayload:"{log_prefix(n.env)}"',
             "resourceNames": [f"projects/{n.project}"]}})

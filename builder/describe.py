@@ -11,8 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from builder.module_parts import failover_note
-from builder.modules import accelerator_module, modules, spec
+from builder import candidate_table, cost, diff, generations, money, plan as plans, recovery, replacement, ttl
+from builder.actions import APPLIES, Action, Verdict
+from builder.config.candidates import stays
+from builder.config.offers import describe as describe_provisioning
+from builder.model_registry import change_notes
+from builder.modules import NAMES, accelerator_module, modules, spec
+from builder.plan import not_wanted
+from builder.step_kinds import queue_wait_s
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
@@ -50,7 +56,7 @@ def subject(settings: Settings, plan: Plan, previous: Previous | None) -> Settin
     those: a destroy takes what is applied (its Terraform states), not what the file would make.
     The notes that tell the steps stay the file's, as the pipeline is rendered from it."""
     applied = previous.settings if previous is not None else None
-    if (plan.action == "destroy" and applied is not None and applied.arch == settings.arch
+    if (plan.action is Action.DESTROY and applied is not None and applied.arch == settings.arch
             and (applied.project_id, applied.env_name) == (settings.project_id, settings.env_name)):
         return applied
     return settings
@@ -58,8 +64,6 @@ def subject(settings: Settings, plan: Plan, previous: Previous | None) -> Settin
 
 def provisioning_meaning(s: Settings) -> str:
     """How the TPU is paid for and what that means (builder.config.offers.describe)."""
-    from builder.config.offers import describe as describe_provisioning
-
     return describe_provisioning(s.provisioning, s.queued, s.queued_valid_for, s.reservation,
                                  max_run_hours=s.max_run_hours, calendar_start=s.calendar_start,
                                  calendar_days=s.calendar_days, calendar_written=s.raw.get("TPU_CALENDAR_START", ""))
@@ -68,8 +72,6 @@ def provisioning_meaning(s: Settings) -> str:
 def path_info(s: Settings) -> dict[str, Any]:
     """Which API the file's path (TPU_ARCH) uses, what Google says of it and, where Google does not
     recommend it, the warning (builder/generations.py ``path_story``, from the data file's ``apis``)."""
-    from builder import generations
-
     found = generations.api(s.arch)
     line, warning = generations.path_story(s.arch, s.topology.generation)
     return {"arch": s.arch, "api": found.api, "status": found.status, "text": line, "warning": warning,
@@ -99,11 +101,6 @@ def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[s
     build as it will be: a module the plan applies with these values (so with no module left out
     of the build's scope, it is what these values cost planned alone), a module outside the scope
     with the applied values it keeps, a destroyed one not at all."""
-    from builder import candidate_table, cost, diff, money, replacement
-    from builder.modules import NAMES
-
-    from builder.plan import not_wanted
-
     applied = prev.settings if prev is not None else None
     absent = prev.absent if prev is not None else frozenset()
     if applied is not None:  # what the applied values leave out was never created by them
@@ -122,8 +119,6 @@ def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[s
         after_items = cost.estimate(applied, kept).items + after_items
     after = cost.Estimate(tuple(sorted(after_items, key=lambda i: NAMES.index(i.module))))
     section = money.section(settings, plan, before, after)
-    from builder.config.candidates import stays
-
     found = candidate_table.costs(settings, applied_now, tuple(i for i in after.items if i.module in kept), after,
                                   granted=stays(settings.candidates, getattr(prev, "granted", None)))
     if found is not None and plan.applies(accelerator_module(settings.arch)):
@@ -140,11 +135,7 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
              previous: Previous | None = None, checked: list[Any] | None = None) -> dict[str, Any]:
     """The plan as data: the JSON of ``tpubuild plan --format json`` and the source of its text.
 
-    ``plan`` is None when ``auto`` has nothing to do (``previous.decision`` says why).
-    ``checked``: ``plan --check``'s outcome per candidate (builder/capacity_outcome.py ``Outcome``)."""
-    from builder import plan as plans
-    from builder.pipeline import queue_wait_s
-
+    ``plan`` is None when ``auto`` has nothing to do (``previous.decision`` says why)."""
     s = settings  # the header and the operations describe ``w``, what the plan acts on (``subject``)
     w = subject(settings, plan, previous) if plan is not None else settings
     t = w.topology
@@ -181,8 +172,8 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
                        for o in plan.operations],
         "stages": [[o.module for o in stage] for stage in plan.stages()],
         "steps": [{"id": st.id, "kind": st.kind, "module": st.module, "after": list(st.after)} for st in plan.steps],
-        "created": [o.module for o in plan.operations if o.op == "apply" and plan.action == "create"],
-        "changed": [o.module for o in plan.operations if o.op == "apply" and plan.action == "update"],
+        "created": [o.module for o in plan.operations if o.op == "apply" and plan.action is Action.CREATE],
+        "changed": [o.module for o in plan.operations if o.op == "apply" and plan.action is Action.UPDATE],
         "destroyed": [o.module for o in plan.operations if o.op == "destroy"],
         "allow_data_loss": allow_data_loss,
         "notes": [],
@@ -190,9 +181,7 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
     }
     if auto_info is not None:
         info["auto"] = auto_info
-    from builder.candidate_table import section as candidates
-
-    listed = candidates(w, granted=getattr(previous, "granted", None), outcomes=checked)
+    listed = candidate_table.section(w, granted=getattr(previous, "granted", None), outcomes=checked)
     if listed is not None:  # a list of candidates, or a granted place: builder/candidate_table.py
         info["candidates"] = listed
     if plan.operations:
@@ -204,7 +193,7 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
     if not plan.operations:
         notes.append(INITIALIZE_NOTE + "; the buckets are kept by every later destroy")
         return info
-    if plan.action in ("create", "update"):
+    if plan.action in APPLIES:
         applied = previous.settings if previous is not None else None
         info["not_created"] = plans.not_wanted(s)
         for module, why in info["not_created"].items():
@@ -227,21 +216,21 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
                      "read-only to every host once it holds the dataset, and the hosts wait for it (their boot log "
                      "says so)" if plans.seeds(s, plan) else
                      f"{attacher}: {attacher}-attach attaches {s.shared_pd_name} read-only to every host after the apply, unless they have it already")
-    notes.extend(failover_note(s, plan))
+    notes.extend(candidate_table.failover_note(s, plan))
     if plans.runs(s, plan, "snapshot"):
         notes.append(f"shared_pd: a snapshot of {s.shared_pd_name} is taken before it is destroyed and named "
                      f"in the build log; SHARED_PD_RESTORE=latest restores it")
     if plans.runs(s, plan, "backup"):
         notes.append(f"filestore: a backup of {s.filestore_name}:/{s.shared_fs_name} is taken before it is destroyed")
     warnings.extend(sp.lost(s) for sp in plans.loses_data(s, plan) if sp.lost is not None)
-    if plan.action == "destroy":
+    if plan.action is Action.DESTROY:
         notes.append(f"the buckets are kept (gs://{s.state_bucket} holds the Terraform state and the workspace)")
     chips = spec(s.arch, accelerator_module(s.arch))
     assert chips is not None
     swap = info.get("replacement") or {}
     if swap.get("text"):
         notes.append(swap["text"])
-    if plan.applies(chips.name) and plan.action == "update" and "accelerator_type" in chips.replaced_by:
+    if plan.applies(chips.name) and plan.action is Action.UPDATE and "accelerator_type" in chips.replaced_by:
         if swap.get("overlap_minutes") is None and plans.runs(s, plan, "resume"):
             notes.append("tpu: if the change replaces the TPU (a new accelerator type or runtime), the build moves the "
                          f"training: it stops {s.model} at a checkpoint on the old slice and resumes it on the new one "
@@ -249,12 +238,11 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
         elif swap.get("overlap_minutes") is None:
             notes.append("tpu: if the change replaces the TPU (a new accelerator type or runtime), training is "
                          "interrupted; the guard announces it")
-    if (plan.applies(chips.name) and plan.action == "update" and previous is not None
+    if (plan.applies(chips.name) and plan.action is Action.UPDATE and previous is not None
             and previous.settings is not None
             and "accelerator_type" in chips.replaced_by | chips.hosts_recreated_by):
         # the model's word on its training moving to new hosts (vm: a new TPU VM; mig: a new slice,
         # or every VM of the group recreated): the resume across world sizes
-        from builder.model_registry import change_notes
 
         notes.extend(change_notes(previous.settings, s))
     if queue := plans.runs(s, plan, "queue"):
@@ -265,7 +253,7 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
                      f"with `gcloud compute tpus queued-resources create`; it may wait {limit}, and the build waits "
                      f"for it to become ACTIVE for at most {wait // 3600}h{wait % 3600 // 60:02d}m (then the build fails "
                      "and the request stays queued: run update to wait again)")
-        if plan.action == "update":
+        if plan.action is Action.UPDATE:
             notes.append(f"{queue}: queued: if the accelerator type or runtime changed, queued resource "
                          f"{s.tpu_name} is replaced: training interrupted; the new slice waits in the queue")
     if calendar := plans.runs(s, plan, "calendar"):
@@ -279,16 +267,12 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
         notes.append(f"{unqueue}: queued resource {s.tpu_name} (and its TPU VM) is deleted by {unqueue}-unqueue "
                      f"before the {unqueue} module's Terraform destroy")
     if s.env_ttl_hours and s.arch != "node":
-        from builder import ttl
-
         info["ttl"] = ttl.plan_info(s, applies_tpu=plan.applies(chips.name)
-                                     and plan.action != "destroy")
+                                     and plan.action is not Action.DESTROY)
         notes.append(f"ttl: {info['ttl']['text']}")
-    if s.recovery and plan.action in ("create", "update") and plan.applies(chips.name):
-        from builder import recovery
-
+    if s.recovery and plan.action in APPLIES and plan.applies(chips.name):
         notes.append(f"recovery: {recovery.plan_text(s)}")
-    if plan.action in ("create", "update"):
+    if plan.action in APPLIES:
         if allow_data_loss:
             warnings.append("data loss is allowed: the guards let plans destroy or replace Filestore and the "
                             "shared PD (_ALLOW_DATA_LOSS=true)")
@@ -317,14 +301,12 @@ def step_lines(steps: list[dict[str, Any]]) -> list[str]:
 
 
 def as_text(info: dict[str, Any], *, bold: bool) -> str:
-    from builder import money
-
     def strong(text: str) -> str:
         return f"\033[1m{text}\033[0m" if bold else f"**{text}**"
 
     hosts = info["hosts"]
     auto_info = info.get("auto")
-    if auto_info is not None and auto_info["decision"] == "none":
+    if auto_info is not None and auto_info["decision"] == Verdict.NOTHING:
         lines = [f"tpubuild plan: auto {info['env']} in {info['project_id']}/{info['zone']}",
                  f"  compared with: {auto_info['compared_with']}", "",
                  "auto: nothing to do"]
@@ -353,9 +335,7 @@ def as_text(info: dict[str, Any], *, bold: bool) -> str:
     lines.append(f"  hosts:        {hosts} ({per_host})")
     lines.append("")
     if "candidates" in info:
-        from builder.candidate_table import lines as candidate_lines
-
-        lines += [*candidate_lines(info["candidates"]), ""]
+        lines += [*candidate_table.lines(info["candidates"]), ""]
     if not info["operations"]:
         lines.extend(f"  {n}" for n in info["notes"])
         return "\n".join(lines) + "\n"

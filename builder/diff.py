@@ -38,6 +38,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from builder import modules as catalogue
+from builder.actions import Action
 from builder import tfvars
 from builder.modules import ModuleSpec, accelerator_module, hosts_module
 from builder.module_parts import replacing
@@ -98,7 +99,7 @@ class Diff:
     accelerator_before: str
     accelerator_after: str
     notes: tuple[str, ...] = field(default=())
-    action: str = "create"
+    action: Action = Action.CREATE
     other_arch: str = ""  # the applied values' TPU_ARCH when it is not the plan's (then not compared)
 
     @property
@@ -264,10 +265,10 @@ def compare(applied: Settings | None, target: Settings, plan: Plan, *,
 
 
 #: What "nothing to compare with" means for each action.
-_UNKNOWN: dict[str, str] = {
-    "create": "every module this action applies is created",
-    "update": "each module this action applies is created if it does not exist, else changed to these values",
-    "destroy": "each module this action destroys is destroyed if it exists (one never applied is left as it is)",
+_UNKNOWN: dict[Action, str] = {
+    Action.CREATE: "every module this action applies is created",
+    Action.UPDATE: "each module this action applies is created if it does not exist, else changed to these values",
+    Action.DESTROY: "each module this action destroys is destroyed if it exists (one never applied is left as it is)",
 }
 
 
@@ -277,9 +278,9 @@ def lines(diff: Diff) -> list[str]:
     out.extend(diff.notes)
     if diff.other_arch:
         out.append(f"the applied environment is another architecture (TPU_ARCH={diff.other_arch}): its modules are "
-                   f"not compared with these; {_UNKNOWN.get(diff.action, _UNKNOWN['create'])}")
+                   f"not compared with these; {_UNKNOWN.get(diff.action, _UNKNOWN[Action.CREATE])}")
     elif not diff.applied:
-        out.append(f"no applied snapshot to compare with: {_UNKNOWN.get(diff.action, _UNKNOWN['create'])}")
+        out.append(f"no applied snapshot to compare with: {_UNKNOWN.get(diff.action, _UNKNOWN[Action.CREATE])}")
     for m in diff.modules:
         if m.status in ("unchanged", "untouched", "absent"):
             continue

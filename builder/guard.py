@@ -40,12 +40,13 @@ from typing import Any
 
 from builder import guard_classes
 from builder.errors import BadInput
-from builder.modules import DESTROYED_ON_PURPOSE, GUARD_ACTIONS, NAMES, SLICE_RESOURCES, TRAINING_RESOURCES
+from builder.modules import DESTROYED_ON_PURPOSE, NAMES, SLICE_RESOURCES, TRAINING_RESOURCES
+from builder.actions import GUARD_ACTIONS, Action
 from builder.records import record
 
 #: Plan modules and the actions whose pipelines apply Terraform plans (builder.modules).
 MODULES: tuple[str, ...] = NAMES
-ACTIONS: tuple[str, ...] = GUARD_ACTIONS
+ACTIONS: tuple[Action, ...] = GUARD_ACTIONS
 
 #: The data holders a ``destroy`` deletes on purpose, after the pipeline snapshotted/backed them up.
 PROTECTED_TYPES: dict[str, str] = DESTROYED_ON_PURPOSE
@@ -112,7 +113,7 @@ class Decision:
 
     proceed: bool
     module: str
-    action: str
+    action: Action
     changes: tuple[Change, ...]
     refusal: str = ""
     warnings: tuple[str, ...] = ()
@@ -132,13 +133,15 @@ class Decision:
                 f"{n['replace']} to replace, {n['delete']} to destroy{forget}; {verdict}")
 
 
-def check_args(module: str, action: str) -> None:
+def check_args(module: str, action: Action | str) -> Action:
+    """The module and the action of a guard run, the action as an :class:`Action`; else one line."""
     if module not in MODULES:
         raise BadInput(f"--module {module!r} is not a plan module; use one of {', '.join(MODULES)}")
     if action not in ACTIONS:
-        hint = " (initialize runs no Terraform)" if action == "initialize" else ""
-        raise BadInput(f"--action {action!r} is not an action that applies a plan{hint}; "
+        hint = " (initialize runs no Terraform)" if action == Action.INITIALIZE else ""
+        raise BadInput(f"--action {str(action)!r} is not an action that applies a plan{hint}; "
                        f"use one of {', '.join(ACTIONS)}")
+    return Action(action)
 
 
 def changes_of(doc: Any, source: str = "plan") -> tuple[Change, ...]:
@@ -180,10 +183,10 @@ def changes_of(doc: Any, source: str = "plan") -> tuple[Change, ...]:
     return tuple(out)
 
 
-def evaluate(doc: Any, module: str, action: str, *, allow_data_loss: bool = False,
+def evaluate(doc: Any, module: str, action: Action | str, *, allow_data_loss: bool = False,
              source: str = "plan") -> Decision:
     """Decide whether the plan in ``doc`` may be applied for ``module`` during ``action``."""
-    check_args(module, action)
+    action = check_args(module, action)
     changes = changes_of(doc, source)
 
     def refuse(line: str) -> Decision:
@@ -214,7 +217,7 @@ def evaluate(doc: Any, module: str, action: str, *, allow_data_loss: bool = Fals
                       f"or rerun with {OVERRIDE} to accept orphaning it")
     for c in forgotten:
         warnings.append(f"DATA ORPHANED ({OVERRIDE}): {c.describe()}; {loses(c.type)} is left outside Terraform")
-    if action == "destroy":
+    if action is Action.DESTROY:
         building = [c for c in changes if c.kind in ("create", "update", "replace")]
         if building:
             return refuse(f"{source}: {building[0].address} would be {building[0].kind}d by a destroy; "
@@ -241,13 +244,13 @@ def evaluate(doc: Any, module: str, action: str, *, allow_data_loss: bool = Fals
                           f"refusing. Revert the change that forces this, or rerun with {OVERRIDE} to accept the loss")
         for c in lost:
             warnings.append(f"DATA LOSS ALLOWED ({OVERRIDE}): {c.describe()}; {loses(c.type)} is lost")
-    if action != "destroy":
+    if action is not Action.DESTROY:
         warnings.extend(double_billing(doc, changes, module))
     for c in changes:
         if c.type in guard_classes.CAPACITY and (c.destroys or c.forgets):
             warnings.append(f"CAPACITY: {c.describe()}: {guard_classes.CAPACITY[c.type]}")
         if c.type in TPU_TYPES and c.destroys:
-            if action == "destroy":
+            if action is Action.DESTROY:
                 warnings.append(f"{c.address} will be destroyed: training on it stops")
             else:
                 warnings.append(f"{c.describe()}: {TPU_TYPES[c.type]}")

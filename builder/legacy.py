@@ -18,16 +18,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from builder.errors import ConfigError, ConfigErrors
-from builder.modules import Action
+from builder import model_registry
+from builder.actions import APPLYING, Action
+from builder.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from builder.config import Settings
+    from builder.config.settings import Settings
 
 NODE_END_OF_LIFE = "2025-04-25"
-
-#: Actions that would apply (create or change) the TPU.
-APPLYING: frozenset[Action] = frozenset({Action.CREATE, Action.UPDATE, Action.AUTO})
 
 #: The seed repository's own scripts that belong to no model, which this product replaces. A
 #: model's are declared by its package (its keys.py ``SEED_SCRIPTS``); ``SEED_SCRIPTS`` of this
@@ -42,8 +40,6 @@ def seed_scripts() -> dict[str, str]:
     model's ``SEED_SCRIPTS`` (builder/model_registry.py :func:`seed_scripts`), whatever MODEL the
     file selects, a model the registry knows or none: a seed-era file is recognised by its paths
     alone (validate names them, migrate clears them, destroy resolves neither)."""
-    from builder import model_registry
-
     return {**_OWN_SEED_SCRIPTS, **model_registry.seed_scripts()}
 
 
@@ -85,23 +81,3 @@ def refuse_node(settings: Settings, action: Action) -> None:
     refusal = node_refusal(settings, action)
     if refusal is not None:
         raise refusal
-
-
-def refuse_unbuildable(settings: Settings, action: Action) -> None:
-    """Every refusal of an action that config alone cannot decide, before any cloud call: a TPU
-    Node, a create whose calendar-mode request would start less than a day ahead
-    (builder/config/calendar.py), and (create, update, auto) what the selected MODEL refuses about the slice
-    (builder/config/later.py), so a slice the model cannot train on is never billed."""
-    refuse_node(settings, action)
-    if action is Action.CREATE:  # a new calendar-mode request: its start must lie in Google's window
-        from builder.config.calendar import create_refusal
-
-        too_soon = create_refusal(settings)
-        if too_soon is not None:
-            raise too_soon
-    if action in APPLYING:
-        from builder.config.later import model_refusals
-
-        found = model_refusals(settings)
-        if found:
-            raise ConfigErrors(found, ())

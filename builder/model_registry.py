@@ -54,7 +54,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
 
-# the models/ folder of the source tree, and the default MODEL (also read as model_registry.DEFAULT_MODEL)
 from builder.source_models import DEFAULT_MODEL, SOURCE_MODELS  # noqa: F401
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -6,12 +6,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from builder.actions import Action
+from builder.config.filestore import TIERS
+from builder.config.replace import makes_before_breaking, moves_training
+from builder.dashboard_tiles import SHARED_PD_DEVICE
 from builder.records import record
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
-__all__ = ["STORAGE", "AFTER", "BEFORE", "BESIDE", "EARLY", "GATE", "INTERRUPTS", "ExtraStep", "StatusPart", "backs_up", "queued", "reads_export", "fails_over", "failover_note", "tried",
+__all__ = ["STORAGE", "AFTER", "BEFORE", "BESIDE", "EARLY", "GATE", "INTERRUPTS", "ExtraStep", "StatusPart", "backs_up", "queued", "reads_export", "fails_over", "tried",
            "makes_before_breaking", "breaks_before_making", "replacing", "moves_training", "MOVES",
            "capacity_request", "calendar_by_gcloud",
            "runtime", "share_lost", "slice_shape", "filestore_what", "shared_pd_what", "tpu_what",
@@ -71,8 +75,6 @@ INTERRUPTS = "this interrupts training; running jobs stop and must resume from t
 
 def backs_up(s: Settings) -> bool:
     """The share's tier keeps backups (builder/config/filestore.py), so destroy takes one first."""
-    from builder.config.filestore import TIERS
-
     return TIERS[s.shared_fs_tier].backups
 
 
@@ -117,7 +119,7 @@ def settles_with_gcloud(s: Settings) -> bool:
     return s.arch == "mig" and fails_over(s)
 
 
-def tried(s: Settings, action: str) -> tuple[tuple[int, Any], ...]:
+def tried(s: Settings, action: Action) -> tuple[tuple[int, Any], ...]:
     """The candidates the failover loop asks, as (index in ``s.candidates``, candidate), in order.
     A create asks every one: nothing is built yet, and the storage is made where the slice lands.
     Any later build asks only those in the zone of the first (where the slice was granted: the
@@ -126,21 +128,11 @@ def tried(s: Settings, action: str) -> tuple[tuple[int, Any], ...]:
     check's recovery, docs/recovery.md) fails over from mode to mode where its data is; moving
     zones is an edit of the list and an update (docs/capacity.md, "What moving zones costs")."""
     listed = tuple(enumerate(s.candidates))
-    return listed if str(action) == "create" else tuple((i, c) for i, c in listed if c.zone == s.zone)
+    return listed if Action(action) is Action.CREATE else tuple((i, c) for i, c in listed if c.zone == s.zone)
 
 
 def queued(s: Settings) -> bool:
     return s.queued
-
-
-def makes_before_breaking(s: Settings) -> bool:
-    """TPU_REPLACE=make-before-break (builder/config/replace.py): a replacing change creates the new
-    slice beside the old one (<module>-apply: tpu on vm, mig on mig), checks it (-swap), then deletes
-    the old one (-release); with a MODEL, :func:`moves_training`. A change that replaces nothing finds
-    nothing to swap or release."""
-    from builder.config.replace import MAKE_BEFORE_BREAK
-
-    return s.replace == MAKE_BEFORE_BREAK
 
 
 def breaks_before_making(s: Settings) -> bool:
@@ -157,14 +149,6 @@ def replacing(spec: Any, s: Settings) -> frozenset[str]:
     ``builder.diff`` and the capacity check (``builder.capacity.beside``) read it."""
     swaps = spec.accelerator and makes_before_breaking(s)
     return spec.replaced_by | spec.hosts_recreated_by if swaps else spec.replaced_by
-
-
-def moves_training(s: Settings) -> bool:
-    """Make-before-break with a MODEL: the build moves the training too: tpu-prepare prints the
-    model's probe, stop and launch scripts (before anything is made), tpu-checkpoint stops the
-    training on the old slice at its next checkpoint, tpu-resume starts it on the new one once the
-    old is deleted."""
-    return makes_before_breaking(s) and bool(s.model)
 
 
 #: TPU_REPLACE, the steps of the module whose slice is replaced (vm's tpu, mig's mig): swap and
@@ -203,8 +187,6 @@ def mig_attach(s: Settings) -> dict[str, Any]:
     startup.sh waits for (``/dev/disk/by-id/google-<device>``, modules/tpu_mig's ``pd_device``),
     whether it is Hyperdisk ML (attached read-only only in READ_ONLY_MANY), and whether the hosts
     get the disk this way at all (``attach_disk``)."""
-    from builder.dashboard_tiles import SHARED_PD_DEVICE
-
     return {"group": s.tpu_name, "disk": s.shared_pd_name, "device": SHARED_PD_DEVICE,
             "hyperdisk": s.shared_pd_type == "hyperdisk-ml", "attach_disk": s.arch == "mig" and mig_attaches_disk(s)}
 
@@ -255,22 +237,3 @@ def slice_how(s: Settings) -> str:
     destroy's line describes only what is destroyed)."""
     return ("a change of the slice makes a second MIG beside it (make-before-break)" if makes_before_breaking(s)
             else "drained first if the topology changes, then resized to the slice")
-
-
-def failover_note(s: Any, plan: Any) -> list[str]:
-    """What a build with several candidates does to get the slice (docs/capacity.md)."""
-    from builder.modules import accelerator_module
-
-    acc = accelerator_module(s.arch)
-    if len(s.candidates) < 2 or not plan.applies(acc):
-        return []
-    if not fails_over(s):  # a queued TPU VM: its request waits for capacity in its zone
-        return [f"{acc}: only the first candidate ({s.candidates[0].label}) is asked for the slice: a queued "
-                "request (TPU_QUEUED) waits for capacity in its zone (docs/capacity.md)"]
-    if str(plan.action) != "create":
-        zone = ", ".join(c.label for _i, c in tried(s, plan.action))
-        return [f"{acc}: a running slice stays where it is; one Google lost is asked for in the candidates of its "
-                f"zone in order ({zone}) until one grants it, where its dataset disk and Filestore are"]
-    return [f"{acc}: {acc}-apply asks for the slice in each candidate in order until one grants it (a stockout "
-            "or a quota refusal tries the next; any other failure stops the build); Filestore and the disk are "
-            "made after it, in the zone that granted it"]

@@ -15,7 +15,8 @@ node). One :class:`ModuleSpec` per (plan module, directory) says:
 * ``destroy_before``: plan modules it must be destroyed *before* beyond the reverse of ``after``
   (the legacy node order: the TPU Node goes before the share and the disk);
 * ``keys``: the values.env keys that feed it (GitOps ``auto`` re-applies it when one changes);
-* ``apply_timeout``: seconds its ``<module>-apply`` step may take;
+* ``apply_timeout``: seconds its ``<module>-apply`` step may take; ``apply_minutes``: how long it
+  usually takes (the estimate builder/durations.py gives ``tpubuild plan`` and the critical path);
 * ``holds_data``: destroying or replacing it loses data (the guard's and the diff's concern);
 * ``hosts``: its machines are the training hosts (boot with env_setup, attach the shared PD);
 * ``boot``: the repository folders its machines run at boot (GitOps ``auto`` re-applies it when
@@ -72,8 +73,7 @@ standard library only (and the pure formatters its entries name).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from enum import Enum
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from builder import dashboard_tiles as dash
@@ -87,46 +87,6 @@ from builder.records import record
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
-
-class Action(str, Enum):
-    """What a build does. ``auto`` (GitOps) decides at run time which of create/update it is."""
-
-    INITIALIZE = "initialize"
-    CREATE = "create"
-    UPDATE = "update"
-    DESTROY = "destroy"
-    AUTO = "auto"
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
-
-    @classmethod
-    def parse(cls, raw: str, name: str = "--action", *, choices: Iterable[Action] | None = None,
-              what: str = "an action") -> Action:
-        """``raw`` (any case, spaces around) as one of ``choices`` (default: every action); else
-        one line, naming the input as ``name`` (``--action``, ``_BUILD_ACTION``) and every choice.
-        The one parse of an action: argparse's ``--action`` and ``builder.request`` both call it."""
-        from builder.errors import BadInput
-
-        allowed = tuple(cls) if choices is None else tuple(choices)
-        found = next((a for a in allowed if a.value == raw.strip().lower()), None)
-        if found is None:
-            *rest, last = (a.value for a in allowed)
-            raise BadInput(f"{name}: {raw!r} is not {what}; use {', '.join(rest)} or {last}" if rest else
-                           f"{name}: {raw!r} is not {what}; use {last}")
-        return found
-
-
-#: The actions a plan is made for (auto becomes one of create/update first).
-PLAN_ACTIONS: tuple[str, ...] = tuple(a.value for a in (Action.INITIALIZE, Action.CREATE, Action.UPDATE,
-                                                         Action.DESTROY))
-#: The actions ``_BUILD_ACTION`` / ``submit --action`` take.
-BUILD_ACTIONS: tuple[str, ...] = (*PLAN_ACTIONS, Action.AUTO.value)
-#: The actions a guard runs under (the build's action; initialize has no Terraform to guard).
-GUARD_ACTIONS: tuple[str, ...] = tuple(a.value for a in (Action.CREATE, Action.UPDATE, Action.AUTO, Action.DESTROY))
 
 ARCHS: tuple[str, ...] = ("vm", "mig", "node")
 
@@ -165,6 +125,7 @@ class ModuleSpec:
     destroy_before: tuple[str, ...] = ()
     keys: tuple[str, ...] = ()
     apply_timeout: int = 3600
+    apply_minutes: float = 1.0
     holds_data: bool = False
     hosts: bool = False
     boot: tuple[str, ...] = ()
@@ -201,6 +162,7 @@ class ModuleSpec:
 #: Every module, in create's order (ties in a DAG stage keep this order).
 CATALOGUE: tuple[ModuleSpec, ...] = (
     ModuleSpec("filestore", "modules/filestore", ARCHS, filestore_what, keys=FILESTORE_KEYS, holds_data=True,
+               apply_minutes=8.0,  # "several minutes" (Filestore docs); ~8 measured for BASIC_HDD
                prices=("filestore",), grows="capacity_gb",
                replaced_by=frozenset({"project_id", "region", "zone", "name", "tier", "share_name", "network"}),
                data_resources=(("google_filestore_instance", "the Filestore share (checkpoints and preprocessed data)"),),
@@ -208,6 +170,7 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                steps=(ExtraStep("backup", "destroy", BEFORE, backs_up), ExtraStep("publish", "apply", AFTER, reads_export)),
                tiles=dash.filestore_tiles),
     ModuleSpec("shared_pd", "modules/shared_pd", ARCHS, shared_pd_what, keys=SHARED_PD_KEYS, apply_timeout=1800,
+               apply_minutes=0.5,  # a disk: seconds
                holds_data=True, boot=("env_setup/seeder",),  # the seeder VM's script
                prices=("disk",), grows="size_gb",
                replaced_by=frozenset({"project_id", "zone", "name", "type", "snapshot"}),
@@ -219,6 +182,7 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                       ExtraStep("seed", "apply", BESIDE, lambda s: s.shared_pd_attach and bool(s.gcs_dataset))),
                snapshot=lambda s: s.shared_pd_restore),
     ModuleSpec("tpu", "modules/tpu_vm", ("vm",), tpu_what("TPU VM"), reads_applied=STORAGE, destroy_before=STORAGE,
+               apply_minutes=5.0,  # a TPU VM create: typically 3-5 minutes (Cloud TPU docs)
                keys=TPU_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",),
                accelerator=True, prices=("tpu",), training=True, replaced_by=TPU_VM_REPLACED_BY,
                training_resources=("google_tpu_v2_vm", "google_tpu_v2_queued_resource"),
@@ -230,13 +194,16 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                scoped=True, tiles=dash.tpu_vm_tiles, ttl=True, summary=runtime),
     # mig: tpu = the slice's access (identity, firewall, MIG reader role); mig = the slice (docs/pipeline.md)
     ModuleSpec("tpu", "modules/tpu_mig_access", ("mig",), slice_access_what, keys=("GCS_DATASET",), scoped=True,
+               apply_minutes=1.0,  # an account, a custom role, firewall rules: seconds each
                training=True, replaced_by=frozenset({"project_id", "name", "service_account_id"})),
     # node (legacy, destroy only): Google Cloud stopped creating TPU Nodes on 2025-04-25
     ModuleSpec("tpu", "modules/tpu_node", ("node",), tpu_what("TPU Node"), destroy_before=STORAGE,
+               apply_minutes=5.0,
                destroy_only=True, training_resources=("google_tpu_node",),
                accelerator=True, prices=("tpu",), training=True, replaced_by=frozenset({"project_id", "zone"}),
                status=(StatusPart("tpu", rows.tpu_row),), scoped=True, tiles=dash.tpu_node_tiles),
     ModuleSpec("mig", "modules/tpu_mig", ("mig",), slice_what, slice_how, after=("tpu",), reads_applied=STORAGE,
+               apply_minutes=2.0,  # the group and its template; its VMs come up in mig-resize
                destroy_before=STORAGE, keys=TPU_KEYS + MIG_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",),
                accelerator=True, prices=("tpu",), training=True, replaced_by=frozenset({"project_id", "zone", "name"}),
                hosts_recreated_by=SLICE_TEMPLATE, drained_by=frozenset({"accelerator_topology", "topology"}),
@@ -253,11 +220,11 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                scoped=True, tiles=dash.slice_tiles, ttl=True, summary=slice_shape),
     # one worker per TPU host, which read the TPU's, the share's and the disk's states
     ModuleSpec("mig", "modules/mig", ("node",), lambda s: f"MIG {s.mig_name} ({s.hosts} x {s.machine_type})",
-               after=("filestore", "shared_pd", "tpu"), hosts=True, destroy_only=True,
+               after=("filestore", "shared_pd", "tpu"), hosts=True, destroy_only=True, apply_minutes=2.0,
                prices=("worker_vms",), training=True, replaced_by=frozenset({"project_id", "zone"}),
                status=(StatusPart("mig", rows.workers_row),), scoped=True, tiles=dash.worker_tiles,
                summary=runtime),  # the TPU Node's runtime
-    ModuleSpec("dashboard", "modules/dashboard", ARCHS, apply_timeout=600,
+    ModuleSpec("dashboard", "modules/dashboard", ARCHS, apply_timeout=600, apply_minutes=0.5,
                what=lambda s: f"Cloud Monitoring dashboard and step-rate metric of {s.env_name} (modules/dashboard)",
                state_link="console_url", tiles=dash.step_tiles),
 )

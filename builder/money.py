@@ -33,7 +33,12 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any
 
-from builder.cost import Estimate, Item, bound_prefix, change_text, combine, money, per_month, table
+from builder import plan as plans
+from builder.actions import Action
+from builder.config import calendar
+from builder.config.offers import MAX_RUN_HOURS, calendar_window
+from builder.cost import Estimate, Item, bound_prefix, change_text, combine, estimate, money, per_month, table
+from builder.modules import accelerator_module
 from builder.records import asdict, record
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -69,9 +74,6 @@ def _per_month(kind: str, name: str, region: str) -> tuple[float, bool]:
 
 
 def _slice(settings: Settings) -> Estimate:
-    from builder.cost import estimate
-    from builder.modules import accelerator_module
-
     return estimate(settings, frozenset({accelerator_module(settings.arch)}))
 
 
@@ -90,12 +92,9 @@ def totals(settings: Settings, plan: Plan, after: Estimate, ttl_fires: bool,
     """The plan's totals (see the module's docstring), in that order; ``after`` is the plan's
     hourly cost after the build, ``ttl_fires`` whether this plan creates the TPU that the TTL
     destroys."""
-    from builder.config.offers import MAX_RUN_HOURS
-    from builder.modules import accelerator_module
-
     s, out = settings, []
     accel = accelerator_module(s.arch)
-    if plan.action != "destroy" and plan.applies(accel):
+    if plan.action is not Action.DESTROY and plan.applies(accel):
         if s.provisioning == "calendar" and s.calendar_days:
             found = _committed(s, _slice(s), "calendar_committed", s.calendar_days * 24.0,
                                f"committed: the calendar-mode reservation bills its whole window from "
@@ -114,17 +113,12 @@ def totals(settings: Settings, plan: Plan, after: Estimate, ttl_fires: bool,
                          f"until the TTL: {_usd(total, after.bound, after.approximate)} for the first "
                          f"{_hours(hours)} ({money(after.known, after.approximate)}/h), then "
                          f"{money(kept, after.approximate)}/h without the TPU (Filestore, the disk)"))
-    if plan.action == "destroy":
+    if plan.action is Action.DESTROY:
         out += _after_destroy(s, plan, now)
     return out
 
 
 def _after_destroy(s: Settings, plan: Plan, now: datetime.datetime | None) -> list[Total]:
-    from builder import plan as plans
-    from builder.config import calendar
-    from builder.config.offers import calendar_window
-    from builder.modules import accelerator_module
-
     items: list[dict[str, Any]] = []
     if plans.runs(s, plan, "snapshot"):
         rate, approx = _per_month("kept_gb_month", "snapshot", s.region)
@@ -167,10 +161,8 @@ def section(settings: Settings, plan: Plan, before: Estimate | None, after: Esti
     """The ``cost`` section of ``plan --format json``: the hourly estimate ``before`` (the applied
     values; None: nothing applied is known) and ``after`` the build, the change, the totals and
     where the prices come from (docs/plan_cost_ttl.md)."""
-    from builder.modules import accelerator_module
-
     data = table()
-    ttl_fires = plan.action != "destroy" and plan.applies(accelerator_module(settings.arch))
+    ttl_fires = plan.action is not Action.DESTROY and plan.applies(accelerator_module(settings.arch))
     found = totals(settings, plan, after, ttl_fires)
     change = change_text(before, after)
     for t in found:  # the $0.00/h is the environment's: a calendar-mode reservation bills on

@@ -26,6 +26,7 @@ from string import Template
 from typing import Any
 
 from builder.errors import BadInput
+from builder.model_registry import hosts
 from builder.records import field, record
 
 PROFILER_PORT = 9012
@@ -103,7 +104,6 @@ def _reach(t: Target) -> Any:
     ``SliceHosts``, whose hosts are listed at run time), else the TPU VM's ``TpuVmHosts``."""
     if "reach" in t.extra:
         return t.extra["reach"]
-    from builder.model_registry import hosts
 
     return hosts().for_arch("vm", t.project, t.zone, t.iap, t.hosts, tpu_name=t.tpu, mig_name="")
 

@@ -30,18 +30,16 @@ The only substitution a script uses on purpose is the built-in ``BUILD_ID`` (``s
 in a template). Scripts read their workspace root from ``$WORKSPACE`` (default ``/workspace``)
 so tests can run them against a temporary folder.
 
-This module imports jinja2 only inside :func:`render`, so ``tpubuild plan`` stays fast.
+jinja2 is imported only when a step is rendered (builder/templating.py), so ``tpubuild plan`` stays fast.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from builder import capacity_errors
-from builder import modules as catalogue
+from builder import builder_image, capacity, capacity_errors, modules as catalogue
+from builder.actions import Action
 from builder.config.filestore import TIERS
 from builder.config.offers import calendar_name, flex_request_name
 from builder.config.scripts import repo_script
@@ -49,58 +47,22 @@ from builder.errors import BadInput
 from builder.module_parts import REFUSED_LEAVES, fails_over, mig_attach, settles_with_gcloud, tried
 from builder.plan import Plan, Step, module_dir, runs, runs_setup_script, seeds
 from builder.step_kinds import (  # noqa: F401  (re-exported: step kinds, images, timeouts)
-    ACQUIRE_TRY_S, ACQUIRE_WAIT_S, BUILD_TIMEOUT_SLACK, CALENDAR_STEP_S, check_duration, image, IMAGE_STEP_S, IMAGES, Kind, KINDS,
+    ACQUIRE_TRY_S, ACQUIRE_WAIT_S, BUILD_TIMEOUT_SLACK, CALENDAR_STEP_S, check_duration, image, queue_wait_s, settling_apply,
+    step_timeout, IMAGE_STEP_S, IMAGES, Kind, KINDS,
     LOCK_TIMEOUT, MAX_BUILD_TIMEOUT, NFS_EXPORT_OBJECT, MAX_QUEUE_WAIT_S, QUEUE_SLACK_S, QUEUE_WAIT_S, RESIZE_STEP_S,
     SEED_STEP_S, SEED_TIMEOUT_S, SHELLS, SWAP_WAIT_S, DRAIN_WAIT_S, RESUME_TRIES, RESUME_WAIT_S,
 )
+from builder.templating import environment, for_cloud_build
 from builder.yamlout import to_json, to_yaml  # render's output formats
 
 __all__ = ["IMAGES", "KINDS", "Kind", "build_timeout", "check_duration", "preflight", "queue_wait_s", "render",
            "to_json", "to_yaml"]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from jinja2 import Environment
-
     from builder.config import Settings
 
 
-_SUB_MARK = "\x00"
-
-
 # ---- what the steps need beyond the plan ----
-
-def queue_wait_s(settings: Settings) -> int:
-    """Seconds tpu-queue waits for ACTIVE: TPU_QUEUED_VALID_FOR (the request expires then
-    anyway), else QUEUE_WAIT_S; at most MAX_QUEUE_WAIT_S."""
-    from builder.config.keys import duration_seconds
-
-    valid = duration_seconds(settings.queued_valid_for) if settings.queued_valid_for else QUEUE_WAIT_S
-    return min(valid, MAX_QUEUE_WAIT_S)
-
-
-def step_timeout(settings: Settings, step: Step) -> int:
-    """Seconds the rendered step may run (its ``timeout``): its kind's, an apply's module's
-    ``apply_timeout``, a queue's wait plus slack. builder/replacement.py reads it for the most
-    make-before-break can bill two slices together."""
-    fixed = KINDS[step.kind].timeout
-    if fixed is not None:
-        return fixed
-    if step.kind == "apply":
-        found = catalogue.spec(settings.arch, step.module)
-        assert found is not None, step
-        if _settles(settings, step):  # mig's failover: a wait per candidate (builder.step_kinds)
-            return max(found.apply_timeout, len(settings.candidates) * ACQUIRE_TRY_S)
-        return found.apply_timeout
-    return queue_wait_s(settings) + QUEUE_SLACK_S  # queue
-
-
-def _settles(settings: Settings, step: Step) -> bool:
-    """Whether ``step`` is mig's acquisition (``builder.module_parts.settles_with_gcloud``): the
-    accelerator's apply of a failover on mig, run in the gcloud image with the carried Terraform."""
-    spec = catalogue.spec(settings.arch, step.module)
-    return (step.kind == "apply" and spec is not None and spec.accelerator and not spec.destroy_only
-            and settles_with_gcloud(settings))
-
 
 def preflight(settings: Settings, plan: Plan) -> None:
     """Refuse a plan whose pipeline would use a script that does not exist (the seed-era paths
@@ -116,40 +78,6 @@ def preflight(settings: Settings, plan: Plan) -> None:
 
 # ---- rendering ----
 
-def _bytecode_cache(jinja2: Any) -> Any:
-    try:
-        return jinja2.FileSystemBytecodeCache()
-    except (OSError, RuntimeError):  # no usable private temp folder: compile every time
-        return None
-
-
-@lru_cache(maxsize=1)
-def _environment() -> Environment:
-    import jinja2
-
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("builder", "templates"),
-        # compiled templates are cached (in a private folder under the temp dir, keyed by the
-        # template's source checksum), so a fresh `tpubuild render` skips jinja's compiler
-        bytecode_cache=_bytecode_cache(jinja2),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["q"] = lambda v: shlex.quote(str(v))
-    env.globals["sub"] = lambda name: f"{_SUB_MARK}{name}{_SUB_MARK}"
-    return env
-
-
-def _for_cloud_build(text: str) -> str:
-    """Double every ``$`` (Cloud Build would substitute it), then turn ``sub()`` marks into the
-    substitutions they name."""
-    out = text.replace("$", "$$")
-    return re.sub(f"{_SUB_MARK}([A-Z_][A-Z0-9_]*){_SUB_MARK}", r"${\1}", out)
-
-
 class _Steps:
     """Renders the steps of a plan, one :data:`KINDS` row and one context per kind."""
 
@@ -159,14 +87,14 @@ class _Steps:
         self.allow_data_loss = allow_data_loss
         self.allow_wipe = allow_wipe
         self.steps: list[dict[str, Any]] = []
-        self.env = _environment()
+        self.env = environment()
 
     def add(self, step: Step) -> None:
         kind = KINDS[step.kind]
         context = getattr(self, f"_{step.kind}")(step)
         template = kind.template.format(module=step.module)
         # mig's acquisition reads the group with gcloud: the gcloud image, the Terraform binary carried
-        settles = _settles(self.s, step) and self._op(step) == "apply"
+        settles = settling_apply(self.s, step) and self._op(step) == "apply"
         key = "gcloud" if settles else kind.image
         script = self.env.get_template(template).render(step_id=step.id, **context).strip() + "\n"
         known = {st["id"] for st in self.steps}
@@ -177,7 +105,7 @@ class _Steps:
             "id": step.id,
             "name": image(self.s, key),
             "entrypoint": SHELLS[key],
-            "args": ["-c", _for_cloud_build(script)],
+            "args": ["-c", for_cloud_build(script)],
             "waitFor": list(step.after) or ["-"],
             "timeout": check_duration(f"{self._timeout(step)}s"),
         }
@@ -204,14 +132,10 @@ class _Steps:
     # ---- one context per step kind ----
 
     def _image(self, step: Step) -> dict[str, Any]:
-        from builder import builder_image
-
         return dict(image=image(self.s, "tpubuild"), base=IMAGES["python"], dockerfile=builder_image.DOCKERFILE,
                     repository=self.s.image_repository)
 
     def _capacity(self, step: Step) -> dict[str, Any]:
-        from builder import capacity
-
         return dict(beside=bool(runs(self.s, self.plan, "swap")), reads=capacity.reads(self.s))
 
     def _restore(self, step: Step) -> dict[str, Any]:
@@ -343,7 +267,7 @@ class _Steps:
                     runtime_version=s.runtime_version, valid_for=s.queued_valid_for, provisioning=s.provisioning,
                     network=s.network, subnetwork=s.subnetwork, external_ips=s.tpu_external_ips,
                     labels=self.labels(), wait_s=queue_wait_s(s),
-                    replace=self.plan.action != "create")
+                    replace=self.plan.action is not Action.CREATE)
 
     def _attach(self, step: Step) -> dict[str, Any]:  # _restore's project and disk, and the TPU's
         # make-before-break: the slice values.env asks for may be in the other slot (tpu-apply names it);

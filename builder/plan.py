@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING
 from builder import modules as catalogue
 from builder.errors import BadInput
 from builder.module_parts import AFTER, BEFORE, BESIDE, EARLY, GATE, ExtraStep, fails_over
-from builder.modules import PLAN_ACTIONS, Action, ModuleSpec, accelerator_module, hosts_module
+from builder.modules import ModuleSpec, accelerator_module, hosts_module
+from builder.actions import APPLIES, PLAN_ACTIONS, Action
 from builder.records import record, replace
 
 __all__ = ["ACTIONS", "Operation", "Plan", "Step", "hosts_module", "make_plan", "module_dir", "steps"]
@@ -46,7 +47,7 @@ __all__ = ["ACTIONS", "Operation", "Plan", "Step", "hosts_module", "make_plan", 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
-ACTIONS: tuple[str, ...] = PLAN_ACTIONS
+ACTIONS: tuple[Action, ...] = PLAN_ACTIONS
 
 
 @record
@@ -76,7 +77,7 @@ class Plan:
     """The DAG of one action. ``operations`` is in a topological order (each operation comes
     after everything it waits for); ``initialize`` has none."""
 
-    action: str
+    action: Action
     arch: str
     operations: tuple[Operation, ...]
     tpu: bool = False
@@ -102,7 +103,7 @@ class Plan:
     @property
     def full_destroy(self) -> bool:
         """True for a destroy without scope flags (every module of the architecture)."""
-        return self.action == "destroy" and not (self.tpu or self.mig)
+        return self.action is Action.DESTROY and not (self.tpu or self.mig)
 
     def stages(self) -> tuple[tuple[Operation, ...], ...]:
         """Operations grouped by depth in the DAG: everything in one stage can run in parallel;
@@ -158,12 +159,12 @@ def make_plan(
     arch = settings.arch
     action = Action(action)
     if action is Action.INITIALIZE:
-        return Plan(action.value, arch, ())
-    if action in ("create", "update"):
+        return Plan(action, arch, ())
+    if action in APPLIES:
         order = tuple(m for m in catalogue.modules(arch) if m not in not_wanted(settings))
-        if action == "update" and only is not None:
+        if action is Action.UPDATE and only is not None:
             kept = tuple(m for m in order if m in only)  # builder.request refuses an empty one
-        elif action == "update" and (tpu or mig):
+        elif action is Action.UPDATE and (tpu or mig):
             kept = tuple(m for m in order if m in catalogue.in_scope(tpu=tpu, mig=mig))
         else:
             kept = order
@@ -180,7 +181,7 @@ def make_plan(
     else:
         raise ValueError(f"{action} has no plan of its own: builder.auto decides it first")
     operations = tuple(Operation(o.module, op, o.after) for o in ops)
-    plan = Plan(action.value, arch, operations, tpu=tpu, mig=mig, only=frozenset(only) if only is not None else None)
+    plan = Plan(action, arch, operations, tpu=tpu, mig=mig, only=frozenset(only) if only is not None else None)
     return replace(plan, steps=steps(settings, plan))
 
 

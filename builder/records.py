@@ -20,6 +20,7 @@ hashes by its fields and refuses assignment (:class:`FrozenInstanceError`); ``__
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 __all__ = ["FrozenInstanceError", "Field", "asdict", "field", "fields", "is_record", "record", "replace"]
@@ -192,6 +193,5 @@ def asdict(obj: Any) -> Any:
         return type(obj)((asdict(k), asdict(v)) for k, v in obj.items())
     if obj is None or isinstance(obj, (str, int, float, bool, bytes, frozenset)):
         return obj
-    import copy
 
     return copy.deepcopy(obj)

@@ -36,6 +36,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from builder import capacity_errors, cost
+from builder.actions import Action
+from builder.config.applied_objects import record_object
+from builder.config.candidates import at
+from builder.config.recovery import log_prefix
+from builder.config.replace import group_filter, slot_names
+from builder.module_parts import fails_over, mig_attach, tried
+from builder.modules import accelerator_module, ttl_scope
+from builder.step_kinds import ACQUIRE_WAIT_S, BUILD_ENDED, IMAGES
+from builder.templating import environment, for_cloud_build
+from builder.ttl import job_name as ttl_job, source_object
+
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
@@ -57,11 +69,6 @@ WORKDIR = ".tpubuild-recovery"
 TAG = "tpubuild-{env}-health"
 
 
-def log_prefix(env: str) -> str:
-    """How every line of the health build starts in its log (the dashboard's logs tile filters on it)."""
-    return f"tpubuild: health: {env}:"
-
-
 def job_name(settings: Settings) -> str:
     return f"projects/{settings.project_id}/locations/{settings.region}/jobs/tpubuild-{settings.env_name}-health"
 
@@ -80,9 +87,6 @@ def hourly_usd(settings: Settings) -> float | None:
     them, builder/cost.py): the value of an hour of training lost. It reads only the slice's own
     keys, so editing another module's values never changes the health build. None where a price
     is unknown (a generation builder/data/prices.json lacks): the record then says the cost is unknown."""
-    from builder import cost
-    from builder.modules import accelerator_module
-
     estimate = cost.estimate(settings, (accelerator_module(settings.arch),))
     return None if estimate.unknown else round(estimate.known, 4)
 
@@ -90,11 +94,6 @@ def hourly_usd(settings: Settings) -> float | None:
 def context(settings: Settings) -> dict[str, Any]:
     """What the three templates are rendered with (``slots``: the names the slice may have; on vm
     make-before-break alternates ``tpu-<env>`` and ``tpu-<env>-b``, so the check finds the live one)."""
-    from builder.step_kinds import BUILD_ENDED
-    from builder.config.replace import group_filter, slot_names
-    from builder.module_parts import mig_attach
-    from builder.ttl import job_name as ttl_job
-
     return {
         "env": settings.env_name, "project": settings.project_id, "zone": settings.zone,
         "log_prefix": log_prefix(settings.env_name),
@@ -126,11 +125,7 @@ def mig_failover(settings: Settings) -> dict[str, Any]:
     loop asks the candidates of its zone in order (docs/recovery.md, "Candidates"). A whole group is
     never removed (a short one trains nothing: the relaunch waits for every host); never another zone.
     ``fails_over_mig`` false: the group is left to the MIG, as with one candidate."""
-    from builder import capacity_errors
-    from builder.module_parts import fails_over, tried
-    from builder.step_kinds import ACQUIRE_WAIT_S
-
-    modes = [c.mode for _i, c in tried(settings, "update")] if settings.arch == "mig" and fails_over(settings) else []
+    modes = [c.mode for _i, c in tried(settings, Action.UPDATE)] if settings.arch == "mig" and fails_over(settings) else []
     return {"fails_over_mig": len(modes) > 1, "zone_modes": ", ".join(modes),
             "no_capacity": capacity_errors.ere(), "acquire_wait_s": ACQUIRE_WAIT_S}
 
@@ -143,9 +138,6 @@ def places(settings: Settings) -> dict[str, Any]:
     whose ``granted`` says where the recreate's failover loop put the slice; ``prices``, every
     candidate of the list and its hourly price (:func:`hourly_usd` there), so the record gives the
     new hourly cost of a slice that moved. One candidate: no prices (it cannot move)."""
-    from builder.applied import record_object
-    from builder.config.candidates import at
-
     listed = settings.candidates if len(settings.candidates) > 1 else ()
     return {"place": f"{settings.zone} {settings.provisioning}",
             "applied_record": f"gs://{settings.state_bucket}/{record_object(settings.env_name)}",
@@ -158,8 +150,6 @@ def _price(hourly: float | None) -> str:
 
 
 def _scope(settings: Settings) -> list[str]:
-    from builder.modules import ttl_scope
-
     return [w for m, on in ttl_scope(settings.arch).items() for w in (f"--{m}", "true" if on else "false")]
 
 
@@ -173,17 +163,14 @@ STEPS: tuple[tuple[str, str, str], ...] = (
 
 def build_request(settings: Settings) -> dict[str, Any]:
     """The Build the health check's job creates every :data:`INTERVAL_MIN` minutes."""
-    from builder.pipeline import IMAGES, _environment, _for_cloud_build
-    from builder.ttl import source_object
-
-    env, ctx = _environment(), context(settings)
+    env, ctx = environment(), context(settings)
     steps = [{
         "id": step_id,
         "name": IMAGES[image],
         "entrypoint": "bash",
         "env": ["BUILD_ID=$BUILD_ID", "TPUBUILD_DISPATCH_BUILD=$BUILD_ID", "PIP_DISABLE_PIP_VERSION_CHECK=1",
                 "PIP_ROOT_USER_ACTION=ignore"],
-        "args": ["-c", _for_cloud_build(env.get_template(template).render(step_id=step_id, **ctx).strip() + "\n")],
+        "args": ["-c", for_cloud_build(env.get_template(template).render(step_id=step_id, **ctx).strip() + "\n")],
     } for step_id, image, template in STEPS]
     return {
         "source": {"storageSource": {"bucket": settings.state_bucket, "object": source_object(settings.env_name)}},
@@ -221,11 +208,10 @@ def plan_text(settings: Settings) -> str:
     if not settings.recovery:
         return ("off (TPU_RECOVERY): a lost slice stays lost until `tpubuild update`" if settings.arch != "node"
                 else "none on the legacy node architecture")
-    from builder.module_parts import fails_over, tried
 
     where = ""
     if fails_over(settings):  # the recreate's failover loop (docs/recovery.md, "Candidates")
-        modes = [c.mode for _i, c in tried(settings, "update")]
+        modes = [c.mode for _i, c in tried(settings, Action.UPDATE)]
         where = (f" in the first of {', '.join(modes)} in {settings.zone} that grants it (never in another zone)"
                  if len(modes) > 1 else f" in {settings.zone} {settings.provisioning} only")
     return (f"auto (TPU_RECOVERY): every {INTERVAL_MIN} min a health build recreates a lost slice{where} and "

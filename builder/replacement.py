@@ -14,9 +14,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from builder import cost
+from builder.actions import Action
 from builder.config.replace import MAKE_BEFORE_BREAK, slot_names
+from builder.durations import duration
 from builder.modules import accelerator_module
-from builder.step_kinds import DRAIN_WAIT_S
+from builder.plan import runs
+from builder.step_kinds import DRAIN_WAIT_S, step_timeout
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
@@ -47,15 +51,12 @@ def _billed(plan: Plan) -> list[Any]:
 def overlap_minutes(plan: Plan) -> float:
     """Minutes both slices are billed together, expected: each billed step's estimate
     (``builder.durations``)."""
-    from builder.durations import duration
-
     return sum(duration({"id": st.id}, None) for st in _billed(plan))
 
 
 def overlap_minutes_max(settings: Settings, plan: Plan) -> float:
     """The most minutes both slices can be billed together: each billed step's rendered timeout
-    (``builder.pipeline.step_timeout``), after which Cloud Build stops the build."""
-    from builder.pipeline import step_timeout
+    (``builder.step_kinds.step_timeout``), after which Cloud Build stops the build."""
 
     return sum(step_timeout(settings, st) for st in _billed(plan)) / 60
 
@@ -71,11 +72,8 @@ def facts(settings: Settings, plan: Plan, applied: Settings | None, d: Diff) -> 
     slices for those minutes; None: the running slice's price is unknown); ``bound`` (how the
     figures err where a price stands in, builder/cost.py); ``text``, what the plan notes ('' when
     there is nothing to say)."""
-    from builder import cost
-    from builder.plan import runs
-
     module = accelerator_module(settings.arch)
-    if not plan.applies(module) or plan.action == "destroy":
+    if not plan.applies(module) or plan.action is Action.DESTROY:
         return None
     changed = d.get(module)
     replaces = (changed is not None and changed.status == "replace") if d.applied else None
@@ -84,7 +82,7 @@ def facts(settings: Settings, plan: Plan, applied: Settings | None, d: Diff) -> 
                            "overlap_minutes": None, "overlap_minutes_max": None, "overlap_cost": None,
                            "overlap_cost_max": None, "old_hourly": None, "new_hourly": None, "bound": None}
     names = " or ".join(slot_names(settings))
-    if mbb and (replaces or (replaces is None and plan.action == "update")):
+    if mbb and (replaces or (replaces is None and plan.action is Action.UPDATE)):
         minutes, most = overlap_minutes(plan), overlap_minutes_max(settings, plan)
         out["overlap_minutes"], out["overlap_minutes_max"] = minutes, most
         old = cost.estimate(applied, frozenset({module})) if applied is not None and replaces else None
@@ -127,7 +125,7 @@ def facts(settings: Settings, plan: Plan, applied: Settings | None, d: Diff) -> 
         out["text"] = (f"{module}: break-before-make (TPU_REPLACE): the running slice is deleted first, then "
                        f"the {settings.accelerator_type} slice is created in its place: one slice billed at a time, "
                        "and nothing runs if Google has no capacity for the new one")
-    elif mbb and plan.action == "create":
+    elif mbb and plan.action is Action.CREATE:
         out["text"] = create_handover(settings, plan)
     else:
         out["text"] = ""

@@ -6,7 +6,7 @@ differs: ``--tpu`` on the command line, ``_TPU`` in the root build's substitutio
 :func:`parse` refuses, one line each and in this order (the first problem found is the one
 reported):
 
-* an action that is not one of :class:`~builder.modules.Action` (the line lists them all);
+* an action that is not one of :class:`~builder.actions.Action` (the line lists them all);
 * a substitution string that is not a flag value (``true``, ``false``, ``default`` or empty);
 * an action that would apply a TPU Node (``builder.legacy``: Google no longer creates them);
 * ``auto`` with a scope or a module selection: auto decides the modules itself;
@@ -34,9 +34,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from builder import modules as catalogue
+from builder.actions import Action
+from builder.config.later import refuse_unbuildable
 from builder.errors import BadInput
-from builder.legacy import refuse_unbuildable
-from builder.modules import Action
 from builder.plan import Plan, make_plan, not_wanted
 from builder.records import record
 

@@ -32,10 +32,12 @@ Decisions recorded here:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
-from builder import modules as catalogue
+from builder import dashboard, modules as catalogue, recovery, ttl
+from builder.config.candidates import at
 from builder.config.offers import MAX_RUN_HOURS, calendar_name, flex_request_name
 from builder.config.scripts import repo_script
 from builder.config.settings import Settings
@@ -123,20 +125,12 @@ def _tpu_vm(s: Settings) -> dict[str, Any]:
 
 def _ttl(s: Settings) -> dict[str, Any]:
     """modules/ttl's inputs, through the TPU module (builder/ttl.py renders the build)."""
-    import json
-
-    from builder import ttl
-
     body = json.dumps(ttl.build_request(s), sort_keys=True, separators=(",", ":")) if s.env_ttl_hours else ""
     return {"ttl_hours": s.env_ttl_hours, "ttl_build_body": body}
 
 
 def _health(s: Settings) -> dict[str, Any]:
     """modules/health's inputs, through the slice's module (builder/recovery.py renders the build)."""
-    import json
-
-    from builder import recovery
-
     body = json.dumps(recovery.build_request(s), sort_keys=True, separators=(",", ":")) if s.recovery else ""
     return {"health_build_body": body, "health_schedule": recovery.SCHEDULE}
 
@@ -189,8 +183,6 @@ def _calendar(s: Settings) -> dict[str, Any]:
 @inputs("modules/dashboard")
 def _dashboard(s: Settings) -> dict[str, Any]:
     """The dashboard JSON is rendered by builder.dashboard (the one place it is made)."""
-    from builder import dashboard
-
     return {
         "project_id": s.project_id, "env_name": s.env_name,
         "dashboard_json": dashboard.to_json(dashboard.for_settings(s)),
@@ -226,8 +218,6 @@ def by_candidate(settings: Settings) -> dict[str, dict[str, Any]]:
     (``builder.module_parts.fails_over``; none otherwise). The acquisition step copies the granted
     candidate's over ``tfvars/<module>.tfvars.json``, so every later step reads the granted place
     from the workspace (docs/capacity.md, "The failover loop")."""
-    from builder.config.candidates import at
-
     if not fails_over(settings):
         return {}
     return {f"candidates/{i}/{module}": values for i, place in enumerate(settings.candidates)

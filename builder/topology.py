@@ -14,10 +14,10 @@ name Google uses (``v5litepod-16``).
 from __future__ import annotations
 
 import re
-from builder.records import record
 
 from builder import generations
 from builder.errors import BadInput
+from builder.records import record
 
 _NAME = re.compile(r"^(?P<family>[a-z0-9]+?)-(?P<size>\d+)$")
 

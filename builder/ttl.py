@@ -21,9 +21,13 @@ from __future__ import annotations
 
 import datetime
 import re
+import shlex
 from typing import TYPE_CHECKING, Any
 
+from builder.config import calendar
 from builder.errors import BadInput
+from builder.modules import ttl_scope
+from builder.root_build import DISPATCH_IMAGE
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
@@ -44,11 +48,6 @@ def job_name(settings: Settings) -> str:
 
 def build_request(settings: Settings) -> dict[str, Any]:
     """The Build the TTL job creates: dispatch destroy, scoped to the module that holds the job."""
-    import shlex
-
-    from builder.modules import ttl_scope
-    from builder.root_build import DISPATCH_IMAGE
-
     scope = [w for m, on in ttl_scope(settings.arch).items() for w in (f"--{m}", "true" if on else "false")]
     dispatch = shlex.join(["tpubuild", "dispatch", "--action", "destroy", *scope,
                            "--allow-data-loss", "false", "--allow-wipe", "false"])
@@ -119,8 +118,6 @@ def expires_text(settings: Settings) -> str:
 def plan_info(settings: Settings, *, applies_tpu: bool, now: datetime.datetime | None = None) -> dict[str, Any]:
     """What ``tpubuild plan`` says about the TTL: when it fires if this plan creates the TPU now
     (a TPU that already exists keeps its job, and ``tpubuild status`` reads when that fires)."""
-    from builder.config import calendar
-
     hours = settings.env_ttl_hours
     now = (now or calendar.now()).astimezone(datetime.timezone.utc)  # the one clock (TPUBUILD_NOW pins it)
     info: dict[str, Any] = {"hours": hours, "job": job_name(settings), "fires_if_created_now": None}

@@ -15,6 +15,7 @@ YAML escapes.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -125,8 +126,6 @@ def _sequence(value: list, indent: int, out: list[str]) -> None:
 # ---- the output formats of `tpubuild render` ----
 
 def to_json(config: dict[str, Any]) -> str:
-    import json
-
     return json.dumps(config, indent=2) + "\n"
 
 

@@ -10,6 +10,8 @@ import posixpath
 from collections.abc import Iterable
 from pathlib import Path
 
+from builder import modules as catalogue
+from builder.actions import Action
 from builder.auto import (  # noqa: F401 - re-exported: callers and tests use builder.cloud.auto
     MOVING_KEYS,
     Decision,
@@ -18,7 +20,9 @@ from builder.auto import (  # noqa: F401 - re-exported: callers and tests use bu
     modules_for_key,
     touched,
 )
+from builder.cloud.workspace import find_repo, walk
 from builder.config import Settings
+from builder.plan import make_plan
 
 
 def terraform_dirs(repo: Path, top: str) -> list[str]:
@@ -47,9 +51,6 @@ def terraform_dirs(repo: Path, top: str) -> list[str]:
 def digests(settings: Settings, repo: Path, modules: Iterable[str]) -> dict[str, str]:
     """plan module → SHA-256 (16 hex) of its Terraform directories (the root and the local child
     modules it calls) plus the boot sources it uses."""
-    from builder import modules as catalogue
-    from builder.cloud.workspace import walk
-
     mine = catalogue.specs(settings.arch)
     out: dict[str, str] = {}
     for module in modules:
@@ -73,10 +74,6 @@ def decide_now(settings: Settings, applied: Settings | None, *, build_id: str = 
     """``builder.auto.decide`` against today's repository: the one way ``submit``'s auto and
     ``tpubuild plan --action auto`` decide. Today's source digests are computed only when the
     snapshot recorded some to compare with (``decide`` compares a module only when both exist)."""
-    from builder.cloud.workspace import find_repo
-    from builder.modules import Action
-    from builder.plan import make_plan
-
     every = make_plan(settings, Action.CREATE).modules
     now = digests(settings, find_repo(settings), every) if sources_then else None
     return decide(settings, applied, plan_modules=every, build_id=build_id, outstanding=outstanding,

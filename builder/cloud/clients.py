@@ -26,10 +26,13 @@ stops with one line telling the user to run ``gcloud auth application-default lo
 from __future__ import annotations
 
 import functools
+import json
 import os
+from pathlib import Path
 from typing import Any
 
 from builder.errors import BadInput, WorldError
+from builder.files import MAX_CREDENTIALS, read_file
 
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 NO_CREDENTIALS = (
@@ -65,11 +68,6 @@ def credentials() -> Any:
 def check_credentials_file() -> None:
     """GOOGLE_APPLICATION_CREDENTIALS, when set, names a readable JSON key file of at most 1 MiB
     (a directory, /dev/zero or a binary file is bad input, exit 2, naming the variable)."""
-    import json
-    from pathlib import Path
-
-    from builder.files import MAX_CREDENTIALS, read_file
-
     raw = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
     if raw is None:
         return

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+from builder.cloud.clients import NO_CREDENTIALS
 from builder.errors import TpuBuildError, WorldError
 
 _HINTS = {
@@ -44,8 +45,6 @@ def cloud_call(what: str) -> Iterator[None]:
     except TpuBuildError:
         raise
     except aexc.DefaultCredentialsError:
-        from builder.cloud.clients import NO_CREDENTIALS
-
         raise WorldError(NO_CREDENTIALS) from None
     except aexc.GoogleAuthError as exc:
         raise WorldError(f"{what}: authentication failed: {one_line(exc)}; "

@@ -27,9 +27,14 @@ slice part only when the lock's build stopped) and prints the same lines.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from builder import modules as catalogue
+from builder import cost, modules as catalogue
+from builder.cloud import builds, clients, lock
+from builder.errors import BadInput
+from builder.topology import parse
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
@@ -43,8 +48,6 @@ def command(action: str, scope: dict[str, Any]) -> str:
 
 def _stopped(settings: Settings, held: dict[str, Any]) -> tuple[str, str] | None:
     """(outcome, where) of the lock's finished build; None while it runs or cannot be named."""
-    from builder.cloud import builds, clients, lock
-
     if held["state"] == "stale":
         return held["outcome"] or "without releasing the lock", (
             f"at step {held['failed_step']}" if held["failed_step"] else "")
@@ -74,10 +77,6 @@ def held_record(held: Any) -> dict[str, Any] | None:
 def slice_hourly(settings: Settings, accelerator_type: str, provisioning: str = "") -> float | None:
     """The list price per hour of a slice of ``accelerator_type`` with ``provisioning`` (default:
     these settings' provisioning)."""
-    from builder import cost
-    from builder.errors import BadInput
-    from builder.topology import parse
-
     try:
         topo = parse(accelerator_type)
     except BadInput:
@@ -121,10 +120,6 @@ def mig_slots(settings: Settings) -> dict[str, dict[str, str]]:
     """Each slot the mig module's Terraform state holds (its ``slices`` output), by group name: the
     accelerator type and provisioning it was applied with. Empty when that state is absent or
     cannot be read or parsed (the billing line then says the price is unknown)."""
-    import json
-
-    from builder.cloud import clients
-
     path = f"{settings.env_name}/{catalogue.accelerator_module('mig')}/default.tfstate"
     try:
         blob = clients.storage(settings.project_id).bucket(settings.state_bucket).blob(path)
@@ -136,13 +131,11 @@ def mig_slots(settings: Settings) -> dict[str, dict[str, str]]:
         return {}
 
 
-def for_plan(settings: Settings) -> dict[str, Any] | None:
+def for_plan(settings: Settings, readers: Mapping[str, Callable[[Settings], dict[str, Any]]]) -> dict[str, Any] | None:
     """The section for ``plan`` (None: no build stopped half way): the lock from the state bucket;
-    only when its build stopped, the slice part, read as status reads it (``status.READERS``). A
+    only when its build stopped, the slice part, read as status reads it (``readers``: status's
+    ``READERS``, passed in, as status.py imports this module). A
     slice part that cannot be read leaves the stopped line without a billing line."""
-    from builder.cloud import clients, lock
-    from builder.cloud.status import READERS
-
     held = held_record(lock.read(clients.storage(settings.project_id).bucket(settings.state_bucket),
                                  settings.env_name))
     stopped = None if held is None else _stopped(settings, held)
@@ -150,7 +143,7 @@ def for_plan(settings: Settings) -> dict[str, Any] | None:
         return None
     key = "slice" if settings.arch == "mig" else "tpu"
     try:
-        part = READERS[key](settings)
+        part = readers[key](settings)
     except Exception as exc:  # noqa: BLE001 - the stopped line stands without the slices
         part = {"state": "ERROR", "error": str(exc)}
     return _section(settings, held, stopped, {key: part})

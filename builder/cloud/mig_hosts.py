@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from builder.config.replace import group_filter, slot_names
+from builder.model_registry import hosts as load_hosts
+
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
@@ -26,8 +29,6 @@ def list_argv(settings: Settings, group: str = "") -> list[str]:
 def groups_argv(settings: Settings) -> list[str]:
     """gcloud argv that prints the name of each of the slice's groups that exists (make-before-break's
     two slots, builder/config/replace.py ``group_filter``), one a line."""
-    from builder.config.replace import group_filter
-
     return ["gcloud", "compute", "instance-groups", "managed", "list", f"--zones={settings.zone}",
             f"--project={settings.project_id}", f"--filter={group_filter(settings)}", "--format=value(name)"]
 
@@ -36,8 +37,6 @@ def runtime_listing(settings: Settings, hosts_module: Any) -> dict[str, tuple[st
     """What ``hosts.for_arch`` takes to find the slice's hosts at run time: on mig with two slots
     the group listing (``groups``), the slots, and the instance listing of the group found
     (``"$TPUBUILD_TPU"``, models/hosts.py ``TPU_SLOT``); with one slot the fixed group's listing."""
-    from builder.config.replace import slot_names
-
     slots = slot_names(settings)
     if settings.arch != "mig" or len(slots) < 2:
         return {"listing": tuple(list_argv(settings)), "slots": slots, "groups": ()}
@@ -57,8 +56,6 @@ def access(settings: Settings, hosts_module: Any = None) -> Any:
     slots (builder/config/replace.py ``slot_names``: it finds the live one at run time); node's
     transport takes neither."""
     if hosts_module is None:
-        from builder.model_registry import hosts as load_hosts
-
         hosts_module = load_hosts(settings.repo_root)
     external = settings.mig_external_ip if settings.arch == "node" else settings.tpu_external_ips
     return hosts_module.for_arch(settings.arch, settings.project_id, settings.zone, not external,

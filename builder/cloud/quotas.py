@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from builder.cloud import clients
 from builder.errors import WorldError
 
 #: The value Cloud Quotas gives an unlimited quota.
@@ -86,8 +87,6 @@ def info(project: str, service: str, quota_id: str) -> Any:
     """The QuotaInfo of ``quota_id``, or the :class:`NotReadable` (404/403) to raise (so a cache
     keeps a refusal too). Raises ``WorldError`` (any other failure)."""
     import requests
-
-    from builder.cloud import clients
 
     session, base = clients.quotas()
     url = f"{base}/projects/{project}/locations/global/services/{service}/quotaInfos/{quota_id}"

@@ -9,6 +9,7 @@ from typing import Any
 
 from builder import recovery
 from builder.cloud import clients, objects
+from builder.cloud.buckets import exists
 from builder.cloud.errors import cloud_call
 from builder.config import Settings
 
@@ -42,6 +43,4 @@ def read(settings: Settings) -> dict[str, Any]:
 
 
 def _bucket_exists(settings: Settings) -> bool:
-    from builder.cloud.buckets import exists
-
     return exists(clients.storage(settings.project_id), settings.state_bucket)

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from builder.builder_image import NAME, ROLE_LABEL, tag
 from builder.cloud.errors import cloud_call
+from builder.cloud.iam import add_bindings
 from builder.errors import WorldError
 
 #: The one role the builder service account gets, on the repository only.
@@ -28,8 +30,6 @@ def repository_name(settings: Any) -> str:
 
 
 def labels(settings: Any) -> dict[str, str]:
-    from builder.builder_image import ROLE_LABEL
-
     return {**settings.labels, **ROLE_LABEL}
 
 
@@ -90,8 +90,6 @@ def grant_writer(client: Any, settings: Any, *, attempts: int = 5) -> str:
     from google.api_core import exceptions as gexc
     from google.iam.v1 import iam_policy_pb2
 
-    from builder.cloud.iam import add_bindings
-
     resource = repository_name(settings)
     account = settings.builder_service_account
     for _attempt in range(attempts):
@@ -112,8 +110,6 @@ def grant_writer(client: Any, settings: Any, *, attempts: int = 5) -> str:
 def image_exists(client: Any, settings: Any) -> bool:
     """Whether the builder image of this tpubuild (its tag) is in the repository."""
     from google.api_core import exceptions as gexc
-
-    from builder.builder_image import NAME, tag
 
     name = f"{repository_name(settings)}/packages/{NAME}/tags/{tag()}"
     with cloud_call(f"reading tag {tag()} of {settings.image_repository}/{NAME}"):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from builder.cloud import clients
 from builder.cloud.quotas import NotReadable
 from builder.errors import WorldError
 
@@ -40,8 +41,6 @@ def read(project: str, zone: str, kind: str, name: str, params: dict[str, Any] |
     """The resource (None: it does not exist; ``kind="any"``: the zone's list). Raises
     :class:`NotReadable` (403) or ``WorldError`` (any other failure)."""
     import requests
-
-    from builder.cloud import clients
 
     session, base = clients.compute()
     url = f"{base}/projects/{project}/zones/{zone}/{COLLECTIONS[kind]}" + (f"/{name}" if name else "")
@@ -76,8 +75,6 @@ def advice(project: str, region: str, spec: dict[str, Any]) -> dict[str, Any] | 
     (403, or an answer that is not advice: the check says so and goes on) or ``WorldError``
     (Compute Engine unreachable)."""
     import requests
-
-    from builder.cloud import clients
 
     session, base = clients.compute()
     url = f"{base}/projects/{project}/regions/{region}/advice/calendarMode"

@@ -21,19 +21,17 @@ from typing import Any
 
 from builder.cloud import objects
 from builder.cloud.errors import cloud_call
+from builder.config.applied_objects import record_object, values_object
+from builder.config.candidates import granted as place
 from builder.errors import WorldError
-from builder.records import field, record
+from builder.records import field, record, replace
 
 
 def values_path(env: str) -> str:
-    from builder.applied import values_object
-
     return values_object(env)
 
 
 def record_path(env: str) -> str:
-    from builder.applied import record_object
-
     return record_object(env)
 
 
@@ -79,8 +77,6 @@ def read(bucket: Any, env: str) -> Applied | None:
         sources = {}
     outstanding = frozenset(m for m in meta.get("tpubuild-outstanding", "").split(",") if m)
     absent = frozenset(m for m in meta.get("tpubuild-absent", "").split(",") if m)
-    from builder.config.candidates import granted as place
-
     found = place({"granted": meta.get("tpubuild-granted", "")})
     return Applied(values=data, build_id=meta.get("tpubuild-build-id", ""), action=meta.get("tpubuild-action", ""),
                    time=meta.get("tpubuild-time", ""), outstanding=outstanding,
@@ -109,8 +105,6 @@ def _conflict(env: str, build_id: str) -> WorldError:
 
 
 def write(bucket: Any, env: str, applied: Applied, *, expected_generation: int) -> Applied:
-    from builder.records import replace
-
     from google.api_core import exceptions as gexc
 
     blob = bucket.blob(values_path(env))

@@ -21,6 +21,7 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
+from builder.cloud.errors import cloud_call
 from builder.cloud.workspace import walk
 from builder.files import MAX_SOURCE_FILE, read_file
 from builder.records import record
@@ -86,8 +87,6 @@ def upload(bucket: Any, src: Source) -> None:
     """Put ``src`` at its address in ``bucket`` (the state bucket) unless it is there: its name
     is its content, so one that exists is the same bytes."""
     from google.api_core import exceptions as gexc
-
-    from builder.cloud.errors import cloud_call
 
     blob = bucket.blob(src.object_name)
     with cloud_call(f"uploading gs://{bucket.name}/{src.object_name}"):

@@ -32,15 +32,22 @@ command exits 1 after printing everything (absent resources are not errors).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
-from builder import modules as catalogue
-from builder import candidate_table
-from builder.cloud import clients, interrupted, lock, snapshot
+from builder import candidate_table, modules as catalogue
+from builder.actions import Action
+from builder.cloud import clients, interrupted, lock, recoveries, snapshot, ttl
+from builder.cloud.buckets import exists
 from builder.cloud.errors import cloud_call, describe
 from builder.config import Settings
-from builder.errors import TpuBuildError
+from builder.config.candidates import at, granted
+from builder.config.filestore import TIERS
+from builder.config.offers import MAX_RUN_HOURS, calendar_name, calendar_window, flex_request_name
+from builder.config.replace import slot_names
+from builder.errors import TpuBuildError, WorldError
+from builder.plan import make_plan
 from builder.status_rows import recovery_row
 
 
@@ -63,8 +70,6 @@ def _tpu(settings: Settings) -> dict[str, Any]:
     """The slice under each name it may have (make-before-break's two slots on vm): the one running
     what values.env asks for, else the first that exists; ``others`` names the rest that exist
     (a replacement under way)."""
-    from builder.config.replace import slot_names
-
     client = clients.tpu(settings.arch)
     where = f"projects/{settings.project_id}/locations/{settings.zone}/nodes"
     found = {}
@@ -101,8 +106,6 @@ def _queued(settings: Settings) -> dict[str, Any]:
 
 
 def filestore_location(settings: Settings) -> str:
-    from builder.config.filestore import TIERS
-
     return settings.region if TIERS[settings.shared_fs_tier].regional else settings.zone
 
 
@@ -159,8 +162,6 @@ def _slice(settings: Settings) -> dict[str, Any]:
     under each name it may have (make-before-break's two slots, as :func:`_tpu`): the one running
     the topology values.env asks for (its workload policy ``<name>-<topology>``), else the first
     that exists; ``others`` names the rest that exist (a replacement under way)."""
-    from builder.config.replace import slot_names
-
     shape = settings.mig_shape
     found = {}
     for slot in slot_names(settings):
@@ -186,8 +187,6 @@ def _capacity(settings: Settings) -> dict[str, Any]:
     """mig with flex-start or calendar: the capacity request the slice waits on (Compute Engine
     REST): the resize request ``<group>-flex`` of the slice's MIG (either slot), or the calendar-mode future
     reservation ``<TPU name>-cal``; where it stands and when the slice's run ends."""
-    from builder.config.offers import MAX_RUN_HOURS, calendar_name, calendar_window, flex_request_name
-
     session, base = clients.compute()
     zone = f"{base}/projects/{settings.project_id}/zones/{settings.zone}"
     if settings.provisioning == "calendar":
@@ -195,7 +194,6 @@ def _capacity(settings: Settings) -> dict[str, Any]:
         url, kind = f"{zone}/futureReservations/{name}", "calendar-mode future reservation"
         body = _compute_get(session, url, f"{kind} {name}")
     else:  # each slot's group has its own request (modules/tpu_mig): the first slot that has one
-        from builder.config.replace import slot_names
 
         kind, body = "flex-start resize request", None
         for group in slot_names(settings):
@@ -222,8 +220,6 @@ def _capacity(settings: Settings) -> dict[str, Any]:
 
 def _raise_for(resp: Any, what: str) -> None:
     if resp.status_code >= 400:
-        from builder.errors import WorldError
-
         try:
             message = resp.json().get("error", {}).get("message", "")
         except ValueError:
@@ -232,14 +228,10 @@ def _raise_for(resp: Any, what: str) -> None:
 
 
 def _state(settings: Settings) -> dict[str, Any]:
-    from builder.modules import Action
-    from builder.plan import make_plan
-
     client = clients.storage(settings.project_id)
     bucket = client.bucket(settings.state_bucket)
     out: dict[str, Any] = {"bucket": settings.state_bucket, "bucket_exists": True, "modules": {},
                            "lock": None, "applied": None}
-    from builder.cloud.buckets import exists
 
     if not exists(client, settings.state_bucket):
         out["bucket_exists"] = False
@@ -266,8 +258,6 @@ def _linked(arch: str) -> tuple[catalogue.ModuleSpec, ...]:
 
 def _state_link(bucket: Any, env: str, spec: catalogue.ModuleSpec) -> str | None:
     """The ``state_link`` output (a console URL) of the module's Terraform state (None when it has none)."""
-    import json
-
     with cloud_call(f"reading the {spec.name} state of {env}"):
         raw = bucket.blob(f"{env}/{spec.name}/default.tfstate").download_as_bytes()
     try:
@@ -278,14 +268,10 @@ def _state_link(bucket: Any, env: str, spec: catalogue.ModuleSpec) -> str | None
 
 
 def _ttl(settings: Settings) -> dict[str, Any]:
-    from builder.cloud import ttl
-
     return ttl.read(settings)
 
 
 def _recoveries(settings: Settings) -> dict[str, Any]:
-    from builder.cloud import recoveries
-
     return recoveries.read(settings)
 
 
@@ -302,8 +288,6 @@ def _parts(arch: str) -> list[catalogue.StatusPart]:
 def _granted(settings: Settings) -> Any:
     """The candidate the applied snapshot says granted the slice (builder/config/candidates.py), or
     None (none recorded, no snapshot, or it cannot be read: the terraform part reports that)."""
-    from builder.config.candidates import granted
-
     try:
         found = snapshot.read(clients.storage(settings.project_id).bucket(settings.state_bucket), settings.env_name)
     except Exception:  # noqa: BLE001 - the terraform part reads the snapshot again and reports the failure
@@ -314,8 +298,6 @@ def _granted(settings: Settings) -> Any:
 def gather(settings: Settings) -> dict[str, Any]:
     """Every part's read. The slice and everything zonal are read where the applied snapshot says the
     slice was granted (a candidate list's later zone or mode), else at the first candidate."""
-    from builder.config.candidates import at
-
     place = _granted(settings)
     listed = settings.candidates
     if place is not None:

@@ -16,9 +16,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import builder
 from builder.cloud.errors import cloud_call
 from builder.config import Settings
+from builder.config.loader import MAX_BYTES
 from builder.errors import BadInput
+from builder.files import MAX_SOURCE_FILE, read_file
 from builder.records import record
 
 TREES = ("env_setup", "models")
@@ -31,8 +34,6 @@ def find_repo(settings: Settings) -> Path:
 
     It is the folder holding ``modules/`` (and ``builder/``): ``--values examples/x.env`` still
     packs the repository the command runs in."""
-    import builder
-
     candidates = [settings.repo_root, Path.cwd(), Path(builder.__file__).resolve().parent.parent]
     for root in candidates:
         if (root / "modules").is_dir() and (root / "builder").is_dir():
@@ -72,15 +73,10 @@ class Entry:
 
 def values_bytes(settings: Settings) -> bytes:
     """values.env byte for byte, as the workspace, the source tarball and the applied snapshot keep it."""
-    from builder.config.loader import MAX_BYTES
-    from builder.files import read_file
-
     return read_file(settings.source, MAX_BYTES, what="a values file", fix="keep it under 1 MiB")
 
 
 def entries(settings: Settings, repo: Path) -> list[Entry]:
-    from builder.files import MAX_SOURCE_FILE, read_file
-
     fix = "keep repository files under 64 MiB (data belongs in GCS_DATASET)"
     out = [Entry("values.env", values_bytes(settings))]
     for top in TREES:

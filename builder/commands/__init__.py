@@ -6,7 +6,12 @@ import argparse
 import sys
 from typing import Any
 
+from builder.applied import applied_settings
+from builder.cloud import clients, snapshot
+from builder.cloud.snapshot import values_path
 from builder.config import Settings, load
+from builder.config.candidates import at, granted
+from builder.errors import BadInput
 
 
 def load_settings(args: argparse.Namespace, *, strict: bool = False, later: bool = False) -> Settings:
@@ -29,9 +34,6 @@ def placed(settings: Settings) -> Settings:
 
     if not has_credentials():
         return settings
-    from builder.cloud import clients, snapshot
-    from builder.config.candidates import at, granted
-
     try:
         found = snapshot.read(clients.storage(settings.project_id).bucket(settings.state_bucket), settings.env_name)
     except Exception as exc:  # noqa: BLE001 - the hosts are then looked for at the first candidate
@@ -55,10 +57,6 @@ def applied_or_warn(applied: Any, settings: Settings) -> Settings | None:
     """The values of ``applied`` (a ``builder.cloud.snapshot.Applied``) parsed, or None with a
     warning when they no longer parse: submit's ``auto`` then updates every module, and finalize
     counts every module as changed."""
-    from builder.applied import applied_settings
-    from builder.cloud.snapshot import values_path
-    from builder.errors import BadInput
-
     where = f"gs://{settings.state_bucket}/{values_path(settings.env_name)}"
     try:
         return applied_settings(applied.values, settings)

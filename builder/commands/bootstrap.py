@@ -8,13 +8,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from builder import environments, gitops, yamlout
 from builder.commands import load_settings, say
+from builder.config.keys import service_account_email
+from builder.config.later import refuse_unbuildable
 from builder.errors import BadInput, WorldError
+from builder.root_build import TRIGGER_ACTION, check_names, root_cloudbuild, trigger
 
 
 def cmd_bootstrap(args: argparse.Namespace) -> int:
-    from builder.root_build import root_cloudbuild
-
     text = root_cloudbuild(load_settings(args))
     if args.output == "-":
         sys.stdout.write(text)
@@ -43,16 +45,10 @@ def cmd_trigger(args: argparse.Namespace) -> int:
     fails. In a repository of many environments (``environments/<name>/values.env``,
     builder/environments.py) it prints each environment's plan/apply pair (builder/gitops.py) as
     one multi-document YAML; ``--values environments/<name>/values.env`` prints that one's pair only."""
-    from builder import environments
-    from builder.legacy import refuse_unbuildable
-    from builder.root_build import TRIGGER_ACTION, check_names, trigger
-
     check_names(args.repo_owner, args.repo_name, args.branch)
     plan_as = _plan_account(args.plan_service_account)
     repo, only = environments.repository_of(args.values)
     if environments.is_layout(repo):
-        from builder import gitops, yamlout
-
         envs = environments.select(repo, only, args.values)
         for env in envs:
             refuse_unbuildable(env.settings, TRIGGER_ACTION)
@@ -76,8 +72,6 @@ def cmd_trigger(args: argparse.Namespace) -> int:
 
 def _plan_account(email: str) -> str:
     """``--plan-service-account`` checked as BUILD_SERVICE_ACCOUNT is (builder.config.keys)."""
-    from builder.config.keys import service_account_email
-
     try:
         return service_account_email(email)
     except ValueError as exc:

@@ -10,12 +10,17 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from builder.commands import load_settings, say, warn
+from builder import capacity
+from builder.capacity_outcome import Outcome, advice_line, advice_request, verdict_line
+from builder.cloud import clients, quotas, reservations, snapshot
+from builder.commands import applied_or_warn, load_settings, say, warn
+from builder.config.calendar import resolve_start
+from builder.config.candidates import at
+from builder.config.replace import MAKE_BEFORE_BREAK
 from builder.errors import WorldError
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.capacity import Held, Need
-    from builder.capacity_outcome import Outcome
     from builder.config import Settings
 
 
@@ -47,8 +52,6 @@ def check(settings: Settings, running: Settings | None = None) -> list[Outcome]:
 def assess_all(settings: Settings, running: Settings | None = None) -> list[Outcome]:
     """Every candidate's outcome, in the list's order, read in one call and printed nowhere
     (``plan --check`` shows them in its candidates table)."""
-    from builder.config.candidates import at
-
     cache: dict[tuple[str, ...], Any] = {}
     return [_assess(at(settings, c), running, cache) for c in settings.candidates]
 
@@ -56,8 +59,6 @@ def assess_all(settings: Settings, running: Settings | None = None) -> list[Outc
 def conclude(outcomes: list[Outcome]) -> None:
     """The verdict over several candidates: one line naming where the slice can be had, or the
     ``WorldError`` naming each refusal."""
-    from builder.capacity_outcome import verdict_line
-
     passes, line = verdict_line(outcomes)
     if not passes:
         raise WorldError(line)
@@ -77,8 +78,6 @@ def _assess(settings: Settings, running: Settings | None, cache: dict[tuple[str,
     of it alone prints, in that order, and its refusal. ``cache``: the reads already made for an
     earlier candidate (a quota's QuotaInfo is one document for every zone; a zone's reservations
     one list)."""
-    from builder import capacity
-
     said: list[tuple[str, str]] = []
     need, held = capacity.beside(settings, running), capacity.held(settings)
     quota = reservation = ""
@@ -92,16 +91,11 @@ def _assess(settings: Settings, running: Settings | None, cache: dict[tuple[str,
         verdict, refusal, reservation = _held(held, said, cache, settings)
     if settings.arch == "mig" and settings.provisioning == "flex-start" and not refusal:
         said.append(("say", capacity.FLEX_START))
-    from builder.capacity_outcome import Outcome
-
     return Outcome(settings.zone, settings.provisioning, verdict, tuple(said), refusal, quota, reservation)
 
 
 def _quota(need: Need, said: list[tuple[str, str]], cache: dict[tuple[str, ...], Any]) -> tuple[str, str, str]:
     """Read the quota (each of several, in order, until one holds the slice): (verdict, refusal, line)."""
-    from builder import capacity
-    from builder.cloud import quotas
-
     values: dict[str, int | None] = {}
     blind = ""
     for quota_id in need.quota_ids:
@@ -132,9 +126,6 @@ def _held(held: Held, said: list[tuple[str, str]], cache: dict[tuple[str, ...], 
     """Read the reservation or calendar-mode request the slice consumes: (verdict, refusal, line).
     A calendar-mode request not submitted yet is followed by Google's calendar-mode advice for its
     zone and window (:func:`_advice`): said, never a refusal (Google decides the request)."""
-    from builder import capacity
-    from builder.cloud import quotas, reservations
-
     try:
         if held.kind == "any":
             key = ("reservations", held.project, held.zone)
@@ -167,10 +158,6 @@ def _held(held: Held, said: list[tuple[str, str]], cache: dict[tuple[str, ...], 
 def _advice(held: Held, settings: Settings, said: list[tuple[str, str]]) -> str:
     """Google's calendar-mode advice for the request about to be submitted (its zone, chips and
     window), said as a line (a warning where it does not offer the window); the line."""
-    from builder.capacity_outcome import advice_line, advice_request
-    from builder.cloud import quotas, reservations
-    from builder.config.calendar import resolve_start
-
     start = resolve_start(settings.calendar_start)
     try:
         body = reservations.advice(held.project, settings.region, advice_request(held, start, settings.calendar_days))
@@ -185,12 +172,8 @@ def _advice(held: Held, settings: Settings, said: list[tuple[str, str]]) -> str:
 def _running(settings: Settings) -> Settings | None:
     """The applied values (the snapshot in the state bucket) under make-before-break, where the new
     slice runs beside the old one for a while; None otherwise, or when there are none to read."""
-    from builder.config.replace import MAKE_BEFORE_BREAK
-
     if settings.replace != MAKE_BEFORE_BREAK:
         return None
-    from builder.cloud import clients, snapshot
-    from builder.commands import applied_or_warn
 
     try:
         found = snapshot.read(clients.storage(settings.project_id).bucket(settings.state_bucket), settings.env_name)

@@ -10,7 +10,16 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from builder import auto
+from builder.applied import applied_settings, compared_with
+from builder.cloud import buckets, clients, interrupted, snapshot
+from builder.cloud.auto import decide_now
+from builder.cloud.errors import describe
+from builder.cloud.status import READERS
+from builder.config import load
+from builder.config.candidates import at, granted
 from builder.errors import BadInput, TpuBuildError
+from builder.files import MAX_BYTES, read_file
 from builder.records import record
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -54,10 +63,6 @@ def previous(settings: Settings, applied: str | None, *, need: bool) -> Previous
     """The applied values to compare with: ``--applied FILE``, ``--applied none``, else the state
     bucket's snapshot (read-only, no lock) when credentials exist. ``need`` (auto): no source is
     bad input; otherwise the plan goes on without a comparison."""
-    from builder.applied import applied_settings, compared_with
-    from builder.config import load
-    from builder.files import MAX_BYTES, read_file
-
     if applied is not None and applied.strip().lower() == "none":
         if need:
             raise BadInput("--applied: auto needs the applied values to decide; pass --applied FILE "
@@ -81,8 +86,6 @@ def previous(settings: Settings, applied: str | None, *, need: bool) -> Previous
                         known=False)
     where = f"gs://{settings.state_bucket}"
     try:
-        from builder.cloud import buckets, clients, snapshot
-
         client = clients.storage(settings.project_id)
         if not buckets.exists(client, settings.state_bucket):
             return Previous(None, f"{where} (no state bucket: nothing applied yet)")
@@ -103,8 +106,6 @@ def previous(settings: Settings, applied: str | None, *, need: bool) -> Previous
             raise BadInput(f"{shown} no longer parses ({exc}); pass --applied FILE") from None
         return Previous(None, f"{shown}: no longer parses", known=False, bucket=True)
     shown = compared_with(old, settings, shown, destroy_with="<its values.env>")
-    from builder.config.candidates import at, granted
-
     place = granted(record)  # the slice is where it was granted, whatever the applied list's first candidate
     return Previous(at(old, place) if place is not None else old, shown, record.build_id, record.outstanding,
                     record.absent, record.sources or None, granted=place, bucket=True)
@@ -114,12 +115,8 @@ def stopped_build(settings: Settings) -> dict[str, Any] | None:
     """A build that stopped half way, as ``status`` shows it (builder/cloud/interrupted.py): None when
     none did, or when it cannot be read (a warning says so; the plan itself stands)."""
     try:
-        from builder.cloud import interrupted
-
-        return interrupted.for_plan(settings)
+        return interrupted.for_plan(settings, READERS)
     except Exception as exc:  # noqa: BLE001 - the plan is shown whatever this read meets
-        from builder.cloud.errors import describe
-
         why = str(exc) if isinstance(exc, TpuBuildError) else describe(exc)
         print(f"tpubuild: warning: could not read the environment lock ({why}); a build that stopped half way "
               "is not shown (tpubuild status shows it)", file=sys.stderr)
@@ -129,9 +126,6 @@ def stopped_build(settings: Settings) -> dict[str, Any] | None:
 def auto_plan(settings: Settings, prev: Previous) -> Plan | None:
     """What GitOps ``auto`` would run (``builder.cloud.auto.decide_now``, the same decision
     ``submit`` makes); None: nothing to do. The decision is kept in ``prev.decision``."""
-    from builder import auto
-    from builder.cloud.auto import decide_now
-
     prev.decision = decide_now(settings, prev.settings, build_id=prev.build_id, outstanding=prev.outstanding,
                                absent=prev.absent, sources_then=prev.sources)
     return auto.plan_for(settings, prev.decision)

@@ -5,37 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 
+from builder import generations, modules as catalogue
 from builder.commands import load_settings
+from builder.config.later import refuse_changes
+from builder.config.readiness import train_warnings
 from builder.errors import ConfigErrors
-
-_EXAMPLES = """examples:
-  tpubuild validate                         check ./values.env
-  tpubuild validate --values examples/vm-v4-32.env --strict
-  tpubuild validate --applied old.env       and what an update from those applied values refuses
-
-Every problem is printed, one line each (file:line: KEY: what is wrong; how to fix it), and the
-exit code is 2 when there is any. Unknown keys are warnings unless --strict makes them errors
-(the default keeps seed-era files working)."""
-
-
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("validate", parents=[common], help="check values.env: every problem, one line each",
-                       description="Check values.env and print a one-line summary of the environment, or "
-                                   "every problem found (exit 2).",
-                       epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--strict", action="store_true", help="unknown keys are errors, not warnings")
-    p.add_argument("--applied", metavar="FILE", default=None,
-                   help="the values.env last applied: also report what an update from it refuses (a change the "
-                        "model's training cannot resume across), as plan and submit do")
-    p.set_defaults(func=run_validate)
-
 
 def run_validate(args: argparse.Namespace) -> int:
     try:
         s = load_settings(args, strict=args.strict, later=True)  # and what plan/render/submit/train refuse
         if args.applied is not None:
             from builder.commands.compare import previous
-            from builder.config.later import refuse_changes
 
             refuse_changes(previous(s, args.applied, need=False).settings, s)
     except ConfigErrors as exc:
@@ -46,12 +26,9 @@ def run_validate(args: argparse.Namespace) -> int:
         if len(exc.errors) > 1:
             print(f"tpubuild: {len(exc.errors)} problems in {exc.path}", file=sys.stderr)
         return 2
-    from builder.config.readiness import train_warnings
 
     for warning in train_warnings(s):
         print(f"tpubuild: warning: {warning}", file=sys.stderr)
-    from builder import generations
-    from builder import modules as catalogue
 
     t = s.topology
     path = generations.api(s.arch)

@@ -8,11 +8,21 @@ applying something else, and recording would overwrite its truth (exit 1, nothin
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.commands import load_settings, say
+from builder import auto
+from builder.actions import PLAN_ACTIONS, Action
+from builder.applied import after_build
+from builder.cloud import builds, clients, lock, snapshot, workspace
+from builder.cloud.auto import digests
+from builder.commands import applied_or_warn, load_settings, say
+from builder.config.candidates import granted
 from builder.errors import BadInput, WorldError
-from builder.modules import PLAN_ACTIONS, Action
+from builder.plan import make_plan
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.cloud.lock import Lock
@@ -22,10 +32,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def _wait_for_build_id(bucket: Any, env: str, build_id: str) -> Lock | None:
     """The lock, once its submit has recorded the build id (it does right after CreateBuild)."""
-    import time
-
-    from builder.cloud import builds, lock
-
     current = lock.read(bucket, env)
     for _ in range(30):
         if current is None or current.build_id:
@@ -36,9 +42,6 @@ def _wait_for_build_id(bucket: Any, env: str, build_id: str) -> Lock | None:
 
 
 def cmd_finalize(args: argparse.Namespace) -> int:
-    from builder.cloud import clients, lock
-    from builder.plan import make_plan
-
     settings = load_settings(args)
     env, build_id = settings.env_name, args.build_id.strip()
     if not build_id:
@@ -59,22 +62,16 @@ def cmd_finalize(args: argparse.Namespace) -> int:
     else:
         ops = [(o.module, o.op) for o in make_plan(settings, action).operations]
     if action is not Action.INITIALIZE:
-        record(settings, bucket, build_id, action.value, ops)
+        record(settings, bucket, build_id, action, ops)
     say(lock.release(bucket, env, build_id))
     return 0
 
 
-def granted_place(before: Any, action: str) -> dict[str, str]:
+def granted_place(before: Any, action: Action) -> dict[str, str]:
     """Where the slice was granted, for the snapshot's ``granted``: what this build's acquisition
     (the accelerator's apply: one candidate or the failover loop, docs/capacity.md) wrote to
     ``$WORKSPACE/plans/granted.json``; else, when this build did not apply the slice, what the
     snapshot before recorded; a destroy of the slice (none of its record is kept) records none."""
-    import json
-    import os
-    from pathlib import Path
-
-    from builder.config.candidates import granted
-
     path = Path(os.environ.get("WORKSPACE", "/workspace")) / "plans" / "granted.json"
     try:
         place = granted({"granted": json.loads(path.read_text())})
@@ -83,19 +80,12 @@ def granted_place(before: Any, action: str) -> dict[str, str]:
     if place is not None:
         return {"zone": place.zone, "mode": place.mode}
     kept = dict(getattr(before, "granted", None) or {}) if before is not None else {}
-    return {} if action == "destroy" else kept
+    return {} if action is Action.DESTROY else kept
 
 
-def record(settings: Settings, bucket: Any, build_id: str, action: str, ops: list[tuple[str, str]]) -> None:
+def record(settings: Settings, bucket: Any, build_id: str, action: Action, ops: list[tuple[str, str]]) -> None:
     """Write the applied snapshot after build ``build_id`` ran ``ops``: today's values.env, and the
     ledger ``builder.applied.after_build`` derives from the snapshot found and the operations."""
-    from builder import auto
-    from builder.applied import after_build
-    from builder.cloud import lock, snapshot, workspace
-    from builder.cloud.auto import digests
-    from builder.commands import applied_or_warn
-    from builder.plan import make_plan
-
     env = settings.env_name
     repo = workspace.find_repo(settings)
     every = make_plan(settings, Action.CREATE).modules
@@ -105,7 +95,7 @@ def record(settings: Settings, bucket: Any, build_id: str, action: str, ops: lis
     changed = auto.touched(old, settings, plan_modules=every,
                            sources_then=before.sources if before else None, sources_now=now_sources)
     ledger = after_build(before, ops, every=every, changed=changed, sources_now=now_sources)
-    applied = snapshot.Applied(values=workspace.values_bytes(settings), build_id=build_id, action=action,
+    applied = snapshot.Applied(values=workspace.values_bytes(settings), build_id=build_id, action=action.value,
                                time=lock.now(), outstanding=ledger.outstanding, absent=ledger.absent,
                                sources=ledger.sources, granted=granted_place(before, action))
     snapshot.write(bucket, env, applied, expected_generation=before.generation if before else 0)

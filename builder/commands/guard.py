@@ -13,24 +13,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from builder.actions import Action
 from builder.errors import BadInput
 from builder.files import MAX_PLAN_BYTES, PLAN_JSON, read_bytes  # noqa: F401 - MAX_PLAN_BYTES re-exported
-from builder.guard import ACTIONS, MODULES, check_args, evaluate
+from builder.guard import check_args, evaluate
 
 #: The plan JSON is at most 256 MiB; its refusals are worded in builder/files.py (PLAN_JSON).
 
-
-
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("guard", parents=[common],
-                       help="refuse a saved Terraform plan that would destroy data (run by the pipeline)")
-    p.add_argument("--plan-json", required=True, metavar="FILE",
-                   help="output of 'terraform show -json PLANFILE'")
-    p.add_argument("--module", required=True, metavar="M", help=f"plan module: {', '.join(MODULES)}")
-    p.add_argument("--action", required=True, metavar="A", help=f"pipeline action: {', '.join(ACTIONS)}")
-    p.add_argument("--allow-data-loss", action="store_true",
-                   help="let create/update destroy or replace Filestore or the shared PD (_ALLOW_DATA_LOSS=true)")
-    p.set_defaults(func=run_guard)
 
 
 def read_plan_json(path: Path) -> Any:
@@ -62,8 +51,6 @@ def read_plan_json(path: Path) -> Any:
 
 
 def run_guard(args: argparse.Namespace) -> int:
-    from builder.modules import Action
-
     action = Action.parse(args.action, "--action")
     check_args(args.module, action)  # flags first: cheap, and the clearer message
     path = Path(args.plan_json)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from builder import pipeline
+from builder.cloud import buckets, builds, clients, iam, registry, source, workspace
 from builder.commands import load_settings, say
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -18,8 +20,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def initialize(settings: Settings) -> int:
-    from builder.cloud import buckets, clients, iam, workspace
-
     repo = workspace.find_repo(settings)
     client = clients.storage(settings.project_id)
     for spec in buckets.specs(settings):
@@ -35,9 +35,6 @@ def initialize(settings: Settings) -> int:
 
 def builder_image(settings: Settings, bucket: Any, repo: Path) -> None:
     """The repository, its one grant, and the image of this tpubuild (built when its tag is missing)."""
-    from builder import pipeline
-    from builder.cloud import builds, clients, registry, source, workspace
-
     ar = clients.artifact_registry()
     say(registry.ensure_repository(ar, settings))
     say(registry.grant_writer(ar, settings))

@@ -13,16 +13,11 @@ import os
 import sys
 from pathlib import Path
 
+from builder.config import load_text
 from builder.config.loader import read_text
 from builder.errors import BadInput
-
-
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("migrate", parents=[common],
-                       help="rewrite a values.env onto the path Google recommends for its generation (keeps a .bak)")
-    p.add_argument("--output", metavar="FILE", default=None,
-                   help="write the migrated file here instead of in place (no .bak then)")
-    p.set_defaults(func=run_migrate)
+from builder.generations import api
+from builder.migrate import migrate_text
 
 
 def _write(path: Path, text: str) -> None:
@@ -39,8 +34,6 @@ def _write(path: Path, text: str) -> None:
 
 
 def run_migrate(args: argparse.Namespace) -> int:
-    from builder.migrate import migrate_text
-
     source = Path(args.values)
     text = read_text(source)
     result = migrate_text(text, source)
@@ -57,8 +50,6 @@ def run_migrate(args: argparse.Namespace) -> int:
         backup = source.with_name(source.name + ".bak")
         _write(backup, text)
     _write(target, result.text)
-    from builder.config import load_text
-    from builder.generations import api
 
     done = api(load_text(result.text, target).arch)
     print(f"{source}: migrated to {done.label}{'' if not args.output else f' into {target}'}"

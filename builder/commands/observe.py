@@ -13,23 +13,14 @@ import time
 from typing import Any
 
 from builder import model_registry, observe
+from builder.cloud import mig_hosts
 from builder.commands import load_settings
 from builder.config import Settings
 from builder.errors import BadInput, WorldError
 
 
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("profile", parents=[common],
-                       help="capture an XLA profile of the running training (TensorBoard/XProf layout)")
-    p.add_argument("--host", type=int, default=0, metavar="N", help="host number, 0 .. hosts-1 (default 0)")
-    p.add_argument("--duration", default="10s", help="how long to trace: 10s, 1500ms, 2m (default 10s, at most 300s)")
-    p.add_argument("--dry-run", action="store_true", help="print the commands instead of running them")
-    p.set_defaults(func=run_profile)
-
-
 def target(settings: Settings) -> observe.Target:
     s = settings
-    from builder.cloud import mig_hosts
 
     external = s.mig_external_ip if s.arch == "node" else s.tpu_external_ips
     # how gcloud reaches the hosts (models/hosts.py; on mig the slice's VMs in worker order)

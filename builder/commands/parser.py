@@ -13,7 +13,7 @@ turns each kind into one line that says what is wrong and how to fix it, raised 
   abbreviation, two options that exclude each other.
 
 :class:`TopParser` also lays out ``tpubuild --help``: the user's verbs first, then the admin
-verbs (``COMMAND_GROUPS`` in ``builder.cli``); hidden verbs are listed by neither.
+verbs (each verb's ``group``, builder/commands/verb.py); hidden verbs are listed by neither.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn
 
+from builder.actions import Action
 from builder.errors import BadInput
-from builder.modules import ARCHS, Action, modules
+from builder.modules import ARCHS, modules
 
 #: Every plan module of any architecture, in create order (what ``--only`` names).
 MODULE_NAMES: tuple[str, ...] = tuple(dict.fromkeys(m for arch in ARCHS for m in modules(arch)))
@@ -80,6 +81,17 @@ def add_scope(parser: argparse.ArgumentParser) -> None:
                         help="let create/update destroy or replace Filestore or the shared PD "
                              "(_ALLOW_DATA_LOSS=true); destroy does not need it: it snapshots the disk, and "
                              "backs up Filestore on tiers with backups, before deleting them")
+
+
+def add_compare(parser: argparse.ArgumentParser) -> None:
+    """plan's and render's ``--action`` (default create), scope, ``--only`` and ``--applied``."""
+    add_action(parser, default=Action.CREATE)
+    add_scope(parser)
+    parser.add_argument("--only", metavar="MODULES", default=None,
+                        help=f"update only these comma-separated modules, as GitOps auto does: {', '.join(MODULE_NAMES)}")
+    parser.add_argument("--applied", metavar="FILE", default=None,
+                        help="compare with this values.env as last applied ('none': compare with nothing); "
+                             "default: the applied snapshot in the state bucket when credentials exist")
 
 
 def at_least(minimum: int, what: str = "") -> Any:

@@ -16,7 +16,15 @@ import json
 import sys
 from typing import Any
 
+from builder import environments
+from builder.actions import Action, Verdict
+from builder.commands import warn
+from builder.commands.compare import auto_plan, has_credentials, previous
+from builder.config.candidates import acting
+from builder.config.later import refuse_changes
+from builder.describe import describe
 from builder.errors import BadInput, TpuBuildError
+from builder.plan import make_plan
 
 #: Flags that choose one environment's plan; --all plans auto of every environment.
 _ONE_ENV_FLAGS: tuple[tuple[str, str], ...] = (("tpu", "--tpu"), ("mig", "--mig"), ("only", "--only"),
@@ -28,7 +36,7 @@ def _refuse_flags(args: argparse.Namespace) -> None:
         if getattr(args, attr, None):
             raise BadInput(f"{flag}: --all plans what auto would do in every environment, from each one's applied "
                            f"snapshot; drop {flag}, or plan one environment with --values FILE")
-    if str(args.action) not in ("create", "auto"):  # create: the default, which --all reads as auto
+    if Action.parse(str(args.action)) not in (Action.CREATE, Action.AUTO):  # create: the default, which --all reads as auto
         raise BadInput(f"--action {args.action}: --all plans what auto would do in every environment; drop --action")
 
 
@@ -41,12 +49,6 @@ def _total(cost: dict[str, Any] | None) -> tuple[str | None, float | None]:
 
 def row(env: Any) -> dict[str, Any]:
     """One environment's row: ``tpubuild plan --action auto`` of its file, as data."""
-    from builder.commands.compare import auto_plan, has_credentials, previous
-    from builder.config.later import refuse_changes
-    from builder.describe import describe
-    from builder.modules import Action
-    from builder.plan import make_plan
-
     s = env.settings
     out: dict[str, Any] = {"path": env.path, "env": s.env_name, "project_id": s.project_id, "protected": s.protected}
     try:
@@ -61,9 +63,8 @@ def row(env: Any) -> dict[str, Any]:
                     "cost_before": None, "hourly_before": None, "cost_after": wanted["total"],
                     "hourly_after": wanted["hourly_known"]}
         if prev.granted is not None:  # auto keeps the slice where it was granted (builder/config/candidates.py)
-            from builder.config.candidates import acting
 
-            s = acting(s, prev.granted, "auto")
+            s = acting(s, prev.granted, Action.AUTO)
         if prev.settings is not None:
             refuse_changes(prev.settings, s)
         plan = auto_plan(s, prev)
@@ -81,9 +82,9 @@ def row(env: Any) -> dict[str, Any]:
 
 
 def _action(r: dict[str, Any]) -> str:
-    if r["action"] == "update":
+    if r["action"] == Verdict.UPDATE:
         return f"update {', '.join(r['modules'])}"
-    return {"none": "nothing to do"}.get(r["action"], r["action"])
+    return "nothing to do" if r["action"] == Verdict.NOTHING else r["action"]
 
 
 def _before(r: dict[str, Any]) -> str:
@@ -103,9 +104,6 @@ def as_text(rows: list[dict[str, Any]]) -> str:
 
 
 def run_plan_all(args: argparse.Namespace) -> int:
-    from builder import environments
-    from builder.commands import warn
-
     _refuse_flags(args)
     repo, only = environments.repository_of(args.values)
     envs = environments.select(repo, only, args.values)

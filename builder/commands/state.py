@@ -4,14 +4,14 @@ unlock`` (break the environment lock, refused while Cloud Build runs a build of 
 from __future__ import annotations
 
 import argparse
+import json
 
+from builder.cloud import buckets, builds, clients, lock, status
 from builder.commands import load_settings, say
 from builder.errors import BadInput, WorldError
 
 
 def cmd_unlock(args: argparse.Namespace) -> int:
-    from builder.cloud import buckets, builds, clients, lock
-
     settings = load_settings(args)
     if not args.force:
         also = " (--even-if-running alone is not enough)" if args.even_if_running else ""
@@ -31,10 +31,6 @@ def cmd_unlock(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    import json
-
-    from builder.cloud import status
-
     settings = load_settings(args)
     report = status.gather(settings)
     if args.format == "json":

@@ -15,11 +15,20 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.commands import load_settings, say, warn
+from builder import auto, modules as catalogue, pipeline, tfvars, ttl
+from builder.actions import APPLYING, Action
+from builder.cloud import buckets, builds, clients, lock, snapshot, source, workspace
+from builder.cloud.auto import decide_now
+from builder.cloud.errors import cloud_call
+from builder.commands import applied_or_warn, load_settings, say, warn
+from builder.commands.initialize import initialize
+from builder.config.calendar import create_refusal, submit_refusal
+from builder.config.candidates import acting, at, granted
+from builder.config.later import refuse_changes
 from builder.errors import WorldError
-from builder import modules as catalogue
-from builder.modules import Action
+from builder.plan import make_plan
 from builder.records import record
+from builder.request import SUBSTITUTIONS, parse, plan_for
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.cloud.source import Source
@@ -46,13 +55,6 @@ def prepare(settings: Settings, request: Request) -> Prepared:
     even without credentials): the request (``builder.request.parse`` refused what it could),
     its plan (``builder.request.plan_for``), the pipeline (``builder.pipeline.render``), the
     tfvars and the source tarball."""
-    from builder import pipeline, tfvars
-    from builder.cloud import source, workspace
-    from builder.request import plan_for
-
-    from builder.config.calendar import submit_refusal
-    from builder.legacy import APPLYING
-
     relative = submit_refusal(settings) if request.action in APPLYING else None
     if relative is not None:  # a calendar request is sent with the date written out
         raise relative
@@ -62,7 +64,7 @@ def prepare(settings: Settings, request: Request) -> Prepared:
         return Prepared(request, None, None, None, repo)
     config = None if plan is None else pipeline.render(settings, plan, allow_data_loss=request.allow_data_loss,
                                                        allow_wipe=request.allow_wipe)
-    destroys = plan is not None and plan.action == Action.DESTROY  # runs no script: none is resolved
+    destroys = plan is not None and plan.action is Action.DESTROY  # runs no script: none is resolved
     variables = {**tfvars.all_for(settings, scripts=not destroys), **({} if destroys else tfvars.by_candidate(settings))}
     src = source.pack(source.collect(repo, workspace.values_bytes(settings), variables))
     return Prepared(request, plan, config, src, repo)
@@ -74,13 +76,6 @@ def auto_plan(settings: Settings, bucket: Any) -> tuple[Plan | None, Settings]:
     the slice was granted, while the candidate list holds that place (builder/config/candidates.py),
     so auto keeps the slice there. A snapshot whose values.env no longer parses is warned about and
     every module is updated (``builder.auto.decide_unreadable``)."""
-    from builder import auto
-    from builder.cloud import snapshot
-    from builder.cloud.auto import decide_now
-    from builder.commands import applied_or_warn
-    from builder.config.candidates import acting, at, granted
-    from builder.plan import make_plan
-
     applied = snapshot.read(bucket, settings.env_name)
     if applied is None:
         decision = decide_now(settings, None)
@@ -91,15 +86,12 @@ def auto_plan(settings: Settings, bucket: Any) -> tuple[Plan | None, Settings]:
         if old is None:
             decision = auto.decide_unreadable(make_plan(settings, Action.CREATE).modules, applied.absent)
         else:
-            from builder.config.later import refuse_changes
-
             old = at(old, place) if place is not None else old
             refuse_changes(old, settings)  # what the model cannot resume across, before any change
             decision = decide_now(settings, old, build_id=applied.build_id, outstanding=applied.outstanding,
                                   absent=applied.absent, sources_then=applied.sources)
     plan = auto.plan_for(settings, decision)
-    if plan is not None and plan.action == Action.CREATE:  # a create submits a new calendar request
-        from builder.config.calendar import create_refusal
+    if plan is not None and plan.action is Action.CREATE:  # a create submits a new calendar request
 
         too_soon = create_refusal(settings)
         if too_soon is not None:
@@ -114,11 +106,8 @@ def _granted_place(settings: Settings, bucket: Any, *, destroy: bool) -> Setting
     """Where an explicit update or destroy acts, from the applied snapshot's granted place
     (builder/config/candidates.py ``acting``: an update stays there while the list holds it, a
     destroy takes down what is there). ``settings`` itself when the snapshot records none."""
-    from builder.cloud import snapshot
-    from builder.config.candidates import acting, granted
-
     found = snapshot.read(bucket, settings.env_name)
-    return acting(settings, granted(found) if found is not None else None, "destroy" if destroy else "update")
+    return acting(settings, granted(found) if found is not None else None, Action.DESTROY if destroy else Action.UPDATE)
 
 
 def _scope(plan: Plan) -> dict[str, Any]:
@@ -128,21 +117,14 @@ def _scope(plan: Plan) -> dict[str, Any]:
 
 def submit(settings: Settings, action: str, *, tpu: bool = False, mig: bool = False,
            allow_data_loss: bool = False, allow_wipe: bool = False, wait: bool = False) -> int:
-    from builder.request import parse
-
     request = parse(settings, action, tpu=tpu, mig=mig, allow_data_loss=allow_data_loss, allow_wipe=allow_wipe)
     return execute(settings, prepare(settings, request), wait=wait)
 
 
 def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> int:
     """Run what ``prepare`` decided: the first place a cloud client is built."""
-    from builder import pipeline
-    from builder.cloud import buckets, builds, clients, lock, source, workspace
-
     request = prepared.request
     if request.action is Action.INITIALIZE:
-        from builder.commands.initialize import initialize
-
         return initialize(settings)
     repo, plan, config, src = prepared.repo, prepared.plan, prepared.config, prepared.src
     assert src is not None
@@ -214,8 +196,6 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> in
 
 def _finished_at(cb: Any, project: str, build_id: str) -> str:
     """When Cloud Build says ``build_id`` finished (RFC 3339), '' when it cannot say."""
-    from builder.cloud import builds
-
     if not build_id:
         return ""
     try:
@@ -225,16 +205,14 @@ def _finished_at(cb: Any, project: str, build_id: str) -> str:
     return finished.isoformat() if finished and finished.year > 1970 else ""
 
 
-def _keep_ttl_source(bucket: Any, settings: Settings, action: str, src: Source) -> None:
+def _keep_ttl_source(bucket: Any, settings: Settings, action: Action, src: Source) -> None:
     """With ``ENV_TTL_HOURS`` or ``TPU_RECOVERY``, the tarball this build runs from is also kept at
     ``workspace/<env>/ttl/source.tgz`` (builder/ttl.py): the TTL's destroy build and the health
     check's build (builder/recovery.py), started by Cloud Scheduler long after this laptop is gone,
     run tpubuild from it, so they carry the values.env last submitted. A destroy leaves it as it
     is (the TPU's jobs go with the TPU)."""
-    if not (settings.env_ttl_hours or settings.recovery) or action == "destroy":
+    if not (settings.env_ttl_hours or settings.recovery) or action is Action.DESTROY:
         return
-    from builder import ttl
-    from builder.cloud.errors import cloud_call
 
     name = ttl.source_object(settings.env_name)
     with cloud_call(f"uploading gs://{settings.state_bucket}/{name}"):
@@ -250,8 +228,6 @@ def cmd_dispatch(args: argparse.Namespace) -> int:
     """The root build's step. Every input is checked (values.env, the action and substitution
     strings, the plan, the pipeline) before any client is built: bad input is exit 2 with one
     line, even where there are no credentials."""
-    from builder.request import SUBSTITUTIONS, parse
-
     settings = load_settings(args)
     request = parse(settings, args.action, tpu=args.tpu, mig=args.mig, allow_data_loss=args.allow_data_loss,
                     allow_wipe=args.allow_wipe, spelling=SUBSTITUTIONS)

@@ -34,55 +34,16 @@ from types import ModuleType
 from typing import Any
 
 from builder import model_registry
+from builder.cloud import mig_hosts
 from builder.commands import load_settings, placed
-from builder.commands.parser import at_least
+from builder.commands.observe import refuse_flags, run_logs_metrics
+from builder.commands.runtime import runtime_settings
 from builder.config import Settings
-from builder.config.replace import slice_words
+from builder.config.replace import slice_words, slot_names
 from builder.errors import BadInput, ConfigError, WorldError
+from builder.observe import METRICS_INTERVAL_S
 
 LAUNCHER = model_registry.LAUNCHER
-
-
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("train", parents=[common], help="launch a model (models/<MODEL>) on every host of the TPU")
-    p.add_argument("model", metavar="MODEL", help=f"a folder under models/, e.g. {model_registry.DEFAULT_MODEL}")
-    p.add_argument("--dry-run", action="store_true", help="print the exact per-host command lines and the script")
-    p.add_argument("--metrics", action="store_true",
-                   help="every host rewrites torch_xla's metrics report every minute (default: at the end of the run)")
-    p.set_defaults(func=run_train)
-
-    p = sub.add_parser("run", parents=[common], help="run a command on the TPU hosts, detached, logged on Filestore")
-    p.add_argument("--hosts", default="all", metavar="all|N", help="every host (default) or host N only")
-    p.add_argument("--dry-run", action="store_true", help="print the commands instead of running them")
-    p.add_argument("--ship", action="append", default=[], metavar="PATH",
-                   help="also copy this file or folder (under the current folder) to the hosts; repeatable")
-    p.add_argument("--no-ship", action="store_true",
-                   help="copy nothing: the command's words that name local files are host paths")
-    p.add_argument("--runtime", default="", metavar="MODEL",
-                   help="launch SCRIPT [ARGS] on every host as MODEL's training does "
-                        "(a model whose keys.py declares RUNTIME)")
-    p.add_argument("words", nargs=argparse.REMAINDER, metavar="-- COMMAND...",
-                   help="the command, after --, e.g. -- python3 train.py --steps 30")
-    p.set_defaults(func=run_run)
-
-    p = sub.add_parser("stop", parents=[common], help="stop the training on every host and free the TPU")
-    p.add_argument("--model", default=None, help="model package (default: MODEL in values.env)")
-    p.add_argument("--dry-run", action="store_true", help="print the commands instead of running them")
-    p.add_argument("--probe", action="store_true",
-                   help="stop nothing: say whether the model trains and when it last wrote its checkpoint")
-    p.set_defaults(func=run_stop)
-
-    p = sub.add_parser("logs", parents=[common], help="show a host's training log (on Filestore)")
-    p.add_argument("--host", type=int, default=0, metavar="N", help="host number, 0 .. hosts-1 (default 0)")
-    p.add_argument("--follow", "-f", action="store_true", help="keep following the log")
-    p.add_argument("--lines", "-n", type=at_least(1, " lines"), default=200, metavar="N",
-                   help="lines of history to show, 1 or more (default 200)")
-    p.add_argument("--model", default=None, help="model package (default: MODEL in values.env)")
-    p.add_argument("--run", action="store_true", help="the log of 'tpubuild run' instead of the model's")
-    p.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
-    p.add_argument("--metrics", action="store_true",
-                   help="summarise torch_xla's metrics reports of every host (compiles, CPU fallbacks)")
-    p.set_defaults(func=run_logs)
 
 
 # ---------------------------------------------------------------- finding the launcher
@@ -110,7 +71,6 @@ def _job(settings: Settings, launcher: ModuleType) -> Any:
     if settings.arch == "mig":
         # the launcher reaches the slice through models/hosts.py SliceHosts; the group listing
         # (worker order) is builder/cloud/mig_hosts.py's. A launcher without mig support refuses.
-        from builder.cloud import mig_hosts
 
         if "listing" not in fields:
             raise BadInput(f'train/stop/logs: TPU_ARCH="mig" ({settings.source}) is not supported by the '
@@ -124,7 +84,6 @@ def _job(settings: Settings, launcher: ModuleType) -> Any:
     if settings.arch == "vm" and "slots" in fields:
         # make-before-break keeps the slice in one of two slots: the launch finds the live one at
         # run time (models/hosts.py TpuVmHosts); the names are builder/config/replace.py's
-        from builder.config.replace import slot_names
 
         job = dataclasses.replace(job, slots=slot_names(settings))
     return job
@@ -160,7 +119,6 @@ def run_train(args: argparse.Namespace) -> int:
     launcher, root = load_launcher(settings, args.model)
     job = _job(settings, launcher)
     if getattr(args, "metrics", False):  # models/xla_observe.py: TPUBUILD_METRICS_INTERVAL
-        from builder.observe import METRICS_INTERVAL_S
 
         job = dataclasses.replace(job, options={**job.options, "metrics_interval": METRICS_INTERVAL_S})
     steps = _plan(settings, launcher, lambda: launcher.plan_train(job, str(root)))
@@ -248,8 +206,6 @@ def load_hosts(settings: Settings) -> ModuleType:
 def run_access(settings: Settings, hosts: ModuleType) -> Any:
     """How gcloud reaches the hosts of ``settings`` (vm: the slice's live slot, mig: its VMs in
     worker order; builder/cloud/mig_hosts.py ``access``, models/hosts.py ``for_arch``)."""
-    from builder.cloud import mig_hosts
-
     if settings.arch not in ("vm", "mig"):
         raise BadInput(f"run works on TPU_ARCH=\"vm\" or \"mig\", not {settings.arch!r} ({settings.source}); "
                        "node is legacy (use xla_dist on the leader)")
@@ -334,7 +290,6 @@ def run_run(args: argparse.Namespace) -> int:
     if not words:
         raise BadInput("run: no command; write it after --, e.g. tpubuild run -- python3 train.py")
     if args.runtime:  # builder/commands/runtime.py: the model's own launch of a script of yours
-        from builder.commands.runtime import runtime_settings
 
         settings, script = runtime_settings(args, words)
         model = settings.model
@@ -377,8 +332,6 @@ def run_logs(args: argparse.Namespace) -> int:
     launcher, _ = load_launcher(settings, model)
     job = _job(settings, launcher)
     if getattr(args, "metrics", False):
-        from builder.commands.observe import refuse_flags, run_logs_metrics
-
         refuse_flags(args, "follow")
         return run_logs_metrics(settings, launcher.log_dir(job), args.dry_run)
     steps = _plan(settings, launcher, lambda: launcher.plan_logs(job, args.host, follow=args.follow, lines=args.lines))

@@ -6,33 +6,14 @@ The work is in builder/cloud/ttl.py (imported inside the commands: no ``google.*
 from __future__ import annotations
 
 import argparse
+import json
 
+from builder import ttl
+from builder.cloud import ttl as cloud_ttl
 from builder.commands import load_settings
 from builder.errors import BadInput
 
-_EXAMPLES = """examples:
-  tpubuild ttl show                  when the TTL destroys the TPU
-  tpubuild ttl extend 4h             four more hours (counted from the current expiry)
-  tpubuild ttl extend 2d --values examples/vm-v4-32.env
-
-The TTL (ENV_TTL_HOURS in values.env) is a Cloud Scheduler job created with the TPU; when it fires
-it runs the destroy build of the TPU only (Filestore, the disk and the buckets stay). A later
-apply does not move an extended TTL back; a replaced TPU gets a new one."""
-
-
-def register(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("ttl", parents=[common], help="show or extend the environment's TTL (ENV_TTL_HOURS)",
-                       description="Show when the environment's TTL destroys the TPU, or push it back.",
-                       epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("verb", choices=("show", "extend"), metavar="show|extend", help="show, or extend DURATION")
-    p.add_argument("duration", nargs="?", metavar="DURATION", help="for extend: hours or days, like 4h or 2d")
-    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
-    p.set_defaults(func=run_ttl)
-
-
 def run_ttl(args: argparse.Namespace) -> int:
-    from builder import ttl
-
     settings = load_settings(args)
     if args.verb == "show" and args.duration is not None:
         raise BadInput(f"ttl show: takes no duration (got {args.duration!r}); use `tpubuild ttl extend {args.duration}`")
@@ -42,12 +23,9 @@ def run_ttl(args: argparse.Namespace) -> int:
     if not settings.env_ttl_hours:
         raise BadInput(f"{settings.source}: ENV_TTL_HOURS is not set, so the environment has no TTL; "
                        'add ENV_TTL_HOURS="8" (hours) and apply to have one')
-    from builder.cloud import ttl as cloud_ttl
 
     info = cloud_ttl.read(settings) if by is None else cloud_ttl.extend(settings, by)
     if args.format == "json":
-        import json
-
         print(json.dumps(info, indent=2, sort_keys=True))
     elif by is not None:
         print(f"{info['name']}: the TPU is now destroyed at {info['fires']} (in {info['in']}; was {info['was']})")

@@ -20,12 +20,13 @@ from typing import Any, NoReturn
 from builder.config import calendar, hardening, names, offers, recovery, replace, validate
 from builder.config.candidates import ordered
 from builder.config.keys import IGNORED_KEYS, KEYS, KeySpec
+from builder.config.later import refusals
 from builder.config.loader import Entry, parse, read_text
 from builder.config.scripts import find_script
-from builder.model_registry import model_keys
-from builder.legacy import seed_scripts
 from builder.config.settings import Settings
 from builder.errors import BadInput, ConfigError, ConfigErrors
+from builder.legacy import seed_scripts
+from builder.model_registry import model_keys
 from builder.topology import parse as parse_topology
 
 __all__ = ["Settings", "load", "load_text", "known_keys"]
@@ -181,7 +182,6 @@ def load_text(text: str, path: Path | str, *, strict: bool = False, later: bool 
         _each_group(lambda: names.check(settings, fail), lambda: hardening.cross_checks(settings, fail),
                     lambda: recovery.cross_checks(settings, fail))
     if later:  # what a later command would refuse (builder/config/later.py)
-        from builder.config.later import refusals
 
         errors.extend(refusals(settings, skip=values.unknown | ({"model"} if model_broken else set()), node=not errors))
     if errors:

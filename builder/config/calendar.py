@@ -23,7 +23,11 @@ import datetime
 import os
 import re
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
+
+from builder.config.zones import nearest
+from builder.errors import BadInput, ConfigError
 
 #: How far ahead a calendar-mode request may start (Google shows availability 1 to 120 days ahead).
 CALENDAR_AHEAD_DAYS = (1, 120)
@@ -39,8 +43,6 @@ def now() -> datetime.datetime:
         try:
             return datetime.datetime.strptime(fixed, _STAMP).replace(tzinfo=datetime.timezone.utc)
         except ValueError:
-            from builder.errors import BadInput
-
             raise BadInput(f"TPUBUILD_NOW: {fixed!r} is not a UTC time; write it like 2026-11-28T00:00:00Z, "
                            "or unset it") from None
     return datetime.datetime.now(datetime.timezone.utc)
@@ -75,7 +77,6 @@ def create_refusal(settings: Any, today: datetime.datetime | None = None) -> Any
     begin = calendar_window(settings.calendar_start, settings.calendar_days)[0]
     if begin >= today + datetime.timedelta(days=CALENDAR_AHEAD_DAYS[0]):
         return None
-    from builder.errors import ConfigError
 
     when = "is in the past" if begin <= today else "is less than a day ahead"
     return ConfigError(
@@ -91,7 +92,6 @@ def submit_refusal(settings: Any) -> Any:
     written = settings.raw.get("TPU_CALENDAR_START", "").strip()
     if settings.provisioning != "calendar" or not _RELATIVE.fullmatch(written):
         return None
-    from builder.errors import ConfigError
 
     return ConfigError(
         f"{written!r} previews a start {written[1:-1]} days from today ({settings.calendar_start}); a submitted "
@@ -143,8 +143,6 @@ def check(v: dict[str, Any], mode: str, mode_key: str, gen: Any, fail: Callable[
 
 
 def _nearest(zone: str, offered: Any) -> str:
-    from builder.config.zones import nearest
-
     return nearest(zone, offered)[0]
 
 
@@ -154,13 +152,10 @@ def validate_refusal(path: Any, line: int | None, values: dict[str, Any],
     values, before the Settings are made). validate reports what a later command refuses, and
     plan's and render's default action is create (as for a TPU Node file, builder/legacy.py); the
     fix says that an update of a request already made still plans."""
-    from types import SimpleNamespace
-
     refusal = create_refusal(SimpleNamespace(source=path, line_of=lambda key: line, **{
         k: values[k] for k in ("provisioning", "calendar_start", "calendar_days")}), today)
     if refusal is None:
         return None
-    from builder.errors import ConfigError
 
     return ConfigError(refusal.what, f"{refusal.fix} (an update of the request already made still plans: "
                        "tpubuild plan --action update)", path=path, line=line, key="TPU_CALENDAR_START")

@@ -23,10 +23,12 @@ shows the move as a replacement of the slice (its zone or mode changes). A snaps
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from builder.records import record
+from builder.actions import Action
+from builder.records import record, replace
 
 
 @record
@@ -102,8 +104,6 @@ def granted(snapshot: Any) -> Candidate | None:
     candidate says, as before), or a record that is not a zone and a mode."""
     record_ = snapshot.get("granted") if isinstance(snapshot, Mapping) else getattr(snapshot, "granted", None)
     if isinstance(record_, (str, bytes)) and record_:
-        import json
-
         try:
             record_ = json.loads(record_)
         except ValueError:
@@ -133,8 +133,6 @@ def at(settings: Any, place: Candidate) -> Any:
     candidate: its zone, region and mode (and the legacy booleans that mirror the mode), the other
     candidates after it in their order. How the plan prices a candidate, the check reads one, and
     an environment granted elsewhere than its first candidate is planned and read where it is."""
-    from builder.records import replace
-
     listed = settings.candidates or (Candidate(settings.zone, settings.region, settings.provisioning),)
     return replace(settings, zone=place.zone, region=place.region, provisioning=place.mode,
                    tpu_spot=place.mode == "spot", tpu_preemptible=place.mode == "preemptible",
@@ -149,7 +147,7 @@ def settle(settings: Any, place: Candidate | None) -> Any:
     return at(settings, place) if stays(settings.candidates, place) and place is not None else settings
 
 
-def acting(settings: Any, place: Candidate | None, action: str) -> Any:
+def acting(settings: Any, place: Candidate | None, action: Action) -> Any:
     """Where ``action`` acts on an environment whose slice the applied snapshot says was granted
     at ``place``: the one rule plan, render, submit, dispatch and auto follow. A destroy takes down
     what is there (:func:`at`: the backups of the storage are taken in its zone); any other action
@@ -157,4 +155,4 @@ def acting(settings: Any, place: Candidate | None, action: str) -> Any:
     granted place."""
     if place is None:
         return settings
-    return at(settings, place) if str(action) == "destroy" else settle(settings, place)
+    return at(settings, place) if Action(action) is Action.DESTROY else settle(settings, place)

@@ -8,15 +8,17 @@ Cross-key rules (zone vs region, tier vs capacity, runtime vs generation) live i
 
 from __future__ import annotations
 
+import datetime
+import ipaddress
 import re
 from collections.abc import Callable
 from typing import Any
 
 from builder import generations
-from builder.source_models import DEFAULT_MODEL
 from builder.config.filestore import NAMES as FILESTORE_TIERS
 from builder.config.candidates import listed
 from builder.records import record
+from builder.source_models import DEFAULT_MODEL
 
 Parser = Callable[[str], Any]
 
@@ -125,8 +127,6 @@ def gcs_uri(value: str) -> str:
 def cidr29(value: str) -> str:
     v = value.strip()
     try:
-        import ipaddress  # lazily: start-up time (benchmarks/cli_startup.py)
-
         net = ipaddress.IPv4Network(v, strict=True)
     except ValueError:
         raise ValueError(f"{value!r} is not a network in CIDR form; write it like '10.3.0.0/29'") from None
@@ -160,7 +160,6 @@ def image_date(value: str) -> str:
     try:
         if not re.fullmatch(r"[0-9]{8}", v):
             raise ValueError
-        import datetime
 
         datetime.date(int(v[:4]), int(v[4:6]), int(v[6:]))
     except ValueError:
@@ -183,7 +182,6 @@ def timestamp(value: str) -> str:
         return v
     if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", v):
         v += "T00:00:00Z"
-    import datetime
 
     try:
         if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z", v):

@@ -13,7 +13,7 @@ after it refuse three more things, which this module finds without running them:
   the slice's devices, a generation the model has no device count for). The plug-in declares
   them (builder/model_registry.py ``problems``); ``train`` refuses the same with the same key.
   ``plan``, ``render`` and ``submit`` refuse them for create, update and auto
-  (``builder.legacy.refuse_unbuildable``), before a slice the model cannot use is billed;
+  (:func:`refuse_unbuildable`), before a slice the model cannot use is billed;
 * a MIG_SETUP_SCRIPT / MIG_SEED_DATA_PREP_SCRIPT that does not exist: a pipeline that runs it
   (a create or update that boots the hosts or seeds the disk) refuses it; a destroy runs neither,
   so ``plan``, ``render``, ``submit`` and ``dispatch`` with destroy do not resolve the paths
@@ -28,7 +28,12 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from builder.errors import ConfigError
+from builder.actions import APPLYING, Action
+from builder.config.calendar import create_refusal
+from builder.config.scripts import repo_script
+from builder.errors import ConfigError, ConfigErrors
+from builder.legacy import node_refusal, refuse_node
+from builder.model_registry import change_problems, problems
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config.settings import Settings
@@ -38,8 +43,6 @@ _SCRIPTS = (("MIG_SETUP_SCRIPT", "mig_setup_script"), ("MIG_SEED_DATA_PREP_SCRIP
 
 def model_refusals(settings: Settings) -> list[ConfigError]:
     """The selected MODEL's refusals (builder/model_registry.py ``problems``), one line each."""
-    from builder.model_registry import problems
-
     return [ConfigError(what, fix, path=settings.source, line=settings.line_of(key), key=key)
             for key, what, fix in problems(settings)]
 
@@ -50,16 +53,12 @@ def change_refusals(applied: Settings, settings: Settings) -> list[ConfigError]:
     checkpoint cannot resume across), one line each at ``settings``' line. ``plan``/``render``
     (``--applied`` or the snapshot) and ``submit``'s auto refuse them for create, update and auto,
     before the slice is changed; ``validate --applied FILE`` reports them."""
-    from builder.model_registry import change_problems
-
     return [ConfigError(what, fix, path=settings.source, line=settings.line_of(key), key=key)
             for key, what, fix in change_problems(applied, settings)]
 
 
 def refuse_changes(applied: Settings | None, settings: Settings) -> None:
     """Raise :func:`change_refusals` (a ``ConfigErrors``), if any; ``applied`` None: nothing applied."""
-    from builder.errors import ConfigErrors
-
     found = change_refusals(applied, settings) if applied is not None else []
     if found:
         raise ConfigErrors(found, ())
@@ -71,9 +70,6 @@ def refusals(settings: Settings, *, skip: Collection[str] = (), node: bool = Tru
     ``"model"`` skips the model's rules). ``node``: report a legacy TPU Node file (the loader
     passes False when the file has errors of its own: those come first, and a file that does not
     load is refused by every command, destroy included)."""
-    from builder.config.scripts import repo_script
-    from builder.legacy import node_refusal
-
     found: list[ConfigError] = []
     legacy = node_refusal(settings, None) if node else None
     if legacy is not None:  # nothing on such a file builds (destroy and status excepted)
@@ -88,3 +84,19 @@ def refusals(settings: Settings, *, skip: Collection[str] = (), node: bool = Tru
             except ConfigError as exc:
                 found.append(exc)
     return found
+
+
+def refuse_unbuildable(settings: Settings, action: Action) -> None:
+    """Every refusal of an action that config alone cannot decide, before any cloud call: a TPU
+    Node, a create whose calendar-mode request would start less than a day ahead
+    (builder/config/calendar.py), and (create, update, auto) what the selected MODEL refuses about the slice
+    (builder/config/later.py), so a slice the model cannot train on is never billed."""
+    refuse_node(settings, action)
+    if action is Action.CREATE:  # a new calendar-mode request: its start must lie in Google's window
+        too_soon = create_refusal(settings)
+        if too_soon is not None:
+            raise too_soon
+    if action in APPLYING:
+        found = model_refusals(settings)
+        if found:
+            raise ConfigErrors(found, ())

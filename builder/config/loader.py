@@ -17,16 +17,15 @@ only echoes a broken key through ``${KEY}`` gets no line of its own (``parse``'s
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import re
 from pathlib import Path
 from typing import Any
 
-from builder.records import record
-
-
 from builder.errors import ConfigError
 from builder.files import MAX_BYTES, VALUES_FILE, read_bytes  # noqa: F401 - MAX_BYTES re-exported
+from builder.records import record
 
 #: values.env is at most 1 MiB; its refusals are worded in builder/files.py (VALUES_FILE).
 
@@ -278,8 +277,6 @@ def _dotenv(name: str) -> Any:
     ``tpubuild render``'s start-up (benchmarks/cli_startup.py). Both modules import only the standard
     library. Loaded under private names, so a later ``import dotenv`` is unaffected."""
     if name not in _DOTENV:
-        import importlib.util
-
         spec = importlib.util.find_spec("dotenv")
         if spec is None or not spec.submodule_search_locations:
             raise ModuleNotFoundError("python-dotenv is not installed (pip install python-dotenv)")

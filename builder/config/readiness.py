@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from builder.model_registry import advice
+
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
 
 def train_warnings(settings: Settings) -> list[str]:
-    from builder.model_registry import advice
-
     return advice(settings)

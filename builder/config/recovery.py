@@ -9,6 +9,11 @@ from typing import Any
 
 Fail = Callable[[str, str, str], None]
 
+def log_prefix(env: str) -> str:
+    """How every line of the health build starts in its log (the dashboard's logs tile filters on it)."""
+    return f"tpubuild: health: {env}:"
+
+
 #: Capacity modes whose slice ends on purpose: recovering it would fight the end it was bought with.
 _ENDS_BY_DESIGN = ("flex-start", "calendar")
 

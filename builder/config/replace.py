@@ -25,6 +25,7 @@ The TPU quota check (``check-capacity``) counts both slices under make-before-br
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 MAKE_BEFORE_BREAK = "make-before-break"
@@ -68,8 +69,6 @@ def group_filter(settings: Any) -> str:
     slice's groups, whichever of :func:`slot_names` exist (each name regex-escaped, the whole name
     anchored: ``tpu-<env>-bx`` is not a slot). The one spelling every view uses (the host scripts'
     preamble, the health check, the pipeline)."""
-    import re
-
     return f'name~"^({"|".join(re.escape(n) for n in slot_names(settings))})$"'
 
 
@@ -79,3 +78,19 @@ def slice_words(settings: Any) -> str:
     (models/hosts.py) and say which."""
     names = slot_names(settings)
     return names[0] if len(names) == 1 else f"{' or '.join(names)} (whichever exists)"
+
+
+def makes_before_breaking(s: Any) -> bool:
+    """TPU_REPLACE=make-before-break: a replacing change creates the new
+    slice beside the old one (<module>-apply: tpu on vm, mig on mig), checks it (-swap), then deletes
+    the old one (-release); with a MODEL, :func:`moves_training`. A change that replaces nothing finds
+    nothing to swap or release."""
+    return s.replace == MAKE_BEFORE_BREAK
+
+
+def moves_training(s: Any) -> bool:
+    """Make-before-break with a MODEL: the build moves the training too: tpu-prepare prints the
+    model's probe, stop and launch scripts (before anything is made), tpu-checkpoint stops the
+    training on the old slice at its next checkpoint, tpu-resume starts it on the new one once the
+    old is deleted."""
+    return makes_before_breaking(s) and bool(s.model)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from builder.config.replace import moves_training
 from builder.config.candidates import Candidate
 from builder.records import field, record
 from builder.topology import MigShape, Topology, mig_shape
@@ -107,9 +108,7 @@ class Settings:
     def reaches_hosts(self) -> bool:
         """Whether builds log in to the hosts (IAP SSH, as ``tpubuild train`` does): the health
         build relaunches training (:attr:`recovery`), and a make-before-break update with a MODEL
-        moves the training to the new slice (builder/module_parts.py ``moves_training``)."""
-        from builder.module_parts import moves_training
-
+        moves the training to the new slice (builder/config/replace.py ``moves_training``)."""
         return self.recovery or moves_training(self)
 
     @property

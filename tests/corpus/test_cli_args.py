@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from builder.cli import COMMAND_GROUPS, HIDDEN_COMMANDS
-from builder.modules import Action
+from builder.commands import verb
+from builder.actions import Action
+
+COMMAND_GROUPS, HIDDEN_COMMANDS = verb.groups(), verb.hidden()
 
 VALUES = "examples/vm-v6e-16.env"
 

@@ -2,8 +2,8 @@
 
 An unexpected exception must print one line with the hint to rerun with --debug (exit 1), and
 --debug must show the trace. Nothing of ours is mocked: the test adds a real command module
-(``tpubuild_test_boom``, written to tmp_path) to COMMAND_MODULES, the way every area registers its
-commands, and that command really fails: it indexes a missing key, divides by zero, or is
+(``boom``, a verb file written to tmp_path and added to the verbs folder's path, the way every verb
+is a file of builder/commands/verbs/), and that command really fails: it indexes a missing key, divides by zero, or is
 interrupted. The subprocess tests run the real interpreter with the module on PYTHONPATH.
 """
 
@@ -16,18 +16,16 @@ from pathlib import Path
 
 import pytest
 
-import builder.cli
+from builder.commands import verbs
 from tests.conftest import REPO, run_tpubuild
 
 BOOM = '''
-"""A real command module for the handler tests."""
-import argparse
+"""A real verb for the handler tests."""
+from builder.commands.verb import Group, Verb
 
 
-def register(sub, common):
-    p = sub.add_parser("boom", parents=[common], help="fail on purpose")
+def arguments(p):
     p.add_argument("--kind", default="key")
-    p.set_defaults(func=run)
 
 
 def run(args):
@@ -42,14 +40,17 @@ def run(args):
     if args.kind == "pipe":
         raise BrokenPipeError(32, "Broken pipe")
     return 0
+
+
+VERB = Verb(name="boom", group=Group.PIPELINE, rank=99, help="fail on purpose", description="Fail on purpose.",
+            epilog="example: tpubuild boom", arguments=arguments, body=run)
 '''
 
 
 @pytest.fixture
 def boom(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "tpubuild_test_boom.py").write_text(BOOM)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(builder.cli, "COMMAND_MODULES", (*builder.cli.COMMAND_MODULES, "tpubuild_test_boom"))
+    (tmp_path / "boom.py").write_text(BOOM)
+    monkeypatch.setattr(verbs, "__path__", [*verbs.__path__, str(tmp_path)])
     return tmp_path
 
 
@@ -76,8 +77,8 @@ def test_interrupt_and_broken_pipe(boom: Path, cli) -> None:
 
 
 def _run_with_boom(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    (tmp_path / "tpubuild_test_boom.py").write_text(BOOM)
-    code = ("import sys, builder.cli as c; c.COMMAND_MODULES += ('tpubuild_test_boom',); "
+    (tmp_path / "boom.py").write_text(BOOM)
+    code = (f"import sys, builder.cli as c, builder.commands.verbs as v; v.__path__.append({str(tmp_path)!r}); "
             "raise SystemExit(c.main())")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
     return subprocess.run([sys.executable, "-c", code, *args], cwd=REPO, env=env,
@@ -91,7 +92,7 @@ def test_trace_only_with_debug_in_a_real_process(tmp_path: Path) -> None:
     debug = _run_with_boom(tmp_path, "boom", "--kind", "zero", "--debug")
     assert debug.returncode == 1
     assert "Traceback (most recent call last)" in debug.stderr
-    assert "tpubuild_test_boom.py" in debug.stderr and debug.stderr.rstrip().endswith(
+    assert "boom.py" in debug.stderr and debug.stderr.rstrip().endswith(
         "ZeroDivisionError: integer division or modulo by zero")
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from builder.actions import Action
 from builder.config import load_text
 from builder.pipeline import render
 from builder.plan import make_plan
@@ -175,11 +176,11 @@ def test_finalize_records_the_granted_place(tmp_path, monkeypatch) -> None:
 
     monkeypatch.setenv("WORKSPACE", str(tmp_path))
     before = type("Applied", (), {"granted": {"zone": "us-east5-a", "mode": "spot"}})()
-    assert granted_place(before, "update") == {"zone": "us-east5-a", "mode": "spot"}  # slice not applied
-    assert granted_place(before, "destroy") == {}
+    assert granted_place(before, Action.UPDATE) == {"zone": "us-east5-a", "mode": "spot"}  # slice not applied
+    assert granted_place(before, Action.DESTROY) == {}
     (tmp_path / "plans").mkdir()
     (tmp_path / "plans" / "granted.json").write_text('{"zone": "us-east5-c", "mode": "flex-start"}\n')
-    assert granted_place(before, "create") == {"zone": "us-east5-c", "mode": "flex-start"}
+    assert granted_place(before, Action.CREATE) == {"zone": "us-east5-c", "mode": "flex-start"}
 
 
 @pytest.mark.parametrize("action", ["create", "update", "destroy"])

@@ -1,5 +1,6 @@
 """Every command explains itself (description + examples), and the CLI's lazy command loading
-(builder/cli.py COMMAND_OWNERS) builds the same command as the full parser."""
+(builder/cli.py loads only the named verb's file, builder/commands/verbs/<name>.py) builds the same
+command as the full parser."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import sys
 import pytest
 
 from builder import cli
-from builder.cli import COMMAND_GROUPS, HIDDEN_COMMANDS
+from builder.commands import verb
+
+COMMAND_GROUPS, HIDDEN_COMMANDS = verb.groups(), verb.hidden()
 
 
 def _commands() -> dict:
@@ -25,8 +28,8 @@ def test_every_command_has_a_description_and_examples(name):
     assert parser.epilog and "example" in parser.epilog and f"tpubuild {name}" in parser.epilog
 
 
-@pytest.mark.parametrize("name", sorted(cli.COMMAND_OWNERS))
-def test_each_command_is_registered_by_its_owner(name):
+@pytest.mark.parametrize("name", sorted(v.name for v in verb.every()))
+def test_each_command_is_registered_by_its_own_file(name):
     parser = cli.build_parser([name])
     [sub] = [a for a in parser._actions if a.dest == "command"]
     assert name in sub.choices
@@ -49,4 +52,5 @@ def test_render_imports_neither_other_commands_nor_pyyaml():
     from tests.conftest import REPO
 
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['builder.commands.helptext', 'builder.commands.parser', 'builder.commands.pipeline_cmds']"
+    assert out.strip() == ("['builder.commands.parser', 'builder.commands.pipeline_cmds', 'builder.commands.verb', "
+                           "'builder.commands.verbs', 'builder.commands.verbs.render']")

@@ -11,14 +11,17 @@ from pathlib import Path
 import pytest
 
 from builder import cli
-from builder.cli import COMMAND_GROUPS, HIDDEN_COMMANDS
+from builder.commands import verb
 from builder.commands.parser import MODULE_NAMES
 from builder.config import load
 from builder.errors import BadInput
 from builder.guard import evaluate
-from builder.modules import ARCHS, Action, modules
+from builder.modules import ARCHS, modules
+from builder.actions import Action
 from builder.request import parse
 from tests.conftest import REPO
+
+COMMAND_GROUPS, HIDDEN_COMMANDS = verb.groups(), verb.hidden()
 
 
 def _commands() -> dict:

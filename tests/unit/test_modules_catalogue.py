@@ -133,8 +133,10 @@ def test_keys_feed_modules_and_are_known() -> None:
 
 
 def test_action_enum_is_its_value() -> None:
-    assert M.Action.CREATE == "create" and f"{M.Action.DESTROY}" == "destroy" and str(M.Action.AUTO) == "auto"
-    assert M.BUILD_ACTIONS == ("initialize", "create", "update", "destroy", "auto")
+    from builder.actions import BUILD_ACTIONS, Action
+
+    assert Action.CREATE == "create" and f"{Action.DESTROY}" == "destroy" and str(Action.AUTO) == "auto"
+    assert BUILD_ACTIONS == ("initialize", "create", "update", "destroy", "auto")
     assert M.DATA_MODULES == ("filestore", "shared_pd")
 
 
@@ -147,9 +149,10 @@ def test_no_module_list_is_kept_by_hand_outside_the_catalogue() -> None:
 
 
 def test_adding_a_module_is_its_files_plus_one_catalogue_line(tmp_path: Path) -> None:
-    """docs/architecture.md's worked example, done for real on a copy of builder/: one catalogue
+    """docs/architecture.md's worked examples, done for real on a copy of builder/: one catalogue
     entry and the module's inputs, and plan, render, --only, destroy and the guard all know it
-    (the guard lets a destroy delete the data the entry declares, and refuses it on an update)."""
+    (the guard lets a destroy delete the data the entry declares, and refuses it on an update);
+    and a new verb, one file in builder/commands/verbs/, which ``tpubuild --help`` lists and runs."""
     import json
     import shutil
     import subprocess
@@ -193,6 +196,42 @@ def test_adding_a_module_is_its_files_plus_one_catalogue_line(tmp_path: Path) ->
     assert guard.returncode == 0 and "the TensorBoard logs goes away" in guard.stdout, guard.stdout + guard.stderr
     guard = tpubuild("guard", "--module", "logs", "--action", "update", "--plan-json", str(tmp_path / "logs.json"))
     assert guard.returncode != 0 and "REFUSED" in guard.stdout, guard.stdout + guard.stderr
+
+    (tmp_path / "builder/commands/verbs/logs_bucket.py").write_text(LOGS_BUCKET_VERB)
+    top = tpubuild("--help")
+    assert top.returncode == 0 and "logs-bucket    print the TensorBoard logs bucket" in top.stdout, top.stdout
+    assert top.stdout.index("logs-bucket") < top.stdout.index("admin commands")  # its group, after ttl (rank 13)
+    assert top.stdout.index("  ttl ") < top.stdout.index("logs-bucket")
+    ran = tpubuild("logs-bucket", "--suffix", "tb")
+    assert (ran.returncode, ran.stdout) == (0, f"gs://{info['env']}-logs/tb\n"), ran.stderr
+    shown = tpubuild("logs-bucket", "--help").stdout
+    assert "Print the bucket modules/logs makes" in shown and "examples:\n  tpubuild logs-bucket --suffix" in shown
+
+
+#: docs/architecture.md "Adding a CLI verb": the whole verb, one file.
+LOGS_BUCKET_VERB = '''"""Print the bucket modules/logs makes for the TensorBoard logs.
+
+examples:
+  tpubuild logs-bucket --suffix run-1
+"""
+
+import argparse
+
+from builder.commands import load_settings
+from builder.commands.verb import Group, Verb
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--suffix", default="", help="a folder in the bucket")
+
+
+def body(args: argparse.Namespace) -> int:
+    print(f"gs://{load_settings(args).env_name}-logs/{args.suffix}")
+    return 0
+
+
+VERB = Verb.of(__doc__, "logs-bucket", Group.USER, 13, "print the TensorBoard logs bucket", arguments, body)
+'''
 
 
 def _variants() -> list[tuple[str, Path, dict[str, str]]]:

@@ -7,7 +7,7 @@ import pytest
 
 from builder.config import load
 from builder.errors import BadInput
-from builder.modules import Action
+from builder.actions import Action
 from builder.plan import make_plan
 from builder.request import CLI, SUBSTITUTIONS, Request, parse, parse_flag, plan_for
 from tests.support.pipeline import MIG_ENV, NODE_ENV, VM_ENV, ops

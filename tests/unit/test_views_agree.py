@@ -24,8 +24,9 @@ from builder.config import load_text
 from builder.describe import as_text, describe
 from builder.errors import BadInput, TpuBuildError
 from builder.migrate import migrate_text
-from builder.modules import hosts_module, modules
-from builder.plan import make_plan
+from builder.durations import duration
+from builder.modules import accelerator_module, hosts_module, modules
+from builder.plan import make_plan, not_wanted
 from builder.records import asdict
 from builder.request import parse, plan_for
 from tests.conftest import rewrite_env
@@ -114,9 +115,6 @@ def _cases() -> list[tuple[Path, str]]:
 
 
 def _check(old: Any, new: Any, action: str, scope: dict[str, bool]) -> None:
-    from builder.modules import accelerator_module
-    from builder.plan import not_wanted
-
     try:
         plan = plan_for(new, parse(new, action, **scope))
     except BadInput:
@@ -197,9 +195,6 @@ def _check(old: Any, new: Any, action: str, scope: dict[str, bool]) -> None:
 
 
 def _replacement_agrees(old: Any, new: Any, plan: Any, info: dict[str, Any], text: str, story: str) -> None:
-    from builder.durations import duration
-    from builder.modules import accelerator_module
-
     accel = accelerator_module(new.arch)
     rep = info["replacement"]
     swaps = [st for st in plan.steps if st.kind in ("swap", "release")]

@@ -1,0 +1,24 @@
+"""Create the environment's state bucket (Terraform state, lock, applied snapshot) and dataset bucket,
+versioned with uniform access and public access prevention, and upload the workspace the hosts read
+at boot; then the builder image the pipelines run their tpubuild steps in: its Artifact Registry
+repository and, unless this version's tag is there, a Cloud Build build of it (waited for). No
+Terraform; safe to run again.
+
+examples:
+  tpubuild initialize
+  tpubuild initialize --values examples/vm-v4-32.env
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from builder.commands.verb import Group, Verb, work
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    """None beyond every verb's --values and --debug."""
+
+
+VERB = Verb.of(__doc__, "initialize", Group.ADMIN, 1, "create the buckets, upload the workspace, build the builder image",
+               arguments, work("builder.commands.initialize", "cmd_initialize"))

@@ -1,0 +1,25 @@
+"""Print the exact Cloud Build config an action submits (offline, no credentials).
+
+examples:
+  tpubuild render --action create > pipeline.yaml
+  tpubuild render --action update --tpu --format json
+  tpubuild render --action auto --applied old.env  the pipeline auto would submit (nothing: exit 0)
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from builder.commands.parser import add_compare
+from builder.commands.verb import Group, Verb, work
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    add_compare(p)
+    p.add_argument("--allow-wipe", action="store_true",
+                   help="let the seeder wipe a shared PD that already holds data (_ALLOW_WIPE=true)")
+    p.add_argument("--format", choices=("yaml", "json"), default="yaml", help="output format (default: yaml)")
+
+
+VERB = Verb.of(__doc__, "render", Group.USER, 3, "print the Cloud Build config of an action",
+               arguments, work("builder.commands.pipeline_cmds", "run_render"))
