@@ -4,7 +4,7 @@
 
 For every example (examples/*.env and values.env) and action it renders the Cloud Build config
 (offline, as `tpubuild render` does), then walks its ``waitFor`` graph with the durations of
-:func:`builder.durations.duration` (each step kind's minutes, an apply's module's) and prints, now and before the capacity check, the seed change
+:func:`builder.catalogue.durations.duration` (each step kind's minutes, an apply's module's) and prints, now and before the capacity check, the seed change
 and the slice first (``before``: the same steps without ``check-capacity``, with the seed held
 before the disk users' plan, and with the slice's plan waiting for the apply of every module it
 reads the state of, Filestore's and the disk's, as the pipeline was rendered until then):
@@ -13,7 +13,7 @@ reads the state of, Filestore's and the disk's, as the pipeline was rendered unt
   its queue step for a queued TPU VM: where Google is first asked for the chips); its ``before``
   is only the slice first undone (:func:`slice_later`), the other columns' the older pipeline;
 * ``billed``: minutes until the first billed resource is being made (the start of the first
-  apply of a module with prices on its catalogue entry, builder/modules.py);
+  apply of a module with prices on its catalogue entry, builder/catalogue/modules.py);
 * ``quota``: minutes until the TPU quota is known to hold the slice (the end of
   ``check-capacity``; before, the end of the accelerator's apply, where a refusal showed);
 * ``tpu``: minutes until the TPU exists (the end of the accelerator's apply or queue step);
@@ -24,7 +24,7 @@ reads the state of, Filestore's and the disk's, as the pipeline was rendered unt
 
 The durations are estimates, documented where a source gives one and otherwise measured or
 typical values for the step's container start, image pull and work; they are one table
-(builder/durations.py, which ``tpubuild plan`` also reads for make-before-break's overlap), so
+(builder/catalogue/durations.py, which ``tpubuild plan`` also reads for make-before-break's overlap), so
 every figure moves together when one is corrected. This is a measurement, not a test: it prints
 and exits 0.
 """
@@ -39,14 +39,14 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from builder.durations import duration  # noqa: E402  (step minutes: each kind's, an apply's module's)
+from builder.catalogue.durations import duration  # noqa: E402  (step minutes: each kind's, an apply's module's)
 
 
 def slice_later(config: dict[str, Any]) -> dict[str, Any]:
     """The same Build as rendered before the slice came first: the slice's plan waits for the
     apply of every module whose state it reads (``reads_applied``: Filestore, the disk), and every
     guard for ``check-capacity`` (the applies waited through them)."""
-    from builder import modules as catalogue
+    from builder.catalogue import modules as catalogue
 
     steps = [dict(st) for st in config["steps"]]
     ids = {st["id"] for st in steps}
@@ -88,7 +88,7 @@ def times(config: dict[str, Any], settings: Any) -> dict[str, tuple[float, float
             st = by_id[sid]
             start = max((visit(w)[1] for w in st["waitFor"] if w != "-"), default=0.0)
             # the same file planned against itself replaces no slice: make-before-break's steps only look
-            # (`tpubuild plan --applied OLD` prints what a replacing update adds: builder/replacement.py)
+            # (`tpubuild plan --applied OLD` prints what a replacing update adds: builder/planning/replacement.py)
             out[sid] = (start, start + duration(st, settings, replacing=False))
         return out[sid]
 
@@ -98,7 +98,7 @@ def times(config: dict[str, Any], settings: Any) -> dict[str, tuple[float, float
 
 
 def figures(config: dict[str, Any], settings: Any) -> dict[str, float | None]:
-    from builder import modules as catalogue
+    from builder.catalogue import modules as catalogue
 
     t = times(config, settings)
     end = max(e for _s, e in t.values())
@@ -108,7 +108,7 @@ def figures(config: dict[str, Any], settings: Any) -> dict[str, float | None]:
     acc = catalogue.accelerator_module(settings.arch)
     made = [t[i][1] for i in (f"{acc}-apply", f"{acc}-queue") if i in t]
     asked = t[f"{acc}-queue"][0] if f"{acc}-queue" in t else (t[f"{acc}-apply"][0] if f"{acc}-apply" in t else None)
-    from builder.capacity import Need, held, need
+    from builder.planning.capacity import Need, held, need
 
     # the check knows the quota only where tpubuild knows which one (it warns and passes elsewhere),
     # or the reservation or calendar-mode request a mig slice consumes instead
@@ -125,8 +125,8 @@ def _creates(config: dict[str, Any]) -> bool:
 
 def rows(values: list[Path], actions: list[str]) -> list[tuple[str, str, dict[str, float | None], dict[str, float | None]]]:
     from builder.config import load
-    from builder.pipeline import render
-    from builder.plan import make_plan
+    from builder.render.pipeline import render
+    from builder.planning.plan import make_plan
 
     out = []
     for path in values:

@@ -31,8 +31,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from builder import config, tfvars  # noqa: E402
-from builder.plan import module_dir  # noqa: E402
+from builder import config
+from builder.inputs import tfvars  # noqa: E402
+from builder.planning.plan import module_dir  # noqa: E402
 from tests.support.terraform import Reattached, Terraform, Workspace, install, standin_env  # noqa: E402
 
 COMMANDS = (("init", "-input=false", "-no-color"), ("validate", "-no-color"),

@@ -4,7 +4,7 @@ the builder image, side by side in one run.
     python benchmarks/tool_overhead.py [--runs N] [--quick] [--format text|json]
 
 For every example (examples/*.env and values.env) x create/update/destroy the pipeline is rendered
-(``builder.pipeline.render``) and its tool steps counted: the steps that run in the tpubuild
+(``builder.render.pipeline.render``) and its tool steps counted: the steps that run in the tpubuild
 builder image (guard, finalize) and the ``tpubuild-image`` step. Each is priced from per-step
 costs measured here:
 
@@ -83,7 +83,7 @@ def measure_pip(runs: int, quick: bool) -> dict[str, float]:
 
 
 def measure_container(runs: int) -> tuple[float, str]:
-    from builder.pipeline import IMAGES
+    from builder.render.pipeline import IMAGES
 
     docker = shutil.which("docker")
     base = IMAGES["python"]
@@ -98,8 +98,8 @@ def measure_container(runs: int) -> tuple[float, str]:
 def tool_steps(values: Path, action: str) -> tuple[int, bool]:
     """(steps that run in the builder image, whether the image step is there) of one rendering."""
     from builder.config import load
-    from builder.pipeline import image, render
-    from builder.plan import make_plan
+    from builder.render.pipeline import image, render
+    from builder.planning.plan import make_plan
 
     settings = load(values)
     config = render(settings, make_plan(settings, action))

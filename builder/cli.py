@@ -4,7 +4,7 @@ Each verb is one file, ``builder/commands/verbs/<name>.py`` (builder/commands/ve
 finds the file of the verb named and loads only that one (help and errors load them all);
 ``common`` is the parent parser that gives every verb ``--values`` and ``--debug``. Nothing loads
 ``google.*`` until a verb that talks to Google runs, so ``render`` and ``plan`` stay fast. The
-parser's error wording and the grouped help are ``builder/commands/parser.py``; ``builder/console.py`` makes the output degrade to ASCII where the
+parser's error wording and the grouped help are ``builder/commands/parser.py``; ``builder/facts/console.py`` makes the output degrade to ASCII where the
 terminal cannot show more.
 """
 
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from builder import __version__
 from builder.commands import verb
 from builder.commands.parser import Parser, TopParser
-from builder.console import degrade_streams
-from builder.errors import BadInput, TpuBuildError, document
+from builder.facts.console import degrade_streams
+from builder.facts.errors import BadInput, TpuBuildError, document
 
 
 def _command_word(argv: Sequence[str]) -> str | None:
@@ -102,13 +102,13 @@ def check_text_args(argv: Sequence[str]) -> None:
 
 def wants_json(argv: Sequence[str]) -> bool:
     """``--format json`` (or ``--format=json``) is on the command line: then a failure prints a JSON
-    object on stdout too (builder.errors.document), so stdout is JSON on every exit."""
+    object on stdout too (builder.facts.errors.document), so stdout is JSON on every exit."""
     return any(a == "--format=json" or (a == "--format" and b == "json") for a, b in zip(argv, [*argv[1:], ""]))
 
 
 def _fail(what: str, detail: str, code: int, as_json: bool, exc: BaseException | None = None) -> int:
     """Print a failure: its one line on stderr (``tpubuild: <what><detail>``) and, under
-    ``--format json``, its JSON object on stdout (builder.errors.document)."""
+    ``--format json``, its JSON object on stdout (builder.facts.errors.document)."""
     print(f"tpubuild: {what}{detail}", file=sys.stderr)
     if as_json:
         print(json.dumps(document(detail, code, exc), indent=2, sort_keys=True), flush=True)

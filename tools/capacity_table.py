@@ -18,8 +18,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from builder import generations  # noqa: E402
 from builder.config.offers import DOC_VALUES, MODES  # noqa: E402
+from builder.facts import generations  # noqa: E402
 
 DOC = REPO / "docs" / "capacity.md"
 BEGIN, END = "<!-- modes table: tools/capacity_table.py -->", "<!-- end of modes table -->"

@@ -20,7 +20,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from builder.builder_image import LOCK  # noqa: E402
+from builder.catalogue.builder_image import LOCK  # noqa: E402
 
 HEADER = ("# The tpubuild builder image's lock (builder/builder_image.py): written by\n"
           "# `python tools/image_lock.py --write` from setup.cfg's install_requires. Its digest is in the tag.\n")

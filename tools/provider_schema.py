@@ -60,7 +60,7 @@ RELEASE = install.CURRENT
 PACKAGES: dict[str, str] = RELEASE.packages
 
 #: Types kept even though no module declares them: builder checks its refusals against them
-#: (google_tpu_v2_queued_resource: what the pinned provider lets a queued TPU VM carry, builder/legacy.py).
+#: (google_tpu_v2_queued_resource: what the pinned provider lets a queued TPU VM carry, builder/config/legacy.py).
 ALWAYS: set[tuple[str, str]] = {("resources", "google_tpu_v2_queued_resource")}
 
 _BASES = {f"{lib}.{cls}" for lib in ("cdktn", "cdktf") for cls in ("TerraformResource", "TerraformDataSource")}

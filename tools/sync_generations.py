@@ -3,7 +3,7 @@
 
 ``env_setup/scripts/startup.sh`` and ``modules/*/variables.tf`` cannot import Python, yet each
 checks a value against a list of generation facts (accelerator type prefixes, MIG machine types,
-boot disk types). Those lines are generated from the records (builder/generations.py, the rows of
+boot disk types). Those lines are generated from the records (builder/facts/generations.py, the rows of
 builder/data/tpu_offers.json); tests/unit/test_generations.py fails while any of them differs from
 what this tool would write. After adding or changing a generation record::
 
@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from builder import generations  # noqa: E402
+from builder.facts import generations  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ that talk to Google; ``render``/``plan``/``validate`` never load it.
 * ``source``: the content-addressed source tarball (pure).
 * ``builds``: create a build, stream its steps, report its outcome.
 * ``auto``: the digests of each module's sources and the decision against them (the rule
-  itself is ``builder.auto``, pure).
+  itself is ``builder.planning.auto``, pure).
 * ``status``: what is running.
 * Nothing here imports ``builder.commands`` or ``builder.cli``: the command bodies live in
   ``builder/commands/`` (tests/unit/test_import_direction.py checks it).

@@ -1,4 +1,4 @@
-"""GitOps ``auto`` in the cloud: the decision itself is pure and lives in ``builder.auto`` (so
+"""GitOps ``auto`` in the cloud: the decision itself is pure and lives in ``builder.planning.auto`` (so
 ``tpubuild plan --action auto`` previews it offline); here are the digests of each module's
 Terraform and boot sources, which read the repository's files, and :func:`decide_now`, the decision
 against today's repository."""
@@ -10,9 +10,11 @@ import posixpath
 from collections.abc import Iterable
 from pathlib import Path
 
-from builder import modules as catalogue
-from builder.actions import Action
-from builder.auto import (  # noqa: F401 - re-exported: callers and tests use builder.cloud.auto
+from builder.catalogue import modules as catalogue
+from builder.cloud.workspace import find_repo, walk
+from builder.config import Settings
+from builder.facts.actions import Action
+from builder.planning.auto import (  # noqa: F401 - re-exported: callers and tests use builder.cloud.auto
     MOVING_KEYS,
     Decision,
     changed_keys,
@@ -20,9 +22,7 @@ from builder.auto import (  # noqa: F401 - re-exported: callers and tests use bu
     modules_for_key,
     touched,
 )
-from builder.cloud.workspace import find_repo, walk
-from builder.config import Settings
-from builder.plan import make_plan
+from builder.planning.plan import make_plan
 
 
 def terraform_dirs(repo: Path, top: str) -> list[str]:
@@ -71,7 +71,7 @@ def digests(settings: Settings, repo: Path, modules: Iterable[str]) -> dict[str,
 def decide_now(settings: Settings, applied: Settings | None, *, build_id: str = "",
                outstanding: frozenset[str] = frozenset(), absent: frozenset[str] = frozenset(),
                sources_then: dict[str, str] | None = None) -> Decision:
-    """``builder.auto.decide`` against today's repository: the one way ``submit``'s auto and
+    """``builder.planning.auto.decide`` against today's repository: the one way ``submit``'s auto and
     ``tpubuild plan --action auto`` decide. Today's source digests are computed only when the
     snapshot recorded some to compare with (``decide`` compares a module only when both exist)."""
     every = make_plan(settings, Action.CREATE).modules

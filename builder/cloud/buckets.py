@@ -14,8 +14,8 @@ from typing import Any
 
 from builder.cloud.errors import cloud_call
 from builder.config import Settings
-from builder.errors import WorldError
-from builder.records import record
+from builder.facts.errors import WorldError
+from builder.facts.records import record
 
 
 @record

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from builder.cloud.errors import cloud_call
-from builder.errors import WorldError
-from builder.records import record
+from builder.facts.errors import WorldError
+from builder.facts.records import record
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings

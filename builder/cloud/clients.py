@@ -31,8 +31,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from builder.errors import BadInput, WorldError
-from builder.files import MAX_CREDENTIALS, read_file
+from builder.facts.errors import BadInput, WorldError
+from builder.facts.files import MAX_CREDENTIALS, read_file
 
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 NO_CREDENTIALS = (

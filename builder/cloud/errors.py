@@ -10,7 +10,7 @@ import contextlib
 from collections.abc import Iterator
 
 from builder.cloud.clients import NO_CREDENTIALS
-from builder.errors import TpuBuildError, WorldError
+from builder.facts.errors import TpuBuildError, WorldError
 
 _HINTS = {
     401: "the credentials were refused; run `gcloud auth application-default login`",

@@ -29,8 +29,8 @@ from __future__ import annotations
 from typing import Any
 
 from builder.cloud.errors import cloud_call
-from builder.errors import WorldError
-from builder.records import record
+from builder.facts.errors import WorldError
+from builder.facts.records import record
 
 
 @record

@@ -9,7 +9,7 @@ pipeline stopped somewhere, and every step of every pipeline is safe to run agai
 again, ends where an uninterrupted build would have. Under make-before-break the slice part
 (``tpu`` on vm, ``slice`` on mig) then lists both slots; each is billed until the rerun's
 ``<module>-release`` deletes the old one, and the section prices each (its accelerator type's
-list price, builder/cost.py). On vm the TPU API names each slot's type; on mig a group does not,
+list price, builder/catalogue/cost.py). On vm the TPU API names each slot's type; on mig a group does not,
 so status's slice part (``status._slice``, with two slots) reads each slot's type and provisioning
 with :func:`mig_slots` from the ``slices`` output of the mig module's own Terraform state
 (``<ENV>/mig/default.tfstate``: every slot the last apply made, with the values it was made from,
@@ -31,10 +31,10 @@ import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from builder import cost, modules as catalogue
+from builder.catalogue import cost, modules as catalogue
 from builder.cloud import builds, clients, lock
-from builder.errors import BadInput
-from builder.topology import parse
+from builder.facts.errors import BadInput
+from builder.facts.topology import parse
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings

@@ -41,11 +41,11 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from builder.catalogue.step_kinds import BUILD_ENDED
 from builder.cloud import objects
 from builder.cloud.errors import cloud_call
-from builder.errors import WorldError
-from builder.records import asdict, field, fields, record, replace
-from builder.step_kinds import BUILD_ENDED
+from builder.facts.errors import WorldError
+from builder.facts.records import asdict, field, fields, record, replace
 
 FINISHED = BUILD_ENDED
 ORPHAN_SECONDS = 30 * 60

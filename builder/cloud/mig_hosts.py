@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from builder.config.model_registry import hosts as load_hosts
 from builder.config.replace import group_filter, slot_names
-from builder.model_registry import hosts as load_hosts
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings

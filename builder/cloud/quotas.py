@@ -1,5 +1,5 @@
 """Read one quota's value for a zone from the Cloud Quotas API v1 (``QuotaInfo``), for the
-capacity check (``builder/capacity.py`` says what to read and what it means).
+capacity check (``builder/planning/capacity.py`` says what to read and what it means).
 
 ``GET {base}/projects/{project}/locations/global/services/{service}/quotaInfos/{quota_id}``
 answers the quota's ``dimensionsInfos``: per set of dimensions (``{"zone": ...}``, ``{"region":
@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from builder.cloud import clients
-from builder.errors import WorldError
+from builder.facts.errors import WorldError
 
 #: The value Cloud Quotas gives an unlimited quota.
 UNLIMITED = -1

@@ -1,4 +1,4 @@
-"""The recoveries of the health check (TPU_RECOVERY; builder/recovery.py), read from the state
+"""The recoveries of the health check (TPU_RECOVERY; builder/inputs/recovery.py), read from the state
 bucket for ``tpubuild status``: the records under ``workspace/<env>/recoveries/`` (one JSON object
 per try, written by the health build) and the mark of a recovery under way."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from builder import recovery
 from builder.cloud import clients, objects
 from builder.cloud.buckets import exists
 from builder.cloud.errors import cloud_call
 from builder.config import Settings
+from builder.inputs import recovery
 
 #: How many records status lists (the newest); the totals count them all.
 SHOWN = 5

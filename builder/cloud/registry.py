@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from builder.builder_image import NAME, ROLE_LABEL, tag
+from builder.catalogue.builder_image import NAME, ROLE_LABEL, tag
 from builder.cloud.errors import cloud_call
 from builder.cloud.iam import add_bindings
-from builder.errors import WorldError
+from builder.facts.errors import WorldError
 
 #: The one role the builder service account gets, on the repository only.
 WRITER = "roles/artifactregistry.writer"

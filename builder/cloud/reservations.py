@@ -1,5 +1,5 @@
 """Read the reservation or calendar-mode request a mig slice consumes, for the capacity check
-(``builder/capacity.py`` says which and what it means).
+(``builder/planning/capacity.py`` says which and what it means).
 
 ``GET {base}/projects/{project}/zones/{zone}/reservations/{name}`` (a Reservation: ``status``,
 ``specificReservation`` or, for TPUs, ``aggregateReservation``), ``.../reservations`` (the zone's
@@ -15,7 +15,7 @@ from typing import Any
 
 from builder.cloud import clients
 from builder.cloud.quotas import NotReadable
-from builder.errors import WorldError
+from builder.facts.errors import WorldError
 
 #: Held.kind → the Compute Engine collection it is read from.
 COLLECTIONS = {"reservation": "reservations", "any": "reservations", "calendar": "futureReservations"}
@@ -70,7 +70,7 @@ def read(project: str, zone: str, kind: str, name: str, params: dict[str, Any] |
 def advice(project: str, region: str, spec: dict[str, Any]) -> dict[str, Any] | None:
     """Google's calendar-mode advice (``gcloud compute advice calendar-mode``): ``POST
     {base}/projects/{project}/regions/{region}/advice/calendarMode`` with the request's one
-    ``futureResourcesSpecs`` entry ``spec`` (builder/capacity.py ``advice_request``); the
+    ``futureResourcesSpecs`` entry ``spec`` (builder/planning/capacity.py ``advice_request``); the
     CalendarModeAdviceResponse, or None where the API answers 404. Raises :class:`NotReadable`
     (403, or an answer that is not advice: the check says so and goes on) or ``WorldError``
     (Compute Engine unreachable)."""

@@ -23,8 +23,8 @@ from builder.cloud import objects
 from builder.cloud.errors import cloud_call
 from builder.config.applied_objects import record_object, values_object
 from builder.config.candidates import granted as place
-from builder.errors import WorldError
-from builder.records import field, record, replace
+from builder.facts.errors import WorldError
+from builder.facts.records import field, record, replace
 
 
 def values_path(env: str) -> str:

@@ -23,8 +23,8 @@ from typing import Any
 
 from builder.cloud.errors import cloud_call
 from builder.cloud.workspace import walk
-from builder.files import MAX_SOURCE_FILE, read_file
-from builder.records import record
+from builder.facts.files import MAX_SOURCE_FILE, read_file
+from builder.facts.records import record
 
 FILES = ("setup.cfg", "pyproject.toml", "README.md")
 TREES = ("builder", "modules", "env_setup", "models")

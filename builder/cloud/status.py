@@ -25,7 +25,7 @@
   how long training was down, what the down time cost, and a recovery under way or given up.
 
 Which resources an environment has is its modules' (``status`` on each catalogue entry, in the
-order of ``builder.modules.shown``: the TPU first, then the hosts, then the data); :data:`READERS` asks the API behind
+order of ``builder.catalogue.modules.shown``: the TPU first, then the hosts, then the data); :data:`READERS` asks the API behind
 each part's key and the entry's row formats it. Every part is asked separately; a part that fails is reported as ``error`` with one line and the
 command exits 1 after printing everything (absent resources are not errors).
 """
@@ -36,8 +36,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from builder import candidate_table, modules as catalogue
-from builder.actions import Action
+from builder.catalogue import modules as catalogue
+from builder.catalogue.status_rows import recovery_row
 from builder.cloud import clients, interrupted, lock, recoveries, snapshot, ttl
 from builder.cloud.buckets import exists
 from builder.cloud.errors import cloud_call, describe
@@ -46,9 +46,10 @@ from builder.config.candidates import at, granted
 from builder.config.filestore import TIERS
 from builder.config.offers import MAX_RUN_HOURS, calendar_name, calendar_window, flex_request_name
 from builder.config.replace import slot_names
-from builder.errors import TpuBuildError, WorldError
-from builder.plan import make_plan
-from builder.status_rows import recovery_row
+from builder.facts.actions import Action
+from builder.facts.errors import TpuBuildError, WorldError
+from builder.planning import candidate_table
+from builder.planning.plan import make_plan
 
 
 def _absent() -> dict[str, Any]:
@@ -275,7 +276,7 @@ def _recoveries(settings: Settings) -> dict[str, Any]:
     return recoveries.read(settings)
 
 
-#: A status part's key (a catalogue entry's :class:`~builder.modules.StatusPart`) → its API read.
+#: A status part's key (a catalogue entry's :class:`~builder.catalogue.modules.StatusPart`) → its API read.
 READERS: dict[str, Callable[[Settings], dict[str, Any]]] = {
     "tpu": _tpu, "queued": _queued, "filestore": _filestore, "slice": _slice, "mig": _mig, "capacity": _capacity}
 

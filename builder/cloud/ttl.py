@@ -1,6 +1,6 @@
 """The TTL's Cloud Scheduler job, read and moved with google-cloud-scheduler (``tpubuild ttl``,
 ``tpubuild status``). The job itself is created by Terraform (modules/ttl); its schedule is a
-one-shot cron ``m H D M *`` in Etc/UTC (builder/ttl.py), which Terraform ignores once created
+one-shot cron ``m H D M *`` in Etc/UTC (builder/inputs/ttl.py), which Terraform ignores once created
 (``ignore_changes``), so an extension here is never undone by a later apply.
 
 Decision: ``extend D`` counts from the job's current expiry (``6h`` TTL + ``extend 4h`` = 10 h
@@ -13,11 +13,11 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from builder import ttl
 from builder.cloud import clients
 from builder.cloud.errors import cloud_call
 from builder.config import Settings
-from builder.errors import BadInput, WorldError
+from builder.facts.errors import BadInput, WorldError
+from builder.inputs import ttl
 
 
 def _now() -> datetime.datetime:

@@ -20,9 +20,9 @@ import builder
 from builder.cloud.errors import cloud_call
 from builder.config import Settings
 from builder.config.loader import MAX_BYTES
-from builder.errors import BadInput
-from builder.files import MAX_SOURCE_FILE, read_file
-from builder.records import record
+from builder.facts.errors import BadInput
+from builder.facts.files import MAX_SOURCE_FILE, read_file
+from builder.facts.records import record
 
 TREES = ("env_setup", "models")
 SKIP_DIRS = frozenset({"__pycache__", ".git", ".terraform", ".pytest_cache", ".hypothesis"})

@@ -6,12 +6,12 @@ import argparse
 import sys
 from typing import Any
 
-from builder.applied import applied_settings
 from builder.cloud import clients, snapshot
 from builder.cloud.snapshot import values_path
 from builder.config import Settings, load
 from builder.config.candidates import at, granted
-from builder.errors import BadInput
+from builder.facts.errors import BadInput
+from builder.planning.applied import applied_settings
 
 
 def load_settings(args: argparse.Namespace, *, strict: bool = False, later: bool = False) -> Settings:

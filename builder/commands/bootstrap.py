@@ -1,6 +1,6 @@
 """The two renderers of the cloud area, offline: ``tpubuild bootstrap`` writes the root
 cloudbuild.yaml users submit, ``tpubuild trigger`` prints a GitOps push trigger. What they render
-is ``builder.root_build`` (pure); here is only where it goes."""
+is ``builder.inputs.root_build`` (pure); here is only where it goes."""
 
 from __future__ import annotations
 
@@ -8,12 +8,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from builder import environments, gitops, yamlout
 from builder.commands import load_settings, say
+from builder.config import environments
 from builder.config.keys import service_account_email
 from builder.config.later import refuse_unbuildable
-from builder.errors import BadInput, WorldError
-from builder.root_build import TRIGGER_ACTION, check_names, root_cloudbuild, trigger
+from builder.facts.errors import BadInput, WorldError
+from builder.inputs import gitops
+from builder.inputs.root_build import TRIGGER_ACTION, check_names, root_cloudbuild, trigger
+from builder.render import yamlout
 
 
 def cmd_bootstrap(args: argparse.Namespace) -> int:
@@ -41,9 +43,9 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
 
 def cmd_trigger(args: argparse.Namespace) -> int:
     """Every build of the trigger runs ``auto``: a file that ``auto`` refuses (a TPU Node, see
-    builder/legacy.py) gets the same one-line refusal here, instead of a trigger whose every build
+    builder/config/legacy.py) gets the same one-line refusal here, instead of a trigger whose every build
     fails. In a repository of many environments (``environments/<name>/values.env``,
-    builder/environments.py) it prints each environment's plan/apply pair (builder/gitops.py) as
+    builder/config/environments.py) it prints each environment's plan/apply pair (builder/inputs/gitops.py) as
     one multi-document YAML; ``--values environments/<name>/values.env`` prints that one's pair only."""
     check_names(args.repo_owner, args.repo_name, args.branch)
     plan_as = _plan_account(args.plan_service_account)

@@ -1,5 +1,5 @@
 """``tpubuild check-capacity``: the pipeline's first step, and ``tpubuild plan --check`` from a
-workstation. It reads the quota the slice uses (``builder.capacity`` says which and what the value
+workstation. It reads the quota the slice uses (``builder.planning.capacity`` says which and what the value
 means; ``builder.cloud.quotas`` reads it) and, on mig, the reservation or calendar-mode request it
 consumes (``builder.cloud.reservations``), and refuses, exit 1 with one line, when they cannot hold
 the slice. A quota or reservation tpubuild does not know, or cannot read, is said and not refused.
@@ -10,17 +10,17 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from builder import capacity
-from builder.capacity_outcome import Outcome, advice_line, advice_request, verdict_line
 from builder.cloud import clients, quotas, reservations, snapshot
 from builder.commands import applied_or_warn, load_settings, say, warn
 from builder.config.calendar import resolve_start
 from builder.config.candidates import at
 from builder.config.replace import MAKE_BEFORE_BREAK
-from builder.errors import WorldError
+from builder.facts.errors import WorldError
+from builder.planning import capacity
+from builder.planning.capacity_outcome import Outcome, advice_line, advice_request, verdict_line
 
 if TYPE_CHECKING:  # pragma: no cover
-    from builder.capacity import Held, Need
+    from builder.planning.capacity import Held, Need
     from builder.config import Settings
 
 

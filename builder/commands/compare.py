@@ -10,21 +10,21 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder import auto
-from builder.applied import applied_settings, compared_with
 from builder.cloud import buckets, clients, interrupted, snapshot
 from builder.cloud.auto import decide_now
 from builder.cloud.errors import describe
 from builder.cloud.status import READERS
 from builder.config import load
 from builder.config.candidates import at, granted
-from builder.errors import BadInput, TpuBuildError
-from builder.files import MAX_BYTES, read_file
-from builder.records import record
+from builder.facts.errors import BadInput, TpuBuildError
+from builder.facts.files import MAX_BYTES, read_file
+from builder.facts.records import record
+from builder.planning import auto
+from builder.planning.applied import applied_settings, compared_with
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
-    from builder.plan import Plan
+    from builder.planning.plan import Plan
 
 
 @record(frozen=False)
@@ -53,7 +53,7 @@ def has_credentials() -> bool:
     In a pull request's plan build the build's account has them, with no file to show for it."""
     if os.environ.get("STORAGE_EMULATOR_HOST") or os.environ.get("GOOGLE_APPLICATION_CREDENTIALS"):
         return True
-    if os.environ.get("TPUBUILD_PLAN_BUILD"):  # a GitOps plan build (builder/gitops.py): the metadata server's
+    if os.environ.get("TPUBUILD_PLAN_BUILD"):  # a GitOps plan build (builder/inputs/gitops.py): the metadata server's
         return True
     config = os.environ.get("CLOUDSDK_CONFIG") or os.path.join(os.path.expanduser("~"), ".config", "gcloud")
     return os.path.isfile(os.path.join(config, "application_default_credentials.json"))

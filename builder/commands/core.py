@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from builder import generations, modules as catalogue
+from builder.catalogue import modules as catalogue
 from builder.commands import load_settings
 from builder.config.later import refuse_changes
 from builder.config.readiness import train_warnings
-from builder.errors import ConfigErrors
+from builder.facts import generations
+from builder.facts.errors import ConfigErrors
 
 def run_validate(args: argparse.Namespace) -> int:
     try:

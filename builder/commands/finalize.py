@@ -1,5 +1,5 @@
 """``tpubuild finalize``: the pipeline's last step. It records what the build applied in the
-applied snapshot (``builder.applied.after_build`` does the arithmetic) and releases the lock.
+applied snapshot (``builder.planning.applied.after_build`` does the arithmetic) and releases the lock.
 
 It records only while this build still holds the lock: otherwise the lock's real holder may be
 applying something else, and recording would overwrite its truth (exit 1, nothing recorded).
@@ -14,15 +14,15 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder import auto
-from builder.actions import PLAN_ACTIONS, Action
-from builder.applied import after_build
 from builder.cloud import builds, clients, lock, snapshot, workspace
 from builder.cloud.auto import digests
 from builder.commands import applied_or_warn, load_settings, say
 from builder.config.candidates import granted
-from builder.errors import BadInput, WorldError
-from builder.plan import make_plan
+from builder.facts.actions import PLAN_ACTIONS, Action
+from builder.facts.errors import BadInput, WorldError
+from builder.planning import auto
+from builder.planning.applied import after_build
+from builder.planning.plan import make_plan
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.cloud.lock import Lock
@@ -85,7 +85,7 @@ def granted_place(before: Any, action: Action) -> dict[str, str]:
 
 def record(settings: Settings, bucket: Any, build_id: str, action: Action, ops: list[tuple[str, str]]) -> None:
     """Write the applied snapshot after build ``build_id`` ran ``ops``: today's values.env, and the
-    ledger ``builder.applied.after_build`` derives from the snapshot found and the operations."""
+    ledger ``builder.planning.applied.after_build`` derives from the snapshot found and the operations."""
     env = settings.env_name
     repo = workspace.find_repo(settings)
     every = make_plan(settings, Action.CREATE).modules

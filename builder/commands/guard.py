@@ -13,12 +13,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from builder.actions import Action
-from builder.errors import BadInput
-from builder.files import MAX_PLAN_BYTES, PLAN_JSON, read_bytes  # noqa: F401 - MAX_PLAN_BYTES re-exported
-from builder.guard import check_args, evaluate
+from builder.facts.actions import Action
+from builder.facts.errors import BadInput
+from builder.facts.files import MAX_PLAN_BYTES, PLAN_JSON, read_bytes  # noqa: F401 - MAX_PLAN_BYTES re-exported
+from builder.planning.guard import check_args, evaluate
 
-#: The plan JSON is at most 256 MiB; its refusals are worded in builder/files.py (PLAN_JSON).
+#: The plan JSON is at most 256 MiB; its refusals are worded in builder/facts/files.py (PLAN_JSON).
 
 
 

@@ -1,7 +1,7 @@
 """``tpubuild initialize``: create (or adopt) the state and dataset buckets, the builder service
 account and its roles, upload the workspace, and make the tpubuild builder image: its Artifact
 Registry repository (``builder/cloud/registry.py``) and, unless its tag is there, the image itself,
-built by Cloud Build from the pipelines' own ``tpubuild-image`` step (``builder/builder_image.py``).
+built by Cloud Build from the pipelines' own ``tpubuild-image`` step (``builder/catalogue/builder_image.py``).
 No Terraform runs: initialize has no pipeline."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from builder import pipeline
 from builder.cloud import buckets, builds, clients, iam, registry, source, workspace
 from builder.commands import load_settings, say
+from builder.render import pipeline
 
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path

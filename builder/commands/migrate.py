@@ -3,7 +3,7 @@
 
 In place by default, keeping the original as ``<file>.bak``; ``--output FILE`` writes there and
 leaves the original alone. Prints a before/after summary. A file with nothing to migrate is left
-untouched (no .bak either), so running it twice changes nothing. See builder/migrate.py.
+untouched (no .bak either), so running it twice changes nothing. See builder/config/migrate.py.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from pathlib import Path
 
 from builder.config import load_text
 from builder.config.loader import read_text
-from builder.errors import BadInput
-from builder.generations import api
-from builder.migrate import migrate_text
+from builder.config.migrate import migrate_text
+from builder.facts.errors import BadInput
+from builder.facts.generations import api
 
 
 def _write(path: Path, text: str) -> None:

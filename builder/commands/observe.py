@@ -1,6 +1,6 @@
 """``tpubuild profile`` (an XLA profile of the running training) and ``tpubuild logs --metrics``
 (torch_xla's metrics report summarised across hosts). The commands themselves are made in
-builder/observe.py; this file runs them (``--dry-run`` prints them)."""
+builder/render/observe.py; this file runs them (``--dry-run`` prints them)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ import tempfile
 import time
 from typing import Any
 
-from builder import model_registry, observe
 from builder.cloud import mig_hosts
 from builder.commands import load_settings
 from builder.config import Settings
-from builder.errors import BadInput, WorldError
+from builder.config import model_registry
+from builder.facts.errors import BadInput, WorldError
+from builder.render import observe
 
 
 def target(settings: Settings) -> observe.Target:
@@ -25,7 +26,7 @@ def target(settings: Settings) -> observe.Target:
     external = s.mig_external_ip if s.arch == "node" else s.tpu_external_ips
     # how gcloud reaches the hosts (models/hosts.py; on mig the slice's VMs in worker order)
     extra: dict[str, Any] = {"reach": mig_hosts.access(s)}
-    # the selected model's own declaration (builder/model_registry.py DECLARED)
+    # the selected model's own declaration (builder/config/model_registry.py DECLARED)
     declared = {name: model_registry.declared(s.repo_root, s.model, name)
                 for name in ("CODE_DIR", "PROFILER", "PROFILER_PORT")}
     return observe.Target(arch=s.arch, project=s.project_id, zone=s.zone, tpu=s.tpu_name, env=s.env_name,

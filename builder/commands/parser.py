@@ -23,9 +23,9 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn
 
-from builder.actions import Action
-from builder.errors import BadInput
-from builder.modules import ARCHS, modules
+from builder.catalogue.modules import ARCHS, modules
+from builder.facts.actions import Action
+from builder.facts.errors import BadInput
 
 #: Every plan module of any architecture, in create order (what ``--only`` names).
 MODULE_NAMES: tuple[str, ...] = tuple(dict.fromkeys(m for arch in ARCHS for m in modules(arch)))
@@ -65,9 +65,9 @@ def add_action(parser: argparse.ArgumentParser, *, valid: Sequence[Action] = tup
 def add_scope(parser: argparse.ArgumentParser) -> None:
     """``--tpu``, ``--mig`` and ``--allow-data-loss``, worded once for plan, render and submit.
 
-    What they do is ``builder.plan.make_plan`` (the scope) and ``builder.guard`` (the override):
+    What they do is ``builder.planning.plan.make_plan`` (the scope) and ``builder.planning.guard`` (the override):
     ``--mig`` names the MIG module, which is the slice itself on ``TPU_ARCH=mig`` and the worker
-    VMs of a legacy node (refused on ``vm``, which has none); ``builder.guard`` lets a destroy delete
+    VMs of a legacy node (refused on ``vm``, which has none); ``builder.planning.guard`` lets a destroy delete
     Filestore and the shared PD without the override (the pipeline snapshots the disk, and backs
     Filestore up where its tier has backups, first), so only create/update need ``--allow-data-loss``.
     """

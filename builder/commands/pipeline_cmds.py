@@ -13,18 +13,19 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from builder import pipeline, request, yamlout
-from builder.actions import APPLYING, Action
 from builder.cloud.interrupted import lines
 from builder.commands import load_settings
 from builder.config.candidates import acting
 from builder.config.later import refuse_changes
-from builder.describe import INITIALIZE_NOTE, as_text, describe
+from builder.facts.actions import APPLYING, Action
+from builder.planning import request
+from builder.planning.describe import INITIALIZE_NOTE, as_text, describe
+from builder.render import pipeline, yamlout
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.commands.compare import Previous
     from builder.config import Settings
-    from builder.plan import Plan
+    from builder.planning.plan import Plan
 
 
 def _plan(args: argparse.Namespace, *, compare: bool = False) -> tuple[Settings, Plan | None, Previous | None]:

@@ -1,4 +1,4 @@
-"""``tpubuild plan --all``: every environment of the repository (builder/environments.py) in one
+"""``tpubuild plan --all``: every environment of the repository (builder/config/environments.py) in one
 table: its values file, the action GitOps ``auto`` would take, and the hourly cost before → after.
 
 Each row is ``tpubuild plan --action auto`` of that file (the same ``previous``, ``auto_plan`` and
@@ -16,15 +16,15 @@ import json
 import sys
 from typing import Any
 
-from builder import environments
-from builder.actions import Action, Verdict
 from builder.commands import warn
 from builder.commands.compare import auto_plan, has_credentials, previous
+from builder.config import environments
 from builder.config.candidates import acting
 from builder.config.later import refuse_changes
-from builder.describe import describe
-from builder.errors import BadInput, TpuBuildError
-from builder.plan import make_plan
+from builder.facts.actions import Action, Verdict
+from builder.facts.errors import BadInput, TpuBuildError
+from builder.planning.describe import describe
+from builder.planning.plan import make_plan
 
 #: Flags that choose one environment's plan; --all plans auto of every environment.
 _ONE_ENV_FLAGS: tuple[tuple[str, str], ...] = (("tpu", "--tpu"), ("mig", "--mig"), ("only", "--only"),

@@ -16,10 +16,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from builder import model_registry
 from builder.commands import load_settings, placed
-from builder.errors import BadInput
-from builder.records import replace
+from builder.config import model_registry
+from builder.facts.errors import BadInput
+from builder.facts.records import replace
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings

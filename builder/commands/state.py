@@ -8,7 +8,7 @@ import json
 
 from builder.cloud import buckets, builds, clients, lock, status
 from builder.commands import load_settings, say
-from builder.errors import BadInput, WorldError
+from builder.facts.errors import BadInput, WorldError
 
 
 def cmd_unlock(args: argparse.Namespace) -> int:

@@ -2,7 +2,7 @@
 (:func:`prepare`), then take the lock, upload the source and create the build (:func:`execute`).
 
 ``auto`` decides its plan here, from the applied snapshot in the state bucket: the decision itself
-is ``builder.auto`` (pure), the digests of today's sources ``builder.cloud.auto``.
+is ``builder.planning.auto`` (pure), the digests of today's sources ``builder.cloud.auto``.
 
 Exit codes: 0 done; 1 a failure in the world (a cloud call, a missing state bucket, no
 credentials, a held lock, a build that did not succeed); 2 bad input (values.env, flags, an
@@ -15,8 +15,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder import auto, modules as catalogue, pipeline, tfvars, ttl
-from builder.actions import APPLYING, Action
+from builder.catalogue import modules as catalogue
 from builder.cloud import buckets, builds, clients, lock, snapshot, source, workspace
 from builder.cloud.auto import decide_now
 from builder.cloud.errors import cloud_call
@@ -25,16 +24,20 @@ from builder.commands.initialize import initialize
 from builder.config.calendar import create_refusal, submit_refusal
 from builder.config.candidates import acting, at, granted
 from builder.config.later import refuse_changes
-from builder.errors import WorldError
-from builder.plan import make_plan
-from builder.records import record
-from builder.request import SUBSTITUTIONS, parse, plan_for
+from builder.facts.actions import APPLYING, Action
+from builder.facts.errors import WorldError
+from builder.facts.records import record
+from builder.inputs import tfvars, ttl
+from builder.planning import auto
+from builder.planning.plan import make_plan
+from builder.planning.request import SUBSTITUTIONS, parse, plan_for
+from builder.render import pipeline
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.cloud.source import Source
     from builder.config import Settings
-    from builder.plan import Plan
-    from builder.request import Request
+    from builder.planning.plan import Plan
+    from builder.planning.request import Request
 
 
 @record
@@ -52,8 +55,8 @@ class Prepared:
 
 def prepare(settings: Settings, request: Request) -> Prepared:
     """Every check that needs no cloud, done before any client is built (so bad input is exit 2
-    even without credentials): the request (``builder.request.parse`` refused what it could),
-    its plan (``builder.request.plan_for``), the pipeline (``builder.pipeline.render``), the
+    even without credentials): the request (``builder.planning.request.parse`` refused what it could),
+    its plan (``builder.planning.request.plan_for``), the pipeline (``builder.render.pipeline.render``), the
     tfvars and the source tarball."""
     relative = submit_refusal(settings) if request.action in APPLYING else None
     if relative is not None:  # a calendar request is sent with the date written out
@@ -75,7 +78,7 @@ def auto_plan(settings: Settings, bucket: Any) -> tuple[Plan | None, Settings]:
     why; the plan (None for nothing) and the settings it acts on: placed where the snapshot says
     the slice was granted, while the candidate list holds that place (builder/config/candidates.py),
     so auto keeps the slice there. A snapshot whose values.env no longer parses is warned about and
-    every module is updated (``builder.auto.decide_unreadable``)."""
+    every module is updated (``builder.planning.auto.decide_unreadable``)."""
     applied = snapshot.read(bucket, settings.env_name)
     if applied is None:
         decision = decide_now(settings, None)
@@ -207,8 +210,8 @@ def _finished_at(cb: Any, project: str, build_id: str) -> str:
 
 def _keep_ttl_source(bucket: Any, settings: Settings, action: Action, src: Source) -> None:
     """With ``ENV_TTL_HOURS`` or ``TPU_RECOVERY``, the tarball this build runs from is also kept at
-    ``workspace/<env>/ttl/source.tgz`` (builder/ttl.py): the TTL's destroy build and the health
-    check's build (builder/recovery.py), started by Cloud Scheduler long after this laptop is gone,
+    ``workspace/<env>/ttl/source.tgz`` (builder/inputs/ttl.py): the TTL's destroy build and the health
+    check's build (builder/inputs/recovery.py), started by Cloud Scheduler long after this laptop is gone,
     run tpubuild from it, so they carry the values.env last submitted. A destroy leaves it as it
     is (the TPU's jobs go with the TPU)."""
     if not (settings.env_ttl_hours or settings.recovery) or action is Action.DESTROY:

@@ -11,7 +11,7 @@ stop. The host transport (gcloud ssh, IAP, the ready check, the run and stop lin
 
 A model package is ``models/<name>/`` with a ``launcher.py`` (standard library only) that turns
 the Settings into shell steps (gcloud ssh/scp to the hosts): the ``Launcher`` protocol, registry
-and loading are builder/model_registry.py's. It is looked up first in ``<folder of values.env>/models``
+and loading are builder/config/model_registry.py's. It is looked up first in ``<folder of values.env>/models``
 (``settings.repo_root``), then in the source tree tpubuild runs from (an editable install, or the
 /workspace of a Cloud Build step).
 
@@ -33,15 +33,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from builder import model_registry
 from builder.cloud import mig_hosts
 from builder.commands import load_settings, placed
 from builder.commands.observe import refuse_flags, run_logs_metrics
 from builder.commands.runtime import runtime_settings
 from builder.config import Settings
+from builder.config import model_registry
 from builder.config.replace import slice_words, slot_names
-from builder.errors import BadInput, ConfigError, WorldError
-from builder.observe import METRICS_INTERVAL_S
+from builder.facts.errors import BadInput, ConfigError, WorldError
+from builder.render.observe import METRICS_INTERVAL_S
 
 LAUNCHER = model_registry.LAUNCHER
 
@@ -49,7 +49,7 @@ LAUNCHER = model_registry.LAUNCHER
 # ---------------------------------------------------------------- finding the launcher
 
 def load_launcher(settings: Settings, model: str) -> tuple[ModuleType, Path]:
-    """The model's launcher module (builder/model_registry.py ``Launcher``) and the ``models/``
+    """The model's launcher module (builder/config/model_registry.py ``Launcher``) and the ``models/``
     folder it came from."""
     root = model_registry.find(settings.repo_root, model, LAUNCHER)
     if root is not None:
@@ -57,7 +57,7 @@ def load_launcher(settings: Settings, model: str) -> tuple[ModuleType, Path]:
         lacks = model_registry.missing(module)
         if lacks:
             raise BadInput(f"{root / model / LAUNCHER} is not a tpubuild launcher: it lacks {', '.join(lacks)} "
-                           "(see the Launcher protocol in builder/model_registry.py)")
+                           "(see the Launcher protocol in builder/config/model_registry.py)")
         return module, root
     models = ", ".join(model_registry.available(settings.repo_root)) or "none found"
     raise BadInput(f"unknown model {model!r}; available models: {models} (folders under models/ with a {LAUNCHER})")
@@ -177,13 +177,13 @@ def run_stop(args: argparse.Namespace) -> int:
 
 
 def _probe(args: argparse.Namespace, settings: Settings) -> int:
-    """``stop --probe``: the model's ``plan_probe`` (builder/model_registry.py), which prints
+    """``stop --probe``: the model's ``plan_probe`` (builder/config/model_registry.py), which prints
     ``tpubuild-probe RUNNING MTIME`` (the build's tpu-checkpoint step reads it)."""
     model = _model(args, settings)
     launcher, root = load_launcher(settings, model)
     if not hasattr(launcher, "plan_probe"):
         raise BadInput(f"stop --probe: {root / model / LAUNCHER} has no plan_probe, so tpubuild cannot tell when "
-                       f"{model} writes a checkpoint; add it (builder/model_registry.py Launcher) or set MODEL empty")
+                       f"{model} writes a checkpoint; add it (builder/config/model_registry.py Launcher) or set MODEL empty")
     job = _job(settings, launcher)
     script = launcher.render(_plan(settings, launcher, lambda: launcher.plan_probe(job, str(root))))
     if args.dry_run:

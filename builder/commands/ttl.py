@@ -8,10 +8,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from builder import ttl
 from builder.cloud import ttl as cloud_ttl
 from builder.commands import load_settings
-from builder.errors import BadInput
+from builder.facts.errors import BadInput
+from builder.inputs import ttl
 
 def run_ttl(args: argparse.Namespace) -> int:
     settings = load_settings(args)

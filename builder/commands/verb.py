@@ -19,8 +19,8 @@ from enum import Enum
 from functools import lru_cache
 from pathlib import Path
 
-from builder.errors import BadInput
-from builder.records import record
+from builder.facts.errors import BadInput
+from builder.facts.records import record
 
 #: The package whose modules are the verbs.
 PACKAGE = "builder.commands.verbs"

@@ -1,7 +1,7 @@
 """values.env → typed, validated :class:`Settings`.
 
 ``load(path)`` is the only entry point. It checks everything and raises one
-:class:`builder.errors.ConfigErrors` (a ``ConfigError``, exit 2) carrying every problem found, each
+:class:`builder.facts.errors.ConfigErrors` (a ``ConfigError``, exit 2) carrying every problem found, each
 located at ``file:line`` and naming the key and the fix (``tpubuild validate`` prints one line
 each; other commands print the first and the count). Every key is parsed on its own, so all bad
 values are reported together; a rule between keys that fails stops only its own group of rules.
@@ -21,13 +21,13 @@ from builder.config import calendar, hardening, names, offers, recovery, replace
 from builder.config.candidates import ordered
 from builder.config.keys import IGNORED_KEYS, KEYS, KeySpec
 from builder.config.later import refusals
+from builder.config.legacy import seed_scripts
 from builder.config.loader import Entry, parse, read_text
+from builder.config.model_registry import model_keys
 from builder.config.scripts import find_script
 from builder.config.settings import Settings
-from builder.errors import BadInput, ConfigError, ConfigErrors
-from builder.legacy import seed_scripts
-from builder.model_registry import model_keys
-from builder.topology import parse as parse_topology
+from builder.facts.errors import BadInput, ConfigError, ConfigErrors
+from builder.facts.topology import parse as parse_topology
 
 __all__ = ["Settings", "load", "load_text", "known_keys"]
 
@@ -35,7 +35,7 @@ _SPECS: dict[str, KeySpec] = {k.name: k for k in KEYS}
 
 
 def _model_specs(folder: Path | None = None) -> dict[str, KeySpec]:
-    """The registered models' keys (builder/model_registry.py), for values.env in ``folder``."""
+    """The registered models' keys (builder/config/model_registry.py), for values.env in ``folder``."""
     return {k.name: k for k in model_keys(folder)}
 
 
@@ -93,7 +93,7 @@ class _Stop(Exception):
 
 def load_text(text: str, path: Path | str, *, strict: bool = False, later: bool = False,
               applied: bool = False) -> Settings:
-    """``applied``: ``text`` is a values.env that was already applied (builder/applied.py): read it
+    """``applied``: ``text`` is a values.env that was already applied (builder/planning/applied.py): read it
     as it was built, so what is refused only since (a near-miss key, spaces around ``=``) does not
     make the applied values unreadable."""
     path = Path(path)

@@ -1,6 +1,6 @@
 """Where the applied snapshot's objects are in the environment's state bucket: its values.env and
 its record (builder/cloud/snapshot.py writes and reads both; the health check's
-build, builder/recovery.py, reads the granted place from the record). Names only, no I/O, so every
+build, builder/inputs/recovery.py, reads the granted place from the record). Names only, no I/O, so every
 layer that needs a path reads it from here.
 """
 
@@ -14,5 +14,5 @@ def values_object(env: str) -> str:
 
 def record_object(env: str) -> str:
     """Where the snapshot's record is (``applied/build.json``): the same facts as JSON, for people
-    and scripts (the health check reads the granted place from it: builder/recovery.py)."""
+    and scripts (the health check reads the granted place from it: builder/inputs/recovery.py)."""
     return f"workspace/{env}/applied/build.json"

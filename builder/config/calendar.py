@@ -27,7 +27,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from builder.config.zones import nearest
-from builder.errors import BadInput, ConfigError
+from builder.facts.errors import BadInput, ConfigError
 
 #: How far ahead a calendar-mode request may start (Google shows availability 1 to 120 days ahead).
 CALENDAR_AHEAD_DAYS = (1, 120)
@@ -150,7 +150,7 @@ def validate_refusal(path: Any, line: int | None, values: dict[str, Any],
                      today: datetime.datetime | None = None) -> Any:
     """``tpubuild validate``'s refusal of a start a create would refuse (``values``: the parsed
     values, before the Settings are made). validate reports what a later command refuses, and
-    plan's and render's default action is create (as for a TPU Node file, builder/legacy.py); the
+    plan's and render's default action is create (as for a TPU Node file, builder/config/legacy.py); the
     fix says that an update of a request already made still plans."""
     refusal = create_refusal(SimpleNamespace(source=path, line_of=lambda key: line, **{
         k: values[k] for k in ("provisioning", "calendar_start", "calendar_days")}), today)

@@ -27,8 +27,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from builder.actions import Action
-from builder.records import record, replace
+from builder.facts.actions import Action
+from builder.facts.records import record, replace
 
 
 @record

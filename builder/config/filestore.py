@@ -8,7 +8,7 @@ https://cloud.google.com/filestore/docs/backups (High Scale SSD has no backups).
 
 from __future__ import annotations
 
-from builder.records import record
+from builder.facts.records import record
 
 
 @record

@@ -14,11 +14,11 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from builder import generations
-from builder.config.filestore import NAMES as FILESTORE_TIERS
 from builder.config.candidates import listed
-from builder.records import record
-from builder.source_models import DEFAULT_MODEL
+from builder.config.filestore import NAMES as FILESTORE_TIERS
+from builder.facts import generations
+from builder.facts.records import record
+from builder.facts.source_models import DEFAULT_MODEL
 
 Parser = Callable[[str], Any]
 

@@ -23,11 +23,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from builder.errors import ConfigError
-from builder.files import MAX_BYTES, VALUES_FILE, read_bytes  # noqa: F401 - MAX_BYTES re-exported
-from builder.records import record
+from builder.facts.errors import ConfigError
+from builder.facts.files import MAX_BYTES, VALUES_FILE, read_bytes  # noqa: F401 - MAX_BYTES re-exported
+from builder.facts.records import record
 
-#: values.env is at most 1 MiB; its refusals are worded in builder/files.py (VALUES_FILE).
+#: values.env is at most 1 MiB; its refusals are worded in builder/facts/files.py (VALUES_FILE).
 
 
 

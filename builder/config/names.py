@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from builder import model_registry
+from builder.config import model_registry
 
 Fail = Callable[[str, str, str], None]
 
@@ -134,7 +134,7 @@ def supplied(settings: Any) -> list[tuple[str, str, str]]:
 
 def data_uris(settings: Any) -> list[tuple[str, Any]]:
     """``(key, value)`` of every key a registered model declares as data (its ``DATA_KEYS``:
-    builder/model_registry.py), as the values set them."""
+    builder/config/model_registry.py), as the values set them."""
     fields = {k.name: k.field for k in model_registry.model_keys(settings.repo_root)}
     keys = [k for ks in model_registry.declared_by_all(settings.repo_root, "DATA_KEYS").values() for k in ks]
     return [(key, settings.model_options.get(fields[key], "")) for key in keys if key in fields]

@@ -1,6 +1,6 @@
 """What Google Cloud offers, per TPU generation: zones, TPU VM runtimes and ways to pay.
 
-The facts are fields of each generation's record (builder/generations.py, the rows of
+The facts are fields of each generation's record (builder/facts/generations.py, the rows of
 ``builder/data/tpu_offers.json``, with their sources and the date they were checked). This module
 applies them to a values.env:
 
@@ -41,11 +41,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from builder import generations as records
-from builder.records import record
-from builder.topology import Topology
 from builder.config.calendar import calendar_window, check as _calendar  # noqa: F401 - calendar_window re-exported
 from builder.config.zones import nearest
+from builder.facts import generations as records
+from builder.facts.records import record
+from builder.facts.topology import Topology
 
 DATA = records.DATA
 

@@ -1,4 +1,4 @@
-"""Rules on TPU_RECOVERY (the health check of builder/recovery.py), run on the whole Settings,
+"""Rules on TPU_RECOVERY (the health check of builder/inputs/recovery.py), run on the whole Settings,
 once the capacity mode is settled (builder.config.load_text), each blaming TPU_RECOVERY. A fix
 never suggests turning recovery off where it could work: it names the change that keeps it first."""
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from builder.errors import ConfigError
-from builder.legacy import seed_scripts
+from builder.config.legacy import seed_scripts
+from builder.facts.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config.settings import Settings

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from builder.config.replace import moves_training
 from builder.config.candidates import Candidate
-from builder.records import field, record
-from builder.topology import MigShape, Topology, mig_shape
+from builder.config.replace import moves_training
+from builder.facts.records import field, record
+from builder.facts.topology import MigShape, Topology, mig_shape
 
 
 def _env_name(template: str) -> property:
@@ -69,7 +69,7 @@ class Settings:
     zone_check: str = "error"  # TPU_ZONE_CHECK: "warn" turns the zone-table refusal into a warning
     build_service_account: str = ""  # BUILD_SERVICE_ACCOUNT; see builder_service_account
     env_ttl_hours: int = 0
-    protected: bool = False  # ENV_PROTECTED: its GitOps apply trigger needs an approval (builder/gitops.py)
+    protected: bool = False  # ENV_PROTECTED: its GitOps apply trigger needs an approval (builder/inputs/gitops.py)
     replace: str = "break-before-make"  # TPU_REPLACE, resolved (builder/config/replace.py)
     recovery_mode: str = ""  # TPU_RECOVERY as written; see recovery
     recovery_max_tries: int = 3
@@ -89,12 +89,12 @@ class Settings:
     shared_pd_name = _env_name("pd-{env}")
     mig_name = _env_name("worker-{env}")
     workspace_prefix = _env_name("workspace/{env}")
-    #: the Artifact Registry repository of the tpubuild builder image (builder/builder_image.py)
+    #: the Artifact Registry repository of the tpubuild builder image (builder/catalogue/builder_image.py)
     image_repository = _env_name("tpubuild-{env}")
 
     @property
     def recovery(self) -> bool:
-        """TPU_RECOVERY: whether the health check (builder/recovery.py, modules/health) recreates a
+        """TPU_RECOVERY: whether the health check (builder/inputs/recovery.py, modules/health) recreates a
         lost slice. Unset, it is on for spot and preemptible slices on vm and mig, where Google
         takes the slice away by design, and off for every other capacity mode: on-demand and
         reservation slices are rarely lost, a flex-start or calendar slice ends when its capacity
@@ -161,7 +161,7 @@ class Settings:
     @property
     def repo_root(self) -> Path:
         """The folder holding values.env; repo-relative paths (scripts, models) resolve here. For an
-        environment of a repository (``environments/<name>/values.env``, builder/environments.py)
+        environment of a repository (``environments/<name>/values.env``, builder/config/environments.py)
         it is that repository, as in the build, where the file is packed as the root values.env."""
         folder = self.source.resolve().parent
         if folder.parent.name == "environments" and (folder.parent.parent / "modules").is_dir():
@@ -174,5 +174,5 @@ class Settings:
     # ---- TPU_ARCH="mig": the slice as a Compute Engine MIG of TPU VMs ----
     @property
     def mig_shape(self) -> MigShape:
-        """Machine type, VM count and workload-policy topology of the slice (builder/topology.py)."""
+        """Machine type, VM count and workload-policy topology of the slice (builder/facts/topology.py)."""
         return mig_shape(self.topology)

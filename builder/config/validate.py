@@ -7,14 +7,14 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from builder import generations
 from builder.config import offers
 from builder.config.filestore import TIERS
-from builder.errors import BadInput
-from builder.topology import MigShape, Topology, mig_shape
+from builder.facts import generations
+from builder.facts.errors import BadInput
+from builder.facts.topology import MigShape, Topology, mig_shape
 
 #: vm runtimes and the generations each one serves.
-#: (One place: each generation's record, builder/generations.py, through builder.config.offers.)
+#: (One place: each generation's record, builder/facts/generations.py, through builder.config.offers.)
 VM_RUNTIMES: dict[str, tuple[str, ...]] = offers.vm_runtimes()
 NODE_RUNTIME = re.compile(r"pytorch-(nightly|1\.\d{1,2}|2\.0|2\.1)", re.ASCII)
 #: The generations a TPU Node can be (their records' paths include node): v2 and v3.

@@ -1,4 +1,4 @@
-"""values.env keys of the roberta model (``ROBERTA_*``), registered in builder/model_registry.py.
+"""values.env keys of the roberta model (``ROBERTA_*``), registered in builder/config/model_registry.py.
 
 Each entry is a :class:`builder.config.keys.KeySpec`; ``builder.config`` parses them into
 ``Settings.model_options`` under the spec's ``field``. Unlike the rest of models/roberta this file
@@ -10,7 +10,7 @@ The defaults are fairseq's RoBERTa-base pretraining recipe
 ``models/roberta/launcher.py``). The rules that need the topology (does the batch divide across
 the slice's devices? does the launcher know the generation?) are the launcher's
 (models/roberta/recipe.py ``problems``); :func:`check` hands them to ``tpubuild validate``
-through builder/model_registry.py, so validate and ``train`` refuse the same things.
+through builder/config/model_registry.py, so validate and ``train`` refuse the same things.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 from builder.config.keys import KeySpec, boolean, choice, integer
 
-#: The plug-in declaration (builder/model_registry.py ``DECLARED``).
+#: The plug-in declaration (builder/config/model_registry.py ``DECLARED``).
 CODE_DIR = ".tpubuild/roberta"  # where the launch copies models/roberta on every host (vm, mig)
 PROFILER = "xla_observe.py"  # torch_xla's profiler client, in CODE_DIR
 STEP_WORD = "train_inner"  # fairseq's progress lines (lib.sh send_train_steps)

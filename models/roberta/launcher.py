@@ -4,11 +4,11 @@ The package is split by job: models/roberta/keys.py (its values.env keys), recip
 arithmetic, paths, fairseq arguments), host_lines.py (what runs on a host), this file (the step
 plans: which line goes to which host through models/hosts.py, the shared host transport), resume.py
 (the resume position across world sizes, on the hosts). This
-file is the ``Launcher`` tpubuild calls (builder/model_registry.py) and re-exports the names of
+file is the ``Launcher`` tpubuild calls (builder/config/model_registry.py) and re-exports the names of
 the other two that tpubuild and the tests use.
 
 Standard library only, so it runs anywhere (the user's machine, a Cloud Build step, a TPU host).
-``tpubuild train roberta`` imports this file (builder/model_registry.py: ``models/`` is not a
+``tpubuild train roberta`` imports this file (builder/config/model_registry.py: ``models/`` is not a
 Python package of the install) and calls :func:`plan_train`, :func:`plan_stop` and :func:`plan_logs`, which return the
 exact shell lines to run; ``--dry-run`` prints them. ``tpubuild stop --probe`` calls :func:`plan_probe`
 (is it training, when was its checkpoint written: what a make-before-break build waits on before it

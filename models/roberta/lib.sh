@@ -65,7 +65,7 @@ host_env() {
 # send_train_steps ENV: copies stdin's fairseq `train_inner` progress lines to syslog, tagged
 # tpubuild-train and prefixed "[tpubuild_env=ENV] " (env_setup/scripts/startup.sh has rsyslog
 # and the Ops Agent ship them to the Cloud Logging log tpubuild-train, which the dashboard's
-# log-based step metric counts: builder/dashboard.py step_log_filter). Reads stdin to its end
+# log-based step metric counts: builder/inputs/dashboard.py step_log_filter). Reads stdin to its end
 # and never fails: a host without logger (or syslog) only loses the dashboard's step-rate tile.
 send_train_steps() {
   local env=$1 line

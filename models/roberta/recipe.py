@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MODEL = "roberta"
-#: Port of torch_xla's profiler server on every host (builder/observe.py PROFILER_PORT).
+#: Port of torch_xla's profiler server on every host (builder/render/observe.py PROFILER_PORT).
 PROFILER_PORT = 9012
 
 #: vm: the torch / torch_xla release installed for each TPU VM runtime. The base images carry no

@@ -1,5 +1,5 @@
 """values.env keys of the torchtpu model (``TORCHTPU_*``) and its plug-in declaration,
-registered in builder/model_registry.py. Runs only inside tpubuild (it imports builder.config).
+registered in builder/config/model_registry.py. Runs only inside tpubuild (it imports builder.config).
 
 ``MODEL="torchtpu"`` runs any PyTorch script on every host of a v4/v5e/v5p/v6e/TPU7x slice with
 TorchTPU (``torch-tpu``): ``TORCHTPU_SCRIPT`` (a file of this repository, shipped to the hosts as
@@ -20,11 +20,11 @@ from builder.config.keys import KeySpec
 # counts, and the port of the profiler server on the hosts
 from .facts import PROFILER_PORT, STEP_WORD  # noqa: F401  (models/torchtpu/facts.py: no dataclasses at import)
 
-#: The plug-in declaration (builder/model_registry.py ``declared``).
+#: The plug-in declaration (builder/config/model_registry.py ``declared``).
 CODE_DIR = ".tpubuild/torchtpu"  # where the launch copies models/torchtpu on every host
 DATA_KEYS: tuple[str, ...] = ()  # keys that hold a gs:// folder the hosts read
 RUNTIME = ("torchtpu_script", "torchtpu_args")  # what `tpubuild run --runtime torchtpu SCRIPT ARGS` sets
-PROFILER = "tpu_observe.py"  # the capture helper in CODE_DIR (builder/observe.py runs it)
+PROFILER = "tpu_observe.py"  # the capture helper in CODE_DIR (builder/render/observe.py runs it)
 
 
 def script_path(value: str) -> str:
@@ -49,7 +49,7 @@ def check(settings: Any) -> list[tuple[str, str, str]]:
     """The model's own rules on a loaded Settings: ``(key, what, fix)`` each."""
     from .launch import Job, problems
 
-    # a TPU Node file is refused once, for every model (builder/legacy.py node_refusal)
+    # a TPU Node file is refused once, for every model (builder/config/legacy.py node_refusal)
     found = [(e.key, e.what, e.fix) for e in problems(Job.from_settings(settings)) if e.key != "TPU_ARCH"]
     script = str(settings.model_options.get("torchtpu_script") or "")
     root = settings.repo_root

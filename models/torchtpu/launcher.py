@@ -1,6 +1,6 @@
 """TorchTPU: any PyTorch script on every host of a TPU VM slice (vm or mig), as step plans.
 
-This file is the ``Launcher`` tpubuild calls (builder/model_registry.py); what the launch computes
+This file is the ``Launcher`` tpubuild calls (builder/config/model_registry.py); what the launch computes
 (the per-host environment, the pins, the ports) is models/torchtpu/launch.py. The script runs:
 
 1. the slice's hosts are listed in worker order into ``$TPUBUILD_WORKER_HOSTNAMES`` (vm: the TPU

@@ -1,4 +1,4 @@
-"""TorchTPU's profiler on a host (``tpubuild profile``; builder/observe.py runs ``capture``).
+"""TorchTPU's profiler on a host (``tpubuild profile``; builder/render/observe.py runs ``capture``).
 
 * :func:`serve`, called by the training script (models/torchtpu/examples/tiny_transformer.py does;
   any script opts in with ``import tpu_observe; tpu_observe.serve()``, train.sh puts this folder on
@@ -55,7 +55,7 @@ VENV_PYTHON = os.path.expanduser("~/.tpubuild/venv-torchtpu/bin/python")
 def main(argv: list[str]) -> int:
     try:
         import xprof  # noqa: F401
-    except ImportError:  # started with the host's python3 (builder/observe.py): the venv's instead
+    except ImportError:  # started with the host's python3 (builder/render/observe.py): the venv's instead
         if os.path.exists(VENV_PYTHON) and os.path.realpath(sys.executable) != os.path.realpath(VENV_PYTHON):
             os.execv(VENV_PYTHON, [VENV_PYTHON, os.path.abspath(__file__), *argv])
     p = argparse.ArgumentParser(prog="tpu_observe.py")

@@ -71,7 +71,7 @@ CASES: list[Case] = [
     Case("trigger-missing-flag", args=("trigger", "--values", "{values}", "--repo-owner", "a"), expect=("--repo-name",)),
     Case("trigger-node-file", base=NODE, args=("trigger", "--values", "{values}", "--repo-owner", "a", "--repo-name", "b"),
          expect=("TPU_ARCH:", "auto is refused", "tpubuild migrate")),
-    # a repository of many environments (builder/environments.py): one line naming both files
+    # a repository of many environments (builder/config/environments.py): one line naming both files
     Case("trigger-envs-same-name", args=("trigger", "--values", "{values}", "--repo-owner", "a", "--repo-name", "b"),
          expect=("environments/dev/values.env:6: ENV_BUILD_NAME 'tpu-dev1' is already values.env:6's", "rename one"),
          setup=env_same_name, sub=True),

@@ -144,8 +144,8 @@ def test_non_utf8_argument_through_the_console_script(tmp_path: Path) -> None:
 
 def test_a_repository_file_too_large_to_pack_is_one_line(tmp_path: Path) -> None:
     from builder.cloud import source
-    from builder.errors import BadInput
-    from builder.files import MAX_SOURCE_FILE
+    from builder.facts.errors import BadInput
+    from builder.facts.files import MAX_SOURCE_FILE
 
     big = tmp_path / "models" / "x" / "weights.bin"
     big.parent.mkdir(parents=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from builder.commands import verb
-from builder.actions import Action
+from builder.facts.actions import Action
 
 COMMAND_GROUPS, HIDDEN_COMMANDS = verb.groups(), verb.hidden()
 

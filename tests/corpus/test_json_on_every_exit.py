@@ -1,6 +1,6 @@
 """``--format json`` is JSON on every exit: when a command that takes it fails (bad input, exit 2;
 a failure in the world such as no credentials, exit 1), stdout holds one JSON object,
-``{"error": {...}}`` (builder.errors.document), and stderr keeps its one text line.
+``{"error": {...}}`` (builder.facts.errors.document), and stderr keeps its one text line.
 
 Every case runs with no cloud and no credentials (``no_cloud``): the real console script in a
 subprocess, and in-process through ``builder.cli.main``."""

@@ -1,5 +1,5 @@
 """The same bad request is refused with the same line by ``plan``, ``render``, ``submit`` and
-``dispatch`` (builder.request is their one way in): exit 2, one line, nothing on stdout, no
+``dispatch`` (builder.planning.request is their one way in): exit 2, one line, nothing on stdout, no
 cloud client asked for credentials, and only the names of the inputs differ (``--tpu`` on the
 command line, ``_TPU`` in the root build's substitutions)."""
 
@@ -12,7 +12,7 @@ import pytest
 from tests.support.pipeline import MIG_ENV, NODE_ENV, VM_ENV
 from tests.support.request import SPELLING, TAKES, argv, request_ids, respell
 
-# (values file, action, flags): one request per refusal of builder.request
+# (values file, action, flags): one request per refusal of builder.planning.request
 CASES = [
     (VM_ENV, "explode", {}),
     (NODE_ENV, "create", {}),

@@ -154,8 +154,8 @@ def _settings(**overrides):
 def test_every_generated_pipeline_names_the_account(named: str) -> None:
     from google.cloud.devtools import cloudbuild_v1
 
-    from builder.pipeline import render
-    from builder.plan import make_plan
+    from builder.render.pipeline import render
+    from builder.planning.plan import make_plan
 
     s = _settings(BUILD_SERVICE_ACCOUNT=named)
     email = named or f"tb-{s.env_name}-cb@{s.project_id}.iam.gserviceaccount.com"

@@ -10,11 +10,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from builder import capacity
+from builder.catalogue.modules import accelerator_module
 from builder.config import load
-from builder.modules import accelerator_module
-from builder.pipeline import render
-from builder.plan import make_plan
+from builder.planning import capacity
+from builder.planning.plan import make_plan
+from builder.render.pipeline import render
 from tests.conftest import EXAMPLES, REPO
 from tests.support.fakes.quotas import FakeQuotas, aggregate_reservation, quota_info, reservation, serving
 from tests.support.pipeline import ancestors

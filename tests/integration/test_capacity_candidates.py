@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from builder import capacity
 from builder.config import load
 from builder.config.candidates import at
+from builder.planning import capacity
 from tests.conftest import EXAMPLES
 from tests.support.fakes.quotas import FakeQuotas, quota_info, serving
 

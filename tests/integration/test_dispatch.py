@@ -66,7 +66,7 @@ def test_dispatch_create_submits_the_pipeline_from_a_content_addressed_tarball(e
     assert members["env_setup/scripts/startup.sh"].mode == 0o755
     with tarfile.open(fileobj=io.BytesIO(tgz), mode="r:gz") as tar:
         assert tar.extractfile("values.env").read() == repo.read_bytes()
-        from builder import tfvars
+        from builder.inputs import tfvars
         assert json.loads(tar.extractfile("tfvars/tpu.tfvars.json").read()) == tfvars.for_module(s, "tpu")
     step_ids = [st["id"] for st in body["steps"]]
     assert "tpu-apply" in step_ids and step_ids[-1] == "finalize"
@@ -276,7 +276,7 @@ def test_scoped_destroy_leaves_the_module_absent_for_auto(env, fakes: Fakes, rep
 
 def test_finalize_writes_with_a_generation_precondition(env, fakes: Fakes, repo: Path):
     from builder.cloud import snapshot
-    from builder.errors import WorldError
+    from builder.facts.errors import WorldError
 
     s, bucket = env
     first = snapshot.Applied(values=b"A=1\n", build_id="b1", action="create", time="t")

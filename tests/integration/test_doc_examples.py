@@ -182,7 +182,7 @@ class Session:
     def ttl_job(self, values: str) -> None:
         import datetime
 
-        from builder import ttl
+        from builder.inputs import ttl
         from builder.config import load
 
         s = load(values)
@@ -199,7 +199,7 @@ class Session:
         return list(self.fakes.google.builds)[-1]
 
     def run(self, words: list[str]) -> tuple[int, str, str]:
-        from builder.root_build import DEFAULTS
+        from builder.inputs.root_build import DEFAULTS
 
         verb, values = _verb(words), _values(words)
         self.values = values

@@ -1,6 +1,6 @@
 """A failover create end to end through the CLI and the fakes (fake-gcs-server, the Cloud Build
 fake): `tpubuild dispatch --action create` packs each candidate's variables
-(tfvars/candidates/<i>/<module>.tfvars.json, builder.tfvars.by_candidate) beside the first's; the
+(tfvars/candidates/<i>/<module>.tfvars.json, builder.inputs.tfvars.by_candidate) beside the first's; the
 pipeline's acquisition (its result here: the granted place it leaves in the workspace, as
 tests/shell/test_failover.py shows it running) is what `tpubuild finalize` records as the
 snapshot's ``granted``; and a follow-up `plan` names the granted zone and mode, the third

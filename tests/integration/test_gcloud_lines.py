@@ -118,9 +118,9 @@ def _step_scripts() -> list[tuple[str, str, dict[str, str]]]:
     """Every distinct step script with a gcloud line: every action × scope × allow flag that the
     planner accepts (a combination it refuses is not a pipeline), for each variant."""
     from builder.config import load_text
-    from builder.errors import BadInput
-    from builder.pipeline import render
-    from builder.plan import make_plan
+    from builder.facts.errors import BadInput
+    from builder.render.pipeline import render
+    from builder.planning.plan import make_plan
     from tests.conftest import rewrite_env
     from tests.support.pipeline import ENVS, all_cases, step_env, step_script
 
@@ -200,12 +200,12 @@ def test_seeder_gcloud_lines_parse(gcloud, tmp_path, disk_type):
 
 def test_calendar_request_lines_parse(gcloud, tmp_path):
     """mig-calendar (TPU7x: google-beta 8.7 cannot request it in calendar mode). gcloud 528, the
-    tests' gcloud, predates --tpu-version=TPU7X (the pipeline's image, builder.pipeline.IMAGES, is
+    tests' gcloud, predates --tpu-version=TPU7X (the pipeline's image, builder.render.pipeline.IMAGES, is
     587): the create line must then fail on that choice alone and parse whole with a version 528
     lists, so every other flag is proven; with a newer gcloud it must parse as it is."""
     from builder.config import load
-    from builder.pipeline import render
-    from builder.plan import make_plan
+    from builder.render.pipeline import render
+    from builder.planning.plan import make_plan
     from tests.support.pipeline import step_env, step_script
 
     s = load(EXAMPLES / "mig-tpu7x-8-calendar.env")
@@ -238,8 +238,8 @@ def test_mig_attach_lines_parse(gcloud, tmp_path, values):
     """mig-attach (and the health check's attach, the same function): the access-mode and users
     lookups, the group's listing and one attach-disk per VM, parsed by the real gcloud."""
     from builder.config import load
-    from builder.pipeline import render
-    from builder.plan import make_plan
+    from builder.render.pipeline import render
+    from builder.planning.plan import make_plan
     from tests.support.pipeline import step_env, step_script
 
     s = load(EXAMPLES / values)
@@ -276,8 +276,8 @@ def test_mig_acquisition_lines_parse(gcloud, tmp_path):
     """mig-apply of a failover (docs/capacity.md): list-errors, the resize request's state and, as
     it FAILED, its errors, then the next candidate's wait-until, with the group's real name."""
     from builder.config import load_text
-    from builder.pipeline import render
-    from builder.plan import make_plan
+    from builder.render.pipeline import render
+    from builder.planning.plan import make_plan
     from tests.conftest import rewrite_env
     from tests.support.pipeline import step_env, step_script
 

@@ -108,7 +108,7 @@ def test_a_change_starts_only_its_environments_triggers(layout) -> None:
     assert started("environments/prod/values.env", "docs/cloud.md") == {"prod-plan", "prod-auto"}
     every = {f"{e}-{k}" for e in LAYOUT for k in ("plan", "auto")}
     assert started("modules/tpu_vm/main.tf") == every
-    assert started("builder/plan.py") == started("env_setup/scripts/startup.sh") == every
+    assert started("builder/planning/plan.py") == started("env_setup/scripts/startup.sh") == every
     assert started("docs/cloud.md", "README.md", "modules/tpu_vm/README.md", "environments/dev/NOTES.md") == set()
     assert started("environments/dev/other.env", "tools/readme_plan.py") == set()
 

@@ -27,7 +27,7 @@ def _repository(fakes: Fakes, s) -> dict:
 def test_initialize_creates_the_repository_grants_only_the_builder_and_builds_the_image(fakes: Fakes, repo: Path, cli) -> None:
     from google.cloud.devtools.cloudbuild_v1.types import Build
 
-    from builder.pipeline import IMAGES, image
+    from builder.render.pipeline import IMAGES, image
 
     s = _settings(repo)
     fakes.registry.images_present = False
@@ -57,7 +57,7 @@ def test_initialize_creates_the_repository_grants_only_the_builder_and_builds_th
 
 
 def test_initialize_again_builds_nothing_when_the_tag_is_there(fakes: Fakes, repo: Path, cli) -> None:
-    from builder.builder_image import tag
+    from builder.catalogue.builder_image import tag
 
     s = _settings(repo)
     fakes.registry.images_present = False

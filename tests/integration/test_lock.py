@@ -27,7 +27,7 @@ def _lock(env: str, holder: str = "alice@laptop"):
 
 def test_two_concurrent_acquires_have_exactly_one_winner(state) -> None:
     from builder.cloud import lock
-    from builder.errors import WorldError
+    from builder.facts.errors import WorldError
 
     s, _bucket = state
     results: list[object] = []
@@ -78,7 +78,7 @@ def test_release_only_by_its_build_and_force_unlock(state, cli, repo: Path) -> N
 
 def test_held_lock_refuses_and_names_holder_and_time(state) -> None:
     from builder.cloud import lock
-    from builder.errors import WorldError
+    from builder.facts.errors import WorldError
 
     s, bucket = state
     held = lock.set_build(bucket, lock.acquire(bucket, _lock(s.env_name)), "b-running")
@@ -122,7 +122,7 @@ def test_lock_of_a_finished_build_that_never_released_is_stale(state) -> None:
 
 def test_set_build_after_someone_broke_the_lock_is_an_error(state) -> None:
     from builder.cloud import lock
-    from builder.errors import WorldError
+    from builder.facts.errors import WorldError
 
     s, bucket = state
     held = lock.acquire(bucket, _lock(s.env_name))
@@ -136,7 +136,7 @@ def test_a_write_that_landed_but_lost_its_answer_is_recognised_as_ours(state) ->
     """The storage client retries a create whose answer timed out; the retry gets 412 from GCS.
     The lock is then ours (same token), not 'held by a submit that has not created its build'."""
     from builder.cloud import lock
-    from builder.errors import WorldError
+    from builder.facts.errors import WorldError
 
     s, bucket = state
     mine = _lock(s.env_name)

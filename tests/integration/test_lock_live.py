@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from builder.records import replace
+from builder.facts.records import replace
 from tests.support.fakes.fixtures import Fakes, fakes, repo  # noqa: F401 - fixtures
 
 
@@ -120,7 +120,7 @@ def test_submit_killed_between_create_build_and_set_build(env, fakes: Fakes, rep
 
 def test_stale_lock_is_not_taken_over_while_another_build_of_the_env_works(env, fakes: Fakes) -> None:
     from builder.cloud import builds, clients, lock
-    from builder.errors import WorldError
+    from builder.facts.errors import WorldError
 
     s, bucket = env
     lock.set_build(bucket, lock.acquire(bucket, lock.Lock(env=s.env_name, action="update", holder="a@x",
@@ -224,7 +224,7 @@ def test_concurrent_submits_make_exactly_one_build(env, fakes: Fakes, repo: Path
     from builder.cloud import lock
     from builder.commands.submit import submit
     from builder.config import load
-    from builder.errors import WorldError
+    from builder.facts.errors import WorldError
 
     s, bucket = env
     fakes.google.hold_working = True

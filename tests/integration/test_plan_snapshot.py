@@ -1,5 +1,5 @@
 """`tpubuild plan` against the applied snapshot read from the state bucket (fake-gcs-server):
-the same rules as `--applied FILE` (builder/applied.py compared_with)."""
+the same rules as `--applied FILE` (builder/planning/applied.py compared_with)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The health check's build (TPU_RECOVERY, builder/recovery.py): it loads into the real Cloud
+"""The health check's build (TPU_RECOVERY, builder/inputs/recovery.py): it loads into the real Cloud
 Build type, its job into the real Cloud Scheduler type, its scripts pass shellcheck, it is
 rendered exactly where TPU_RECOVERY is on (the default: spot and preemptible slices), and it reads
 the lock where builder/cloud/lock.py writes it."""
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from builder import recovery, tfvars
+from builder.catalogue.modules import accelerator_module
 from builder.cloud import lock
 from builder.config import load, load_text
-from builder.modules import accelerator_module
+from builder.inputs import recovery, tfvars
 from tests.conftest import EXAMPLES, NODE, REPO, SHIPPED, require, rewrite_env
 from tests.support.pipeline import step_script
 
@@ -98,7 +98,7 @@ def test_plan_summarises_the_health_build_and_other_modules_never_change_it() ->
     """The before → after shows `recovery: off → auto`, never the Build's JSON; editing another
     module's values (Filestore) leaves the slice's module untouched (the health build reads only
     the slice's price)."""
-    from builder.diff import module_changes
+    from builder.planning.diff import module_changes
 
     def settings(**overrides: str):
         base = EXAMPLES / "vm-v2-32.env"  # preemptible, priced

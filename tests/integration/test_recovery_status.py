@@ -17,7 +17,7 @@ def _record(ended: str, reason: str, outcome: str, down_s: int, cost: float, mes
 
 
 def test_status_shows_the_recoveries_and_a_recovery_that_gave_up(fakes: Fakes, tmp_path: Path, monkeypatch, cli):
-    from builder import recovery
+    from builder.inputs import recovery
     from builder.config import load
 
     values = make_repo(tmp_path / "repo", unique_env(), base=EXAMPLES / "vm-v5litepod-16.env")
@@ -61,7 +61,7 @@ def test_status_of_an_environment_without_recovery_has_no_recovery_row(fakes: Fa
 def test_submit_keeps_the_source_the_health_build_runs_from(fakes: Fakes, tmp_path: Path, monkeypatch, cli):
     """TPU_RECOVERY without a TTL: submit still keeps the tarball where the health build's
     source points (the health build installs tpubuild and the values from it)."""
-    from builder import recovery
+    from builder.inputs import recovery
     from builder.config import load
 
     values = make_repo(tmp_path / "repo", unique_env(), base=EXAMPLES / "vm-v5litepod-16.env")

@@ -1,5 +1,5 @@
 """A valid request gives the same plan from every command that prepares an action
-(builder.request): the steps ``plan --format json`` lists are the steps ``render`` prints, and
+(builder.planning.request): the steps ``plan --format json`` lists are the steps ``render`` prints, and
 the builds ``submit`` (flags) and ``dispatch`` (substitution strings) create run exactly those
 steps, each waiting for the same steps. Cloud Build and the state bucket are the local fakes."""
 
@@ -71,7 +71,7 @@ def test_a_seed_era_file_still_destroys(fakes: Fakes, cli, tmp_path: Path, monke
     """Destroy on a seed-era file works from every command: a destroy runs neither the hosts'
     setup script nor the seeder, so the seed's script paths (gone from this repository) do not
     stop it; validate still names them, with what plan and create will do."""
-    from builder.legacy import SEED_SCRIPTS
+    from builder.config.legacy import SEED_SCRIPTS
 
     assert set(SEED_ERA.values()) <= set(SEED_SCRIPTS)
     values = make_repo(tmp_path / "repo", unique_env(), base=base, **SEED_ERA)

@@ -10,9 +10,9 @@ import re
 
 import pytest
 
-from builder import tfvars, ttl
 from builder.config import load
-from builder.errors import BadInput
+from builder.facts.errors import BadInput
+from builder.inputs import tfvars, ttl
 from tests.conftest import TODAY
 from tests.unit.test_plan_preview import write
 

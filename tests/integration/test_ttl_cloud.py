@@ -25,7 +25,7 @@ def ttl_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_submit_keeps_the_ttl_source_and_the_ttl_build_destroys_only_the_tpu(fakes: Fakes, ttl_repo: Path, cli,
                                                                              tmp_path, monkeypatch):
-    from builder import tfvars, ttl
+    from builder.inputs import tfvars, ttl
     from builder.config import load
 
     assert cli("--values", ttl_repo, "initialize")[0] == 0
@@ -68,7 +68,7 @@ def test_submit_keeps_the_ttl_source_and_the_ttl_build_destroys_only_the_tpu(fak
 
 
 def test_no_ttl_keeps_no_ttl_source(fakes: Fakes, tmp_path: Path, monkeypatch, cli):
-    from builder import ttl
+    from builder.inputs import ttl
     from builder.config import load
 
     values = make_repo(tmp_path / "repo", unique_env())
@@ -107,7 +107,7 @@ def _vm_ttl(tmp_path: Path, monkeypatch, hours: str = "6") -> Path:
 def test_ttl_extend_moves_the_schedule_from_the_current_expiry(scheduler, tmp_path, monkeypatch, cli):
     import datetime
 
-    from builder import ttl
+    from builder.inputs import ttl
     from builder.config import load
 
     values = _vm_ttl(tmp_path, monkeypatch)
@@ -152,7 +152,7 @@ def test_ttl_bad_input_and_absent_job(scheduler, tmp_path, monkeypatch, cli):
 def test_status_shows_when_the_ttl_fires(scheduler, fakes: Fakes, tmp_path, monkeypatch, cli):
     import datetime
 
-    from builder import ttl
+    from builder.inputs import ttl
     from builder.config import load
 
     values = _vm_ttl(tmp_path, monkeypatch)

@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from builder import dashboard, model_registry, observe, tfvars
 from builder.config import load
+from builder.config import model_registry
+from builder.inputs import dashboard, tfvars
+from builder.render import observe
 from tests.conftest import EXAMPLES, REPO, SHIPPED, require
 
 VM = EXAMPLES / "vm-v4-32.env"
@@ -121,7 +123,7 @@ def test_profile_reaches_the_live_slot_and_the_hint_names_both(cli) -> None:
     """vm: the capture and the copy back first find which of the slice's two slots exists (a
     make-before-break update alternates them, models/hosts.py), then address it; the TensorBoard
     hint, printed for the user to type, names both."""
-    from builder.model_registry import hosts
+    from builder.config.model_registry import hosts
 
     reach = hosts().for_arch("vm", "my-tpu-project", "us-central2-b", True, 4, tpu_name="tpu-e1", mig_name="",
                              slots=("tpu-e1", "tpu-e1-b"))
@@ -254,11 +256,11 @@ def test_summary_of_reports_across_hosts() -> None:
 
 
 def test_recovery_adds_a_logs_tile_of_the_health_build_that_loads_into_the_real_type() -> None:
-    """TPU_RECOVERY: the dashboard shows the health build's own lines (builder/recovery.py's log
+    """TPU_RECOVERY: the dashboard shows the health build's own lines (builder/inputs/recovery.py's log
     prefix, the one every line of its scripts starts with)."""
     from google.cloud import monitoring_dashboard_v1 as mon
 
-    from builder import recovery
+    from builder.inputs import recovery
 
     on = dashboard.render(arch="vm", project="my-tpu-project", zone="us-central2-b", env="e1", tpu="tpu-e1",
                           mig="worker-e1", filestore="nfs-e1", shared_pd=True, recovery=True)

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from builder import model_registry
 from builder.config import load
+from builder.config import model_registry
 from tests.conftest import EXAMPLES, REPO, run_tpubuild
 from tests.support.side_venv import clean_env, torchtpu_python
 
@@ -179,10 +179,10 @@ _SERVE = ("import time, torch, tpu_observe\nassert tpu_observe.serve()\nx = torc
 
 @pytest.mark.slow
 def test_tpubuild_profile_captures_from_the_torchtpu_server(tmp_path: Path) -> None:
-    """The capture line ``tpubuild profile`` runs on a host (builder/observe.py ``host_python`` with
+    """The capture line ``tpubuild profile`` runs on a host (builder/render/observe.py ``host_python`` with
     torchtpu's declared helper and port) against a process that called ``tpu_observe.serve()``,
     as the example does under train.sh: an XProf trace in TensorBoard's layout. No server: exit 3."""
-    from builder import observe
+    from builder.render import observe
 
     python = torchtpu_python()
     code = REPO / "models/torchtpu"

@@ -1,5 +1,5 @@
 """Kill it anywhere, run it again, for the health check's recovery build (TPU_RECOVERY): the build
-Terraform hands the Scheduler job (``builder.recovery.build_request``), played in the recovery
+Terraform hands the Scheduler job (``builder.inputs.recovery.build_request``), played in the recovery
 sandbox of test_recovery_sandbox.py, stopped after each of its rendered steps, and also inside
 ``health-prepare`` where its dispatch's update build dies (cancelled with the build that waited
 for it: the environment lock left held by an ended build; or failed and marked stale by the
@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from test_recovery_sandbox import MIG, VM, Sandbox, _launched, _sandbox
 
-from builder import recovery
+from builder.inputs import recovery
 from tests.conftest import REPO
 from tests.support.pipeline import step_env, step_script
 

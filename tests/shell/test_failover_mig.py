@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from builder.catalogue.step_kinds import IMAGES
 from builder.config import load_text
-from builder.pipeline import render
-from builder.plan import make_plan
-from builder.step_kinds import IMAGES
-from builder.tfvars import all_for, by_candidate
+from builder.inputs.tfvars import all_for, by_candidate
+from builder.planning.plan import make_plan
+from builder.render.pipeline import render
 from tests.conftest import EXAMPLES, REPO, rewrite_env
 from tests.support import swap_steps
 from tests.support.pipeline import step_script

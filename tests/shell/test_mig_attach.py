@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from builder import tfvars
 from builder.config import load, load_text
-from builder.pipeline import render
-from builder.plan import make_plan
+from builder.inputs import tfvars
+from builder.planning.plan import make_plan
+from builder.render.pipeline import render
 from tests.conftest import EXAMPLES, REPO, rewrite_env
 from tests.support.pipeline import step_env, step_script
 

@@ -113,7 +113,7 @@ def test_one_slot_keeps_todays_script(cli, make_env):
     with one slot (as every arch but vm and mig has) writes today's listing of ``tpu-<env>``."""
     from builder.cloud import mig_hosts
     from builder.config import load
-    from builder.model_registry import hosts
+    from builder.config.model_registry import hosts
 
     s = load(MIG)
     one = hosts().for_arch("mig", s.project_id, s.zone, True, s.hosts, tpu_name=s.tpu_name, mig_name="",

@@ -22,9 +22,9 @@ import pytest
 
 from builder.config import load_text
 from builder.config.candidates import acting
-from builder.pipeline import render
-from builder.plan import make_plan
-from builder.tfvars import all_for, by_candidate
+from builder.inputs.tfvars import all_for, by_candidate
+from builder.planning.plan import make_plan
+from builder.render.pipeline import render
 from tests.conftest import EXAMPLES, REPO, rewrite_env
 from tests.support import swap_steps
 from tests.support.pipeline import step_script
@@ -149,8 +149,8 @@ def test_a_slice_that_still_runs_is_never_moved(tmp_path, granted_spot):
 
 
 def test_the_record_and_status_name_the_new_place_and_its_hourly_cost(tmp_path: Path) -> None:
-    from builder import recovery
-    from builder.status_rows import recovery_row
+    from builder.inputs import recovery
+    from builder.catalogue.status_rows import recovery_row
     from tests.shell.test_recovery_sandbox import _sandbox
 
     box = _sandbox(tmp_path, BASE, **LIST)
@@ -177,7 +177,7 @@ def test_the_health_build_of_a_list_is_a_real_build_and_shellcheck_clean(tmp_pat
     import shutil
     import subprocess
 
-    from builder import recovery
+    from builder.inputs import recovery
     from tests.conftest import require
 
     build = pytest.importorskip("google.cloud.devtools.cloudbuild_v1.types").Build

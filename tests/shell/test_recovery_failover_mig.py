@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from builder import recovery
+from builder.catalogue.status_rows import recovery_row
 from builder.config import load_text
-from builder.status_rows import recovery_row
+from builder.inputs import recovery
 from tests.conftest import EXAMPLES, REPO, rewrite_env
 from tests.shell.test_recovery_sandbox import MIG, _launched, _sandbox
 from tests.support.pipeline import step_script
@@ -223,9 +223,9 @@ def _recreate(tmp_path: Path, **env: str):
     applied snapshot says the slice was granted: spot), its mig-plan and mig-apply, with the state
     holding the spot group the check removed."""
     from builder.config.candidates import acting
-    from builder.pipeline import render
-    from builder.plan import make_plan
-    from builder.tfvars import all_for, by_candidate
+    from builder.render.pipeline import render
+    from builder.planning.plan import make_plan
+    from builder.inputs.tfvars import all_for, by_candidate
     from tests.support import swap_steps
 
     s = load_text(rewrite_env(MIG.read_text(), **LIST, GCS_DATASET=""), MIG)

@@ -1,5 +1,5 @@
 """The health check (TPU_RECOVERY) in the sandbox: the build Terraform hands the Scheduler job
-(``health_build_body`` of the slice's module, builder/recovery.py) is played as Cloud Build plays
+(``health_build_body`` of the slice's module, builder/inputs/recovery.py) is played as Cloud Build plays
 it: each step's script after Cloud Build's substitutions, in order, under real bash, stopping at
 the first failing step. ``gcloud`` is the stateful local fake tests/support/fake_gcloud.py (Cloud
 Storage, the TPU, the MIG, the TTL's job); ``tpubuild`` is the real CLI of this tree (the launch
@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from builder import recovery, tfvars
+from builder.catalogue.modules import accelerator_module
 from builder.config import load
-from builder.modules import accelerator_module
+from builder.inputs import recovery, tfvars
 from tests.conftest import EXAMPLES, REPO, rewrite_env
 from tests.support.pipeline import step_env, step_script
 

@@ -210,7 +210,7 @@ def test_a_mig_host_runs_exactly_the_vm_host_side():
         assert getattr(launcher, line)(job) == getattr(launcher, line)(as_vm), line
 
 
-# ---------------------------------------------------------------- profile, logs --metrics (builder/observe.py)
+# ---------------------------------------------------------------- profile, logs --metrics (builder/render/observe.py)
 
 def _script_lines(argv: list[str]) -> list[list[str]]:
     assert argv[:2] == ["bash", "-c"]
@@ -218,7 +218,7 @@ def _script_lines(argv: list[str]) -> list[list[str]]:
 
 
 def test_profile_and_metrics_reach_the_right_worker_and_parse(cli, gcloud):
-    from builder import observe
+    from builder.render import observe
     from builder.commands.observe import target
 
     t = target(load(MIG))
@@ -240,7 +240,7 @@ def test_profile_and_metrics_reach_the_right_worker_and_parse(cli, gcloud):
 
 
 def test_metrics_script_reads_the_reports_on_worker_0(make_env, tmp_path):
-    from builder import observe
+    from builder.render import observe
     from builder.commands.observe import target
 
     log_dir = tmp_path / "logs"

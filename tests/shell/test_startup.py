@@ -171,8 +171,8 @@ def test_attached_pd_without_device_is_a_failure(tmp_path, md, tpu):
 def test_a_host_made_before_filestore_reads_the_export_from_the_workspace(tmp_path, md):
     """The slice is asked for before Filestore (docs/pipeline.md, "The slice first"): its metadata
     has no NFS export, so the host reads the one filestore-publish wrote to the workspace, at the
-    path the pipeline writes (builder.step_kinds.NFS_EXPORT_OBJECT), and mounts it."""
-    from builder.step_kinds import NFS_EXPORT_OBJECT
+    path the pipeline writes (builder.catalogue.step_kinds.NFS_EXPORT_OBJECT), and mounts it."""
+    from builder.catalogue.step_kinds import NFS_EXPORT_OBJECT
 
     box = vm_box(tmp_path, md)
     md.attrs(tpubuild_nfs_ip="", tpubuild_nfs_share="")
@@ -183,7 +183,7 @@ def test_a_host_made_before_filestore_reads_the_export_from_the_workspace(tmp_pa
 
 
 def test_a_host_whose_export_never_comes_waits_says_so_and_fails(tmp_path, md):
-    from builder.step_kinds import NFS_EXPORT_OBJECT
+    from builder.catalogue.step_kinds import NFS_EXPORT_OBJECT
 
     box = vm_box(tmp_path, md)
     md.attrs(tpubuild_nfs_ip="", tpubuild_nfs_share="")

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from builder.catalogue.modules import NAMES as MODULE_NAMES
 from builder.config import load_text
-from builder.pipeline import render
-from builder.modules import NAMES as MODULE_NAMES
-from builder.plan import make_plan, module_dir
+from builder.planning.plan import make_plan, module_dir
+from builder.render.pipeline import render
 from tests.conftest import REPO, require, rewrite_env
 from tests.support.pipeline import ENVS, NODE_ENV, VM_ENV, all_cases, step_env, step_script
 from tests.support.step_sandbox import Sandbox, Script
@@ -235,7 +235,7 @@ def test_seeder_vm_uses_the_environments_network_and_seeder_account(
     """The rendered seed step, run under bash with the real run_seeder.sh, creates the VM in
     NETWORK/SUBNETWORK as the account shared_pd creates (the id tfvars gives it), never with
     gcloud's defaults (network default, the project's default compute account)."""
-    from builder import tfvars
+    from builder.inputs import tfvars
 
     base = ENVS[arch]
     settings = load_text(rewrite_env(base.read_text(), **overrides), REPO / base.name)
@@ -283,8 +283,8 @@ def test_image_step_builds_a_missing_image_once_and_fails_on_other_errors(sandbo
     """The pipeline's first step: an image that is missing is built from builder/image/Dockerfile
     and pushed; any other answer (no permission, no network) fails the step naming the image,
     never a build over it."""
-    from builder.builder_image import DOCKERFILE
-    from builder.pipeline import IMAGES, image
+    from builder.catalogue.builder_image import DOCKERFILE
+    from builder.render.pipeline import IMAGES, image
 
     (sandbox.bin / "docker").write_text(MISSING_IMAGE_DOCKER)
     script = _first("tpubuild-image")

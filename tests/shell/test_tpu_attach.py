@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from builder.config import load
-from builder.pipeline import render
-from builder.plan import make_plan
+from builder.planning.plan import make_plan
+from builder.render.pipeline import render
 from tests.conftest import SHIPPED
 from tests.support.pipeline import step_env, step_script
 

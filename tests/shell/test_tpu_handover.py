@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 from builder.config import load_text
-from builder.pipeline import render
-from builder.plan import make_plan
+from builder.planning.plan import make_plan
+from builder.render.pipeline import render
 from tests.conftest import REPO, SHIPPED
 from tests.support.pipeline import step_script
 from tests.support import swap_steps

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from builder.config import load_text
-from builder.pipeline import render
-from builder.plan import make_plan
+from builder.planning.plan import make_plan
+from builder.render.pipeline import render
 from tests.conftest import REPO, SHIPPED
 from tests.support import swap_steps
 from tests.support.pipeline import step_env, step_script

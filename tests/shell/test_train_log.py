@@ -1,6 +1,6 @@
 """The training log reaches Cloud Logging for the dashboard's step-rate tile: lib.sh's
 send_train_steps (real bash, logger stubbed to record what syslog would get), startup.sh's rsyslog
-rule and Ops Agent config (real bash in the startup sandbox), and builder/dashboard.py's
+rule and Ops Agent config (real bash in the startup sandbox), and builder/inputs/dashboard.py's
 step_log_filter evaluated against the entry shapes the Ops Agent can produce from that line."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import yaml
 from test_startup import vm_box
 from test_startup_sandbox import STARTUP
 
-from builder import dashboard, model_registry
+from builder.config import model_registry
+from builder.inputs import dashboard
 
 ROOT = Path(__file__).resolve().parents[2]
 LIB = ROOT / "models" / "roberta" / "lib.sh"

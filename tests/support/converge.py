@@ -27,11 +27,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from builder import modules as catalogue
+from builder.catalogue import modules as catalogue
 from builder.cloud import lock
 from builder.config import load_text
-from builder.pipeline import render
-from builder.plan import make_plan
+from builder.planning.plan import make_plan
+from builder.render.pipeline import render
 from tests.conftest import EXAMPLES, rewrite_env
 from tests.support import converge_standins as standins
 from tests.support.pipeline import step_env, step_script
@@ -59,14 +59,14 @@ class Pipeline:
         return rewrite_env(base, **dict(self.values))
 
     def config(self) -> tuple[Any, dict[str, Any]]:
-        """The values and the rendered pipeline (``auto``: what builder.auto decides against the
+        """The values and the rendered pipeline (``auto``: what builder.planning.auto decides against the
         example as applied, the values its ``start`` pipeline applied)."""
         return _config(self)
 
 
 @lru_cache(maxsize=None)
 def _config(pipeline: Pipeline) -> tuple[Any, dict[str, Any]]:
-    from builder.auto import decide, plan_for
+    from builder.planning.auto import decide, plan_for
 
     settings = load_text(pipeline.text(), EXAMPLES / f"{pipeline.name}.env")
     if pipeline.action != "auto":

@@ -96,7 +96,7 @@ class Case:
     @property
     def valid(self) -> bool:
         if self.arch == "node" and self.action in ("create", "update"):
-            return False  # TPU Node is read-only legacy (builder/legacy.py): destroy only
+            return False  # TPU Node is read-only legacy (builder/config/legacy.py): destroy only
         if self.action in ("initialize", "create"):  # create applies everything: a scope is refused
             return not (self.tpu or self.mig)
         if self.arch == "mig" and self.action == "destroy" and self.tpu and not self.mig:

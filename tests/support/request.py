@@ -1,4 +1,4 @@
-"""One request through each command that prepares an action (builder.request): ``plan`` and
+"""One request through each command that prepares an action (builder.planning.request): ``plan`` and
 ``render`` (flags), ``submit`` (flags) and ``dispatch`` (the root build's substitution strings)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from builder.request import CLI, SUBSTITUTIONS, Spelling
+from builder.planning.request import CLI, SUBSTITUTIONS, Spelling
 
 #: The flags each command takes (by Request field): plan has no --allow-wipe (nothing is seeded
 #: by a plan), submit and dispatch select no modules (auto does, from the applied snapshot).

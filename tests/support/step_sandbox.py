@@ -63,7 +63,7 @@ class Sandbox:
         (self.ws / "plans").mkdir()
         for module in {"tpu", "filestore", "shared_pd", "mig", "dashboard"}:
             (self.ws / "tfvars" / f"{module}.tfvars.json").write_text("{}\n")
-            for i in (0, 1):  # a failover's variables per candidate (builder.tfvars.by_candidate)
+            for i in (0, 1):  # a failover's variables per candidate (builder.inputs.tfvars.by_candidate)
                 (self.ws / "tfvars" / "candidates" / str(i)).mkdir(parents=True, exist_ok=True)
                 (self.ws / "tfvars" / "candidates" / str(i) / f"{module}.tfvars.json").write_text("{}\n")
             (self.ws / "plans" / f"{module}.tfplan").write_text("saved plan\n")

@@ -296,8 +296,8 @@ def git_tree(commit: str, dest: Path) -> None:
 def apply_slice_inputs(tf: "Terraform", ws: "Workspace", settings: Any) -> None:
     """Apply, with today's modules, every plan module of ``settings`` that the slice reads (all but
     ``mig`` and ``dashboard``: filestore, shared_pd, tpu) into ``ws``'s states."""
-    from builder import tfvars
-    from builder.plan import module_dir
+    from builder.inputs import tfvars
+    from builder.planning.plan import module_dir
 
     for module, values in tfvars.all_for(settings).items():
         if module in ("mig", "dashboard"):

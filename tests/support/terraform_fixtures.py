@@ -42,9 +42,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
-from builder import tfvars
 from builder.config import load
-from builder.plan import module_dir
+from builder.inputs import tfvars
+from builder.planning.plan import module_dir
 from tests.conftest import EXAMPLES, NODE, REPO
 from tests.support.terraform import Terraform, Workspace
 

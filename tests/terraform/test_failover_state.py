@@ -1,6 +1,6 @@
 """The failover loop's clean-up (docs/capacity.md, "The failover loop", "On mig") in real Terraform
 through the stand-in provider: a refused try of a mig slice is applied (the group's create does not
-fail on a stockout), then what the loop destroys (``builder.module_parts.REFUSED_LEAVES``, by the
+fail on a stockout), then what the loop destroys (``builder.catalogue.module_parts.REFUSED_LEAVES``, by the
 same ``apply -destroy -target`` per address) leaves nothing of the slice in the state (the policy,
 the template, the group, the TTL and health jobs), and the next candidate, in another region, plans
 creates only, which the loop requires of a later candidate."""
@@ -12,10 +12,10 @@ import re
 
 import pytest
 
+from builder.catalogue.module_parts import REFUSED_LEAVES
 from builder.config import load
-from builder.module_parts import REFUSED_LEAVES
-from builder.plan import module_dir
-from builder.tfvars import by_candidate
+from builder.inputs.tfvars import by_candidate
+from builder.planning.plan import module_dir
 from tests.conftest import EXAMPLES
 from tests.support.terraform import Terraform, Workspace, apply_slice_inputs, standin_terraform
 

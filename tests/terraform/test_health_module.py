@@ -1,6 +1,6 @@
 """modules/health in real Terraform through the stand-in provider: the health check's Scheduler
 job (TPU_RECOVERY) plans with its invoker (tb-<env>-hc, builds.editor, actAs the applying account
-only), the body the roots get from builder/recovery.py, and its precondition keeps a call without
+only), the body the roots get from builder/inputs/recovery.py, and its precondition keeps a call without
 a body from planning a job that would POST an empty build."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from builder import recovery
 from builder.config import load
+from builder.inputs import recovery
 from tests.conftest import EXAMPLES
 from tests.support.terraform import Workspace, child_caller, standin_terraform
 

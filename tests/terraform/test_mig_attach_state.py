@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from builder import tfvars
 from builder.config import load
-from builder.plan import module_dir
+from builder.inputs import tfvars
+from builder.planning.plan import module_dir
 from tests.conftest import EXAMPLES, REPO, rewrite_env
 from tests.support.terraform import (Terraform, Workspace, apply_slice_inputs, counts, old_module, resources,
                                      standin_terraform)

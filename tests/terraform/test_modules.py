@@ -281,9 +281,9 @@ module "remote" {
 
 
 def test_child_modules_are_not_plan_modules() -> None:
-    """builder/tfvars.py writes tfvars for plan modules only; a child module gets its inputs from
+    """builder/inputs/tfvars.py writes tfvars for plan modules only; a child module gets its inputs from
     its caller, so no plan module may map to a child's directory."""
-    from builder import plan
+    from builder.planning import plan
     from builder.config import load
     from tests.conftest import EXAMPLES, NODE, SHIPPED
     seen = set()

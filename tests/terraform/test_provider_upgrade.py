@@ -25,9 +25,9 @@ from typing import Any
 
 import pytest
 
-from builder import dashboard, tfvars
 from builder.config import load
-from builder.plan import module_dir
+from builder.inputs import dashboard, tfvars
+from builder.planning.plan import module_dir
 from tests.conftest import EXAMPLES, REPO, SHIPPED, require
 from tests.support.terraform import (
     CURRENT, LEGACY, Terraform, Workspace, as_applied_by_old_modules, counts, git_tree, old_values, standin_terraform,

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from builder import tfvars
 from builder.config import load
-from builder.plan import module_dir
+from builder.inputs import tfvars
+from builder.planning.plan import module_dir
 from tests.conftest import EXAMPLES, SHIPPED
 from tests.support.terraform import Terraform, Workspace, resources, standin_terraform
 

@@ -6,7 +6,7 @@ stand-in google/google-beta provider (tools/tfstandin, docs/terraform.md): 8.7.0
 * ``init -backend=false`` + ``validate`` on every folder under modules/ (found by listing);
 * for every shipped values file (values.env, examples/*.env; found by glob) the plan modules of its
   architecture are planned and fake-applied in the pipeline's order with the tfvars
-  ``builder.tfvars.all_for`` writes (backend local, terraform_remote_state → the local states);
+  ``builder.inputs.tfvars.all_for`` writes (backend local, terraform_remote_state → the local states);
   the plans are spot-checked, re-planned after apply (no changes), changed in place, destroyed, and
   every plan Terraform wrote goes through ``tpubuild guard``;
 * ``moved`` blocks, the legacy roots' destroy and the schema the stand-in serves:
@@ -26,9 +26,9 @@ from typing import Any
 
 import pytest
 
-from builder import tfvars
 from builder.config import load
-from builder.plan import module_dir
+from builder.inputs import tfvars
+from builder.planning.plan import module_dir
 from tests.conftest import EXAMPLES, REPO, SHIPPED
 from tests.support.terraform import (
     CURRENT, Terraform, Workspace, counts, is_root, module_dirs, resources, standin_terraform,
@@ -168,7 +168,7 @@ def _spot_check(settings: Any, module: str, plan: dict[str, Any]) -> list[str]:
                     checked.append("read-only")
             # but in calendar mode mig-attach attaches the shared PD once seeded (read-only:
             # tests/shell/test_mig_attach.py), not the template of a new slice
-            from builder.module_parts import mig_attaches_disk
+            from builder.catalogue.module_parts import mig_attaches_disk
 
             if mig_attaches_disk(settings):
                 assert not [d for d in values["disk"] if d.get("source")], f"{res['address']}: no dataset disk"

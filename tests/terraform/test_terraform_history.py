@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from builder import tfvars
 from builder.config import load
-from builder.plan import module_dir
+from builder.inputs import tfvars
+from builder.planning.plan import module_dir
 from tests.conftest import NODE, REPO, require
 from tests.support.terraform_fixtures import STATES
 from tests.support.terraform import (

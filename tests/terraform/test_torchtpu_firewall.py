@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from builder import model_registry, tfvars
 from builder.config import load
-from builder.plan import module_dir
+from builder.config import model_registry
+from builder.inputs import tfvars
+from builder.planning.plan import module_dir
 from tests.conftest import EXAMPLES
 from tests.support.terraform import Terraform, Workspace, resources, standin_terraform
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from builder import tfvars
 from builder.config import load_text
-from builder.plan import module_dir
+from builder.inputs import tfvars
+from builder.planning.plan import module_dir
 from tests.conftest import EXAMPLES, REPO, rewrite_env
 from tests.support.terraform import Terraform, Workspace, apply_slice_inputs, old_module, standin_terraform
 
@@ -228,13 +228,13 @@ def test_a_state_before_the_slots_refuses_make_before_break_of_another_shape(tf:
 
 def test_what_makes_a_second_mig_is_what_the_catalogue_says_recreates_the_hosts() -> None:
     """One fact, two readers: modules/tpu_mig's ``wanted`` (a slot whose values differ is another
-    slice) and the catalogue's SLICE_TEMPLATE (builder.diff and the capacity check call a change of
+    slice) and the catalogue's SLICE_TEMPLATE (builder.planning.diff and the capacity check call a change of
     it a replacement under make-before-break) name the same variables. ``shared_pd`` is the
     module's one word for shared_pd_attach and shared_pd_attached_later; env_name names the state
     itself (another environment is another state, never a slot)."""
     import re
 
-    from builder.module_parts import SLICE_TEMPLATE
+    from builder.catalogue.module_parts import SLICE_TEMPLATE
 
     main = (REPO / "modules/tpu_mig/main.tf").read_text()
     block = main[main.index("  wanted = {"):]

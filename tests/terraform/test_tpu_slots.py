@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from builder import tfvars
 from builder.config import load
-from builder.plan import module_dir
+from builder.inputs import tfvars
+from builder.planning.plan import module_dir
 from tests.conftest import SHIPPED
 from tests.support.terraform import Terraform, Workspace, standin_terraform
 

@@ -1,5 +1,5 @@
 """ENV_TTL_HOURS on TPU_ARCH="mig": modules/tpu_mig holds the TTL's job (modules/ttl), whose build
-(builder/ttl.py) loads into the real Cloud Build type and dispatches ``destroy`` with ``_MIG=true``:
+(builder/inputs/ttl.py) loads into the real Cloud Build type and dispatches ``destroy`` with ``_MIG=true``:
 the plan of that dispatch destroys the slice's module only (never Filestore, the shared PD or the
 hosts' account/firewall); the module plans with the job through real Terraform (stand-in provider)."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from builder import tfvars, ttl
 from builder.config import load
-from builder.plan import module_dir
+from builder.inputs import tfvars, ttl
+from builder.planning.plan import module_dir
 from tests.conftest import EXAMPLES
 
 MIG = EXAMPLES / "mig-v6e-16-spot.env"
@@ -36,8 +36,8 @@ def test_the_ttl_build_destroys_the_slice_and_keeps_the_data(make_env):
     flags = _dispatch_flags(s)
     assert flags == {"--action": "destroy", "--tpu": "false", "--mig": "true", "--allow-data-loss": "false",
                      "--allow-wipe": "false"}
-    # the flags as dispatch reads them (builder.request: the one way from flags to a plan)
-    from builder.request import SUBSTITUTIONS, parse, plan_for
+    # the flags as dispatch reads them (builder.planning.request: the one way from flags to a plan)
+    from builder.planning.request import SUBSTITUTIONS, parse, plan_for
 
     request = parse(s, flags["--action"], tpu=flags["--tpu"], mig=flags["--mig"],
                     allow_data_loss=flags["--allow-data-loss"], allow_wipe=flags["--allow-wipe"], spelling=SUBSTITUTIONS)
@@ -45,7 +45,7 @@ def test_the_ttl_build_destroys_the_slice_and_keeps_the_data(make_env):
     destroyed = {op.module for op in plan.operations if op.op == "destroy"}
     assert destroyed == {"mig"} and {op.module for op in plan.operations} == {"mig"}
     # the other scope would be refused on mig (it would cut the running VMs off their account)
-    from builder.errors import BadInput
+    from builder.facts.errors import BadInput
 
     with pytest.raises(BadInput, match="cut off the running TPU VMs"):
         parse(s, "destroy", tpu="true", mig="false", spelling=SUBSTITUTIONS)

@@ -1,5 +1,5 @@
 """The versions docs/terraform.md states agree with the code: the pipeline's image tags
-(builder.pipeline.IMAGES), the provider pins of modules/_shared and the releases the stand-in
+(builder.render.pipeline.IMAGES), the provider pins of modules/_shared and the releases the stand-in
 provider serves (tools/tfstandin/install.py), and the Terraform the tests run."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from builder.pipeline import IMAGES
+from builder.render.pipeline import IMAGES
 from tests.conftest import REPO
 from tests.support.terraform import CURRENT, LEGACY
 

@@ -1,7 +1,7 @@
-"""The build action is one type from the CLI to the guard (builder/actions.py): no code in
+"""The build action is one type from the CLI to the guard (builder/facts/actions.py): no code in
 builder/ compares an action with an action's name written as a string (``plan.action ==
-"destroy"``); it compares with :class:`~builder.actions.Action` (or auto's
-:class:`~builder.actions.Verdict`). Read with ``ast``: a comparison one side of which is named
+"destroy"``); it compares with :class:`~builder.facts.actions.Action` (or auto's
+:class:`~builder.facts.actions.Verdict`). Read with ``ast``: a comparison one side of which is named
 ``action``/``decision`` (a name, an attribute or a subscript key) and the other a string literal
 that is an action's name fails."""
 
@@ -11,7 +11,7 @@ import ast
 
 import pytest
 
-from builder.actions import Action, Verdict
+from builder.facts.actions import Action, Verdict
 from tests.conftest import REPO
 
 NAMES = frozenset(a.value for a in Action) | frozenset(v.value for v in Verdict)
@@ -53,7 +53,7 @@ def string_comparisons(source: str) -> list[tuple[int, str]]:
 def test_no_action_is_compared_with_a_string_in_builder() -> None:
     found = [f"{p.relative_to(REPO)}:{line}: {text}" for p in sorted((REPO / "builder").rglob("*.py"))
              for line, text in string_comparisons(p.read_text(encoding="utf-8"))]
-    assert found == [], "compare with builder.actions.Action (or Verdict), not a name in a string:\n" + "\n".join(found)
+    assert found == [], "compare with builder.facts.actions.Action (or Verdict), not a name in a string:\n" + "\n".join(found)
 
 
 @pytest.mark.parametrize("source, caught", [
@@ -71,7 +71,7 @@ def test_the_scan(source: str, caught: bool) -> None:
 
 
 def test_the_action_reaches_the_plan_the_diff_and_the_guard_as_its_type() -> None:
-    from builder.guard import evaluate
+    from builder.planning.guard import evaluate
 
     decision = evaluate({"format_version": "1.2", "resource_changes": []}, "tpu", "destroy")
     assert decision.action is Action.DESTROY

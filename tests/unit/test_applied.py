@@ -1,5 +1,5 @@
-"""builder/applied.py (what a finished build records) and auto's pure decision helpers in
-builder/auto.py: plain data in, data out, no fakes, no cloud."""
+"""builder/planning/applied.py (what a finished build records) and auto's pure decision helpers in
+builder/planning/auto.py: plain data in, data out, no fakes, no cloud."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from builder import auto
-from builder.applied import Ledger, after_build, applied_settings
 from builder.config import load
-from builder.errors import BadInput
-from builder.plan import make_plan
+from builder.facts.errors import BadInput
+from builder.planning import auto
+from builder.planning.applied import Ledger, after_build, applied_settings
+from builder.planning.plan import make_plan
 from tests.conftest import EXAMPLES, NODE
 
 NODE_MODULES = ("filestore", "shared_pd", "tpu", "mig")
@@ -117,7 +117,7 @@ def _env(tmp_path: Path, base: Path, name: str, **overrides: str) -> Path:
      ("ENV_BUILD_NAME 'other-env' and PROJECT_ID 'other-project'",)),
 ])
 def test_another_environments_values_are_refused(tmp_path: Path, overrides: dict[str, str], named: tuple[str, ...]) -> None:
-    from builder.applied import compared_with
+    from builder.planning.applied import compared_with
 
     current = load(EXAMPLES / "vm-v4-32.env")
     other = load(_env(tmp_path, EXAMPLES / "vm-v4-32.env", "other.env", **overrides))
@@ -135,8 +135,8 @@ def test_another_environments_values_are_refused(tmp_path: Path, overrides: dict
 def test_a_node_era_applied_file_is_read_and_reported(tmp_path: Path) -> None:
     """The seed-era TPU Node file against its migrated vm file: what is applied is said, with
     the way to take it down, instead of comparing as if nothing were there."""
-    from builder.applied import compared_with
-    from builder.migrate import migrate_text
+    from builder.planning.applied import compared_with
+    from builder.config.migrate import migrate_text
 
     node = load(NODE)
     migrated = tmp_path / "values.env"

@@ -1,4 +1,4 @@
-"""The tpubuild builder image (builder/builder_image.py, builder/image/): its one lock agrees with
+"""The tpubuild builder image (builder/catalogue/builder_image.py, builder/image/): its one lock agrees with
 setup.cfg, its Dockerfile is hadolint-clean and builds on the pinned base, its tag is the version
 and the lock's digest, and (where a Docker daemon runs) it really builds and runs tpubuild."""
 
@@ -13,8 +13,9 @@ import subprocess
 import pytest
 from packaging.requirements import Requirement
 
-from builder import __version__, builder_image
-from builder.pipeline import IMAGES
+from builder import __version__
+from builder.catalogue import builder_image
+from builder.render.pipeline import IMAGES
 from tests.conftest import REPO, require
 
 DOCKERFILE = REPO / builder_image.DOCKERFILE

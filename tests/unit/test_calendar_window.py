@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from builder import generations
 from builder.config import calendar, load_text
 from builder.config.zones import nearest
-from builder.errors import BadInput, ConfigErrors
+from builder.facts import generations
+from builder.facts.errors import BadInput, ConfigErrors
 from tests.conftest import EXAMPLES
 
 CAL = EXAMPLES / "mig-v6e-32-calendar.env"

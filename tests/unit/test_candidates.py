@@ -11,7 +11,7 @@ import pytest
 
 from builder.config import load
 from builder.config.candidates import Candidate, first_is, granted, ordered, stays
-from builder.errors import ConfigError
+from builder.facts.errors import ConfigError
 from tests.conftest import EXAMPLES, SHIPPED
 
 MIG = EXAMPLES / "mig-v6e-16-spot.env"
@@ -70,7 +70,7 @@ def test_validate_names_every_candidate_in_order(cli) -> None:
 
 
 def test_auto_keeps_the_slice_when_only_later_candidates_change(make_env: Callable[..., Path]) -> None:
-    from builder.auto import decide
+    from builder.planning.auto import decide
 
     old = load(make_env(MIG, ZONE="us-east5-b,us-east5-a"))
     new = load(make_env(MIG, ZONE="us-east5-b,us-central1-b"))

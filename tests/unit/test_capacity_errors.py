@@ -1,4 +1,4 @@
-"""builder/capacity_errors.py against the real error texts kept in tests/data/capacity_errors/
+"""builder/facts/capacity_errors.py against the real error texts kept in tests/data/capacity_errors/
 (SOURCES.md names where each was read): a stockout or a quota refusal is "no capacity" (the
 failover tries the next candidate), a permission error is not (the build stops); the shell's
 grep -E reads the same patterns the same way."""
@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from builder.capacity_errors import NO_CAPACITY, classify, ere
+from builder.facts.capacity_errors import NO_CAPACITY, classify, ere
 from tests.conftest import REPO
 
 FIXTURES = REPO / "tests" / "data" / "capacity_errors"

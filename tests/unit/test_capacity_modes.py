@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from builder import generations, tfvars
 from builder.config import calendar, load, offers
 from builder.config.keys import KEYS
-from builder.pipeline import render
-from builder.plan import make_plan
+from builder.facts import generations
+from builder.inputs import tfvars
+from builder.planning.plan import make_plan
+from builder.render.pipeline import render
 from tests.conftest import EXAMPLES, REPO
 from tests.support.pipeline import BUILTINS, step_script
 
@@ -160,7 +161,7 @@ def test_resize_before_the_calendar_start_waits_for_nothing(tmp_path: Path, make
 
 
 def test_guard_announces_a_capacity_request_going() -> None:
-    from builder.guard import evaluate
+    from builder.planning.guard import evaluate
 
     def doc(rtype: str, actions: list[str]) -> dict:
         return {"format_version": "1.2", "applyable": True, "errored": False, "resource_changes": [

@@ -1,5 +1,5 @@
 """The help and the docs say what the code does: each fact below is read from the code (the
-``Action`` enum, the module catalogue, what ``builder.request.parse`` accepts, what the guard lets through)
+``Action`` enum, the module catalogue, what ``builder.planning.request.parse`` accepts, what the guard lets through)
 and the help text or the doc must state it, so neither can drift from the code."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from builder import cli
+from builder.catalogue.modules import ARCHS, modules
 from builder.commands import verb
 from builder.commands.parser import MODULE_NAMES
 from builder.config import load
-from builder.errors import BadInput
-from builder.guard import evaluate
-from builder.modules import ARCHS, modules
-from builder.actions import Action
-from builder.request import parse
+from builder.facts.actions import Action
+from builder.facts.errors import BadInput
+from builder.planning.guard import evaluate
+from builder.planning.request import parse
 from tests.conftest import REPO
 
 COMMAND_GROUPS, HIDDEN_COMMANDS = verb.groups(), verb.hidden()

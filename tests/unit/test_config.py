@@ -9,7 +9,7 @@ import pytest
 
 from builder.config import load, load_text
 from builder.config.keys import IGNORED_KEYS
-from builder.errors import BadInput, ConfigError, ConfigErrors
+from builder.facts.errors import BadInput, ConfigError, ConfigErrors
 from tests.conftest import EXAMPLES, SHIPPED
 
 # The seed repository's values.env, key for key (only the project ID is ours).
@@ -315,7 +315,7 @@ def test_meaningless_seed_keys_are_silent(key: str) -> None:
 ])
 def test_arch_is_inferred_from_the_runtime(accel: str, runtime: str, arch: str) -> None:
     from builder.config.offers import zones_for
-    from builder.topology import parse
+    from builder.facts.topology import parse
 
     text = MINIMAL.replace('"v3-8"', f'"{accel}"').replace('"pytorch-nightly"', f'"{runtime}"')
     if arch == "vm":  # a zone that offers the generation (builder/data/tpu_offers.json)

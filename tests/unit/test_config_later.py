@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from builder import model_registry
+from builder.config import model_registry
 from tests.conftest import EXAMPLES, NODE, REPO, SHIPPED, rewrite_env
 
 pytestmark = pytest.mark.usefixtures("no_cloud")

@@ -1,4 +1,4 @@
-"""Output degrades to ASCII where the stream cannot encode more (builder/console.py): the real
+"""Output degrades to ASCII where the stream cannot encode more (builder/facts/console.py): the real
 console script, under ``PYTHONIOENCODING=ascii`` and under the C locale, prints what it prints
 under UTF-8 with each character spelled by ``console.ascii_spelling``, and exits as it would."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from builder.console import ASCII, ascii_spelling
+from builder.facts.console import ASCII, ascii_spelling
 from tests.conftest import REPO, SHIPPED, run_tpubuild
 
 UTF8 = {"PYTHONIOENCODING": "utf-8", "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"}

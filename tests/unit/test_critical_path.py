@@ -7,8 +7,8 @@ import importlib.util
 import pytest
 
 from builder.config import load
-from builder.pipeline import render
-from builder.plan import make_plan
+from builder.planning.plan import make_plan
+from builder.render.pipeline import render
 from tests.conftest import EXAMPLES, REPO
 
 _spec = importlib.util.spec_from_file_location("critical_path", REPO / "benchmarks" / "critical_path.py")

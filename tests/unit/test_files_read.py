@@ -1,4 +1,4 @@
-"""builder/files.py ``read_bytes``: the one place a user's file is opened. Each kind of file keeps
+"""builder/facts/files.py ``read_bytes``: the one place a user's file is opened. Each kind of file keeps
 its own wording (values.env, a plan JSON, the generic ``read_file``); these are the exact lines the
 three copies of the mapping printed before they became one helper."""
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from builder.files import PLAN_JSON, VALUES_FILE
-from builder.errors import BadInput
-from builder.files import GENERIC, human, read_bytes, read_file
+from builder.facts.errors import BadInput
+from builder.facts.files import GENERIC, human, read_bytes, read_file
+from builder.facts.files import PLAN_JSON, VALUES_FILE
 
 
 def _refusal(path: Path, limit: int, wording, **fields: str) -> str:

@@ -1,4 +1,4 @@
-"""A TPU generation is one record (builder/generations.py, the rows of builder/data/tpu_offers.json):
+"""A TPU generation is one record (builder/facts/generations.py, the rows of builder/data/tpu_offers.json):
 the records are consistent, what shell and Terraform keep is generated from them, names the record
 knows under another name are answered with Google's, and adding a generation is adding its record."""
 
@@ -14,10 +14,10 @@ from types import ModuleType
 
 import pytest
 
-from builder import generations
 from builder.config.keys import KEYS
-from builder.errors import BadInput
-from builder.topology import mig_shape, parse
+from builder.facts import generations
+from builder.facts.errors import BadInput
+from builder.facts.topology import mig_shape, parse
 from tests.conftest import EXAMPLES, REPO
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from builder.errors import BadInput
-from builder.guard import PROTECTED_TYPES, evaluate
+from builder.facts.errors import BadInput
+from builder.planning.guard import PROTECTED_TYPES, evaluate
 from tests.conftest import REPO, run_tpubuild
 
 PLANS = REPO / "tests" / "data" / "plans"

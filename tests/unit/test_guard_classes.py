@@ -1,4 +1,4 @@
-"""The guard classifies by what a resource holds (builder/guard_classes.py), refuses forgetting a
+"""The guard classifies by what a resource holds (builder/catalogue/guard_classes.py), refuses forgetting a
 data holder and unknown action combinations; property tests across types and actions."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from builder import guard_classes
-from builder.guard import KNOWN_ACTIONS, PROTECTED_TYPES, evaluate, loses
+from builder.catalogue import guard_classes
+from builder.planning.guard import KNOWN_ACTIONS, PROTECTED_TYPES, evaluate, loses
 from tests.conftest import REPO
 
 PLANS = REPO / "tests" / "data" / "plans"
@@ -33,7 +33,7 @@ def test_the_schema_lists_are_real() -> None:
 
 @pytest.mark.parametrize("rtype", MODULE_TYPES)
 def test_every_type_in_our_modules_is_classified_explicitly(rtype: str) -> None:
-    assert rtype in CLASSIFIED, f"{rtype} (used in modules/) is not in builder/guard_classes.py"
+    assert rtype in CLASSIFIED, f"{rtype} (used in modules/) is not in builder/catalogue/guard_classes.py"
 
 
 def test_every_neighbour_that_sounds_like_data_is_classified_explicitly() -> None:

@@ -16,13 +16,13 @@ from typing import Callable
 
 import pytest
 
-from builder import request
 from builder.config import load
-from builder.errors import BadInput, ConfigError
-from builder.pipeline import render
-from builder.plan import make_plan, module_dir
-from builder import generations
-from builder.topology import mig_shape, parse
+from builder.facts import generations
+from builder.facts.errors import BadInput, ConfigError
+from builder.facts.topology import mig_shape, parse
+from builder.planning import request
+from builder.planning.plan import make_plan, module_dir
+from builder.render.pipeline import render
 from tests.conftest import EXAMPLES
 from tests.support.pipeline import BUILTINS, step_script
 
@@ -87,7 +87,7 @@ def test_generations_without_mig_are_refused(name: str) -> None:
 def test_undocumented_shape_is_refused() -> None:
     # Every size parse() accepts for v5p/v6e/tpu7x has a row now; a size that only a future
     # record's sizes would let through must still be refused, not guessed.
-    from builder.topology import Topology
+    from builder.facts.topology import Topology
 
     with pytest.raises(BadInput, match="no documented MIG slice shape; use one of v5p-8"):
         mig_shape(Topology("v5p-24", "v5p", 12, 24, 3))
@@ -292,7 +292,7 @@ def test_a_second_group_that_never_stabilises_leaves_the_old_one_running(tmp_pat
 
 
 def test_guard_announces_a_topology_change() -> None:
-    from builder.guard import evaluate
+    from builder.planning.guard import evaluate
     doc = {"format_version": "1.2", "applyable": True, "errored": False, "resource_changes": [
         {"address": "google_compute_resource_policy.slice[0]", "type": "google_compute_resource_policy",
          "mode": "managed", "change": {"actions": ["create", "delete"], "replace_paths": [["name"]]}},
@@ -318,7 +318,7 @@ def test_hosts_in_worker_order_and_ssh_through_iap() -> None:
 # ---- disks (the records' shared_pd_types and mig boot_disk_type) ----
 
 def test_shared_pd_attaches_to_v5p_and_boot_disks_follow_the_generation(make_env: Callable[..., Path]) -> None:
-    from builder.tfvars import for_module
+    from builder.inputs.tfvars import for_module
 
     v5p = load(make_env(V6E, TPU_ACCELERATOR_TYPE="v5p-32", ZONE="us-east5-a", SHARED_PD_DISK_ATTACH="true"))
     tv = for_module(v5p, "mig")

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from builder import generations, tfvars
 from builder.config import load
-from builder.topology import parse
+from builder.facts import generations
+from builder.facts.topology import parse
+from builder.inputs import tfvars
 from tests.conftest import EXAMPLES
 
 SINGLE = [(g, f"{g.prefix}-{size}") for g in generations.on_path("mig") for size in g.mig.shapes  # type: ignore[union-attr]

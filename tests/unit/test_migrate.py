@@ -114,7 +114,7 @@ def test_migrate_maps_external_ip_and_keeps_a_real_setup_script(cli, tmp_path: P
     assert after.tpu_external_ips is True and "MIG_EXTERNAL_IP" not in after.lines
     assert after.mig_setup_script == "scripts/host.sh"
     assert "now runs on every TPU VM host" in out
-    from builder import tfvars
+    from builder.inputs import tfvars
 
     assert tfvars.for_module(after, "tpu")["setup_script"] == "scripts/host.sh"  # the boot script runs it
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from builder import generations
 from builder.config import load
-from builder.migrate import target_path
+from builder.config.migrate import target_path
+from builder.facts import generations
 from tests.conftest import EXAMPLES, NODE, SHIPPED
 from tests.unit.test_migrate import _migrate, _repo_copy
 

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from builder.config import load_text
-from builder.migrate import NODE_ONLY, migrate_text
+from builder.config.migrate import NODE_ONLY, migrate_text
 
 BOUNDED = settings(max_examples=150, deadline=None, derandomize=True, database=None,
                    suppress_health_check=[HealthCheck.too_slow])

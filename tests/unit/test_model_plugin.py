@@ -1,5 +1,5 @@
 """Models are plug-ins: everything builder/ needs from a model is declared by the model's folder
-(builder/model_registry.py DECLARED), builder/ names no model in its code, and a throw-away model
+(builder/config/model_registry.py DECLARED), builder/ names no model in its code, and a throw-away model
 written here, beside its values.env, is validated, planned, launched (--dry-run) and profiled
 (--dry-run) with builder/ untouched."""
 
@@ -10,8 +10,9 @@ import re
 import shlex
 from pathlib import Path
 
-from builder import model_registry, tfvars
 from builder.config import load
+from builder.config import model_registry
+from builder.inputs import tfvars
 from tests.conftest import EXAMPLES, REPO
 from tests.unit.test_model_registry import TOY
 

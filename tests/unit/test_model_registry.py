@@ -1,4 +1,4 @@
-"""Models plug in: builder/model_registry.py's registry and Launcher protocol, a model's
+"""Models plug in: builder/config/model_registry.py's registry and Launcher protocol, a model's
 keys in its own package, a launcher of the user's own beside values.env, and the one host
 transport (models/hosts.py) building every shell line from templates and quoted words."""
 
@@ -8,8 +8,8 @@ import ast
 import shlex
 from pathlib import Path
 
-from builder import model_registry
 from builder.config import known_keys, load
+from builder.config import model_registry
 from builder.config.keys import KEYS
 from tests.conftest import EXAMPLES, REPO
 
@@ -46,7 +46,7 @@ def test_shipped_launchers_plug_in_on_every_arch() -> None:
     proves what it takes for granted, for every shipped launcher and every architecture a values
     file can name. A shipped launcher that drops an architecture fails here: then
     ``launcher_problems`` must import it again."""
-    from builder.generations import PATHS as ARCHES
+    from builder.facts.generations import PATHS as ARCHES
 
     shipped = model_registry.available(None)
     assert shipped == sorted(model_registry.MODELS)

@@ -1,4 +1,4 @@
-"""The module catalogue (builder/modules.py) against the Terraform it describes: the
+"""The module catalogue (builder/catalogue/modules.py) against the Terraform it describes: the
 create order comes from the ``terraform_remote_state`` blocks of each root, every root has inputs
 in tfvars, and every list the code used to keep by hand is derived from the catalogue."""
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from builder import modules as M
+from builder.catalogue import modules as M
 from builder.config import Settings, load_text
-from builder.errors import BadInput
-from builder import tfvars
+from builder.facts.errors import BadInput
+from builder.inputs import tfvars
 from tests.conftest import EXAMPLES, NODE, REPO, SHIPPED, rewrite_env
 
 _REMOTE = re.compile(r'data\s+"terraform_remote_state"\s+"(\w+)"\s*\{(.*?)\n\}', re.S)
@@ -133,7 +133,7 @@ def test_keys_feed_modules_and_are_known() -> None:
 
 
 def test_action_enum_is_its_value() -> None:
-    from builder.actions import BUILD_ACTIONS, Action
+    from builder.facts.actions import BUILD_ACTIONS, Action
 
     assert Action.CREATE == "create" and f"{Action.DESTROY}" == "destroy" and str(Action.AUTO) == "auto"
     assert BUILD_ACTIONS == ("initialize", "create", "update", "destroy", "auto")
@@ -161,14 +161,14 @@ def test_adding_a_module_is_its_files_plus_one_catalogue_line(tmp_path: Path) ->
     for part in ("builder", "models"):
         shutil.copytree(REPO / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO / "values.env", tmp_path / "values.env")
-    catalogue = tmp_path / "builder/modules.py"
+    catalogue = tmp_path / "builder/catalogue/modules.py"
     text = catalogue.read_text()
     anchor = "\n)\n\n#: Which module a full destroy"
     assert text.count(anchor) == 1
     catalogue.write_text(text.replace(anchor, '\n    ModuleSpec("logs", "modules/logs", ARCHS, lambda s: f"bucket {s.env_name}-logs",'
                                       ' holds_data=True,\n               data_resources=(("google_storage_bucket",'
                                       ' "the TensorBoard logs"),)),' + anchor))
-    inputs = tmp_path / "builder/tfvars.py"
+    inputs = tmp_path / "builder/inputs/tfvars.py"
     inputs.write_text(inputs.read_text() + '\n\n@inputs("modules/logs")\ndef _logs(s: Settings) -> dict[str, Any]:\n'
                       '    return {"project_id": s.project_id, "env_name": s.env_name, "labels": s.labels}\n')
 
@@ -261,10 +261,10 @@ def test_the_variants_run_every_extra_step_of_the_catalogue() -> None:
 
 @pytest.mark.parametrize("name,path,edit", _variants(), ids=[v[0] for v in _variants()])
 def test_each_modules_steps_are_its_entrys(name: str, path: Path, edit: dict[str, str]) -> None:
-    """What ``builder.plan.steps`` runs for a module beyond plan → guard → apply is what its
+    """What ``builder.planning.plan.steps`` runs for a module beyond plan → guard → apply is what its
     catalogue entry's ``steps`` say, in place (before, gate, after, beside), for every action."""
-    from builder import module_parts as P
-    from builder.plan import make_plan
+    from builder.catalogue import module_parts as P
+    from builder.planning.plan import make_plan
 
     s = _load(path, edit)
     assert s is not None

@@ -1,4 +1,4 @@
-"""Money you can trust (builder/cost.py, builder/money.py, builder/replacement.py): every
+"""Money you can trust (builder/catalogue/cost.py, builder/planning/money.py, builder/planning/replacement.py): every
 combination ``validate`` accepts has a price, no shipped example prints "unknown", and the plan
 shows what is committed (calendar, flex-start, TTL), what a destroy leaves billed, and the
 make-before-break overlap of both slices with its upper bound: the same record in text and JSON."""
@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from builder import cost, generations, money
+from builder.catalogue import cost
 from builder.config import load, load_text
-from builder.plan import make_plan
+from builder.facts import generations
+from builder.planning import money
+from builder.planning.plan import make_plan
 from tests.conftest import rewrite_env
 
 REPO = Path(__file__).resolve().parents[2]

@@ -65,7 +65,7 @@ def test_every_derived_name_property_is_checked() -> None:
 ])
 def test_a_reserved_bucket_word_is_blamed_on_the_key_that_holds_it(text: str, key: str, line: int) -> None:
     from builder.config import load_text
-    from builder.errors import ConfigError
+    from builder.facts.errors import ConfigError
     from tests.support.bad_input import MINIMAL
 
     with pytest.raises(ConfigError) as exc:
@@ -75,7 +75,7 @@ def test_a_reserved_bucket_word_is_blamed_on_the_key_that_holds_it(text: str, ke
 
 def test_env_name_in_the_state_bucket_is_blamed_on_env_build_name() -> None:
     from builder.config import load_text
-    from builder.errors import ConfigError
+    from builder.facts.errors import ConfigError
     from tests.support.bad_input import MINIMAL
 
     with pytest.raises(ConfigError) as exc:

@@ -1,7 +1,7 @@
 """`plan` (text and JSON) and `validate` say which API a file's path (TPU_ARCH) uses and why, and
 the plan of a create or update warns where Google calls that API maintenance-only or retired:
 every word comes from the data file's ``apis`` (builder/data/tpu_offers.json, with the page that
-says it and a date) through builder/generations.py, and Compute Engine is the path chosen for
+says it and a date) through builder/facts/generations.py, and Compute Engine is the path chosen for
 every generation it offers."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from builder import generations
 from builder.config import load
+from builder.facts import generations
 from tests.conftest import EXAMPLES, SHIPPED
 
 FILES = (SHIPPED, *sorted(EXAMPLES.glob("*.env")))

@@ -1,4 +1,4 @@
-"""The generated Cloud Build config (builder.pipeline, `tpubuild render`): every action × flag
+"""The generated Cloud Build config (builder.render.pipeline, `tpubuild render`): every action × flag
 combination × both architectures loads into the real Build type, and its steps, scripts, images,
 timeouts and waitFor DAG follow the pipeline contract (docs/architecture.md, docs/pipeline.md)."""
 
@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 import yaml
 
+from builder.catalogue.module_parts import fails_over, settles_with_gcloud
+from builder.catalogue.modules import accelerator_module, hosts_module
 from builder.config import load
-from builder.errors import BadInput, ConfigError
-from builder.pipeline import IMAGES, LOCK_TIMEOUT, SHELLS, check_duration, image, render
-from builder.yamlout import to_json, to_yaml
-from builder.module_parts import fails_over, settles_with_gcloud
-from builder.plan import make_plan, module_dir
-from builder.modules import accelerator_module, hosts_module
+from builder.facts.errors import BadInput, ConfigError
+from builder.planning.plan import make_plan, module_dir
+from builder.render.pipeline import IMAGES, LOCK_TIMEOUT, SHELLS, check_duration, image, render
+from builder.render.yamlout import to_json, to_yaml
 from tests.conftest import EXAMPLES, REPO
 from tests.support.pipeline import ENVS, NODE_ENV, VM_ENV, BUILTINS, Case, all_cases, ancestors, step_script
 
@@ -393,7 +393,7 @@ def test_templates_ship_with_the_package():
     from tests.conftest import REPO
 
     folder = REPO / "builder" / "templates"
-    used = set(re.findall(r'"([\w.]+\.j2)"', (REPO / "builder" / "pipeline.py").read_text()))
+    used = set(re.findall(r'"([\w.]+\.j2)"', (REPO / "builder" / "render" / "pipeline.py").read_text()))
     used |= {"_prelude.sh.j2"}
     assert used and all((folder / name).is_file() for name in used)
     assert all(p.parent == folder for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)

@@ -1,5 +1,5 @@
-"""Action dispatch (builder.plan): every row of the dispatch table for both architectures, refused
-combinations through the CLI (builder/request.py refuses them: tests/unit/test_request.py), and
+"""Action dispatch (builder.planning.plan): every row of the dispatch table for both architectures, refused
+combinations through the CLI (builder/planning/request.py refuses them: tests/unit/test_request.py), and
 the DAG's shape."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import json
 
 import pytest
 
+from builder.catalogue.modules import modules as arch_modules
 from builder.config import load
-from builder.errors import BadInput
-from builder.modules import modules as arch_modules
-from builder.plan import ACTIONS, Operation, make_plan, module_dir
+from builder.facts.errors import BadInput
+from builder.planning.plan import ACTIONS, Operation, make_plan, module_dir
 from tests.conftest import run_tpubuild
 from tests.support.pipeline import ENVS, NODE_ENV, VM_ENV, ops
 

@@ -1,4 +1,4 @@
-"""Before → after (builder.diff), auto preview (plan/render --action auto) and cost (builder.cost)
+"""Before → after (builder.planning.diff), auto preview (plan/render --action auto) and cost (builder.catalogue.cost)
 on the headline story: a TPU VM v3-32 (4 hosts) grown to v3-128 (16 hosts). Own fixture files,
 not the shipped values.env."""
 
@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from builder import cost, diff
+from builder.catalogue import cost
+from builder.catalogue.modules import modules as arch_modules
 from builder.config import load
 from builder.config.keys import KEYS
-from builder.modules import modules as arch_modules
-from builder.plan import make_plan
-from builder import generations
+from builder.facts import generations
+from builder.planning import diff
+from builder.planning.plan import make_plan
 from tests.conftest import run_tpubuild
 
 BASE = """ENV_BUILD_NAME="story"

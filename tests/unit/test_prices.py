@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from builder import cost
+from builder.catalogue import cost
 from builder.config import load
 from tests.conftest import rewrite_env
 from tests.unit.test_plan_preview import write

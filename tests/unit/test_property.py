@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from builder.config import Settings, known_keys, load_text
-from builder.errors import BadInput
-from builder.guard import evaluate
+from builder.facts.errors import BadInput
+from builder.planning.guard import evaluate
 from tests.conftest import EXAMPLES, SHIPPED
 
 #: TPUBUILD_FUZZ_EXAMPLES=N runs N random (not derandomized) examples per property, for a deep run.

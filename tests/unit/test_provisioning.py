@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from builder import tfvars
 from builder.config import load
 from builder.config import offers
 from builder.config.keys import duration_seconds
-from builder.errors import ConfigError
-from builder.topology import parse
+from builder.facts.errors import ConfigError
+from builder.facts.topology import parse
+from builder.inputs import tfvars
 from tests.conftest import EXAMPLES, NODE, REPO, SHIPPED
 
 SCHEMA = json.loads((REPO / "tests" / "data" / "provider_schema.json").read_text())
@@ -69,7 +69,7 @@ def test_each_generation_accepts_exactly_its_provisioning_models(make_env: Calla
 
 
 def _types() -> list[str]:
-    from builder.topology import valid_types
+    from builder.facts.topology import valid_types
 
     return valid_types()
 

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from builder.config import load_text
-from builder.pipeline import QUEUE_SLACK_S, render
-from builder.plan import make_plan
+from builder.planning.plan import make_plan
+from builder.render.pipeline import QUEUE_SLACK_S, render
 from tests.conftest import REPO, SHIPPED, require, rewrite_env
 from tests.support.fakes.fixtures import fakes  # noqa: F401 - fixture
 from tests.support.pipeline import step_script
@@ -86,7 +86,7 @@ def test_unqueue_runs_before_the_tpu_destroy(tpu: bool) -> None:
 
 
 def test_tfvars_tell_the_module_it_is_queued() -> None:
-    from builder.tfvars import for_module
+    from builder.inputs.tfvars import for_module
 
     assert for_module(settings(), "tpu")["queued"] is True
     assert for_module(settings(TPU_QUEUED="false", TPU_QUEUED_VALID_FOR=None), "tpu")["queued"] is False

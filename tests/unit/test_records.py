@@ -1,4 +1,4 @@
-"""builder/records.py: a record behaves as the frozen dataclass it replaces, and builder/ defines
+"""builder/facts/records.py: a record behaves as the frozen dataclass it replaces, and builder/ defines
 no dataclass (whose import and per-class compile were most of the CLI's start-up)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from builder.records import FrozenInstanceError, asdict, field, fields, is_record, record, replace
+from builder.facts.records import FrozenInstanceError, asdict, field, fields, is_record, record, replace
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""The one way a user's action reaches a plan (builder.request): parsing, every refusal, the
+"""The one way a user's action reaches a plan (builder.planning.request): parsing, every refusal, the
 spelling of the inputs in messages, and the plan made for a request."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from builder.config import load
-from builder.errors import BadInput
-from builder.actions import Action
-from builder.plan import make_plan
-from builder.request import CLI, SUBSTITUTIONS, Request, parse, parse_flag, plan_for
+from builder.facts.actions import Action
+from builder.facts.errors import BadInput
+from builder.planning.plan import make_plan
+from builder.planning.request import CLI, SUBSTITUTIONS, Request, parse, parse_flag, plan_for
 from tests.support.pipeline import MIG_ENV, NODE_ENV, VM_ENV, ops
 from tests.support.request import respell
 

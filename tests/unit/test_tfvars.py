@@ -1,4 +1,4 @@
-"""builder.tfvars and modules/*/variables.tf speak one language, and a resize touches only the TPU
+"""builder.inputs.tfvars and modules/*/variables.tf speak one language, and a resize touches only the TPU
 and the MIG's size.
 
 The modules' variables are read from the real .tf files with python-hcl2; the tfvars come from
@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from builder import tfvars
 from builder.config import load
-from builder.errors import BadInput, ConfigError
-from builder.plan import module_dir
+from builder.facts.errors import BadInput, ConfigError
+from builder.inputs import tfvars
+from builder.planning.plan import module_dir
 from tests.conftest import EXAMPLES, NODE, SHIPPED
 from tests.support.hcl import CHILD_DIRS, Module, call_args, child_of, load_module, unquote
 

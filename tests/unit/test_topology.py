@@ -1,7 +1,7 @@
 import pytest
 
-from builder.errors import BadInput
-from builder.topology import parse, valid_types
+from builder.facts.errors import BadInput
+from builder.facts.topology import parse, valid_types
 
 TABLE = [
     # type, generation, chips, cores, hosts

@@ -18,17 +18,19 @@ from typing import Any
 
 import pytest
 
-from builder import cost, diff, pipeline
+from builder.catalogue import cost
+from builder.catalogue.durations import duration
+from builder.catalogue.modules import accelerator_module, hosts_module, modules
 from builder.commands.compare import Previous
 from builder.config import load_text
-from builder.describe import as_text, describe
-from builder.errors import BadInput, TpuBuildError
-from builder.migrate import migrate_text
-from builder.durations import duration
-from builder.modules import accelerator_module, hosts_module, modules
-from builder.plan import make_plan, not_wanted
-from builder.records import asdict
-from builder.request import parse, plan_for
+from builder.config.migrate import migrate_text
+from builder.facts.errors import BadInput, TpuBuildError
+from builder.facts.records import asdict
+from builder.planning import diff
+from builder.planning.describe import as_text, describe
+from builder.planning.plan import make_plan, not_wanted
+from builder.planning.request import parse, plan_for
+from builder.render import pipeline
 from tests.conftest import rewrite_env
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from builder.commands.compare import Previous
-from builder.describe import describe
-from builder.model_registry import change_notes
-from builder.plan import make_plan
+from builder.config.model_registry import change_notes
+from builder.planning.describe import describe
+from builder.planning.plan import make_plan
 from tests.conftest import rewrite_env
 from tests.unit.test_views_agree import _load
 

@@ -9,7 +9,7 @@ overlap. The update applies the edit; the destroy takes what was applied (the fi
 :data:`MONEY` is the one place that says how each money figure of the plan's JSON is printed in its
 text: a new figure (a committed total, a flex-start maximum, the cost until the TTL, a destroy's
 monthly tail, an overlap bound) is one row there, and every case checks it from then on. A total
-of ``cost.totals`` (a list of records, builder/money.py) is addressed by its ``kind``:
+of ``cost.totals`` (a list of records, builder/planning/money.py) is addressed by its ``kind``:
 ``cost.totals.calendar_committed.total``. A row may be a pattern where the text puts a bound
 ("at most", "at least", "about") or a ``~`` between the words and the figure.
 """
@@ -25,9 +25,9 @@ from typing import Any
 
 import pytest
 
-from builder.cost import bound_prefix
-from builder.durations import duration
-from builder.modules import accelerator_module, hosts_module
+from builder.catalogue.cost import bound_prefix
+from builder.catalogue.durations import duration
+from builder.catalogue.modules import accelerator_module, hosts_module
 from tests.conftest import REPO, rewrite_env
 from tests.unit.test_views_agree import EDITS, FILES, _load
 
@@ -55,7 +55,7 @@ MONEY: dict[str, Callable[[Any], "str | re.Pattern[str]"]] = {
     "replacement.bound": lambda v: "the figures are " + {"at most": "ceilings", "at least": "floors",
                                                          "stand-in": "neither"}[v],
     "ttl.hours": lambda v: f"destroyed {v} h after it is created",
-    # the totals (builder/money.py): a rate × hours, or a monthly tail
+    # the totals (builder/planning/money.py): a rate × hours, or a monthly tail
     **{f"cost.totals.{kind}.{field}": shown for kind in ("calendar_committed", "flex_max", "calendar_after_destroy")
        for field, shown in (("total", lambda v: _usd(v, " (")), ("hourly", lambda v: f"${v:,.2f}/h × "),
                             ("hours", lambda v: re.compile(rf"× (\d+ days \()?{v:,.0f} h\)")))},

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from builder import pipeline
 from builder.commands.compare import Previous
 from builder.config import load_text
-from builder.describe import as_text, describe
-from builder.plan import make_plan
+from builder.planning.describe import as_text, describe
+from builder.planning.plan import make_plan
+from builder.render import pipeline
 from tests.conftest import rewrite_env
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""builder/yamlout.py: what it writes reads back (real PyYAML) as exactly what was written."""
+"""builder/render/yamlout.py: what it writes reads back (real PyYAML) as exactly what was written."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import json
 import pytest
 import yaml
 
-from builder import yamlout
 from builder.config import load
-from builder.pipeline import render
-from builder.yamlout import to_yaml
-from builder.plan import make_plan
+from builder.planning.plan import make_plan
+from builder.render import yamlout
+from builder.render.pipeline import render
+from builder.render.yamlout import to_yaml
 from tests.conftest import REPO
 
 EXAMPLES = sorted(p for p in (REPO / "examples").glob("*.env"))

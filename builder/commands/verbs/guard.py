@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from builder.commands.verb import Group, Verb, work
-from builder.guard import ACTIONS, MODULES
+from builder.planning.guard import ACTIONS, MODULES
 
 
 def arguments(p: argparse.ArgumentParser) -> None:

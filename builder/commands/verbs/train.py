@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from builder.commands.verb import Group, Verb, work
-from builder.model_registry import DEFAULT_MODEL
+from builder.config.model_registry import DEFAULT_MODEL
 
 
 def arguments(p: argparse.ArgumentParser) -> None:

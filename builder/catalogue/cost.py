@@ -1,0 +1,338 @@
+"""What an environment costs per hour, from the list prices in ``builder/data/prices.json``.
+
+``estimate(settings, modules)`` returns the hourly cost of the given plan modules, each priced by
+the items its catalogue entry lists in ``prices`` (the TPU per chip-hour by generation, region and
+provisioning model, on the module that holds the chips; the node architecture's worker VMs;
+Filestore per GiB-month; the shared PD per GB-month; monthly prices are divided by
+``hours_per_month``). A price the table does not have is *unknown*: the item says so and names
+the source page, and the total is a lower bound marked ``+ unknown``; nothing is ever priced $0.
+Prices for a region the table does not list are the ``default_region``'s, marked ``~``.
+A price that is not listed in the file's ``verification.confirmed`` (found in Google's own page
+text, with the quote) is shown as ``(unconfirmed)``: an estimate, never a fact.
+
+The lookup is keyed by ``(generation, provisioning, region)``: ``provisioning(settings)`` reads
+``TPU_PROVISIONING`` when values.env has it, else the TPU_SPOT / TPU_PREEMPTIBLE /
+TPU_RESERVED flags. Pure: reads only the packaged data files (once).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from builder.catalogue import modules as catalogue
+from builder.facts import generations
+from builder.facts.records import asdict, record
+
+if TYPE_CHECKING:  # pragma: no cover
+    from builder.config import Settings
+
+PRICES = Path(__file__).resolve().parents[1] / "data" / "prices.json"
+
+
+@lru_cache(maxsize=1)
+def table() -> dict[str, Any]:
+    return json.loads(PRICES.read_text(encoding="utf-8"))
+
+
+@record
+class Item:
+    module: str
+    what: str
+    hourly: float | None  # None: unknown
+    approximate: bool = False
+    unknown_why: str = ""
+    confirmed: bool = False  # every price it uses was found in Google's own page text (prices.json "verification")
+    source: str = ""  # the prices.json ``sources`` page it is priced from
+    bound: str = ""  # "": the list price; "at most"/"at least": a ceiling/floor stands in (BOUNDS); "stand-in": neither
+    bound_why: str = ""  # which figure stands in for which, and why (prices.json verification.stand_ins)
+
+    def text(self) -> str:
+        if self.hourly is None:
+            return f"{self.what}: price unknown ({self.unknown_why})"
+        return (f"{self.what}: {bound_prefix(self.bound)}{money(self.hourly, self.approximate)}/h"
+                f"{'' if self.confirmed else ' (unconfirmed)'}")
+
+
+#: How a figure that stands in for an unpublished price errs: the real price is at most / at
+#: least it; "stand-in": figures that err both ways are summed, so the total is neither.
+BOUNDS = ("at most", "at least", "stand-in")
+
+
+def bound_prefix(bound: str) -> str:
+    return {"": "", "stand-in": "about "}.get(bound, f"{bound} ")
+
+
+def combine(bounds: Any) -> str:
+    """One direction for a sum of figures: theirs when they agree, "stand-in" when they differ."""
+    found = {b for b in bounds if b}
+    return "" if not found else found.pop() if len(found) == 1 else "stand-in"
+
+
+@record
+class Estimate:
+    items: tuple[Item, ...]
+
+    @property
+    def known(self) -> float:
+        return sum(i.hourly for i in self.items if i.hourly is not None)
+
+    @property
+    def unknown(self) -> tuple[Item, ...]:
+        return tuple(i for i in self.items if i.hourly is None)
+
+    @property
+    def approximate(self) -> bool:
+        return any(i.approximate for i in self.items)
+
+    @property
+    def unconfirmed(self) -> tuple[Item, ...]:
+        return tuple(i for i in self.items if i.hourly is not None and not i.confirmed)
+
+    @property
+    def bound(self) -> str:
+        """"" (list prices), or how the total errs where a figure stands in (:data:`BOUNDS`)."""
+        return combine(i.bound for i in self.items if i.hourly is not None)
+
+    def bounds(self) -> list[str]:
+        """Each stand-in's reason, once: ``<bound>: <what>: <why>``."""
+        return list(dict.fromkeys(f"{i.bound}: {i.bound_why}" for i in self.items if i.bound and i.hourly is not None))
+
+    def total_text(self) -> str:
+        if not self.items:
+            return "$0.00/h (nothing billed by the hour)"
+        if self.unknown and not any(i.hourly is not None for i in self.items):
+            return "unknown"
+        tail = " + unknown" if self.unknown else ""
+        return f"{bound_prefix(self.bound)}{money(self.known, self.approximate)}/h{tail}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"items": [asdict(i) for i in self.items], "hourly_known": round(self.known, 4),
+                "complete": not self.unknown, "approximate": self.approximate, "total": self.total_text(),
+                "bound": self.bound or None, "bounds": self.bounds(),
+                "unconfirmed": [i.module for i in self.unconfirmed]}
+
+
+def money(value: float, approximate: bool = False) -> str:
+    return f"{'~' if approximate else ''}${value:,.2f}"
+
+
+def rate(value: float, approximate: bool = False) -> str:
+    """A unit price with the digits it has (``$0.3825``, ``$2.00``): chips × rate must read right."""
+    digits = f"{value:,.5f}".rstrip("0")
+    return f"{'~' if approximate else ''}${digits if len(digits.split('.')[1]) > 2 else f'{value:,.2f}'}"
+
+
+def provisioning(settings: Settings) -> str:
+    """The TPU's provisioning model: on-demand, spot, preemptible, reservation, queued, ..."""
+    declared = str(getattr(settings, "provisioning", "") or "").strip().lower()
+    if declared:
+        return declared
+    if settings.tpu_spot:
+        return "spot"
+    if settings.tpu_preemptible:
+        return "preemptible"
+    if settings.tpu_reserved:
+        return "reservation"
+    return "on-demand"
+
+
+def generation_key(generation: str) -> str:
+    """The ``tpu_chip_hour`` key of a generation: its record's name, whatever name or alias
+    (v5litepod, trillium, ironwood) the caller used (builder/facts/generations.py)."""
+    g = generations.get(generation)
+    return g.name if g is not None else generation.strip().lower()
+
+
+def _regional(prices: dict[str, Any], region: str, default_region: str) -> tuple[float | None, bool]:
+    value, approx, _key = _regional_key(prices, region, default_region)
+    return value, approx
+
+
+def _regional_key(prices: dict[str, Any], region: str, default_region: str) -> tuple[float | None, bool, str]:
+    """(price, approximate, the region key it came from: the region, or the default region)."""
+    if region in prices and prices[region] is not None:
+        return float(prices[region]), False, region
+    value = prices.get("default")
+    if value is None:
+        return None, False, ""
+    return float(value), region != default_region, default_region
+
+
+def confirmed(path: str) -> bool:
+    """Whether the price at ``path`` (``filestore_gib_month.BASIC_HDD.us-west1``) was found in
+    Google's own page text (prices.json ``verification.confirmed``)."""
+    return path in table().get("verification", {}).get("confirmed", {})
+
+
+def tpu_chip_hour(generation: str, region: str, model: str, *, pod: bool = False) -> tuple[float | None, bool, str]:
+    """(price per chip-hour or None, approximate, why unknown) for one TPU generation; ``pod``: a
+    multi-host slice, priced from the generation's ``pod`` rows where it has them (v2, v3). A
+    generation whose price Google does not publish (``stand_in``) is priced as its stand-in's,
+    and :func:`tpu_bound` says which way that errs."""
+    data = table()
+    gen = data["tpu_chip_hour"].get(generation_key(generation))
+    source = data["sources"]["tpu"]
+    if gen is None:
+        return None, False, f"no {generation} prices in tpubuild's table; see {source}"
+    if gen.get("stand_in"):
+        gen = data["tpu_chip_hour"][gen["stand_in"]["generation"]]
+    rate = data["tpu_provisioning"].get(model)
+    if not isinstance(rate, str):
+        return None, False, f"provisioning model {model!r} has no price rule; see {source}"
+    rows = gen["pod"] if pod and rate in gen.get("pod", {}) else gen
+    prices = rows.get(rate)
+    if prices is None:
+        return None, False, f"no {rate} price for {generation} in tpubuild's table; see {source}"
+    value, approx = _regional(prices, region, rows.get("default_region", gen["default_region"]))
+    if value is None:
+        why = gen.get("_unpublished") or f"no {rate} price for {generation} in {region}; see {source}"
+        return None, False, why
+    return value, approx, ""
+
+
+def tpu_bound(generation: str, model: str) -> tuple[str, str]:
+    """(how the chip price errs, why) where a figure stands in for one Google does not publish:
+    the generation's ``stand_in`` (TPU7x: v5p's rate, a floor) and the provisioning model's
+    ``bounds`` (flex-start, calendar, reservation: the on-demand rate, a ceiling); ("", "") for a
+    list price."""
+    data = table()
+    gen = data["tpu_chip_hour"].get(generation_key(generation)) or {}
+    found = [gen["stand_in"]] if gen.get("stand_in") else []
+    found += [b] if (b := data["tpu_provisioning"].get("bounds", {}).get(model)) else []
+    return combine(f["bound"] for f in found), "; ".join(f["why"] for f in found)
+
+
+def _machine_hour(machine_type: str, region: str) -> tuple[float | None, bool, str]:
+    data = table()
+    m = re.fullmatch(r"([a-z0-9]+)-(standard|highmem|highcpu)-(\d+)", machine_type)
+    per_gb = {"standard": {"n1": 3.75}, "highmem": {"n1": 6.5}, "highcpu": {"n1": 0.9}}
+    if not m or m.group(1) not in data["compute_hour"]:
+        return None, False, f"no price for machine type {machine_type}; see {data['sources']['compute']}"
+    family, shape, vcpus = m.group(1), m.group(2), int(m.group(3))
+    gb = vcpus * per_gb[shape].get(family, {"standard": 4.0, "highmem": 8.0, "highcpu": 1.0}[shape])
+    fam = data["compute_hour"][family]
+    vcpu, a1 = _regional(fam["vcpu"], region, fam["default_region"])
+    mem, a2 = _regional(fam["gb"], region, fam["default_region"])
+    if vcpu is None or mem is None:
+        return None, False, f"no price for {machine_type} in {region}"
+    return vcpus * vcpu + gb * mem, a1 or a2, ""
+
+
+def per_month(kind: str, name: str, region: str) -> tuple[float | None, bool]:
+    """(price per unit-month, approximate) of the table's per-month row ``kind.name`` in ``region``
+    (the default region's, approximate, where it lists none); None: no such row or price."""
+    row = table()[kind].get(name)
+    if row is None:
+        return None, False
+    return _regional(row["price"], region, row["default_region"])
+
+
+def _monthly(kind: str, name: str, region: str) -> tuple[float | None, bool, str]:
+    """(price per unit-hour, approximate, why unknown) of a per-month row (divided by ``hours_per_month``)."""
+    data = table()
+    source = data["sources"]["filestore" if kind.startswith("filestore") else "disk"]
+    if name not in data[kind]:
+        return None, False, f"no price for {name}; see {source}"
+    value, approx = per_month(kind, name, region)
+    if value is None:
+        return None, False, f"no price for {name} in {region}; see {source}"
+    return value / data["hours_per_month"], approx, ""
+
+
+def _confirmed_at(kind: str, name: str, field: str, region: str) -> bool:
+    """Whether the price ``estimate`` takes from ``data[kind][name][field]`` for ``region`` (the
+    region's own, else the default region's) is a confirmed one."""
+    row = table()[kind].get(name) or {}
+    prices = row.get(field) or {}
+    _value, _approx, key = _regional_key(prices, region, row.get("default_region", ""))
+    return bool(key) and confirmed(f"{kind}.{name}.{field}.{key}")
+
+
+def _tpu_item(s: Settings) -> tuple[str, float | None, bool, str, bool]:
+    t, model = s.topology, provisioning(s)
+    price, approx, why = tpu_chip_hour(t.generation, s.region, model, pod=s.hosts > 1)
+    what = f"TPU {s.accelerator_type} ({t.chips} chips, {model}, {s.region})"
+    if price is not None:
+        what = f"TPU {s.accelerator_type} ({t.chips} chips × {rate(price, approx)}/chip-h {model}, {s.region})"
+    rule = table()["tpu_provisioning"].get(model, "")
+    key = generation_key(t.generation)
+    path = "pod" if s.hosts > 1 and "pod" in table()["tpu_chip_hour"].get(key, {}) else ""
+    ok = _confirmed_at("tpu_chip_hour", key, f"{path}.{rule}" if path else rule, s.region)
+    return what, None if price is None else price * t.chips, approx, why, ok
+
+
+def _tpu_bound(s: Settings) -> tuple[str, str]:
+    bound, why = tpu_bound(s.topology.generation, provisioning(s))
+    return bound, f"TPU {s.accelerator_type}: {why}" if bound else ""
+
+
+def _worker_vms_item(s: Settings) -> tuple[str, float | None, bool, str, bool]:
+    price, approx, why = _machine_hour(s.machine_type, s.region)
+    family = s.machine_type.split("-", 1)[0]
+    ok = all(_confirmed_at("compute_hour", family, f, s.region) for f in ("vcpu", "gb"))
+    return f"{s.hosts} worker VMs {s.machine_type}", None if price is None else price * s.hosts, approx, why, ok
+
+
+def _filestore_item(s: Settings) -> tuple[str, float | None, bool, str, bool]:
+    price, approx, why = _monthly("filestore_gib_month", s.shared_fs_tier, s.region)
+    ok = _confirmed_at("filestore_gib_month", s.shared_fs_tier, "price", s.region)
+    return (f"Filestore {s.shared_fs_tier} {s.shared_fs_capacity_gb} GiB",
+            None if price is None else price * s.shared_fs_capacity_gb, approx, why, ok)
+
+
+def _disk_item(s: Settings) -> tuple[str, float | None, bool, str, bool]:
+    # the disk exists (and is billed) whether or not hosts attach it
+    price, approx, why = _monthly("disk_gb_month", s.shared_pd_type, s.region)
+    ok = _confirmed_at("disk_gb_month", s.shared_pd_type, "price", s.region)
+    what = f"shared PD {s.shared_pd_type} {s.shared_pd_size_gb} GB{'' if s.shared_pd_attach else ' (not attached)'}"
+    return what, None if price is None else price * s.shared_pd_size_gb, approx, why, ok
+
+
+def _disk_bound(s: Settings) -> tuple[str, str]:
+    row = table()["disk_gb_month"].get(s.shared_pd_type) or {}
+    return row.get("bound", ""), f"shared PD {s.shared_pd_type}: {row['why']}" if row.get("bound") else ""
+
+
+#: Each price item a catalogue entry may list in ``prices`` (builder/catalogue/modules.py): how it is
+#: priced, and which page of ``prices.json`` ``sources`` it is checked against.
+PRICE_ITEMS: dict[str, tuple[Callable[[Settings], tuple[str, float | None, bool, str, bool]], str]] = {
+    "tpu": (_tpu_item, "tpu"),
+    "worker_vms": (_worker_vms_item, "compute"),
+    "filestore": (_filestore_item, "filestore"),
+    "disk": (_disk_item, "disk"),
+}
+#: The price items whose figure may stand in for one Google does not publish: (bound, why).
+BOUND_OF: dict[str, Callable[[Settings], tuple[str, str]]] = {"tpu": _tpu_bound, "disk": _disk_bound}
+
+
+def estimate(settings: Settings, modules: tuple[str, ...] | frozenset[str]) -> Estimate:
+    """The hourly cost of ``modules`` (plan modules that exist) with these settings: each
+    module's ``prices`` (its catalogue entry), in create's order."""
+    items: list[Item] = []
+    for spec in catalogue.specs(settings.arch):
+        if spec.name not in modules:
+            continue
+        for kind in spec.prices:
+            price_of, source = PRICE_ITEMS[kind]
+            what, hourly, approx, why, ok = price_of(settings)
+            bound, bound_why = BOUND_OF[kind](settings) if kind in BOUND_OF else ("", "")
+            items.append(Item(spec.name, what, hourly, approx, why, confirmed=hourly is not None and ok,
+                              source=source, bound=bound, bound_why=bound_why))
+    return Estimate(tuple(items))
+
+
+def change_text(before: Estimate | None, after: Estimate) -> str:
+    """``$8.80/h → $35.20/h (+$26.40/h)``, or the after alone when nothing is applied."""
+    if before is None:
+        return after.total_text()
+    if before.unknown or after.unknown:
+        return f"{before.total_text()} → {after.total_text()}"
+    delta = after.known - before.known
+    sign = "+" if delta >= 0 else "-"
+    approx = "~" if before.approximate or after.approximate else ""
+    return f"{before.total_text()} → {after.total_text()} ({approx}{sign}${abs(delta):,.2f}/h)"
