@@ -171,7 +171,7 @@ retry() {
 # tpubuild-train and the prefix "[tpubuild_env=<env>] ". rsyslog files those lines (and only
 # those: `stop`) in /var/log/tpubuild-train.log; the Ops Agent's files receiver `tpubuild-train`
 # ships that file as the log projects/<project>/logs/tpubuild-train, which the log-based metric
-# of builder/dashboard.py step_log_filter() counts. The Ops Agent is Google's documented agent
+# of builder/inputs/dashboard.py step_log_filter() counts. The Ops Agent is Google's documented agent
 # for Compute Engine VMs (logging/docs/agent/ops-agent/installation); it also publishes the
 # agent.googleapis.com memory metric of the dashboard's host tiles. Best effort: a host that
 # cannot install it (no route to dl.google.com / packages.cloud.google.com) trains all the

@@ -1,7 +1,7 @@
 # Shared: the modules whose Cloud Scheduler job asks Cloud Build to run one of the environment's
 # builds (modules/ttl, modules/health) link this file (modules/_shared/README.md). Each sets
 # local.invoker_account_id, local.invoker_display_name, local.invoker_description and
-# local.request_body (the Build's JSON, builder/ttl.py or builder/recovery.py).
+# local.request_body (the Build's JSON, builder/inputs/ttl.py or builder/inputs/recovery.py).
 
 # Who the build runs as: the identity applying the module, i.e. the service account the
 # environment's pipelines run as (they apply the TPU, so they can destroy and recreate it). Set

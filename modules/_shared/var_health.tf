@@ -1,7 +1,7 @@
 # Shared: every module that declares var.health_build_body and var.health_schedule links this file (modules/_shared/README.md).
 
 variable "health_build_body" {
-  description = "JSON of the health check's Build (builder/recovery.py; TPU_RECOVERY); empty: no health check."
+  description = "JSON of the health check's Build (builder/inputs/recovery.py; TPU_RECOVERY); empty: no health check."
   type        = string
   default     = ""
 
@@ -12,7 +12,7 @@ variable "health_build_body" {
 }
 
 variable "health_schedule" {
-  description = "Cron (UTC) of the health check's Cloud Scheduler job (builder/recovery.py INTERVAL_MIN)."
+  description = "Cron (UTC) of the health check's Cloud Scheduler job (builder/inputs/recovery.py INTERVAL_MIN)."
   type        = string
   default     = "*/10 * * * *"
 

@@ -12,7 +12,7 @@ variable "ttl_hours" {
 }
 
 variable "ttl_build_body" {
-  description = "JSON of the destroy-scoped Build the TTL job creates (builder/ttl.py); empty without a TTL."
+  description = "JSON of the destroy-scoped Build the TTL job creates (builder/inputs/ttl.py); empty without a TTL."
   type        = string
   default     = ""
 

@@ -2,7 +2,7 @@ provider "google" {
   project = var.project_id
 }
 
-# The dashboard JSON is made in one place, builder/dashboard.py (tpubuild passes it as a string);
+# The dashboard JSON is made in one place, builder/inputs/dashboard.py (tpubuild passes it as a string);
 # this module only applies it, so `tpubuild render`/`plan` and the tests see exactly what is created.
 resource "google_monitoring_dashboard" "this" {
   project        = var.project_id

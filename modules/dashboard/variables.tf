@@ -1,5 +1,5 @@
 variable "dashboard_json" {
-  description = "The dashboard (REST JSON of google.monitoring.dashboard.v1.Dashboard), rendered by builder/dashboard.py."
+  description = "The dashboard (REST JSON of google.monitoring.dashboard.v1.Dashboard), rendered by builder/inputs/dashboard.py."
   type        = string
 
   validation {

@@ -1,11 +1,11 @@
 # The environment's health check (TPU_RECOVERY): a Cloud Scheduler job that, every few minutes,
-# asks the Cloud Build API to run the health build of this environment (builder/recovery.py):
+# asks the Cloud Build API to run the health build of this environment (builder/inputs/recovery.py):
 # it recreates a lost slice and relaunches training from its last checkpoint, never past the
 # TTL and never while a build holds the environment lock. It is called by the module that holds
 # the slice (as modules/ttl is), so it is created with the slice and removed when it is destroyed.
 
 locals {
-  # builder/recovery.py names the job tpubuild-<env>-health too; var_env_name.tf keeps
+  # builder/inputs/recovery.py names the job tpubuild-<env>-health too; var_env_name.tf keeps
   # tb-<env>-hc within the 6-30 characters of a service account id.
   name                 = "tpubuild-${var.env_name}-health"
   invoker_account_id   = "tb-${var.env_name}-hc"

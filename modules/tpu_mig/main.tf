@@ -32,7 +32,7 @@ data "terraform_remote_state" "tpu" {
 # filestore's and shared_pd's state: data.terraform_remote_state.* in remote_state_mounts.tf
 # (linked from modules/_shared; read when they are there: the slice is asked for beside them, and
 # its hosts get the NFS export and the disk later: local.nfs, the mig-attach step; a calendar
-# slice's template carries the disk, and its apply waits for shared_pd: builder/plan.py).
+# slice's template carries the disk, and its apply waits for shared_pd: builder/planning/plan.py).
 
 # This module's own state, as the last apply left it (an empty state before the first: the GCS
 # backend writes one at init): the slots it holds (`slices`, below) and, in a state written
@@ -105,7 +105,7 @@ locals {
 # current values, so it stays exactly as it was applied.
 
 locals {
-  # what makes a new instance template or a new workload policy (builder.module_parts
+  # what makes a new instance template or a new workload policy (builder.catalogue.module_parts
   # SLICE_TEMPLATE, labels and the flex-start run limit): a slot whose values differ is another
   # slice. shared_pd is what the values ask of the disk (none, attached by mig-attach, or in the
   # template); a template that keeps it from before mig-attach records that in its slot (pd_kept).
@@ -531,7 +531,7 @@ resource "google_compute_future_reservation" "slice" {
 }
 
 # ---- the environment's TTL (ENV_TTL_HOURS; modules/ttl): created and destroyed with the slice ----
-# Its build destroys with _MIG=true (builder/ttl.py SCOPE): this module, not the hosts' account
+# Its build destroys with _MIG=true (builder/inputs/ttl.py SCOPE): this module, not the hosts' account
 # and firewall (modules/tpu_mig_access), Filestore or the shared PD.
 
 module "slice_ttl" {

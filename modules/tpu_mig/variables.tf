@@ -175,7 +175,7 @@ variable "reservation" {
 }
 
 variable "shared_pd_attached_later" {
-  description = "With shared_pd_attach: the pipeline's mig-attach step attaches the shared PD to the running VMs once shared_pd-seed has filled it (and the health check to a VM the MIG recreates), so the instance template does not carry it (builder.module_parts.mig_attaches_disk: every provisioning but calendar). false: the template carries it (READ_ONLY, device shared-pd). A template that carries it already keeps it (output shared_pd_kept_in_template)."
+  description = "With shared_pd_attach: the pipeline's mig-attach step attaches the shared PD to the running VMs once shared_pd-seed has filled it (and the health check to a VM the MIG recreates), so the instance template does not carry it (builder.catalogue.module_parts.mig_attaches_disk: every provisioning but calendar). false: the template carries it (READ_ONLY, device shared-pd). A template that carries it already keeps it (output shared_pd_kept_in_template)."
   type        = bool
   default     = false
 }

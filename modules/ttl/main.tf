@@ -5,7 +5,7 @@
 
 locals {
   # The job's and its invoker's names follow from the environment's: every caller gets the same
-  # (builder/ttl.py names the job tpubuild-<env>-ttl too; var_env_name.tf keeps tb-<env>-tl within
+  # (builder/inputs/ttl.py names the job tpubuild-<env>-ttl too; var_env_name.tf keeps tb-<env>-tl within
   # the 6-30 characters of a service account id).
   name               = "tpubuild-${var.env_name}-ttl"
   invoker_account_id = "tb-${var.env_name}-tl"
