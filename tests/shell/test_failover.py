@@ -23,58 +23,24 @@ import pytest
 
 from builder.config import load_text
 from builder.facts.actions import Action
-from builder.inputs.tfvars import all_for, by_candidate
 from builder.planning.plan import make_plan
 from builder.render.pipeline import render
 from tests.conftest import EXAMPLES, REPO, rewrite_env
-from tests.support import swap_steps
+from tests.support import failover_steps, swap_steps
 from tests.support.pipeline import step_script
 
 ZONES = ("us-east5-a", "us-east5-b", "us-east5-c")
-FIXTURES = REPO / "tests" / "data" / "capacity_errors"
 
 #: terraform: one state per root (the folder it runs in); plan writes the zone of its -var-file
 #: into the plan file; apply of a TPU VM plan fails in STANDIN_STOCKOUT / STANDIN_DENIED zones
-TERRAFORM = r"""#!/usr/bin/env python3
-import json, os, sys
-from pathlib import Path
-
-j = Path(os.environ["JOURNAL_DIR"])
-root = Path.cwd().name
-state = j / f"state-{root}.json"
-held = json.loads(state.read_text()) if state.exists() else []
-argv = sys.argv[1:]
-def log(line):
-    with open(j / "journal", "a") as f:
-        f.write(line + "\n")
-def save():
-    state.write_text(json.dumps(held))
-def opt(name):
-    return next((a.split("=", 1)[1] for a in argv if a.startswith(name + "=")), "")
-log(f"terraform {root} " + " ".join(argv))
-cmd = argv[0]
-if cmd == "init":
-    sys.exit(0)
-if cmd == "plan":
+TERRAFORM = failover_steps.terraform(r"""if cmd == "plan":
     varfile = opt("-var-file") or os.path.join(os.environ["WORKSPACE"], "tfvars", f"{root}.tfvars.json")
     zone = json.loads(Path(varfile).read_text()).get("zone", "")
     Path(opt("-out")).write_text(json.dumps({"zone": zone}))
     sys.exit(0)
-if cmd == "show":
-    print(json.dumps({"resource_changes": [{"change": {"actions": ["create"]}}]}))
-    sys.exit(0)
-if cmd == "state":
-    print("\n".join(a for a, _z in held))
-    sys.exit(0)
 if cmd == "output":
     name = {"-raw": argv[2] if len(argv) > 2 else ""}.get(argv[1], "")
     print({"nfs_ip": "10.20.0.2", "share_name": "tpushare", "name": "tpu-v5e-pod"}.get(name, "{}"), end="")
-    sys.exit(0)
-if cmd == "apply" and "-destroy" in argv:
-    target = opt("-target")
-    held[:] = [(a, z) for a, z in held if a != target]
-    save()
-    log(f"destroyed {target}")
     sys.exit(0)
 if cmd == "apply":
     zone = json.loads(Path(argv[-1]).read_text())["zone"]
@@ -93,7 +59,7 @@ if cmd == "apply":
     save()
     log(f"created {root} in {zone}")
     sys.exit(0)
-"""
+""")
 
 GCLOUD = r"""#!/usr/bin/env bash
 echo "gcloud $*" >> "$JOURNAL_DIR/journal"
@@ -109,17 +75,7 @@ def settings():
 
 
 def _sandbox(tmp_path: Path, settings) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
-    config = render(settings, make_plan(settings, "create"))
-    steps = {st["id"]: (st["entrypoint"], step_script(st)) for st in config["steps"]}
-    env = swap_steps.sandbox(tmp_path, "tpu", "tpu_vm", TERRAFORM, GCLOUD)
-    ws = Path(env["WORKSPACE"])
-    for sub in ("filestore", "shared_pd"):
-        (ws / "modules" / sub).mkdir(parents=True)
-    for name, values in {**all_for(settings), **by_candidate(settings)}.items():
-        path = ws / "tfvars" / f"{name}.tfvars.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(values))
-    env["FIXTURES"] = str(FIXTURES)
+    steps, env, _config = failover_steps.sandbox(tmp_path, settings, "tpu", "tpu_vm", TERRAFORM, GCLOUD)
     return steps, env
 
 

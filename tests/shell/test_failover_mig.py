@@ -22,63 +22,29 @@ import pytest
 
 from builder.catalogue.step_kinds import IMAGES
 from builder.config import load_text
-from builder.inputs.tfvars import all_for, by_candidate
 from builder.planning.plan import make_plan
 from builder.render.pipeline import render
 from tests.conftest import EXAMPLES, REPO, rewrite_env
-from tests.support import swap_steps
+from tests.support import failover_steps, swap_steps
 from tests.support.pipeline import step_script
 
 ZONES = ("us-east5-b", "us-east5-a", "us-central1-b")
-FIXTURES = REPO / "tests" / "data" / "capacity_errors"
 SLICE = ("google_compute_resource_policy.slice[0]", 'google_compute_instance_template.slice["a"]',
          'google_compute_instance_group_manager.slice["a"]')
 
 #: terraform: one state per root (the folder it runs in); plan writes the zone of its -var-file
 #: into the plan file; an apply makes what the root makes, in that zone (a MIG's create succeeds
 #: without capacity: the group keeps retrying)
-TERRAFORM = r"""#!/usr/bin/env python3
-import json, os, sys
-from pathlib import Path
-
-j = Path(os.environ["JOURNAL_DIR"])
-root = Path.cwd().name
-state = j / f"state-{root}.json"
-held = json.loads(state.read_text()) if state.exists() else []
-argv = sys.argv[1:]
-def log(line):
-    with open(j / "journal", "a") as f:
-        f.write(line + "\n")
-def save():
-    state.write_text(json.dumps(held))
-def opt(name):
-    return next((a.split("=", 1)[1] for a in argv if a.startswith(name + "=")), "")
-log(f"terraform {root} " + " ".join(argv))
-cmd = argv[0]
-if cmd == "init":
-    sys.exit(0)
-if cmd == "plan":
+TERRAFORM = failover_steps.terraform(r"""if cmd == "plan":
     varfile = opt("-var-file") or os.path.join(os.environ["WORKSPACE"], "tfvars", f"{root}.tfvars.json")
     values = json.loads(Path(varfile).read_text())
     if root == "tpu_mig":
         assert values["wait_for_instances"] is False, "a failover's MIG apply must not wait for the group"
     Path(opt("-out")).write_text(json.dumps({"zone": values.get("zone", "")}))
     sys.exit(0)
-if cmd == "show":
-    print(json.dumps({"resource_changes": [{"change": {"actions": ["create"]}}]}))
-    sys.exit(0)
-if cmd == "state":
-    print("\n".join(a for a, _z in held))
-    sys.exit(0)
 if cmd == "output":
     name = argv[2] if len(argv) > 2 and argv[1] == "-raw" else ""
     print({"nfs_ip": "10.20.0.2", "share_name": "tpushare", "name": "tpu-mig-failover"}.get(name, "{}"), end="")
-    sys.exit(0)
-if cmd == "apply" and "-destroy" in argv:
-    target = opt("-target")
-    held[:] = [(a, z) for a, z in held if a != target]
-    save()
-    log(f"destroyed {target}")
     sys.exit(0)
 if cmd == "apply":
     zone = json.loads(Path(argv[-1]).read_text())["zone"]
@@ -88,7 +54,7 @@ if cmd == "apply":
     save()
     log(f"created {root} in {zone}")
     sys.exit(0)
-"""
+""")
 
 #: gcloud: list-errors answers with a real stockout / permission text in those zones, else nothing;
 #: the group is stable (wait-until) wherever it has no error
@@ -126,18 +92,9 @@ def settings():
 
 
 def _sandbox(tmp_path: Path, settings) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
-    config = render(settings, make_plan(settings, "create"))
-    steps = {st["id"]: (st["entrypoint"], step_script(st)) for st in config["steps"]}
+    steps, env, config = failover_steps.sandbox(tmp_path, settings, "mig", "tpu_mig", TERRAFORM, GCLOUD)
     assert next(st["name"] for st in config["steps"] if st["id"] == "mig-apply") == IMAGES["gcloud"]
-    env = swap_steps.sandbox(tmp_path, "mig", "tpu_mig", TERRAFORM, GCLOUD)
-    ws = Path(env["WORKSPACE"])
-    for sub in ("filestore", "shared_pd"):
-        (ws / "modules" / sub).mkdir(parents=True)
-    for name, values in {**all_for(settings), **by_candidate(settings)}.items():
-        path = ws / "tfvars" / f"{name}.tfvars.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(values))
-    env.update(FIXTURES=str(FIXTURES), SLICE=json.dumps(SLICE), TPUBUILD_ACQUIRE_POLL_S="0")
+    env.update(SLICE=json.dumps(SLICE), TPUBUILD_ACQUIRE_POLL_S="0")
     return steps, env
 
 

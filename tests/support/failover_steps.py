@@ -1,0 +1,80 @@
+"""What the failover sandboxes share (tests/shell/test_failover.py on vm, test_failover_mig.py on
+mig): the terraform stand-in's frame (a Python script keeping one state per root, the folder it
+runs in, as (address, zone) pairs, and a journal), and the sandbox that runs a create's rendered
+steps with every candidate's variables in the workspace."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from builder.inputs.tfvars import all_for, by_candidate
+from builder.planning.plan import make_plan
+from builder.render.pipeline import render
+from tests.conftest import REPO
+from tests.support import swap_steps
+from tests.support.pipeline import step_script
+
+FIXTURES = REPO / "tests" / "data" / "capacity_errors"
+
+#: the stand-in's head: its state, journal, options; ``init`` does nothing
+HEAD = r"""#!/usr/bin/env python3
+import json, os, sys
+from pathlib import Path
+
+j = Path(os.environ["JOURNAL_DIR"])
+root = Path.cwd().name
+state = j / f"state-{root}.json"
+held = json.loads(state.read_text()) if state.exists() else []
+argv = sys.argv[1:]
+def log(line):
+    with open(j / "journal", "a") as f:
+        f.write(line + "\n")
+def save():
+    state.write_text(json.dumps(held))
+def opt(name):
+    return next((a.split("=", 1)[1] for a in argv if a.startswith(name + "=")), "")
+log(f"terraform {root} " + " ".join(argv))
+cmd = argv[0]
+if cmd == "init":
+    sys.exit(0)
+"""
+
+#: ``show`` (a plan that creates), ``state list`` and a targeted ``apply -destroy``
+COMMON = r"""if cmd == "show":
+    print(json.dumps({"resource_changes": [{"change": {"actions": ["create"]}}]}))
+    sys.exit(0)
+if cmd == "state":
+    print("\n".join(a for a, _z in held))
+    sys.exit(0)
+if cmd == "apply" and "-destroy" in argv:
+    target = opt("-target")
+    held[:] = [(a, z) for a, z in held if a != target]
+    save()
+    log(f"destroyed {target}")
+    sys.exit(0)
+"""
+
+
+def terraform(*parts: str) -> str:
+    """The terraform stand-in: :data:`HEAD`, :data:`COMMON` and the test's own commands."""
+    return HEAD + COMMON + "".join(parts)
+
+
+def sandbox(tmp_path: Path, settings: Any, module: str, tfdir: str, terraform_text: str, gcloud: str,
+            ) -> tuple[dict[str, tuple[str, str]], dict[str, str], dict[str, Any]]:
+    """A create of ``settings`` rendered (step id → (entrypoint, script)), the sandbox's environment
+    with every module's and every candidate's variables in the workspace, and the rendered Build."""
+    config = render(settings, make_plan(settings, "create"))
+    steps = {st["id"]: (st["entrypoint"], step_script(st)) for st in config["steps"]}
+    env = swap_steps.sandbox(tmp_path, module, tfdir, terraform_text, gcloud)
+    ws = Path(env["WORKSPACE"])
+    for sub in ("filestore", "shared_pd"):
+        (ws / "modules" / sub).mkdir(parents=True)
+    for name, values in {**all_for(settings), **by_candidate(settings)}.items():
+        path = ws / "tfvars" / f"{name}.tfvars.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
+    env["FIXTURES"] = str(FIXTURES)
+    return steps, env, config
