@@ -25,7 +25,7 @@ from builder.config import load_text
 from builder.facts.actions import Action
 from builder.planning.plan import make_plan
 from builder.render.pipeline import render
-from tests.conftest import EXAMPLES, REPO, rewrite_env
+from tests.conftest import EXAMPLES, rewrite_env
 from tests.support import failover_steps, swap_steps
 from tests.support.pipeline import step_script
 
