@@ -26,7 +26,7 @@ from builder.inputs.tfvars import all_for, by_candidate
 from builder.planning.plan import make_plan
 from builder.render.pipeline import render
 from tests.conftest import EXAMPLES, REPO, rewrite_env
-from tests.support import swap_steps
+from tests.support import failover_steps, swap_steps
 from tests.support.pipeline import step_script
 
 BASE = EXAMPLES / "vm-v5litepod-16.env"
@@ -174,25 +174,9 @@ def test_the_record_and_status_name_the_new_place_and_its_hourly_cost(tmp_path: 
 
 
 def test_the_health_build_of_a_list_is_a_real_build_and_shellcheck_clean(tmp_path: Path) -> None:
-    import shutil
-    import subprocess
-
-    from builder.inputs import recovery
-    from tests.conftest import require
-
-    build = pytest.importorskip("google.cloud.devtools.cloudbuild_v1.types").Build
-    require("shellcheck", shutil.which("shellcheck") is not None, "apt-get install shellcheck")
-    s = load_text(rewrite_env(BASE.read_text(), **LIST, ENV_TTL_HOURS="8"), BASE)
-    body = recovery.build_request(s)
-    build.from_json(json.dumps(body), ignore_unknown_fields=False)
-    files = []
-    for step in body["steps"]:
-        f = tmp_path / f"{step['id']}.sh"
-        f.write_text(step_script(step, {"BUILD_ID": "b"}))
-        files.append(str(f))
-    assert "'us-east5-b on-demand') hourly=19.2000 ;;" in Path(files[-1]).read_text()
-    proc = subprocess.run(["shellcheck", "-s", "bash", "-f", "gcc", *files], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    files = failover_steps.checked_health_build(load_text(rewrite_env(BASE.read_text(), **LIST, ENV_TTL_HOURS="8"),
+                                                          BASE), tmp_path)
+    assert "'us-east5-b on-demand') hourly=19.2000 ;;" in files[-1].read_text()
 
 
 @pytest.mark.slow
@@ -204,11 +188,8 @@ def test_every_gcloud_line_of_a_recovery_that_moves_parses_in_real_gcloud(gcloud
     applied = box.gcs(f"workspace/{box.settings.env_name}/applied/build.json")
     text = json.dumps({"granted": {"mode": "on-demand", "zone": "us-east5-a"}})
     assert box.run_build(FAKE_DISPATCH_RECORD=str(applied), FAKE_DISPATCH_TEXT=text)[0] == 0
-    argvs = [tuple(json.loads(line)) for line in (box.state / "argv.jsonl").read_text().splitlines()]
-    assert any(a[:3] == ("storage", "cat", f"gs://{box.settings.state_bucket}/workspace/{box.settings.env_name}"
-                                          "/applied/build.json") for a in argvs), argvs
-    failures = [r.why() for r in (gcloud.parse(list(a)) for a in dict.fromkeys(argvs)) if not r.ok]
-    assert not failures, "\n\n".join(failures)
+    failover_steps.gcloud_lines_parse(gcloud, box, ("storage", "cat", f"gs://{box.settings.state_bucket}/workspace/"
+                                                     f"{box.settings.env_name}/applied/build.json"))
 
 
 #: A root with the slice's resource as modules/tpu_vm declares it (the stand-in serves its schema)

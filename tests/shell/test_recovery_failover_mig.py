@@ -12,8 +12,6 @@ wait, are left to the MIG; a group removed by a check whose recreate failed is a
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -21,8 +19,9 @@ import pytest
 from builder.catalogue.status_rows import recovery_row
 from builder.config import load_text
 from builder.inputs import recovery
-from tests.conftest import EXAMPLES, REPO, rewrite_env
+from tests.conftest import REPO, rewrite_env
 from tests.shell.test_recovery_sandbox import MIG, _launched, _sandbox
+from tests.support import failover_steps
 from tests.support.pipeline import step_script
 
 LIST = {"TPU_PROVISIONING": "spot,flex-start"}  # both in us-east5-b, the example's zone
@@ -119,21 +118,9 @@ def test_one_candidate_in_the_zone_leaves_the_short_group_to_the_mig(tmp_path: P
 
 
 def test_the_health_build_of_a_mig_list_is_a_real_build_and_shellcheck_clean(tmp_path: Path) -> None:
-    from tests.conftest import require
-
-    build = pytest.importorskip("google.cloud.devtools.cloudbuild_v1.types").Build
-    require("shellcheck", shutil.which("shellcheck") is not None, "apt-get install shellcheck")
-    s = load_text(rewrite_env(MIG.read_text(), **LIST, ENV_TTL_HOURS="8"), MIG)
-    body = recovery.build_request(s)
-    build.from_json(json.dumps(body), ignore_unknown_fields=False)
-    files = []
-    for step in body["steps"]:
-        f = tmp_path / f"{step['id']}.sh"
-        f.write_text(step_script(step, {"BUILD_ID": "b"}))
-        files.append(str(f))
-    assert "instance-groups managed delete" in Path(files[0]).read_text()
-    proc = subprocess.run(["shellcheck", "-s", "bash", "-f", "gcc", *files], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    files = failover_steps.checked_health_build(load_text(rewrite_env(MIG.read_text(), **LIST, ENV_TTL_HOURS="8"),
+                                                          MIG), tmp_path)
+    assert "instance-groups managed delete" in files[0].read_text()
 
 
 @pytest.mark.slow
@@ -142,11 +129,8 @@ def test_every_gcloud_line_of_a_mig_recovery_that_moves_parses_in_real_gcloud(gc
     box.mig("RUNNING NONE\n")
     _stockout(box)
     assert box.run_build(**_granted(box, "flex-start"))[0] == 0
-    argvs = [tuple(json.loads(line)) for line in (box.state / "argv.jsonl").read_text().splitlines()]
-    assert any(a[:4] == ("compute", "instance-groups", "managed", "list-errors") for a in argvs), argvs
-    assert any(a[:4] == ("compute", "instance-groups", "managed", "delete") for a in argvs), argvs
-    failures = [r.why() for r in (gcloud.parse(list(a)) for a in dict.fromkeys(argvs)) if not r.ok]
-    assert not failures, "\n\n".join(failures)
+    failover_steps.gcloud_lines_parse(gcloud, box, ("compute", "instance-groups", "managed", "list-errors"),
+                                      ("compute", "instance-groups", "managed", "delete"))
 
 
 #: terraform for the recreate's mig-plan and mig-apply: one state (what tpu_mig makes, with the

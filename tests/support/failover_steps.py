@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from builder.inputs.tfvars import all_for, by_candidate
 from builder.planning.plan import make_plan
 from builder.render.pipeline import render
@@ -78,3 +80,37 @@ def sandbox(tmp_path: Path, settings: Any, module: str, tfdir: str, terraform_te
         path.write_text(json.dumps(values))
     env["FIXTURES"] = str(FIXTURES)
     return steps, env, config
+
+
+def checked_health_build(settings: Any, tmp_path: Path) -> list[Path]:
+    """The health build of ``settings`` loaded into the real Build type, its step scripts written
+    out and shellcheck-clean; the scripts, in step order."""
+    import shutil
+    import subprocess
+
+    from builder.inputs import recovery
+    from tests.conftest import require
+
+    build = pytest.importorskip("google.cloud.devtools.cloudbuild_v1.types").Build
+    require("shellcheck", shutil.which("shellcheck") is not None, "apt-get install shellcheck")
+    body = recovery.build_request(settings)
+    build.from_json(json.dumps(body), ignore_unknown_fields=False)
+    files = []
+    for step in body["steps"]:
+        f = tmp_path / f"{step['id']}.sh"
+        f.write_text(step_script(step, {"BUILD_ID": "b"}))
+        files.append(f)
+    proc = subprocess.run(["shellcheck", "-s", "bash", "-f", "gcc", *map(str, files)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return files
+
+
+def gcloud_lines_parse(gcloud: Any, box: Any, *prefixes: tuple[str, ...]) -> None:
+    """Every gcloud line the recovery sandbox ``box`` ran parses in the real gcloud, and a line starts
+    with each of ``prefixes``."""
+    argvs = [tuple(json.loads(line)) for line in (box.state / "argv.jsonl").read_text().splitlines()]
+    for prefix in prefixes:
+        assert any(a[:len(prefix)] == prefix for a in argvs), (prefix, argvs)
+    failures = [r.why() for r in (gcloud.parse(list(a)) for a in dict.fromkeys(argvs)) if not r.ok]
+    assert not failures, "\n\n".join(failures)
