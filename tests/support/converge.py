@@ -297,3 +297,16 @@ def events(world: World) -> list[str]:
 def slices_live(world: World, settings: Any) -> list[str]:
     names = [settings.tpu_name, f"{settings.tpu_name}-b"]
     return [n for n in names if (world.root / "res" / n).exists()]
+
+
+def report(request: Any, key: str, line: str, results: dict[Any, bool], cases: list[Any]) -> None:
+    """A convergence file's last test: print ``line`` (the count CI's log shows; tests/shell/conftest.py
+    prints it again at the end of the session, from pytest's cache under ``key``), then require that
+    every stop point ran (unless ``-k`` chose some) and converged."""
+    print(line)
+    cache = getattr(request.config, "cache", None)  # None under -p no:cacheprovider
+    if cache is not None:
+        cache.set(key, line)
+    if not request.config.option.keyword:
+        assert len(results) in (0, len(cases)), "a stop point did not run"
+    assert all(results.values()), [k for k, v in results.items() if not v]
