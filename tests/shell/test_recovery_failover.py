@@ -38,22 +38,7 @@ SLOT = 'google_tpu_v2_vm.this["a"]'
 #: it, so drift deletes it and the plan makes it again; else a no-op) or does not (a create); an
 #: apply of a spot (on-demand) slice fails with the real stockout text where STANDIN_NO_SPOT
 #: (STANDIN_NO_ON_DEMAND) is set
-TERRAFORM = r"""#!/usr/bin/env python3
-import json, os, sys
-from pathlib import Path
-
-j = Path(os.environ["JOURNAL_DIR"])
-state = j / f"state-{Path.cwd().name}.json"
-held = json.loads(state.read_text()) if state.exists() else []
-argv = sys.argv[1:]
-def log(line):
-    with open(j / "journal", "a") as f:
-        f.write(line + "\n")
-def opt(name):
-    return next((a.split("=", 1)[1] for a in argv if a.startswith(name + "=")), "")
-log("terraform " + " ".join(argv))
-cmd = argv[0]
-if cmd == "plan":
+TERRAFORM = failover_steps.HEAD + r"""if cmd == "plan":
     varfile = opt("-var-file") or os.path.join(os.environ["WORKSPACE"], "tfvars", "tpu.tfvars.json")
     v = json.loads(Path(varfile).read_text())
     Path(opt("-out")).write_text(json.dumps({"zone": v["zone"], "spot": v["spot"]}))

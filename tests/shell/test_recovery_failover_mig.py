@@ -139,22 +139,7 @@ def test_every_gcloud_line_of_a_mig_recovery_that_moves_parses_in_real_gcloud(gc
 #: it, the plan makes it again) or one that runs (a no-op); an apply makes the slice in the plan's
 #: mode (a MIG's create succeeds without capacity: the group keeps retrying) and notes the mode
 #: for the gcloud stand-in
-TERRAFORM = r"""#!/usr/bin/env python3
-import json, os, sys
-from pathlib import Path
-
-j = Path(os.environ["JOURNAL_DIR"])
-state = j / "state-tpu_mig.json"
-held = json.loads(state.read_text()) if state.exists() else []
-argv = sys.argv[1:]
-def log(line):
-    with open(j / "journal", "a") as f:
-        f.write(line + "\n")
-def opt(name):
-    return next((a.split("=", 1)[1] for a in argv if a.startswith(name + "=")), "")
-log("terraform " + " ".join(argv))
-cmd = argv[0]
-if cmd == "plan":
+TERRAFORM = failover_steps.HEAD + r"""if cmd == "plan":
     v = json.loads(Path(opt("-var-file") or os.path.join(os.environ["WORKSPACE"], "tfvars", "mig.tfvars.json")).read_text())
     assert v["wait_for_instances"] is False
     Path(opt("-out")).write_text(json.dumps({"zone": v["zone"], "mode": v["provisioning"]}))
