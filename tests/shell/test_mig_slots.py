@@ -102,10 +102,7 @@ def test_a_preset_tpubuild_slice_that_is_not_a_live_group_is_one_line(cli, make_
     values = make_env(MIG, MOUNT_POINT=str(tmp_path / "mnt"))
     box = tmp_path / "hosts"
     env = {**host_sandbox.sandbox(box, A_VMS, groups=groups), "TPUBUILD_SLICE": preset}
-    for args in (["stop", "--probe", "--dry-run", "--values", values], ["train", "roberta", "--dry-run", "--values", values]):
-        r = _bash(_script(cli, *args), env, tmp_path)
-        assert r.returncode == 1 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
-        assert host_sandbox.calls(box) == [] and host_sandbox.listed(box) == [], args
+    host_sandbox.refused_in_one_line(lambda *args: _bash(_script(cli, *args), env, tmp_path), values, says, box)
 
 
 def test_one_slot_keeps_todays_script(cli, make_env):

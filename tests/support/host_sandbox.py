@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 FAKE_GCLOUD = r'''#!{python}
 import os, shutil, subprocess, sys
@@ -194,3 +195,12 @@ def listed(box: Path) -> list[str]:
     """mig: the group each ``list-instances`` so far listed."""
     path = box / "listed"
     return path.read_text().splitlines() if path.exists() else []
+
+
+def refused_in_one_line(run: Any, values: str, says: str, box: Path) -> None:
+    """``stop --probe`` and ``train roberta`` (dry-run scripts, run by ``run(*args)``) both fail with
+    the one line ``says`` and reach no host, nor list any group."""
+    for args in (["stop", "--probe", "--dry-run", "--values", values], ["train", "roberta", "--dry-run", "--values", values]):
+        r = run(*args)
+        assert r.returncode == 1 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+        assert calls(box) == [] and listed(box) == [], args
