@@ -27,10 +27,7 @@ TERRAFORM = swap_steps.slot_terraform("tpu-v6e-slice", "tpu-v6e-slice-b",
                                    "Error: Error waiting for Creating InstanceGroupManager: ZONE_RESOURCE_POOL_EXHAUSTED")
 #: gcloud: the new group lists STANDIN_RUNNING (8 unless told) VMs RUNNING with nothing under way;
 #: its wait-until fails when STANDIN_UNSTABLE is set.
-GCLOUD = r"""#!/usr/bin/env bash
-set -u
-echo "gcloud $*" >> "$JOURNAL_DIR/journal"
-case "$*" in
+GCLOUD = swap_steps.gcloud(r"""case "$*" in
   *"wait-until tpu-v6e-slice-b"*)
     if [ -n "${STANDIN_UNSTABLE:-}" ]; then echo "ERROR: (gcloud.compute.instance-groups.managed.wait-until) Timeout while waiting for group to become stable." >&2; exit 1; fi
     echo "tpu-v6e-slice-b is stable" >> "$JOURNAL_DIR/journal" ;;
@@ -40,7 +37,7 @@ case "$*" in
     echo "tpu-v6e-slice-b has ${STANDIN_RUNNING-8} running" >> "$JOURNAL_DIR/journal" ;;
   *delete*) echo "deleted by gcloud" >> "$JOURNAL_DIR/journal" ;;
 esac
-"""
+""")
 ORDER = ("mig-apply", "mig-resize", "mig-swap", "mig-release")
 
 

@@ -27,14 +27,11 @@ from tests.support.pipeline import step_env, step_script
 TERRAFORM = swap_steps.slot_terraform("tpu-old", "tpu-new",
                                    "Error: creating TPU VM tpu-new: there is no more capacity in the zone")
 #: gcloud: the new slice's state is STANDIN_STATE (READY unless told).
-GCLOUD = r"""#!/usr/bin/env bash
-set -u
-echo "gcloud $*" >> "$JOURNAL_DIR/journal"
-case "$*" in
+GCLOUD = swap_steps.gcloud(r"""case "$*" in
   *"tpu-vm describe tpu-new"*) echo "${STANDIN_STATE-READY}"; echo "tpu-new is ${STANDIN_STATE-READY}" >> "$JOURNAL_DIR/journal" ;;
   *delete*) echo "deleted by gcloud" >> "$JOURNAL_DIR/journal" ;;
 esac
-"""
+""")
 
 
 @pytest.fixture(scope="module")

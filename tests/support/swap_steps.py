@@ -104,6 +104,11 @@ def slot_terraform(old: str, new: str, stockout: str = "Error: no capacity") -> 
     return _TERRAFORM.replace("OLD", old).replace("NEW", new).replace("STOCKOUT", stockout)
 
 
+def gcloud(body: str) -> str:
+    """A gcloud stand-in that journals its argv, then runs ``body`` (bash: a ``case "$*" in``)."""
+    return '#!/usr/bin/env bash\nset -u\necho "gcloud $*" >> "$JOURNAL_DIR/journal"\n' + body
+
+
 def run_in_workspace(steps: dict[str, tuple[str, str]], order: tuple[str, ...], env: dict[str, str], **extra: str
                      ) -> tuple[dict[str, subprocess.CompletedProcess[str]], list[str]]:
     """:func:`run` from the build's /workspace (the steps that run tpubuild read values.env there),
