@@ -11,7 +11,6 @@ tests/shell/test_recovery_sandbox.py."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -27,14 +26,7 @@ A_VMS = [f"{A}-{s}" for s in ("q7xd", "a2bc", "k9m1", "Zb2c")]
 B_VMS = [f"{B}-{s}" for s in ("m3p0", "c4d1", "x8y2", "e5f6")]
 
 
-def _script(cli, *args: str) -> str:
-    code, out, err = cli(*args)
-    assert code == 0, err
-    return out
-
-
-def _bash(script: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+_script, _bash = host_sandbox.printed, host_sandbox.bash
 
 
 def _ssh_hosts(box: Path) -> list[str]:

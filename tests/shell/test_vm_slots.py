@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -28,14 +27,7 @@ A, B = "tpu-v4-pod", "tpu-v4-pod-b"
 NAMES = ["w0", "w1", "w2", "w3"]
 
 
-def _script(cli, *args: str) -> str:
-    code, out, err = cli(*args)
-    assert code == 0, err
-    return out
-
-
-def _bash(script: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+_script, _bash = host_sandbox.printed, host_sandbox.bash
 
 
 def _wait(predicate, timeout: float = 30) -> bool:

@@ -18,6 +18,7 @@ see only the processes the hosts started (:data:`FAKE_PROCESSES`).
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -204,3 +205,15 @@ def refused_in_one_line(run: Any, values: str, says: str, box: Path) -> None:
         r = run(*args)
         assert r.returncode == 1 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
         assert calls(box) == [] and listed(box) == [], args
+
+
+def printed(cli: Any, *args: str) -> str:
+    """What ``tpubuild ARGS`` prints (a script), once it exits 0."""
+    code, out, err = cli(*args)
+    assert code == 0, err
+    return out
+
+
+def bash(script: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``script`` under bash in ``env`` (a sandbox's), from ``cwd``."""
+    return subprocess.run(["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
