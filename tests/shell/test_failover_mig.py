@@ -129,13 +129,7 @@ def test_the_slice_lands_in_the_third_candidate_and_nothing_is_left_behind(tmp_p
 
 def test_a_permission_error_stops_at_the_first_candidate_with_one_line(tmp_path, settings) -> None:
     steps, env = _sandbox(tmp_path, settings)
-    done, journal = swap_steps.run_in_workspace(steps, ORDER, env, STANDIN_DENIED="us-east5-b")
-    assert list(done) == ["mig-plan", "mig-apply"] and done["mig-apply"].returncode == 1
-    lines = [line for line in done["mig-apply"].stderr.splitlines() if line.startswith("tpubuild:")]
-    assert len(lines) == 1, lines
-    assert "us-east5-b (spot) failed, not for want of capacity" in lines[0]
-    assert "PERMISSION_DENIED" in lines[0] and "no other candidate is tried" in lines[0]
-    assert not any("candidates/1/" in line for line in journal)  # the second candidate was never planned
+    failover_steps.stops_at_the_first(steps, env, ORDER, "mig", "us-east5-b", "PERMISSION_DENIED")
     assert json.loads((Path(env["JOURNAL_DIR"]) / "state-tpu_mig.json").read_text()) == []  # the failing group removed
 
 

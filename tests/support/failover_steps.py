@@ -114,3 +114,18 @@ def gcloud_lines_parse(gcloud: Any, box: Any, *prefixes: tuple[str, ...]) -> Non
         assert any(a[:len(prefix)] == prefix for a in argvs), (prefix, argvs)
     failures = [r.why() for r in (gcloud.parse(list(a)) for a in dict.fromkeys(argvs)) if not r.ok]
     assert not failures, "\n\n".join(failures)
+
+
+def stops_at_the_first(steps: dict[str, tuple[str, str]], env: dict[str, str], order: tuple[str, ...], module: str,
+                       zone: str, error: str) -> list[str]:
+    """A permission error at the first candidate (``zone``, spot): the build stops at ``<module>-apply``
+    with one line naming the candidate and ``error``, and the second candidate is never planned.
+    The journal."""
+    done, journal = swap_steps.run_in_workspace(steps, order, env, STANDIN_DENIED=zone)
+    assert list(done) == [f"{module}-plan", f"{module}-apply"] and done[f"{module}-apply"].returncode == 1
+    lines = [line for line in done[f"{module}-apply"].stderr.splitlines() if line.startswith("tpubuild:")]
+    assert len(lines) == 1, lines
+    assert f"{zone} (spot) failed, not for want of capacity" in lines[0]
+    assert error in lines[0] and "no other candidate is tried" in lines[0]
+    assert not any("candidates/1/" in line for line in journal)  # the second candidate was never planned
+    return journal
