@@ -240,15 +240,11 @@ def test_mig_attach_lines_parse(gcloud, tmp_path, values):
     from builder.config import load
     from builder.render.pipeline import render
     from builder.planning.plan import make_plan
-    from tests.support.pipeline import step_env, step_script
+    from tests.support.pipeline import stand_in_bin, step_env, step_script
 
     s = load(EXAMPLES / values)
     [step] = [st for st in render(s, make_plan(s, "create"))["steps"] if st["id"] == "mig-attach"]
-    bindir, rec = tmp_path / "bin", tmp_path / "calls"
-    bindir.mkdir()
-    rec.mkdir()
-    (bindir / "gcloud").write_text(MIG_ATTACH_GCLOUD)
-    (bindir / "gcloud").chmod(0o755)
+    bindir, rec = stand_in_bin(tmp_path, "calls", gcloud=MIG_ATTACH_GCLOUD)
     (tmp_path / "plans").mkdir()
     (tmp_path / "plans" / "mig.name").write_text(s.tpu_name)  # as mig-apply leaves it
     env = {**os.environ, **step_env(step), "RECORD_DIR": str(rec), "WORKSPACE": str(tmp_path),

@@ -14,7 +14,7 @@ from builder.config import load
 from builder.planning.plan import make_plan
 from builder.render.pipeline import render
 from tests.conftest import SHIPPED
-from tests.support.pipeline import step_env, step_script
+from tests.support.pipeline import stand_in_bin, step_env, step_script
 
 GCLOUD = """#!/usr/bin/env bash
 printf '%s\\n' "$*" >> "$STUB_STATE/calls"
@@ -32,11 +32,7 @@ def _run(tmp_path: Path, attached: str, refuse: bool = False, slot: str = "") ->
     (tmp_path / "plans").mkdir()
     (tmp_path / "plans" / "tpu.name").write_text(slot or s.tpu_name)
     [step] = [st for st in render(s, make_plan(s, "create"))["steps"] if st["id"] == "tpu-attach"]
-    bindir, state = tmp_path / "bin", tmp_path / "state"
-    bindir.mkdir()
-    state.mkdir()
-    (bindir / "gcloud").write_text(GCLOUD)
-    (bindir / "gcloud").chmod(0o755)
+    bindir, state = stand_in_bin(tmp_path, "state", gcloud=GCLOUD)
     (state / "disks").write_text(attached + "\n")
     if refuse:
         (state / "refuse").touch()

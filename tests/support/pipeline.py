@@ -130,3 +130,16 @@ def step_env(step: dict[str, Any], substitutions: dict[str, str] | None = None) 
         key, _, value = substitute(item, substitutions).partition("=")
         env[key] = value
     return env
+
+
+def stand_in_bin(root: Any, *folders: str, **scripts: str) -> tuple[Any, ...]:
+    """``root/bin`` holding each of ``scripts`` (name → text) as an executable stand-in, and
+    ``root/<folder>`` for each of ``folders``, all made; the bin folder, then the folders."""
+    bindir = root / "bin"
+    made = [bindir, *(root / f for f in folders)]
+    for d in made:
+        d.mkdir()
+    for name, text in scripts.items():
+        (bindir / name).write_text(text)
+        (bindir / name).chmod(0o755)
+    return tuple(made)
