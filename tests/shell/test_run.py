@@ -14,7 +14,6 @@ import re
 import shlex
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -183,12 +182,7 @@ class Host:
 
 
 def _wait(predicate, timeout: float = 300) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.5)
-    return False
+    return host_sandbox.wait_until(predicate, timeout, poll=0.5)
 
 
 def _alive(pid: int) -> bool:

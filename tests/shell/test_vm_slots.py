@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -30,13 +29,7 @@ NAMES = ["w0", "w1", "w2", "w3"]
 _script, _bash = host_sandbox.printed, host_sandbox.bash
 
 
-def _wait(predicate, timeout: float = 30) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return False
+_wait = host_sandbox.wait_until
 
 
 def test_after_a_swap_run_stop_and_logs_reach_slot_b(cli, make_env, tmp_path, monkeypatch):

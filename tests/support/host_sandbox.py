@@ -217,3 +217,15 @@ def printed(cli: Any, *args: str) -> str:
 def bash(script: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
     """``script`` under bash in ``env`` (a sandbox's), from ``cwd``."""
     return subprocess.run(["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def wait_until(predicate: Any, timeout: float = 30, poll: float = 0.2) -> bool:
+    """Whether ``predicate()`` came true within ``timeout`` seconds (looked at every ``poll``)."""
+    import time
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(poll)
+    return False
