@@ -252,22 +252,24 @@ def reservation_refusal(h: Held, body: dict[str, Any] | None) -> str | None:
         if machine != h.machine_type:
             return (f"{h.what} reserves {machine or 'no'} VMs, {h.accelerator_type} runs on {h.machine_type}: "
                     f"use a reservation of {h.machine_type}, {fix}")
-        count, used = _count(specific.get("count")), _count(specific.get("inUseCount"))
-        if count - used < h.vms:
-            return (f"{h.what} has {count - used} of {count} {machine} VMs free, {h.accelerator_type} needs {h.vms}: "
-                    f"free or enlarge it, {fix}")
-        return None
+        return _short(h, _count(specific.get("count")), _count(specific.get("inUseCount")), f"{machine} VMs",
+                      h.vms, fix)
     if isinstance(aggregate, dict):
         family = aggregate.get("vmFamily", "")
         if h.vm_family and family != h.vm_family:
             return (f"{h.what} reserves {family or 'no VM family'}, {h.accelerator_type} needs {h.vm_family}: "
                     f"use a reservation of that family, {fix}")
-        total, used = _accelerators(aggregate.get("reservedResources")), _accelerators(aggregate.get("inUseResources"))
-        if total - used < h.chips:
-            return (f"{h.what} has {total - used} of {total} TPU chips free, {h.accelerator_type} needs {h.chips}: "
-                    f"free or enlarge it, {fix}")
-        return None
+        return _short(h, _accelerators(aggregate.get("reservedResources")),
+                      _accelerators(aggregate.get("inUseResources")), "TPU chips", h.chips, fix)
     return f"{h.what} reserves neither VMs nor TPU chips the slice can use: {fix}"
+
+
+def _short(h: Held, total: int, used: int, what: str, needs: int, fix: str) -> str | None:
+    """None when ``total - used`` free ``what`` hold the slice's ``needs``, else the line that says not."""
+    if total - used >= needs:
+        return None
+    return (f"{h.what} has {total - used} of {total} {what} free, {h.accelerator_type} needs {needs}: "
+            f"free or enlarge it, {fix}")
 
 
 def reservation_passed(h: Held, body: dict[str, Any]) -> str:
