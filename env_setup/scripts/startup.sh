@@ -334,34 +334,34 @@ read_export() {
   [[ -n "$NFS_IP" && -n "$NFS_SHARE" ]]
 }
 
-# wait_for_export URI: the slice is asked for before Filestore exists, so its hosts' metadata has
-# no NFS export; filestore-publish writes it to the workspace once Filestore is made. Waits up to
-# NFS_WAIT_S, saying so in the log (the first look and every tenth after).
-wait_for_export() {
-  local uri="$1" start="$SECONDS" looks=0
-  until read_export "$uri"; do
-    ((SECONDS - start < NFS_WAIT_S)) || return 1
+# wait_for LIMIT SAYING COMMAND [ARG...]: runs COMMAND until it succeeds, up to LIMIT seconds,
+# saying SAYING followed by the seconds so far in the log (the first look and every tenth after);
+# status 1 when it never does.
+wait_for() {
+  local limit="$1" saying="$2" start="$SECONDS" looks=0
+  shift 2
+  until "$@"; do
+    ((SECONDS - start < limit)) || return 1
     if ((looks % 10 == 0)); then
-      log "waiting for the Filestore export at ${uri}: the build writes it once Filestore is made (filestore-publish; $((SECONDS - start))s so far, at most ${NFS_WAIT_S}s)"
+      log "${saying}$((SECONDS - start))s so far, at most ${limit}s)"
     fi
     looks=$((looks + 1))
     sleep "$PD_POLL_S"
   done
 }
 
+# wait_for_export URI: the slice is asked for before Filestore exists, so its hosts' metadata has
+# no NFS export; filestore-publish writes it to the workspace once Filestore is made. Waits up to
+# NFS_WAIT_S, saying so in the log.
+wait_for_export() {
+  wait_for "$NFS_WAIT_S" "waiting for the Filestore export at ${1}: the build writes it once Filestore is made (filestore-publish; " read_export "$1"
+}
+
 # wait_for_disk DEV: the shared PD's device can come after the host: on vm the pipeline attaches
 # the disk (tpu-attach) only once shared_pd-seed has written the dataset, so the host waits, up to
-# PD_WAIT_S, and says so in its log (the first look and every tenth after).
+# PD_WAIT_S, and says so in its log.
 wait_for_disk() {
-  local dev="$1" start="$SECONDS" looks=0
-  until dev_present "$dev"; do
-    ((SECONDS - start < PD_WAIT_S)) || return 1
-    if ((looks % 10 == 0)); then
-      log "waiting for the dataset disk ${dev}: the pipeline attaches it once shared_pd-seed has copied the dataset ($((SECONDS - start))s so far, at most ${PD_WAIT_S}s)"
-    fi
-    looks=$((looks + 1))
-    sleep "$PD_POLL_S"
-  done
+  wait_for "$PD_WAIT_S" "waiting for the dataset disk ${1}: the pipeline attaches it once shared_pd-seed has copied the dataset (" dev_present "$1"
 }
 
 # say_seed DIR: what the seeder's marker (env_setup/seeder/seed_disk.sh) says of the dataset on the
