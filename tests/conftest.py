@@ -147,3 +147,26 @@ def gcloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     g = Gcloud(tmp_path_factory.mktemp("gcloud"))
     yield g
     g.close()
+
+
+#: The counts the convergence tests' last tests write (pipelines, stop points, converged):
+#: tests/shell/test_converge.py's and test_converge_recovery.py's, read back at the end of the
+#: session so CI's log shows them under -n auto too (a worker's output is not shown). These hooks
+#: live here, not in tests/shell/conftest.py: under xdist the controller, which prints the summary,
+#: loads only this conftest.
+CONVERGE_KEYS = ("tpubuild/converge-summary", "tpubuild/converge-recovery-summary")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    cache = getattr(session.config, "cache", None)  # None without the cache plugin (-p no:cacheprovider)
+    if not hasattr(session.config, "workerinput") and cache is not None:
+        for key in CONVERGE_KEYS:
+            cache.set(key, "")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    for key in CONVERGE_KEYS:
+        cache = getattr(config, "cache", None)
+        line = cache.get(key, "") if cache is not None else ""
+        if line:
+            terminalreporter.write_line(line)
