@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -221,8 +222,6 @@ def bash(script: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedPro
 
 def wait_until(predicate: Any, timeout: float = 30, poll: float = 0.2) -> bool:
     """Whether ``predicate()`` came true within ``timeout`` seconds (looked at every ``poll``)."""
-    import time
-
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if predicate():
