@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import random
 import shlex
+import signal
 import socket
 import subprocess
 import time
@@ -150,6 +153,26 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _quiet_port() -> int:
+    """A free port below the kernel's ephemeral range: no other test's ``bind(0)`` server and no
+    outgoing connection is handed it between this check and torchrun's bind. (CI, stop 41: with an
+    ephemeral port, host 0 could not bind its store and host 1 waited on whoever held the port.)"""
+    ranges = Path("/proc/sys/net/ipv4/ip_local_port_range")
+    low = int(ranges.read_text().split()[0]) if ranges.exists() else 32768
+    for port in random.sample(range(20000, max(20001, min(low, 32768))), 500):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError("no free port between 20000 and the ephemeral range")
+
+
+#: seconds both hosts get to train 3 steps (about 30 s on this 2-core machine)
+TRAIN_DEADLINE_S = 300
+
+
 @pytest.mark.slow
 def test_the_example_trains_under_torchrun_on_cpu_from_the_launch_lines(make_env, tmp_path: Path) -> None:
     """Two hosts on this machine, one process each (gloo): each runs train.sh with its
@@ -157,20 +180,36 @@ def test_the_example_trains_under_torchrun_on_cpu_from_the_launch_lines(make_env
     python = torchtpu_python()
     job = dataclasses.replace(_job(_values(make_env, EXAMPLES / "mig-v6e-16-spot.env")), hosts=2,
                               args=("--steps", "3"), mount_point=str(tmp_path))
-    port = str(_free_port())  # the launcher's 29500 may be taken on a shared machine
+    port = str(_quiet_port())  # the launcher's 29500 may be taken on a shared machine
     words = LAUNCH.train_words(job, str(REPO / "models/torchtpu"), str(REPO))
-
-    def host(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-        full = clean_env(python, **{**env, "MASTER_PORT": port}, TPUBUILD_PYTHON=str(python))
-        return subprocess.run(words, capture_output=True, text=True, timeout=600, env=full)
-
-    with ThreadPoolExecutor(2) as pool:
-        runs = list(pool.map(host, LAUNCH.host_env(job, ["127.0.0.1", "127.0.0.1"])))
+    # both hosts are this machine: gloo on the loopback, whatever this machine's hostname resolves to
+    outs = [tmp_path / f"host-{rank}.out" for rank in range(2)]
+    procs = [subprocess.Popen(words, stdout=out.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
+                              env=clean_env(python, **{**env, "MASTER_PORT": port}, TPUBUILD_PYTHON=str(python),
+                                            GLOO_SOCKET_IFNAME="lo"))
+             for env, out in zip(LAUNCH.host_env(job, ["127.0.0.1", "127.0.0.1"]), outs)]
+    deadline = time.monotonic() + TRAIN_DEADLINE_S
+    while any(proc.poll() is None for proc in procs):  # one host failing leaves the other waiting: stop it
+        failed = any(proc.returncode not in (None, 0) for proc in procs)
+        if failed or time.monotonic() > deadline:
+            for proc in procs:
+                if proc.poll() is None:
+                    os.killpg(proc.pid, signal.SIGKILL)
+            if not failed:
+                logs = {r: _tail(Path(LAUNCH.host_log(job, r))) for r in range(len(procs))}
+                pytest.fail(f"the hosts still ran after {TRAIN_DEADLINE_S} s (port {port}); their logs: {logs}")
+        time.sleep(0.5)
+    runs = [subprocess.CompletedProcess(words, proc.returncode, out.read_text(errors="replace"), "")
+            for proc, out in zip(procs, outs)]
     for rank, r in enumerate(runs):
-        assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-2000:])
+        assert r.returncode == 0, r.stdout[-3000:]
         log = Path(LAUNCH.host_log(job, rank)).read_text()
         assert f"tpubuild-step rank={rank}/2 step=3" in log
     assert "tpubuild-done steps=3 world=2" in Path(LAUNCH.host_log(job, 0)).read_text()
+
+
+def _tail(path: Path) -> str:
+    return path.read_text(errors="replace")[-2000:] if path.exists() else "(no log)"
 
 
 _SERVE = ("import time, torch, tpu_observe\nassert tpu_observe.serve()\nx = torch.randn(256, 256)\n"
