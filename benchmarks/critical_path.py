@@ -60,7 +60,33 @@ def slice_later(config: dict[str, Any]) -> dict[str, Any]:
                     other["waitFor"] = [w for w in other["waitFor"] if w != f"{reads[0].name}-apply"] or ["-"]
         if st["id"].endswith("-guard") and "check-capacity" in ids:
             st["waitFor"] = [*st["waitFor"], "check-capacity"]
+    for st in steps:  # a step asking beside the apply (mig-calendar) came after it
+        module, kind = st["id"].rsplit("-", 1) if "-" in st["id"] else (st["id"], "")
+        if kind not in ("apply", "guard") and f"{module}-plan" in st["waitFor"]:
+            st["waitFor"] = [w for w in st["waitFor"] if w != f"{module}-plan"] + [f"{module}-apply"]
+    for st in steps:  # the slice's apply waited for its gates (planning.plan.asks_first undone)
+        module = st["id"].removesuffix("-apply")
+        if st["id"].endswith("-apply") and f"{module}-plan" in st["waitFor"]:
+            gated = [g["id"] for g in steps if g["id"].startswith(f"{module}-") and g["id"] != st["id"]
+                     and f"{module}-plan" in _all_before(steps, g["id"]) and g["id"].rsplit("-", 1)[1] in GATES]
+            st["waitFor"] = [w for w in st["waitFor"] if w != f"{module}-plan"] + gated[-1:]
     return {**config, "steps": steps}
+
+
+#: The step kinds that gate an apply (its guard, mig-drain): builder.planning.plan.gates.
+GATES = ("guard", "drain")
+
+
+def _all_before(steps: list[dict[str, Any]], sid: str) -> set[str]:
+    by_id = {st["id"]: st for st in steps}
+    seen: set[str] = set()
+    todo = [sid]
+    while todo:
+        for w in by_id[todo.pop()]["waitFor"]:
+            if w != "-" and w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
 
 
 def before(config: dict[str, Any]) -> dict[str, Any]:
@@ -107,7 +133,10 @@ def figures(config: dict[str, Any], settings: Any) -> dict[str, float | None]:
     billed = [t[f"{sp.name}-apply"][0] for sp in catalogue.specs(settings.arch) if sp.prices and f"{sp.name}-apply" in t]
     acc = catalogue.accelerator_module(settings.arch)
     made = [t[i][1] for i in (f"{acc}-apply", f"{acc}-queue") if i in t]
-    asked = t[f"{acc}-queue"][0] if f"{acc}-queue" in t else (t[f"{acc}-apply"][0] if f"{acc}-apply" in t else None)
+    # where Google is first asked for the chips: a queued TPU VM's queue step, a calendar request's
+    # step where gcloud makes it (mig-calendar), else the slice's apply
+    asks = [f"{acc}-{k}" for k in ("queue", "calendar", "apply") if f"{acc}-{k}" in t]
+    asked = t[asks[0]][0] if asks else None
     from builder.planning.capacity import Need, held, need
 
     # the check knows the quota only where tpubuild knows which one (it warns and passes elsewhere),

@@ -50,7 +50,7 @@ class StatusPart:
 STORAGE = ("filestore", "shared_pd")
 
 #: Where an :class:`ExtraStep` goes in its module's steps.
-BEFORE, EARLY, GATE, AFTER, BESIDE = "before", "early", "gate", "after", "beside"
+BEFORE, EARLY, GATE, AFTER, BESIDE, ASKS = "before", "early", "gate", "after", "beside", "asks"
 
 
 @record
@@ -61,7 +61,10 @@ class ExtraStep:
     apply, :data:`EARLY` from the pipeline's start (the builder image) beside its plan and guard,
     its apply waiting for it too (work that needs no plan, kept off the critical path), :data:`AFTER`
     its apply (what waits for the module waits for it), :data:`BESIDE` after its apply (only the
-    hosts that attach the shared PD wait for it)."""
+    hosts that attach the shared PD wait for it), :data:`ASKS` beside its apply, as the slice's apply
+    runs (builder.planning.plan.asks_first: after its plan and the capacity check, waiting for the
+    gates' verdict on a plan that changes what exists), the steps after the apply waiting for it:
+    a request for the chips made outside Terraform (mig-calendar)."""
 
     kind: str
     op: str

@@ -78,7 +78,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.catalogue import dashboard_tiles as dash
 from builder.catalogue import status_rows as rows
-from builder.catalogue.module_parts import (AFTER, BEFORE, BESIDE, GATE, INTERRUPTS, MOVES, SLICE_TEMPLATE, TPU_VM_REPLACED_BY,
+from builder.catalogue.module_parts import (AFTER, ASKS, BEFORE, BESIDE, GATE, INTERRUPTS, MOVES, SLICE_TEMPLATE, TPU_VM_REPLACED_BY,
                                   STORAGE, ExtraStep, StatusPart, backs_up, breaks_before_making, calendar_by_gcloud,
                                   capacity_request, filestore_what, reads_export, mig_attaches_disk, queued, runtime, share_lost,
                                   shared_pd_what, slice_access_what, slice_how, slice_shape, slice_what, tpu_what)
@@ -215,7 +215,7 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                status=(StatusPart("slice", rows.slice_row), StatusPart("capacity", rows.capacity_row, capacity_request)),
                # drain: break-before-make only; attach: the disk, once seeded; then as on vm (docs/pipeline.md)
                steps=(ExtraStep("drain", "apply", GATE, breaks_before_making),
-                      ExtraStep("calendar", "apply", AFTER, calendar_by_gcloud), ExtraStep("resize", "apply", AFTER),
+                      ExtraStep("calendar", "apply", ASKS, calendar_by_gcloud), ExtraStep("resize", "apply", AFTER),
                       ExtraStep("attach", "apply", AFTER, mig_attaches_disk), *MOVES),
                scoped=True, tiles=dash.slice_tiles, ttl=True, summary=slice_shape),
     # one worker per TPU host, which read the TPU's, the share's and the disk's states

@@ -120,6 +120,13 @@ KINDS: dict[str, Kind] = {
     "publish": Kind("gcloud", "fs_publish.sh.j2", 300, 0.5),  # the NFS export, for hosts made before Filestore
     "finalize": Kind("tpubuild", "finalize.sh.j2", 600),
 }
+def verdict_wait_s(gates: tuple[str, ...]) -> int:
+    """How long a slice's apply that runs beside its gates (builder.planning.plan.asks_first) waits
+    for the last one's verdict on a plan that changes what exists: the guard starts only after the
+    builder image's step (tpubuild-image), and each gate may take its step's timeout."""
+    return IMAGE_STEP_S + sum(KINDS[g].timeout or 0 for g in gates)
+
+
 #: TPU_QUEUED: how long tpu-queue waits for ACTIVE without TPU_QUEUED_VALID_FOR, and at most (a
 #: Cloud Build build lasts at most 24 h); its step timeout adds QUEUE_SLACK_S to the wait.
 QUEUE_WAIT_S = 4 * 3600

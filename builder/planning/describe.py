@@ -280,7 +280,7 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
             warnings.append("data loss is allowed: the guards let plans destroy or replace Filestore and the "
                             "shared PD (_ALLOW_DATA_LOSS=true)")
         else:
-            notes.append("a guard checks every Terraform plan before its apply and refuses one that destroys or "
+            notes.append("a guard checks every Terraform plan and refuses, before it is applied, one that destroys or "
                          "replaces Filestore or the shared PD (override: _ALLOW_DATA_LOSS=true)")
         if info["path"]["warning"]:  # building on an API Google no longer develops (a destroy only leaves it)
             warnings.append(info["path"]["warning"])

@@ -36,7 +36,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from builder.catalogue import modules as catalogue
-from builder.catalogue.module_parts import AFTER, BEFORE, BESIDE, EARLY, GATE, ExtraStep, fails_over
+from builder.catalogue.module_parts import AFTER, ASKS, BEFORE, BESIDE, EARLY, GATE, ExtraStep, fails_over
 from builder.catalogue.modules import ModuleSpec, accelerator_module, hosts_module
 from builder.facts.actions import APPLIES, PLAN_ACTIONS, Action
 from builder.facts.errors import BadInput
@@ -284,7 +284,7 @@ def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
     for op in plan.operations:
         m = op.module
         at = {w: [x.kind for x in extras[m] if x.at == w]
-              for w in (BEFORE, EARLY, GATE, AFTER, BESIDE)}
+              for w in (BEFORE, EARLY, GATE, AFTER, BESIDE, ASKS)}
         # what waits for the slice to know its zone (a failover: the storage) waits for its
         # acquisition, not for its later steps (which wait for the disk in turn)
         deps = [f"{a}-apply" if m in placed_by.get(a, ()) else last.get(a, f"{a}-apply") for a in op.after]
@@ -304,14 +304,37 @@ def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
         gate = add(f"{m}-guard", "guard", m, [f"{m}-plan", tools])
         for k in at[GATE]:
             gate = add(f"{m}-{k}", k, m, [gate, *checked])
+        # the slice is asked for before its gates' verdicts when its plan only creates (asks_first)
+        gate = f"{m}-plan" if asks_first(s, m, op.op) else gate
         last[m] = add(f"{m}-apply", "apply", m, [gate, *checked, *early, *([] if attach_later else seeded)])
+        asks = [add(f"{m}-{k}", k, m, [f"{m}-plan", *checked]) for k in at[ASKS]]  # beside the apply
         for k in at[AFTER]:
-            last[m] = add(f"{m}-{k}", k, m, [last[m], *(seeded if k == "attach" else [])])
+            last[m] = add(f"{m}-{k}", k, m, [last[m], *asks, *(seeded if k == "attach" else [])])
+            asks = []
         for k in at[BESIDE]:
             add(f"{m}-{k}", k, m, [f"{m}-apply"])
     waited = {a for st in out for a in st.after}
     add("finalize", "finalize", "", [st.id for st in out if st.id not in waited])
     return _topological(out)
+
+
+def asks_first(settings: Settings, module: str, op: str) -> bool:
+    """Whether ``module``'s apply runs beside its gates (its guard, and a gate step such as mig-drain)
+    instead of after them: the slice's, where it is made or changed. Its apply applies a plan that
+    only creates at once: the guard's rules cannot refuse it (builder/planning/guard.py refuses
+    deletes, replacements and forgets) and a gate has nothing to act on (no slice exists). Before any
+    other plan it waits for the last gate's verdict (``<module>.<gate>.ok`` beside the plan,
+    builder/templates/_verdict.sh.j2; :func:`gates`), in builder/templates/_await_guard.sh.j2
+    (docs/pipeline.md, "The slice first"). So Google is asked for the chips as soon as the slice is
+    planned."""
+    spec = catalogue.spec(settings.arch, module)
+    return spec is not None and spec.accelerator and not spec.destroy_only and op == "apply"
+
+
+def gates(settings: Settings, plan: Plan, module: str) -> tuple[str, ...]:
+    """The kinds of the steps ``module``'s apply is gated by, in order: its guard, then any gate step
+    (mig-drain) the plan has; the last one's verdict is what a slice's apply waits for."""
+    return ("guard", *(x.kind for x in extra(settings, plan).get(module, ()) if x.at == GATE))
 
 
 def _topological(out: list[Step]) -> tuple[Step, ...]:

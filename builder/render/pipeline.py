@@ -44,7 +44,7 @@ from builder.catalogue.step_kinds import (  # noqa: F401  (re-exported: step kin
     ACQUIRE_TRY_S, ACQUIRE_WAIT_S, BUILD_TIMEOUT_SLACK, CALENDAR_STEP_S, check_duration, image, queue_wait_s, settling_apply,
     step_timeout, IMAGE_STEP_S, IMAGES, Kind, KINDS,
     LOCK_TIMEOUT, MAX_BUILD_TIMEOUT, NFS_EXPORT_OBJECT, MAX_QUEUE_WAIT_S, QUEUE_SLACK_S, QUEUE_WAIT_S, RESIZE_STEP_S,
-    SEED_STEP_S, SEED_TIMEOUT_S, SHELLS, SWAP_WAIT_S, DRAIN_WAIT_S, RESUME_TRIES, RESUME_WAIT_S,
+    SEED_STEP_S, SEED_TIMEOUT_S, SHELLS, SWAP_WAIT_S, DRAIN_WAIT_S, RESUME_TRIES, RESUME_WAIT_S, verdict_wait_s,
 )
 from builder.config.filestore import TIERS
 from builder.config.offers import calendar_name, flex_request_name
@@ -54,7 +54,7 @@ from builder.facts.actions import Action
 from builder.facts.errors import BadInput
 from builder.inputs.templating import environment, for_cloud_build
 from builder.planning import capacity
-from builder.planning.plan import Plan, Step, module_dir, runs, runs_setup_script, seeds
+from builder.planning.plan import Plan, Step, gates, module_dir, runs, runs_setup_script, seeds
 from builder.render.yamlout import to_json, to_yaml  # render's output formats
 
 __all__ = ["IMAGES", "KINDS", "Kind", "build_timeout", "check_duration", "preflight", "queue_wait_s", "render",
@@ -199,7 +199,8 @@ class _Steps:
                     slice_type=spec.slice_resource, zone=s.zone,
                     settles=settles, slice_resources=leaves, project=s.project_id, request_suffix=flex_request_name(""),
                     acquire_wait_s=ACQUIRE_WAIT_S,
-                    granted=dict(zone=s.zone, mode=s.provisioning) if slice_ else None, **self._terraform(step))
+                    granted=dict(zone=s.zone, mode=s.provisioning) if slice_ else None,
+                    **self._asks(step), **self._terraform(step))
 
     def _publish(self, step: Step) -> dict[str, Any]:
         s = self.s
@@ -234,7 +235,7 @@ class _Steps:
     def _slice(self, step: Step) -> dict[str, Any]:
         s = self.s
         shape = s.mig_shape
-        return dict(project=s.project_id, zone=s.zone, group=s.tpu_name, vms=shape.vms,
+        return dict(module=step.module, project=s.project_id, zone=s.zone, group=s.tpu_name, vms=shape.vms,
                     topology=shape.topology, accelerator_type=s.accelerator_type,
                     # the workload policy's name (modules/tpu_mig: <name>-<topology>); none for one VM
                     policy=f"{s.tpu_name}-{shape.topology}" if shape.accelerator_topology else "",
@@ -261,7 +262,14 @@ class _Steps:
         return dict(project=s.project_id, zone=s.zone, env=s.env_name, name=calendar_name(s.tpu_name),
                     generation=shape.generation, accelerator_type=s.accelerator_type, tpu_version=facts.tpu_version,
                     chips=shape.vms * shape.chips_per_vm, start=s.calendar_start, days=s.calendar_days,
-                    seconds=s.calendar_days * 86400, wait_s=CALENDAR_STEP_S - 300)
+                    seconds=s.calendar_days * 86400, wait_s=CALENDAR_STEP_S - 300, module=step.module, **self._asks(step))
+
+    def _asks(self, step: Step) -> dict[str, Any]:
+        """A step that asks for the slice beside its gates (the slice's apply, an ASKS step): the
+        verdict it waits for on a plan that changes what exists (_await_guard.sh.j2)."""
+        gated_by = gates(self.s, self.plan, step.module)
+        return dict(gate=gated_by[-1], gates=gated_by, verdict_wait_s=verdict_wait_s(gated_by),
+                    asks_first=f"{step.module}-plan" in step.after)
 
     def _queue(self, step: Step) -> dict[str, Any]:
         s = self.s

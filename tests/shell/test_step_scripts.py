@@ -127,6 +127,7 @@ def _first(prefix: str, **where: str) -> Script:
 def test_plan_writes_json_only_when_show_succeeds(sandbox: Sandbox):
     script = _first("mig-plan")
     json_file = sandbox.ws / "plans" / "mig.json"
+    json_file.unlink()
     proc, calls, _ = sandbox.run(script, fail="terraform:3")  # init, plan, show
     assert proc.returncode != 0 and calls[-1].startswith("terraform:3 show -json")
     assert not json_file.exists()

@@ -36,6 +36,11 @@ gcloud compute instances delete seeder-vm
 """
 
 
+#: ``terraform show -json`` of a plan that only creates (what <module>-plan leaves for a new slice)
+ONLY_CREATES = ('{"format_version":"1.2","applyable":true,"errored":false,"resource_changes":[{"address":"a.b",'
+                '"type":"google_tpu_v2_vm","change":{"actions":["create"]}}],"output_changes":{}}\n')
+
+
 @dataclass(frozen=True)
 class Script:
     step_id: str
@@ -67,6 +72,8 @@ class Sandbox:
                 (self.ws / "tfvars" / "candidates" / str(i)).mkdir(parents=True, exist_ok=True)
                 (self.ws / "tfvars" / "candidates" / str(i) / f"{module}.tfvars.json").write_text("{}\n")
             (self.ws / "plans" / f"{module}.tfplan").write_text("saved plan\n")
+            # its JSON: a plan that only creates (the slice's apply runs it before the guard's verdict)
+            (self.ws / "plans" / f"{module}.json").write_text(ONLY_CREATES)
         for d in ("modules/tpu_node", "modules/tpu_vm", "modules/filestore", "modules/shared_pd", "modules/mig",
                   "modules/tpu_mig", "modules/tpu_mig_access", "modules/dashboard",
                   "env_setup/seeder"):

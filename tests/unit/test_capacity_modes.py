@@ -21,6 +21,7 @@ from builder.inputs import tfvars
 from builder.planning.plan import make_plan
 from builder.render.pipeline import render
 from tests.conftest import EXAMPLES, REPO
+from tests.support.step_sandbox import ONLY_CREATES
 from tests.support.pipeline import BUILTINS, step_script
 
 TPU7X_CAL = EXAMPLES / "mig-tpu7x-8-calendar.env"
@@ -123,6 +124,8 @@ def _run(tmp_path: Path, env: Path, step_id: str, **extra: str) -> subprocess.Co
     (bindir / "gcloud").write_text(STUB)
     (bindir / "gcloud").chmod(0o755)
     (tmp_path / "calls.log").unlink(missing_ok=True)
+    (tmp_path / "plans").mkdir(exist_ok=True)  # mig-plan's, a new slice's: mig-calendar asks at once
+    (tmp_path / "plans" / "mig.json").write_text(ONLY_CREATES)
     return subprocess.run(["bash", "-c", step_script(step, BUILTINS)], capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "STUB_DIR": str(tmp_path),
                                "WORKSPACE": str(tmp_path), "TPUBUILD_CALENDAR_POLL_S": "0", **extra})

@@ -180,9 +180,11 @@ def test_slice_steps_run_guard_drain_apply_resize(flags: dict[str, bool], make_e
     # an update that applies the dataset disk too seeds it: the slice is applied and resized beside
     # the seed, and mig-attach gives every VM the disk after both
     seeded = ["shared_pd-seed"] if "shared_pd-seed" in ids else []
-    # the capacity check runs beside the guard; the drain and the apply wait for it
+    # the capacity check runs beside the guard; the drain and the apply wait for it; the apply runs
+    # beside the drain and waits for its verdict unless its plan only creates (planning.plan.asks_first)
     disk = ["shared_pd-apply"] if "shared_pd-apply" in ids else []
-    assert wait["mig-drain"] == ["mig-guard", "check-capacity"] and wait["mig-apply"] == ["mig-drain", "check-capacity"]
+    assert wait["mig-drain"] == ["mig-guard", "check-capacity"] and wait["mig-apply"] == ["mig-plan", "check-capacity"]
+    assert '"$W/plans/mig.drain.ok"' in step_script(config["steps"][ids.index("mig-apply")], BUILTINS)
     assert wait["mig-resize"] == ["mig-apply"] and wait["mig-attach"] == ["mig-resize", *disk, *seeded]
     assert "mig-attach" in wait["finalize"] and ids.index("mig-resize") < ids.index("mig-attach")
     # nothing of the drain/resize touches Filestore or the disk

@@ -262,7 +262,7 @@ def test_the_variants_run_every_extra_step_of_the_catalogue() -> None:
 @pytest.mark.parametrize("name,path,edit", _variants(), ids=[v[0] for v in _variants()])
 def test_each_modules_steps_are_its_entrys(name: str, path: Path, edit: dict[str, str]) -> None:
     """What ``builder.planning.plan.steps`` runs for a module beyond plan → guard → apply is what its
-    catalogue entry's ``steps`` say, in place (before, gate, after, beside), for every action."""
+    catalogue entry's ``steps`` say, in place (before, gate, asks, after, beside), for every action."""
     from builder.catalogue import module_parts as P
     from builder.planning.plan import make_plan
 
@@ -275,8 +275,9 @@ def test_each_modules_steps_are_its_entrys(name: str, path: Path, edit: dict[str
         plan = make_plan(s, action, **scope)
         for op in plan.operations:
             x = M.extra_steps(s, op.module, op.op)
-            at = {w: [e.kind for e in x if e.at == w] for w in (P.BEFORE, P.EARLY, P.GATE, P.AFTER, P.BESIDE)}
-            expected = [*at[P.BEFORE], *at[P.EARLY], "plan", "guard", *at[P.GATE], "apply", *at[P.AFTER], *at[P.BESIDE]]
+            at = {w: [e.kind for e in x if e.at == w] for w in (P.BEFORE, P.EARLY, P.GATE, P.AFTER, P.BESIDE, P.ASKS)}
+            expected = [*at[P.BEFORE], *at[P.EARLY], "plan", "guard", *at[P.GATE], "apply", *at[P.ASKS], *at[P.AFTER],
+                        *at[P.BESIDE]]
             assert [st.kind for st in plan.steps if st.module == op.module] == expected, (action, scope, op)
 
 

@@ -11,8 +11,9 @@ from builder.config import load
 from builder.planning.plan import make_plan
 from builder.render import yamlout
 from builder.render.pipeline import render
-from builder.render.yamlout import to_yaml
+from builder.render.yamlout import to_json, to_yaml
 from tests.conftest import REPO
+from tests.support.pipeline import NODE_ENV, VM_ENV
 
 EXAMPLES = sorted(p for p in (REPO / "examples").glob("*.env"))
 
@@ -49,3 +50,15 @@ def test_what_it_cannot_write_is_refused_and_to_yaml_falls_back(doc):
         yamlout.dump(doc)
     if isinstance(doc, dict) and doc and "s" not in doc:
         assert yaml.safe_load(to_yaml(doc)) == doc
+
+
+def test_yaml_writes_scripts_as_literal_blocks():
+    s = load(NODE_ENV)
+    text = to_yaml(render(s, make_plan(s, "create")))
+    assert "  - |\n    set -euo pipefail\n" in text
+    assert yaml.safe_load(text) == json.loads(to_json(render(s, make_plan(s, "create"))))
+
+
+def test_render_is_deterministic():
+    s = load(VM_ENV)
+    assert to_yaml(render(s, make_plan(s, "destroy"))) == to_yaml(render(s, make_plan(s, "destroy")))
