@@ -187,12 +187,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-#: Why ``slice`` does not go under 2 minutes (docs/pipeline.md, "The slice first").
-FLOOR = ("slice: 2.0 on vm is the floor of this pipeline's contract, not a figure to shave: the slice's apply runs "
-         "only the plan its guard checked, so it waits for the plan (terraform init and plan, ~1.0) and the guard "
-         "(a tool step in the builder image, ~1.0; the guard cannot run inside the apply, whose Terraform and gcloud "
-         "images have no tpubuild). On mig the slice's plan also reads its access module's state (the account the "
-         "VMs run as, their network tag), so it waits for that module's plan, guard and apply: 5.0.")
+#: How ``slice`` is reached (docs/pipeline.md, "The slice first").
+FLOOR = ("slice: the slice's apply (and mig-calendar's request) waits for the slice's plan (terraform init and plan, "
+         "~1.0) and the capacity check (~1.5 with the builder image), not for its guard: a plan that only creates is "
+         "applied at once (the guard cannot refuse one), any other waits in the step for the guard's verdict. On mig "
+         "the slice is planned without its access module's state and its apply waits for tpu-identity, which makes "
+         "the hosts' service account first (~1.0).")
 
 
 if __name__ == "__main__":
