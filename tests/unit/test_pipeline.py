@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from builder.catalogue.module_parts import fails_over, settles_with_gcloud
-from builder.catalogue.modules import accelerator_module, hosts_module
+from builder.catalogue.modules import accelerator_module, hosts_module, spec
 from builder.config import load
 from builder.facts.errors import BadInput, ConfigError
 from builder.planning.plan import make_plan, module_dir
@@ -119,15 +119,15 @@ def check_config(config: dict[str, Any], settings, plan, *, allow_data_loss: boo
         expected = f'tpubuild guard --plan-json "$W/plans/{m}.json" --module {m} --action {plan.action}'
         assert guard == expected + (" --allow-data-loss" if allow_data_loss else "")
         # plan -> guard -> apply, and the DAG: a module's plan comes after its predecessors' applies
-        assert f"{m}-plan" in ancestors(config, f"{m}-guard")
-        assert f"{m}-guard" in ancestors(config, f"{m}-apply")
+        assert f"{m}-plan" in ancestors(config, f"{m}-guard") and f"{m}-guard" in ancestors(config, f"{m}-apply")
         for dep in o.after:
             assert f"{dep}-apply" in ancestors(config, f"{m}-plan")
-    # independent modules are parallel: no step of one waits for a step of the other
-    for x in plan.operations:
+    # independent modules are parallel: no step of one waits for a step of the other, but the account its hosts run as
+    for x in plan.operations:  # (the other's identity step, the catalogue's identity_from)
         for y in plan.operations:
             if x.module != y.module and not _depends(plan, x.module, y.module) and not _depends(plan, y.module, x.module):
-                assert not any(i.startswith(f"{y.module}-") for i in ancestors(config, f"{x.module}-apply")), (x, y)
+                made = {f"{y.module}-identity"} & set(steps) if y.module in spec(settings.arch, x.module).identity_from else set()
+                assert {i for i in ancestors(config, f"{x.module}-apply") if i.startswith(f"{y.module}-")} == made, (x, y)
     assert steps["finalize"]["name"] == image(settings, "tpubuild")
     fin = step_script(steps["finalize"])
     assert f"tpubuild finalize --build-id {BUILTINS['BUILD_ID']} --action {plan.action}" in fin
