@@ -259,7 +259,7 @@ def loses_data(settings: Settings, plan: Plan) -> tuple[ModuleSpec, ...]:
 
 def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
     """Every step of ``plan``'s pipeline, in the order the build lists them (docs/pipeline.md has
-    the anatomy): per operation ``[restore|snapshot|backup|unqueue] → plan → guard → [drain] →
+    the anatomy): per operation ``[restore|snapshot|backup|unqueue|identity] → plan → guard → [drain] →
     apply → [resize|queue|attach|seed|publish]``, with ``tpubuild-image`` first, then ``check-capacity``
     when the accelerator is applied (beside the guards; every apply, and a gate step such as
     mig-drain, waits for it), and ``finalize`` last."""
