@@ -112,8 +112,8 @@ class Filler:
     """Plausible known values for what the plan left unknown (the fake apply)."""
 
     def __init__(self, type_name: str, top: dict[str, Any], project: str = "") -> None:
-        """``project``: the provider's configured project, which a resource without its own takes
-        (as the real provider's does: a service account's email is ``<account_id>@<project>...``)."""
+        """``project``: the provider's configured project, which a service account without its own
+        is made in (as with the real provider: its email is ``<account_id>@<project>...``)."""
         self.type_name = type_name
         self.top = top
         self.project = project or "standin-project"
@@ -125,11 +125,14 @@ class Filler:
         return "standin"
 
     def string(self, attr: str) -> str:
-        name, project = self._name(), self.top.get("project") if isinstance(self.top.get("project"), str) else self.project
+        name, project = self._name(), self.top.get("project") if isinstance(self.top.get("project"), str) else "standin-project"
+        # a service account's email is derived from the project Google made it in: the provider's
+        # when the resource names none (modules/tpu_mig derives the hosts' email the same way)
+        owner = self.top.get("project") if isinstance(self.top.get("project"), str) else self.project
         if attr == "email":
-            return f"{name}@{project}.iam.gserviceaccount.com"
+            return f"{name}@{owner}.iam.gserviceaccount.com"
         if attr == "member":
-            return f"serviceAccount:{name}@{project}.iam.gserviceaccount.com"
+            return f"serviceAccount:{name}@{owner}.iam.gserviceaccount.com"
         if attr == "id":
             return f"projects/{project}/{self.type_name.removeprefix('google_')}/{name}"
         if attr in ("self_link", "self_link_unique"):
