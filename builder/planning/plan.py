@@ -6,11 +6,12 @@ The dispatch table (docs/pipeline.md has the rationale):
 action        flags        operations
 ============  ===========  ===============================================================
 initialize    none         no Terraform at all (buckets and workspace, run in-process)
-create        none         apply filestore ‖ shared_pd ‖ tpu, then mig after tpu
+create        none         apply filestore ‖ shared_pd ‖ tpu ‖ mig (mig: steps wait for
+                           tpu's account, ``_identity_waits``; node: mig after the rest)
                            (shared_pd only when a host attaches it: ``not_wanted``)
 update        tpu          apply tpu
 update        mig          apply mig
-update        tpu + mig    apply tpu, then mig
+update        tpu + mig    apply tpu ‖ mig (as in create)
 update        none         apply everything, in create's order
 update        ``only``     apply the named modules, in create's order (GitOps ``auto``)
 destroy       none         mig, then tpu, then filestore ‖ shared_pd (buckets are kept)
