@@ -44,8 +44,9 @@ from builder.catalogue.durations import duration  # noqa: E402  (step minutes: e
 
 def slice_later(config: dict[str, Any]) -> dict[str, Any]:
     """The same Build as rendered before the slice came first: the slice's plan waits for the
-    apply of every module whose state it reads (``reads_applied``: Filestore, the disk), and every
-    guard for ``check-capacity`` (the applies waited through them)."""
+    apply of every module whose state it reads (``reads_applied``: Filestore, the disk; on mig its
+    access too, ``identity_from``, whose state it read then), and every guard for
+    ``check-capacity`` (the applies waited through them)."""
     from builder.catalogue import modules as catalogue
 
     steps = [dict(st) for st in config["steps"]]
@@ -54,7 +55,8 @@ def slice_later(config: dict[str, Any]) -> dict[str, Any]:
     for st in steps:
         reads = [sp for sp in catalogue.CATALOGUE if st["id"] == f"{sp.name}-plan" and sp.reads_applied]
         if reads and creates:
-            st["waitFor"] = [w for w in st["waitFor"] if w != "-"] + [f"{r}-apply" for r in reads[0].reads_applied if f"{r}-apply" in ids]
+            read = (*reads[0].reads_applied, *reads[0].identity_from)
+            st["waitFor"] = [w for w in st["waitFor"] if w != "-"] + [f"{r}-apply" for r in read if f"{r}-apply" in ids]
             for other in steps:  # a failover made the storage wait for the slice: then it did not
                 if other["id"] in {f"{r}-plan" for r in reads[0].reads_applied}:
                     other["waitFor"] = [w for w in other["waitFor"] if w != f"{reads[0].name}-apply"] or ["-"]

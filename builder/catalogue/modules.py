@@ -55,7 +55,13 @@ node). One :class:`ModuleSpec` per (plan module, directory) says:
 * ``tiles``: the maker of its dashboard tiles (builder/catalogue/dashboard_tiles.py);
 * ``summary``: what ``tpubuild validate`` says of the hosts it makes (the hosts module's);
 * ``ttl``: its Terraform calls ``modules/ttl`` (the TTL's Scheduler job lives and dies with it),
-  so the TTL's destroy is scoped to it.
+  so the TTL's destroy is scoped to it;
+* ``identity``: the Terraform address of the hosts' service account in its root, which its
+  ``identity`` step (BEFORE its plan) creates alone, so that a module that runs hosts as it need
+  not wait for the rest; ``identity_from``: the plan modules whose ``identity`` step makes the
+  account this module's hosts run as (it derives the email, reading no state of theirs): its apply
+  waits for that step, and its first step after the apply for their apply (the roles, the firewall
+  rules), so nothing reaches the hosts before those exist (docs/pipeline.md, "The slice first").
 
 Everything else is derived here: the module list, create and destroy DAGs and the destroy order
 per architecture (:func:`modules`, :func:`create_after`, :func:`destroy_after`,
@@ -153,6 +159,8 @@ class ModuleSpec:
     tiles: Callable[[dash.Names], list[dict[str, Any]]] | None = None
     ttl: bool = False
     summary: Callable[[Settings], str] | None = None
+    identity: str = ""
+    identity_from: tuple[str, ...] = ()
 
     def is_wanted(self, settings: Settings) -> bool:
         """Whether create and update apply this module with these values (``wanted``)."""
@@ -195,16 +203,20 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
     # mig: tpu = the slice's access (identity, firewall, MIG reader role); mig = the slice (docs/pipeline.md)
     ModuleSpec("tpu", "modules/tpu_mig_access", ("mig",), slice_access_what, keys=("GCS_DATASET",), scoped=True,
                apply_minutes=1.0,  # an account, a custom role, firewall rules: seconds each
-               training=True, replaced_by=frozenset({"project_id", "name", "service_account_id"})),
+               training=True, replaced_by=frozenset({"project_id", "name", "service_account_id"}),
+               # the account first (tpu-identity), so that the slice need not wait for the rest
+               identity="module.slice_identity.google_service_account.this",
+               steps=(ExtraStep("identity", "apply", BEFORE),)),
     # node (legacy, destroy only): Google Cloud stopped creating TPU Nodes on 2025-04-25
     ModuleSpec("tpu", "modules/tpu_node", ("node",), tpu_what("TPU Node"), destroy_before=STORAGE,
                apply_minutes=5.0,
                destroy_only=True, training_resources=("google_tpu_node",),
                accelerator=True, prices=("tpu",), training=True, replaced_by=frozenset({"project_id", "zone"}),
                status=(StatusPart("tpu", rows.tpu_row),), scoped=True, tiles=dash.tpu_node_tiles),
-    ModuleSpec("mig", "modules/tpu_mig", ("mig",), slice_what, slice_how, after=("tpu",), reads_applied=STORAGE,
+    # the slice's hosts run as its access's account (identity_from), derived, not read from its state
+    ModuleSpec("mig", "modules/tpu_mig", ("mig",), slice_what, slice_how, reads_applied=STORAGE, identity_from=("tpu",),
                apply_minutes=2.0,  # the group and its template; its VMs come up in mig-resize
-               destroy_before=STORAGE, keys=TPU_KEYS + MIG_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",),
+               destroy_before=(*STORAGE, "tpu"), keys=TPU_KEYS + MIG_KEYS + HOST_KEYS, hosts=True, boot=("env_setup",),
                accelerator=True, prices=("tpu",), training=True, replaced_by=frozenset({"project_id", "zone", "name"}),
                hosts_recreated_by=SLICE_TEMPLATE, drained_by=frozenset({"accelerator_topology", "topology"}),
                # a new workload policy is a new topology: every VM of the MIG is recreated

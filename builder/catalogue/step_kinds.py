@@ -93,7 +93,8 @@ RESUME_WAIT_S = 60
 #: average half its checkpoint interval; at most DRAIN_WAIT_S) and stops it, tpu-resume launches on
 #: the new slice (staging, an idempotent install, the detached launch); seed: the seeder VM's start,
 #: plus builder/catalogue/durations.py's SEED_PER_100GB per 100 GB of the disk; filestore-publish: a gcloud
-#: container and one object written to the workspace.
+#: container and one object written to the workspace; identity (mig's tpu-identity): terraform init
+#: (~0.5) plus a plan and an apply of one resource, the hosts' service account (~0.5).
 KINDS: dict[str, Kind] = {
     "image": Kind("docker", "builder_image.sh.j2", IMAGE_STEP_S, 0.5),
     "capacity": Kind("tpubuild", "capacity.sh.j2", 300),
@@ -101,6 +102,7 @@ KINDS: dict[str, Kind] = {
     "snapshot": Kind("gcloud", "pd_snapshot.sh.j2", 3600, 2.0),
     "backup": Kind("gcloud", "fs_backup.sh.j2", 7200, 10.0),
     "unqueue": Kind("gcloud", "tpu_unqueue.sh.j2", 1800, 3.0),
+    "identity": Kind("terraform", "tf_identity.sh.j2", 600),  # the hosts' account alone (the entry's ``identity``)
     "plan": Kind("terraform", "tf_plan.sh.j2", 1200),
     "guard": Kind("tpubuild", "guard.sh.j2", 600),
     "drain": Kind("gcloud", "mig_drain.sh.j2", RESIZE_STEP_S, 4.0),

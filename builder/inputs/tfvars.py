@@ -152,6 +152,9 @@ def _tpu_mig(s: Settings) -> dict[str, Any]:
     shape = s.mig_shape
     return {
         **_common(s), "env_name": s.env_name, "state_bucket": s.state_bucket, "network": s.network,
+        # the account the VMs run as, made by plan module tpu (its tpu-identity step): its email is
+        # derived, not read from that module's state, so the slice need not wait for it
+        "service_account_id": service_account_id(s),
         "subnetwork": s.subnetwork, "shared_pd_attach": s.shared_pd_attach, "mount_point": s.mount_point,
         "shared_pd_attached_later": mig_attaches_disk(s),  # the pipeline's mig-attach step gives the VMs the disk
         "setup_script": setup_script(s), "name": s.tpu_name, "accelerator_type": s.accelerator_type,

@@ -354,11 +354,16 @@ def as_text(info: dict[str, Any], *, bold: bool) -> str:
     lines.append("")
     lines.append("Operations, in order:")
     ops = {o["module"]: o for o in info["operations"]}
+    kinds = {st["id"]: st["kind"] for st in info["steps"]}
+    # a module beside another whose account its hosts run as: its apply waits for that account (mig)
+    made = {st["module"]: [w for w in st["after"] if kinds.get(w) == "identity"] for st in info["steps"] if st["kind"] == "apply"}
     for n, stage in enumerate(info["stages"], 1):
         lines.append(f"  stage {n}{', in parallel' if len(stage) > 1 else ''}:")
         for module in stage:
             o = ops[module]
             after = f"  (after {', '.join(o['after'])})" if o["after"] else ""
+            if made.get(module):
+                after += f"  (its apply after {', '.join(made[module])}: the account its hosts run as)"
             lines.append(f"    {o['op']:<7}  {module:<9}  {o['what']}{after}")
     lines.append("")
     lines.append("Pipeline steps, as `tpubuild render` lists them:")

@@ -6,11 +6,12 @@ The dispatch table (docs/pipeline.md has the rationale):
 action        flags        operations
 ============  ===========  ===============================================================
 initialize    none         no Terraform at all (buckets and workspace, run in-process)
-create        none         apply filestore ‖ shared_pd ‖ tpu, then mig after tpu
+create        none         apply filestore ‖ shared_pd ‖ tpu ‖ mig (mig: steps wait for
+                           tpu's account, ``_identity_waits``; node: mig after the rest)
                            (shared_pd only when a host attaches it: ``not_wanted``)
 update        tpu          apply tpu
 update        mig          apply mig
-update        tpu + mig    apply tpu, then mig
+update        tpu + mig    apply tpu ‖ mig (as in create)
 update        none         apply everything, in create's order
 update        ``only``     apply the named modules, in create's order (GitOps ``auto``)
 destroy       none         mig, then tpu, then filestore ‖ shared_pd (buckets are kept)
@@ -195,8 +196,8 @@ def _placed(settings: Settings, kept: tuple[str, ...]) -> tuple[tuple[str, ...],
         return kept, full
     zonal = catalogue.spec(settings.arch, acc).reads_applied  # type: ignore[union-attr]
     full = {m: (*deps, acc) if m in zonal else deps for m, deps in full.items()}
-    # the slice first, after only what it needs itself (on mig, its access: account, role, firewall
-    # rules, none of them zonal)
+    # the slice first, after only what it needs itself (on mig nothing: its access, global, is
+    # applied beside it, and its apply waits only for the access's identity step, _identity_waits)
     needs: list[str] = []
     todo = [acc]
     while todo:
@@ -259,7 +260,7 @@ def loses_data(settings: Settings, plan: Plan) -> tuple[ModuleSpec, ...]:
 
 def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
     """Every step of ``plan``'s pipeline, in the order the build lists them (docs/pipeline.md has
-    the anatomy): per operation ``[restore|snapshot|backup|unqueue] → plan → guard → [drain] →
+    the anatomy): per operation ``[restore|snapshot|backup|unqueue|identity] → plan → guard → [drain] →
     apply → [resize|queue|attach|seed|publish]``, with ``tpubuild-image`` first, then ``check-capacity``
     when the accelerator is applied (beside the guards; every apply, and a gate step such as
     mig-drain, waits for it), and ``finalize`` last."""
@@ -313,6 +314,7 @@ def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
             asks = []
         for k in at[BESIDE]:
             add(f"{m}-{k}", k, m, [f"{m}-apply"])
+    out = _identity_waits(s, plan, out, last)
     waited = {a for st in out for a in st.after}
     add("finalize", "finalize", "", [st.id for st in out if st.id not in waited])
     return _topological(out)
@@ -335,6 +337,29 @@ def gates(settings: Settings, plan: Plan, module: str) -> tuple[str, ...]:
     """The kinds of the steps ``module``'s apply is gated by, in order: its guard, then any gate step
     (mig-drain) the plan has; the last one's verdict is what a slice's apply waits for."""
     return ("guard", *(x.kind for x in extra(settings, plan).get(module, ()) if x.at == GATE))
+
+
+def _identity_waits(s: Settings, plan: Plan, out: list[Step], last: dict[str, str]) -> list[Step]:
+    """A module whose hosts run as another's account (its entry's ``identity_from``) reads nothing
+    of that module: its apply waits for that module's ``identity`` step (the account exists before
+    any VM runs as it), and its first step after the apply for that module's last step (the roles
+    and firewall rules exist before anything reaches the hosts). Where that module is not applied
+    (an update scoped to the slice), its account is there already."""
+    ids = {st.id for st in out}
+    for op in plan.operations:
+        spec = catalogue.spec(s.arch, op.module)
+        if op.op != "apply" or spec is None:
+            continue
+        made = [(f"{a}-identity", last[a]) for a in spec.identity_from if plan.applies(a) and f"{a}-identity" in ids]
+        if not made:
+            continue
+        waits = {f"{op.module}-apply": [i for i, _ in made]}
+        first_after = next((x.kind for x in catalogue.extra_steps(s, op.module, op.op) if x.at == AFTER), "")
+        if first_after:
+            waits[f"{op.module}-{first_after}"] = [done for _, done in made]
+        out = [replace(st, after=tuple(dict.fromkeys((*st.after, *waits[st.id])))) if st.id in waits else st
+               for st in out]
+    return out
 
 
 def _topological(out: list[Step]) -> tuple[Step, ...]:

@@ -209,6 +209,9 @@ class _Steps:
 
     _release = _terraform
 
+    def _identity(self, step: Step) -> dict[str, Any]:
+        return dict(address=self._spec(step).identity, **self._terraform(step))
+
     def _swap(self, step: Step) -> dict[str, Any]:
         s = self.s
         return dict(project=s.project_id, zone=s.zone, accelerator_type=s.accelerator_type, wait_s=SWAP_WAIT_S,

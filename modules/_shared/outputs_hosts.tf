@@ -1,7 +1,7 @@
 # What a root that gives the training hosts their identity and firewall tells about them: tpu_vm
 # (whose hosts are its own TPU VMs) and tpu_mig_access (whose hosts are modules/tpu_mig's instance
-# template, which reads both outputs from its state). Each linking root sets local.tag and
-# local.hosts_identity (its modules/host_identity call).
+# template, which derives both values from the same variables instead of reading this state). Each
+# linking root sets local.tag and local.hosts_identity (its modules/host_identity call).
 
 output "service_account_email" {
   description = "Email of the hosts' service account (the TPU VMs run as it; on mig, modules/tpu_mig puts it on the instance template)."

@@ -21,13 +21,12 @@ provider "google-beta" {
 
 # ---- what the other modules applied, read from their state (same bucket, <env>/<module>) ----
 
-data "terraform_remote_state" "tpu" {
-  backend = "gcs"
-  config = {
-    bucket = var.state_bucket
-    prefix = "${var.env_name}/tpu"
-  }
-}
+# The hosts' identity and network tag are NOT read from the access module's state (plan module
+# tpu, modules/tpu_mig_access): both are deterministic (local.service_account_email and
+# local.network_tag below, the same strings that module makes), so this root is planned and
+# applied without waiting for that module. The pipeline's tpu-identity step makes the account
+# itself first, and mig-apply waits for it; the roles and firewall rules come with tpu-apply,
+# which the slice's first step after its apply waits for (docs/pipeline.md, "The slice first").
 
 # filestore's and shared_pd's state: data.terraform_remote_state.* in remote_state_mounts.tf
 # (linked from modules/_shared; read when they are there: the slice is asked for beside them, and
@@ -56,6 +55,11 @@ data "terraform_remote_state" "mig" {
 }
 
 locals {
+  # What modules/tpu_mig_access makes, derived the same way: the hosts' account
+  # (google_service_account's email for a user-made account_id) and their tag (its local.tag).
+  service_account_email = "${var.service_account_id}@${var.project_id}.iam.gserviceaccount.com"
+  network_tag           = var.name
+
   # the scheduled builds' calls (modules/_shared/outputs_scheduled.tf tells their jobs)
   ttl_call    = module.slice_ttl
   health_call = module.slice_health
@@ -211,8 +215,8 @@ locals {
     pd_source = local.pd_in_template ? data.terraform_remote_state.shared_pd[0].outputs.name : ""
     # slot a's request is flex_request_name (<name>-flex), slot b's <name>-b-flex
     flex_request_name     = var.provisioning != "flex-start" ? "" : "${local.slice_name}${trimprefix(var.flex_request_name, var.name)}"
-    service_account_email = data.terraform_remote_state.tpu.outputs.service_account_email
-    network_tag           = data.terraform_remote_state.tpu.outputs.network_tag
+    service_account_email = local.service_account_email
+    network_tag           = local.network_tag
     calendar_name         = local.cal.name
     # whether the group's apply waits for its VMs, as the slot was made (var.wait_for_instances):
     # a slot the state holds keeps it (true, made before the variable), so no plan flips it

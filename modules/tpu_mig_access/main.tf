@@ -1,14 +1,16 @@
 # TPU_ARCH="mig", plan module tpu: who the slice's TPU VMs are and what may reach them. The slice
-# itself (workload policy, instance template, MIG) is modules/tpu_mig, which reads this module's
-# outputs from its state; it is kept apart so that the hosts' identity and firewall outlive a
-# resize of the slice (docs/modules.md, "mig architecture").
+# itself (workload policy, instance template, MIG) is modules/tpu_mig, which derives the account's
+# email and the tag from the same variables (it does not read this module's state, so it need not
+# wait for it; the pipeline's tpu-identity step makes the account first); it is kept apart so that
+# the hosts' identity and firewall outlive a resize of the slice (docs/modules.md, "mig architecture").
 
 provider "google" {
   project = var.project_id
 }
 
 locals {
-  # Network tag of the slice's VMs; the firewall rules target it and modules/tpu_mig sets it.
+  # Network tag of the slice's VMs; the firewall rules target it and modules/tpu_mig sets it
+  # (its local.network_tag: var.name too).
   tag = var.name
   # The hosts' identity, for the outputs linked from modules/_shared/outputs_hosts.tf.
   hosts_identity = module.slice_identity

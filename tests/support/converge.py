@@ -153,6 +153,11 @@ def desire(world: World, settings: Any) -> None:
                             "mbb": settings.replace == "make-before-break"}
         else:
             doc["resources"][name] = spec.name
+        if spec.identity:  # the hosts' account, which the module's identity step makes alone (-target)
+            doc["resources"][spec.identity] = "account"
+            doc["identity"] = spec.identity
+        # the accounts its hosts run as: its apply fails while one is missing, as a MIG's VMs would
+        doc["runs_as"] = [i.identity for i in catalogue.specs(settings.arch) if i.name in spec.identity_from]
         (world.root / "desired" / f"{Path(spec.tfdir).name}.json").write_text(json.dumps(doc))
 
 

@@ -10,7 +10,9 @@ The world (every path relative to $STANDIN_WORLD):
   Who, Created);
 * ``desired/<tfdir>.json``: what the module's configuration asks for (the harness writes it from
   the values): ``resources`` {name: config}, ``data`` (names that hold data), ``slice`` (the slot
-  names, the config, ``mbb``: make-before-break keeps the other slot until ``-var=release=true``);
+  names, the config, ``mbb``: make-before-break keeps the other slot until ``-var=release=true``),
+  ``identity`` (the address of the hosts' account, which ``-target`` plans alone: the identity step)
+  and ``runs_as`` (the accounts its slice runs as: creating the slice fails while one is not live);
 * ``gcs/<bucket>/<object>``: objects (``gcloud storage cp/cat/rm``);
 * ``attached/<vm>``, ``training`` (the slice the model trains on), ``copies/<name>`` (snapshots and
   backups), ``applied.json``, ``ttl.json`` (finalize), ``events`` (one line per create, delete,
@@ -110,6 +112,9 @@ if cmd == "plan":
     lock("OperationTypePlan")
     st = state()
     plan = {"serial": st["serial"], "changes": changes(st, "-destroy" in args, "-var=release=true" in args)}
+    targets = [a[len("-target="):] for a in args if a.startswith("-target=")]
+    if targets:  # only the targeted resources change
+        plan["changes"] = [c for c in plan["changes"] if c[1] in targets]
     unlock()
     Path(out).write_text(json.dumps(plan))
     # `terraform show -json` of it, one change a line (the guard stand-in greps it)
@@ -126,9 +131,16 @@ if cmd == "apply":
         unlock()
         print("Error: Saved plan is stale", file=sys.stderr)
         sys.exit(1)
+    want_doc = json.loads((world / "desired" / f"{tfdir}.json").read_text())
     for i, (action, name, config) in enumerate(plan["changes"]):
         if os.environ.get("STANDIN_DIE_IN_APPLY") and i == 1:
             os._exit(137)
+        slices = (want_doc.get("slice") or {}).get("names", [])
+        missing = [a for a in want_doc.get("runs_as", []) if not (world / "res" / a).exists()]
+        if action == "create" and name in slices and missing:
+            unlock()
+            print(f"Error: creating {name}: the service account {missing[0]} its VMs run as does not exist", file=sys.stderr)
+            sys.exit(1)
         if action == "delete":
             (world / "res" / name).unlink(missing_ok=True)
             st["resources"].pop(name)

@@ -15,7 +15,14 @@ from tests.support.hcl import Module, load_module
 WORKER_MODULES = {"tpu_vm": "tpu_vm", "tpu_mig_access": "slice"}
 #: identity root → the root whose resource is the hosts (a TPU VM, or the MIG's instance template).
 HOSTS_IN = {"tpu_vm": "tpu_vm", "tpu_mig_access": "tpu_mig"}
-_FROM_ACCESS = "${data.terraform_remote_state.tpu.outputs.%s}"
+#: An output of an identity root whose hosts are elsewhere → what the hosts' root derives in its
+#: stead (it reads no state of the identity root): (its local, the local's expression, the
+#: identity root's expression that makes the same string).
+DERIVED = {
+    "service_account_email": ("service_account_email", "${var.service_account_id}@${var.project_id}.iam.gserviceaccount.com",
+                              ("locals", "hosts_identity", "${module.slice_identity}")),
+    "network_tag": ("network_tag", "${var.name}", ("locals", "tag", "${var.name}")),
+}
 
 
 def hosts_of(name: str) -> tuple[Module, str, dict[str, Any]]:
@@ -27,8 +34,16 @@ def hosts_of(name: str) -> tuple[Module, str, dict[str, Any]]:
 
 def from_this_root(name: str, expr: str, output: str) -> str:
     """What the hosts' module writes for this root's ``expr``: the expression itself when the hosts
-    are here, else this root's output ``output`` (which must be ``expr``) read from its state."""
+    are here, else the local it derives the same value into (:data:`DERIVED`), this root's output
+    ``output`` being ``expr`` and made from the same variables."""
     if HOSTS_IN[name] == name:
         return expr
-    assert load_module(name).outputs[output]["value"] == expr, f"{name}: output {output} is not {expr}"
-    return _FROM_ACCESS % output
+    mine = load_module(name)
+    assert mine.outputs[output]["value"] == expr, f"{name}: output {output} is not {expr}"
+    local, derived, (_, mine_local, mine_expr) = DERIVED[output]
+    assert mine.locals[mine_local] == mine_expr, f"{name}: local.{mine_local} is not {mine_expr}"
+    hosts = load_module(HOSTS_IN[name])
+    assert str(hosts.locals[local]).strip('"') == derived, f"{HOSTS_IN[name]}: local.{local} is not {derived}"
+    assert not [n for t, n in hosts.data if t == "terraform_remote_state" and n != HOSTS_IN[name].removeprefix("tpu_")
+                and n not in ("filestore", "shared_pd")], f"{HOSTS_IN[name]} reads another root's state for its hosts"
+    return "${local.%s}" % local

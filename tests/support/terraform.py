@@ -294,8 +294,9 @@ def git_tree(commit: str, dest: Path) -> None:
 
 
 def apply_slice_inputs(tf: "Terraform", ws: "Workspace", settings: Any) -> None:
-    """Apply, with today's modules, every plan module of ``settings`` that the slice reads (all but
-    ``mig`` and ``dashboard``: filestore, shared_pd, tpu) into ``ws``'s states."""
+    """Apply, with today's modules, every plan module of ``settings`` but ``mig`` and ``dashboard``
+    (filestore, shared_pd, tpu) into ``ws``'s states: what the slice reads, and on mig its access,
+    whose state the slice's older modules read (today's derive the account and tag)."""
     from builder.inputs import tfvars
     from builder.planning.plan import module_dir
 

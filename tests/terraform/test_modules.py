@@ -28,7 +28,7 @@ TF_FILES = sorted(MODULES.rglob("*.tf"))
 #: remote-state prefix (plan module) → module dir, for the architecture of the reading module.
 REMOTE_DIR = {
     "tpu_vm": {"filestore": "filestore", "shared_pd": "shared_pd", "tpu": "tpu_vm"},  # tpu: its own slots
-    "tpu_mig": {"tpu": "tpu_mig_access", "filestore": "filestore", "shared_pd": "shared_pd",
+    "tpu_mig": {"filestore": "filestore", "shared_pd": "shared_pd",
                 "mig": "tpu_mig"},  # mig: its own (shared_pd_kept_in_template)
 }
 #: The shared files besides the provider pins and var_*.tf that a module may link (modules/_shared/README.md).

@@ -55,4 +55,18 @@ def test_the_mig_path_knows_its_capacity_at_the_check(example):
     s = load(EXAMPLES / example)
     config = render(s, make_plan(s, "create"))
     now = critical_path.figures(config, s)
-    assert now["quota"] == critical_path.times(config, s)["check-capacity"][1] < now["billed"] < now["tpu"]
+    # the slice's apply, the first billed step, waits for the check: it starts as the check ends
+    assert now["quota"] == critical_path.times(config, s)["check-capacity"][1] <= now["billed"] < now["tpu"]
+
+
+@pytest.mark.parametrize("values", [*sorted(EXAMPLES.glob("*.env")), REPO / "values.env"], ids=lambda p: p.name)
+def test_the_slice_is_asked_for_within_two_minutes_of_the_start(values):
+    """The slice first: on both architectures and every provisioning mode (a calendar request's
+    step, a queued TPU VM's, or the slice's apply): under 2 minutes from the build's start, and
+    earlier than Filestore's apply ends (the slice does not wait for the storage)."""
+    s = load(values)
+    config = render(s, make_plan(s, "create"))
+    now, old = critical_path.figures(config, s), critical_path.figures(critical_path.slice_later(config), s)
+    assert now["slice"] is not None and now["slice"] < 2.0 <= old["slice"]
+    t = critical_path.times(config, s)
+    assert "filestore-apply" not in t or now["slice"] < t["filestore-apply"][1]

@@ -147,13 +147,23 @@ def test_flags_mean_access_and_slice() -> None:
     assert make_plan(s, "update", tpu=True).modules == ("tpu",)
     assert make_plan(s, "update", mig=True).modules == ("mig",)
     both = make_plan(s, "update", tpu=True, mig=True)
-    assert both.modules == ("tpu", "mig") and both.get("mig").after == ("tpu",)
+    # the slice reads nothing of its access: beside it, waiting only for the account (tpu-identity)
+    assert both.modules == ("tpu", "mig") and both.get("mig").after == ()
     create = make_plan(s, "create")
-    # the slice first: it waits only for its access (the account its VMs run as); its attach step
-    # waits for the disk (and its seed)
-    assert s.shared_pd_attach and create.get("mig").after == ("tpu",)
-    waits = {st.id: st.after for st in create.steps}
+    # the slice first: its plan waits for nothing, its apply for its access's account only (the
+    # account its VMs run as), its resize for the roles and firewall rules (tpu-apply); its attach
+    # step waits for the disk (and its seed)
+    assert s.shared_pd_attach and create.get("mig").after == ()
+    for plan in (both, create):
+        waits = {st.id: st.after for st in plan.steps}
+        assert waits["tpu-identity"] == () and "tpu-identity" in waits["tpu-plan"]
+        assert not [w for w in waits["mig-plan"] if w.startswith("tpu-")]
+        assert [w for w in waits["mig-apply"] if w.startswith("tpu-")] == ["tpu-identity"]
+        assert waits["mig-resize"] == ("mig-apply", "tpu-apply")
     assert waits["mig-attach"] == ("mig-resize", "shared_pd-apply", "shared_pd-seed")
+    # scoped to the slice: its access is not applied, its account exists, nothing of tpu is waited for
+    alone = {st.id: st.after for st in make_plan(s, "update", mig=True).steps}
+    assert "tpu-identity" not in alone and alone["mig-apply"] == ("mig-plan", "check-capacity", "mig-prepare")
     assert make_plan(s, "destroy").modules[:2] == ("mig", "tpu")
     assert make_plan(s, "destroy", tpu=True, mig=True).modules == ("mig", "tpu")
     with pytest.raises(BadInput, match="cut off the running TPU VMs"):
@@ -183,9 +193,13 @@ def test_slice_steps_run_guard_drain_apply_resize(flags: dict[str, bool], make_e
     # the capacity check runs beside the guard; the drain and the apply wait for it; the apply runs
     # beside the drain and waits for its verdict unless its plan only creates (planning.plan.asks_first)
     disk = ["shared_pd-apply"] if "shared_pd-apply" in ids else []
-    assert wait["mig-drain"] == ["mig-guard", "check-capacity"] and wait["mig-apply"] == ["mig-plan", "check-capacity"]
+    # with its access applied too, the apply waits for the account, the resize for the roles and firewall
+    access = "tpu-apply" in ids
+    assert wait["mig-drain"] == ["mig-guard", "check-capacity"]
+    assert wait["mig-apply"] == ["mig-plan", "check-capacity", *(["tpu-identity"] if access else [])]
     assert '"$W/plans/mig.drain.ok"' in step_script(config["steps"][ids.index("mig-apply")], BUILTINS)
-    assert wait["mig-resize"] == ["mig-apply"] and wait["mig-attach"] == ["mig-resize", *disk, *seeded]
+    assert wait["mig-resize"] == ["mig-apply", *(["tpu-apply"] if access else [])]
+    assert wait["mig-attach"] == ["mig-resize", *disk, *seeded]
     assert "mig-attach" in wait["finalize"] and ids.index("mig-resize") < ids.index("mig-attach")
     # nothing of the drain/resize touches Filestore or the disk
     for sid in ("mig-drain", "mig-resize"):

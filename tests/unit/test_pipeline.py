@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from builder.catalogue.module_parts import fails_over, settles_with_gcloud
-from builder.catalogue.modules import accelerator_module, hosts_module
+from builder.catalogue.modules import accelerator_module, hosts_module, spec
 from builder.config import load
 from builder.facts.errors import BadInput, ConfigError
 from builder.planning.plan import asks_first, gates, make_plan, module_dir
@@ -127,18 +127,19 @@ def check_config(config: dict[str, Any], settings, plan, *, allow_data_loss: boo
             assert (f"{m}-{g}" in ancestors(config, f"{m}-apply")) != first and f"{m}-{g}" in ancestors(config, "finalize")
         for dep in o.after:
             assert f"{dep}-apply" in ancestors(config, f"{m}-plan")
-    # independent modules are parallel: no step of one waits for a step of the other
-    for x in plan.operations:
+    # independent modules are parallel: no step of one waits for a step of the other, but the account its hosts (or
+    for x in plan.operations:  # those of a module it waits for) run as: the other's identity step (identity_from)
+        runs_as = {a for m in plan.modules if m == x.module or _depends(plan, x.module, m) for a in spec(settings.arch, m).identity_from}
         for y in plan.operations:
             if x.module != y.module and not _depends(plan, x.module, y.module) and not _depends(plan, y.module, x.module):
-                assert not any(i.startswith(f"{y.module}-") for i in ancestors(config, f"{x.module}-apply")), (x, y)
+                made = {f"{y.module}-identity"} & set(steps) if y.module in runs_as else set()
+                assert {i for i in ancestors(config, f"{x.module}-apply") if i.startswith(f"{y.module}-")} == made, (x, y)
     assert steps["finalize"]["name"] == image(settings, "tpubuild")
     fin = step_script(steps["finalize"])
     assert f"tpubuild finalize --build-id {BUILTINS['BUILD_ID']} --action {plan.action}" in fin
 
 
-def _depends(plan, a: str, b: str) -> bool:
-    """a (transitively) comes after b in the plan."""
+def _depends(plan, a: str, b: str) -> bool:  # a (transitively) comes after b in the plan
     op = plan.get(a)
     return op is not None and any(d == b or _depends(plan, d, b) for d in op.after)
 

@@ -111,9 +111,12 @@ def _each_block(nested: dict[str, Any], value: Any, fn: Any) -> Any:
 class Filler:
     """Plausible known values for what the plan left unknown (the fake apply)."""
 
-    def __init__(self, type_name: str, top: dict[str, Any]) -> None:
+    def __init__(self, type_name: str, top: dict[str, Any], project: str = "") -> None:
+        """``project``: the provider's configured project, which a service account without its own
+        is made in (as with the real provider: its email is ``<account_id>@<project>...``)."""
         self.type_name = type_name
         self.top = top
+        self.project = project or "standin-project"
 
     def _name(self) -> str:
         for key in ("name", "account_id", "role_id", "display_name"):
@@ -123,10 +126,13 @@ class Filler:
 
     def string(self, attr: str) -> str:
         name, project = self._name(), self.top.get("project") if isinstance(self.top.get("project"), str) else "standin-project"
+        # a service account's email is derived from the project Google made it in: the provider's
+        # when the resource names none (modules/tpu_mig derives the hosts' email the same way)
+        owner = self.top.get("project") if isinstance(self.top.get("project"), str) else self.project
         if attr == "email":
-            return f"{name}@{project}.iam.gserviceaccount.com"
+            return f"{name}@{owner}.iam.gserviceaccount.com"
         if attr == "member":
-            return f"serviceAccount:{name}@{project}.iam.gserviceaccount.com"
+            return f"serviceAccount:{name}@{owner}.iam.gserviceaccount.com"
         if attr == "id":
             return f"projects/{project}/{self.type_name.removeprefix('google_')}/{name}"
         if attr in ("self_link", "self_link_unique"):
@@ -226,6 +232,7 @@ class Provider(rpc.ProviderServicer):
         self._schema: dict[str, Any] | None = schema
         self._schema_response: pb.GetProviderSchema.Response | None = None
         self._cache_answer = schema is None
+        self.project = ""  # the provider block's project (ConfigureProvider), for the fake values
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -270,6 +277,9 @@ class Provider(rpc.ProviderServicer):
         return pb.ValidateDataResourceConfig.Response()
 
     def ConfigureProvider(self, request: Any, context: Any) -> Any:
+        config = decode(request.config)
+        project = config.get("project") if isinstance(config, dict) else None
+        self.project = project if isinstance(project, str) else ""
         return pb.ConfigureProvider.Response()
 
     def UpgradeResourceState(self, request: Any, context: Any) -> Any:
@@ -285,7 +295,7 @@ class Provider(rpc.ProviderServicer):
             # Google lost it (a preempted TPU VM someone deleted): the refresh reads it as gone
             return pb.ReadResource.Response(new_state=encode(None), private=request.private)
         block = self._block("resources", request.type_name)
-        read = Filler(request.type_name, current).block(block, mark_unknown(block, current))
+        read = Filler(request.type_name, current, self.project).block(block, mark_unknown(block, current))
         return pb.ReadResource.Response(new_state=encode(read), private=request.private)
 
     def PlanResourceChange(self, request: Any, context: Any) -> Any:
@@ -299,19 +309,19 @@ class Provider(rpc.ProviderServicer):
         if planned is None:
             return pb.ApplyResourceChange.Response(new_state=encode(None))
         block = self._block("resources", request.type_name)
-        new = Filler(request.type_name, planned).block(block, planned)
+        new = Filler(request.type_name, planned, self.project).block(block, planned)
         return pb.ApplyResourceChange.Response(new_state=encode(new), private=request.planned_private)
 
     def ImportResourceState(self, request: Any, context: Any) -> Any:
         block = self._block("resources", request.type_name)
-        state = Filler(request.type_name, {"name": request.id}).block(block, mark_unknown(block, {"id": request.id}))
+        state = Filler(request.type_name, {"name": request.id}, self.project).block(block, mark_unknown(block, {"id": request.id}))
         return pb.ImportResourceState.Response(imported_resources=[
             pb.ImportResourceState.ImportedResource(type_name=request.type_name, state=encode(state))])
 
     def ReadDataSource(self, request: Any, context: Any) -> Any:
         config = decode(request.config)
         block = self._block("data_sources", request.type_name)
-        state = Filler(request.type_name, config or {}).block(block, mark_unknown(block, config))
+        state = Filler(request.type_name, config or {}, self.project).block(block, mark_unknown(block, config))
         return pb.ReadDataSource.Response(state=encode(state))
 
     def GetFunctions(self, request: Any, context: Any) -> Any:

@@ -1,0 +1,1 @@
+../_shared/var_service_account_id.tf
