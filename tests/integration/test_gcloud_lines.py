@@ -21,6 +21,7 @@ import pytest
 
 from builder.config.calendar import now as calendar_now
 from tests.conftest import EXAMPLES, NODE, REPO, run_tpubuild
+from tests.support.step_sandbox import ONLY_CREATES
 
 pytestmark = pytest.mark.slow
 
@@ -55,6 +56,8 @@ def record(script: str, tmp: Path, env: dict[str, str] | None = None,
         rec.mkdir(exist_ok=True)
         ws = tmp / "workspace"
         (ws / "plans").mkdir(parents=True, exist_ok=True)
+        for module in ("tpu", "mig"):  # the slice's plan, a new slice's (its apply and mig-calendar ask at once)
+            (ws / "plans" / f"{module}.json").write_text(ONLY_CREATES)
         # as tpu-apply leaves it under make-before-break: a new slice beside the old (tpu-swap reads it)
         (ws / "plans" / "tpu.slices.json").write_text('{"a": {"name": "tpu-old"}, "b": {"name": "tpu-new"}}')
         (ws / "plans" / "tpu.name").write_text("tpu-new")
@@ -284,6 +287,7 @@ def test_mig_acquisition_lines_parse(gcloud, tmp_path):
     for d in (bindir, rec, ws / "plans", ws / ".tpubuild" / "bin", ws / "modules" / "tpu_mig", ws / "tfvars" / "candidates" / "1"):
         d.mkdir(parents=True)
     (ws / "tfvars" / "candidates" / "1" / "mig.tfvars.json").write_text("{}\n"), (ws / "plans" / "mig.tfplan").write_text("plan\n")
+    (ws / "plans" / "mig.json").write_text(ONLY_CREATES)
     terraform = ws / ".tpubuild" / "bin" / "terraform"  # as mig-plan leaves it
     for f, text in ((bindir / "gcloud", ACQUIRE_GCLOUD), (terraform, f'#!/bin/sh\n[ "$1 $2" = "output -raw" ] && printf %s {s.tpu_name}\nexit 0\n')):
         f.write_text(text), f.chmod(0o755)

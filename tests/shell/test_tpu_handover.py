@@ -98,7 +98,7 @@ def steps() -> dict[str, tuple[str, str]]:
     # prepare from the build's start (off the critical path), before anything is made; the checkpoint
     # between the swap and the release; resume last
     assert by_id["tpu-prepare"]["waitFor"] == ["tpubuild-image"]
-    assert by_id["tpu-apply"]["waitFor"] == ["tpu-guard", "check-capacity", "tpu-prepare"]
+    assert by_id["tpu-apply"]["waitFor"] == ["tpu-plan", "check-capacity", "tpu-prepare"]  # beside its guard
     assert by_id["tpu-checkpoint"]["waitFor"] == ["tpu-swap"] and by_id["tpu-release"]["waitFor"] == ["tpu-checkpoint"]
     assert by_id["tpu-resume"]["waitFor"] == ["tpu-release"]
     assert by_id["tpu-prepare"]["name"].endswith(":" + by_id["tpu-guard"]["name"].rsplit(":", 1)[1])  # builder image

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import REPO, require
+from tests.support.step_sandbox import ONLY_CREATES
 
 
 def shell(entrypoint: str) -> list[str]:
@@ -34,6 +35,7 @@ def sandbox(tmp: Path, module: str, tfdir: str, terraform: str, gcloud: str) -> 
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
     (ws / "plans" / f"{module}.tfplan").write_text("saved plan\n")
+    (ws / "plans" / f"{module}.json").write_text(ONLY_CREATES)  # a new slot beside the running one
     (ws / "tfvars" / f"{module}.tfvars.json").write_text("{}\n")
     return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp), "LANG": "C.UTF-8",
             "WORKSPACE": str(ws), "JOURNAL_DIR": str(tmp / "journal"), "TPUBUILD_SWAP_POLL_S": "0"}
