@@ -46,9 +46,17 @@ def _applied(calls: list[str]) -> bool:
     return any(c.split(" ", 1)[0].startswith("terraform:") and " apply " in f" {c.split(' ', 1)[1]} " for c in calls)
 
 
+NOTHING = ('{"format_version":"1.2","applyable":false,"errored":false,"resource_changes":[{"address":"a.b",'
+           '"type":"google_tpu_v2_vm","change":{"actions":["no-op"]}}]}\n')  # Terraform >= 1.10: nothing to do
+
+
+@pytest.mark.parametrize("content", [None, NOTHING], ids=["creates", "nothing-to-do"])
 @pytest.mark.parametrize("example,module", CASES)
-def test_a_plan_that_only_creates_is_applied_before_the_verdict(sandbox: Sandbox, example: str, module: str) -> None:
+def test_a_plan_that_only_creates_is_applied_before_the_verdict(sandbox: Sandbox, example: str, module: str,
+                                                                 content: str | None) -> None:
     steps = _scripts(example)
+    if content:
+        (sandbox.ws / "plans" / f"{module}.json").write_text(content)
     assert not list((sandbox.ws / "plans").glob(f"{module}.guard.ok"))  # no verdict yet
     proc, calls, _ = sandbox.run(steps[f"{module}-apply"])
     assert proc.returncode == 0, proc.stderr
@@ -75,7 +83,10 @@ def test_a_change_is_applied_only_after_the_guard_let_it_through(sandbox: Sandbo
 
 
 @pytest.mark.parametrize("content", [UPDATES, UPDATES.replace('"errored":false', '"errored":true')
-                                     .replace('"actions":["update"]', '"actions":["create"]')])
+                                     .replace('"actions":["update"]', '"actions":["create"]'),
+                                     UPDATES.replace('"applyable":true', '"applyable":false')
+                                     .replace('"actions":["update"]', '"actions":["create"]')],
+                         ids=["changes", "errored", "unapplyable"])
 @pytest.mark.parametrize("example,module", CASES)
 def test_a_refused_plan_stops_the_apply_with_one_line(sandbox: Sandbox, example: str, module: str, content: str) -> None:
     steps = _scripts(example)
