@@ -182,9 +182,15 @@ def test_the_example_trains_under_torchrun_on_cpu_from_the_launch_lines(make_env
                               args=("--steps", "3"), mount_point=str(tmp_path))
     port = str(_quiet_port())  # the launcher's 29500 may be taken on a shared machine
     words = LAUNCH.train_words(job, str(REPO / "models/torchtpu"), str(REPO))
+    at = words.index("--profiler-port") + 1
+    assert words[at] == str(LAUNCH.PROFILER_PORT)
+
+    def on_this_machine() -> list[str]:  # each host serves its profiler on its own port here (one per VM on a slice)
+        return [*words[:at], str(_quiet_port()), *words[at + 1:]]
+
     # both hosts are this machine: gloo on the loopback, whatever this machine's hostname resolves to
     outs = [tmp_path / f"host-{rank}.out" for rank in range(2)]
-    procs = [subprocess.Popen(words, stdout=out.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
+    procs = [subprocess.Popen(on_this_machine(), stdout=out.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
                               env=clean_env(python, **{**env, "MASTER_PORT": port}, TPUBUILD_PYTHON=str(python),
                                             GLOO_SOCKET_IFNAME="lo"))
              for env, out in zip(LAUNCH.host_env(job, ["127.0.0.1", "127.0.0.1"]), outs)]
