@@ -69,26 +69,18 @@ def slice_later(config: dict[str, Any]) -> dict[str, Any]:
     for st in steps:  # the slice's apply waited for its gates (planning.plan.asks_first undone)
         module = st["id"].removesuffix("-apply")
         if st["id"].endswith("-apply") and f"{module}-plan" in st["waitFor"]:
-            gated = [g["id"] for g in steps if g["id"].startswith(f"{module}-") and g["id"] != st["id"]
-                     and f"{module}-plan" in _all_before(steps, g["id"]) and g["id"].rsplit("-", 1)[1] in GATES]
+            gated = [g["id"] for g in steps if g["id"] in {f"{module}-{k}" for k in _gate_kinds()}]
             st["waitFor"] = [w for w in st["waitFor"] if w != f"{module}-plan"] + gated[-1:]
     return {**config, "steps": steps}
 
 
-#: The step kinds that gate an apply (its guard, mig-drain): builder.planning.plan.gates.
-GATES = ("guard", "drain")
+def _gate_kinds() -> set[str]:
+    """The step kinds that gate an apply: the guard, and every catalogue entry's GATE steps
+    (builder.planning.plan.gates); the build lists a module's gates in their order."""
+    from builder.catalogue import modules as catalogue
+    from builder.catalogue.module_parts import GATE
 
-
-def _all_before(steps: list[dict[str, Any]], sid: str) -> set[str]:
-    by_id = {st["id"]: st for st in steps}
-    seen: set[str] = set()
-    todo = [sid]
-    while todo:
-        for w in by_id[todo.pop()]["waitFor"]:
-            if w != "-" and w not in seen:
-                seen.add(w)
-                todo.append(w)
-    return seen
+    return {"guard", *(x.kind for sp in catalogue.CATALOGUE for x in sp.steps if x.at == GATE)}
 
 
 def before(config: dict[str, Any]) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from builder.planning.plan import make_plan
 from builder.render.pipeline import render
 from tests.conftest import EXAMPLES
 from tests.support.pipeline import step_env, step_script
-from tests.support.step_sandbox import Sandbox, Script
+from tests.support.step_sandbox import ONLY_CREATES, Sandbox, Script
 
 CASES = [("vm-v6e-16.env", "tpu"), ("mig-v6e-16-spot.env", "mig")]
 UPDATES = ('{"format_version":"1.2","applyable":true,"errored":false,"resource_changes":[{"address":"a.b",'
@@ -50,7 +50,11 @@ NOTHING = ('{"format_version":"1.2","applyable":false,"errored":false,"resource_
            '"type":"google_tpu_v2_vm","change":{"actions":["no-op"]}}]}\n')  # Terraform >= 1.10: nothing to do
 
 
-@pytest.mark.parametrize("content", [None, NOTHING], ids=["creates", "nothing-to-do"])
+#: creates, with an output that changes: outputs change nothing in the world, and the guard reads none
+OUTPUTS = ONLY_CREATES.replace('"output_changes":{}', '"output_changes":{"name":{"actions":["update"]}}')
+
+
+@pytest.mark.parametrize("content", [None, NOTHING, OUTPUTS], ids=["creates", "nothing-to-do", "outputs-change"])
 @pytest.mark.parametrize("example,module", CASES)
 def test_a_plan_that_only_creates_is_applied_before_the_verdict(sandbox: Sandbox, example: str, module: str,
                                                                  content: str | None) -> None:
