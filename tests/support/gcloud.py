@@ -144,19 +144,25 @@ class _Worker:
         bundled = root / "platform" / "bundledpythonunix" / "bin" / "python3"
         python = env.get("CLOUDSDK_PYTHON") or (str(bundled) if bundled.exists() else shutil.which("python3") or "python3")
         self.log = tempfile.NamedTemporaryFile(prefix="gcloud-worker-", suffix=".log", delete=False)  # noqa: SIM115
-        self.proc = subprocess.Popen([python, str(Path(__file__).with_name("gcloud_worker.py")), str(root / "lib")],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-                                     env=env, text=True)
+        # The answers come back on a pipe of their own (the worker's fd ``answers``), never on its stdout:
+        # what gcloud or a program it starts prints there (ssh-keygen's "Generating public/private rsa key
+        # pair." on a home that never ran gcloud) goes to the log and cannot be read as an answer.
+        answers, self._answers_w = os.pipe()
+        self.proc = subprocess.Popen([python, str(Path(__file__).with_name("gcloud_worker.py")), str(root / "lib"),
+                                      str(self._answers_w)],
+                                     stdin=subprocess.PIPE, stdout=self.log, stderr=self.log,
+                                     env=env, text=True, pass_fds=(self._answers_w,))
+        os.close(self._answers_w)
+        self.answers = os.fdopen(answers, "r")
         if self._line(120) != "ready":
             self.close()
             raise OSError(f"gcloud's CLI did not load in {python}")
 
     def _line(self, timeout: float) -> str:
-        assert self.proc.stdout
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        ready, _, _ = select.select([self.answers], [], [], timeout)
         if not ready:
             raise subprocess.TimeoutExpired(["gcloud (worker)"], timeout)
-        return self.proc.stdout.readline().strip()
+        return self.answers.readline().strip()
 
     def run(self, argv: list[str], timeout: float) -> tuple[int, str, str]:
         assert self.proc.stdin
@@ -172,6 +178,7 @@ class _Worker:
     def close(self) -> None:
         self.proc.kill()
         self.proc.wait()
+        self.answers.close()
 
 
 class Gcloud:
@@ -187,6 +194,7 @@ class Gcloud:
             raise FileNotFoundError("gcloud is not on PATH")
         self.executable = exe
         self.fake = _Fake()
+        self.home = home
         self.config_dir = home / "cloudsdk"
         self.config_dir.mkdir(parents=True, exist_ok=True)
         token = home / "access-token"
@@ -212,6 +220,9 @@ class Gcloud:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CLOUDSDK_", "GOOGLE_"))}
         env.update({
             "CLOUDSDK_CONFIG": str(self.config_dir),
+            # a home of its own: what gcloud writes on first use (~/.ssh/google_compute_engine, made by
+            # `compute ssh`) stays in the throwaway folder, and every run starts as on a fresh machine
+            "HOME": str(self.home),
             "CLOUDSDK_CORE_DISABLE_PROMPTS": "1",
             # one try per request: the fake answers at once, and an unanswered call must not wait
             "CLOUDSDK_CORE_HTTP_TIMEOUT": "20",

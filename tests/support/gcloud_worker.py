@@ -1,7 +1,8 @@
 """Runs inside gcloud's own Python (started by tests/support/gcloud.py ``_Worker``, never imported by
 the tests): gcloud's CLI, loaded once, executes one command line per input line.
 
-Each input line is JSON ``{"argv": [...]}``; each answer is one JSON line ``{"returncode", "stdout",
+Each input line is JSON ``{"argv": [...]}``; each answer is one JSON line, on the pipe whose fd is
+``argv[2]`` (never stdout, where gcloud's subprocesses may print), ``{"returncode", "stdout",
 "stderr"}``, with the exit status gcloud's ``main`` would have given (a ``SystemExit`` from its
 argument parser or error handler). gcloud builds a ``CLI`` (``gcloud_main.CreateCLI``) for every run
 of the ``gcloud`` command; here a fresh one is built for every line too (calliope keeps parser state
@@ -15,6 +16,9 @@ import os
 import sys
 
 LIB = sys.argv[1]
+# answers go on their own pipe (argv[2]); stdout and stderr are a log that gcloud and the programs
+# it starts (ssh-keygen) may print on freely
+ANSWERS = os.fdopen(int(sys.argv[2]), "w")
 # the sys.path lib/gcloud.py sets up: its own folder, then its third_party folder first
 sys.path.insert(0, LIB)
 if os.path.isdir(os.path.join(LIB, "third_party")):
@@ -47,6 +51,6 @@ def execute(argv):
     return {"returncode": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
 
 
-print("ready", flush=True)
+print("ready", file=ANSWERS, flush=True)
 for line in sys.stdin:
-    print(json.dumps(execute(json.loads(line)["argv"])), flush=True)
+    print(json.dumps(execute(json.loads(line)["argv"])), file=ANSWERS, flush=True)
