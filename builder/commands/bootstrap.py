@@ -67,7 +67,7 @@ def cmd_trigger(args: argparse.Namespace) -> int:
     settings = load_settings(args)
     refuse_unbuildable(settings, TRIGGER_ACTION)
     body = trigger(settings.env_name, args.repo_owner, args.repo_name, args.branch,
-                   settings.builder_service_account_resource)
+                   settings.builder_service_account_resource, protected=settings.protected)
     sys.stdout.write(yaml.safe_dump(body, sort_keys=False, default_flow_style=False))
     return 0
 

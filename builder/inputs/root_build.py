@@ -47,21 +47,26 @@ _REPO = re.compile(r"[A-Za-z0-9._-]{1,100}")
 _BRANCH = re.compile(r"[A-Za-z0-9._/-]{1,200}")
 
 
-def trigger(env_name: str, owner: str, repo: str, branch: str, service_account: str = "") -> dict[str, Any]:
+def trigger(env_name: str, owner: str, repo: str, branch: str, service_account: str = "", *,
+            protected: bool = False) -> dict[str, Any]:
     """A BuildTrigger resource (the YAML `gcloud builds triggers import --source=/dev/stdin` reads;
     gcloud reads ``--source`` as a path, so ``-`` does not mean stdin). ``service_account`` is the
     ``projects/P/serviceAccounts/EMAIL`` its builds run as. The root values.env alone; a repository
-    of many environments gets a pair per environment (builder/inputs/gitops.py)."""
+    of many environments gets a pair per environment (builder/inputs/gitops.py). ``protected``
+    (ENV_PROTECTED): every build waits for an approval (``approvalConfig.approvalRequired``), as an
+    environment's apply trigger of builder/inputs/gitops.py does; never dropped."""
     check_names(owner, repo, branch)
+    approval = " after an approval (ENV_PROTECTED)" if protected else ""
     return {
         "name": f"tpubuild-{env_name}-auto"[:64],
-        "description": f"tpubuild auto: apply what changed in values.env of {env_name} on each push to {branch}",
+        "description": f"tpubuild auto: apply what changed in values.env of {env_name} on each push to {branch}{approval}",
         "github": {"owner": owner, "name": repo, "push": {"branch": f"^{re.escape(branch)}$"}},
         "filename": "cloudbuild.yaml",
         "includedFiles": list(TRIGGER_FILES),
         "substitutions": {**DEFAULTS, "_BUILD_ACTION": TRIGGER_ACTION},
         "tags": ["tpubuild", f"tpubuild-{env_name}"],
         **({"serviceAccount": service_account} if service_account else {}),
+        **({"approvalConfig": {"approvalRequired": True}} if protected else {}),
     }
 
 
