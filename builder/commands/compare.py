@@ -47,6 +47,17 @@ class Previous:
     #: (builder/cloud/interrupted.py ``for_plan``)
     bucket: bool = False
 
+    @property
+    def place(self) -> Any:
+        """Where the applied slice is: the granted place the snapshot records, else (``--applied
+        FILE``, a snapshot without one) the applied values' first candidate, where a build puts it
+        when it has no other record. An update keeps the slice there while the list holds it, so a
+        reordered ZONE list changes nothing (docs/capacity.md, "The granted place"); None: nothing
+        applied is known."""
+        if self.granted is not None or self.settings is None or not self.settings.candidates:
+            return self.granted
+        return self.settings.candidates[0]
+
 
 def has_credentials() -> bool:
     """Whether Google credentials are configured, without importing google.auth (plan stays fast).

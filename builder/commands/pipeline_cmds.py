@@ -11,11 +11,12 @@ import argparse
 import json
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from builder.cloud.interrupted import lines
 from builder.commands import load_settings
 from builder.config.candidates import acting
+from builder.config.gate import Door
 from builder.config.later import refuse_changes
 from builder.facts.actions import APPLYING, Action
 from builder.planning import request
@@ -31,7 +32,8 @@ if TYPE_CHECKING:  # pragma: no cover
 def _plan(args: argparse.Namespace, *, compare: bool = False) -> tuple[Settings, Plan | None, Previous | None]:
     settings = load_settings(args)
     req = request.parse(settings, args.action, tpu=args.tpu, mig=args.mig, only=args.only,
-                        allow_data_loss=args.allow_data_loss, allow_wipe=getattr(args, "allow_wipe", False))
+                        allow_data_loss=args.allow_data_loss, allow_wipe=getattr(args, "allow_wipe", False),
+                        door=Door.PLAN if compare else Door.RENDER)
     plan = request.plan_for(settings, req)  # None: auto, decided from the applied values (read here)
     # render compares only when it must (auto) or is told (--applied FILE): then it refuses what plan refuses
     read = compare or plan is None or getattr(args, "applied", None) is not None
@@ -42,9 +44,9 @@ def _plan(args: argparse.Namespace, *, compare: bool = False) -> tuple[Settings,
         from builder.commands.compare import previous
 
         prev = previous(settings, args.applied, need=plan is None)
-    if prev is not None and prev.granted is not None:  # an update keeps the slice where it was granted
+    if prev is not None and prev.place is not None:  # an update keeps the slice where it was granted
 
-        settled = acting(settings, prev.granted, req.action)
+        settled = acting(settings, prev.place, req.action)
         if settled is not settings:
             settings = settled
             plan = request.plan_for(settings, req)
@@ -94,21 +96,28 @@ def run_plan(args: argparse.Namespace) -> int:
 
         stopped = info["interrupted"] = stopped_build(settings)
     if args.format == "json":
+        if args.check:  # one JSON document on stdout: a check that fails (no credentials, a refusal) is the only one
+            _check(settings, running, outcomes)
         sys.stdout.write(json.dumps(info, indent=2) + "\n")
-    else:
-        sys.stdout.write(as_text(info, bold=_bold_style()))
-        if stopped is not None:
-            sys.stdout.write("\nA build stopped half way (docs/safety.md, \"Kill it anywhere, run it again\"):\n"
-                             + "".join(f"{line}\n" for line in lines(stopped)))
+        return 0
+    sys.stdout.write(as_text(info, bold=_bold_style()))
+    if stopped is not None:
+        sys.stdout.write("\nA build stopped half way (docs/safety.md, \"Kill it anywhere, run it again\"):\n"
+                         + "".join(f"{line}\n" for line in lines(stopped)))
     if args.check:
-        from builder.commands.capacity import check, conclude
-
         sys.stdout.flush()
-        if outcomes is None:
-            check(settings, running)
-        else:
-            conclude(outcomes)
+        _check(settings, running, outcomes)
     return 0
+
+
+def _check(settings: Settings, running: Settings | None, outcomes: list[Any] | None) -> None:
+    """``plan --check``: the capacity check's lines (stderr) and verdict (``WorldError``: exit 1)."""
+    from builder.commands.capacity import check, conclude
+
+    if outcomes is None:
+        check(settings, running)
+    else:
+        conclude(outcomes)
 
 
 def _bold_style() -> bool:

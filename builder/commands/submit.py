@@ -21,10 +21,11 @@ from builder.cloud.auto import decide_now
 from builder.cloud.errors import cloud_call
 from builder.commands import applied_or_warn, load_settings, say, warn
 from builder.commands.initialize import initialize
-from builder.config.calendar import create_refusal, submit_refusal
+from builder.config.calendar import create_refusal
+from builder.config.gate import Door
 from builder.config.candidates import acting, at, granted
 from builder.config.later import refuse_changes
-from builder.facts.actions import APPLYING, Action
+from builder.facts.actions import Action
 from builder.facts.errors import WorldError
 from builder.facts.records import record
 from builder.inputs import tfvars, ttl
@@ -58,9 +59,6 @@ def prepare(settings: Settings, request: Request) -> Prepared:
     even without credentials): the request (``builder.planning.request.parse`` refused what it could),
     its plan (``builder.planning.request.plan_for``), the pipeline (``builder.render.pipeline.render``), the
     tfvars and the source tarball."""
-    relative = submit_refusal(settings) if request.action in APPLYING else None
-    if relative is not None:  # a calendar request is sent with the date written out
-        raise relative
     plan = plan_for(settings, request)
     repo = workspace.find_repo(settings)
     if request.action is Action.INITIALIZE:
@@ -120,7 +118,8 @@ def _scope(plan: Plan) -> dict[str, Any]:
 
 def submit(settings: Settings, action: str, *, tpu: bool = False, mig: bool = False,
            allow_data_loss: bool = False, allow_wipe: bool = False, wait: bool = False) -> int:
-    request = parse(settings, action, tpu=tpu, mig=mig, allow_data_loss=allow_data_loss, allow_wipe=allow_wipe)
+    request = parse(settings, action, tpu=tpu, mig=mig, allow_data_loss=allow_data_loss, allow_wipe=allow_wipe,
+                    door=Door.SUBMIT)
     return execute(settings, prepare(settings, request), wait=wait)
 
 
@@ -233,7 +232,7 @@ def cmd_dispatch(args: argparse.Namespace) -> int:
     line, even where there are no credentials."""
     settings = load_settings(args)
     request = parse(settings, args.action, tpu=args.tpu, mig=args.mig, allow_data_loss=args.allow_data_loss,
-                    allow_wipe=args.allow_wipe, spelling=SUBSTITUTIONS)
+                    allow_wipe=args.allow_wipe, spelling=SUBSTITUTIONS, door=Door.DISPATCH)
     prepared = prepare(settings, request)
     say(f"dispatch: {request.action} of {settings.env_name} (project {settings.project_id}, "
         f"{settings.arch} architecture)")

@@ -39,6 +39,7 @@ from builder.commands.observe import refuse_flags, run_logs_metrics
 from builder.commands.runtime import runtime_settings
 from builder.config import Settings
 from builder.config import model_registry
+from builder.config.gate import Door, refuse
 from builder.config.replace import slice_words, slot_names
 from builder.facts.errors import BadInput, ConfigError, WorldError
 from builder.render.observe import METRICS_INTERVAL_S
@@ -116,10 +117,15 @@ def execute(script: str, what: str) -> int:
 
 def run_train(args: argparse.Namespace) -> int:
     settings = placed(load_settings(args))  # where the slice was granted
+    if args.model == settings.model:  # what the file's MODEL refuses, as validate says (builder/config/gate.py)
+        refuse(settings, None, Door.TRAIN)
     launcher, root = load_launcher(settings, args.model)
     job = _job(settings, launcher)
     if getattr(args, "metrics", False):  # models/xla_observe.py: TPUBUILD_METRICS_INTERVAL
-
+        if not model_registry.declared(settings.repo_root, args.model, "METRICS"):
+            raise BadInput(f"--metrics: {args.model} writes no torch_xla metrics report (its keys.py declares "
+                           f"METRICS = False), so the flag would change nothing; drop --metrics (tpubuild profile "
+                           "captures a trace of any model)")
         job = dataclasses.replace(job, options={**job.options, "metrics_interval": METRICS_INTERVAL_S})
     steps = _plan(settings, launcher, lambda: launcher.plan_train(job, str(root)))
     return _launch(args, launcher.header(job, args.model), launcher.render(steps),

@@ -28,7 +28,8 @@ and a ``launcher.py``); builder/ names no model (tests/unit/test_model_plugin.py
   tpubuild replaces; ``RUNTIME``, the option fields of a script and its arguments, which
   ``tpubuild run --runtime <name> SCRIPT ARGS`` sets (builder/commands/runtime.py); ``HANDOVER``, whether
   make-before-break moves its training at a checkpoint (False where its launcher has no ``plan_probe``:
-  the build then makes the new slice first but does not move the training, builder/config/replace.py). Which generations and architectures it supports is its ``check``;
+  the build then makes the new slice first but does not move the training, builder/config/replace.py);
+  ``METRICS``, whether its hosts write torch_xla's metrics report (``tpubuild train --metrics``; False: refused). Which generations and architectures it supports is its ``check``;
 * ``models/<name>/launcher.py``: the :class:`Launcher` that ``tpubuild train/stop/logs`` call;
 * its host scripts. The host transport (gcloud ssh/scp, IAP, the ready check, detach, stop) is the
   shared ``models/hosts.py``: a launcher imports it as ``from .. import hosts``.
@@ -71,7 +72,8 @@ STEP_WORD = "tpubuild-step"
 #: What a model's keys.py may declare besides its keys, and the value when it does not.
 DECLARED: dict[str, Any] = {"CODE_DIR": "", "PROFILER": None, "PROFILER_PORT": None, "STEP_WORD": STEP_WORD,
                             "STEP_LABEL": None,
-                            "DATA_KEYS": (), "SEED_SCRIPTS": {}, "RUNTIME": (), "HANDOVER": True}
+                            "DATA_KEYS": (), "SEED_SCRIPTS": {}, "RUNTIME": (), "HANDOVER": True,
+                            "METRICS": True}
 #: The optional functions of models/<name>/keys.py: the model's own rules, and its advice.
 CHECK = "check"
 CHECK_CHANGE = "check_change"

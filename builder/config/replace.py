@@ -28,6 +28,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
+from builder.config.model_registry import declared
+
 MAKE_BEFORE_BREAK = "make-before-break"
 BREAK_BEFORE_MAKE = "break-before-make"
 
@@ -104,6 +106,4 @@ def unmoved_model(s: Any) -> str:
     ``HANDOVER = False``, builder/config/model_registry.py), or ''."""
     if not s.model:
         return ""
-    from builder.config.model_registry import declared  # the model's keys.py, read when a MODEL is set
-
     return "" if declared(s.repo_root, s.model, "HANDOVER") else s.model

@@ -126,6 +126,7 @@ def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[s
                                   granted=stays(settings.candidates, getattr(prev, "granted", None)))
     if found is not None and plan.applies(accelerator_module(settings.arch)):
         section["candidates"] = found
+        money.at_worst(section["totals"], found["worst"])
     return {
         "before_after": {"compared_with": prev.source if prev is not None else "nothing", **d.as_dict(),
                          "lines": diff.lines(d)},

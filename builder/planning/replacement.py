@@ -146,7 +146,8 @@ def create_handover(settings: Settings, plan: Plan) -> str:
     training = f", no {model} training," if model else ""
     moves = (f"{module}-checkpoint stops {model} on the old one, {module}-release deletes it and {module}-resume "
              f"starts {model} on the new one" if moves_training(settings) else
-             f"{module}-release deletes the old one ({_not_moved(settings)})")
+             f"{module}-release deletes the old one ({_not_moved(settings)})" if model else
+             f"{module}-release deletes the old one")
     return (f"{module}: {', '.join(kinds)} are in every create (make-before-break): on a fresh create they find one "
             f"slice{training} and do nothing; a create that finds a slice already running with other values (a rerun "
             f"after a create that failed past {module}-apply) makes the new one beside it, and {moves}, as in an "

@@ -28,6 +28,8 @@ PROFILER = "tpu_observe.py"  # the capture helper in CODE_DIR (builder/render/ob
 #: make-before-break cannot move the training: it is the user's own script, whose checkpoints
 #: tpubuild cannot see (the launcher has no plan_probe); docs/models.md, "TorchTPU and TPU_REPLACE"
 HANDOVER = False
+#: it runs on TorchTPU, not torch_xla: no metrics report for `tpubuild train --metrics` to rewrite
+METRICS = False
 
 
 def script_path(value: str) -> str:

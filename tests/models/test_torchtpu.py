@@ -38,7 +38,12 @@ HOSTNAMES = ["v6e-slice-0a1b", "v6e-slice-2c3d", "v6e-slice-4e5f", "v6e-slice-6a
 
 
 def _values(make_env, base: Path) -> Path:
-    return make_env(base, MODEL="torchtpu", TORCHTPU_SCRIPT=EXAMPLE, TORCHTPU_ARGS="--steps 100 --name 'a b'")
+    """A torchtpu values file whose TORCHTPU_SCRIPT exists beside it, as validate and train want."""
+    values = make_env(base, MODEL="torchtpu", TORCHTPU_SCRIPT=EXAMPLE, TORCHTPU_ARGS="--steps 100 --name 'a b'")
+    script = values.parent / EXAMPLE
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_bytes((REPO / EXAMPLE).read_bytes())
+    return values
 
 
 def _job(path: Path):
