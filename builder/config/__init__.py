@@ -182,6 +182,7 @@ def load_text(text: str, path: Path | str, *, strict: bool = False, later: bool 
         found, said = gate.for_validate(settings, skip=values.unknown | ({"model"} if model_broken else set()),
                                         node=not errors)
         errors.extend(found)
+        warnings.extend(said)  # said with the errors too: a later door refuses it whatever else is wrong
         settings = replace_record(settings, warnings=(*settings.warnings, *said)) if said else settings
     if errors:
         raise ConfigErrors(errors, tuple(warnings))

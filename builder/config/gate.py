@@ -144,12 +144,12 @@ def for_validate(settings: Settings, *, skip: Collection[str] = (), node: bool =
     """``tpubuild validate``: every row, as errors and warnings. ``skip``: Settings fields whose
     value did not parse (their own error is the root cause: ``"model"`` skips the model's rows,
     a script field its script); ``node``: the file has no error of its own yet (a TPU Node file
-    and a calendar start are reported only then: a file that does not load is refused by every
-    command, destroy included)."""
+    and the calendar start are reported only then: a file that does not load is refused by every
+    command, destroy included, and its calendar window may not be settled)."""
     errors: list[ConfigError] = []
     warnings: list[str] = []
     for c in CHECKS:
-        if (c.name in ("legacy-node", "calendar-too-soon") and not node) or \
+        if (c.name in ("legacy-node", "calendar-too-soon", "calendar-relative") and not node) or \
                 (c.name in ("model", "model-change") and "model" in skip):
             continue
         found = c.find(settings, None, applied)
