@@ -28,9 +28,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from builder.catalogue import modules, permissions
 from builder.cloud.errors import cloud_call
 from builder.facts.errors import WorldError
-from builder.facts.records import record
+from builder.facts.records import record, replace
 
 
 @record
@@ -42,24 +43,18 @@ class Role:
     only_with: str = ""
 
 
-ROLES: tuple[Role, ...] = (
+#: What the pipelines do beyond Terraform's resources (those come from the catalogue: :func:`module_roles`).
+PIPELINE_ROLES: tuple[Role, ...] = (
     Role("roles/cloudbuild.builds.editor", "dispatch creates the pipeline build, follows it and lists the "
          "environment's running builds (the lock)"),
     Role("roles/storage.admin", "the state and dataset buckets: state, lock, snapshot, workspace and source "
          "objects; Cloud Build's source bucket for the root build", conditioned=True),
-    Role("roles/tpu.admin", "create/update/delete the TPU Node or TPU VM"),
-    Role("roles/file.editor", "the Filestore instance and its backups"),
-    Role("roles/compute.instanceAdmin.v1", "instance template, MIG, shared PD, its snapshots, the seeder VM"),
-    Role("roles/compute.securityAdmin", "the IAP-SSH and internal firewall rules"),
+    Role("roles/compute.instanceAdmin.v1", "the pipeline's own Compute Engine calls: the shared PD's snapshots, "
+         "the seeder VM, the MIG's resize and drain"),
     Role("roles/compute.futureReservationUser", "the calendar-mode request of TPU_PROVISIONING=calendar "
          "(mig; docs/capacity.md)"),
-    Role("roles/iam.serviceAccountAdmin", "the hosts' service account (modules/tpu_vm, modules/tpu_mig_access; "
-         "a node destroy deletes modules/mig's) and the seeder's (modules/shared_pd)"),
-    Role("roles/iam.serviceAccountUser", "attach those accounts to VMs and TPUs, and run the pipeline builds "
+    Role("roles/iam.serviceAccountUser", "attach the hosts' accounts to VMs and TPUs, and run the pipeline builds "
          "as this account"),
-    Role("roles/iam.roleAdmin", "the custom role that lets a slice's TPU VMs list their MIG "
-         "(modules/tpu_mig_access; a node destroy deletes modules/mig's)"),
-    Role("roles/resourcemanager.projectIamAdmin", "grant the workers' and the seeder's accounts their project roles"),
     Role("roles/logging.logWriter", "build logs (CLOUD_LOGGING_ONLY)"),
     Role("roles/cloudquotas.viewer", "the check-capacity step reads the TPU quota (Cloud Quotas)"),
     Role("roles/iap.tunnelResourceAccessor", "only with TPU_RECOVERY (the health build relaunches training on the "
@@ -67,6 +62,33 @@ ROLES: tuple[Role, ...] = (
          "and starts it on the new one, docs/pipeline.md): over IAP SSH, as `tpubuild train` does",
          only_with="reaches_hosts"),
 )
+
+
+def module_roles(arch: str = "") -> dict[str, str]:
+    """role → why, for the Terraform resource types the modules of ``arch`` (every module: "")
+    declare (builder/catalogue/modules.py ``resources``, builder/catalogue/permissions.py)."""
+    found: dict[str, dict[str, list[str]]] = {}
+    for spec in modules.specs(arch) if arch else modules.CATALOGUE:
+        for role, types in permissions.grants(spec.resources).items():
+            for t in types:
+                found.setdefault(role, {}).setdefault(t, []).append(spec.tfdir.removeprefix("modules/"))
+    return {role: "Terraform: " + ", ".join(f"{t} ({', '.join(dict.fromkeys(dirs))})" for t, dirs in uses.items())
+            for role, uses in found.items()}
+
+
+def roles(arch: str = "") -> tuple[Role, ...]:
+    """Every role the builder account of an ``arch`` environment may get (every architecture's:
+    ""), once each: the pipeline's and its modules' (a role in both keeps the pipeline's condition
+    and both reasons)."""
+    by_role = {r.role: r for r in PIPELINE_ROLES}
+    for role, why in module_roles(arch).items():
+        mine = by_role.get(role)
+        by_role[role] = replace(mine, why=f"{mine.why}; {why}") if mine else Role(role, why)
+    return tuple(by_role.values())
+
+
+#: Every role of every architecture (the table docs/cloud.md shows).
+ROLES: tuple[Role, ...] = roles()
 
 
 def buckets_condition(settings: Any) -> dict[str, str]:
@@ -81,7 +103,7 @@ def buckets_condition(settings: Any) -> dict[str, str]:
 
 def wanted(settings: Any) -> list[tuple[str, dict[str, str] | None]]:
     """(role, condition or None) for every binding the builder account gets."""
-    return [(r.role, buckets_condition(settings) if r.conditioned else None) for r in ROLES
+    return [(r.role, buckets_condition(settings) if r.conditioned else None) for r in roles(settings.arch)
             if not r.only_with or getattr(settings, r.only_with)]
 
 
@@ -96,8 +118,8 @@ def roles_markdown() -> str:
 
 # ---------------------------------------------------------------- the account
 
-def ensure_account(client: Any, settings: Any) -> str:
-    """Create the dedicated account when absent (or check the named one exists); one line."""
+def account_exists(client: Any, settings: Any) -> bool:
+    """Whether the builder account exists (IAM ``GetServiceAccount``)."""
     from google.api_core import exceptions as gexc
     from google.cloud import iam_admin_v1
 
@@ -106,9 +128,19 @@ def ensure_account(client: Any, settings: Any) -> str:
     with cloud_call(f"reading service account {email}"):
         try:
             client.get_service_account(request=iam_admin_v1.GetServiceAccountRequest(name=name))
-            return f"service account {email}: exists"
+            return True
         except gexc.NotFound:
-            pass
+            return False
+
+
+def ensure_account(client: Any, settings: Any) -> str:
+    """Create the dedicated account when absent (or check the named one exists); one line."""
+    from google.api_core import exceptions as gexc
+    from google.cloud import iam_admin_v1
+
+    email = settings.builder_service_account
+    if account_exists(client, settings):
+        return f"service account {email}: exists"
     if settings.build_service_account:
         raise WorldError(f"service account {email} (BUILD_SERVICE_ACCOUNT) does not exist in project "
                          f"{settings.project_id}; create it, or leave BUILD_SERVICE_ACCOUNT empty and "
@@ -151,17 +183,42 @@ def add_bindings(policy: Any, member: str, bindings: list[tuple[str, dict[str, s
     return added
 
 
+def _read_policy(client: Any, settings: Any) -> Any:
+    from google.iam.v1 import iam_policy_pb2, options_pb2
+
+    with cloud_call(f"reading the IAM policy of project {settings.project_id}"):
+        return client.get_iam_policy(request=iam_policy_pb2.GetIamPolicyRequest(
+            resource=f"projects/{settings.project_id}", options=options_pb2.GetPolicyOptions(requested_policy_version=3)))
+
+
+def missing(client: Any, settings: Any) -> list[str]:
+    """One line per binding :func:`wanted` that the project's policy lacks (``initialize --check``):
+    a real project refuses the apply that needs it."""
+    policy = _read_policy(client, settings)
+    member = f"serviceAccount:{settings.builder_service_account}"
+    why = {r.role: r.why for r in roles(settings.arch)}
+    lacking = [(role, condition) for role, condition in wanted(settings)
+               if not _has(policy, member, role, condition)]
+    return [f"project {settings.project_id}: {settings.builder_service_account} lacks {role}"
+            f"{' (on the environment buckets)' if condition else ''}: {why[role]}; run `tpubuild initialize`"
+            for role, condition in lacking]
+
+
+def _has(policy: Any, member: str, role: str, condition: dict[str, str] | None) -> bool:
+    expression = condition["expression"] if condition else ""
+    return any(b.role == role and member in b.members
+               and (b.condition.expression if b.HasField("condition") else "") == expression for b in policy.bindings)
+
+
 def grant(client: Any, settings: Any, *, attempts: int = 5) -> str:
     """Grant the builder account :data:`ROLES` on the project; one line."""
     from google.api_core import exceptions as gexc
-    from google.iam.v1 import iam_policy_pb2, options_pb2
+    from google.iam.v1 import iam_policy_pb2
 
     resource = f"projects/{settings.project_id}"
     member = f"serviceAccount:{settings.builder_service_account}"
     for _attempt in range(attempts):
-        with cloud_call(f"reading the IAM policy of project {settings.project_id}"):
-            policy = client.get_iam_policy(request=iam_policy_pb2.GetIamPolicyRequest(
-                resource=resource, options=options_pb2.GetPolicyOptions(requested_policy_version=3)))
+        policy = _read_policy(client, settings)
         bindings = wanted(settings)
         added = add_bindings(policy, member, bindings)
         if not added:

@@ -7,6 +7,7 @@ No Terraform runs: initialize has no pipeline."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING, Any
 
 from builder.cloud import buckets, builds, clients, iam, registry, source, workspace
@@ -53,5 +54,23 @@ def builder_image(settings: Settings, bucket: Any, repo: Path) -> None:
     say(f"builder image {ref}: pushed; pipelines run guard and finalize in it")
 
 
+def check(settings: Settings) -> int:
+    """``initialize --check``: what a real project would refuse the builds for lack of, one line
+    each on stderr and exit 1; nothing is written. The builder account and its roles (the union of
+    the environment's modules' and the pipeline's: builder/cloud/iam.py)."""
+    if not iam.account_exists(clients.iam_admin(), settings):
+        print(f"tpubuild: service account {settings.builder_service_account} does not exist in project "
+              f"{settings.project_id}; run `tpubuild initialize`", file=sys.stderr)
+        return 1
+    lacking = iam.missing(clients.projects(), settings)
+    for line in lacking:
+        print(f"tpubuild: {line}", file=sys.stderr)
+    if lacking:
+        return 1
+    say(f"project {settings.project_id}: {settings.builder_service_account} has its {len(iam.wanted(settings))} roles")
+    return 0
+
+
 def cmd_initialize(args: argparse.Namespace) -> int:
-    return initialize(load_settings(args))
+    settings = load_settings(args)
+    return check(settings) if args.check else initialize(settings)

@@ -57,6 +57,7 @@ class FakeGoogle(LocalHttpServer):
         self.policies: dict[str, dict[str, Any]] = {}
         self.policy_writes: list[dict[str, Any]] = []
         self.policy_conflicts = 0  # answer this many setIamPolicy calls with 409 ABORTED first
+        self.caller = ""  # who calls (serviceAccount:...); set, what its policy lacks is refused (iam_roles.py)
         self.fail: dict[str, int] = {}  # URL path → HTTP error code to answer with
         self._outcomes: list[tuple[str, str]] = []
         self._lock = threading.Lock()
@@ -114,6 +115,7 @@ class FakeGoogle(LocalHttpServer):
             self.policies.clear()
             self.policy_writes.clear()
             self.policy_conflicts = 0
+            self.caller = ""
 
     # ------------------------------------------------------------ routing
     def _route(self, h: Any, method: str, body: dict[str, Any]) -> None:
@@ -125,6 +127,8 @@ class FakeGoogle(LocalHttpServer):
         if path in self.fail:
             return h._send(self.fail[path], _error(self.fail[path], f"fake: refused {path}"))
         m = re.fullmatch(r"/v1/projects/([^/]+)/builds", path)
+        if m and (denied := self.refusal(m.group(1), "cloudbuild.builds." + ("create" if method == "POST" else "list"))):
+            return h._send(denied[0], _error(*denied))
         if m and method == "POST":
             answer = self._create(m.group(1), body)
             if self.on_create is not None:
@@ -137,6 +141,8 @@ class FakeGoogle(LocalHttpServer):
             build = self._tick(m.group(1), m.group(2))
             return h._send(200, build) if build else h._send(404, _error(404, f"build {m.group(2)} not found"))
         m = re.fullmatch(r"/v3/projects/([^/:]+):(getIamPolicy|setIamPolicy)", path)
+        if m and (denied := self.refusal(m.group(1), f"resourcemanager.projects.{m.group(2)}")):
+            return h._send(denied[0], _error(*denied))
         if m and method == "POST":
             return self._iam_policy(h, m.group(1), m.group(2), body)
         m = re.fullmatch(r"/v2/(projects/[^/]+/locations/[^/]+/nodes/[^/]+)", path)
@@ -228,6 +234,14 @@ class FakeGoogle(LocalHttpServer):
                 self.on_done(build_id, state)
         return build
 
+
+    def refusal(self, project: str, permission: str, resource: str = "") -> tuple[int, str] | None:
+        """The project's answer to :attr:`caller` asking for ``permission`` on ``resource`` (the
+        project by default): None when its policy grants it, or there is no caller."""
+        from tests.support.fakes.iam_roles import refusal
+
+        policy = self.policies.get(project, {"bindings": []})
+        return refusal(policy, self.caller, permission, resource or f"projects/{project}") if self.caller else None
 
     def _iam_policy(self, h: Any, project: str, verb: str, body: dict[str, Any]) -> None:
         """getIamPolicy / setIamPolicy with etags: a write whose etag is not the current one is

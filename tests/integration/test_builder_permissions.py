@@ -1,0 +1,80 @@
+"""A fresh project, as the fakes play it with Google's refusals: after `initialize`'s grant (the real
+google-cloud-resource-manager client against FakeGoogle), the builder account holds, for every
+example, a role with the permission each of its modules' resource types' create checks; the fake
+refuses what a missing role leaves out, as a real project does, and `initialize --check` names it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXAMPLES, NODE, SHIPPED
+from tests.support.fakes.fixtures import Fakes, fakes, repo  # noqa: F401 - fixtures
+
+
+def _resource(settings, permission: str) -> str:
+    """Where a create checks ``permission``: a bucket's IAM policy on the bucket, the rest on the project."""
+    if permission.startswith("storage."):
+        return f"projects/_/buckets/{settings.dataset_bucket}"
+    return f"projects/{settings.project_id}"
+
+
+@pytest.mark.parametrize("values", [SHIPPED, NODE, *sorted(EXAMPLES.glob("*.env"))], ids=lambda p: p.name)
+def test_every_module_type_of_every_example_is_granted(fakes: Fakes, values: Path) -> None:
+    from builder.catalogue.modules import specs
+    from builder.catalogue.permissions import RESOURCE_GRANTS, TERRAFORM_OWN
+    from builder.cloud import clients, iam
+    from builder.config import load
+
+    s = load(values)
+    fakes.google.caller = f"serviceAccount:{s.builder_service_account}"
+    assert fakes.google.refusal(s.project_id, "monitoring.dashboards.create")  # a fresh project refuses
+    fakes.google.caller = ""
+    iam.grant(clients.projects(), s)
+    fakes.google.caller = f"serviceAccount:{s.builder_service_account}"
+    refused = [(spec.tfdir, t, fakes.google.refusal(s.project_id, RESOURCE_GRANTS[t].permission,
+                                                    _resource(s, RESOURCE_GRANTS[t].permission)))
+               for spec in specs(s.arch) for t in spec.resources if t not in TERRAFORM_OWN]
+    assert [r for r in refused if r[2]] == []
+    assert len(refused) >= 3
+
+
+def test_check_names_each_missing_role_and_the_fake_refuses_it(fakes: Fakes, repo: Path, cli) -> None:
+    from google.cloud.devtools import cloudbuild_v1
+
+    from builder.cloud import builds, clients
+    from builder.config import load
+    from builder.facts.errors import WorldError
+
+    s = load(repo)
+    member = f"serviceAccount:{s.builder_service_account}"
+    code, out, err = cli("--values", repo, "initialize", "--check")
+    assert code == 1 and err.strip() == (f"tpubuild: service account {s.builder_service_account} does not exist in "
+                                         f"project {s.project_id}; run `tpubuild initialize`")
+    assert cli("--values", repo, "initialize")[0] == 0
+    code, out, err = cli("--values", repo, "initialize", "--check")
+    assert code == 0 and "has its" in out, err
+
+    # someone removes two roles by hand: --check names each, one line, and a real project refuses
+    policy = fakes.google.policies[s.project_id]
+    for b in policy["bindings"]:
+        if b["role"] in ("roles/monitoring.dashboardEditor", "roles/cloudbuild.builds.editor"):
+            b["members"].remove(member)
+    code, out, err = cli("--values", repo, "initialize", "--check")
+    lines = err.strip().splitlines()
+    assert code == 1 and len(lines) == 2, err
+    assert "lacks roles/cloudbuild.builds.editor: dispatch creates the pipeline build" in lines[0]
+    assert "lacks roles/monitoring.dashboardEditor: Terraform: google_monitoring_dashboard (dashboard)" in lines[1]
+    assert all(line.endswith("run `tpubuild initialize`") for line in lines)
+    fakes.google.caller = member
+    assert fakes.google.refusal(s.project_id, "monitoring.dashboards.create") == (
+        403, f"Permission 'monitoring.dashboards.create' denied on resource 'projects/{s.project_id}' "
+             "(or it may not exist).")
+    # the real Cloud Build client, as the root build's dispatch step calls it, is refused
+    with pytest.raises(WorldError, match="cloudbuild.builds.create' denied"):
+        builds.create(clients.cloudbuild(), s.project_id, cloudbuild_v1.Build(steps=[{"name": "bash"}]))
+    fakes.google.caller = ""
+    assert cli("--values", repo, "initialize")[0] == 0
+    fakes.google.caller = member
+    assert builds.create(clients.cloudbuild(), s.project_id, cloudbuild_v1.Build(steps=[{"name": "bash"}])).id
