@@ -10,9 +10,10 @@ Per environment (``builder.config.environments``), after Cloud Foundation Toolki
   keeps ``plan.txt`` and ``plan.json`` as build artifacts under
   ``gs://<state bucket>/plans/<ENV>/<BUILD_ID>/``. ``plan`` only reads (the applied snapshot, with
   no lock): a plan build never takes the lock and never applies. Pull requests from outside
-  contributors wait for a ``/gcbrun`` comment by a collaborator (``commentControl``), so nobody's
-  fork runs code as the builder account unasked.
-  It runs as the builder account unless ``--plan-service-account`` names a read-only one.
+  contributors wait for a ``/gcbrun`` comment by a collaborator (``commentControl``). It runs as
+  the environment's read-only plan account (``tb-<ENV>-pl``, made by ``tpubuild initialize``:
+  builder/cloud/iam.py ``PLAN_ROLES``), or the one ``--plan-service-account`` names: the pull
+  request's code, installed and run by this step, never runs as the builder account.
 * ``tpubuild-<ENV>-auto``, on pushes to the apply branch: the root cloudbuild.yaml's dispatch step
   (``builder.inputs.root_build.root_cloudbuild``) with ``--values <file>``: ``auto`` of this environment
   only. With ``ENV_PROTECTED="true"`` the build waits for an approval
@@ -61,9 +62,9 @@ def included_files(path: str) -> list[str]:
 
 def plan_account(settings: Any, email: str = "") -> str:
     """The ``serviceAccount`` of the plan trigger and build: ``email`` (``tpubuild trigger
-    --plan-service-account``, a read-only account of the team's own), else the builder account."""
-    return f"projects/{settings.project_id}/serviceAccounts/{email}" if email else \
-        settings.builder_service_account_resource
+    --plan-service-account``, a read-only account of the team's own), else the environment's plan
+    account, never the builder account."""
+    return f"projects/{settings.project_id}/serviceAccounts/{email or settings.plan_service_account}"
 
 
 def plan_build(settings: Any, path: str, account: str = "") -> dict[str, Any]:
@@ -96,7 +97,7 @@ def apply_build(settings: Any, path: str) -> dict[str, Any]:
 def trigger_pair(settings: Any, path: str, owner: str, repo: str, branch: str,
                  plan_as: str = "") -> list[dict[str, Any]]:
     """The plan trigger and the apply trigger of the environment whose values file is ``path``
-    (``plan_as``: the email the plan trigger runs as; empty: the builder account)."""
+    (``plan_as``: the email the plan trigger runs as; empty: the environment's plan account)."""
     check_names(owner, repo, branch)
     env, on = settings.env_name, f"^{re.escape(branch)}$"
     files = {"includedFiles": included_files(path), "ignoredFiles": list(IGNORED_FILES)}

@@ -31,7 +31,7 @@ def test_every_module_type_of_every_example_is_granted(fakes: Fakes, values: Pat
     fakes.google.caller = f"serviceAccount:{s.builder_service_account}"
     assert fakes.google.refusal(s.project_id, "monitoring.dashboards.create")  # a fresh project refuses
     fakes.google.caller = ""
-    iam.grant(clients.projects(), s)
+    iam.grant(clients.projects(), s)  # initialize's grant
     fakes.google.caller = f"serviceAccount:{s.builder_service_account}"
     refused = [(spec.tfdir, t, fakes.google.refusal(s.project_id, RESOURCE_GRANTS[t].permission,
                                                     _resource(s, RESOURCE_GRANTS[t].permission)))
@@ -50,8 +50,9 @@ def test_check_names_each_missing_role_and_the_fake_refuses_it(fakes: Fakes, rep
     s = load(repo)
     member = f"serviceAccount:{s.builder_service_account}"
     code, out, err = cli("--values", repo, "initialize", "--check")
-    assert code == 1 and err.strip() == (f"tpubuild: service account {s.builder_service_account} does not exist in "
-                                         f"project {s.project_id}; run `tpubuild initialize`")
+    assert code == 1 and err.strip().splitlines() == [
+        f"tpubuild: service account {email} does not exist in project {s.project_id}; run `tpubuild initialize`"
+        for email in (s.builder_service_account, s.plan_service_account)]
     assert cli("--values", repo, "initialize")[0] == 0
     code, out, err = cli("--values", repo, "initialize", "--check")
     assert code == 0 and "has its" in out, err
@@ -78,3 +79,46 @@ def test_check_names_each_missing_role_and_the_fake_refuses_it(fakes: Fakes, rep
     assert cli("--values", repo, "initialize")[0] == 0
     fakes.google.caller = member
     assert builds.create(clients.cloudbuild(), s.project_id, cloudbuild_v1.Build(steps=[{"name": "bash"}])).id
+
+
+def test_the_plan_account_reads_and_writes_only_its_plans(fakes: Fakes, repo: Path, cli) -> None:
+    """`initialize` makes the pull-request plan account by default; the IAM fake, playing the
+    project, lets it read the state bucket, create under plans/<ENV>/ and log, and refuses it
+    every write a module or the pipeline makes, the state and the lock included."""
+    from builder.catalogue.permissions import RESOURCE_GRANTS
+    from builder.cloud.iam import plan_wanted
+    from builder.config import load
+
+    s = load(repo)
+    assert cli("--values", repo, "initialize")[0] == 0
+    assert s.plan_service_account == f"tb-{s.env_name}-pl@{s.project_id}.iam.gserviceaccount.com"
+    assert s.plan_service_account in fakes.iam.accounts
+    assert fakes.iam.accounts[s.plan_service_account].display_name == f"tpubuild {s.env_name} plans"
+    bound = {(b["role"], (b.get("condition") or {}).get("expression", ""))
+             for b in fakes.google.policies[s.project_id]["bindings"]
+             if f"serviceAccount:{s.plan_service_account}" in b["members"]}
+    assert bound == {(role, c["expression"] if c else "") for role, c in plan_wanted(s)}
+    fakes.google.caller = f"serviceAccount:{s.plan_service_account}"
+    state = f"projects/_/buckets/{s.state_bucket}"
+    refusal = fakes.google.refusal
+    assert refusal(s.project_id, "storage.buckets.get", state) is None
+    assert refusal(s.project_id, "storage.objects.get", f"{state}/objects/workspace/{s.env_name}/applied/values.env") is None
+    assert refusal(s.project_id, "storage.objects.get", f"{state}/objects/workspace/{s.env_name}/lock.json") is None
+    assert refusal(s.project_id, "storage.objects.create", f"{state}/objects/plans/{s.env_name}/b1/plan.json") is None
+    assert refusal(s.project_id, "logging.logEntries.create") is None
+    # what it cannot do: write the state or the lock, read the dataset, create a build, anything a module makes
+    for permission, resource in (("storage.objects.create", f"{state}/objects/{s.env_name}/tpu/default.tflock"),
+                                 ("storage.objects.delete", f"{state}/objects/{s.env_name}/tpu/default.tfstate"),
+                                 ("storage.objects.get", f"{state}/objects/{s.env_name}/tpu/default.tfstate"),
+                                 ("storage.objects.create", f"{state}/objects/workspace/{s.env_name}/lock.json"),
+                                 ("storage.objects.create", f"{state}/objects/plans/other-env/b1/plan.json"),
+                                 ("storage.objects.get", f"projects/_/buckets/{s.dataset_bucket}/objects/x"),
+                                 ("cloudbuild.builds.create", ""), ("iam.serviceAccounts.actAs", ""),
+                                 *((g.permission, "") for g in RESOURCE_GRANTS.values())):
+        assert refusal(s.project_id, permission, resource), (permission, resource)
+    # the account cannot even read the project's policy, so --check runs as the user (no caller)
+    code, out, err = cli("--values", repo, "initialize", "--check")
+    assert code == 1 and "Permission 'resourcemanager.projects.getIamPolicy' denied" in err
+    fakes.google.caller = ""
+    code, out, err = cli("--values", repo, "initialize", "--check")
+    assert code == 0 and f"{s.plan_service_account} has its {len(plan_wanted(s))} roles" in out, err

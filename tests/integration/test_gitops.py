@@ -86,9 +86,11 @@ def test_six_triggers_imported_by_the_real_gcloud(gcloud, layout) -> None:
         for body in (plan, auto):
             assert body["includedFiles"] == [f"environments/{env}/values.env", *shared]
             assert body["ignoredFiles"] == ["**/*.md", "docs/**"]
-            assert body["serviceAccount"].endswith(f"/tb-{prefix}-{env}-cb@my-tpu-project.iam.gserviceaccount.com")
+            kind = "pl" if body is plan else "cb"  # the pull request's code never runs as the builder account
+            assert body["serviceAccount"].endswith(f"/tb-{prefix}-{env}-{kind}@my-tpu-project.iam.gserviceaccount.com")
             trigger = cloudbuild_v1.BuildTrigger.from_json(json.dumps(body))  # the real type takes it whole
             assert trigger.build.steps[0].env[1] == f"TPUBUILD_VALUES=environments/{env}/values.env"
+        assert plan["build"]["serviceAccount"] == plan["serviceAccount"]
         assert plan["github"]["pullRequest"]["branch"] == "^main$" and "push" not in plan["github"]
         assert auto["github"]["push"] == {"branch": "^main$"} and "pullRequest" not in auto["github"]
         assert "approvalConfig" not in plan and "substitutions" not in plan

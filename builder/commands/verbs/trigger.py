@@ -25,7 +25,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plan-service-account", default="", metavar="EMAIL",
                    help="with environments/: the account the pull-request plan triggers run as (one that can only "
                         "read the state buckets and write their plans/ objects); default: each environment's "
-                        "builder account")
+                        "read-only plan account tb-<ENV>-pl, which tpubuild initialize makes")
     p.add_argument("--branch", default="main",
                    help="the branch whose pushes run auto, and whose pull requests are planned (exactly this "
                         "branch; default: main)")

@@ -49,11 +49,12 @@ ROLE_PERMISSIONS: dict[str, frozenset[str]] = {
     "roles/logging.logWriter": _expand("logging", {"logEntries": "create"}),
     "roles/cloudquotas.viewer": _expand("cloudquotas", {"quotas": "get", "quotaInfos": "get list"}),
     "roles/iap.tunnelResourceAccessor": _expand("iap", {"tunnelInstances": "accessViaIAP"}),
-    # Viewer: read-only access to most resources (the plan account's project-wide read)
-    "roles/viewer": _expand("resourcemanager", {"projects": "get getIamPolicy"})
-    | _expand("tpu", {"nodes": "get list", "queuedResources": "get list"})
-    | _expand("compute", {"instanceGroupManagers": "get list", "disks": "get list", "futureReservations": "get list"})
-    | _expand("file", {"instances": "get list"}) | _expand("cloudbuild", {"builds": "get list"}),
+    # the read-only roles of the plan account
+    "roles/storage.bucketViewer": _expand("storage", {"buckets": "get list"}),
+    "roles/cloudbuild.builds.viewer": _expand("cloudbuild", {"builds": "get list"}),
+    "roles/tpu.viewer": _expand("tpu", {"nodes": "get list", "queuedResources": "get list"}),
+    "roles/compute.viewer": _expand("compute", {"instanceGroupManagers": "get list", "disks": "get list",
+                                                "futureReservations": "get list", "instances": "get list"}),
 }
 
 
