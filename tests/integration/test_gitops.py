@@ -260,3 +260,25 @@ def test_the_push_build_runs_auto_of_its_own_environment_only(fakes: Fakes, layo
         assert tar.extractfile("values.env").read() == train.read_bytes()
     for other in ("dev", "prod"):
         assert not fakes.storage().bucket(load(repo / "environments" / other / "values.env").state_bucket).exists()
+
+
+def test_a_second_gen_connection_gives_every_pair_the_linked_repository(layout) -> None:
+    """--connection/--region: both triggers of each environment listen through the 2nd-gen
+    connection's linked repository (repositoryEventConfig), the plan trigger with the same comment
+    control, and load whole into the real BuildTrigger type."""
+    from google.cloud.devtools import cloudbuild_v1
+
+    repo, prefix = layout
+    repository = "projects/my-tpu-project/locations/us-central1/connections/gh/repositories/tpu-env"
+    triggers = _triggers(repo, "--connection", "gh", "--region", "us-central1")
+    assert len(triggers) == 2 * len(LAYOUT)
+    for t in triggers:
+        assert "github" not in t and t["repositoryEventConfig"]["repository"] == repository
+        event = t["repositoryEventConfig"]
+        if t["name"].endswith("-plan"):
+            assert event["pullRequest"] == {"branch": "^main$",
+                                            "commentControl": "COMMENTS_ENABLED_FOR_EXTERNAL_CONTRIBUTORS_ONLY"}
+        else:
+            assert event["push"] == {"branch": "^main$"} and "pullRequest" not in event
+        loaded = cloudbuild_v1.BuildTrigger.from_json(json.dumps(t))
+        assert loaded.repository_event_config.repository == repository
