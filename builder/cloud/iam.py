@@ -309,3 +309,32 @@ def grant(client: Any, settings: Any, *, attempts: int = 5) -> list[str]:
                 f"project {settings.project_id}: {a.email} has its {len(a.bindings)} roles" for a, n in added]
     raise WorldError(f"project {settings.project_id}: the IAM policy kept changing while granting "
                      f"{settings.builder_service_account} its roles; run `tpubuild initialize` again")
+
+
+def preflight(client: Any, settings: Any) -> str:
+    """In the root build (``dispatch``, which runs as the builder account): refuse, before anything is
+    locked or billed, when the account lacks a permission the environment's modules create with
+    (Resource Manager ``testIamPermissions``: the caller's own permissions, granted by any role,
+    custom ones included). An environment made before a module needed a new role gets one line that
+    says which, instead of a refusal at that module's apply. Storage permissions are left out: they
+    are conditioned on the buckets, which a project-level test cannot see. Returns a warning when the
+    project would not answer the question (nothing is refused then)."""
+    from google.api_core import exceptions as gexc
+    from google.iam.v1 import iam_policy_pb2
+
+    needs = {g.permission: g.role for spec in modules.specs(settings.arch) for t in spec.resources
+             if t not in permissions.TERRAFORM_OWN
+             for g in [permissions.RESOURCE_GRANTS[t]] if not g.permission.startswith("storage.")}
+    with cloud_call(f"testing the permissions of {settings.builder_service_account} in project {settings.project_id}"):
+        try:
+            held = client.test_iam_permissions(request=iam_policy_pb2.TestIamPermissionsRequest(
+                resource=f"projects/{settings.project_id}", permissions=sorted(needs))).permissions
+        except gexc.InvalidArgument as exc:
+            return f"could not test the builder account's permissions ({exc.message}); going on"
+    lacking = sorted(set(needs) - set(held))
+    if lacking:
+        raise WorldError(f"project {settings.project_id}: {settings.builder_service_account} lacks "
+                         + ", ".join(f"{p} ({needs[p]})" for p in lacking)
+                         + "; the pipeline would be refused at the step that needs it. Run `tpubuild initialize` "
+                           "from a workstation (it grants the roles; `tpubuild initialize --check` lists them)")
+    return ""

@@ -122,3 +122,31 @@ def test_the_plan_account_reads_and_writes_only_its_plans(fakes: Fakes, repo: Pa
     fakes.google.caller = ""
     code, out, err = cli("--values", repo, "initialize", "--check")
     assert code == 0 and f"{s.plan_service_account} has its {len(plan_wanted(s))} roles" in out, err
+
+
+def test_dispatch_refuses_before_the_lock_when_the_builder_lacks_a_role(fakes: Fakes, repo: Path, cli) -> None:
+    """The root build runs dispatch as the builder account: an environment initialized before its
+    modules needed a role (the dashboard's) is refused at once, one line naming the permission and
+    the role, with nothing locked and no pipeline created; after `initialize` it dispatches."""
+    from builder.cloud import lock
+    from builder.config import load
+
+    s = load(repo)
+    assert cli("--values", repo, "initialize")[0] == 0
+    member = f"serviceAccount:{s.builder_service_account}"
+    for b in fakes.google.policies[s.project_id]["bindings"]:
+        if b["role"] == "roles/monitoring.dashboardEditor":
+            b["members"].remove(member)
+    fakes.google.caller = member
+    created = len(fakes.google.created)
+    code, out, err = cli("--values", repo, "dispatch", "--action", "create")
+    assert code == 1 and len(err.strip().splitlines()) == 1, err
+    assert "lacks monitoring.dashboards.create (roles/monitoring.dashboardEditor)" in err
+    assert "Run `tpubuild initialize`" in err
+    assert len(fakes.google.created) == created
+    assert lock.read(fakes.storage().bucket(s.state_bucket), s.env_name) is None
+    fakes.google.caller = ""
+    assert cli("--values", repo, "initialize")[0] == 0
+    fakes.google.caller = member
+    code, out, err = cli("--values", repo, "dispatch", "--action", "create")
+    assert "lacks" not in err and len(fakes.google.created) == created + 1, err
