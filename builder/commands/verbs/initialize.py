@@ -1,9 +1,10 @@
 """Create the environment's state bucket (Terraform state, lock, applied snapshot) and dataset bucket,
-versioned with uniform access and public access prevention, and upload the workspace the hosts read
-at boot; then the builder image the pipelines run their tpubuild steps in: its Artifact Registry
-repository and, unless this version's tag is there, a Cloud Build build of it (waited for). No
-Terraform; safe to run again. --check writes nothing: it reports each role the builder account
-lacks (one line each, exit 1), the roles the environment's modules and pipelines need.
+versioned with uniform access and public access prevention; the builder service account (the roles
+the environment's modules and pipelines need) and the read-only account pull-request plans run as;
+upload the workspace the hosts read at boot; then the builder image the pipelines run their tpubuild
+steps in: its Artifact Registry repository and, unless this version's tag is there, a Cloud Build
+build of it (waited for). No Terraform; safe to run again. --check writes nothing: it reports each
+account or role that is missing (one line each, exit 1).
 
 examples:
   tpubuild initialize
