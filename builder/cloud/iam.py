@@ -1,4 +1,5 @@
-"""The builder service account: who the root build, every pipeline and the trigger run as.
+"""The builder service account, who the root build, every pipeline and the push triggers run as,
+and the plan account, who the pull-request plan builds run as.
 
 Since 2024 Cloud Build runs builds as the Compute Engine default service account (often Editor)
 or the legacy Cloud Build account, depending on the organisation's settings; Google recommends a
@@ -8,20 +9,26 @@ tpubuild therefore names one in every build (``serviceAccount``), with
 ``options.logging: CLOUD_LOGGING_ONLY`` (a user-specified account needs its logs in Cloud Logging
 or a user bucket).
 
-``tpubuild initialize`` (run from a workstation: the account must exist before any build uses it)
+``tpubuild initialize`` (run from a workstation: the accounts must exist before any build uses them)
 
 * creates ``tb-<ENV>-cb@<PROJECT>.iam.gserviceaccount.com`` when BUILD_SERVICE_ACCOUNT is empty
   (IAM ``GetServiceAccount``, then ``CreateServiceAccount`` only when absent), or checks that the
-  account BUILD_SERVICE_ACCOUNT names exists (never creates it);
-* grants it on the project exactly the roles of :data:`ROLES` (read-modify-write of the
-  project's IAM policy with its etag, retried on a concurrent change; nothing is written when
-  every binding is already there). ``roles/storage.admin`` is conditioned on the environment's
-  buckets and Cloud Build's source bucket (IAM conditions on ``resource.name``:
+  account BUILD_SERVICE_ACCOUNT names exists (never creates it); and ``tb-<ENV>-pl``, the plan
+  account (:data:`PLAN_ROLES`: it reads what a plan reads and writes only its plans);
+* grants them on the project exactly their roles (:func:`accounts`), in one read-modify-write of
+  the project's IAM policy with its etag, retried on a concurrent change; nothing is written when
+  every binding is already there. The builder's roles are :data:`PIPELINE_ROLES` (what the
+  pipelines do beyond Terraform) and, for each resource type the architecture's modules declare,
+  the role that creates it (:func:`module_roles`, from the catalogue: builder/catalogue/modules.py
+  ``resources``, builder/catalogue/permissions.py). Storage roles are conditioned on the
+  environment's buckets or objects (IAM conditions on ``resource.name``:
   https://cloud.google.com/storage/docs/access-control/iam#conditions); the other roles act on
-  resources whose names tpubuild does not know before Terraform creates them, or on services
-  whose IAM conditions do not cover them, so they are granted unconditioned.
+  resources whose names tpubuild does not know before Terraform creates them, or on services whose
+  IAM conditions do not cover them, so they are granted unconditioned.
 
-README.md's role list is rendered from :data:`ROLES` (:func:`roles_markdown`; a test compares).
+``initialize --check`` lists what is missing (:func:`missing`); ``dispatch`` tests the builder
+account's own permissions before it locks anything (:func:`preflight`). docs/cloud.md's role tables
+are rendered from :data:`ROLES` and :data:`PLAN_ROLES` (:func:`roles_markdown`; a test compares).
 """
 
 from __future__ import annotations
