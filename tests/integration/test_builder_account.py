@@ -192,7 +192,7 @@ def test_root_cloudbuild_and_trigger_name_the_account(cli, tmp_path: Path) -> No
     assert "serviceAccount: projects/my-tpu-project/serviceAccounts/ci-builder@my-tpu-project.iam.gserviceaccount.com" in out
 
 
-@pytest.mark.parametrize("doc", ["README.md", "docs/cloud.md"])
+@pytest.mark.parametrize("doc", ["docs/cloud.md"])
 def test_the_role_lists_are_generated_from_the_role_table(doc: str) -> None:
     from builder.cloud.iam import roles_markdown
 
