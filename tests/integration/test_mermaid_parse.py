@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import mermaid
-from tests.unit.test_mermaid import BUILDABLE, drawn
 from tests.conftest import REPO
+from tests.support import mermaid
+from tests.support.mermaid import BUILDABLE, drawn
 
 pytestmark = pytest.mark.slow  # one Node process, about 3 s
 

@@ -8,10 +8,28 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
-from tests.conftest import REPO, require
+from tests.conftest import EXAMPLES, REPO, require
 
 TOOL = REPO / "tools" / "mermaid"
+#: The shipped values files a pipeline is drawn for (a legacy node file builds nothing).
+SHIPPED = ["values.env", *sorted(f"examples/{p.name}" for p in EXAMPLES.glob("*.env")),
+           "models/torchtpu/examples/values.env"]
+BUILDABLE = [p for p in SHIPPED if 'TPU_ARCH="node"' not in (REPO / p).read_text()]
+
+
+def drawn(path: str, action: str, **flags: bool) -> tuple[Any, Any, dict[str, Any], str]:
+    """``path``'s settings, the plan of ``action``, its rendered Build and that Build's picture."""
+    from builder.config import load
+    from builder.planning.plan import make_plan
+    from builder.render.mermaid import flowchart
+    from builder.render.pipeline import render
+
+    settings = load(REPO / path)
+    plan = make_plan(settings, action, **flags)
+    config = render(settings, plan)
+    return settings, plan, config, flowchart(settings, plan, config)
 
 
 def require_parser() -> None:

@@ -11,21 +11,11 @@ import pytest
 from builder.catalogue.modules import accelerator_module
 from builder.config import load, load_text
 from builder.planning.plan import make_plan
-from builder.render.mermaid import flowchart, roles, slice_request
-from builder.render.pipeline import render
+from builder.render.mermaid import roles, slice_request
 from tests.conftest import EXAMPLES, REPO, rewrite_env
 from tests.support import mermaid
 
-SHIPPED = ["values.env", *sorted(f"examples/{p.name}" for p in EXAMPLES.glob("*.env")),
-           "models/torchtpu/examples/values.env"]
-BUILDABLE = [p for p in SHIPPED if "TPU_ARCH=\"node\"" not in (REPO / p).read_text()]
-
-
-def drawn(path: str, action: str, **flags: bool) -> tuple[object, object, dict, str]:
-    settings = load(REPO / path)
-    plan = make_plan(settings, action, **flags)
-    config = render(settings, plan)
-    return settings, plan, config, flowchart(settings, plan, config)
+BUILDABLE, drawn = mermaid.BUILDABLE, mermaid.drawn
 
 
 @pytest.mark.parametrize("action", ["create", "update"])
