@@ -1,5 +1,5 @@
 """Mermaid's own parser under Node (tools/mermaid/parse.mjs: the npm package ``mermaid``, headless,
-with jsdom for the window its DOMPurify import needs; .ci/run installs tools/mermaid/package.json
+with jsdom for the window its DOMPurify import needs; .ci/run installs tools/mermaid/package-lock.json
 and links its node_modules there), and a reader of builder/render/mermaid.py's flowcharts."""
 
 from __future__ import annotations

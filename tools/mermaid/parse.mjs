@@ -1,7 +1,7 @@
 // Parses Mermaid diagrams with Mermaid's own parser, headless: mermaid.parse() needs no browser,
 // only DOMPurify's window at import, which jsdom gives (mermaid-cli would download a browser).
 // Usage: node parse.mjs FILE...   One line per file: "ok <diagram type>" or "error <message>";
-// exit 1 when any fails. tests/support/mermaid.py runs it; .ci/run installs package.json here.
+// exit 1 when any fails. tests/support/mermaid.py runs it; .ci/run installs package-lock.json (npm ci).
 import { readFileSync } from "node:fs";
 import { JSDOM } from "jsdom";
 
