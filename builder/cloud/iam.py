@@ -39,6 +39,7 @@ from builder.catalogue import modules, permissions
 from builder.cloud import lock
 from builder.cloud.errors import cloud_call
 from builder.config import applied_objects
+from builder.inputs.gitops import PLAN_FILES
 from builder.facts.errors import WorldError
 from builder.facts.records import record, replace
 
@@ -83,7 +84,8 @@ PIPELINE_ROLES: tuple[Role, ...] = (
 PLAN_ROLES: tuple[Role, ...] = (
     Role("roles/storage.bucketViewer", "the state bucket's metadata (plan checks it exists)", scope="state"),
     Role("roles/storage.objectViewer", "the applied snapshot and the lock (never the Terraform state)", scope="reads"),
-    Role("roles/storage.objectCreator", "the plan's artifacts (plan.txt, plan.json) under plans/<ENV>/", scope="plans"),
+    Role("roles/storage.objectCreator", f"the plan's artifacts ({', '.join(PLAN_FILES)}) under plans/<ENV>/",
+         scope="plans"),
     Role("roles/logging.logWriter", "build logs (CLOUD_LOGGING_ONLY)"),
     Role("roles/cloudbuild.builds.viewer", "the build the lock names, when it stopped half way"),
     Role("roles/tpu.viewer", "that build's slice, as status reads it", archs=("vm", "node")),

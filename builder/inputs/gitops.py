@@ -7,7 +7,8 @@ Per environment (``builder.config.environments``), after Cloud Foundation Toolki
 
 * ``tpubuild-<ENV>-plan``, on every pull request to the apply branch: one step runs ``tpubuild plan
   --action auto`` for this environment's values file only, prints the text to the build log and
-  keeps ``plan.txt`` and ``plan.json`` as build artifacts under
+  keeps ``plan.txt``, ``plan.json`` and ``plan.md`` (the money as a table and the pipeline the
+  merge would run as a Mermaid picture, for the reviewer) as build artifacts under
   ``gs://<state bucket>/plans/<ENV>/<BUILD_ID>/``. ``plan`` only reads (the applied snapshot, with
   no lock): a plan build never takes the lock and never applies. Pull requests from outside
   contributors wait for a ``/gcbrun`` comment by a collaborator (``commentControl``). It runs as
@@ -33,8 +34,8 @@ from typing import Any
 from builder.inputs.repo_events import Repo, file_filter
 from builder.inputs.root_build import DEFAULTS, DISPATCH_IMAGE, TRIGGER_ACTION, root_cloudbuild
 #: The plan build's files, saved as artifacts.
-PLAN_FILES: tuple[str, ...] = ("plan.txt", "plan.json")
-#: The plan build's limit: pip install and two offline plans.
+PLAN_FILES: tuple[str, ...] = ("plan.txt", "plan.json", "plan.md")
+#: The plan build's limit: pip install and three offline plans.
 PLAN_TIMEOUT_S = 1800
 #: Who may start a pull request's plan: collaborators' pull requests build at once; an outside
 #: contributor's waits for a collaborator's ``/gcbrun`` comment.
@@ -46,6 +47,7 @@ COMMENT_CONTROL = "COMMENTS_ENABLED_FOR_EXTERNAL_CONTRIBUTORS_ONLY"
 PLAN_SCRIPT = """set -euo pipefail
 python -m pip install -q --no-cache-dir .
 tpubuild --values "$$TPUBUILD_VALUES" plan --action auto --format json > plan.json
+tpubuild --values "$$TPUBUILD_VALUES" plan --action auto --format markdown > plan.md
 tpubuild --values "$$TPUBUILD_VALUES" plan --action auto --format text | tee plan.txt
 """
 

@@ -228,8 +228,11 @@ def test_the_pull_request_build_plans_keeps_artifacts_and_writes_nothing(fakes: 
     [plan] = [t for t in _triggers(repo) if t["name"] == f"tpubuild-{prefix}-dev-plan"]
     proc = _run_step(repo, plan, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert set(plan["build"]["artifacts"]["objects"]["paths"]) == {"plan.txt", "plan.json"}
+    assert set(plan["build"]["artifacts"]["objects"]["paths"]) == {"plan.txt", "plan.json", "plan.md"}
     text, info = (repo / "plan.txt").read_text(), json.loads((repo / "plan.json").read_text())
+    page = (repo / "plan.md").read_text()  # the reviewer's page: the money and the picture of what the merge runs
+    assert "## Cost" in page and info["cost"]["change"] in page
+    assert "```mermaid\nflowchart TD" in page and "tpu_apply" in page and "mig_apply" not in page
     assert text and text in proc.stdout  # shown in the build log too
     assert info["env"] == s.env_name and info["auto"]["decision"] == "update" and info["auto"]["modules"] == ["tpu"]
     assert "(build b0)" in info["before_after"]["compared_with"]

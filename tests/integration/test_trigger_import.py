@@ -1,4 +1,4 @@
-"""The README's GitOps command, run for real: `tpubuild trigger ... | gcloud builds
+"""The GitOps command of docs/commands.md and docs/cloud.md, run for real: `tpubuild trigger ... | gcloud builds
 triggers import --source=/dev/stdin` through bash, with the real gcloud offline
 (tests/support/gcloud.py: throwaway config, fake token, every API at a local recording fake).
 gcloud 528 reads --source as a path, so `--source=-` (the old README line) is the negative
@@ -69,7 +69,7 @@ def test_the_old_dash_source_is_refused_by_gcloud(gcloud) -> None:
 
 
 def test_docs_and_help_use_the_command_gcloud_accepts() -> None:
-    texts = {p: (REPO / p).read_text() for p in ("README.md", "docs/cloud.md")}
+    texts = {p: (REPO / p).read_text() for p in ("docs/commands.md", "docs/cloud.md")}
     proc = run_tpubuild("trigger", "--help")
     assert proc.returncode == 0
     texts["tpubuild trigger --help"] = " ".join(proc.stdout.split())
