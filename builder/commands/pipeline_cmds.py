@@ -22,6 +22,8 @@ from builder.facts.actions import APPLYING, Action
 from builder.planning import request
 from builder.planning.describe import INITIALIZE_NOTE, as_text, describe
 from builder.render import pipeline, yamlout
+from builder.render.mermaid import flowchart
+from builder.render.plan_md import markdown
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.commands.compare import Previous
@@ -68,10 +70,19 @@ def run_render(args: argparse.Namespace) -> int:
     if not plan.operations:
         print(f"tpubuild: {INITIALIZE_NOTE}; nothing to render", file=sys.stderr)
         return 0
-    config = pipeline.render(settings, plan, allow_data_loss=args.allow_data_loss, allow_wipe=args.allow_wipe)
-    out = yamlout.to_json(config) if args.format == "json" else yamlout.to_yaml(config)
+    if args.format == "mermaid":
+        out = _picture(settings, plan, args)
+    else:
+        config = pipeline.render(settings, plan, allow_data_loss=args.allow_data_loss, allow_wipe=args.allow_wipe)
+        out = yamlout.to_json(config) if args.format == "json" else yamlout.to_yaml(config)
     sys.stdout.write(out)
     return 0
+
+
+def _picture(settings: Settings, plan: Plan, args: argparse.Namespace) -> str:
+    """The Mermaid picture of the pipeline ``plan`` renders to (builder/render/mermaid.py)."""
+    return flowchart(settings, plan, pipeline.render(settings, plan, allow_data_loss=args.allow_data_loss,
+                                                     allow_wipe=getattr(args, "allow_wipe", False)))
 
 
 def run_plan(args: argparse.Namespace) -> int:
@@ -100,10 +111,13 @@ def run_plan(args: argparse.Namespace) -> int:
             _check(settings, running, outcomes)
         sys.stdout.write(json.dumps(info, indent=2) + "\n")
         return 0
-    sys.stdout.write(as_text(info, bold=_bold_style()))
-    if stopped is not None:
-        sys.stdout.write("\nA build stopped half way (docs/safety.md, \"Kill it anywhere, run it again\"):\n"
-                         + "".join(f"{line}\n" for line in lines(stopped)))
+    if args.format == "markdown":
+        sys.stdout.write(markdown(info, _picture(settings, plan, args) if plan is not None and plan.operations else None))
+    else:
+        sys.stdout.write(as_text(info, bold=_bold_style()))
+        if stopped is not None:
+            sys.stdout.write("\nA build stopped half way (docs/safety.md, \"Kill it anywhere, run it again\"):\n"
+                             + "".join(f"{line}\n" for line in lines(stopped)))
     if args.check:
         sys.stdout.flush()
         _check(settings, running, outcomes)

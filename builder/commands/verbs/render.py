@@ -3,6 +3,7 @@
 examples:
   tpubuild render --action create > pipeline.yaml
   tpubuild render --action update --tpu --format json
+  tpubuild render --action create --format mermaid  the step graph as a picture (GitHub draws it in markdown)
   tpubuild render --action auto --applied old.env  the pipeline auto would submit (nothing: exit 0)
 """
 
@@ -18,7 +19,9 @@ def arguments(p: argparse.ArgumentParser) -> None:
     add_compare(p)
     p.add_argument("--allow-wipe", action="store_true",
                    help="let the seeder wipe a shared PD that already holds data (_ALLOW_WIPE=true)")
-    p.add_argument("--format", choices=("yaml", "json"), default="yaml", help="output format (default: yaml)")
+    p.add_argument("--format", choices=("yaml", "json", "mermaid"), default="yaml",
+                   help="output format (default: yaml); mermaid: the step graph as a Mermaid flowchart, grouped by "
+                        "module, edges = waitFor (docs/pipeline.md, \"The pipeline as a picture\")")
 
 
 VERB = Verb.of(__doc__, "render", Group.USER, 3, "print the Cloud Build config of an action",
