@@ -16,9 +16,8 @@ from typing import TYPE_CHECKING, Any
 from builder.cloud.interrupted import lines
 from builder.commands import load_settings
 from builder.config.candidates import acting
-from builder.config.gate import Door
-from builder.config.later import refuse_changes
-from builder.facts.actions import APPLYING, Action
+from builder.config.gate import Door, refuse
+from builder.facts.actions import Action
 from builder.planning import request
 from builder.planning.describe import INITIALIZE_NOTE, as_text, describe
 from builder.render import pipeline, yamlout
@@ -52,8 +51,8 @@ def _plan(args: argparse.Namespace, *, compare: bool = False) -> tuple[Settings,
         if settled is not settings:
             settings = settled
             plan = request.plan_for(settings, req)
-    if prev is not None and req.action in APPLYING:  # before a slice is changed: builder/config/later.py
-        refuse_changes(prev.settings, settings)
+    if prev is not None and prev.settings is not None:  # before a slice is changed: the gate's model-change row
+        refuse(settings, req.action, Door.PLAN if compare else Door.RENDER, prev.settings, only=("model-change",))
     if plan is None:
         from builder.commands.compare import auto_plan
 

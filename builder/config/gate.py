@@ -108,7 +108,7 @@ CHECKS: tuple[Check, ...] = (
           (*_EVERY_BUILD, Door.TRAIN), "error", lambda s, a, applied: model_refusals(s)),
     Check("model-change", "an update the MODEL's training cannot resume across, from the applied values "
           "(model_registry.change_problems; validate with --applied)", APPLYING,
-          (Door.PLAN, Door.PLAN_ALL, Door.RENDER, Door.SUBMIT, Door.DISPATCH), "error",
+          (Door.VALIDATE, Door.PLAN, Door.PLAN_ALL, Door.RENDER, Door.SUBMIT, Door.DISPATCH), "error",
           lambda s, a, applied: change_refusals(applied, s) if applied is not None else []),
     Check("scripts", "a MIG_SETUP_SCRIPT / MIG_SEED_DATA_PREP_SCRIPT that is not a file of the repository (a "
           "destroy runs neither)", APPLYING, _EVERY_BUILD, "error", lambda s, a, applied: script_refusals(s)),

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from builder.config.model_registry import change_problems, problems
 from builder.config.scripts import repo_script
-from builder.facts.errors import ConfigError, ConfigErrors
+from builder.facts.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config.settings import Settings
@@ -49,16 +49,10 @@ def change_refusals(applied: Settings, settings: Settings) -> list[ConfigError]:
     ``settings`` (builder/config/model_registry.py ``change_problems``; models/roberta: a batch shape its
     checkpoint cannot resume across), one line each at ``settings``' line. ``plan``/``render``
     (``--applied`` or the snapshot) and ``submit``'s auto refuse them for create, update and auto,
-    before the slice is changed; ``validate --applied FILE`` reports them."""
+    before the slice is changed; ``validate --applied FILE`` reports them (the gate's ``model-change``
+    row, builder/config/gate.py)."""
     return [ConfigError(what, fix, path=settings.source, line=settings.line_of(key), key=key)
             for key, what, fix in change_problems(applied, settings)]
-
-
-def refuse_changes(applied: Settings | None, settings: Settings) -> None:
-    """Raise :func:`change_refusals` (a ``ConfigErrors``), if any; ``applied`` None: nothing applied."""
-    found = change_refusals(applied, settings) if applied is not None else []
-    if found:
-        raise ConfigErrors(found, ())
 
 
 def script_refusals(settings: Settings) -> list[ConfigError]:
