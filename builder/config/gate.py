@@ -12,7 +12,8 @@ fix) each door prints. The doors:
 * ``validate`` reports every row (:func:`for_validate`), whatever the action;
 * ``plan``, ``render``, ``submit`` and ``dispatch`` ask :func:`refuse` through
   ``builder.planning.request.parse``, their one way in, with their own door;
-* ``plan --all`` asks it for ``auto``, as each environment's apply build would;
+* ``plan --all`` asks it for ``auto``, as each environment's apply build would (so a ``+14d``
+  calendar start, which that build's dispatch refuses, is a refused row);
 * ``trigger`` asks it for ``auto``: a trigger whose every push build ``dispatch`` refuses is refused;
 * ``train`` (and ``train --dry-run``) asks it for the file's own MODEL, whatever the action: its real
   run launches that model on the slice, so what the model refuses there is refused in the dry run too.
@@ -117,7 +118,7 @@ CHECKS: tuple[Check, ...] = (
           (Door.VALIDATE, Door.PLAN, Door.RENDER, Door.SUBMIT, Door.DISPATCH), "error", _too_soon),
     Check("calendar-relative", "a relative calendar start (+Nd): a submitted request cannot change, so a build "
           "sends the date written out; validate, plan and render preview it", APPLYING,
-          (Door.TRIGGER, Door.SUBMIT, Door.DISPATCH), "warning", _relative),
+          (Door.PLAN_ALL, Door.TRIGGER, Door.SUBMIT, Door.DISPATCH), "warning", _relative),
 )
 
 BY_NAME: dict[str, Check] = {c.name: c for c in CHECKS}

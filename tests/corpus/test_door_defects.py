@@ -118,6 +118,8 @@ def test_trigger_refuses_what_dispatch_auto_refuses(cli, tmp_path: Path, monkeyp
     assert "TPU_CALENDAR_START: '+14d'" in err
     code, _, said = cli("validate", "--values", values)
     assert code == 0 and "warning:" in said and "TPU_CALENDAR_START: '+14d'" in said and "trigger" in said, said
+    code, out, err = cli("plan", "--all", "--values", values)
+    assert code == 2 and err.strip() == dispatched.strip(), (out, err)  # its apply build refuses it
 
 
 def test_train_dry_run_refuses_a_script_that_is_a_folder(cli, tmp_path: Path) -> None:
