@@ -18,7 +18,7 @@ fix) each door prints. The doors:
 * ``train`` (and ``train --dry-run``) asks it for the file's own MODEL, whatever the action: its real
   run launches that model on the slice, so what the model refuses there is refused in the dry run too.
 
-So validate ⊇ plan ⊆ render ⊆ submit/dispatch holds by the rows' door sets
+So validate ⊇ dispatch ⊇ render ⊇ plan (and dispatch ⊇ plan --all, trigger) holds by the rows' door sets
 (:data:`SUPERSETS`), and tests/corpus/test_doors_agree.py proves every door answers as its row says,
 across the shipped files and generated edits. A new refusal is a new row; a new door is a new
 :class:`Door`, and the test fails until it is in the table. Pure: reads the model plug-ins and the
@@ -58,11 +58,12 @@ class Door(str, Enum):
         return str(self.value)
 
 
-#: The doors that refuse at least what the one after ``<=`` refuses, for the same file and action:
-#: validate says everything; render and the builds refuse what plan refuses.
-SUPERSETS: tuple[tuple[Door, Door], ...] = ((Door.PLAN, Door.VALIDATE), (Door.RENDER, Door.PLAN),
-                                            (Door.SUBMIT, Door.RENDER), (Door.DISPATCH, Door.RENDER),
-                                            (Door.PLAN_ALL, Door.VALIDATE), (Door.TRIGGER, Door.VALIDATE))
+#: (superset, subset): the first door refuses at least every row the second refuses, for the same
+#: file and action. validate reports every row (as an error, or a warning); render refuses what plan
+#: refuses; the builds (submit, dispatch) what render, plan --all and trigger refuse.
+SUPERSETS: tuple[tuple[Door, Door], ...] = ((Door.RENDER, Door.PLAN), (Door.SUBMIT, Door.RENDER),
+                                            (Door.DISPATCH, Door.RENDER), (Door.DISPATCH, Door.PLAN_ALL),
+                                            (Door.DISPATCH, Door.TRIGGER))
 
 Find = Callable[["Settings", "Action | None", "Settings | None"], "list[ConfigError]"]
 _EVERY_BUILD = (Door.VALIDATE, Door.PLAN, Door.PLAN_ALL, Door.RENDER, Door.TRIGGER, Door.SUBMIT, Door.DISPATCH)

@@ -227,3 +227,13 @@ def test_every_verb_that_reads_values_is_a_door_or_listed() -> None:
     names = {v.name for v in verb.every()}
     assert names <= doors | NOT_DOORS, sorted(names - doors - NOT_DOORS)
     assert NOT_DOORS <= names, sorted(NOT_DOORS - names)
+
+
+def test_the_rows_keep_the_doors_in_order() -> None:
+    """validate reports every row; each (superset, subset) of gate.SUPERSETS holds row by row."""
+    from builder.config.gate import CHECKS, SUPERSETS, Door
+
+    for c in CHECKS:
+        assert Door.VALIDATE in c.doors or c.validate == "warning", c.name
+        for bigger, smaller in SUPERSETS:
+            assert smaller not in c.doors or bigger in c.doors, (c.name, bigger, smaller)
