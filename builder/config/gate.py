@@ -18,7 +18,8 @@ fix) each door prints. The doors:
 * ``train`` (and ``train --dry-run``) asks it for the file's own MODEL, whatever the action: its real
   run launches that model on the slice, so what the model refuses there is refused in the dry run too.
 
-So validate ⊇ dispatch ⊇ render ⊇ plan (and dispatch ⊇ plan --all, trigger) holds by the rows' door sets
+So validate refuses all a door refuses, dispatch all render does, render all plan does (and dispatch
+all plan --all and trigger do), by the rows' door sets
 (:data:`SUPERSETS`), and tests/corpus/test_doors_agree.py proves every door answers as its row says,
 across the shipped files and generated edits. A new refusal is a new row; a new door is a new
 :class:`Door`, and the test fails until it is in the table. Pure: reads the model plug-ins and the

@@ -122,15 +122,12 @@ def totals(settings: Settings, plan: Plan, after: Estimate, ttl_fires: bool,
     return out
 
 
-#: How a total names what keeps billing without the TPU (a module's item; other modules: the item's own words).
-_KEPT_WORDS = {"filestore": "Filestore", "shared_pd": "the disk"}
-
-
 def _without_tpu(after: Estimate, accel: str) -> tuple[float, str]:
-    """What ``after`` costs per hour without the slice, and " (Filestore, the disk)": the priced
-    items that stay (the disk only where the plan has one)."""
+    """What ``after`` costs per hour without the slice, and " (Filestore BASIC_HDD 1024 GiB, shared PD
+    pd-balanced 500 GB)": the priced items that stay, as the cost names them (the disk only where
+    the plan has one)."""
     stays = [i for i in after.items if i.module != accel and i.hourly]
-    words = ", ".join(dict.fromkeys(_KEPT_WORDS.get(i.module, i.what) for i in stays))
+    words = ", ".join(dict.fromkeys(i.what for i in stays))
     return after.known - sum(i.hourly or 0.0 for i in after.items if i.module == accel), f" ({words})" if words else ""
 
 

@@ -1,4 +1,4 @@
-"""Issue 43's defects, one test each: where two doors (validate, plan, plan --all, render, trigger,
+"""Disagreements between doors, one test each: where two doors (validate, plan, plan --all, render, trigger,
 a dry run, dispatch) disagreed about one file, they now agree (builder/config/gate.py)."""
 
 from __future__ import annotations
@@ -254,9 +254,9 @@ def test_the_ttl_total_is_priced_at_the_worst_case_too(cli, tmp_path: Path) -> N
 def test_without_the_tpu_names_only_what_stays(cli, tmp_path: Path) -> None:
     """No dataset disk: what stays after the TTL is Filestore alone, and the line says so."""
     without = _totals(cli, _repo(tmp_path, EXAMPLES / "mig-v6e-16-failover.env", ENV_TTL_HOURS="24"))["until_ttl"]
-    assert without["text"].split("without the TPU ")[1].startswith("(Filestore)"), without["text"]
+    assert without["text"].split("without the TPU ")[1].startswith("(Filestore BASIC_HDD 1024 GiB)"), without["text"]
     both = _totals(cli, _repo(tmp_path, SHIPPED, ENV_TTL_HOURS="24"))["until_ttl"]
-    assert "without the TPU (Filestore, the disk)" in both["text"], both["text"]
+    assert "without the TPU (Filestore BASIC_HDD 1024 GiB, shared PD pd-balanced 500 GB)" in both["text"], both["text"]
 
 
 def test_the_calendar_totals_count_the_storage_billed_before_the_window(cli, tmp_path: Path) -> None:
@@ -266,4 +266,4 @@ def test_the_calendar_totals_count_the_storage_billed_before_the_window(cli, tmp
     assert "calendar_committed" in found
     before = found["calendar_before_window"]
     assert before["hours"] == 14 * 24 and abs(before["total"] - before["hourly"] * before["hours"]) < 0.05, before
-    assert "(Filestore)" in before["text"] and "before the reserved slice starts" in before["text"], before["text"]
+    assert "(Filestore BASIC_HDD 1024 GiB)" in before["text"] and "before the reserved slice starts" in before["text"], before["text"]
