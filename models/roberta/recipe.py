@@ -91,12 +91,12 @@ class Job:
     mount_point: str
     iap: bool  # ssh through IAP (hosts without external IPs)
     options: dict[str, Any] = field(default_factory=dict)
-    #: mig: argv that lists the slice's VMs (tpubuild fills it from builder/cloud/mig_hosts.py)
+    #: mig: argv that lists the slice's VMs (tpubuild fills it from builder/render/mig_hosts.py)
     listing: tuple[str, ...] = ()
     #: vm and mig: the names the slice may have (``tpu-<env>``, ``tpu-<env>-b``; tpubuild fills it
     #: from builder/config/replace.py): the launch addresses whichever exists at run time
     slots: tuple[str, ...] = ()
-    #: mig: argv that lists which of ``slots`` exist (tpubuild fills it from builder/cloud/mig_hosts.py)
+    #: mig: argv that lists which of ``slots`` exist (tpubuild fills it from builder/render/mig_hosts.py)
     groups: tuple[str, ...] = ()
     #: XLA devices per chip under PyTorch/XLA: the generation record's xla_devices_per_chip
     #: (0: no proven count; the launch is refused)

@@ -173,7 +173,7 @@ def test_no_shell_is_built_by_concatenation_or_replace() -> None:
                     assert not any(tok in text for tok in SHELL), (where, text)
 
 
-def test_cloud_mig_hosts_reaches_the_transport_without_the_cli() -> None:
-    tree = ast.parse((REPO / "builder/cloud/mig_hosts.py").read_text())
+def test_mig_hosts_reaches_the_transport_without_the_cli() -> None:
+    tree = ast.parse((REPO / "builder/render/mig_hosts.py").read_text())
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert not any(m and m.startswith(("builder.commands", "builder.cli")) for m in imported), imported
