@@ -71,6 +71,9 @@ NEVER = ("builder.cloud", "builder.cloud.*", "google", "google.*", "grpc", "grpc
 #: it: a typo's "did you mean", package metadata, the help formatter's terminal width).
 HEAVY = ("difflib", "importlib.metadata", "pkg_resources", "asyncio", "email", "http", "ssl",
          "socket", "concurrent", "multiprocessing")
+#: Standard-library modules kept off the start-up of the verbs not named: hashlib loads OpenSSL
+#: (2 ms), and only the image's tag (builder/catalogue/builder_image.py) needs it.
+ONLY_FOR: dict[str, tuple[str, ...]] = {"hashlib": ("render",)}
 
 #: What every verb loads: the CLI, the verbs' machinery, the values file's reading and its checks
 #: (builder.config, the catalogue, the facts), and the model keys the values file names.
@@ -152,7 +155,8 @@ def over_budget(modules: dict[str, list[list]], verb: str) -> list[str]:
     budget = (*COMMON, *BUDGETS[verb][1])
     bad = []
     for name, frames in modules.items():
-        if allowed(name, NEVER) or (stdlib(name) and allowed(name, HEAVY)) or not (
+        heavy = (*HEAVY, *(m for m, verbs in ONLY_FOR.items() if verb not in verbs))
+        if allowed(name, NEVER) or (stdlib(name) and allowed(name, heavy)) or not (
                 stdlib(name) or allowed(name, budget)):
             bad.append(f"{name}: {chain(frames)}")
     return bad

@@ -41,7 +41,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 #: Libraries a module may import inside a function (heavy, optional, or kept off start-up).
-DEFERRED: tuple[str, ...] = ("google", "grpc", "jinja2", "yaml", "requests", "hcl2", "difflib", "dataclasses")
+DEFERRED: tuple[str, ...] = ("google", "grpc", "jinja2", "yaml", "requests", "hcl2", "difflib", "dataclasses",
+                             "hashlib")
 #: builder modules that another module may load inside a function: a command's module is loaded
 #: when its verb (or the path of a verb that needs it) runs, so ``render`` loads no other command.
 ON_DEMAND: tuple[str, ...] = ("builder.commands",)
