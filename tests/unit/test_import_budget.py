@@ -72,8 +72,11 @@ NEVER = ("builder.cloud", "builder.cloud.*", "google", "google.*", "grpc", "grpc
 HEAVY = ("difflib", "importlib.metadata", "pkg_resources", "asyncio", "email", "http", "ssl",
          "socket", "concurrent", "multiprocessing")
 #: Standard-library modules kept off the start-up of the verbs not named: hashlib loads OpenSSL
-#: (2 ms), and only the image's tag (builder/catalogue/builder_image.py) needs it.
-ONLY_FOR: dict[str, tuple[str, ...]] = {"hashlib": ("render",)}
+#: (2 ms), and only the image's tag (builder/catalogue/builder_image.py) needs it; dataclasses
+#: imports inspect (with ast, dis, tokenize: 5 ms), and only a launch's Job is one
+#: (models/roberta/rules.py: the rules validate runs read no Job); jinja2 imports inspect too.
+ONLY_FOR: dict[str, tuple[str, ...]] = {"hashlib": ("render",), "dataclasses": ("train --dry-run",),
+                                        "inspect": ("train --dry-run", "render")}
 
 #: What every verb loads: the CLI, the verbs' machinery, the values file's reading and its checks
 #: (builder.config, the catalogue, the facts), and the model keys the values file names.
@@ -81,7 +84,7 @@ COMMON = ("builder", "builder.cli", "builder.commands", "builder.commands.verb",
           "builder.commands.verbs", "builder.facts", "builder.facts.*", "builder.config", "builder.config.*",
           "builder.catalogue", "builder.catalogue.*", "builder.planning", "builder.planning.applied",
           "dotenv", "dotenv.*", "tpubuild_models", "tpubuild_models.*.keys", "tpubuild_models.*.facts",
-          "tpubuild_models.roberta", "tpubuild_models.torchtpu", "tpubuild_models.roberta.recipe")
+          "tpubuild_models.roberta", "tpubuild_models.torchtpu", "tpubuild_models.roberta.rules")
 #: What the plan of an action loads (plan and render): the request, the plan, its description.
 PLANNING = ("builder.commands.pipeline_cmds", "builder.planning.*", "builder.inputs", "builder.inputs.*",
             "builder.render", "builder.render.pipeline", "builder.render.yamlout")
