@@ -85,9 +85,11 @@ COMMON = ("builder", "builder.cli", "builder.commands", "builder.commands.verb",
           "builder.catalogue", "builder.catalogue.*", "builder.planning", "builder.planning.applied",
           "dotenv", "dotenv.*", "tpubuild_models", "tpubuild_models.*.keys", "tpubuild_models.*.facts",
           "tpubuild_models.roberta", "tpubuild_models.torchtpu", "tpubuild_models.roberta.rules")
-#: What the plan of an action loads (plan and render): the request, the plan, its description.
+#: What the plan of an action loads (plan and render): the request, the plan, its description and
+#: its renderings (the render layer is offline by construction: the Cloud Build config, its YAML,
+#: the plan's other formats).
 PLANNING = ("builder.commands.pipeline_cmds", "builder.planning.*", "builder.inputs", "builder.inputs.*",
-            "builder.render", "builder.render.pipeline", "builder.render.yamlout")
+            "builder.render", "builder.render.*")
 
 #: verb -> (its arguments, the patterns of what it may load besides COMMON)
 BUDGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
