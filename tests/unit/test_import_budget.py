@@ -68,7 +68,7 @@ raise SystemExit(code)
 NEVER = ("builder.cloud", "builder.cloud.*", "google", "google.*", "grpc", "grpc.*", "proto", "proto.*",
          "requests", "requests.*", "urllib3", "urllib3.*", "hcl2", "hcl2.*")
 #: Standard-library modules kept off start-up (each costs milliseconds, and only a rarer path needs
-#: it: a typo's "did you mean", package metadata, the help formatter's terminal width).
+#: it: a typo's "did you mean", package metadata, the network and the event loop the clients use).
 HEAVY = ("difflib", "importlib.metadata", "pkg_resources", "asyncio", "email", "http", "ssl",
          "socket", "concurrent", "multiprocessing")
 #: Standard-library modules kept off the start-up of the verbs not named: hashlib loads OpenSSL
