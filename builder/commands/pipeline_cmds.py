@@ -13,7 +13,6 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from builder.cloud.interrupted import lines
 from builder.commands import load_settings
 from builder.config.candidates import acting
 from builder.config.later import refuse_changes
@@ -111,6 +110,8 @@ def run_plan(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(as_text(info, bold=_bold_style()))
         if stopped is not None:
+            from builder.cloud.interrupted import lines
+
             sys.stdout.write("\nA build stopped half way (docs/safety.md, \"Kill it anywhere, run it again\"):\n"
                              + "".join(f"{line}\n" for line in lines(stopped)))
     if args.check:
