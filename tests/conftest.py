@@ -32,6 +32,9 @@ EXAMPLES = REPO / "examples"
 #: scripts it starts, so the calendar examples' "+14d" and the goldens read the same dates on any day.
 TODAY = "2026-11-28T00:00:00Z"
 os.environ["TPUBUILD_NOW"] = TODAY
+#: Every test prices from the bundled snapshot (builder/data/prices.json) unless it writes a catalogue cache
+#: of its own: a `tpubuild prices update` on this machine never changes what the suite sees.
+os.environ["TPUBUILD_PRICES_CACHE"] = str(REPO / "tests" / "data" / "billing" / "no-cache")
 
 
 def rewrite_env(base_text: str, **overrides: str | None) -> str:
