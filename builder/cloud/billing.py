@@ -3,7 +3,8 @@
 Auth, in order: ``api_key`` (``tpubuild prices update --api-key``, else ``TPUBUILD_BILLING_API_KEY``): the
 catalogue is public data and an API key reads it (https://cloud.google.com/billing/docs/how-to/get-pricing-information-api);
 an ``http://`` ``endpoint`` (a local fake, a mirror): no credentials; otherwise Application Default
-Credentials. ``endpoint`` (``--endpoint``) replaces ``cloudbilling.googleapis.com``.
+Credentials. ``endpoint`` (``--endpoint``, else ``TPUBUILD_BILLING_ENDPOINT`` as builder/cloud/clients.py's
+other endpoints) replaces ``cloudbilling.googleapis.com``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ def catalog(api_key: str | None = None, endpoint: str | None = None) -> Any:
     from google.cloud import billing_v1
 
     options: dict[str, Any] = {}
+    endpoint = endpoint or clients.emulated("TPUBUILD_BILLING_ENDPOINT")
     if endpoint:
         options["api_endpoint"] = endpoint
     if endpoint and endpoint.startswith("http://"):
