@@ -16,7 +16,8 @@ How each verb runs (nothing reaches Google):
   exact script (tests/shell/ executes such scripts against sandboxed hosts);
 * cloud verbs (initialize, status, unlock, submit, dispatch, finalize, ttl) against the local
   fakes (tests/support/fakes), after ``initialize`` where they need the state bucket; ``prices update``
-  against the Billing Catalog's fake (its ``--endpoint``, when an example names one, is the fake's); a build
+  against the Billing Catalog's fake (its ``--endpoint``, when an example names one, is the fake's);
+  ``capacity --calendar`` against the calendar-mode advice fake (every zone recommended); a build
   that succeeds runs the pipeline's ``finalize`` (releasing the lock); ``ttl``'s premise, an
   environment with a TTL (ENV_TTL_HOURS and its Scheduler job), is made true first;
 * the rest (validate, plan, render, trigger, bootstrap, migrate, guard) as written.
@@ -157,8 +158,9 @@ def _values(words: list[str]) -> str:
 class Session:
     """Runs the examples of one place against the fakes, preparing what each verb needs once."""
 
-    def __init__(self, cli: Callable[..., tuple[int, str, str]], fakes: Fakes, scheduler, catalog=None) -> None:
-        self.cli, self.fakes, self.scheduler, self.catalog = cli, fakes, scheduler, catalog
+    def __init__(self, cli: Callable[..., tuple[int, str, str]], fakes: Fakes, scheduler, catalog=None,
+                 advice=None) -> None:
+        self.cli, self.fakes, self.scheduler, self.catalog, self.advice = cli, fakes, scheduler, catalog, advice
         self.initialized: set[str] = set()
         self.values = "values.env"
         fakes.google.on_done = self.finalize
@@ -213,6 +215,8 @@ class Session:
             self.ttl_job(values)
         if verb == "run":
             check_script_flags(words)
+        if verb == "capacity" and "--endpoint" not in words:  # calendar-mode advice: its fake
+            words = [*words, "--endpoint", self.advice.url]
         if verb == "prices" and "--endpoint" in words:
             words = [*words[:words.index("--endpoint") + 1], self.catalog.url, *words[words.index("--endpoint") + 2:]]
         if verb in HOST_VERBS and "--dry-run" not in words:
@@ -254,6 +258,15 @@ def scheduler(monkeypatch: pytest.MonkeyPatch):
 
 
 @pytest.fixture
+def advice():
+    from tests.support.fakes.advice import FakeAdvice
+
+    fake = FakeAdvice({}, default=("RECOMMENDED", "2026-12-12T00:00:00Z", "2026-12-19T00:00:00Z")).start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
 def catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     from tests.support.fakes.billing import FakeCatalog
 
@@ -266,8 +279,8 @@ def catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 @pytest.mark.parametrize("where,commands", EXAMPLES, ids=[w for w, _ in EXAMPLES])
 def test_example_runs(where: str, commands: list[list[str]], workspace: Path, fakes: Fakes, scheduler, catalog,
-                      cli) -> None:
-    session = Session(cli, fakes, scheduler, catalog)
+                      advice, cli) -> None:
+    session = Session(cli, fakes, scheduler, catalog, advice)
     for words in commands:
         code, out, err = session.run(words)
         assert code == 0, f"{where}: tpubuild {shlex.join(words)}\nexit {code}\n{err}{out[-2000:]}"
