@@ -85,3 +85,28 @@ def test_an_unknown_service_or_a_dead_endpoint_is_one_line_and_the_cache_is_kept
     assert code == 1 and "Billing Catalog" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     code, _out, err = cli("prices", "update", "--endpoint", fake.url)  # the server is gone
     assert code == 1 and len(err.strip().splitlines()) == 1 and not list(cache.glob("prices-*.json"))
+
+
+def test_show_lists_each_figure_with_its_source(cli, cache) -> None:
+    code, out, _ = cli("prices", "show", "--generation", "tpu7x")
+    assert code == 0 and "from the bundled snapshot builder/data/prices.json (catalogue of 2026-11-28)" in out
+    assert out.count('SKU 0F71-4391-B6CA "TPU7x running in Americas", effective 2026-06-14') == 3  # each region listed
+    code, out, _ = cli("prices", "show", "--generation", "v3")
+    assert code == 0 and "the bundled snapshot's tpu_chip_hour.v3.on-demand.us-central1 (no catalogue SKU" in out
+    code, raw, _ = cli("prices", "show", "--generation", "v6e", "--region", "asia-northeast1", "--format", "json")
+    rows = {r["mode"]: r for r in json.loads(raw)["chip_hour"]}
+    assert rows["flex-start"]["bound"] == "at most" and "no published v6e flex-start price" in rows["flex-start"]["why"]
+    assert rows["spot"]["price"] == 0.94352 and "the day's price" in rows["spot"]["why"]
+    code, _out, err = cli("prices", "show", "--generation", "v9")
+    assert code == 2 and "--generation" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_cache_older_than_the_bundled_snapshot_or_unreadable_is_not_read(cli, cache) -> None:
+    from builder.catalogue import cost
+
+    cache.mkdir()
+    (cache / "prices-2026-01-01.json").write_text(json.dumps(
+        {"retrieved": "2026-01-01T00:00:00Z", "catalogue": {}, "matched": {"tpu_chip_hour": {}, "skus": {}}}))
+    assert cost.table()["source"]["kind"] == "bundled"
+    (cache / "prices-2026-12-01.json").write_text("{not json")
+    assert cost.table()["source"]["kind"] == "bundled"
