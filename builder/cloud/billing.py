@@ -13,6 +13,7 @@ from typing import Any
 
 from builder.cloud import clients
 from builder.cloud.errors import cloud_call
+from builder.facts.errors import WorldError
 
 API_KEY_VARIABLE = "TPUBUILD_BILLING_API_KEY"
 
@@ -32,7 +33,12 @@ def catalog(api_key: str | None = None, endpoint: str | None = None) -> Any:
     if api_key:
         options["api_key"] = api_key
         return billing_v1.CloudCatalogClient(transport="rest", client_options=options)
-    return billing_v1.CloudCatalogClient(transport="rest", credentials=clients.credentials(), client_options=options)
+    try:
+        credentials = clients.credentials()
+    except WorldError as exc:
+        raise WorldError(f"the Cloud Billing Catalog needs an API key or credentials: pass --api-key or set "
+                         f"{API_KEY_VARIABLE} (a Google Cloud API key of a project with the Cloud Billing API enabled); else: {exc}") from None
+    return billing_v1.CloudCatalogClient(transport="rest", credentials=credentials, client_options=options)
 
 
 def list_skus(service: str, *, api_key: str | None = None, endpoint: str | None = None) -> list[dict[str, Any]]:

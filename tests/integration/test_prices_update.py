@@ -110,3 +110,9 @@ def test_a_cache_older_than_the_bundled_snapshot_or_unreadable_is_not_read(cli, 
     assert cost.table()["source"]["kind"] == "bundled"
     (cache / "prices-2026-12-01.json").write_text("{not json")
     assert cost.table()["source"]["kind"] == "bundled"
+
+
+def test_no_key_and_no_credentials_is_one_line_naming_both_ways(cli, cache, no_cloud) -> None:
+    code, _out, err = cli("prices", "update")
+    assert code == 1 and len(err.strip().splitlines()) == 1
+    assert "--api-key" in err and "TPUBUILD_BILLING_API_KEY" in err and "gcloud auth application-default login" in err
