@@ -87,13 +87,33 @@ def _rows(generation: str | None, region: str | None) -> list[dict[str, Any]]:
     return out
 
 
+#: The hand-kept per-month rows ``show`` lists after the chip-hour figures (not matched from the catalogue yet).
+MONTHLY = {"filestore_gib_month": "GiB-month", "disk_gb_month": "GB-month", "kept_gb_month": "GB-month"}
+
+
+def _monthly(region: str | None) -> list[dict[str, Any]]:
+    data = cost.table()
+    out = []
+    for kind, unit in MONTHLY.items():
+        for name, row in data[kind].items():
+            if name.startswith("_"):
+                continue
+            where = region or row["default_region"]
+            value, approx = cost.per_month(kind, name, where)
+            out.append({"row": f"{kind}.{name}", "region": where, "price": value, "approximate": approx, "unit": unit,
+                        "confirmed": cost.confirmed(f"{kind}.{name}.price.{where}")})
+    return out
+
+
 def show(args: argparse.Namespace) -> int:
     if args.api_key or args.endpoint:
         raise BadInput("--api-key/--endpoint: only `tpubuild prices update` reads the catalogue; drop them from `show`")
     data = cost.table()
     rows = _rows(args.generation, args.region)
+    monthly = [] if args.generation else _monthly(args.region)
     if args.format == "json":
-        print(json.dumps({"source": data["source"], "currency": data["currency"], "chip_hour": rows}, indent=2))
+        print(json.dumps({"source": data["source"], "currency": data["currency"], "chip_hour": rows,
+                          "per_month": monthly}, indent=2))
         return 0
     print(f"TPU prices per chip-hour in {data['currency']} from {data['source']['text']}:")
     for r in rows:
@@ -101,4 +121,10 @@ def show(args: argparse.Namespace) -> int:
                   else f"{cost.bound_prefix(r['bound'])}{cost.rate(r['price'], r['approximate'])}")
         tail = f"  ({r['why']})" if r["why"] else ""
         print(f"  {r['generation']:<6} {r['mode']:<13} {r['region']:<20} {figure:<14} {r['basis'] or '-'}{tail}")
+    if monthly:
+        print(f"Per month, hand-kept rows of the bundled snapshot (not read from the catalogue; checked "
+              f"{data.get('verification', {}).get('checked', 'never')}):")
+    for m in monthly:
+        figure = "no price" if m["price"] is None else f"{cost.rate(m['price'], m['approximate'])}/{m['unit']}"
+        print(f"  {m['row']:<40} {m['region']:<20} {figure}{'' if m['confirmed'] else ' (unconfirmed)'}")
     return 0

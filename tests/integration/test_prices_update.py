@@ -116,3 +116,11 @@ def test_no_key_and_no_credentials_is_one_line_naming_both_ways(cli, cache, no_c
     code, _out, err = cli("prices", "update")
     assert code == 1 and len(err.strip().splitlines()) == 1
     assert "--api-key" in err and "TPUBUILD_BILLING_API_KEY" in err and "gcloud auth application-default login" in err
+
+
+def test_show_lists_the_hand_kept_monthly_rows_as_such(cli, cache) -> None:
+    code, out, _ = cli("prices", "show", "--region", "us-central1")
+    assert code == 0 and "Per month, hand-kept rows of the bundled snapshot (not read from the catalogue" in out
+    assert re.search(r"kept_gb_month\.snapshot +us-central1 +\$0\.05/GB-month", out)
+    code, raw, _ = cli("prices", "show", "--format", "json")
+    assert {"filestore_gib_month.BASIC_HDD", "kept_gb_month.bucket"} <= {m["row"] for m in json.loads(raw)["per_month"]}
