@@ -1,18 +1,13 @@
-"""What an environment costs per hour, from the list prices in ``builder/data/prices.json``.
+"""What an environment costs per hour, from the freshest price table (builder/catalogue/price_source.py:
+the Billing Catalog cache of ``tpubuild prices update``, else the bundled ``builder/data/prices.json``).
 
-``estimate(settings, modules)`` returns the hourly cost of the given plan modules, each priced by
-the items its catalogue entry lists in ``prices`` (the TPU per chip-hour by generation, region and
-provisioning model, on the module that holds the chips; the node architecture's worker VMs;
-Filestore per GiB-month; the shared PD per GB-month; monthly prices are divided by
-``hours_per_month``). A price the table does not have is *unknown*: the item says so and names
-the source page, and the total is a lower bound marked ``+ unknown``; nothing is ever priced $0.
-Prices for a region the table does not list are the ``default_region``'s, marked ``~``.
-A price that is not listed in the file's ``verification.confirmed`` (found in Google's own page
-text, with the quote) is shown as ``(unconfirmed)``: an estimate, never a fact.
-
-The lookup is keyed by ``(generation, provisioning, region)``: ``provisioning(settings)`` reads
-``TPU_PROVISIONING`` when values.env has it, else the TPU_SPOT / TPU_PREEMPTIBLE /
-TPU_RESERVED flags. Pure: reads only the packaged data files (once).
+``estimate(settings, modules)`` prices each plan module by the items its catalogue entry lists in
+``prices`` (the TPU per chip-hour by generation, region and provisioning model, :func:`tpu_price`; the
+node's worker VMs; Filestore per GiB-month; the shared PD per GB-month, ÷ ``hours_per_month``). A price
+the table lacks is *unknown* (the item says why, the total reads ``+ unknown``; never $0); another
+region's figure is marked ``~``; a TPU figure matched from a SKU, or listed in ``verification.confirmed``,
+is confirmed, any other is ``(unconfirmed)``. ``provisioning(settings)`` reads ``TPU_PROVISIONING``,
+else the TPU_SPOT / TPU_PREEMPTIBLE / TPU_RESERVED flags. Reads files only (price_source.py).
 """
 
 from __future__ import annotations
