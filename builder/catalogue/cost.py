@@ -3,7 +3,7 @@ the Billing Catalog cache of ``tpubuild prices update``, else the bundled ``buil
 
 ``estimate(settings, modules)`` prices each plan module by the items its catalogue entry lists in
 ``prices`` (the TPU per chip-hour by generation, region and provisioning model, :func:`tpu_price`; the
-node's worker VMs; Filestore per GiB-month; the shared PD per GB-month, ÷ ``hours_per_month``). A price
+node's worker VMs; Filestore per GiB-month; the shared PD per GB-month, divided by ``hours_per_month``). A price
 the table lacks is *unknown* (the item says why, the total reads ``+ unknown``; never $0); another
 region's figure is marked ``~``; a TPU figure matched from a SKU, or listed in ``verification.confirmed``,
 is confirmed, any other is ``(unconfirmed)``. ``provisioning(settings)`` reads ``TPU_PROVISIONING``,
