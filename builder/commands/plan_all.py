@@ -16,7 +16,7 @@ import json
 import sys
 from typing import Any
 
-from builder.catalogue.cost import money
+from builder.catalogue import cost
 from builder.commands import warn
 from builder.commands.compare import auto_plan, has_credentials, previous
 from builder.config import environments
@@ -48,15 +48,15 @@ def _total(cost: dict[str, Any] | None) -> tuple[str | None, float | None]:
     return cost["total"], cost["hourly_known"]
 
 
-def _worst(cost: dict[str, Any]) -> dict[str, Any]:
+def _worst(figures: dict[str, Any]) -> dict[str, Any]:
     """The row's worst case (a candidate list: what the environment costs per hour if the slice
     lands in the dearest candidate, as its own plan says; builder/planning/candidate_table.py), or
     nothing with one candidate."""
-    worst = (cost.get("candidates") or {}).get("worst")
+    worst = (figures.get("candidates") or {}).get("worst")
     if worst is None:
         return {"cost_worst": None, "hourly_worst": None}
     most = "at most " if worst["bound"] in (None, "at most") else f"{worst['bound']} "
-    return {"cost_worst": f"{most}{money(worst['hourly'], worst['approximate'])}/h in {worst['zone']} {worst['mode']}",
+    return {"cost_worst": f"{most}{cost.money(worst['hourly'], worst['approximate'])}/h in {worst['zone']} {worst['mode']}",
             "hourly_worst": worst["hourly"]}
 
 
@@ -118,7 +118,8 @@ def as_text(rows: list[dict[str, Any]]) -> str:
     widths = [max(len(t[i]) for t in table) for i in range(3)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(t[:3], widths)) + "  " + t[3] for t in table]
     notes = [f"  {r['path']}: {r['why']}" for r in rows if r["action"] in ("unknown", "refused")]
-    return "\n".join(lines + (["", "why:", *notes] if notes else [])) + "\n"
+    source = f"list prices from {cost.table()['source']['text']}"
+    return "\n".join(lines + ["", source] + (["", "why:", *notes] if notes else [])) + "\n"
 
 
 def run_plan_all(args: argparse.Namespace) -> int:
@@ -130,7 +131,7 @@ def run_plan_all(args: argparse.Namespace) -> int:
             warn(warning)
     rows = [row(env) for env in envs]
     if args.format == "json":
-        sys.stdout.write(json.dumps({"environments": rows}, indent=2) + "\n")
+        sys.stdout.write(json.dumps({"environments": rows, "prices": cost.table()["source"]}, indent=2) + "\n")
     else:
         sys.stdout.write(as_text(rows))
     refused = [r for r in rows if r["action"] == "refused"]

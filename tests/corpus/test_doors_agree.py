@@ -61,7 +61,7 @@ EDITS: tuple[dict[str, str | None], ...] = (
 #: Every verb that reads a values file but refuses nothing a build of it would, beyond ``load``
 #: (which every door runs first): what they act on already exists, or they print no build.
 NOT_DOORS = frozenset({"status", "logs", "stop", "run", "profile", "ttl", "unlock", "guard", "finalize",
-                       "check-capacity", "migrate", "initialize", "bootstrap"})
+                       "check-capacity", "migrate", "initialize", "bootstrap", "capacity", "prices"})
 #: For each gate row, a case that fires it: (base, edit, door, action).
 ROW_CASES: dict[str, tuple[Path, dict[str, str | None], str, str]] = {
     "legacy-node": (NODE, {}, "plan", "create"),
