@@ -18,6 +18,7 @@ from builder.commands import load_settings
 from builder.config.candidates import acting
 from builder.config.later import refuse_changes
 from builder.facts.actions import APPLYING, Action
+from builder.facts.errors import BadInput
 from builder.planning import request
 from builder.planning.describe import INITIALIZE_NOTE, as_text, describe
 from builder.render import pipeline, yamlout
@@ -68,8 +69,31 @@ def run_render(args: argparse.Namespace) -> int:
         return 0
     config = pipeline.render(settings, plan, allow_data_loss=args.allow_data_loss, allow_wipe=args.allow_wipe)
     out = yamlout.to_json(config) if args.format == "json" else yamlout.to_yaml(config)
+    _write_scripts(config, getattr(args, "scripts", ""))  # first: a folder it cannot write prints no config
     sys.stdout.write(out)
     return 0
+
+
+def _write_scripts(config: dict, folder: str) -> None:
+    """The scripts ``config``'s steps run from the source (builder/inputs/build_limits.py): written
+    under ``folder`` with ``--scripts``, else named on stderr (they are not in the config)."""
+    from pathlib import Path
+
+    from builder.inputs import build_limits
+
+    shipped = build_limits.referenced(json.dumps(config))
+    for path, data in shipped.items():
+        if folder:
+            target = Path(folder) / path
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            except OSError as exc:
+                raise BadInput(f"--scripts {folder}: cannot write {path} ({exc.strerror or exc}); "
+                               "name a folder you can write") from None
+        else:
+            print(f"tpubuild: render: {path} ships in the build's source (too long for one argument); "
+                  "--scripts DIR writes it", file=sys.stderr)
 
 
 def run_plan(args: argparse.Namespace) -> int:

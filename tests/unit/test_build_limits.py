@@ -153,3 +153,37 @@ def test_the_longest_queued_wait_still_nests():
     settings = load_text(text, EXAMPLES / "vm-v4-32.env")
     for _action, _tpu, _mig, config in renderings(settings):
         assert longest_path(config) <= seconds(config["timeout"]) <= MAX_PIPELINE_TIMEOUT
+
+
+@pytest.mark.parametrize("name, step", [("mig-v6e-16-failover.env", "mig-apply"), ("mig-v6e-16-spot.env", "health-check")])
+def test_the_source_submit_packs_carries_each_shipped_script(name, step):
+    """What submit and dispatch upload (prepare's tarball) holds the file the pipeline's step, or
+    the health body in the tfvars, runs; byte for byte the script rendered."""
+    from builder.commands.submit import prepare
+    from builder.planning.request import parse
+
+    settings = load(EXAMPLES / name)
+    prepared = prepare(settings, parse(settings, "create"))
+    steps = prepared.config["steps"] if step == "mig-apply" else recovery.build_request(settings)["steps"]
+    [arg] = [st["args"][1] for st in steps if st["id"] == step]
+    path = build_limits.shipped_path(arg)
+    assert path in prepared.src.names
+    import gzip
+    import io
+    import tarfile
+
+    with tarfile.open(fileobj=io.BytesIO(gzip.decompress(prepared.src.tgz))) as tar:
+        assert tar.extractfile(path).read().decode() == build_limits.shipped(path)
+
+
+def test_render_names_a_shipped_script_and_writes_it_with_scripts(cli, tmp_path):
+    values = EXAMPLES / "mig-v6e-16-failover.env"
+    code, out, err = cli("render", "--values", values)
+    [path] = [p for p in build_limits.referenced(out)]
+    assert code == 0 and f"tpubuild: render: {path} ships in the build's source" in err
+    code, out2, err = cli("render", "--values", values, "--scripts", tmp_path)
+    assert code == 0 and out2 == out and err == ""
+    assert (tmp_path / path).read_text() == build_limits.shipped(path)
+    (tmp_path / "file").write_text("")
+    code, out, err = cli("render", "--values", values, "--scripts", tmp_path / "file")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "--scripts" in err

@@ -4,6 +4,7 @@ examples:
   tpubuild render --action create > pipeline.yaml
   tpubuild render --action update --tpu --format json
   tpubuild render --action auto --applied old.env  the pipeline auto would submit (nothing: exit 0)
+  tpubuild render --scripts out/                    also write the step scripts that ship as files
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-wipe", action="store_true",
                    help="let the seeder wipe a shared PD that already holds data (_ALLOW_WIPE=true)")
     p.add_argument("--format", choices=("yaml", "json"), default="yaml", help="output format (default: yaml)")
+    p.add_argument("--scripts", metavar="DIR", default="",
+                   help="write the step scripts too long for an argument, which submit packs in the source, "
+                        "under DIR (DIR/.tpubuild/scripts/...)")
 
 
 VERB = Verb.of(__doc__, "render", Group.USER, 3, "print the Cloud Build config of an action",
