@@ -1,5 +1,5 @@
 """``tpubuild check-capacity``: the pipeline's first step, and ``tpubuild plan --check`` from a
-workstation. It reads the quota the slice uses (``builder.planning.capacity`` says which and what the value
+workstation. It checks first that the hosts will reach what they install (:func:`hosts_reach`), then reads the quota the slice uses (``builder.planning.capacity`` says which and what the value
 means; ``builder.cloud.quotas`` reads it) and, on mig, the reservation or calendar-mode request it
 consumes (``builder.cloud.reservations``), and refuses, exit 1 with one line, when they cannot hold
 the slice. A quota or reservation tpubuild does not know, or cannot read, is said and not refused.
@@ -10,13 +10,13 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from builder.cloud import clients, quotas, reservations, snapshot
+from builder.cloud import clients, network, quotas, reservations, snapshot
 from builder.commands import applied_or_warn, load_settings, say, warn
 from builder.config.calendar import resolve_start
 from builder.config.candidates import at
 from builder.config.replace import MAKE_BEFORE_BREAK
 from builder.facts.errors import WorldError
-from builder.planning import capacity
+from builder.planning import capacity, egress
 from builder.planning.capacity_outcome import Outcome, advice_line, advice_request, verdict_line
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,6 +34,7 @@ def check(settings: Settings, running: Settings | None = None) -> list[Outcome]:
     passes when one of them can hold the slice (it says which); it fails, one line naming each
     candidate's refusal, when none can (:func:`conclude`). A single candidate reads and prints
     exactly what it always did. Returns every candidate's outcome."""
+    hosts_reach(settings)
     if len(settings.candidates) <= 1:
         outcome = _assess(settings, running, {})
         _print(outcome.said)
@@ -47,6 +48,32 @@ def check(settings: Settings, running: Settings | None = None) -> list[Outcome]:
             say(f"tpubuild: capacity: {o.label}: refused: {o.refusal}")
     conclude(outcomes)
     return outcomes
+
+
+def hosts_reach(settings: Settings) -> None:
+    """The hosts' egress preflight (builder/planning/egress.py): in every region of the candidate
+    list, the subnetwork gives hosts without external IPs Private Google Access and a Cloud NAT;
+    ``WorldError`` (exit 1, one line) where it does not, before anything is billed. Said and not
+    refused where Compute Engine does not let these credentials read it."""
+    if settings.arch == "node":
+        return
+    if settings.tpu_external_ips:
+        say("tpubuild: network: the hosts have external IPs (TPU_EXTERNAL_IPS): they reach Google APIs and the "
+            "internet directly")
+        return
+    name = egress.subnet_name(settings.network, settings.subnetwork)
+    for region in dict.fromkeys(c.region for c in settings.candidates):
+        try:
+            subnet = network.subnetwork(settings.project_id, region, name)
+            routers = network.routers(settings.project_id, region) if subnet is not None else []
+        except quotas.NotReadable as exc:
+            warn(f"network not checked: {exc}; hosts without Private Google Access or Cloud NAT stop at boot")
+            continue
+        refused, line = egress.refusal(settings.project_id, region, settings.network, settings.subnetwork,
+                                       subnet, routers)
+        if refused:
+            raise WorldError(refused)
+        say(f"tpubuild: network: {line}")
 
 
 def assess_all(settings: Settings, running: Settings | None = None) -> list[Outcome]:

@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from builder.cloud.interrupted import lines
@@ -19,6 +20,7 @@ from builder.config.candidates import acting
 from builder.config.later import refuse_changes
 from builder.facts.actions import APPLYING, Action
 from builder.facts.errors import BadInput
+from builder.inputs import build_limits
 from builder.planning import request
 from builder.planning.describe import INITIALIZE_NOTE, as_text, describe
 from builder.render import pipeline, yamlout
@@ -77,10 +79,6 @@ def run_render(args: argparse.Namespace) -> int:
 def _write_scripts(config: dict, folder: str) -> None:
     """The scripts ``config``'s steps run from the source (builder/inputs/build_limits.py): written
     under ``folder`` with ``--scripts``, else named on stderr (they are not in the config)."""
-    from pathlib import Path
-
-    from builder.inputs import build_limits
-
     shipped = build_limits.referenced(json.dumps(config))
     for path, data in shipped.items():
         if folder:
@@ -125,12 +123,13 @@ def run_plan(args: argparse.Namespace) -> int:
             sys.stdout.write("\nA build stopped half way (docs/safety.md, \"Kill it anywhere, run it again\"):\n"
                              + "".join(f"{line}\n" for line in lines(stopped)))
     if args.check:
-        from builder.commands.capacity import check, conclude
+        from builder.commands.capacity import check, conclude, hosts_reach
 
         sys.stdout.flush()
         if outcomes is None:
             check(settings, running)
         else:
+            hosts_reach(settings)
             conclude(outcomes)
     return 0
 
