@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from builder.cloud import clients, network, quotas, reservations, snapshot
+from builder.catalogue import modules as catalogue
+from builder.cloud import clients, network, quotas, regions, reservations, snapshot
 from builder.commands import applied_or_warn, load_settings, say, warn
 from builder.config.calendar import resolve_start
 from builder.config.candidates import at
@@ -35,6 +36,7 @@ def check(settings: Settings, running: Settings | None = None) -> list[Outcome]:
     candidate's refusal, when none can (:func:`conclude`). A single candidate reads and prints
     exactly what it always did. Returns every candidate's outcome."""
     hosts_reach(settings)
+    regions_offer(settings)
     if len(settings.candidates) <= 1:
         outcome = _assess(settings, running, {})
         _print(outcome.said)
@@ -74,6 +76,33 @@ def hosts_reach(settings: Settings) -> None:
         if refused:
             raise WorldError(refused)
         say(f"tpubuild: network: {line}")
+
+
+def regions_offer(settings: Settings) -> None:
+    """The regional-availability preflight (builder/planning/egress.py ``services``): every
+    regional service the environment makes is offered where it would be made, by the service's
+    own locations API; ``WorldError`` (exit 1, one line) where one is not. Said and not refused
+    where a service's locations cannot be read."""
+    if settings.arch == "node":
+        return
+    wanted = frozenset(sp.name for sp in catalogue.specs(settings.arch) if sp.is_wanted(settings))
+    found: dict[str, frozenset[str] | None] = {}
+    for service, region, what in egress.services(settings, wanted):
+        if service not in found:
+            try:
+                found[service] = regions.offered(service, settings.project_id, egress.SERVICES[service][0])
+            except quotas.NotReadable as exc:
+                warn(f"region not checked: {exc}; a region without it refuses at its apply")
+                found[service] = None
+        offered = found[service]
+        if offered is None:
+            continue
+        refused = egress.region_refusal(service, region, what, offered)
+        if refused:
+            raise WorldError(refused)
+    said = sorted({f"{egress.SERVICES[s][0]} in {r}" for s, r, _w in egress.services(settings, wanted) if found.get(s)})
+    if said:
+        say(f"tpubuild: regions: offered: {', '.join(said)}")
 
 
 def assess_all(settings: Settings, running: Settings | None = None) -> list[Outcome]:

@@ -123,13 +123,14 @@ def run_plan(args: argparse.Namespace) -> int:
             sys.stdout.write("\nA build stopped half way (docs/safety.md, \"Kill it anywhere, run it again\"):\n"
                              + "".join(f"{line}\n" for line in lines(stopped)))
     if args.check:
-        from builder.commands.capacity import check, conclude, hosts_reach
+        from builder.commands.capacity import check, conclude, hosts_reach, regions_offer
 
         sys.stdout.flush()
         if outcomes is None:
             check(settings, running)
         else:
             hosts_reach(settings)
+            regions_offer(settings)
             conclude(outcomes)
     return 0
 

@@ -1,5 +1,6 @@
 """What the hosts need of their network before the slice is billed, and what a subnetwork and
-its region's Cloud Routers answer to it (pure: ``builder/cloud/network.py`` reads them, the
+its region's Cloud Routers answer to it; and which regional services the environment uses where
+(:func:`services`, the regional-availability preflight) (pure: ``builder/cloud/network.py`` reads them, the
 capacity check, ``tpubuild check-capacity``, asks; docs/cloud.md, "The hosts' network").
 
 Decision: check, do not create. A Cloud NAT is per region and network, often shared with other
@@ -78,3 +79,35 @@ def refusal(project: str, region: str, network: str, subnetwork: str, subnet: di
     router, nat = nats[0]
     return "", (f"the hosts reach Google APIs and the internet from subnetwork {name} in {region}: Private Google "
                 f"Access on, Cloud NAT {nat} on router {router}")
+
+
+#: service key (builder/cloud/regions.py) → how a line names it, and its locations page.
+SERVICES = {"scheduler": ("Cloud Scheduler", "cloud.google.com/scheduler/docs/locations"),
+            "filestore": ("Filestore", "cloud.google.com/filestore/docs/regions"),
+            "artifactregistry": ("Artifact Registry", "cloud.google.com/artifact-registry/docs/repositories/repo-locations")}
+
+
+def services(settings: Any, wanted: frozenset[str]) -> list[tuple[str, str, str]]:
+    """(service key, region, what needs it) of every regional service the environment makes:
+    the builder image's Artifact Registry repository and Filestore (``wanted``: the modules a
+    create makes) in REGION, the TTL's and the health check's Cloud Scheduler jobs in the region
+    of every candidate (the slice's module makes them where it makes the slice)."""
+    s = settings
+    out = [("artifactregistry", s.region, f"the builder image's repository {s.image_repository}")]
+    if "filestore" in wanted:
+        out.append(("filestore", s.region, f"the Filestore instance {s.filestore_name}"))
+    if s.env_ttl_hours or s.recovery:
+        what = " and ".join(w for w, on in (("ENV_TTL_HOURS", s.env_ttl_hours), ("TPU_RECOVERY", s.recovery)) if on)
+        for region in dict.fromkeys(c.region for c in s.candidates):
+            out.append(("scheduler", region, f"the Cloud Scheduler jobs of {what}"))
+    return out
+
+
+def region_refusal(service: str, region: str, what: str, offered: frozenset[str]) -> str:
+    """The line that refuses ``region`` for ``service`` (empty when ``offered`` has it)."""
+    if region in offered:
+        return ""
+    name, page = SERVICES[service]
+    return (f"{name} is not offered in {region} ({page}), where {what} would be made; choose a ZONE in a region "
+            f"that offers it (it does in {', '.join(sorted(r for r in offered if r.count('-') == 1)[:6]) or 'none listed'}"
+            f"{', ...' if len(offered) > 6 else ''})")

@@ -110,6 +110,7 @@ class FakeQuotas(LocalHttpServer):
         #: ready one (Private Google Access on, a Cloud NAT for all subnets), so a test about something
         #: else passes the hosts' egress preflight; None answers 404 as for any unknown resource
         self.ready_network: str | None = "default"
+        self.locations: dict[str, Any] = {}  # serving(): service → its FakeLocations
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -149,9 +150,16 @@ class FakeQuotas(LocalHttpServer):
 
 
 def serving(monkeypatch: Any) -> Iterator[FakeQuotas]:
-    """A started FakeQuotas that tpubuild's Quotas and Compute clients talk to (for a pytest fixture)."""
+    """A started FakeQuotas that tpubuild's Quotas and Compute clients talk to (for a pytest
+    fixture), and the locations APIs the regional-availability preflight reads
+    (tests/support/fakes/locations.py, every region offered: ``fake.locations[service]``)."""
+    from tests.support.fakes import locations
+
     fake = FakeQuotas().start()
     monkeypatch.setenv("TPUBUILD_QUOTAS_ENDPOINT", f"{fake.url}/v1")
     monkeypatch.setenv("TPUBUILD_COMPUTE_ENDPOINT", f"{fake.url}/compute/v1")
+    served = locations.serving(monkeypatch)
+    fake.locations = next(served)
     yield fake
     fake.stop()
+    next(served, None)
