@@ -7,11 +7,9 @@ shipped examples use, and their zones for Filestore, which lists both); ``denied
 from __future__ import annotations
 
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from typing import Any
-from urllib.parse import urlsplit
 
-from tests.support.fakes.local import LocalHttpServer, send_json
+from tests.support.fakes.local import LocalHttpServer, error, get_handler
 
 #: Every region the shipped values files use (and a few more), offered by default.
 REGIONS = ("us-central1", "us-central2", "us-east1", "us-east4", "us-east5", "us-south1", "us-west1", "us-west4",
@@ -26,27 +24,16 @@ class FakeLocations(LocalHttpServer):
         self.offered: list[str] = list(REGIONS)
         self.denied = False
         self.requests: list[str] = []
-        fake = self
+        self._listen(get_handler(self._answer))
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:  # noqa: N802
-                path = urlsplit(self.path).path
-                fake.requests.append(path)
-                parts = path.strip("/").split("/")
-                if len(parts) != 4 or parts[0] != "v1" or parts[1] != "projects" or parts[3] != "locations":
-                    return send_json(self, 404, {"error": {"code": 404, "message": f"{path} not found",
-                                                           "status": "NOT_FOUND"}})
-                if fake.denied:
-                    return send_json(self, 403, {"error": {"code": 403, "message": "permission denied",
-                                                           "status": "PERMISSION_DENIED"}})
-                project = parts[2]
-                send_json(self, 200, {"locations": [{"name": f"projects/{project}/locations/{r}", "locationId": r}
-                                                    for r in fake.offered]})
-
-        self._listen(Handler)
+    def _answer(self, path: str) -> tuple[int, Any]:
+        self.requests.append(path)
+        parts = path.strip("/").split("/")
+        if len(parts) != 4 or parts[0] != "v1" or parts[1] != "projects" or parts[3] != "locations":
+            return 404, error(404, f"{path} not found", "NOT_FOUND")
+        if self.denied:
+            return 403, error(403, "permission denied", "PERMISSION_DENIED")
+        return 200, {"locations": [{"name": f"projects/{parts[2]}/locations/{r}", "locationId": r} for r in self.offered]}
 
 
 def serving(monkeypatch: Any) -> Iterator[dict[str, FakeLocations]]:
