@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""The README's "See before you pay" output, produced from the shipped files.
+"""docs/resize.md's "See before you pay" output (README's quickstart resize), produced from the shipped files.
 
 The story: the shipped values.env with the TTL on (:data:`APPLIED_EDITS`) was applied and saved as
 ``applied.env``; then the pod grows (:data:`CHANGE`). :func:`render` runs :data:`ARGV` in a
 temporary folder holding those two files, as a user would (no credentials, no colour), with the
-tpubuild of this checkout. ``tests/unit/test_readme.py`` compares README.md's block with it, the
+tpubuild of this checkout. ``tests/unit/test_readme.py`` compares docs/resize.md's block with it, the
 TTL's timestamp masked (:func:`mask`: it moves with the clock). Usage::
 
-    python tools/readme_plan.py            # exit 1 and a diff when README.md is stale
-    python tools/readme_plan.py --write    # rewrite the block in README.md
+    python tools/readme_plan.py            # exit 1 and a diff when docs/resize.md is stale
+    python tools/readme_plan.py --write    # rewrite the block in docs/resize.md
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-README = REPO / "README.md"
+README = REPO / "docs/resize.md"
 #: The heading whose first ```text block is the pasted output.
-HEADING = "### See before you pay"
+HEADING = "## See before you pay"
 #: What was applied: the shipped values.env with these keys set.
 APPLIED_EDITS = {"ENV_TTL_HOURS": "8"}
 #: The change the story plans, on top of what was applied.
@@ -68,7 +68,7 @@ def render() -> str:
 
 
 def block_span(text: str) -> tuple[int, int]:
-    """Start and end offsets of the pasted output in README.md's ``text``."""
+    """Start and end offsets of the pasted output in docs/resize.md's ``text``."""
     start = text.index("```text\n", text.index(HEADING)) + len("```text\n")
     return start, text.index("```", start)
 
@@ -80,7 +80,7 @@ def mask(output: str) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="rewrite README.md's block")
+    parser.add_argument("--write", action="store_true", help="rewrite docs/resize.md's block")
     args = parser.parse_args()
     text = README.read_text()
     start, end = block_span(text)
@@ -93,8 +93,8 @@ def main() -> int:
         print(f"{README.relative_to(REPO)}: up to date")
         return 0
     sys.stdout.writelines(difflib.unified_diff(text[start:end].splitlines(True), fresh.splitlines(True),
-                                               "README.md", "tpubuild " + " ".join(ARGV)))
-    print("README.md is stale: run python tools/readme_plan.py --write", file=sys.stderr)
+                                               str(README.relative_to(REPO)), "tpubuild " + " ".join(ARGV)))
+    print("docs/resize.md is stale: run python tools/readme_plan.py --write", file=sys.stderr)
     return 1
 
 

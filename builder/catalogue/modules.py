@@ -61,7 +61,10 @@ node). One :class:`ModuleSpec` per (plan module, directory) says:
   not wait for the rest; ``identity_from``: the plan modules whose ``identity`` step makes the
   account this module's hosts run as (it derives the email, reading no state of theirs): its apply
   waits for that step, and its first step after the apply for their apply (the roles, the firewall
-  rules), so nothing reaches the hosts before those exist (docs/pipeline.md, "The slice first").
+  rules), so nothing reaches the hosts before those exist (docs/pipeline.md, "The slice first");
+* ``resources``: the Terraform resource types its directory declares, its child modules' included
+  (a destroy-only root: those its state holds); builder/catalogue/permissions.py says which role
+  creates each, and ``initialize`` grants the builder account their union (builder/cloud/iam.py).
 
 Everything else is derived here: the module list, create and destroy DAGs and the destroy order
 per architecture (:func:`modules`, :func:`create_after`, :func:`destroy_after`,
@@ -84,6 +87,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.catalogue import dashboard_tiles as dash
 from builder.catalogue import status_rows as rows
+from builder.catalogue.permissions import HOST_FIREWALL, HOST_IDENTITY, SCHEDULED
 from builder.catalogue.module_parts import (AFTER, ASKS, BEFORE, BESIDE, GATE, INTERRUPTS, MOVES, SLICE_TEMPLATE, TPU_VM_REPLACED_BY,
                                   STORAGE, ExtraStep, StatusPart, backs_up, breaks_before_making, calendar_by_gcloud,
                                   capacity_request, filestore_what, reads_export, mig_attaches_disk, queued, runtime, share_lost,
@@ -161,6 +165,7 @@ class ModuleSpec:
     summary: Callable[[Settings], str] | None = None
     identity: str = ""
     identity_from: tuple[str, ...] = ()
+    resources: tuple[str, ...] = ()
 
     def is_wanted(self, settings: Settings) -> bool:
         """Whether create and update apply this module with these values (``wanted``)."""
@@ -171,7 +176,7 @@ class ModuleSpec:
 CATALOGUE: tuple[ModuleSpec, ...] = (
     ModuleSpec("filestore", "modules/filestore", ARCHS, filestore_what, keys=FILESTORE_KEYS, holds_data=True,
                apply_minutes=8.0,  # "several minutes" (Filestore docs); ~8 measured for BASIC_HDD
-               prices=("filestore",), grows="capacity_gb",
+               prices=("filestore",), grows="capacity_gb", resources=("google_filestore_instance",),
                replaced_by=frozenset({"project_id", "region", "zone", "name", "tier", "share_name", "network"}),
                data_resources=(("google_filestore_instance", "the Filestore share (checkpoints and preprocessed data)"),),
                status=(StatusPart("filestore", rows.filestore_row),), lost=share_lost,
@@ -180,7 +185,7 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
     ModuleSpec("shared_pd", "modules/shared_pd", ARCHS, shared_pd_what, keys=SHARED_PD_KEYS, apply_timeout=1800,
                apply_minutes=0.5,  # a disk: seconds
                holds_data=True, boot=("env_setup/seeder",),  # the seeder VM's script
-               prices=("disk",), grows="size_gb",
+               prices=("disk",), grows="size_gb", resources=("google_compute_disk", *HOST_IDENTITY),
                replaced_by=frozenset({"project_id", "zone", "name", "type", "snapshot"}),
                wanted=lambda s: s.shared_pd_attach,
                unwanted_why="no host attaches it (SHARED_PD_DISK_ATTACH=false)",
@@ -199,20 +204,23 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                # queue/unqueue: TPU_QUEUED; attach: the disk once seeded; swap/release/MOVES: TPU_REPLACE
                steps=(ExtraStep("unqueue", "destroy", BEFORE, queued), ExtraStep("queue", "apply", AFTER, queued),
                       ExtraStep("attach", "apply", AFTER, lambda s: s.shared_pd_attach), *MOVES),
-               scoped=True, tiles=dash.tpu_vm_tiles, ttl=True, summary=runtime),
+               scoped=True, tiles=dash.tpu_vm_tiles, ttl=True, summary=runtime,
+               resources=("google_tpu_v2_vm", *HOST_IDENTITY, *HOST_FIREWALL, *SCHEDULED)),
     # mig: tpu = the slice's access (identity, firewall, MIG reader role); mig = the slice (docs/pipeline.md)
     ModuleSpec("tpu", "modules/tpu_mig_access", ("mig",), slice_access_what, keys=("GCS_DATASET",), scoped=True,
                apply_minutes=1.0,  # an account, a custom role, firewall rules: seconds each
                training=True, replaced_by=frozenset({"project_id", "name", "service_account_id"}),
                # the account first (tpu-identity), so that the slice need not wait for the rest
                identity="module.slice_identity.google_service_account.this",
-               steps=(ExtraStep("identity", "apply", BEFORE),)),
+               steps=(ExtraStep("identity", "apply", BEFORE),),
+               resources=("google_project_iam_custom_role", *HOST_IDENTITY, *HOST_FIREWALL)),
     # node (legacy, destroy only): Google Cloud stopped creating TPU Nodes on 2025-04-25
     ModuleSpec("tpu", "modules/tpu_node", ("node",), tpu_what("TPU Node"), destroy_before=STORAGE,
                apply_minutes=5.0,
                destroy_only=True, training_resources=("google_tpu_node",),
                accelerator=True, prices=("tpu",), training=True, replaced_by=frozenset({"project_id", "zone"}),
-               status=(StatusPart("tpu", rows.tpu_row),), scoped=True, tiles=dash.tpu_node_tiles),
+               status=(StatusPart("tpu", rows.tpu_row),), scoped=True, tiles=dash.tpu_node_tiles,
+               resources=("google_tpu_node",)),
     # the slice's hosts run as its access's account (identity_from), derived, not read from its state
     ModuleSpec("mig", "modules/tpu_mig", ("mig",), slice_what, slice_how, reads_applied=STORAGE, identity_from=("tpu",),
                apply_minutes=2.0,  # the group and its template; its VMs come up in mig-resize
@@ -229,16 +237,22 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                steps=(ExtraStep("drain", "apply", GATE, breaks_before_making),
                       ExtraStep("calendar", "apply", ASKS, calendar_by_gcloud), ExtraStep("resize", "apply", AFTER),
                       ExtraStep("attach", "apply", AFTER, mig_attaches_disk), *MOVES),
-               scoped=True, tiles=dash.slice_tiles, ttl=True, summary=slice_shape),
+               scoped=True, tiles=dash.slice_tiles, ttl=True, summary=slice_shape,
+               resources=("google_compute_instance_group_manager", "google_compute_instance_template",
+                          "google_compute_resize_request", "google_compute_resource_policy",
+                          "google_compute_future_reservation", *SCHEDULED)),
     # one worker per TPU host, which read the TPU's, the share's and the disk's states
     ModuleSpec("mig", "modules/mig", ("node",), lambda s: f"MIG {s.mig_name} ({s.hosts} x {s.machine_type})",
                after=("filestore", "shared_pd", "tpu"), hosts=True, destroy_only=True, apply_minutes=2.0,
                prices=("worker_vms",), training=True, replaced_by=frozenset({"project_id", "zone"}),
                status=(StatusPart("mig", rows.workers_row),), scoped=True, tiles=dash.worker_tiles,
-               summary=runtime),  # the TPU Node's runtime
+               summary=runtime,  # the TPU Node's runtime; its state: workers, their account, role, firewall
+               resources=("google_compute_instance_group_manager", "google_compute_instance_template",
+                          "google_project_iam_custom_role", *HOST_IDENTITY, *HOST_FIREWALL)),
     ModuleSpec("dashboard", "modules/dashboard", ARCHS, apply_timeout=600, apply_minutes=0.5,
                what=lambda s: f"Cloud Monitoring dashboard and step-rate metric of {s.env_name} (modules/dashboard)",
-               state_link="console_url", tiles=dash.step_tiles),
+               state_link="console_url", tiles=dash.step_tiles,
+               resources=("google_logging_metric", "google_monitoring_dashboard")),
 )
 
 #: Which module a full destroy takes first when several are free to go (hosts, access, data, dashboard);

@@ -14,7 +14,8 @@ from builder.config.keys import service_account_email
 from builder.config.later import refuse_unbuildable
 from builder.facts.errors import BadInput, WorldError
 from builder.inputs import gitops
-from builder.inputs.root_build import TRIGGER_ACTION, check_names, root_cloudbuild, trigger
+from builder.inputs.repo_events import Repo
+from builder.inputs.root_build import TRIGGER_ACTION, root_cloudbuild, trigger
 from builder.render import yamlout
 
 
@@ -46,17 +47,17 @@ def cmd_trigger(args: argparse.Namespace) -> int:
     builder/config/legacy.py) gets the same one-line refusal here, instead of a trigger whose every build
     fails. In a repository of many environments (``environments/<name>/values.env``,
     builder/config/environments.py) it prints each environment's plan/apply pair (builder/inputs/gitops.py) as
-    one multi-document YAML; ``--values environments/<name>/values.env`` prints that one's pair only."""
-    check_names(args.repo_owner, args.repo_name, args.branch)
+    one multi-document YAML; ``--values environments/<name>/values.env`` prints that one's pair only.
+    ``--connection``/``--region`` listen through a 2nd-gen connection (builder/inputs/repo_events.py)."""
+    repo = Repo(args.repo_owner, args.repo_name, args.branch, args.connection, args.region,
+                args.linked_repository).check()
     plan_as = _plan_account(args.plan_service_account)
-    repo, only = environments.repository_of(args.values)
-    if environments.is_layout(repo):
-        envs = environments.select(repo, only, args.values)
+    root, only = environments.repository_of(args.values)
+    if environments.is_layout(root):
+        envs = environments.select(root, only, args.values)
         for env in envs:
             refuse_unbuildable(env.settings, TRIGGER_ACTION)
-        docs = [yamlout.to_yaml(t) for env in envs
-                for t in gitops.trigger_pair(env.settings, env.path, args.repo_owner, args.repo_name, args.branch,
-                                             plan_as)]
+        docs = [yamlout.to_yaml(t) for env in envs for t in gitops.trigger_pair(env.settings, env.path, repo, plan_as)]
         sys.stdout.write("---\n".join(docs))
         return 0
     if plan_as:
@@ -66,9 +67,7 @@ def cmd_trigger(args: argparse.Namespace) -> int:
 
     settings = load_settings(args)
     refuse_unbuildable(settings, TRIGGER_ACTION)
-    body = trigger(settings.env_name, args.repo_owner, args.repo_name, args.branch,
-                   settings.builder_service_account_resource)
-    sys.stdout.write(yaml.safe_dump(body, sort_keys=False, default_flow_style=False))
+    sys.stdout.write(yaml.safe_dump(trigger(settings, repo), sort_keys=False, default_flow_style=False))
     return 0
 
 

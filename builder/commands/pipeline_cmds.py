@@ -24,6 +24,8 @@ from builder.inputs import build_limits
 from builder.planning import request
 from builder.planning.describe import INITIALIZE_NOTE, as_text, describe
 from builder.render import pipeline, yamlout
+from builder.render.mermaid import flowchart
+from builder.render.plan_md import markdown
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.commands.compare import Previous
@@ -69,9 +71,12 @@ def run_render(args: argparse.Namespace) -> int:
     if not plan.operations:
         print(f"tpubuild: {INITIALIZE_NOTE}; nothing to render", file=sys.stderr)
         return 0
-    config = pipeline.render(settings, plan, allow_data_loss=args.allow_data_loss, allow_wipe=args.allow_wipe)
-    out = yamlout.to_json(config) if args.format == "json" else yamlout.to_yaml(config)
-    _write_scripts(config, getattr(args, "scripts", ""))  # first: a folder it cannot write prints no config
+    if args.format == "mermaid":
+        out = _picture(settings, plan, args)
+    else:
+        config = pipeline.render(settings, plan, allow_data_loss=args.allow_data_loss, allow_wipe=args.allow_wipe)
+        out = yamlout.to_json(config) if args.format == "json" else yamlout.to_yaml(config)
+        _write_scripts(config, getattr(args, "scripts", ""))  # first: a folder it cannot write prints no config
     sys.stdout.write(out)
     return 0
 
@@ -92,6 +97,12 @@ def _write_scripts(config: dict, folder: str) -> None:
         else:
             print(f"tpubuild: render: {path} ships in the build's source (too long for one argument); "
                   "--scripts DIR writes it", file=sys.stderr)
+
+
+def _picture(settings: Settings, plan: Plan, args: argparse.Namespace) -> str:
+    """The Mermaid picture of the pipeline ``plan`` renders to (builder/render/mermaid.py)."""
+    return flowchart(settings, plan, pipeline.render(settings, plan, allow_data_loss=args.allow_data_loss,
+                                                     allow_wipe=getattr(args, "allow_wipe", False)))
 
 
 def run_plan(args: argparse.Namespace) -> int:
@@ -117,6 +128,8 @@ def run_plan(args: argparse.Namespace) -> int:
         stopped = info["interrupted"] = stopped_build(settings)
     if args.format == "json":
         sys.stdout.write(json.dumps(info, indent=2) + "\n")
+    elif args.format == "markdown":
+        sys.stdout.write(markdown(info, _picture(settings, plan, args) if plan is not None and plan.operations else None))
     else:
         sys.stdout.write(as_text(info, bold=_bold_style()))
         if stopped is not None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.catalogue import modules as catalogue
-from builder.cloud import buckets, builds, clients, lock, snapshot, source, workspace
+from builder.cloud import buckets, builds, clients, iam, lock, snapshot, source, workspace
 from builder.cloud.auto import decide_now
 from builder.cloud.errors import cloud_call
 from builder.commands import applied_or_warn, load_settings, say, warn
@@ -132,8 +132,9 @@ def submit(settings: Settings, action: str, *, tpu: bool = False, mig: bool = Fa
     return execute(settings, prepare(settings, request), wait=wait)
 
 
-def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> int:
-    """Run what ``prepare`` decided: the first place a cloud client is built."""
+def execute(settings: Settings, prepared: Prepared, *, wait: bool = False, preflight: bool = False) -> int:
+    """Run what ``prepare`` decided: the first place a cloud client is built. ``preflight`` (dispatch,
+    which runs as the builder account): test that account's permissions first (builder/cloud/iam.py)."""
     request = prepared.request
     if request.action is Action.INITIALIZE:
         return initialize(settings)
@@ -144,6 +145,8 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False) -> in
     if not buckets.exists(client, settings.state_bucket):
         raise WorldError(f"the state bucket gs://{settings.state_bucket} does not exist; run `tpubuild initialize` "
                          "(or the build with _BUILD_ACTION=initialize) first")
+    if preflight and (note := iam.preflight(clients.projects(), settings)):
+        warn(note)
     bucket = client.bucket(settings.state_bucket)
     if plan is not None and len(settings.candidates) > 1 and request.action in (Action.UPDATE, Action.DESTROY):
         placed = _granted_place(settings, bucket, destroy=request.action is Action.DESTROY)
@@ -248,4 +251,4 @@ def cmd_dispatch(args: argparse.Namespace) -> int:
     prepared = prepare(settings, request)
     say(f"dispatch: {request.action} of {settings.env_name} (project {settings.project_id}, "
         f"{settings.arch} architecture)")
-    return execute(settings, prepared, wait=True)
+    return execute(settings, prepared, wait=True, preflight=True)

@@ -110,6 +110,7 @@ def derived(settings: Any) -> list[tuple[str, str, str]]:
         ("filestore", settings.filestore_name, "ENV_BUILD_NAME"),
         ("service account", settings.worker_service_account_id, "ENV_BUILD_NAME"),
         ("service account", settings.seeder_service_account_id, "ENV_BUILD_NAME"),
+        ("service account", settings.plan_service_account_id, "ENV_BUILD_NAME"),
     ]
     builder_sa = getattr(settings, "builder_service_account_id", None)
     if builder_sa:

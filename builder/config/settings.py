@@ -155,6 +155,17 @@ class Settings:
         return f"projects/{self.project_id}/serviceAccounts/{self.builder_service_account}"
 
     @property
+    def plan_service_account_id(self) -> str:
+        """account_id of the read-only account the pull-request plan builds run as (``tb-<env>-pl``,
+        created by ``tpubuild initialize``; builder/cloud/iam.py ``PLAN_ROLES``): a pull request's
+        code never runs as the builder account (docs/cloud.md, "The trigger pair")."""
+        return f"tb-{self.env_name}-pl"
+
+    @property
+    def plan_service_account(self) -> str:
+        return self.service_account_email(self.plan_service_account_id)
+
+    @property
     def labels(self) -> dict[str, str]:
         return {"tpubuild-env": self.env_name, "managed-by": "tpubuild"}
 

@@ -7,12 +7,14 @@ Per environment (``builder.config.environments``), after Cloud Foundation Toolki
 
 * ``tpubuild-<ENV>-plan``, on every pull request to the apply branch: one step runs ``tpubuild plan
   --action auto`` for this environment's values file only, prints the text to the build log and
-  keeps ``plan.txt`` and ``plan.json`` as build artifacts under
+  keeps ``plan.txt``, ``plan.json`` and ``plan.md`` (the money as a table and the pipeline the
+  merge would run as a Mermaid picture, for the reviewer) as build artifacts under
   ``gs://<state bucket>/plans/<ENV>/<BUILD_ID>/``. ``plan`` only reads (the applied snapshot, with
   no lock): a plan build never takes the lock and never applies. Pull requests from outside
-  contributors wait for a ``/gcbrun`` comment by a collaborator (``commentControl``), so nobody's
-  fork runs code as the builder account unasked.
-  It runs as the builder account unless ``--plan-service-account`` names a read-only one.
+  contributors wait for a ``/gcbrun`` comment by a collaborator (``commentControl``). It runs as
+  the environment's read-only plan account (``tb-<ENV>-pl``, made by ``tpubuild initialize``:
+  builder/cloud/iam.py ``PLAN_ROLES``), or the one ``--plan-service-account`` names: the pull
+  request's code, installed and run by this step, never runs as the builder account.
 * ``tpubuild-<ENV>-auto``, on pushes to the apply branch: the root cloudbuild.yaml's dispatch step
   (``builder.inputs.root_build.root_cloudbuild``) with ``--values <file>``: ``auto`` of this environment
   only. With ``ENV_PROTECTED="true"`` the build waits for an approval
@@ -20,25 +22,20 @@ Per environment (``builder.config.environments``), after Cloud Foundation Toolki
   ``roles/cloudbuild.builds.approver``) before it runs.
 
 Both start only when the push or pull request
-changes a file of :func:`included_files` that :data:`IGNORED_FILES` does not drop (Cloud Build's
+changes a file of their ``includedFiles`` that ``ignoredFiles`` does not drop
+(builder/inputs/repo_events.py ``file_filter``; Cloud Build's
 rule: an ignored file never counts; then at least one changed file must match an included glob).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from builder.inputs.root_build import DEFAULTS, DISPATCH_IMAGE, TRIGGER_ACTION, check_names, root_cloudbuild
-
-#: The code every environment's builds run: a change here plans and applies every environment.
-SHARED_FILES: tuple[str, ...] = ("builder/**", "modules/**", "env_setup/**", "models/**", "setup.cfg",
-                                 "pyproject.toml")
-#: Never a reason to plan or apply: documentation, wherever it lies.
-IGNORED_FILES: tuple[str, ...] = ("**/*.md", "docs/**")
+from builder.inputs.repo_events import Repo, file_filter
+from builder.inputs.root_build import DEFAULTS, DISPATCH_IMAGE, TRIGGER_ACTION, root_cloudbuild
 #: The plan build's files, saved as artifacts.
-PLAN_FILES: tuple[str, ...] = ("plan.txt", "plan.json")
-#: The plan build's limit: pip install and two offline plans.
+PLAN_FILES: tuple[str, ...] = ("plan.txt", "plan.json", "plan.md")
+#: The plan build's limit: pip install and three offline plans.
 PLAN_TIMEOUT_S = 1800
 #: Who may start a pull request's plan: collaborators' pull requests build at once; an outside
 #: contributor's waits for a collaborator's ``/gcbrun`` comment.
@@ -50,20 +47,16 @@ COMMENT_CONTROL = "COMMENTS_ENABLED_FOR_EXTERNAL_CONTRIBUTORS_ONLY"
 PLAN_SCRIPT = """set -euo pipefail
 python -m pip install -q --no-cache-dir .
 tpubuild --values "$$TPUBUILD_VALUES" plan --action auto --format json > plan.json
+tpubuild --values "$$TPUBUILD_VALUES" plan --action auto --format markdown > plan.md
 tpubuild --values "$$TPUBUILD_VALUES" plan --action auto --format text | tee plan.txt
 """
 
 
-def included_files(path: str) -> list[str]:
-    """What a change must touch to start ``path``'s triggers: its own values file and the shared code."""
-    return [path, *SHARED_FILES]
-
-
 def plan_account(settings: Any, email: str = "") -> str:
     """The ``serviceAccount`` of the plan trigger and build: ``email`` (``tpubuild trigger
-    --plan-service-account``, a read-only account of the team's own), else the builder account."""
-    return f"projects/{settings.project_id}/serviceAccounts/{email}" if email else \
-        settings.builder_service_account_resource
+    --plan-service-account``, a read-only account of the team's own), else the environment's plan
+    account, never the builder account."""
+    return f"projects/{settings.project_id}/serviceAccounts/{email or settings.plan_service_account}"
 
 
 def plan_build(settings: Any, path: str, account: str = "") -> dict[str, Any]:
@@ -93,19 +86,17 @@ def apply_build(settings: Any, path: str) -> dict[str, Any]:
     return yaml.safe_load(root_cloudbuild(settings, values=path))
 
 
-def trigger_pair(settings: Any, path: str, owner: str, repo: str, branch: str,
-                 plan_as: str = "") -> list[dict[str, Any]]:
+def trigger_pair(settings: Any, path: str, repo: Repo, plan_as: str = "") -> list[dict[str, Any]]:
     """The plan trigger and the apply trigger of the environment whose values file is ``path``
-    (``plan_as``: the email the plan trigger runs as; empty: the builder account)."""
-    check_names(owner, repo, branch)
-    env, on = settings.env_name, f"^{re.escape(branch)}$"
-    files = {"includedFiles": included_files(path), "ignoredFiles": list(IGNORED_FILES)}
+    (``plan_as``: the email the plan trigger runs as; empty: the environment's plan account), on
+    ``repo`` through either kind of GitHub connection (builder/inputs/repo_events.py)."""
+    env, branch, project = settings.env_name, repo.branch, settings.project_id
     plan = {
         "name": f"tpubuild-{env}-plan"[:64],
         "description": f"tpubuild plan of {env} ({path}) on each pull request to {branch}; applies nothing",
-        "github": {"owner": owner, "name": repo, "pullRequest": {"branch": on, "commentControl": COMMENT_CONTROL}},
+        **repo.on(project, "pullRequest", commentControl=COMMENT_CONTROL),
         "build": plan_build(settings, path, plan_as),
-        **files,
+        **file_filter(path),
         "serviceAccount": plan_account(settings, plan_as),
         "tags": ["tpubuild", f"tpubuild-{env}", "tpubuild-plan"],
     }
@@ -113,10 +104,10 @@ def trigger_pair(settings: Any, path: str, owner: str, repo: str, branch: str,
     apply = {
         "name": f"tpubuild-{env}-auto"[:64],
         "description": f"tpubuild auto of {env} ({path}) on each push to {branch}{approval}",
-        "github": {"owner": owner, "name": repo, "push": {"branch": on}},
+        **repo.on(project, "push"),
         "build": apply_build(settings, path),
         "substitutions": {**DEFAULTS, "_BUILD_ACTION": TRIGGER_ACTION},
-        **files,
+        **file_filter(path),
         "serviceAccount": settings.builder_service_account_resource,
         "tags": ["tpubuild", f"tpubuild-{env}", "tpubuild-auto"],
         **({"approvalConfig": {"approvalRequired": True}} if settings.protected else {}),

@@ -4,11 +4,10 @@ destroy build runs too: builder/inputs/ttl.py). Core, not ``builder.cloud``: it 
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from builder.catalogue.step_kinds import MAX_BUILD_TIMEOUT
-from builder.facts.errors import BadInput
+from builder.inputs.repo_events import Repo, file_filter
 
 #: The dispatch step's image, pinned by tag.
 DISPATCH_IMAGE = "python:3.11.11-slim-bookworm"
@@ -26,8 +25,8 @@ DEFAULTS: dict[str, str] = {
 }
 #: The action every build of the GitOps trigger runs.
 TRIGGER_ACTION = "auto"
-#: What a push must touch to run the trigger.
-TRIGGER_FILES: tuple[str, ...] = ("values.env", "modules/**", "env_setup/**", "models/**")
+#: The root build's config, which the root-only trigger reads.
+CONFIG_FILE = "cloudbuild.yaml"
 
 
 def root_cloudbuild(settings: Any, values: str = "") -> str:
@@ -44,34 +43,20 @@ def root_cloudbuild(settings: Any, values: str = "") -> str:
         service_account=settings.builder_service_account_resource, values=values)
 
 
-_OWNER = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")
-_REPO = re.compile(r"[A-Za-z0-9._-]{1,100}")
-_BRANCH = re.compile(r"[A-Za-z0-9._/-]{1,200}")
-
-
-def trigger(env_name: str, owner: str, repo: str, branch: str, service_account: str = "") -> dict[str, Any]:
+def trigger(settings: Any, repo: Repo) -> dict[str, Any]:
     """A BuildTrigger resource (the YAML `gcloud builds triggers import --source=/dev/stdin` reads;
-    gcloud reads ``--source`` as a path, so ``-`` does not mean stdin). ``service_account`` is the
-    ``projects/P/serviceAccounts/EMAIL`` its builds run as. The root values.env alone; a repository
-    of many environments gets a pair per environment (builder/inputs/gitops.py)."""
-    check_names(owner, repo, branch)
+    gcloud reads ``--source`` as a path, so ``-`` does not mean stdin): pushes to ``repo``'s branch
+    run the root cloudbuild.yaml's ``auto`` as the builder account. The root values.env alone; a
+    repository of many environments gets a pair per environment (builder/inputs/gitops.py). Its
+    file filter is theirs, plus cloudbuild.yaml, which it reads (builder/inputs/repo_events.py)."""
+    env_name = settings.env_name
     return {
         "name": f"tpubuild-{env_name}-auto"[:64],
-        "description": f"tpubuild auto: apply what changed in values.env of {env_name} on each push to {branch}",
-        "github": {"owner": owner, "name": repo, "push": {"branch": f"^{re.escape(branch)}$"}},
-        "filename": "cloudbuild.yaml",
-        "includedFiles": list(TRIGGER_FILES),
+        "description": f"tpubuild auto: apply what changed in values.env of {env_name} on each push to {repo.branch}",
+        **repo.on(settings.project_id, "push"),
+        "filename": CONFIG_FILE,
+        **file_filter("values.env", CONFIG_FILE),
         "substitutions": {**DEFAULTS, "_BUILD_ACTION": TRIGGER_ACTION},
         "tags": ["tpubuild", f"tpubuild-{env_name}"],
-        **({"serviceAccount": service_account} if service_account else {}),
+        "serviceAccount": settings.builder_service_account_resource,
     }
-
-
-def check_names(owner: str, repo: str, branch: str) -> None:
-    """``--repo-owner``, ``--repo-name`` and ``--branch`` as GitHub spells them (bad input otherwise)."""
-    if not _OWNER.fullmatch(owner):
-        raise BadInput(f"--repo-owner: {owner!r} is not a GitHub owner; write the user or organisation, e.g. my-org")
-    if not _REPO.fullmatch(repo) or repo in (".", ".."):
-        raise BadInput(f"--repo-name: {repo!r} is not a GitHub repository name; write it like tpu-env")
-    if not _BRANCH.fullmatch(branch) or ".." in branch or branch.startswith("/") or branch.endswith("/"):
-        raise BadInput(f"--branch: {branch!r} is not a branch name; write it like main")

@@ -1,7 +1,7 @@
 """Watching a training: what ``tpubuild profile`` and ``tpubuild logs --metrics`` run, and the
 parser of torch_xla's metrics report. Pure (no I/O); the commands are in builder/commands/observe.py.
 
-Decisions (README "Watch it", docs/models.md):
+Decisions (docs/observe.md, docs/models.md):
 
 * The launch starts torch_xla's profiler server in the local master process of every host on
   :data:`PROFILER_PORT` (9012) through ``models/xla_observe.py``. The port is reached on the host

@@ -59,13 +59,13 @@ def test_initialize_creates_the_account_and_grants_exactly_the_roles(fakes: Fake
     assert _granted(policy, "user:alice@example.com") == {"roles/owner": ""}
     assert _granted(policy, "user:bob@example.com") == {"roles/storage.admin": ""}
     writes = len(fakes.google.policy_writes)
-    assert writes == 1
+    assert writes == 1  # both accounts' roles in one read-modify-write
 
     # idempotent: the account exists, every binding is there: no create, no policy write
     code, out, err = cli("--values", repo, "initialize")
     assert code == 0, err
     assert f"service account {email}: exists" in out and f"has its {len(ROLES)} roles" in out
-    assert [c for c, _ in fakes.iam.calls].count("CreateServiceAccount") == 1
+    assert fakes.iam.calls.count(("CreateServiceAccount", f"tb-{s.env_name}-cb")) == 1
     assert len(fakes.google.policy_writes) == writes
 
 
@@ -86,7 +86,7 @@ def test_a_concurrent_policy_change_is_read_again(fakes: Fakes, repo: Path, cli)
 def test_a_named_account_is_used_never_created(fakes: Fakes, tmp_path: Path, monkeypatch, cli) -> None:
     from google.cloud import iam_admin_v1
 
-    from builder.cloud.iam import ROLES, wanted
+    from builder.cloud.iam import roles as iam_roles, wanted
     from builder.config import load
 
     env = unique_env()
@@ -103,7 +103,8 @@ def test_a_named_account_is_used_never_created(fakes: Fakes, tmp_path: Path, mon
     assert f"service account {named}: exists" in out
     roles = sorted(role for role, _ in wanted(load(values)))
     assert sorted(_granted(_policy(fakes, "my-tpu-project"), f"serviceAccount:{named}")) == roles
-    assert set(roles) == {r.role for r in ROLES if not r.only_with or getattr(load(values), r.only_with)}
+    s = load(values)
+    assert set(roles) == {r.role for r in iam_roles(s.arch) if not r.only_with or getattr(s, r.only_with)}
 
 
 def test_recovery_adds_the_iap_tunnel_role_only_where_it_is_on() -> None:
@@ -192,14 +193,16 @@ def test_root_cloudbuild_and_trigger_name_the_account(cli, tmp_path: Path) -> No
     assert "serviceAccount: projects/my-tpu-project/serviceAccounts/ci-builder@my-tpu-project.iam.gserviceaccount.com" in out
 
 
-@pytest.mark.parametrize("doc", ["README.md", "docs/cloud.md"])
-def test_the_role_lists_are_generated_from_the_role_table(doc: str) -> None:
-    from builder.cloud.iam import roles_markdown
+@pytest.mark.parametrize("marker", ["builder-roles", "plan-roles"])
+def test_the_role_lists_are_generated_from_the_role_table(marker: str) -> None:
+    from builder.cloud.iam import PLAN_ROLES, ROLES, roles_markdown
 
+    doc = "docs/cloud.md"  # README.md links to it
     text = (REPO / doc).read_text()
-    m = re.search(r"<!-- builder-roles:start[^>]*-->\n(.*?)<!-- builder-roles:end -->", text, re.S)
-    assert m, f"{doc} lacks the builder-roles markers"
-    assert m.group(1) == roles_markdown(), f"regenerate {doc}'s role table from builder/cloud/iam.py"
+    m = re.search(rf"<!-- {marker}:start[^>]*-->\n(.*?)<!-- {marker}:end -->", text, re.S)
+    assert m, f"{doc} lacks the {marker} markers"
+    table = PLAN_ROLES if marker == "plan-roles" else ROLES
+    assert m.group(1) == roles_markdown(table), f"regenerate {doc}'s {marker} table from builder/cloud/iam.py"
 
 
 def test_derived_account_names_follow_googles_rules() -> None:

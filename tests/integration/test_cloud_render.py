@@ -72,7 +72,10 @@ def test_trigger_is_a_github_push_trigger_for_auto(cli) -> None:
     trigger = cloudbuild_v1.BuildTrigger.from_json(json.dumps(body))
     assert trigger.github.owner == "acme" and trigger.github.name == "tpu-env"
     assert trigger.github.push.branch == r"^release/1\.0$"
-    assert list(trigger.included_files) == ["values.env", "modules/**", "env_setup/**", "models/**"]
+    # the same rule as an environment's pair (tests/integration/test_gitops.py), plus the config it reads
+    assert list(trigger.included_files) == ["values.env", "builder/**", "modules/**", "env_setup/**", "models/**",
+                                            "setup.cfg", "pyproject.toml", "cloudbuild.yaml"]
+    assert list(trigger.ignored_files) == ["**/*.md", "docs/**"]
     assert trigger.substitutions["_BUILD_ACTION"] == "auto"
     assert trigger.filename == "cloudbuild.yaml"
     assert trigger.name == "tpubuild-tpu-dev1-auto"
@@ -89,7 +92,24 @@ def test_trigger_on_a_node_file_is_refused_as_auto_is(cli) -> None:
     assert err == auto
 
 
+def test_the_root_trigger_starts_on_the_code_it_runs_not_on_docs(cli) -> None:
+    from tests.support.cloudbuild_filter import starts
+
+    code, out, err = cli("--values", REPO / "values.env", "trigger", "--repo-owner", "acme", "--repo-name", "x")
+    body = yaml.safe_load(out)
+    for changed in (["builder/planning/plan.py"], ["setup.cfg"], ["pyproject.toml"], ["cloudbuild.yaml"],
+                    ["values.env"], ["modules/tpu_vm/main.tf", "README.md"]):
+        assert starts(body, changed), changed
+    for changed in (["README.md"], ["docs/cloud.md", "modules/tpu_vm/README.md"], ["tools/x.py"]):
+        assert not starts(body, changed), changed
+
+
 @pytest.mark.parametrize("args, key", [
+    (["--repo-owner", "acme", "--repo-name", "x", "--connection", "gh"], "--connection"),
+    (["--repo-owner", "acme", "--repo-name", "x", "--region", "europe-west4"], "--region"),
+    (["--repo-owner", "acme", "--repo-name", "x", "--linked-repository", "r"], "--linked-repository"),
+    (["--repo-owner", "acme", "--repo-name", "x", "--connection", "gh", "--region", "Europe"], "--region"),
+    (["--repo-owner", "acme", "--repo-name", "x", "--connection", "g h", "--region", "europe-west4"], "--connection"),
     (["--repo-owner", "acme corp", "--repo-name", "x"], "--repo-owner"),
     (["--repo-owner", "acme", "--repo-name", "a/b"], "--repo-name"),
     (["--repo-owner", "acme", "--repo-name", "x", "--branch", "a..b"], "--branch"),

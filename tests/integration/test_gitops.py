@@ -86,9 +86,11 @@ def test_six_triggers_imported_by_the_real_gcloud(gcloud, layout) -> None:
         for body in (plan, auto):
             assert body["includedFiles"] == [f"environments/{env}/values.env", *shared]
             assert body["ignoredFiles"] == ["**/*.md", "docs/**"]
-            assert body["serviceAccount"].endswith(f"/tb-{prefix}-{env}-cb@my-tpu-project.iam.gserviceaccount.com")
+            kind = "pl" if body is plan else "cb"  # the pull request's code never runs as the builder account
+            assert body["serviceAccount"].endswith(f"/tb-{prefix}-{env}-{kind}@my-tpu-project.iam.gserviceaccount.com")
             trigger = cloudbuild_v1.BuildTrigger.from_json(json.dumps(body))  # the real type takes it whole
             assert trigger.build.steps[0].env[1] == f"TPUBUILD_VALUES=environments/{env}/values.env"
+        assert plan["build"]["serviceAccount"] == plan["serviceAccount"]
         assert plan["github"]["pullRequest"]["branch"] == "^main$" and "push" not in plan["github"]
         assert auto["github"]["push"] == {"branch": "^main$"} and "pullRequest" not in auto["github"]
         assert "approvalConfig" not in plan and "substitutions" not in plan
@@ -226,8 +228,11 @@ def test_the_pull_request_build_plans_keeps_artifacts_and_writes_nothing(fakes: 
     [plan] = [t for t in _triggers(repo) if t["name"] == f"tpubuild-{prefix}-dev-plan"]
     proc = _run_step(repo, plan, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert set(plan["build"]["artifacts"]["objects"]["paths"]) == {"plan.txt", "plan.json"}
+    assert set(plan["build"]["artifacts"]["objects"]["paths"]) == {"plan.txt", "plan.json", "plan.md"}
     text, info = (repo / "plan.txt").read_text(), json.loads((repo / "plan.json").read_text())
+    page = (repo / "plan.md").read_text()  # the reviewer's page: the money and the picture of what the merge runs
+    assert "## Cost" in page and info["cost"]["change"] in page
+    assert "```mermaid\nflowchart TD" in page and "tpu_apply" in page and "mig_apply" not in page
     assert text and text in proc.stdout  # shown in the build log too
     assert info["env"] == s.env_name and info["auto"]["decision"] == "update" and info["auto"]["modules"] == ["tpu"]
     assert "(build b0)" in info["before_after"]["compared_with"]
@@ -258,3 +263,25 @@ def test_the_push_build_runs_auto_of_its_own_environment_only(fakes: Fakes, layo
         assert tar.extractfile("values.env").read() == train.read_bytes()
     for other in ("dev", "prod"):
         assert not fakes.storage().bucket(load(repo / "environments" / other / "values.env").state_bucket).exists()
+
+
+def test_a_second_gen_connection_gives_every_pair_the_linked_repository(layout) -> None:
+    """--connection/--region: both triggers of each environment listen through the 2nd-gen
+    connection's linked repository (repositoryEventConfig), the plan trigger with the same comment
+    control, and load whole into the real BuildTrigger type."""
+    from google.cloud.devtools import cloudbuild_v1
+
+    repo, prefix = layout
+    repository = "projects/my-tpu-project/locations/us-central1/connections/gh/repositories/tpu-env"
+    triggers = _triggers(repo, "--connection", "gh", "--region", "us-central1")
+    assert len(triggers) == 2 * len(LAYOUT)
+    for t in triggers:
+        assert "github" not in t and t["repositoryEventConfig"]["repository"] == repository
+        event = t["repositoryEventConfig"]
+        if t["name"].endswith("-plan"):
+            assert event["pullRequest"] == {"branch": "^main$",
+                                            "commentControl": "COMMENTS_ENABLED_FOR_EXTERNAL_CONTRIBUTORS_ONLY"}
+        else:
+            assert event["push"] == {"branch": "^main$"} and "pullRequest" not in event
+        loaded = cloudbuild_v1.BuildTrigger.from_json(json.dumps(t))
+        assert loaded.repository_event_config.repository == repository

@@ -11,9 +11,7 @@ scripts find the groups themselves (models/hosts.py, TPUBUILD_SLICE picking the 
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -34,25 +32,11 @@ VALUES = (EXAMPLES / "mig-v6e-16-spot.env").read_text().replace(
 
 TERRAFORM = swap_steps.slot_terraform(OLD, NEW)
 
-#: gcloud: `list` prints the live groups, `list-instances G` G's VMs (G-0000...) or their states;
-#: an ssh to a VM of a group that is not live fails as gcloud does; on one that is: the probe
-#: answers ``tpubuild-probe RUNNING MTIME`` (training while $JOURNAL_DIR/training-<group> exists;
-#: the checkpoint's mtime moves after STANDIN_CKPT_AFTER probes), the stop ends the group's
-#: training, the detached launch starts it.
-GCLOUD = r"""#!/usr/bin/env python3
-import os, sys
-from pathlib import Path
-
-j = Path(os.environ["JOURNAL_DIR"])
-sizes = {"tpu-v6e-slice": 4, "tpu-v6e-slice-b": 8}
-argv = sys.argv[1:]
-def log(line):
-    with open(j / "journal", "a") as f:
-        f.write(line + "\n")
-log("gcloud " + " ".join(argv))
-live = (j / "live").read_text().split() if (j / "live").exists() else []
+#: gcloud (swap_steps.handover_gcloud): `list` prints the live groups, `list-instances G` G's VMs
+#: (G-0000...) or their states; a host's slice is its group.
+GCLOUD = swap_steps.handover_gcloud("""sizes = {"tpu-v6e-slice": 4, "tpu-v6e-slice-b": 8}
 if argv[:4] == ["compute", "instance-groups", "managed", "list"]:
-    print("\n".join(live))
+    print("\\n".join(live))
     sys.exit(0)
 if argv[:4] == ["compute", "instance-groups", "managed", "list-instances"]:
     group = argv[4]
@@ -60,30 +44,9 @@ if argv[:4] == ["compute", "instance-groups", "managed", "list-instances"]:
         print(f"ERROR: (gcloud) NOT_FOUND: {group}", file=sys.stderr)
         sys.exit(1)
     status = any("instanceStatus" in a for a in argv)
-    print("\n".join("RUNNING NONE" if status else f"{group}-{i:04d}" for i in range(sizes[group])))
+    print("\\n".join("RUNNING NONE" if status else f"{group}-{i:04d}" for i in range(sizes[group])))
     sys.exit(0)
-verb = "ssh" if "ssh" in argv else "scp" if "scp" in argv else ""
-if verb:
-    target = argv[argv.index(verb) + 1] if verb == "ssh" else next(a.split(":")[0] for a in argv if ":" in a)
-    group = target.rsplit("-", 1)[0]
-    if group not in live:
-        print(f"ERROR: (gcloud.compute.{verb}) NOT_FOUND: {target}", file=sys.stderr)
-        sys.exit(1)
-    command = next((a[len("--command="):] for a in argv if a.startswith("--command=")), "")
-    if "tpubuild-probe" in command:
-        n = int((j / "probes").read_text()) + 1 if (j / "probes").exists() else 1
-        (j / "probes").write_text(str(n))
-        mtime = 2000 if n > int(os.environ.get("STANDIN_CKPT_AFTER", "2")) else 1000
-        print(f"tpubuild-probe {int((j / f'training-{group}').exists())} {mtime}")
-        log(f"probe {target}")
-    elif "stop.sh" in command:
-        (j / f"training-{group}").unlink(missing_ok=True)
-        log(f"stopped on {target}")
-    elif "setsid nohup" in command and "train.sh" in command:
-        (j / f"training-{group}").write_text("")
-        log(f"launched on {target}")
-sys.exit(0)
-"""
+""", slice_of='target.rsplit("-", 1)[0]', group="compute")
 
 
 @pytest.fixture(scope="module")

@@ -17,9 +17,7 @@ deleted.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -36,55 +34,15 @@ ORDER = ("tpu-prepare", "tpu-apply", "tpu-swap", "tpu-checkpoint", "tpu-release"
 
 TERRAFORM = swap_steps.slot_terraform(OLD, NEW)
 
-#: gcloud: list prints the live TPU VMs; describe says READY; an ssh to a VM that is not live fails
-#: as gcloud does; on one that is: the probe answers ``tpubuild-probe RUNNING MTIME`` (training while
-#: $JOURNAL_DIR/training-<vm> exists; the checkpoint's mtime moves after STANDIN_CKPT_AFTER probes),
-#: the stop ends the training, the detached launch starts it (or fails: STANDIN_LAUNCH_FAILS).
-GCLOUD = r"""#!/usr/bin/env python3
-import os, sys
-from pathlib import Path
-
-j = Path(os.environ["JOURNAL_DIR"])
-argv = sys.argv[1:]
-def log(line):
-    with open(j / "journal", "a") as f:
-        f.write(line + "\n")
-log("gcloud " + " ".join(argv))
-live = (j / "live").read_text().split() if (j / "live").exists() else []
-if "list" in argv:
-    print("\n".join(live))
+#: gcloud (swap_steps.handover_gcloud): list prints the live TPU VMs; describe says READY; a host is
+#: its TPU VM.
+GCLOUD = swap_steps.handover_gcloud("""if "list" in argv:
+    print("\\n".join(live))
     sys.exit(0)
 if "describe" in argv:
     print("READY")
     sys.exit(0)
-verb = "ssh" if "ssh" in argv else "scp" if "scp" in argv else ""
-if verb:
-    target = argv[argv.index(verb) + 1] if verb == "ssh" else next(a.split(":")[0] for a in argv if ":" in a)
-    if target not in live:
-        print(f"ERROR: (gcloud.compute.tpus.tpu-vm.{verb}) NOT_FOUND: {target}", file=sys.stderr)
-        sys.exit(1)
-    command = next((a[len("--command="):] for a in argv if a.startswith("--command=")), "")
-    if "tpubuild-probe" in command:
-        if os.environ.get("STANDIN_PROBE_FAILS"):
-            print(f"ERROR: (gcloud.compute.tpus.tpu-vm.ssh) {target}: connection timed out", file=sys.stderr)
-            sys.exit(255)
-        n = int((j / "probes").read_text()) + 1 if (j / "probes").exists() else 1
-        (j / "probes").write_text(str(n))
-        mtime = 2000 if n > int(os.environ.get("STANDIN_CKPT_AFTER", "2")) else 1000
-        print(f"tpubuild-probe {int((j / f'training-{target}').exists())} {mtime}")
-        log(f"probe {target}")
-    elif "stop.sh" in command:
-        (j / f"training-{target}").unlink(missing_ok=True)
-        log(f"stopped on {target}")
-    elif "setsid nohup" in command and "train.sh" in command:
-        if os.environ.get("STANDIN_LAUNCH_FAILS"):
-            print(f"ERROR: (gcloud.compute.tpus.tpu-vm.ssh) {target}: connection refused", file=sys.stderr)
-            sys.exit(255)
-        (j / f"training-{target}").write_text("")
-        log(f"launched on {target}")
-    sys.exit(0)
-sys.exit(0)
-"""
+""", slice_of="target", group="compute.tpus.tpu-vm")
 
 
 @pytest.fixture(scope="module")

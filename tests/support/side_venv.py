@@ -1,4 +1,4 @@
-"""The side venvs (``.ci/run`` builds them; README, "Start here"), each run as a subprocess:
+"""The side venvs (``.ci/run`` builds them; docs/ci.md, "What CI installs"), each run as a subprocess:
 
 * the real torch_xla: ``.venv-xla`` (torch 2.9.0 + torch_xla 2.9.0 + fairseq-fixed 0.12.3.1 compiled
   against that torch), run with ``PJRT_DEVICE=CPU``; ``TPUBUILD_XLA_PYTHON`` names its Python;

@@ -111,6 +111,61 @@ def gcloud(body: str) -> str:
     return '#!/usr/bin/env bash\nset -u\necho "gcloud $*" >> "$JOURNAL_DIR/journal"\n' + body
 
 
+#: The gcloud stand-in of the handover tests (test_tpu_handover.py on vm, test_mig_handover.py on
+#: mig): it journals its argv; ``HEAD`` (the test's) answers the listings of the slices; an ssh or scp
+#: to a host of a slice that is not live fails as gcloud does; on one that is: the probe answers
+#: ``tpubuild-probe RUNNING MTIME`` (training while $JOURNAL_DIR/training-<slice> exists; the
+#: checkpoint's mtime moves after STANDIN_CKPT_AFTER probes; STANDIN_PROBE_FAILS: the ssh times out),
+#: the stop ends the slice's training, the detached launch starts it (STANDIN_LAUNCH_FAILS: refused).
+_HANDOVER_GCLOUD = r"""#!/usr/bin/env python3
+import os, sys
+from pathlib import Path
+
+j = Path(os.environ["JOURNAL_DIR"])
+argv = sys.argv[1:]
+def log(line):
+    with open(j / "journal", "a") as f:
+        f.write(line + "\n")
+log("gcloud " + " ".join(argv))
+live = (j / "live").read_text().split() if (j / "live").exists() else []
+HEAD
+verb = "ssh" if "ssh" in argv else "scp" if "scp" in argv else ""
+if verb:
+    target = argv[argv.index(verb) + 1] if verb == "ssh" else next(a.split(":")[0] for a in argv if ":" in a)
+    slice_ = SLICE_OF
+    if slice_ not in live:
+        print(f"ERROR: (gcloud.GROUP.{verb}) NOT_FOUND: {target}", file=sys.stderr)
+        sys.exit(1)
+    command = next((a[len("--command="):] for a in argv if a.startswith("--command=")), "")
+    if "tpubuild-probe" in command:
+        if os.environ.get("STANDIN_PROBE_FAILS"):
+            print(f"ERROR: (gcloud.GROUP.ssh) {target}: connection timed out", file=sys.stderr)
+            sys.exit(255)
+        n = int((j / "probes").read_text()) + 1 if (j / "probes").exists() else 1
+        (j / "probes").write_text(str(n))
+        mtime = 2000 if n > int(os.environ.get("STANDIN_CKPT_AFTER", "2")) else 1000
+        print(f"tpubuild-probe {int((j / f'training-{slice_}').exists())} {mtime}")
+        log(f"probe {target}")
+    elif "stop.sh" in command:
+        (j / f"training-{slice_}").unlink(missing_ok=True)
+        log(f"stopped on {target}")
+    elif "setsid nohup" in command and "train.sh" in command:
+        if os.environ.get("STANDIN_LAUNCH_FAILS"):
+            print(f"ERROR: (gcloud.GROUP.ssh) {target}: connection refused", file=sys.stderr)
+            sys.exit(255)
+        (j / f"training-{slice_}").write_text("")
+        log(f"launched on {target}")
+sys.exit(0)
+"""
+
+
+def handover_gcloud(head: str, *, slice_of: str, group: str) -> str:
+    """:data:`_HANDOVER_GCLOUD` with the test's listing ``head`` (Python at the script's top level,
+    with ``j``, ``argv``, ``log`` and ``live`` defined), ``slice_of`` (a Python expression: the
+    slice a ``target`` host belongs to) and ``group`` (gcloud's command group in its errors)."""
+    return _HANDOVER_GCLOUD.replace("HEAD\n", head).replace("SLICE_OF", slice_of).replace("GROUP", group)
+
+
 def run_in_workspace(steps: dict[str, tuple[str, str]], order: tuple[str, ...], env: dict[str, str], **extra: str
                      ) -> tuple[dict[str, subprocess.CompletedProcess[str]], list[str]]:
     """:func:`run` from the build's /workspace (the steps that run tpubuild read values.env there),

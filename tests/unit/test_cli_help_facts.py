@@ -119,13 +119,13 @@ def _table_rows(path: Path, header: str) -> dict[str, str]:
 
 
 def test_readme_actions_table_has_every_action_and_names_every_module():
-    rows = _table_rows(REPO / "README.md", "| action | flags | what runs |")
+    rows = _table_rows(REPO / "docs/commands.md", "| action | flags | what runs |")
     assert set(rows) == {str(a) for a in Action}
     buildable = [arch for arch in ARCHS if arch != "node"]  # node files are destroy only
     for action in ("create", "destroy"):
         for arch in buildable:
             missing = [m for m in modules(arch) if m not in rows[action]]
-            assert not missing, f"README's {action} row does not name {missing} ({arch})"
+            assert not missing, f"docs/commands.md's {action} row does not name {missing} ({arch})"
 
 
 def test_pipeline_doc_lists_every_plan_module():

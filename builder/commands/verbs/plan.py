@@ -6,6 +6,7 @@ examples:
   tpubuild plan --action update --tpu            what update --tpu changes against the applied snapshot
   tpubuild plan --action auto --applied old.env  what GitOps auto would do, offline
   tpubuild plan --format json | jq .before_after
+  tpubuild plan --action update --tpu --format markdown > plan.md   money table and pipeline picture
   tpubuild plan --all                            every environment of the repository: auto's action, cost
 
 The comparison (before -> after) uses --applied FILE (a values.env as last applied), else the
@@ -23,7 +24,9 @@ from builder.commands.verb import Group, Verb, work
 
 def arguments(p: argparse.ArgumentParser) -> None:
     add_compare(p)
-    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    p.add_argument("--format", choices=("text", "json", "markdown"), default="text",
+                   help="output format (default: text); markdown: the cost as a table and the pipeline as a Mermaid "
+                        "picture, the GitOps plan build's plan.md")
     p.add_argument("--check", action="store_true",
                    help="also run the pipeline's capacity check (the TPU quota, read from Cloud Quotas): exit 1 "
                         "when it cannot hold the slice")

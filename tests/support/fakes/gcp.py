@@ -31,6 +31,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from tests.support.fakes.build_filter import build_filter
 from tests.support.fakes.local import LocalGrpcServer, LocalHttpServer, send_json
 from tests.support.fakes.quotas import ready
 
@@ -61,6 +62,7 @@ class FakeGoogle(LocalHttpServer):
         self.policies: dict[str, dict[str, Any]] = {}
         self.policy_writes: list[dict[str, Any]] = []
         self.policy_conflicts = 0  # answer this many setIamPolicy calls with 409 ABORTED first
+        self.caller = ""  # who calls (serviceAccount:...); set, what its policy lacks is refused (iam_roles.py)
         self.fail: dict[str, int] = {}  # URL path → HTTP error code to answer with
         self._outcomes: list[tuple[str, str]] = []
         self._lock = threading.Lock()
@@ -121,6 +123,7 @@ class FakeGoogle(LocalHttpServer):
             self.policies.clear()
             self.policy_writes.clear()
             self.policy_conflicts = 0
+            self.caller = ""
 
     # ------------------------------------------------------------ routing
     def _route(self, h: Any, method: str, body: dict[str, Any]) -> None:
@@ -132,6 +135,8 @@ class FakeGoogle(LocalHttpServer):
         if path in self.fail:
             return h._send(self.fail[path], _error(self.fail[path], f"fake: refused {path}"))
         m = re.fullmatch(r"/v1/projects/([^/]+)/builds", path)
+        if m and (denied := self.refusal(m.group(1), "cloudbuild.builds." + ("create" if method == "POST" else "list"))):
+            return h._send(denied[0], _error(*denied))
         if m and method == "POST":
             answer = self._create(m.group(1), body)
             if self.on_create is not None:
@@ -143,7 +148,13 @@ class FakeGoogle(LocalHttpServer):
         if m and method == "GET":
             build = self._tick(m.group(1), m.group(2))
             return h._send(200, build) if build else h._send(404, _error(404, f"build {m.group(2)} not found"))
+        m = re.fullmatch(r"/v3/projects/([^/:]+):testIamPermissions", path)
+        if m and method == "POST":  # the caller's own permissions: any caller may ask (none: all of them)
+            asked = body.get("permissions", [])
+            return h._send(200, {"permissions": [p for p in asked if not self.refusal(m.group(1), p)]})
         m = re.fullmatch(r"/v3/projects/([^/:]+):(getIamPolicy|setIamPolicy)", path)
+        if m and (denied := self.refusal(m.group(1), f"resourcemanager.projects.{m.group(2)}")):
+            return h._send(denied[0], _error(*denied))
         if m and method == "POST":
             return self._iam_policy(h, m.group(1), m.group(2), body)
         m = re.fullmatch(r"/v2/(projects/[^/]+/locations/[^/]+/nodes/[^/]+)", path)
@@ -238,6 +249,14 @@ class FakeGoogle(LocalHttpServer):
         return build
 
 
+    def refusal(self, project: str, permission: str, resource: str = "") -> tuple[int, str] | None:
+        """The project's answer to :attr:`caller` asking for ``permission`` on ``resource`` (the
+        project by default): None when its policy grants it, or there is no caller."""
+        from tests.support.fakes.iam_roles import refusal
+
+        policy = self.policies.get(project, {"bindings": []})
+        return refusal(policy, self.caller, permission, resource or f"projects/{project}") if self.caller else None
+
     def _iam_policy(self, h: Any, project: str, verb: str, body: dict[str, Any]) -> None:
         """getIamPolicy / setIamPolicy with etags: a write whose etag is not the current one is
         409 ABORTED, as the real API answers a concurrent change."""
@@ -280,56 +299,6 @@ class FakeGoogle(LocalHttpServer):
                   "logUrl": self.log_url(project, bid)}
                  for bid, state, tags in reversed(rows) if match({"id": bid, "status": state, "tags": tags})]
         return {"builds": found}
-
-
-def build_filter(text: str) -> Callable[[dict[str, Any]], bool]:
-    """A predicate for Cloud Build's list filter: ``field="value"`` (``tags`` matches any tag),
-    ``AND``, ``OR`` (AND binds tighter), parentheses. Anything else is a 400 in the real API, so
-    here a ``ValueError`` (the test fails loudly rather than matching everything)."""
-    tokens = re.findall(r'\(|\)|AND|OR|[a-zA-Z_]+="[^"]*"|\S+', text)
-    pos = 0
-
-    def peek() -> str | None:
-        return tokens[pos] if pos < len(tokens) else None
-
-    def take() -> str:
-        nonlocal pos
-        pos += 1
-        return tokens[pos - 1]
-
-    def atom() -> Callable[[dict[str, Any]], bool]:
-        token = take()
-        if token == "(":
-            inner = disjunction()
-            if take() != ")":
-                raise ValueError(f"unbalanced parentheses in filter {text!r}")
-            return inner
-        m = re.fullmatch(r'([a-zA-Z_]+)="([^"]*)"', token)
-        if not m or m.group(1) not in ("status", "tags", "id"):
-            raise ValueError(f"fake: unsupported filter term {token!r} in {text!r}")
-        name, value = m.groups()
-        if name == "tags":
-            return lambda b: value in b["tags"]
-        return lambda b: b[name] == value
-
-    def joined(word: str, part: Callable[[], Callable[[dict[str, Any]], bool]],
-               combine: Callable[[Any], bool]) -> Callable[[dict[str, Any]], bool]:
-        """``part (word part)*``, its predicates combined by ``all`` or ``any``."""
-        terms = [part()]
-        while peek() == word:
-            take()
-            terms.append(part())
-        return lambda b: combine(t(b) for t in terms)
-
-    def disjunction() -> Callable[[dict[str, Any]], bool]:
-        return joined("OR", lambda: joined("AND", atom, all), any)  # AND binds tighter
-
-    if not tokens:
-        return lambda b: True
-    predicate = disjunction()
-    if peek() is not None:
-        raise ValueError(f"fake: trailing {peek()!r} in filter {text!r}")
-    return predicate
 
 
 def _error(code: int, message: str, status: str = "") -> dict[str, Any]:
