@@ -78,16 +78,17 @@ def hosts_reach(settings: Settings) -> None:
         say(f"tpubuild: network: {line}")
 
 
-def regions_offer(settings: Settings) -> None:
+def regions_offer(settings: Settings, keys: tuple[str, ...] = egress.PIPELINE_SERVICES) -> None:
     """The regional-availability preflight (builder/planning/egress.py ``services``): every
-    regional service the environment makes is offered where it would be made, by the service's
-    own locations API; ``WorldError`` (exit 1, one line) where one is not. Said and not refused
-    where a service's locations cannot be read."""
+    regional service of ``keys`` the environment makes is offered where it would be made (the
+    pipeline's: Filestore, Cloud Scheduler; initialize's: Artifact Registry), by the service's own
+    locations API; ``WorldError`` (exit 1, one line) where one is not. Said and not refused where a
+    service's locations cannot be read."""
     if settings.arch == "node":
         return
     wanted = frozenset(sp.name for sp in catalogue.specs(settings.arch) if sp.is_wanted(settings))
     found: dict[str, frozenset[str] | None] = {}
-    for service, region, what in egress.services(settings, wanted):
+    for service, region, what in egress.services(settings, wanted, keys):
         if service not in found:
             try:
                 found[service] = regions.offered(service, settings.project_id, egress.SERVICES[service][0])
@@ -100,7 +101,7 @@ def regions_offer(settings: Settings) -> None:
         refused = egress.region_refusal(service, region, what, offered)
         if refused:
             raise WorldError(refused)
-    said = sorted({f"{egress.SERVICES[s][0]} in {r}" for s, r, _w in egress.services(settings, wanted) if found.get(s)})
+    said = sorted({f"{egress.SERVICES[s][0]} in {r}" for s, r, _w in egress.services(settings, wanted, keys) if found.get(s)})
     if said:
         say(f"tpubuild: regions: offered: {', '.join(said)}")
 

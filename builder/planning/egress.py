@@ -87,11 +87,17 @@ SERVICES = {"scheduler": ("Cloud Scheduler", "cloud.google.com/scheduler/docs/lo
             "artifactregistry": ("Artifact Registry", "cloud.google.com/artifact-registry/docs/repositories/repo-locations")}
 
 
-def services(settings: Any, wanted: frozenset[str]) -> list[tuple[str, str, str]]:
-    """(service key, region, what needs it) of every regional service the environment makes:
-    the builder image's Artifact Registry repository and Filestore (``wanted``: the modules a
-    create makes) in REGION, the TTL's and the health check's Cloud Scheduler jobs in the region
-    of every candidate (the slice's module makes them where it makes the slice)."""
+#: The services a pipeline makes (check-capacity reads them), and the one initialize makes.
+PIPELINE_SERVICES = ("filestore", "scheduler")
+INITIALIZE_SERVICES = ("artifactregistry",)
+
+
+def services(settings: Any, wanted: frozenset[str], keys: tuple[str, ...]) -> list[tuple[str, str, str]]:
+    """(service key, region, what needs it) of the regional services of ``keys`` the environment
+    makes: the builder image's Artifact Registry repository (initialize makes it) and Filestore
+    (``wanted``: the modules a create makes) in REGION, the TTL's and the health check's Cloud
+    Scheduler jobs in the region of every candidate (the slice's module makes them where it makes
+    the slice)."""
     s = settings
     out = [("artifactregistry", s.region, f"the builder image's repository {s.image_repository}")]
     if "filestore" in wanted:
@@ -100,7 +106,7 @@ def services(settings: Any, wanted: frozenset[str]) -> list[tuple[str, str, str]
         what = " and ".join(w for w, on in (("ENV_TTL_HOURS", s.env_ttl_hours), ("TPU_RECOVERY", s.recovery)) if on)
         for region in dict.fromkeys(c.region for c in s.candidates):
             out.append(("scheduler", region, f"the Cloud Scheduler jobs of {what}"))
-    return out
+    return [row for row in out if row[0] in keys]
 
 
 def region_refusal(service: str, region: str, what: str, offered: frozenset[str]) -> str:

@@ -1,7 +1,7 @@
 """The regional-availability preflight (builder/planning/egress.py ``services``, run by
 ``tpubuild check-capacity`` and ``tpubuild plan --check`` before the quota): Cloud Scheduler (the
-TTL's and the health check's jobs), Filestore and Artifact Registry (the builder image's
-repository) are offered where the environment makes them, as each service's own locations API
+TTL's and the health check's jobs) and Filestore are offered where the pipeline makes them (the
+builder image's Artifact Registry repository: initialize, tests/integration/test_initialize_image.py), as each service's own locations API
 says, read by the real clients against local fakes (tests/support/fakes/locations.py)."""
 
 from __future__ import annotations
@@ -25,15 +25,16 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeQuotas]:
 def test_every_service_offered_passes_and_says_so(fake, cli):
     code, out, err = cli("--values", SPOT_MIG, "check-capacity")
     assert code == 0, err
-    assert "tpubuild: regions: offered: Artifact Registry in us-east5, Cloud Scheduler in us-east5, Filestore in us-east5" in out
-    assert all(f.requests == ["/v1/projects/my-tpu-project/locations"] for f in fake.locations.values())
+    assert "tpubuild: regions: offered: Cloud Scheduler in us-east5, Filestore in us-east5" in out
+    # the builder image's repository is initialize's (tests/integration/test_initialize_image.py)
+    assert not fake.locations["artifactregistry"].requests
+    assert all(fake.locations[s].requests == ["/v1/projects/my-tpu-project/locations"] for s in ("scheduler", "filestore"))
 
 
 @pytest.mark.parametrize("service, words", [
     ("scheduler", "Cloud Scheduler is not offered in us-central2 (cloud.google.com/scheduler/docs/locations), where "
                   "the Cloud Scheduler jobs of ENV_TTL_HOURS would be made"),
     ("filestore", "Filestore is not offered in us-central2"),
-    ("artifactregistry", "Artifact Registry is not offered in us-central2"),
 ])
 def test_a_region_without_a_service_stops_in_one_line_before_the_quota(fake, cli, make_env, service, words):
     values = make_env(V4, ENV_TTL_HOURS="8")
