@@ -227,13 +227,20 @@ def _keep_ttl_source(bucket: Any, settings: Settings, action: Action, src: Sourc
     ``workspace/<env>/ttl/source.tgz`` (builder/inputs/ttl.py): the TTL's destroy build and the health
     check's build (builder/inputs/recovery.py), started by Cloud Scheduler long after this laptop is gone,
     run tpubuild from it, so they carry the values.env last submitted. A destroy leaves it as it
-    is (the TPU's jobs go with the TPU)."""
+    is (the TPU's jobs go with the TPU). The step scripts it ships are also kept, each at its own
+    content-addressed object (builder/inputs/build_limits.py ``fetched``)."""
     if not (settings.env_ttl_hours or settings.recovery) or action is Action.DESTROY:
         return
 
     name = ttl.source_object(settings.env_name)
     with cloud_call(f"uploading gs://{settings.state_bucket}/{name}"):
         bucket.blob(name).upload_from_string(src.tgz, content_type="application/gzip")
+    # the scheduled bodies' shipped scripts, each where its step copies it from (build_limits.fetched)
+    for path in (n for n in src.names if build_limits.shipped_path(f"exec bash {n}")):
+        blob = bucket.blob(build_limits.object_name(path))
+        with cloud_call(f"uploading gs://{settings.state_bucket}/{blob.name}"):
+            if not blob.exists():
+                blob.upload_from_string(build_limits.shipped(path), content_type="text/x-shellscript")
 
 
 def cmd_submit(args: argparse.Namespace) -> int:

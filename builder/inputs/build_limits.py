@@ -92,8 +92,26 @@ def shipped(path: str) -> str:
 
 def shipped_path(arg: str) -> str | None:
     """The shipped script a step's ``-c`` argument runs, None for an inline script."""
-    m = re.fullmatch(r"exec (?:ba)?sh (" + _SHIPPED.pattern + ")", arg)
+    m = re.search(r"(?:\A|\n)exec (?:ba)?sh (" + _SHIPPED.pattern + r")\Z", arg)
     return m.group(1) if m else None
+
+
+def object_name(path: str) -> str:
+    """Where ``submit`` also keeps a shipped script of a scheduled build, in the state bucket:
+    ``scripts/<step id>-<sha12>.sh``, named by its content, so never overwritten nor removed."""
+    return f"scripts/{path.rsplit('/', 1)[-1]}"
+
+
+def fetched(args: list[str], bucket: str) -> list[str]:
+    """A scheduled build's step ``args`` (:func:`step_args`) whose shipped script is first copied
+    from the state bucket (:func:`object_name`): the Scheduler job keeps the body its slice was
+    applied with, while the kept source it runs from is the last submit's, which may name another
+    script by then. Inline ``args`` are returned as they are. The step's image must have gcloud."""
+    path = shipped_path(args[1])
+    if path is None:
+        return args
+    return ["-c", "\n".join(["set -euo pipefail", f"mkdir -p {SCRIPTS_DIR}",
+                             f"gcloud storage cp gs://{bucket}/{object_name(path)} {path}", f"exec bash {path}"])]
 
 
 def referenced(*texts: str) -> dict[str, bytes]:

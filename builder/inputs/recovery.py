@@ -174,6 +174,9 @@ def build_request(settings: Settings) -> dict[str, Any]:
         args, _subs = build_limits.step_args(step_id, "bash", env.get_template(template).render(
             step_id=step_id, **ctx).strip() + "\n")
         assert set(_subs) <= {"BUILD_ID=$BUILD_ID"}, _subs  # the env below passes BUILD_ID, nothing else
+        if build_limits.shipped_path(args[1]):  # copied from the state bucket first, with gcloud
+            assert image == "gcloud", step_id
+            args = build_limits.fetched(args, settings.state_bucket)
         steps.append({
             "id": step_id,
             "name": IMAGES[image],
