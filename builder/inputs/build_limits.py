@@ -148,6 +148,26 @@ def check(build: dict[str, Any], what: str) -> dict[str, Any]:
     return build
 
 
+def check_steps(steps: Iterable[tuple[str, tuple[str, ...], int]], what: str, budget: int) -> None:
+    """Before anything is rendered: a pipeline of ``steps`` ((id, the ids it waits for, its
+    timeout in seconds), in order) has at most :data:`MAX_STEPS` steps and its longest path of
+    step timeouts fits ``budget`` (what a pipeline may run inside the builds that wait for it:
+    timeouts nest). Bad input, one line, otherwise: so plan and validate's callers refuse what
+    render would."""
+    finish: dict[str, int] = {}
+    for step_id, after, timeout in steps:
+        finish[step_id] = max((finish[a] for a in after), default=0) + timeout
+    if len(finish) > MAX_STEPS:
+        raise BadInput(f"{what}: {len(finish)} steps, over Cloud Build's {MAX_STEPS} per build; "
+                       "render fewer modules per build (--only, or scope with --tpu/--mig)")
+    longest = max(finish.values(), default=0)
+    if longest > budget:
+        raise BadInput(f"{what}: its steps may run {longest}s one after another, more than the {budget}s a pipeline "
+                       "may take inside the builds that wait for it (Cloud Build's 24 h; docs/pipeline.md, "
+                       "\"Timeouts nest\"); list fewer candidates in ZONE/TPU_PROVISIONING or shorten "
+                       "TPU_QUEUED_VALID_FOR")
+
+
 def _seconds(duration: str) -> int:
     return int(float(str(duration).rstrip("s")))
 

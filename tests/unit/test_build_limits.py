@@ -187,3 +187,16 @@ def test_render_names_a_shipped_script_and_writes_it_with_scripts(cli, tmp_path)
     (tmp_path / "file").write_text("")
     code, out, err = cli("render", "--values", values, "--scripts", tmp_path / "file")
     assert code == 2 and out == "" and err.count("\n") == 1 and "--scripts" in err
+
+
+def test_the_plan_is_refused_before_rendering_when_its_steps_pass_a_limit():
+    """build_limits.check_steps, which request.plan_for runs for plan, render, submit and dispatch:
+    the steps' count and their longest path of timeouts against the pipeline's budget."""
+    chain = [(f"s{i}", (f"s{i - 1}",) if i else (), 1000) for i in range(82)]
+    build_limits.check_steps(chain[:81], "p", 81_000)
+    with pytest.raises(BadInput) as e:
+        build_limits.check_steps(chain, "the create pipeline of x", 81_000)
+    assert "may run 82000s one after another, more than the 81000s" in str(e.value) and "\n" not in str(e.value)
+    wide = [(f"s{i}", (), 1) for i in range(301)]
+    with pytest.raises(BadInput, match="301 steps, over Cloud Build's 300"):
+        build_limits.check_steps(wide, "p", 81_000)
