@@ -12,7 +12,7 @@ import tempfile
 import time
 from typing import Any
 
-from builder.cloud import mig_hosts
+from builder.render import mig_hosts
 from builder.commands import load_settings
 from builder.config import Settings
 from builder.config import model_registry

@@ -1,7 +1,8 @@
 """``tpubuild plan`` (what an action will do) and ``tpubuild render`` (the exact Cloud Build config).
 
 Both work offline with no credentials and never import ``google.*``; ``plan`` does not even load
-jinja2. ``render --action initialize`` prints nothing on stdout and explains on stderr that
+jinja2, except that ``plan`` on a calendar-mode file asks Compute Engine for calendar-mode advice when
+credentials exist (builder/commands/advice.py) and says when it did not or could not. ``render --action initialize`` prints nothing on stdout and explains on stderr that
 initialize runs no pipeline (exit 0): an empty build would be a build that silently does nothing.
 """
 
@@ -14,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from builder.cloud.interrupted import lines
+from builder.catalogue.modules import accelerator_module
 from builder.commands import load_settings
 from builder.config.candidates import acting
 from builder.config.later import refuse_changes
@@ -121,6 +122,12 @@ def run_plan(args: argparse.Namespace) -> int:
 
         outcomes = assess_all(settings, running)
     info = describe(settings, plan, allow_data_loss=args.allow_data_loss, previous=prev, checked=outcomes)
+    advice = None
+    if settings.provisioning == "calendar" and plan is not None and plan.applies(accelerator_module(settings.arch)):
+        from builder.commands import advice as calendar_advice  # asks Compute Engine when credentials exist
+        from builder.commands.compare import has_credentials
+
+        advice = info["calendar_advice"] = calendar_advice.for_plan(settings, has_credentials())
     stopped = None
     if prev is not None and prev.bucket:  # read from the state bucket: a build stopped half way, as status shows it
         from builder.commands.compare import stopped_build
@@ -132,7 +139,13 @@ def run_plan(args: argparse.Namespace) -> int:
         sys.stdout.write(markdown(info, _picture(settings, plan, args) if plan is not None and plan.operations else None))
     else:
         sys.stdout.write(as_text(info, bold=_bold_style()))
+        if advice is not None:
+            from builder.commands.advice import lines as advice_lines
+
+            sys.stdout.write("\n" + "".join(f"{line}\n" for line in advice_lines(advice)))
         if stopped is not None:
+            from builder.cloud.interrupted import lines
+
             sys.stdout.write("\nA build stopped half way (docs/safety.md, \"Kill it anywhere, run it again\"):\n"
                              + "".join(f"{line}\n" for line in lines(stopped)))
     if args.check:

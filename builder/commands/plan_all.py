@@ -16,6 +16,7 @@ import json
 import sys
 from typing import Any
 
+from builder.catalogue import cost
 from builder.commands import warn
 from builder.commands.compare import auto_plan, has_credentials, previous
 from builder.config import environments
@@ -100,7 +101,8 @@ def as_text(rows: list[dict[str, Any]]) -> str:
     widths = [max(len(t[i]) for t in table) for i in range(3)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(t[:3], widths)) + "  " + t[3] for t in table]
     notes = [f"  {r['path']}: {r['why']}" for r in rows if r["action"] in ("unknown", "refused")]
-    return "\n".join(lines + (["", "why:", *notes] if notes else [])) + "\n"
+    source = f"list prices from {cost.table()['source']['text']}"
+    return "\n".join(lines + ["", source] + (["", "why:", *notes] if notes else [])) + "\n"
 
 
 def run_plan_all(args: argparse.Namespace) -> int:
@@ -112,7 +114,7 @@ def run_plan_all(args: argparse.Namespace) -> int:
             warn(warning)
     rows = [row(env) for env in envs]
     if args.format == "json":
-        sys.stdout.write(json.dumps({"environments": rows}, indent=2) + "\n")
+        sys.stdout.write(json.dumps({"environments": rows, "prices": cost.table()["source"]}, indent=2) + "\n")
     else:
         sys.stdout.write(as_text(rows))
     refused = [r for r in rows if r["action"] == "refused"]

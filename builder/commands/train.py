@@ -33,7 +33,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from builder.cloud import mig_hosts
+from builder.render import mig_hosts
 from builder.commands import load_settings, placed
 from builder.commands.observe import refuse_flags, run_logs_metrics
 from builder.commands.runtime import runtime_settings
@@ -70,7 +70,7 @@ def _job(settings: Settings, launcher: ModuleType) -> Any:
     fields = {f.name for f in dataclasses.fields(job)}
     if settings.arch == "mig":
         # the launcher reaches the slice through models/hosts.py SliceHosts; the group listing
-        # (worker order) is builder/cloud/mig_hosts.py's. A launcher without mig support refuses.
+        # (worker order) is builder/render/mig_hosts.py's. A launcher without mig support refuses.
 
         if "listing" not in fields:
             raise BadInput(f'train/stop/logs: TPU_ARCH="mig" ({settings.source}) is not supported by the '
@@ -205,7 +205,7 @@ def load_hosts(settings: Settings) -> ModuleType:
 
 def run_access(settings: Settings, hosts: ModuleType) -> Any:
     """How gcloud reaches the hosts of ``settings`` (vm: the slice's live slot, mig: its VMs in
-    worker order; builder/cloud/mig_hosts.py ``access``, models/hosts.py ``for_arch``)."""
+    worker order; builder/render/mig_hosts.py ``access``, models/hosts.py ``for_arch``)."""
     if settings.arch not in ("vm", "mig"):
         raise BadInput(f"run works on TPU_ARCH=\"vm\" or \"mig\", not {settings.arch!r} ({settings.source}); "
                        "node is legacy (use xla_dist on the leader)")

@@ -123,7 +123,7 @@ def _after_destroy(s: Settings, plan: Plan, now: datetime.datetime | None) -> li
     if plans.runs(s, plan, "snapshot"):
         rate, approx = _per_month("kept_gb_month", "snapshot", s.region)
         items.append({"what": f"the snapshot of {s.shared_pd_name}", "monthly": round(rate * s.shared_pd_size_gb, 2),
-                      "how": f"at most {s.shared_pd_size_gb} GB × {money(rate, approx)}/GB-month",
+                      "how": f"at most {s.shared_pd_size_gb} GB × {money(rate, approx)}/GB-month, stored in {s.region}",
                       "bound": "at most", "approximate": approx})
     if plans.runs(s, plan, "backup"):
         rate, approx = _per_month("kept_gb_month", "filestore_backup", s.region)
@@ -171,7 +171,8 @@ def section(settings: Settings, plan: Plan, before: Estimate | None, after: Esti
                        f"{bound_prefix(t.bound)}{money(t.hourly)}/h until its end (Totals)")
     return {"before": before.as_dict() if before is not None else None, "after": after.as_dict(),
             "change": change, "totals": as_dicts(found),
-            "prices": {"file": "builder/data/prices.json", "retrieved": data["retrieved"],
+            "prices": {"file": data["source"]["file"], "source": data["source"]["kind"],
+                       "from": data["source"]["text"], "retrieved": data["source"]["retrieved"],
                        "checked": data.get("verification", {}).get("checked", "never"),
                        "check_at": sorted({data["sources"][i.source] for i in after.unconfirmed}),
                        "currency": data["currency"], "sources": data["sources"]}}
@@ -187,8 +188,7 @@ def lines(c: dict[str, Any]) -> list[str]:
     if "candidates" in c:  # a candidate list (builder/planning/candidate_table.py): which one is priced, the worst case
         out.append(f"  {c['candidates']['text']}")
     approx = " (~: the list price of another region)" if c["after"]["approximate"] else ""
-    out.append(f"  list prices in {c['prices']['currency']} from {c['prices']['file']}, retrieved "
-               f"{c['prices']['retrieved']}{approx}; your bill may differ")
+    out.append(f"  list prices in {c['prices']['currency']} from {c['prices']['from']}{approx}; your bill may differ")
     if c["after"]["unconfirmed"]:
         out.append(f"  (unconfirmed): not found in Google's price pages when last checked "
                    f"({c['prices']['checked']}); check {', '.join(c['prices']['check_at'])} before relying on it")

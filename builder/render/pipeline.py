@@ -151,7 +151,7 @@ class _Steps:
 
     def _snapshot(self, step: Step) -> dict[str, Any]:
         s = self.s
-        return dict(project=s.project_id, zone=s.zone, disk=s.shared_pd_name, labels=self.labels())
+        return dict(project=s.project_id, zone=s.zone, region=s.region, disk=s.shared_pd_name, labels=self.labels())
 
     def _backup(self, step: Step) -> dict[str, Any]:
         s = self.s

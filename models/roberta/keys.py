@@ -9,7 +9,8 @@ The defaults are fairseq's RoBERTa-base pretraining recipe
 2048 sequences, which ``--update-freq`` keeps fixed whatever the pod size (see
 ``models/roberta/launcher.py``). The rules that need the topology (does the batch divide across
 the slice's devices? does the launcher know the generation?) are the launcher's
-(models/roberta/recipe.py ``problems``); :func:`check` hands them to ``tpubuild validate``
+(models/roberta/rules.py ``problems``, on :class:`Facts` read from the Settings: no dataclass, so
+validate does not load ``dataclasses``); :func:`check` hands them to ``tpubuild validate``
 through builder/config/model_registry.py, so validate and ``train`` refuse the same things.
 """
 
@@ -103,24 +104,25 @@ def extra_args(value: str) -> tuple[str, ...]:
 
 def check(settings: Any) -> list[tuple[str, str, str]]:
     """The model's own rules on a loaded Settings: ``(key, what, fix)`` each."""
-    from .recipe import Job, problems
+    from .rules import Facts, problems
 
-    return [(e.key, e.what, e.fix) for e in problems(Job.from_settings(settings))]
+    return [(e.key, e.what, e.fix) for e in problems(Facts.from_settings(settings))]
 
 
 def check_change(applied: Any, settings: Any) -> list[tuple[str, str, str]]:
     """The model's rules on an update from the ``applied`` Settings to ``settings``: a change the
-    training cannot resume across exactly (models/roberta/recipe.py ``resume_problems``)."""
-    from .recipe import Job, resume_problems
+    training cannot resume across exactly (models/roberta/rules.py ``resume_problems``)."""
+    from .rules import Facts, resume_problems
 
-    return [(e.key, e.what, e.fix) for e in resume_problems(Job.from_settings(applied), Job.from_settings(settings))]
+    before, after = Facts.from_settings(applied), Facts.from_settings(settings)
+    return [(e.key, e.what, e.fix) for e in resume_problems(before, after)]
 
 
 def change_notes(applied: Any, settings: Any) -> list[str]:
-    """What ``plan`` notes about the training on an update from ``applied`` (recipe.py ``resize_note``)."""
-    from .recipe import Job, resize_note
+    """What ``plan`` notes about the training on an update from ``applied`` (rules.py ``resize_note``)."""
+    from .rules import Facts, resize_note
 
-    note = resize_note(Job.from_settings(applied), Job.from_settings(settings))
+    note = resize_note(Facts.from_settings(applied), Facts.from_settings(settings))
     return [note] if note else []
 
 

@@ -100,7 +100,7 @@ def test_a_preset_tpubuild_slice_that_is_not_a_live_group_is_one_line(cli, make_
 def test_one_slot_keeps_todays_script(cli, make_env):
     """Only where the slice has two slots does the script look for the live one: a settings object
     with one slot (as every arch but vm and mig has) writes today's listing of ``tpu-<env>``."""
-    from builder.cloud import mig_hosts
+    from builder.render import mig_hosts
     from builder.config import load
     from builder.config.model_registry import hosts
 

@@ -321,7 +321,7 @@ def test_guard_announces_a_topology_change() -> None:
 
 
 def test_hosts_in_worker_order_and_ssh_through_iap() -> None:
-    from builder.cloud import mig_hosts
+    from builder.render import mig_hosts
     s = load(V6E)
     assert mig_hosts.list_argv(s)[:6] == ["gcloud", "compute", "instance-groups", "managed", "list-instances",
                                           "tpu-v6e-slice"]
