@@ -30,7 +30,6 @@ The name carries the script's hash, so files of different builds never collide a
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -80,6 +79,8 @@ def step_args(step_id: str, shell: str, script: str) -> tuple[list[str], list[st
     if substituted_length(inline) <= INLINE_MAX:
         return ["-c", inline], []
     text, names = for_file(script)
+    import hashlib  # kept off plan's start-up (it loads OpenSSL; tests/unit/test_import_budget.py)
+
     path = f"{SCRIPTS_DIR}/{step_id}-{hashlib.sha256(text.encode()).hexdigest()[:12]}.sh"
     _STORE[path] = text
     return ["-c", f"exec {shell} {path}"], [f"{n}=${n}" for n in names]
