@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.catalogue.modules import accelerator_module
@@ -19,6 +20,8 @@ from builder.commands import load_settings
 from builder.config.candidates import acting
 from builder.config.gate import Door, refuse
 from builder.facts.actions import Action
+from builder.facts.errors import BadInput
+from builder.inputs import build_limits
 from builder.planning import request
 from builder.planning.describe import INITIALIZE_NOTE, as_text, describe
 from builder.render import pipeline, yamlout
@@ -75,8 +78,27 @@ def run_render(args: argparse.Namespace) -> int:
     else:
         config = pipeline.render(settings, plan, allow_data_loss=args.allow_data_loss, allow_wipe=args.allow_wipe)
         out = yamlout.to_json(config) if args.format == "json" else yamlout.to_yaml(config)
+        _write_scripts(config, getattr(args, "scripts", ""))  # first: a folder it cannot write prints no config
     sys.stdout.write(out)
     return 0
+
+
+def _write_scripts(config: dict, folder: str) -> None:
+    """The scripts ``config``'s steps run from the source (builder/inputs/build_limits.py): written
+    under ``folder`` with ``--scripts``, else named on stderr (they are not in the config)."""
+    shipped = build_limits.referenced(json.dumps(config))
+    for path, data in shipped.items():
+        if folder:
+            target = Path(folder) / path
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            except OSError as exc:
+                raise BadInput(f"--scripts {folder}: cannot write {path} ({exc.strerror or exc}); "
+                               "name a folder you can write") from None
+        else:
+            print(f"tpubuild: render: {path} ships in the build's source (too long for one argument); "
+                  "--scripts DIR writes it", file=sys.stderr)
 
 
 def _picture(settings: Settings, plan: Plan, args: argparse.Namespace) -> str:
@@ -138,11 +160,13 @@ def run_plan(args: argparse.Namespace) -> int:
 
 def _check(settings: Settings, running: Settings | None, outcomes: list[Any] | None) -> None:
     """``plan --check``: the capacity check's lines (stderr) and verdict (``WorldError``: exit 1)."""
-    from builder.commands.capacity import check, conclude
+    from builder.commands.capacity import check, conclude, hosts_reach, regions_offer
 
     if outcomes is None:
         check(settings, running)
     else:
+        hosts_reach(settings)
+        regions_offer(settings)
         conclude(outcomes)
 
 

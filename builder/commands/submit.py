@@ -12,6 +12,7 @@ credentials, a held lock, a build that did not succeed); 2 bad input (values.env
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,7 @@ from builder.config.candidates import acting, at, granted
 from builder.facts.actions import Action
 from builder.facts.errors import WorldError
 from builder.facts.records import record
-from builder.inputs import tfvars, ttl
+from builder.inputs import build_limits, tfvars, ttl
 from builder.planning import auto
 from builder.planning.plan import make_plan
 from builder.planning.request import SUBSTITUTIONS, parse, plan_for
@@ -64,10 +65,17 @@ def prepare(settings: Settings, request: Request) -> Prepared:
         return Prepared(request, None, None, None, repo)
     config = None if plan is None else pipeline.render(settings, plan, allow_data_loss=request.allow_data_loss,
                                                        allow_wipe=request.allow_wipe)
-    destroys = plan is not None and plan.action is Action.DESTROY  # runs no script: none is resolved
-    variables = {**tfvars.all_for(settings, scripts=not destroys), **({} if destroys else tfvars.by_candidate(settings))}
-    src = source.pack(source.collect(repo, workspace.values_bytes(settings), variables))
+    src = _source(settings, repo, plan is not None and plan.action is Action.DESTROY, config)
     return Prepared(request, plan, config, src, repo)
+
+
+def _source(settings: Settings, repo: Path, destroys: bool, config: dict[str, Any] | None) -> Source:
+    """The source tarball: the repository, values.env, the tfvars (a destroy runs no script: none
+    is resolved) and the step scripts too long for an argument that ``config`` and the health
+    bodies in the tfvars run (builder/inputs/build_limits.py)."""
+    variables = {**tfvars.all_for(settings, scripts=not destroys), **({} if destroys else tfvars.by_candidate(settings))}
+    scripts = build_limits.referenced(json.dumps(config), json.dumps(variables))
+    return source.pack(source.collect(repo, workspace.values_bytes(settings), variables, scripts))
 
 
 def auto_plan(settings: Settings, bucket: Any) -> tuple[Plan | None, Settings]:
@@ -129,6 +137,7 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False, prefl
     if request.action is Action.INITIALIZE:
         return initialize(settings)
     repo, plan, config, src = prepared.repo, prepared.plan, prepared.config, prepared.src
+    prepared_settings = settings
     assert src is not None
     client = clients.storage(settings.project_id)
     if not buckets.exists(client, settings.state_bucket):
@@ -148,6 +157,8 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False, prefl
             return 0
         config = pipeline.render(settings, plan, allow_data_loss=request.allow_data_loss,
                                  allow_wipe=request.allow_wipe)
+        if build_limits.referenced(json.dumps(config)):  # auto's plan runs a shipped script: the source carries it
+            src = _source(prepared_settings, repo, plan.action is Action.DESTROY, config)
     assert config is not None
     allow_data_loss, allow_wipe = request.allow_data_loss, request.allow_wipe
     cb = clients.cloudbuild()
@@ -214,13 +225,20 @@ def _keep_ttl_source(bucket: Any, settings: Settings, action: Action, src: Sourc
     ``workspace/<env>/ttl/source.tgz`` (builder/inputs/ttl.py): the TTL's destroy build and the health
     check's build (builder/inputs/recovery.py), started by Cloud Scheduler long after this laptop is gone,
     run tpubuild from it, so they carry the values.env last submitted. A destroy leaves it as it
-    is (the TPU's jobs go with the TPU)."""
+    is (the TPU's jobs go with the TPU). The step scripts it ships are also kept, each at its own
+    content-addressed object (builder/inputs/build_limits.py ``fetched``)."""
     if not (settings.env_ttl_hours or settings.recovery) or action is Action.DESTROY:
         return
 
     name = ttl.source_object(settings.env_name)
     with cloud_call(f"uploading gs://{settings.state_bucket}/{name}"):
         bucket.blob(name).upload_from_string(src.tgz, content_type="application/gzip")
+    # the scheduled bodies' shipped scripts, each where its step copies it from (build_limits.fetched)
+    for path in (n for n in src.names if build_limits.shipped_path(f"exec bash {n}")):
+        blob = bucket.blob(build_limits.object_name(path))
+        with cloud_call(f"uploading gs://{settings.state_bucket}/{blob.name}"):
+            if not blob.exists():
+                blob.upload_from_string(build_limits.shipped(path), content_type="text/x-shellscript")
 
 
 def cmd_submit(args: argparse.Namespace) -> int:

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from builder.catalogue.step_kinds import MAX_BUILD_TIMEOUT
 from builder.inputs.repo_events import Repo, file_filter
 
 #: The dispatch step's image, pinned by tag.
 DISPATCH_IMAGE = "python:3.11.11-slim-bookworm"
-#: The root build waits for the pipeline it dispatches; 24 h is Cloud Build's maximum.
-DISPATCH_TIMEOUT_S = 86400
+#: The root build waits for the pipeline it dispatches (up to step_kinds.MAX_PIPELINE_TIMEOUT,
+#: so the root outlives it: timeouts nest); 24 h is Cloud Build's maximum.
+DISPATCH_TIMEOUT_S = MAX_BUILD_TIMEOUT
 #: Substitution defaults. `auto` converges on values.env (create when nothing was applied yet),
 #: so a bare `gcloud builds submit` never destroys anything.
 DEFAULTS: dict[str, str] = {

@@ -35,10 +35,12 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from builder.catalogue import modules as catalogue
+from builder.catalogue.step_kinds import BUILD_TIMEOUT_SLACK, MAX_PIPELINE_TIMEOUT, step_timeout
 from builder.config.gate import Door, refuse
 from builder.facts.actions import Action
 from builder.facts.errors import BadInput
 from builder.facts.records import record
+from builder.inputs import build_limits
 from builder.planning.plan import Plan, make_plan, not_wanted
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -193,4 +195,7 @@ def plan_for(settings: Settings, request: Request) -> Plan | None:
         ops = ", ".join(f"{o.op} {o.module}" for o in plan.operations)
         raise BadInput(f"{name}: this {plan.action} ({ops}) does not apply {seeder}, so the seeder "
                        f"never runs and there is nothing to wipe; drop {name}")
+    # Cloud Build's limits on what render would make of it (builder/inputs/build_limits.py)
+    build_limits.check_steps(((st.id, st.after, step_timeout(settings, st)) for st in plan.steps),
+                             f"the {plan.action} pipeline of {settings.env_name}", MAX_PIPELINE_TIMEOUT - BUILD_TIMEOUT_SLACK)
     return plan
