@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from builder.catalogue import modules as catalogue
+
 ALL_SUBNETS = frozenset({"ALL_SUBNETWORKS_ALL_IP_RANGES", "ALL_SUBNETWORKS_ALL_PRIMARY_IP_RANGES"})
 
 
@@ -100,8 +102,8 @@ def services(settings: Any, wanted: frozenset[str], keys: tuple[str, ...]) -> li
     the slice)."""
     s = settings
     out = [("artifactregistry", s.region, f"the builder image's repository {s.image_repository}")]
-    if "filestore" in wanted:
-        out.append(("filestore", s.region, f"the Filestore instance {s.filestore_name}"))
+    out += [(sp.region_service, s.region, f"the {sp.name} module ({sp.what(s)})")
+            for sp in catalogue.specs(s.arch) if sp.region_service and sp.name in wanted]
     if s.env_ttl_hours or s.recovery:
         what = " and ".join(w for w, on in (("ENV_TTL_HOURS", s.env_ttl_hours), ("TPU_RECOVERY", s.recovery)) if on)
         for region in dict.fromkeys(c.region for c in s.candidates):
