@@ -47,7 +47,7 @@ class FakeGoogle(LocalHttpServer):
         self.queued_resources: dict[str, dict[str, Any]] = {}  # full resource name → QueuedResource JSON
         self.filestore: dict[str, dict[str, Any]] = {}  # full resource name → Instance JSON
         self.migs: dict[str, dict[str, Any]] = {}  # URL path → {"manager": {...}, "instances": [...]}
-        #: Compute Engine REST: URL path → the JSON a GET answers (resize requests, future reservations)
+        #: Compute Engine REST: URL path → the JSON a GET answers (future reservations)
         self.compute_objects: dict[str, dict[str, Any]] = {}
         self.on_done: Callable[[str, str], None] | None = None
         self.on_create: Callable[[str], None] | None = None
