@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from builder.config import load
+from builder.config.offers import bulk_mode
 from builder.inputs import tfvars
 from builder.planning.plan import module_dir
 from tests.conftest import EXAMPLES, REPO, SHIPPED
@@ -139,7 +140,8 @@ def _spot_check(settings: Any, module: str, plan: dict[str, Any]) -> list[str]:
             checked.append("mig-size")
             # bulk mode on every multi-host and flex-start group, repair off with flex-start
             # (docs/modules.md, "Google's rules for TPU MIGs"; the stand-in refuses the rest)
-            bulk = bool(settings.mig_shape.accelerator_topology) or flex
+            bulk = bulk_mode(settings)  # the pipeline's resizes read the same (builder.config.offers)
+            assert bulk == (bool(settings.mig_shape.accelerator_topology) or flex)
             assert values["target_size_policy"] == ([{"mode": "BULK"}] if bulk else []), res["address"]
             lifecycle = values["instance_lifecycle_policy"]
             assert (lifecycle[0]["default_action_on_failure"] if lifecycle else "") == ("DO_NOTHING" if flex else "")
@@ -186,7 +188,7 @@ def _spot_check(settings: Any, module: str, plan: dict[str, Any]) -> list[str]:
                 assert sched["provisioning_model"] == "FLEX_START" and sched["instance_termination_action"] == "DELETE"
                 assert sched["max_run_duration"][0]["seconds"] == settings.max_run_hours * 3600, res["address"]
                 checked.append("flex-start")
-            bulk = bool(settings.mig_shape.accelerator_topology) or settings.provisioning == "flex-start"
+            bulk = bulk_mode(settings)
             if settings.provisioning == "spot":
                 # Google's TPU Spot page: a bulk slice's VMs stop on preemption (restarted through 0)
                 (sched,) = values["scheduling"]

@@ -308,3 +308,27 @@ def test_a_group_made_before_bulk_mode_runs_on_until_a_change_replaces_it(
     (template,) = [c["change"]["after"] for c in change["resource_changes"]
                    if c["type"] == "google_compute_instance_template" and c["index"] == "b"]
     assert template["scheduling"][0]["instance_termination_action"] == "STOP"  # a bulk Spot slice stops
+
+
+@pytest.mark.parametrize(("accelerator", "reservation", "model", "affinity"), [
+    ("v6e-16", "my-v6e-reservation", "RESERVATION_BOUND", "SPECIFIC_RESERVATION"),
+    ("v6e-16", "", "STANDARD", "ANY_RESERVATION"),
+    ("v6e-8", "my-v6e-reservation", "STANDARD", "SPECIFIC_RESERVATION"),
+], ids=["named-multi-host", "none-named", "named-single-host"])
+def test_a_reservation_is_consumed_as_googles_tpu_pages_do(
+        tf: Terraform, tmp_path: Path, accelerator: str, reservation: str, model: str, affinity: str) -> None:
+    """(k) TPU_RESERVATION named: specific affinity, and in a bulk (multi-host) group the
+    reservation-bound model (Google's consume-reservation page for TPUs); none named: any matching
+    reservation with standard VMs (docs/modules.md, "Google's rules for TPU MIGs")."""
+    ws = Workspace(tmp_path / "ws")
+    work = ws.module("modules/tpu_mig", "mig")
+    _prepare(tf, ws, SPOT)
+    tf.init(work)
+    values = _mig(SPOT, TPU_ACCELERATOR_TYPE=accelerator, TPU_PROVISIONING="reservation", TPU_RESERVATION=reservation)
+    plan = _plan(tf, work, values, "reserved")
+    (sched,), (chosen,) = _after(plan, "template", "a")["scheduling"], _after(plan, "template", "a")["reservation_affinity"]
+    assert (sched["provisioning_model"], chosen["type"]) == (model, affinity)
+    assert sched["instance_termination_action"] == ("DELETE" if model == "RESERVATION_BOUND" else None)
+    assert [r["values"] for r in chosen["specific_reservation"]] == ([[reservation]] if reservation else [])
+    bulk = accelerator == "v6e-16"
+    assert _after(plan, "mig", "a")["target_size_policy"] == ([{"mode": "BULK"}] if bulk else [])
