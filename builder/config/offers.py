@@ -96,7 +96,7 @@ MODES: dict[str, Mode] = {
         "training from checkpoint_last.pt (docs/recovery.md)"),
     "reservation": Mode(
         "scheduling_config.reserved (any matching reservation); Compute Engine: TPU_RESERVATION by "
-        "SPECIFIC_RESERVATION with the RESERVATION_BOUND model, else ANY_RESERVATION (standard VMs)",
+        "SPECIFIC_RESERVATION (RESERVATION_BOUND in a multi-host bulk group), else ANY_RESERVATION (standard VMs)",
         "at apply, from capacity your project reserved, without competing for on-demand capacity",
         "until you destroy it or the reservation ends", "the reservation's price, paid whether used or not",
         "the capacity returns to the reservation"),
