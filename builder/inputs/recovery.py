@@ -42,6 +42,7 @@ from builder.catalogue.modules import accelerator_module, ttl_scope
 from builder.catalogue.step_kinds import ACQUIRE_WAIT_S, BUILD_ENDED, IMAGES, MAX_BUILD_TIMEOUT
 from builder.config.applied_objects import record_object
 from builder.config.candidates import at
+from builder.config.offers import bulk_mode
 from builder.config.recovery import log_prefix
 from builder.config.replace import group_filter, slot_names
 from builder.facts import capacity_errors
@@ -117,6 +118,8 @@ def context(settings: Settings) -> dict[str, Any]:
         **mig_attach(settings),
         **places(settings),
         **mig_failover(settings),
+        # a multi-host Spot slice's VMs stop on preemption (modules/tpu_mig): restarted through 0
+        "restarts_stopped": settings.arch == "mig" and settings.provisioning == "spot" and bulk_mode(settings),
     }
 
 

@@ -47,7 +47,7 @@ from builder.catalogue.step_kinds import (  # noqa: F401  (re-exported: step kin
     SEED_STEP_S, SEED_TIMEOUT_S, SHELLS, SWAP_WAIT_S, DRAIN_WAIT_S, RESUME_TRIES, RESUME_WAIT_S, verdict_wait_s,
 )
 from builder.config.filestore import TIERS
-from builder.config.offers import calendar_name, flex_request_name
+from builder.config.offers import bulk_mode, calendar_name
 from builder.config.scripts import repo_script
 from builder.facts import capacity_errors
 from builder.facts.actions import Action
@@ -202,7 +202,8 @@ class _Steps:
         return dict(queued_request=queued, swaps=swaps, publishes=publishes, accelerator_type=s.accelerator_type,
                     candidates=candidates, candidate_count=len(s.candidates), no_capacity=capacity_errors.ere(),
                     slice_type=spec.slice_resource, zone=s.zone,
-                    settles=settles, slice_resources=leaves, project=s.project_id, request_suffix=flex_request_name(""),
+                    settles=settles, slice_resources=leaves, project=s.project_id,
+                    slice_vms=s.mig_shape.vms if settles else 0,
                     acquire_wait_s=ACQUIRE_WAIT_S,
                     granted=dict(zone=s.zone, mode=s.provisioning) if slice_ else None,
                     **self._asks(step), **self._terraform(step))
@@ -252,14 +253,12 @@ class _Steps:
     _drain = _slice
 
     def _resize(self, step: Step) -> dict[str, Any]:
-        # flex-start: modules/tpu_mig's resize request brings the VMs, not a resize; calendar: the
-        # VMs wait for the reservation its request delivers at the start time
+        # the group's size after the apply: bulk groups (multi-host, flex-start) grow only from 0,
+        # a stopped Spot slice is restarted through 0 (docs/modules.md, "Google's rules for TPU
+        # MIGs"); calendar: the VMs wait for the reservation its request delivers at the start time
         s = self.s
         calendar = s.provisioning == "calendar"
-        # make-before-break: the group is the one mig-apply named (either slot), its request that
-        # group's name and flex_request_name's suffix (each slot has its own)
-        return dict(flex=s.provisioning == "flex-start", request=flex_request_name(s.tpu_name),
-                    request_suffix=flex_request_name(""),
+        return dict(flex=s.provisioning == "flex-start", spot=s.provisioning == "spot", bulk=bulk_mode(s),
                     calendar_start=s.calendar_start if calendar else "", reservation=calendar_name(s.tpu_name),
                     swaps=runs(s, self.plan, "swap") == step.module, **self._slice(step))
 

@@ -30,6 +30,7 @@ from typing import Any
 from builder.catalogue import modules as catalogue
 from builder.cloud import lock
 from builder.config import load_text
+from builder.config.offers import bulk_mode
 from builder.planning.plan import make_plan
 from builder.render.pipeline import render
 from tests.conftest import EXAMPLES, rewrite_env
@@ -239,6 +240,8 @@ def start_build(world: World, pipeline: Pipeline) -> Build:
            "STANDIN_PYTHON": sys.executable,
            "STANDIN_ENV_LOCK": str(env_lock_path(world, settings)),
            "STANDIN_VMS": str(settings.mig_shape.vms if settings.arch == "mig" else 1),
+           # the slice's MIG is in bulk mode: the gcloud stand-in refuses to grow it from non-zero
+           "STANDIN_BULK": "1" if bulk_mode(settings) else "0",
            "TPUBUILD_SWAP_POLL_S": "0", "TPUBUILD_DRAIN_POLL_S": "0", "TPUBUILD_DRAIN_WAIT_S": "0",
            "TPUBUILD_RESUME_WAIT_S": "0", "TPUBUILD_RESUME_TRIES": "1"}
     return Build(world, build_id, order(config), env)

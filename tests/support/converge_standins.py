@@ -141,6 +141,7 @@ if cmd == "apply":
             unlock()
             print(f"Error: creating {name}: the service account {missing[0]} its VMs run as does not exist", file=sys.stderr)
             sys.exit(1)
+        (world / "size" / name).unlink(missing_ok=True)  # a group made anew has the size it was made with
         if action == "delete":
             (world / "res" / name).unlink(missing_ok=True)
             st["resources"].pop(name)
@@ -204,8 +205,14 @@ def filtered():
     return name if live(name) else ""
 
 
+def size(group):
+    """A group's target size: what gcloud last resized it to, else what Terraform made it with."""
+    p = world / "size" / group
+    return int(p.read_text()) if p.exists() else int(os.environ.get("STANDIN_VMS", "1"))
+
+
 def vms(group):
-    return [f"{group}-{i}" for i in range(int(os.environ.get("STANDIN_VMS", "1")))] if live(group) else []
+    return [f"{group}-{i}" for i in range(size(group))] if live(group) else []
 
 
 if words[:1] == ["standin-probe"]:
@@ -270,6 +277,20 @@ elif "describe" in words:
         print(len(vms(name)))
     elif "workloadPolicy" in fmt:
         print("")
+elif words[:4] == ["compute", "instance-groups", "managed", "resize"]:
+    group, new = words[4], int(flag("size"))
+    if not live(group):
+        print(f"ERROR: (gcloud.compute.instance-groups.managed.resize) NOT_FOUND: {group}", file=sys.stderr)
+        sys.exit(1)
+    was = size(group)
+    # Google's bulk mode (about-bulk-mode, "Configuration changes and resizing"; docs/modules.md):
+    # a bulk group adds instances only while its target size is 0
+    if os.environ.get("STANDIN_BULK") == "1" and 0 < was < new:
+        print(f"ERROR: (gcloud.compute.instance-groups.managed.resize) A MIG in bulk mode adds instances only "
+              f"while its target size is 0: {group} is at {was}, asked for {new}", file=sys.stderr)
+        sys.exit(1)
+    (world / "size").mkdir(exist_ok=True)
+    (world / "size" / group).write_text(str(new))
 elif "list-instances" in words:
     group = words[words.index("list-instances") + 1]
     print("\n".join(f"RUNNING NONE" if "instanceStatus" in fmt else v for v in vms(group)))

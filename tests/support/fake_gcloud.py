@@ -9,7 +9,10 @@ the health build runs, against files under ``$FAKE_GCLOUD_STATE``:
   list-instances`` prints (``instanceStatus currentAction``; with ``--format`` of
   ``instance.basename()`` the names ``<name>-0000``, ...); ``instance-groups managed list`` prints
   the names its ``--filter=name~"REGEX"`` matches; a group with no file is NOT_FOUND; ``delete``
-  removes it; ``mig_errors/<name>``: what its ``list-errors`` prints (``code<TAB>message`` lines);
+  removes it; ``resize --size=N`` makes its listing N VMs ``RUNNING NONE`` (a bulk group: every VM
+  at once), refused from a non-zero size up (Google's bulk mode grows only from 0; the sandbox's
+  groups are multi-host TPU slices), ``wait-until`` returns at once;
+  ``mig_errors/<name>``: what its ``list-errors`` prints (``code<TAB>message`` lines);
 * ``ttl``: what ``scheduler jobs describe`` prints (absent file: NOT_FOUND);
 * ``ongoing``: the ids ``builds list --ongoing`` prints; ``builds/<id>``: the status ``builds
   describe <id>`` prints (no file: NOT_FOUND), ``builds/<id>.tags`` its tags (``;``-joined);
@@ -127,6 +130,19 @@ def main(argv: list[str]) -> int:
             return _not_found(f"MIG {words[4]}")
         (STATE / "migs" / words[4]).unlink()
         return 0
+    if words[:4] == ["compute", "instance-groups", "managed", "resize"]:
+        mig = _read(f"migs/{words[4]}")
+        if mig is None:
+            return _not_found(f"MIG {words[4]}")
+        size, now = int(next(a.split("=", 1)[1] for a in argv if a.startswith("--size="))), len(mig.splitlines())
+        if 0 < now < size:
+            print(f"ERROR: (gcloud.compute.instance-groups.managed.resize) A MIG in bulk mode adds instances only "
+                  f"while its target size is 0: {words[4]} is at {now}", file=sys.stderr)
+            return 1
+        (STATE / "migs" / words[4]).write_text("RUNNING NONE\n" * size)
+        return 0
+    if words[:4] == ["compute", "instance-groups", "managed", "wait-until"]:
+        return 0 if _read(f"migs/{words[4]}") is not None else _not_found(f"MIG {words[4]}")
     if words[:4] == ["compute", "instance-groups", "managed", "list-instances"]:
         mig = _read(f"migs/{words[4]}")
         if mig is None:

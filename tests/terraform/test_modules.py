@@ -88,8 +88,9 @@ def test_root_module_with_gcs_backend_and_pinned_providers(name: str) -> None:
     # google-beta only where a resource needs it: an override file adds it to the shared pin
     tf = _own_files(mod, "versions.tf", {"moved.tf"})
     if "moved.tf" in mod.files:
-        assert {k for k in mod.files["moved.tf"] if not k.startswith("__")} == {"moved"}, "moved.tf holds moved blocks only"
-    assert not [f for f, parsed in mod.files.items() if f != "moved.tf" and "moved" in parsed]
+        assert {k for k in mod.files["moved.tf"] if not k.startswith("__")} <= {"moved", "removed"}, \
+            "moved.tf holds moved and removed blocks only (what a state's addresses become)"
+    assert not [f for f, parsed in mod.files.items() if f != "moved.tf" and ("moved" in parsed or "removed" in parsed)]
     assert (mod.path / "README.md").is_file()
     assert unquote(tf["required_version"]) == ">= 1.5"
     [backend] = tf["backend"]

@@ -49,7 +49,7 @@ class FakeGoogle(LocalHttpServer):
         self.queued_resources: dict[str, dict[str, Any]] = {}  # full resource name → QueuedResource JSON
         self.filestore: dict[str, dict[str, Any]] = {}  # full resource name → Instance JSON
         self.migs: dict[str, dict[str, Any]] = {}  # URL path → {"manager": {...}, "instances": [...]}
-        #: Compute Engine REST: URL path → the JSON a GET answers (resize requests, future reservations)
+        #: Compute Engine REST: URL path → the JSON a GET answers (future reservations)
         self.compute_objects: dict[str, dict[str, Any]] = {}
         #: the network the subnetwork and router reads answer (tests/support/fakes/quotas.py ``ready``)
         #: where compute_objects holds none; None: a 404, as for any unknown resource
