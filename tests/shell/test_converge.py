@@ -14,6 +14,7 @@ converged), which tests/shell/conftest.py repeats in the session's summary.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -205,7 +206,10 @@ def test_status_shows_both_slices_and_their_cost_while_the_overlap_waits(pipelin
         other = f"{live[old]}, ${prices[1]:,.2f}/h" if settings.arch == "vm" else "price unknown"
         assert all(prices) and lines[1].startswith(f"  billing    2 slices: {asked} ({live[asked]}, ${prices[0]:,.2f}/h) + "
                                                     f"{old} ({other}) = "), lines
-        assert lines[1].endswith(f"deletes {old}"), lines
+        # the release deletes the old slice, and the prices say where they come from (the catalogue or the
+        # bundled snapshot, with its date: builder/catalogue/price_source.py)
+        assert re.search(rf"deletes {old} \(list prices from (the bundled snapshot|the Cloud Billing Catalog).*\d{{4}}-\d\d-\d\d",
+                         lines[1]), lines
 
 
 def test_count(request: pytest.FixtureRequest) -> None:
