@@ -92,9 +92,8 @@ GENERIC = Wording(
 )
 
 
-#: The refusals every kind of file shares, ``<path>: <why>; <fix>``: the why of each (:data:`GENERIC`
-#: alone words its directory otherwise, naming what the file should have been), then the fix for
-#: a values.env (:data:`VALUES_FILE`) and for a plan JSON (:data:`PLAN_JSON`).
+#: The refusals a values.env (:data:`VALUES_FILE`) and a plan JSON (:data:`PLAN_JSON`) share,
+#: ``<path>: <why>; <fix>``: the why of each (as :data:`GENERIC`'s), then the fix for each file.
 _WHY_AND_FIXES = {
     "directory": ("{path}: is a directory", "pass the values.env file itself with --values",
                   "pass the file written by 'terraform show -json PLANFILE'"),
