@@ -33,6 +33,12 @@ class KeySpec:
     required: bool = False
 
 
+def named(name: str, default: Any, parse: Parser, doc: str, required: bool = False) -> KeySpec:
+    """The KeySpec of a key whose settings field is its name in lower case (``ROBERTA_LR`` ->
+    ``roberta_lr``); a key whose field is named otherwise spells its ``KeySpec`` out."""
+    return KeySpec(name, name.lower(), default, parse, doc, required)
+
+
 def text(value: str) -> str:
     return value.strip()
 
