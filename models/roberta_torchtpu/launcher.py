@@ -25,8 +25,11 @@ Step = hosts.Step
 log_dir = base.log_dir
 plan_logs = base.plan_logs
 render = base.render
-#: What runs while it trains (a ``pgrep -f`` regex that does not match itself): pretrain.py under torchrun.
-TRAINING = "roberta_torchtpu/pretrain[.]py"
+#: What runs while it trains (a ``pgrep -f`` regex that does not match itself): pretrain.py as torchrun
+#: starts it (``python -u SCRIPT``), not train.sh or torchrun, whose command lines name it too: stop.sh
+#: sends SIGTERM to the workers first, which checkpoint and exit; torchrun's own SIGTERM would kill
+#: them after its shutdown timeout.
+TRAINING = "[-]u models/roberta_torchtpu/pretrain[.]py"
 #: Seconds stop.sh gives the training to write its checkpoint after SIGTERM before it kills it.
 STOP_GRACE_S = 300
 _DATA_CHECK = Template(

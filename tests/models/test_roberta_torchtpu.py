@@ -16,9 +16,11 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +34,7 @@ from tests.support.torchrun_hosts import run_hosts
 
 LAUNCHER = model_registry.load(model_registry.SOURCE_MODELS, "roberta_torchtpu.launcher")
 LAUNCH = model_registry.load(model_registry.SOURCE_MODELS, "torchtpu.launch")
+PLAN = model_registry.load(model_registry.SOURCE_MODELS, "roberta_torchtpu.plan")
 CODE = REPO / "models/roberta_torchtpu"
 sys.path.insert(0, str(CODE))
 import rdata  # noqa: E402  (models/roberta_torchtpu/rdata.py: numpy only, as on the hosts)
@@ -157,7 +160,7 @@ def _job(root: Path, data_bin: Path, args: str):
     return job
 
 
-def _train(job, world: int, out: Path) -> list[str]:
+def _train(job, world: int, out: Path, meanwhile=None) -> list[str]:
     """The launch's train.sh words and each host's environment (launch.py ``host_env``: what the
     dry run prints), ``world`` hosts on this machine; each host's log."""
     python = torchtpu_python()
@@ -167,7 +170,7 @@ def _train(job, world: int, out: Path) -> list[str]:
     words[words.index("--profiler-port") + 1] = ""  # no profiler server here (train.sh: none when empty)
     hosts = [(words, env) for env in LAUNCH.host_env(job, ["127.0.0.1"] * world)]
     log = [Path(LAUNCH.host_log(job, rank)) for rank in range(world)]
-    for rank, r in enumerate(run_hosts(python, hosts, out, DEADLINE_S, lambda rank: log[rank])):
+    for rank, r in enumerate(run_hosts(python, hosts, out, DEADLINE_S, lambda rank: log[rank], meanwhile=meanwhile)):
         assert r.returncode == 0, log[rank].read_text(errors="replace")[-3000:] if log[rank].exists() else r.stdout
     return [path.read_text() for path in log]
 
@@ -229,3 +232,38 @@ def test_resumed_at_2_4_2_processes_it_trains_exactly_the_unresized_runs_sequenc
     worlds = {json.loads(line)["update"]: json.loads(line)["world"] for f in trace.glob("rank-*.jsonl")
               for line in f.read_text().splitlines()}
     assert worlds == {1: 2, 2: 2, 3: 4, 4: 4, 5: 2, 6: 2}
+
+
+@pytest.mark.slow
+def test_sigterm_checkpoints_at_an_update_boundary_and_the_relaunch_goes_on_from_there(data_bin, tmp_path: Path) -> None:
+    """What ``tpubuild stop`` (stop.sh --pattern) and a preemption's shutdown send: SIGTERM to the
+    training processes mid-run. Every rank stops at the same update, rank 0 writes
+    checkpoint_last.pt, all exit 0; the relaunch resumes at the next sequence."""
+    job = _job(tmp_path, data_bin, TINY.format(trace=tmp_path / "trace") + " --save-interval-updates 1000")
+    job = dataclasses.replace(job, options={**job.options, "roberta_max_updates": 10_000})
+    job = dataclasses.replace(job, args=tuple(PLAN.arguments(job)))
+    log0 = Path(LAUNCH.host_log(dataclasses.replace(job, hosts=2), 0))
+    sent: list[int] = []
+
+    def stop_once_training() -> None:
+        if sent or not log0.exists() or "update=3 " not in log0.read_text():
+            return
+        # our own workers only: their command line names this test's save dir
+        pids = subprocess.run(["pgrep", "-f", f"{LAUNCHER.TRAINING} .*{LAUNCHER.save_dir(job)}"], capture_output=True,
+                              text=True).stdout.split()
+        assert len(pids) == 2, pids
+        for pid in pids:
+            os.kill(int(pid), signal.SIGTERM)
+        sent.extend(int(p) for p in pids)
+
+    logs = _train(job, 2, tmp_path / "out", meanwhile=stop_once_training)
+    assert sent
+    done = re.search(r"tpubuild-done updates=(\d+) consumed=(\d+) world=2", logs[0])
+    assert done, logs[0][-2000:]
+    stopped = int(done.group(1))
+    assert 3 <= stopped < 10_000 and int(done.group(2)) == 16 * stopped
+    assert max(_updates(tmp_path / "trace")) == stopped  # no rank went past the agreed update
+    again = dataclasses.replace(job, args=(*job.args, "--stop-at-update", str(stopped + 1)))
+    logs = _train(again, 2, tmp_path / "again")
+    assert f"tpubuild-resume update={stopped} next_position={16 * stopped}" in logs[1]
+    assert f"tpubuild-done updates={stopped + 1} consumed={16 * (stopped + 1)} world=2" in logs[0]

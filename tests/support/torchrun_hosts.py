@@ -69,11 +69,13 @@ def tail(path: Path) -> str:
 
 
 def run_hosts(python: Path, hosts: list[tuple[list[str], dict[str, str]]], out_dir: Path, deadline_s: float,
-              logs: Callable[[int], Path]) -> list[subprocess.CompletedProcess[str]]:
+              logs: Callable[[int], Path], *, meanwhile: Callable[[], None] | None = None,
+              ) -> list[subprocess.CompletedProcess[str]]:
     """Each host's ``(words, env)`` as its own process group on this machine (MASTER_PORT a quiet
     port: the launcher's 29500 may be taken here; gloo on the loopback), until all exit; one
     failing or the deadline passing stops the others (a host alone waits forever). ``logs(rank)``:
-    the host's log, shown when the deadline passes."""
+    the host's log, shown when the deadline passes. ``meanwhile`` is called while they run
+    (every half second; a stop sent from it)."""
     port = str(quiet_port())
     outs = [out_dir / f"host-{rank}.out" for rank in range(len(hosts))]
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -91,6 +93,8 @@ def run_hosts(python: Path, hosts: list[tuple[list[str], dict[str, str]]], out_d
             if not failed:
                 said = {r: tail(logs(r)) for r in range(len(procs))}
                 raise AssertionError(f"the hosts still ran after {deadline_s} s (port {port}); their logs: {said}")
+        if meanwhile is not None:
+            meanwhile()
         time.sleep(0.5)
     return [subprocess.CompletedProcess(words, proc.returncode, out.read_text(errors="replace"), "")
             for (words, _), proc, out in zip(hosts, procs, outs)]
