@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ..roberta import recipe
 from ..torchtpu import launch
 
 MODEL = "roberta_torchtpu"
@@ -52,17 +53,12 @@ class Job(launch.Job):
         return self.options[f"roberta_{name}"]
 
 
-def nfs(job: Job) -> str:
-    return f"{job.mount_point.rstrip('/')}/nfs_share"
-
-
-def data_bin(job: Job) -> str:
-    """The fairseq path's data-bin (models/roberta/recipe.py ``data_bin``): the same prepared data."""
-    return f"{nfs(job)}/data-bin/{job.env}/roberta"
+#: the fairseq path's data-bin (models/roberta/recipe.py ``data_bin``): the same prepared data
+data_bin = recipe.data_bin
 
 
 def save_dir(job: Job) -> str:
-    return f"{nfs(job)}/checkpoints/{job.env}/{MODEL}"
+    return f"{recipe.nfs(job)}/checkpoints/{job.env}/{MODEL}"
 
 
 def checkpoint_path(job: Job) -> str:
