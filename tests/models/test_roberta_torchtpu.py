@@ -38,10 +38,12 @@ PLAN = model_registry.load(model_registry.SOURCE_MODELS, "roberta_torchtpu.plan"
 CODE = REPO / "models/roberta_torchtpu"
 sys.path.insert(0, str(CODE))
 import rdata  # noqa: E402  (models/roberta_torchtpu/rdata.py: numpy only, as on the hosts)
+import seqtrace  # noqa: E402  (models/roberta_torchtpu/seqtrace.py: the comparison a real slice's check runs too)
 
 TINY = "--layers 2 --embed-dim 32 --heads 2 --ffn-dim 64 --trace-dir {trace}"
-#: seconds the simulated hosts get for one run (each imports torch with torch-tpu: ~20 s on 2 cores)
-DEADLINE_S = 300
+#: seconds the simulated hosts get for one run (each imports torch with torch-tpu: ~20 s on 2 idle cores,
+#: minutes on a loaded machine)
+DEADLINE_S = 600
 
 
 def _blocks(out: str) -> list[tuple[dict[str, str], list[str]]]:
@@ -175,14 +177,21 @@ def _train(job, world: int, out: Path, meanwhile=None) -> list[str]:
     return [path.read_text() for path in log]
 
 
-def _updates(trace: Path) -> dict[int, list[int]]:
-    """Each update's sequence ids over every rank, sorted."""
-    seen: dict[int, list[int]] = {}
-    for f in trace.glob("rank-*.jsonl"):
-        for line in f.read_text().splitlines():
-            rec = json.loads(line)
-            seen.setdefault(rec["update"], []).extend(rec["ids"])
-    return {u: sorted(ids) for u, ids in sorted(seen.items())}
+def test_the_trace_comparison_names_each_update_that_differs(tmp_path: Path) -> None:
+    def write(folder: Path, rows: list[tuple[int, int, list[int]]]) -> Path:
+        folder.mkdir()
+        for rank in (0, 1):
+            (folder / f"rank-{rank}.jsonl").write_text("".join(
+                json.dumps({"update": u, "rank": rank, "world": w, "ids": ids[rank::2]}) + "\n" for u, w, ids in rows))
+        return folder
+
+    straight = write(tmp_path / "straight", [(1, 2, [5, 1, 7, 3]), (2, 2, [0, 2, 4, 6])])
+    same = write(tmp_path / "same", [(1, 2, [1, 3, 5, 7]), (2, 2, [6, 4, 2, 0])])
+    skipped = write(tmp_path / "skipped", [(1, 2, [1, 3, 5, 7]), (2, 2, [6, 4, 2, 8]), (3, 2, [9, 9, 9, 9])])
+    assert seqtrace.differences(same, straight) == [] and seqtrace.main([str(same), str(straight)]) == 0
+    assert seqtrace.differences(skipped, straight) == [
+        "update 2: 1 sequence(s) differ", f"update 3: not in {straight} (train it at least as far)"]
+    assert seqtrace.main([str(skipped), str(straight)]) == 1
 
 
 def _losses(log: str) -> list[float]:
@@ -200,14 +209,14 @@ def straight(data_bin: Path, tmp_path_factory) -> tuple[Path, list[str]]:
 
 @pytest.mark.slow
 def test_the_launch_lines_train_roberta_under_torchrun_on_cpu_and_the_loss_falls(straight) -> None:
-    trace, logs = straight
+    traced, logs = straight
     losses = _losses(logs[0])
     assert len(losses) == 30
     first, last = sum(losses[:5]) / 5, sum(losses[-5:]) / 5
     assert last < first - 0.3, losses  # bits per masked token (uniform over the corpus: ~5.3)
     assert "tpubuild-done updates=30 consumed=480 world=2" in logs[0]
     assert "update_freq=2" in logs[1] and "tpubuild-step rank=1/2 update=30" in logs[1]
-    assert all(len(ids) == 16 for ids in _updates(trace).values())
+    assert all(len(ids) == 16 for ids in seqtrace.updates(traced).values())
 
 
 @pytest.mark.slow
@@ -215,22 +224,19 @@ def test_resumed_at_2_4_2_processes_it_trains_exactly_the_unresized_runs_sequenc
                                                                                  tmp_path: Path) -> None:
     """Stopped after updates 2 and 4 (``--stop-at-update``: the SIGTERM path), relaunched at 4 then 2
     processes from checkpoint_last.pt: every update's sequences are the unresized run's."""
-    trace = tmp_path / "trace"
+    traced = tmp_path / "trace"
     for world, stop_at in ((2, 2), (4, 4), (2, 6)):
-        job = _job(tmp_path, data_bin, TINY.format(trace=trace) + f" --stop-at-update {stop_at}")
+        job = _job(tmp_path, data_bin, TINY.format(trace=traced) + f" --stop-at-update {stop_at}")
         logs = _train(job, world, tmp_path / f"out-{world}-{stop_at}")
         assert f"tpubuild-done updates={stop_at} consumed={16 * stop_at} world={world}" in logs[0]
         if stop_at > 2:
-            before = 2 if world == 4 else 4
-            saved = 2 if world == 4 else 4
+            before = saved = 2 if world == 4 else 4  # the previous phase's last update, and its world size
             assert all(f"tpubuild-resume update={before} next_position={16 * before} epoch=0 offset={16 * before} "
                        f"saved_world={saved} world={world}" in log for log in logs)
-    resized = _updates(trace)
-    unresized = _updates(straight[0])
-    assert list(resized) == [1, 2, 3, 4, 5, 6]
-    assert {u: resized[u] for u in resized} == {u: unresized[u] for u in resized}
-    worlds = {json.loads(line)["update"]: json.loads(line)["world"] for f in trace.glob("rank-*.jsonl")
-              for line in f.read_text().splitlines()}
+    assert list(seqtrace.updates(traced)) == [1, 2, 3, 4, 5, 6]
+    assert seqtrace.differences(traced, straight[0]) == []
+    assert seqtrace.main([str(traced), str(straight[0])]) == 0
+    worlds = seqtrace.worlds(traced)
     assert worlds == {1: 2, 2: 2, 3: 4, 4: 4, 5: 2, 6: 2}
 
 
@@ -262,7 +268,7 @@ def test_sigterm_checkpoints_at_an_update_boundary_and_the_relaunch_goes_on_from
     assert done, logs[0][-2000:]
     stopped = int(done.group(1))
     assert 3 <= stopped < 10_000 and int(done.group(2)) == 16 * stopped
-    assert max(_updates(tmp_path / "trace")) == stopped  # no rank went past the agreed update
+    assert max(seqtrace.updates(tmp_path / "trace")) == stopped  # no rank went past the agreed update
     again = dataclasses.replace(job, args=(*job.args, "--stop-at-update", str(stopped + 1)))
     logs = _train(again, 2, tmp_path / "again")
     assert f"tpubuild-resume update={stopped} next_position={16 * stopped}" in logs[1]
