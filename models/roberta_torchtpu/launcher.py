@@ -11,9 +11,9 @@ make-before-break build waits on it). Standard library only.
 
 from __future__ import annotations
 
-import dataclasses
 import posixpath
 import shlex
+from dataclasses import replace as with_fields  # a copy of the Job (no string is edited here)
 from string import Template
 
 from .. import hosts
@@ -40,7 +40,7 @@ _DATA_CHECK = Template(
 
 def _job(job: Job, repo_models: str) -> Job:
     """The job with the repository root the shipped files are read from (the models/ folder's parent)."""
-    return dataclasses.replace(job, repo_root=posixpath.dirname(repo_models.rstrip("/")) or ".")
+    return with_fields(job, repo_root=posixpath.dirname(repo_models.rstrip("/")) or ".")
 
 
 def _refuse(job: Job) -> None:

@@ -47,7 +47,7 @@ class Job(launch.Job):
         base = launch.Job.from_settings(s)
         fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
         job = cls(**{**fields, "script": SCRIPT, "ship": SHIP})
-        return dataclasses.replace(job, args=tuple(arguments(job)))
+        return cls(**{**fields, "script": SCRIPT, "ship": SHIP, "args": tuple(arguments(job))})
 
     def opt(self, name: str) -> Any:
         return self.options[f"roberta_{name}"]
