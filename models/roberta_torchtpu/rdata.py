@@ -13,7 +13,7 @@ sequence at every position of the stream is a pure function of ``(seed, position
   generator seeded by ``(seed, epoch, sequence id)``, so a resumed run masks each sequence as the
   unresized one did.
 
-Runs on the hosts (shipped with pretrain.py); numpy only.
+Runs on the hosts (shipped with pretrain.py); numpy only (torch-tpu depends on it, so the hosts have it).
 """
 
 from __future__ import annotations
