@@ -149,7 +149,8 @@ def test_shell_words_stay_quoted_around_a_shell_variable() -> None:
 
 
 MODEL_FILES = ("models/hosts.py", "models/run_lines.py", "models/slots.py", "models/roberta/launcher.py", "models/roberta/host_lines.py",
-               "models/roberta/recipe.py", "models/roberta/rules.py", "models/torchtpu/launcher.py", "models/torchtpu/launch.py")
+               "models/roberta/recipe.py", "models/roberta/rules.py", "models/torchtpu/launcher.py", "models/torchtpu/launch.py",
+               "models/roberta_torchtpu/launcher.py", "models/roberta_torchtpu/plan.py")
 SHELL = (";", "&&", "||", "$(", "|", ">", "<")
 
 
