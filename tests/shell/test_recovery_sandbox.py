@@ -24,7 +24,7 @@ import pytest
 from builder.catalogue.modules import accelerator_module
 from builder.config import load
 from builder.inputs import recovery, tfvars
-from tests.conftest import EXAMPLES, REPO, rewrite_env
+from tests.conftest import EXAMPLES, REPO, require, rewrite_env
 from tests.support.pipeline import step_env, step_script
 
 VM = EXAMPLES / "vm-v2-32.env"  # preemptible: TPU_RECOVERY is auto, the slice's price is known
@@ -110,8 +110,7 @@ class Sandbox:
 
 
 def _sandbox(tmp_path: Path, base: Path, **overrides: str) -> Sandbox:
-    if shutil.which("bash") is None:
-        pytest.skip("bash is not on PATH")
+    require("bash", shutil.which("bash") is not None, "apt-get install bash")
     workspace = tmp_path / "workspace"
     workspace.mkdir(parents=True)
     values = workspace / "values.env"
