@@ -14,6 +14,7 @@ converged), which tests/shell/conftest.py repeats in the session's summary.
 from __future__ import annotations
 
 import json
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -270,6 +271,34 @@ def test_steps_run_concurrently_converge(pipeline: Pipeline, reverse: bool, root
     assert most >= 2, "no two steps ran at once"
     _converged(world, pipeline, ref)
     SCHEDULES[(pipeline.name, f"concurrent-{order}")] = True
+
+
+def test_the_stand_ins_say_no(root: Path) -> None:
+    """A command no stand-in models fails loudly (exit 3, one line naming it), and the real guard
+    refuses the stand-in terraform's plan that replaces a data holder (as Terraform writes its JSON)."""
+    world = World.empty(root / "say-no")
+    build = converge.start_build(world, BY_NAME["vm-create"])
+    settings = BY_NAME["vm-create"].config()[0]
+
+    def run(*argv: str, cwd: Path = world.root) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(argv, env=build.env, cwd=cwd, capture_output=True, text=True, timeout=60)
+
+    for argv in (("gcloud", "compute", "instances", "delete", "vm-1"), ("tpubuild", "destroy-everything"),
+                 ("docker", "run", "x"), ("gcloud", "storage", "mv", "gs://a", "gs://b")):
+        proc = run(*argv)
+        assert proc.returncode == 3 and "is not modelled" in proc.stderr and proc.stderr.count("\n") == 1, argv
+    state = world.root / "tf" / "filestore" / "state.json"
+    state.parent.mkdir(parents=True)
+    state.write_text(json.dumps({"serial": 1, "resources": {settings.filestore_name: "another tier"}}))
+    modules = Path(build.env["WORKSPACE"]) / "modules" / "filestore"
+    assert run("terraform", "plan", "-input=false", "-out=p.tfplan", cwd=modules).returncode == 0
+    plan = json.loads((modules / "p.tfplan.show").read_text())
+    assert [(c["address"], c["change"]["actions"]) for c in plan["resource_changes"]] == [
+        ("google_filestore_instance.this", ["delete", "create"])]
+    guard = run("tpubuild", "guard", "--plan-json", str(modules / "p.tfplan.show"), "--module", "filestore",
+                "--action", "update")
+    assert guard.returncode == 2 and "google_filestore_instance.this would be replaced" in guard.stderr, guard
+    assert "_ALLOW_DATA_LOSS=true" in guard.stderr
 
 
 def test_count(request: pytest.FixtureRequest) -> None:
