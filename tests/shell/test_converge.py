@@ -269,6 +269,11 @@ def test_steps_run_concurrently_converge(pipeline: Pipeline, reverse: bool, root
     status, most = converge.run_concurrently(build, reverse=reverse)
     assert status == converge.FINISHED_OK, {k: p.stderr[-1500:] for k, p in build.done.items() if p.returncode}
     assert most >= 2, "no two steps ran at once"
+    # the slice's apply runs beside its gates (the real guard; on mig also the drain): a replacing plan
+    # (break-before-make) waits for their verdict, a plan that only creates does not; destroy applies after its guards
+    waited = [k for k, p in build.done.items() if k.endswith("-apply") and "let the plan through" in p.stdout]
+    bbm = pipeline.action == "update" and pipeline.config()[0].replace == "break-before-make"
+    assert bool(waited) == bbm, waited
     _converged(world, pipeline, ref)
     SCHEDULES[(pipeline.name, f"concurrent-{order}")] = True
 
