@@ -37,9 +37,7 @@ import os
 import re
 import shutil
 import sys
-import urllib.error
 import urllib.parse
-import urllib.request
 from pathlib import Path
 
 STATE = Path(os.environ["FAKE_GCLOUD_STATE"])
@@ -49,6 +47,9 @@ CLOUDBUILD = os.environ.get("TPUBUILD_CLOUDBUILD_ENDPOINT", "").rstrip("/")
 
 def _http(method: str, url: str, data: bytes | None = None) -> bytes | None:
     """The body of the answer; None on 404 (any other error fails the call loudly)."""
+    import urllib.error
+    import urllib.request
+
     request = urllib.request.Request(url, data=data, method=method)
     try:
         with urllib.request.urlopen(request, timeout=30) as answer:
