@@ -49,8 +49,7 @@ def test_every_tf_file_parses(path: Path) -> None:
 
 def test_terraform_fmt() -> None:
     exe = shutil.which("terraform")
-    if exe is None:
-        pytest.skip("terraform is not on PATH")
+    require("terraform", exe is not None, "the HashiCorp release binary on PATH (CI's image has it; docs/terraform.md)")
     proc = subprocess.run([exe, "fmt", "-check", "-recursive", "-diff", str(MODULES)], capture_output=True, text=True,
                           timeout=60, env={**os.environ, "TF_CLI_CONFIG_FILE": os.devnull})
     assert proc.returncode == 0, f"terraform fmt would change:\n{proc.stdout}{proc.stderr}"
