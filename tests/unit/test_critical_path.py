@@ -31,7 +31,7 @@ def test_the_quota_is_known_before_anything_billed_and_the_seed_holds_only_the_a
 
 
 def test_a_generation_without_a_known_quota_learns_it_at_the_apply(capsys):
-    s = load(REPO / "values.env")  # v3: no quota in its record
+    s = load(EXAMPLES / "vm-v5p-32.env")  # v5p on the Cloud TPU API: no quota in its record (v3's Pods have one)
     config = render(s, make_plan(s, "create"))
     now = critical_path.figures(config, s)
     assert now["quota"] == now["tpu"]
