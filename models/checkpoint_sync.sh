@@ -146,7 +146,7 @@ prune() {
   while IFS= read -r url; do
     case $url in
       "$dest/$keep/") ;;
-      "$dest"/g-*/) gcloud storage rm --all-versions "${url}**" >/dev/null 2>&1 || log "could not delete $url yet (the next copy tries again)" ;;
+      "$dest"/g-*/) gcloud storage rm --all-versions "${url}**" >/dev/null || log "could not delete $url yet (the next copy tries again)" ;;
     esac
   done < <(gcloud storage ls "$dest/")
 }

@@ -84,7 +84,7 @@ def _expand(line: str) -> str:
 
 def _stage(job: Job, repo_models: str, *, stop: bool = False) -> list[Step]:
     reach = access(job)
-    src = f"{repo_models.rstrip('/')}/{MODEL}"
+    src = hosts.code_sources(repo_models, MODEL)  # models/torchtpu and models/checkpoint_sync.sh
     if stop:
         return hosts.with_preamble(reach, [
             Step("~/.tpubuild on every host", (reach.ssh("all", "mkdir -p .tpubuild", ready=False),)),

@@ -5,7 +5,10 @@ name)`` makes a bucket configured as builder/cloud/buckets.py configures the env
 buckets (versioned), so deletions there behave as in the real state bucket.
 
 fake-gcs-server does not serve ``storageLayout`` (the call a *recursive* ``gcloud storage cp``
-makes first), which is one reason models/checkpoint_sync.sh copies file by file."""
+makes first), which is one reason models/checkpoint_sync.sh copies file by file. And it answers a
+delete of one object version with a body gcloud cannot read: the version is deleted, but ``gcloud
+storage rm --all-versions`` prints ``'NoneType' object has no attribute 'items'`` and exits 1 (so
+checkpoint_sync.sh logs "could not delete ... yet" there; the tests check what the bucket holds)."""
 
 from __future__ import annotations
 
