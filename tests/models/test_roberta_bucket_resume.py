@@ -17,10 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from builder.commands.train import load_launcher
 from builder.config import load
 from tests.conftest import NODE, require
-from tests.models.test_roberta_e2e import prepare, train, write_corpus
+from tests.models.test_roberta_e2e import prepare, train, two_updates
 from tests.support import gcs_gcloud
 from tests.support.fakes.fixtures import Fakes, fakes  # noqa: F401 - fixture
 
@@ -51,15 +50,7 @@ def test_resume_from_the_bucket_after_filestore_is_lost(make_env, tmp_path, fake
     dest = f"gs://{name}/workspace/tpu-dev1/checkpoints/roberta"
     manifest = client.bucket(name)
 
-    mount, raw = tmp_path / "mnt", tmp_path / "raw"
-    write_corpus(raw)
-    keys = dict(TPU_ACCELERATOR_TYPE="v3-8", MOUNT_POINT=str(mount), ROBERTA_DATA_SOURCE=str(raw),
-                ROBERTA_BPE="none", ROBERTA_TOTAL_BATCH="32", ROBERTA_BATCH_PER_DEVICE="2",
-                ROBERTA_SEQ_LEN="32", ROBERTA_WARMUP_UPDATES="1", ROBERTA_SAVE_INTERVAL_UPDATES="1",
-                ROBERTA_BF16="false")
-    settings = load(make_env(NODE, ROBERTA_MAX_UPDATES="2", **keys))
-    launcher, _ = load_launcher(settings, "roberta")
-    job = launcher.Job.from_settings(settings)
+    launcher, job, keys = two_updates(make_env, tmp_path)
     env = {**gcs_gcloud.env(tmp_path / "home", fakes.gcs_url), "PYTHON": sys.executable, "TPUBUILD_HOST_ID": "0",
            "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1", "TPUBUILD_CHECKPOINT_BUCKET": dest, "TMPDIR": str(tmp_path)}
     assert prepare(launcher, job, env).returncode == 0
