@@ -2,7 +2,8 @@
 bucket, as the environment's state bucket is): a checkpoint copied to the bucket is whole or not
 there at all (the manifest is written last), a copy killed in the middle leaves the previous
 checkpoint as what a reader takes, and a resume takes the newer of Filestore's and the bucket's by
-their recorded positions."""
+their recorded positions; models/torchtpu/train.sh under the real torchrun copies a script's
+checkpoint folder and restores it from the bucket (RoBERTa's: tests/models/test_roberta_bucket_resume.py)."""
 
 from __future__ import annotations
 
@@ -167,3 +168,51 @@ def test_bad_usage_exits_2(box):
                  ["pull", "--dest", box["dest"], "--dir", "d", "--local", "soon"], ["move"]):
         r = sync(box, *args)
         assert r.returncode == 2 and "usage: checkpoint_sync.sh" in r.stderr, args
+
+
+#: A user's TorchTPU script as docs/recovery.md asks it to checkpoint: its folder at
+#: $TPUBUILD_CHECKPOINT_DIR, tpubuild-position written last, then the save line (rank 0).
+SCRIPT = """
+import os, pathlib
+folder = pathlib.Path(os.environ["TPUBUILD_CHECKPOINT_DIR"])
+pos = folder / "tpubuild-position"
+start = int(pos.read_text()) if pos.exists() else 0
+print(f"starts at step {start + 1}", flush=True)
+for step in range(start + 1, start + 3):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "model.pt").write_text(f"weights after step {step}")
+    pos.write_text(f"{step}\\n")
+    print(f"tpubuild-checkpoint {step}", flush=True)
+"""
+
+
+def test_torchtpu_train_sh_copies_the_folder_and_resumes_from_the_bucket(box):
+    """models/torchtpu/train.sh under the real torchrun (this machine's torch, one node): the
+    script's saves are copied; with Filestore's folder gone, the relaunch starts after the
+    bucket's step."""
+    import importlib.util
+    import socket
+    import sys
+
+    require("torch", importlib.util.find_spec("torch") is not None, "pip install torch (torchrun)")
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = box["tmp"] / "train.py"
+    script.write_text(SCRIPT)
+    logs, ckpt = box["tmp"] / "logs", box["tmp"] / "nfs" / "checkpoint"
+    env = dict(box["env"], NNODES="1", NODE_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+               TPUBUILD_PYTHON=sys.executable, TPUBUILD_CHECKPOINT_DIR=str(ckpt), TPUBUILD_CHECKPOINT_BUCKET=box["dest"])
+    argv = ["bash", str(REPO / "models/torchtpu/train.sh"), "--log-dir", str(logs), "--env", "env1",
+            "--workdir", str(box["tmp"]), "--", str(script)]
+    r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    log = logs / "host-0.log"  # what the script prints goes to the host's log (and its readers)
+    assert "starts at step 1" in log.read_text() and manifest(box)["position"] == "2", r.stderr[-2000:]
+    shutil.rmtree(ckpt)  # a new zone's empty share
+    r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "starts at step 3" in log.read_text()
+    assert "resuming from the bucket's checkpoint at position 2" in log.read_text()
+    assert manifest(box)["position"] == "4" and manifest(box)["names"] == "checkpoint"
