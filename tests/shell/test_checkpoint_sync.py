@@ -20,6 +20,7 @@ from tests.support import gcs_gcloud
 from tests.support.fakes.fixtures import Fakes, fakes  # noqa: F401 - fixture
 
 SYNC = REPO / "models/checkpoint_sync.sh"
+pytestmark = pytest.mark.slow  # a gcloud start per command: minutes in all
 
 
 @pytest.fixture
