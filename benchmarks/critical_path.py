@@ -25,8 +25,16 @@ reads the state of, Filestore's and the disk's, as the pipeline was rendered unt
 The durations are estimates, documented where a source gives one and otherwise measured or
 typical values for the step's container start, image pull and work; they are one table
 (builder/catalogue/durations.py, which ``tpubuild plan`` also reads for make-before-break's overlap), so
-every figure moves together when one is corrected. This is a measurement, not a test: it prints
-and exits 0.
+every figure moves together when one is corrected. Every figure is modelled, none measured: the
+graph is the rendered one, the minutes are estimates, and what the model leaves out (a queue's or a
+stockout's wait, Terraform's own retries, a step's container pull beyond its kind's figure) is not
+counted. On update and auto the slice's apply waits for its gates' verdicts inside the step
+(``times(verdicts=True)``); on create it does not, as a plan that only creates is applied at once.
+``before`` of the slice column is the slice first undone (:func:`slice_later`), which
+``tests/unit/test_critical_path.py`` pins to the graphs rendered just before that change
+(tests/data/critical_path/); the other columns' ``before`` rewires today's graph as the pipeline was
+before the capacity check and the seed change (:func:`before`), which no one commit's goldens hold.
+It prints and exits 0.
 """
 
 from __future__ import annotations
@@ -42,18 +50,21 @@ sys.path.insert(0, str(REPO))
 from builder.catalogue.durations import duration  # noqa: E402  (step minutes: each kind's, an apply's module's)
 
 
-def slice_later(config: dict[str, Any]) -> dict[str, Any]:
+def slice_later(config: dict[str, Any], arch: str) -> dict[str, Any]:
     """The same Build as rendered before the slice came first: the slice's plan waits for the
     apply of every module whose state it reads (``reads_applied``: Filestore, the disk; on mig its
     access too, ``identity_from``, whose state it read then), and every guard for
-    ``check-capacity`` (the applies waited through them)."""
+    ``check-capacity`` (the applies waited through them). The modules are those of ``arch``, the
+    file's architecture: a module name means another module on each (on mig ``tpu`` is the
+    slice's access, which read no storage state; looked up across both, it took the vm slice's
+    waits, and every mig figure was 3.0 minutes high)."""
     from builder.catalogue import modules as catalogue
 
     steps = [dict(st) for st in config["steps"]]
     ids = {st["id"] for st in steps}
     creates = _creates(config)
     for st in steps:
-        reads = [sp for sp in catalogue.CATALOGUE if st["id"] == f"{sp.name}-plan" and sp.reads_applied]
+        reads = [sp for sp in catalogue.specs(arch) if st["id"] == f"{sp.name}-plan" and sp.reads_applied]
         if reads and creates:
             read = (*reads[0].reads_applied, *reads[0].identity_from)
             st["waitFor"] = [w for w in st["waitFor"] if w != "-"] + [f"{r}-apply" for r in read if f"{r}-apply" in ids]
@@ -83,10 +94,10 @@ def _gate_kinds() -> set[str]:
     return {"guard", *(x.kind for sp in catalogue.CATALOGUE for x in sp.steps if x.at == GATE)}
 
 
-def before(config: dict[str, Any]) -> dict[str, Any]:
+def before(config: dict[str, Any], arch: str) -> dict[str, Any]:
     """The same Build as rendered before the capacity check and the seed change: no
     ``check-capacity``, and the seed held at the disk users' plan instead of their apply."""
-    steps = [dict(st) for st in slice_later(config)["steps"] if st["id"] != "check-capacity"]
+    steps = [dict(st) for st in slice_later(config, arch)["steps"] if st["id"] != "check-capacity"]
     for st in steps:
         wait = [w for w in st["waitFor"] if w != "check-capacity"] or ["-"]
         seeds = [w for w in wait if w.endswith("-seed")]
@@ -98,15 +109,27 @@ def before(config: dict[str, Any]) -> dict[str, Any]:
     return {**config, "steps": steps}
 
 
-def times(config: dict[str, Any], settings: Any) -> dict[str, tuple[float, float]]:
-    """step id → (start, end) in minutes, every step starting when all it waits for have ended."""
+def times(config: dict[str, Any], settings: Any, *, verdicts: bool = False) -> dict[str, tuple[float, float]]:
+    """step id → (start, end) in minutes, every step starting when all it waits for have ended.
+
+    ``verdicts``: the applies also wait for their module's gates' verdicts inside the step (the slice's
+    apply runs beside its guard, ``planning.plan.asks_first``, and applies at once only a plan that
+    only creates: on an update or auto the model takes the wait, the worst case; on a create none)."""
     out: dict[str, tuple[float, float]] = {}
     by_id = {st["id"]: st for st in config["steps"]}
+    gates = {f"-{k}" for k in _gate_kinds()}
+
+    def waits(st: dict[str, Any]) -> list[str]:
+        wait = [w for w in st["waitFor"] if w != "-"]
+        if verdicts and st["id"].endswith("-apply"):
+            module = st["id"].removesuffix("-apply")
+            wait += [g for g in by_id if g.startswith(f"{module}-") and g[len(module):] in gates]
+        return wait
 
     def visit(sid: str) -> tuple[float, float]:  # in the order of waitFor (a rewired Build is not in list order)
         if sid not in out:
             st = by_id[sid]
-            start = max((visit(w)[1] for w in st["waitFor"] if w != "-"), default=0.0)
+            start = max((visit(w)[1] for w in waits(st)), default=0.0)
             # the same file planned against itself replaces no slice: make-before-break's steps only look
             # (`tpubuild plan --applied OLD` prints what a replacing update adds: builder/planning/replacement.py)
             out[sid] = (start, start + duration(st, settings, replacing=False))
@@ -117,10 +140,10 @@ def times(config: dict[str, Any], settings: Any) -> dict[str, tuple[float, float
     return out
 
 
-def figures(config: dict[str, Any], settings: Any) -> dict[str, float | None]:
+def figures(config: dict[str, Any], settings: Any, *, verdicts: bool = False) -> dict[str, float | None]:
     from builder.catalogue import modules as catalogue
 
-    t = times(config, settings)
+    t = times(config, settings, verdicts=verdicts)
     end = max(e for _s, e in t.values())
     if not any(st["id"] == "check-capacity" for st in config["steps"]) and not _creates(config):
         return {"slice": None, "billed": None, "quota": None, "tpu": None, "train": end}  # a destroy: only its length
@@ -143,7 +166,7 @@ def figures(config: dict[str, Any], settings: Any) -> dict[str, float | None]:
 
 def _creates(config: dict[str, Any]) -> bool:
     """Whether the Build applies (a destroy's guards run ``--action destroy``)."""
-    return not any("--action destroy" in st["args"][-1] for st in config["steps"] if st["id"].endswith("-guard"))
+    return not any("--action destroy" in st.get("args", [""])[-1] for st in config["steps"] if st["id"].endswith("-guard"))
 
 
 def rows(values: list[Path], actions: list[str]) -> list[tuple[str, str, dict[str, float | None], dict[str, float | None]]]:
@@ -156,8 +179,10 @@ def rows(values: list[Path], actions: list[str]) -> list[tuple[str, str, dict[st
         s = load(path)
         for action in actions:
             config = render(s, make_plan(s, action))
-            old = {**figures(before(config), s), "slice": figures(slice_later(config), s)["slice"]}
-            out.append((path.name, action, old, figures(config, s)))
+            wait = action != "create"  # the verdict wait inside the slice's apply (times)
+            old = {**figures(before(config, s.arch), s, verdicts=wait),
+                   "slice": figures(slice_later(config, s.arch), s, verdicts=wait)["slice"]}
+            out.append((path.name, action, old, figures(config, s, verdicts=wait)))
     return out
 
 
@@ -172,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
                     default=[*sorted((REPO / "examples").glob("*.env")), REPO / "values.env"])
     args = ap.parse_args(argv)
     keys = ("slice", "billed", "quota", "tpu", "train")
+    print("MODELLED, not measured: minutes summed over each rendered pipeline's waitFor graph from the step kinds' "
+          "and modules' estimated minutes (builder/catalogue/durations.py); update and auto count the slice's apply "
+          "waiting for its guard's verdict, create does not (docs/pipeline.md, 'The critical path, modelled')")
     print("minutes until: slice = the slice requested, billed = first billed resource, quota = TPU quota known, tpu = TPU made, "
           "train = training can start (before -> now)")
     print(f"{'values':<24} {'action':<8} " + " ".join(f"{k:>14}" for k in keys))

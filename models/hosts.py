@@ -318,7 +318,7 @@ class SliceHosts(MigHosts):
     :meth:`ssh` line addresses one element, so ``all`` is one line per host in worker order (with
     two slots, a loop over the hosts listed: the old group a preset TPUBUILD_SLICE names may have
     another size, models/slots.py ``each_host``).
-    ``listing`` is the list-instances argv (builder/cloud/mig_hosts.py builds it). With two
+    ``listing`` is the list-instances argv (builder/render/mig_hosts.py builds it). With two
     ``slots`` (``tpu-<env>``, ``tpu-<env>-b``: make-before-break alternates them) and ``groups``,
     the argv that lists the zone's groups among them, the preamble first finds which one exists
     into ``$TPUBUILD_TPU``, exactly as :class:`TpuVmHosts` does (models/slots.py), and ``listing``

@@ -32,6 +32,9 @@ EXAMPLES = REPO / "examples"
 #: scripts it starts, so the calendar examples' "+14d" and the goldens read the same dates on any day.
 TODAY = "2026-11-28T00:00:00Z"
 os.environ["TPUBUILD_NOW"] = TODAY
+#: Every test prices from the bundled snapshot (builder/data/prices.json) unless it writes a catalogue cache
+#: of its own: a `tpubuild prices update` on this machine never changes what the suite sees.
+os.environ["TPUBUILD_PRICES_CACHE"] = str(REPO / "tests" / "data" / "billing" / "no-cache")
 
 
 def rewrite_env(base_text: str, **overrides: str | None) -> str:
@@ -76,7 +79,8 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str
 NO_CLOUD = ("STORAGE_EMULATOR_HOST", "TPUBUILD_CLOUDBUILD_ENDPOINT", "TPUBUILD_TPU_ENDPOINT",
             "TPUBUILD_TPU_V1_ENDPOINT", "TPUBUILD_FILESTORE_ENDPOINT", "TPUBUILD_COMPUTE_ENDPOINT",
             "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT",
-            "TPUBUILD_IAM_ENDPOINT", "TPUBUILD_RESOURCEMANAGER_ENDPOINT", "TPUBUILD_QUOTAS_ENDPOINT")
+            "TPUBUILD_IAM_ENDPOINT", "TPUBUILD_RESOURCEMANAGER_ENDPOINT", "TPUBUILD_QUOTAS_ENDPOINT",
+            "TPUBUILD_BILLING_ENDPOINT", "TPUBUILD_BILLING_API_KEY")
 
 
 @pytest.fixture

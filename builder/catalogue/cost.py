@@ -1,42 +1,35 @@
-"""What an environment costs per hour, from the list prices in ``builder/data/prices.json``.
+"""What an environment costs per hour, from the freshest price table (builder/catalogue/price_source.py:
+the Billing Catalog cache of ``tpubuild prices update``, else the bundled ``builder/data/prices.json``).
 
-``estimate(settings, modules)`` returns the hourly cost of the given plan modules, each priced by
-the items its catalogue entry lists in ``prices`` (the TPU per chip-hour by generation, region and
-provisioning model, on the module that holds the chips; the node architecture's worker VMs;
-Filestore per GiB-month; the shared PD per GB-month; monthly prices are divided by
-``hours_per_month``). A price the table does not have is *unknown*: the item says so and names
-the source page, and the total is a lower bound marked ``+ unknown``; nothing is ever priced $0.
-Prices for a region the table does not list are the ``default_region``'s, marked ``~``.
-A price that is not listed in the file's ``verification.confirmed`` (found in Google's own page
-text, with the quote) is shown as ``(unconfirmed)``: an estimate, never a fact.
-
-The lookup is keyed by ``(generation, provisioning, region)``: ``provisioning(settings)`` reads
-``TPU_PROVISIONING`` when values.env has it, else the TPU_SPOT / TPU_PREEMPTIBLE /
-TPU_RESERVED flags. Pure: reads only the packaged data files (once).
+``estimate(settings, modules)`` prices each plan module by the items its catalogue entry lists in
+``prices`` (the TPU per chip-hour by generation, region and provisioning model, :func:`tpu_price`; the
+node's worker VMs; Filestore per GiB-month; the shared PD per GB-month, divided by ``hours_per_month``). A price
+the table lacks is *unknown* (the item says why, the total reads ``+ unknown``; never $0); another
+region's figure is marked ``~``; a TPU figure matched from a SKU, or listed in ``verification.confirmed``,
+is confirmed, any other is ``(unconfirmed)``. ``provisioning(settings)`` reads ``TPU_PROVISIONING``,
+else the TPU_SPOT / TPU_PREEMPTIBLE / TPU_RESERVED flags. Reads files only (price_source.py).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
-from functools import lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.catalogue import modules as catalogue
+from builder.catalogue import price_source
 from builder.facts import generations
 from builder.facts.records import asdict, record
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
-PRICES = Path(__file__).resolve().parents[1] / "data" / "prices.json"
+PRICES = price_source.BUNDLED
 
 
-@lru_cache(maxsize=1)
 def table() -> dict[str, Any]:
-    return json.loads(PRICES.read_text(encoding="utf-8"))
+    """The freshest price table: the catalogue cache, else the bundled snapshot (price_source.py)."""
+    return price_source.table()
 
 
 @record
@@ -50,12 +43,14 @@ class Item:
     source: str = ""  # the prices.json ``sources`` page it is priced from
     bound: str = ""  # "": the list price; "at most"/"at least": a ceiling/floor stands in (BOUNDS); "stand-in": neither
     bound_why: str = ""  # which figure stands in for which, and why (prices.json verification.stand_ins)
+    basis: str = ""  # the SKU it is priced from ("SKU id description, effective date"), or the table row
+    note: str = ""  # said after the figure: a spot price is the day's; no published price and what stands in
 
     def text(self) -> str:
         if self.hourly is None:
             return f"{self.what}: price unknown ({self.unknown_why})"
         return (f"{self.what}: {bound_prefix(self.bound)}{money(self.hourly, self.approximate)}/h"
-                f"{'' if self.confirmed else ' (unconfirmed)'}")
+                f"{'' if self.confirmed else ' (unconfirmed)'}{f' ({self.note})' if self.note else ''}")
 
 
 #: How a figure that stands in for an unpublished price errs: the real price is at most / at
@@ -169,42 +164,99 @@ def confirmed(path: str) -> bool:
     return path in table().get("verification", {}).get("confirmed", {})
 
 
-def tpu_chip_hour(generation: str, region: str, model: str, *, pod: bool = False) -> tuple[float | None, bool, str]:
-    """(price per chip-hour or None, approximate, why unknown) for one TPU generation; ``pod``: a
-    multi-host slice, priced from the generation's ``pod`` rows where it has them (v2, v3). A
-    generation whose price Google does not publish (``stand_in``) is priced as its stand-in's,
-    and :func:`tpu_bound` says which way that errs."""
+@record
+class TpuPrice:
+    """One TPU chip-hour figure and where it comes from (:func:`tpu_price`)."""
+
+    value: float | None  # USD per chip-hour; None: unknown
+    approximate: bool  # another region's price (``~``)
+    unknown_why: str
+    bound: str  # "" (a list price) or "at most" (a ceiling stands in: BOUNDS)
+    bound_why: str
+    path: str  # the table's path of the figure used (``tpu_chip_hour.v6e.flex-start.us-east5``)
+    basis: str  # "SKU <id> <description>, effective <date>", or "the bundled snapshot's row"
+    note: str  # no published price, and what stands in; a spot price is the day's
+
+
+def _unknown(why: str) -> TpuPrice:
+    return TpuPrice(None, False, why, "", "", "", "", "")
+
+
+def sku_basis(data: dict[str, Any], path: str) -> str:
+    found = data.get("skus", {}).get(path)
+    if not found:
+        return f"the bundled snapshot's {path} (no catalogue SKU: hand-kept, checked {data.get('verification', {}).get('checked', 'never')})"
+    return f"SKU {found['sku']} \"{found['description']}\", effective {found['effective']}"
+
+
+def _mode_rows(gen: dict[str, Any], rate: str, pod: bool) -> tuple[dict[str, Any] | None, str, str]:
+    rows = gen["pod"] if pod and rate in gen.get("pod", {}) else gen
+    return rows.get(rate), rows.get("default_region", gen["default_region"]), "pod." if rows is not gen else ""
+
+
+def tpu_price(generation: str, region: str, model: str, *, pod: bool = False) -> TpuPrice:
+    """The chip-hour price of ``generation`` in ``region`` under provisioning ``model``: the mode's own
+    record (a Billing Catalog SKU, or the bundled snapshot's hand-kept row), else the default region's
+    (``~``), else, for a mode Google bills below on-demand (spot, flex-start, calendar), the on-demand
+    rate as a ceiling ("at most", said as "no published price"). Nothing else stands in: no floor."""
     data = table()
-    gen = data["tpu_chip_hour"].get(generation_key(generation))
+    key = generation_key(generation)
+    gen = data["tpu_chip_hour"].get(key)
     source = data["sources"]["tpu"]
     if gen is None:
-        return None, False, f"no {generation} prices in tpubuild's table; see {source}"
-    if gen.get("stand_in"):
-        gen = data["tpu_chip_hour"][gen["stand_in"]["generation"]]
+        return _unknown(f"no {generation} prices in tpubuild's table; see {source}")
     rate = data["tpu_provisioning"].get(model)
     if not isinstance(rate, str):
-        return None, False, f"provisioning model {model!r} has no price rule; see {source}"
-    rows = gen["pod"] if pod and rate in gen.get("pod", {}) else gen
-    prices = rows.get(rate)
-    if prices is None:
-        return None, False, f"no {rate} price for {generation} in tpubuild's table; see {source}"
-    value, approx = _regional(prices, region, rows.get("default_region", gen["default_region"]))
+        return _unknown(f"provisioning model {model!r} has no price rule; see {source}")
+    rows, default_region, pod_path = _mode_rows(gen, rate, pod)
+    value, approx, at = _regional_key(rows or {}, region, default_region)
+    bound, why = (data["tpu_provisioning"].get("bounds", {}).get(model) or {"bound": "", "why": ""}).values()
+    note = ""
+    if value is None and rate in CEILED:
+        rows, default_region, pod_path = _mode_rows(gen, "on-demand", pod)
+        value, approx, at = _regional_key(rows or {}, region, default_region)
+        bound, rate = "at most", "on-demand"
+        why = (f"no published {key} {model} price in {region}: the Billing Catalog has no SKU for it; "
+               f"priced at the on-demand rate, a ceiling (Google bills {model} below on-demand)")
+    elif approx:
+        note = f"no published {key} {rate} price in {region}: {at}'s (~)"
     if value is None:
-        why = gen.get("_unpublished") or f"no {rate} price for {generation} in {region}; see {source}"
-        return None, False, why
-    return value, approx, ""
+        return _unknown(f"no published {key} {rate} price in {region} (no Billing Catalog SKU); see {source}")
+    path = f"tpu_chip_hour.{key}.{pod_path}{rate}.{at}"
+    if rate == "spot":
+        note = "; ".join(filter(None, [note, f"spot: the day's price, read {data['retrieved']}; Google may change it daily"]))
+    if model == "reservation":
+        why = "; ".join([why] + _commitments(gen, region))
+    return TpuPrice(value, approx, "", bound, why, path, sku_basis(data, path), note)
 
 
-def tpu_bound(generation: str, model: str) -> tuple[str, str]:
-    """(how the chip price errs, why) where a figure stands in for one Google does not publish:
-    the generation's ``stand_in`` (TPU7x: v5p's rate, a floor) and the provisioning model's
-    ``bounds`` (flex-start, calendar, reservation: the on-demand rate, a ceiling); ("", "") for a
-    list price."""
+#: The modes whose missing price the on-demand rate bounds from above (Google bills them below it).
+CEILED = ("spot", "flex-start", "calendar")
+
+
+def _commitments(gen: dict[str, Any], region: str) -> list[str]:
+    """What a commitment bills here, where the catalogue lists it (the reservation's rate is one of them)."""
+    out = []
+    for term in ("committed-1y", "committed-3y"):
+        value = (gen.get(term) or {}).get(region)
+        if value is not None:
+            out.append(f"{term[-2:]} commitment {rate(float(value))}/chip-h in {region}")
+    return out
+
+
+def tpu_chip_hour(generation: str, region: str, model: str, *, pod: bool = False) -> tuple[float | None, bool, str]:
+    """(price per chip-hour or None, approximate, why unknown): :func:`tpu_price`'s figure."""
+    found = tpu_price(generation, region, model, pod=pod)
+    return found.value, found.approximate, found.unknown_why
+
+
+def tpu_bound(generation: str, model: str, region: str = "") -> tuple[str, str]:
+    """(how the chip price errs, why): "at most" where a ceiling stands in (a reservation's on-demand rate,
+    or on-demand where the mode has no SKU in ``region``); ("", "") for a list price."""
     data = table()
     gen = data["tpu_chip_hour"].get(generation_key(generation)) or {}
-    found = [gen["stand_in"]] if gen.get("stand_in") else []
-    found += [b] if (b := data["tpu_provisioning"].get("bounds", {}).get(model)) else []
-    return combine(f["bound"] for f in found), "; ".join(f["why"] for f in found)
+    found = tpu_price(generation, region or gen.get("default_region", ""), model)
+    return (found.bound, found.bound_why) if found.value is not None else ("", "")
 
 
 def _machine_hour(machine_type: str, region: str) -> tuple[float | None, bool, str]:
@@ -253,22 +305,23 @@ def _confirmed_at(kind: str, name: str, field: str, region: str) -> bool:
     return bool(key) and confirmed(f"{kind}.{name}.{field}.{key}")
 
 
+def _tpu(s: Settings) -> TpuPrice:
+    return tpu_price(s.topology.generation, s.region, provisioning(s), pod=s.hosts > 1)
+
+
 def _tpu_item(s: Settings) -> tuple[str, float | None, bool, str, bool]:
-    t, model = s.topology, provisioning(s)
-    price, approx, why = tpu_chip_hour(t.generation, s.region, model, pod=s.hosts > 1)
+    t, model, found = s.topology, provisioning(s), _tpu(s)
+    price, approx = found.value, found.approximate
     what = f"TPU {s.accelerator_type} ({t.chips} chips, {model}, {s.region})"
     if price is not None:
         what = f"TPU {s.accelerator_type} ({t.chips} chips × {rate(price, approx)}/chip-h {model}, {s.region})"
-    rule = table()["tpu_provisioning"].get(model, "")
-    key = generation_key(t.generation)
-    path = "pod" if s.hosts > 1 and "pod" in table()["tpu_chip_hour"].get(key, {}) else ""
-    ok = _confirmed_at("tpu_chip_hour", key, f"{path}.{rule}" if path else rule, s.region)
-    return what, None if price is None else price * t.chips, approx, why, ok
+    ok = bool(found.path) and (found.path in table().get("skus", {}) or confirmed(found.path))
+    return what, None if price is None else price * t.chips, approx, found.unknown_why, ok
 
 
 def _tpu_bound(s: Settings) -> tuple[str, str]:
-    bound, why = tpu_bound(s.topology.generation, provisioning(s))
-    return bound, f"TPU {s.accelerator_type}: {why}" if bound else ""
+    found = _tpu(s)
+    return found.bound, f"TPU {s.accelerator_type}: {found.bound_why}" if found.bound else ""
 
 
 def _worker_vms_item(s: Settings) -> tuple[str, float | None, bool, str, bool]:
@@ -308,6 +361,8 @@ PRICE_ITEMS: dict[str, tuple[Callable[[Settings], tuple[str, float | None, bool,
 }
 #: The price items whose figure may stand in for one Google does not publish: (bound, why).
 BOUND_OF: dict[str, Callable[[Settings], tuple[str, str]]] = {"tpu": _tpu_bound, "disk": _disk_bound}
+#: The price items that say where their figure comes from: (basis, note).
+BASIS_OF: dict[str, Callable[[Settings], tuple[str, str]]] = {"tpu": lambda s: (_tpu(s).basis, _tpu(s).note)}
 
 
 def estimate(settings: Settings, modules: tuple[str, ...] | frozenset[str]) -> Estimate:
@@ -321,8 +376,9 @@ def estimate(settings: Settings, modules: tuple[str, ...] | frozenset[str]) -> E
             price_of, source = PRICE_ITEMS[kind]
             what, hourly, approx, why, ok = price_of(settings)
             bound, bound_why = BOUND_OF[kind](settings) if kind in BOUND_OF else ("", "")
+            basis, note = BASIS_OF[kind](settings) if kind in BASIS_OF and hourly is not None else ("", "")
             items.append(Item(spec.name, what, hourly, approx, why, confirmed=hourly is not None and ok,
-                              source=source, bound=bound, bound_why=bound_why))
+                              source=source, bound=bound, bound_why=bound_why, basis=basis, note=note))
     return Estimate(tuple(items))
 
 

@@ -59,8 +59,10 @@ TPU: frozenset[str] = frozenset(TRAINING_RESOURCES)
 
 #: Capacity requests → what the guard announces when a plan deletes or forgets one.
 CAPACITY: dict[str, str] = {
-    "google_compute_resize_request": "the flex-start resize request goes: VMs it did not bring yet will not "
-                                     "come, and the slice's running VMs still stop at their run limit",
+    "google_compute_resize_request": "deleted, the flex-start resize request's VMs not yet brought will not "
+                                     "come; forgotten (flex-start is now a bulk group grown from 0, "
+                                     "docs/modules.md), it stays with its group at Google and nothing is "
+                                     "cancelled; the slice's running VMs still stop at their run limit",
     "google_compute_region_resize_request": "the regional flex-start resize request goes: VMs it did not bring "
                                             "yet will not come",
     "google_compute_future_reservation": "Google cannot cancel a submitted calendar-mode request: Terraform only "

@@ -64,7 +64,9 @@ node). One :class:`ModuleSpec` per (plan module, directory) says:
   rules), so nothing reaches the hosts before those exist (docs/pipeline.md, "The slice first");
 * ``resources``: the Terraform resource types its directory declares, its child modules' included
   (a destroy-only root: those its state holds); builder/catalogue/permissions.py says which role
-  creates each, and ``initialize`` grants the builder account their union (builder/cloud/iam.py).
+  creates each, and ``initialize`` grants the builder account their union (builder/cloud/iam.py);
+* ``region_service``: the regional service (a key of builder/planning/egress.py ``SERVICES``) that must
+  be offered in REGION for it to be made there; check-capacity's regional-availability preflight reads it.
 
 Everything else is derived here: the module list, create and destroy DAGs and the destroy order
 per architecture (:func:`modules`, :func:`create_after`, :func:`destroy_after`,
@@ -166,6 +168,7 @@ class ModuleSpec:
     identity: str = ""
     identity_from: tuple[str, ...] = ()
     resources: tuple[str, ...] = ()
+    region_service: str = ""
 
     def is_wanted(self, settings: Settings) -> bool:
         """Whether create and update apply this module with these values (``wanted``)."""
@@ -177,6 +180,7 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
     ModuleSpec("filestore", "modules/filestore", ARCHS, filestore_what, keys=FILESTORE_KEYS, holds_data=True,
                apply_minutes=8.0,  # "several minutes" (Filestore docs); ~8 measured for BASIC_HDD
                prices=("filestore",), grows="capacity_gb", resources=("google_filestore_instance",),
+               region_service="filestore",
                replaced_by=frozenset({"project_id", "region", "zone", "name", "tier", "share_name", "network"}),
                data_resources=(("google_filestore_instance", "the Filestore share (checkpoints and preprocessed data)"),),
                status=(StatusPart("filestore", rows.filestore_row),), lost=share_lost,

@@ -43,9 +43,11 @@ def workers_row(mig: dict[str, Any]) -> str:
             f"(target {mig['target_size']}, {mig['expected_size']} TPU hosts), {mig['state']}")
 
 
-#: Where a capacity request stands, in words: a resize request's ``state`` (flex-start) and a
-#: calendar-mode future reservation's ``status.procurementStatus`` (Compute Engine API).
+#: Where a capacity request stands, in words: a flex-start bulk group's (builder/cloud/status.py:
+#: EMPTY, IN_PROGRESS, DONE, FAILED from its bulkInstanceOperation) and a calendar-mode future
+#: reservation's ``status.procurementStatus`` (Compute Engine API).
 STANDING: dict[str, str] = {
+    "EMPTY": "not asked for yet (target size 0)", "IN_PROGRESS": "waiting for capacity", "DONE": "active",
     "ACCEPTED": "waiting for capacity", "CREATING": "provisioning", "SUCCEEDED": "active",
     "FAILED": "failed", "CANCELLED": "cancelled",
     "DRAFTING": "waiting (draft, not submitted)", "PENDING_APPROVAL": "waiting for Google's approval",

@@ -129,10 +129,11 @@ def verdict_wait_s(gates: tuple[str, ...]) -> int:
     return IMAGE_STEP_S + sum(KINDS[g].timeout or 0 for g in gates)
 
 
-#: TPU_QUEUED: how long tpu-queue waits for ACTIVE without TPU_QUEUED_VALID_FOR, and at most (a
-#: Cloud Build build lasts at most 24 h); its step timeout adds QUEUE_SLACK_S to the wait.
+#: TPU_QUEUED: how long tpu-queue waits for ACTIVE without TPU_QUEUED_VALID_FOR, and at most (the
+#: pipeline lasts at most MAX_PIPELINE_TIMEOUT, and the steps before and after the queue's fit
+#: beside it: tests/unit/test_build_limits.py); its step timeout adds QUEUE_SLACK_S to the wait.
 QUEUE_WAIT_S = 4 * 3600
-MAX_QUEUE_WAIT_S = 20 * 3600
+MAX_QUEUE_WAIT_S = 18 * 3600
 QUEUE_SLACK_S = 900
 #: The Cloud Build states of a build that has ended: a lock it holds protects nothing
 #: (builder/cloud/lock.py takes it over; the health check's build recovers under it).
@@ -140,6 +141,16 @@ BUILD_ENDED = frozenset({"SUCCESS", "FAILURE", "INTERNAL_ERROR", "TIMEOUT", "CAN
 #: Slack added to the longest path through the steps for the whole build's timeout.
 BUILD_TIMEOUT_SLACK = 900
 MAX_BUILD_TIMEOUT = 86400  # Cloud Build's maximum build timeout (24 h)
+#: Timeouts nest: a build that waits for another outlives it (docs/pipeline.md, "Timeouts nest").
+#: The parents of a pipeline: the root build, the TTL's build and the health build, each running
+#: ``tpubuild dispatch`` (a pip install, the checks, the lock, the submission, then the wait):
+#: DISPATCH_AROUND_S is what a dispatch does besides the wait; HEALTH_AROUND_S the health build's
+#: own steps around its recreate (the check, then the relaunch's tries: recovery.LAUNCH_TRIES ×
+#: LAUNCH_WAIT_S, 30 min, and the SSH each takes). So a pipeline may take at most
+#: MAX_PIPELINE_TIMEOUT, and every parent at most Cloud Build's 24 h.
+DISPATCH_AROUND_S = 1800
+HEALTH_AROUND_S = 3600
+MAX_PIPELINE_TIMEOUT = MAX_BUILD_TIMEOUT - DISPATCH_AROUND_S - HEALTH_AROUND_S
 #: How long the seeder itself may run: its step's timeout less room to clean up its VM.
 SEED_TIMEOUT_S = SEED_STEP_S - 600
 #: Where filestore-publish writes the NFS export under the environment's workspace

@@ -72,6 +72,8 @@ PIPELINE_ROLES: tuple[Role, ...] = (
          "as this account"),
     Role("roles/logging.logWriter", "build logs (CLOUD_LOGGING_ONLY)"),
     Role("roles/cloudquotas.viewer", "the check-capacity step reads the TPU quota (Cloud Quotas)"),
+    Role("roles/compute.networkViewer", "the check-capacity step reads the slice's subnetwork and its region's Cloud "
+         "Routers (the hosts' egress preflight: Private Google Access, Cloud NAT; docs/cloud.md)"),
     Role("roles/iap.tunnelResourceAccessor", "only with TPU_RECOVERY (the health build relaunches training on the "
          "hosts, docs/recovery.md) or make-before-break with a MODEL (the update stops the training on the old slice "
          "and starts it on the new one, docs/pipeline.md): over IAP SSH, as `tpubuild train` does",

@@ -113,7 +113,7 @@ def _section(settings: Settings, held: dict[str, Any], stopped: tuple[str, str],
                          if one.get("accelerator_type") else None)
     return {"build_id": held["build_id"], "action": held["action"], "outcome": stopped[0], "where": stopped[1],
             "command": command(held["action"], held.get("scope") or {}), "module": module, "slices": slices,
-            "asked": (part or {}).get("name", "")}
+            "asked": (part or {}).get("name", ""), "prices": cost.table()["source"]["text"]}
 
 
 def mig_slots(settings: Settings) -> dict[str, dict[str, str]]:
@@ -166,5 +166,6 @@ def lines(section: dict[str, Any]) -> list[str]:
         total = f"${sum(known):,.2f}/h{' and more' if len(known) < len(slices) else ''}"
         old = [s["name"] for s in slices if s["name"] != section["asked"]]
         out.append(f"  billing    {len(slices)} slices: {' + '.join(one(s) for s in slices)} = {total}, until the "
-                   f"rerun's {section['module']}-release deletes {', '.join(old)}")
+                   f"rerun's {section['module']}-release deletes {', '.join(old)} (list prices from "
+                   f"{section['prices']})")
     return out

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from builder.cloud import clients
+from builder.cloud import clients, network
 from builder.cloud.quotas import NotReadable
 from builder.facts.errors import WorldError
 
@@ -40,31 +40,10 @@ def listing(project: str, zone: str) -> list[dict[str, Any]]:
 def read(project: str, zone: str, kind: str, name: str, params: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """The resource (None: it does not exist; ``kind="any"``: the zone's list). Raises
     :class:`NotReadable` (403) or ``WorldError`` (any other failure)."""
-    import requests
-
-    session, base = clients.compute()
-    url = f"{base}/projects/{project}/zones/{zone}/{COLLECTIONS[kind]}" + (f"/{name}" if name else "")
     what = {"reservation": f"reservation {name}", "any": f"the reservations in {zone}",
             "calendar": f"calendar-mode request {name}"}[kind]
-    try:
-        reply = session.get(url, params=params, timeout=60)
-    except requests.RequestException as exc:
-        raise WorldError(f"cannot reach Compute Engine to read {what}: {type(exc).__name__}") from None
-    if reply.status_code == 404:
-        return None
-    if reply.status_code == 403:
-        raise NotReadable(f"{what} of project {project}: not readable by these credentials (grant "
-                          "roles/compute.viewer)")
-    if reply.status_code != 200:
-        raise WorldError(f"Compute Engine answered HTTP {reply.status_code} reading {what} in {zone} of project "
-                         f"{project}; rerun, or look at it in the console")
-    try:
-        body = reply.json()
-    except ValueError:
-        body = None
-    if not isinstance(body, dict):
-        raise WorldError(f"Compute Engine answered something that is not a resource reading {what}")
-    return body
+    path = f"{project}/zones/{zone}/{COLLECTIONS[kind]}" + (f"/{name}" if name else "")
+    return network.get(path, what, zone, project, params)
 
 
 def advice(project: str, region: str, spec: dict[str, Any]) -> dict[str, Any] | None:

@@ -7,7 +7,7 @@ the SHA-256 of the uncompressed tar stream: ``gs://<state_bucket>/source/<sha256
 
 Layout (see docs/architecture.md): builder/, setup.cfg, pyproject.toml, README.md, values.env
 (the user's file, byte for byte, whatever its local name), modules/, env_setup/, models/,
-tfvars/<plan module>.tfvars.json.
+tfvars/<plan module>.tfvars.json, .tpubuild/scripts/ (the step scripts too long for an argument).
 """
 
 from __future__ import annotations
@@ -48,8 +48,10 @@ def tfvars_json(values: dict) -> bytes:
 _FIX = "keep repository files under 64 MiB (data belongs in GCS_DATASET)"
 
 
-def collect(repo: Path, values_env: bytes, tfvars: dict[str, dict]) -> dict[str, tuple[bytes, bool]]:
-    """arcname → (bytes, executable) for everything the tarball holds."""
+def collect(repo: Path, values_env: bytes, tfvars: dict[str, dict],
+            scripts: dict[str, bytes] | None = None) -> dict[str, tuple[bytes, bool]]:
+    """arcname → (bytes, executable) for everything the tarball holds; ``scripts``: the step
+    scripts that ship as files (builder/inputs/build_limits.py), by their path in the source."""
     files: dict[str, tuple[bytes, bool]] = {}
     for name in FILES:
         path = repo / name
@@ -61,6 +63,8 @@ def collect(repo: Path, values_env: bytes, tfvars: dict[str, dict]) -> dict[str,
     files["values.env"] = (values_env, False)
     for module, values in tfvars.items():
         files[f"tfvars/{module}.tfvars.json"] = (tfvars_json(values), False)
+    for name, data in (scripts or {}).items():
+        files[name] = (data, False)
     return files
 
 

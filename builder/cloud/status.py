@@ -44,7 +44,7 @@ from builder.cloud.errors import cloud_call, describe
 from builder.config import Settings
 from builder.config.candidates import at, granted
 from builder.config.filestore import TIERS
-from builder.config.offers import MAX_RUN_HOURS, calendar_name, calendar_window, flex_request_name
+from builder.config.offers import MAX_RUN_HOURS, calendar_name, calendar_window
 from builder.config.replace import slot_names
 from builder.facts.actions import Action
 from builder.facts.errors import TpuBuildError, WorldError
@@ -186,7 +186,7 @@ def _slice(settings: Settings) -> dict[str, Any]:
 
 def _capacity(settings: Settings) -> dict[str, Any]:
     """mig with flex-start or calendar: the capacity request the slice waits on (Compute Engine
-    REST): the resize request ``<group>-flex`` of the slice's MIG (either slot), or the calendar-mode future
+    REST): the slice's bulk MIG (either slot) and its bulk instance operation, or the calendar-mode future
     reservation ``<TPU name>-cal``; where it stands and when the slice's run ends."""
     session, base = clients.compute()
     zone = f"{base}/projects/{settings.project_id}/zones/{settings.zone}"
@@ -194,12 +194,10 @@ def _capacity(settings: Settings) -> dict[str, Any]:
         name = calendar_name(settings.tpu_name)
         url, kind = f"{zone}/futureReservations/{name}", "calendar-mode future reservation"
         body = _compute_get(session, url, f"{kind} {name}")
-    else:  # each slot's group has its own request (modules/tpu_mig): the first slot that has one
-
-        kind, body = "flex-start resize request", None
-        for group in slot_names(settings):
-            name = flex_request_name(group)
-            body = _compute_get(session, f"{zone}/instanceGroupManagers/{group}/resizeRequests/{name}", f"{kind} {name}")
+    else:  # flex-start: the slice's bulk group (either slot) and its bulk instance operation
+        kind, body = "flex-start bulk group", None
+        for name in slot_names(settings):
+            body = _compute_get(session, f"{zone}/instanceGroupManagers/{name}", f"{kind} {name}")
             if body is not None:
                 break
     if body is None:
@@ -213,7 +211,13 @@ def _capacity(settings: Settings) -> dict[str, Any]:
         state, ends = status.get("procurementStatus", "UNKNOWN"), f"starts {start}, expires at {end}"
     else:
         hours = settings.max_run_hours or MAX_RUN_HOURS
-        state, ends = body.get("state", "UNKNOWN"), f"its VMs run at most {hours} h from their start"
+        # the group's bulk instance operation (Compute Engine: status.bulkInstanceOperation): in
+        # progress while it waits for the capacity of every VM; its last check's error, if any
+        bulk = status.get("bulkInstanceOperation") or {}
+        status = bulk.get("lastProgressCheck") or {}
+        state = "EMPTY" if not int(body.get("targetSize") or 0) else (
+            "IN_PROGRESS" if bulk.get("inProgress") else ("FAILED" if status.get("error") else "DONE"))
+        ends = f"its VMs run at most {hours} h from their start"
     errors = (status.get("error") or status.get("lastAttempt", {}).get("error") or {}).get("errors") or []
     return {"name": name, "kind": kind, "state": state, "ends": ends,
             "error": " ".join((errors[0].get("message") or "").split()) if errors else ""}

@@ -1,4 +1,7 @@
-"""Sub-commands of ``tpubuild``, one module per area. See ``builder.cli``."""
+"""Sub-commands of ``tpubuild``, one module per area. See ``builder.cli``.
+
+``builder.cli`` imports this package first for every verb: it loads no ``builder.cloud`` module
+(the helpers that read the state bucket load it when they do; tests/unit/test_import_budget.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +9,6 @@ import argparse
 import sys
 from typing import Any
 
-from builder.cloud import clients, snapshot
-from builder.cloud.snapshot import values_path
 from builder.config import Settings, load
 from builder.config.candidates import at, granted
 from builder.facts.errors import BadInput
@@ -34,6 +35,8 @@ def placed(settings: Settings) -> Settings:
 
     if not has_credentials():
         return settings
+    from builder.cloud import clients, snapshot
+
     try:
         found = snapshot.read(clients.storage(settings.project_id).bucket(settings.state_bucket), settings.env_name)
     except Exception as exc:  # noqa: BLE001 - the hosts are then looked for at the first candidate
@@ -57,6 +60,8 @@ def applied_or_warn(applied: Any, settings: Settings) -> Settings | None:
     """The values of ``applied`` (a ``builder.cloud.snapshot.Applied``) parsed, or None with a
     warning when they no longer parse: submit's ``auto`` then updates every module, and finalize
     counts every module as changed."""
+    from builder.cloud.snapshot import values_path
+
     where = f"gs://{settings.state_bucket}/{values_path(settings.env_name)}"
     try:
         return applied_settings(applied.values, settings)

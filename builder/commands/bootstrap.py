@@ -11,7 +11,8 @@ from pathlib import Path
 from builder.commands import load_settings, say
 from builder.config import environments
 from builder.config.keys import service_account_email
-from builder.config.later import refuse_unbuildable
+from builder.config.gate import Door, refuse
+from builder.facts.actions import Action
 from builder.facts.errors import BadInput, WorldError
 from builder.inputs import gitops
 from builder.inputs.repo_events import Repo
@@ -43,9 +44,10 @@ def cmd_bootstrap(args: argparse.Namespace) -> int:
 
 
 def cmd_trigger(args: argparse.Namespace) -> int:
-    """Every build of the trigger runs ``auto``: a file that ``auto`` refuses (a TPU Node, see
-    builder/config/legacy.py) gets the same one-line refusal here, instead of a trigger whose every build
-    fails. In a repository of many environments (``environments/<name>/values.env``,
+    """Every build of the trigger runs ``auto``: a file that ``dispatch --action auto`` refuses
+    (the gate's rows for the trigger door, builder/config/gate.py: a TPU Node, the MODEL's rules, a
+    relative calendar start, ...) gets the same one-line refusal here, instead of a trigger whose
+    every build fails. In a repository of many environments (``environments/<name>/values.env``,
     builder/config/environments.py) it prints each environment's plan/apply pair (builder/inputs/gitops.py) as
     one multi-document YAML; ``--values environments/<name>/values.env`` prints that one's pair only.
     ``--connection``/``--region`` listen through a 2nd-gen connection (builder/inputs/repo_events.py)."""
@@ -56,7 +58,7 @@ def cmd_trigger(args: argparse.Namespace) -> int:
     if environments.is_layout(root):
         envs = environments.select(root, only, args.values)
         for env in envs:
-            refuse_unbuildable(env.settings, TRIGGER_ACTION)
+            refuse(env.settings, Action(TRIGGER_ACTION), Door.TRIGGER)
         docs = [yamlout.to_yaml(t) for env in envs for t in gitops.trigger_pair(env.settings, env.path, repo, plan_as)]
         sys.stdout.write("---\n".join(docs))
         return 0
@@ -66,7 +68,7 @@ def cmd_trigger(args: argparse.Namespace) -> int:
     import yaml
 
     settings = load_settings(args)
-    refuse_unbuildable(settings, TRIGGER_ACTION)
+    refuse(settings, Action(TRIGGER_ACTION), Door.TRIGGER)
     sys.stdout.write(yaml.safe_dump(trigger(settings, repo), sort_keys=False, default_flow_style=False))
     return 0
 

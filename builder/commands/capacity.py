@@ -1,5 +1,5 @@
 """``tpubuild check-capacity``: the pipeline's first step, and ``tpubuild plan --check`` from a
-workstation. It reads the quota the slice uses (``builder.planning.capacity`` says which and what the value
+workstation. It checks first that the hosts will reach what they install (:func:`hosts_reach`), then reads the quota the slice uses (``builder.planning.capacity`` says which and what the value
 means; ``builder.cloud.quotas`` reads it) and, on mig, the reservation or calendar-mode request it
 consumes (``builder.cloud.reservations``), and refuses, exit 1 with one line, when they cannot hold
 the slice. A quota or reservation tpubuild does not know, or cannot read, is said and not refused.
@@ -10,13 +10,14 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from builder.cloud import clients, quotas, reservations, snapshot
+from builder.catalogue import modules as catalogue
+from builder.cloud import clients, network, quotas, regions, reservations, snapshot
 from builder.commands import applied_or_warn, load_settings, say, warn
 from builder.config.calendar import resolve_start
 from builder.config.candidates import at
 from builder.config.replace import MAKE_BEFORE_BREAK
 from builder.facts.errors import WorldError
-from builder.planning import capacity
+from builder.planning import capacity, egress
 from builder.planning.capacity_outcome import Outcome, advice_line, advice_request, verdict_line
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,6 +35,8 @@ def check(settings: Settings, running: Settings | None = None) -> list[Outcome]:
     passes when one of them can hold the slice (it says which); it fails, one line naming each
     candidate's refusal, when none can (:func:`conclude`). A single candidate reads and prints
     exactly what it always did. Returns every candidate's outcome."""
+    hosts_reach(settings)
+    regions_offer(settings)
     if len(settings.candidates) <= 1:
         outcome = _assess(settings, running, {})
         _print(outcome.said)
@@ -47,6 +50,60 @@ def check(settings: Settings, running: Settings | None = None) -> list[Outcome]:
             say(f"tpubuild: capacity: {o.label}: refused: {o.refusal}")
     conclude(outcomes)
     return outcomes
+
+
+def hosts_reach(settings: Settings) -> None:
+    """The hosts' egress preflight (builder/planning/egress.py): in every region of the candidate
+    list, the subnetwork gives hosts without external IPs Private Google Access and a Cloud NAT;
+    ``WorldError`` (exit 1, one line) where it does not, before anything is billed. Said and not
+    refused where Compute Engine does not let these credentials read it."""
+    if settings.arch == "node":
+        return
+    if settings.tpu_external_ips:
+        say("tpubuild: network: the hosts have external IPs (TPU_EXTERNAL_IPS): they reach Google APIs and the "
+            "internet directly")
+        return
+    name = egress.subnet_name(settings.network, settings.subnetwork)
+    for region in dict.fromkeys(c.region for c in settings.candidates):
+        try:
+            subnet = network.subnetwork(settings.project_id, region, name)
+            routers = network.routers(settings.project_id, region) if subnet is not None else []
+        except quotas.NotReadable as exc:
+            warn(f"network not checked: {exc}; hosts without Private Google Access or Cloud NAT stop at boot")
+            continue
+        refused, line = egress.refusal(settings.project_id, region, settings.network, settings.subnetwork,
+                                       subnet, routers)
+        if refused:
+            raise WorldError(refused)
+        say(f"tpubuild: network: {line}")
+
+
+def regions_offer(settings: Settings, keys: tuple[str, ...] = egress.PIPELINE_SERVICES) -> None:
+    """The regional-availability preflight (builder/planning/egress.py ``services``): every
+    regional service of ``keys`` the environment makes is offered where it would be made (the
+    pipeline's: Filestore, Cloud Scheduler; initialize's: Artifact Registry), by the service's own
+    locations API; ``WorldError`` (exit 1, one line) where one is not. Said and not refused where a
+    service's locations cannot be read."""
+    if settings.arch == "node":
+        return
+    wanted = frozenset(sp.name for sp in catalogue.specs(settings.arch) if sp.is_wanted(settings))
+    found: dict[str, frozenset[str] | None] = {}
+    for service, region, what in egress.services(settings, wanted, keys):
+        if service not in found:
+            try:
+                found[service] = regions.offered(service, settings.project_id, egress.SERVICES[service][0])
+            except quotas.NotReadable as exc:
+                warn(f"region not checked: {exc}; a region without it refuses at its apply")
+                found[service] = None
+        offered = found[service]
+        if offered is None:
+            continue
+        refused = egress.region_refusal(service, region, what, offered)
+        if refused:
+            raise WorldError(refused)
+    said = sorted({f"{egress.SERVICES[s][0]} in {r}" for s, r, _w in egress.services(settings, wanted, keys) if found.get(s)})
+    if said:
+        say(f"tpubuild: regions: offered: {', '.join(said)}")
 
 
 def assess_all(settings: Settings, running: Settings | None = None) -> list[Outcome]:

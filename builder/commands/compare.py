@@ -1,7 +1,11 @@
 """What a plan is compared with: the applied values (``--applied FILE``, ``--applied none``, or the
 state bucket's snapshot read without a lock), and what GitOps ``auto`` would run from them. Read by
 ``plan``/``render`` (builder/commands/pipeline_cmds.py), ``plan --all`` (plan_all.py) and the
-commands that compare before they act (core.py)."""
+commands that compare before they act (core.py).
+
+The cloud edge (builder/cloud/) is loaded inside the functions, on the path that reads the state
+bucket: without credentials ``plan`` and ``render`` load no ``builder.cloud`` module
+(tests/unit/test_import_budget.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +14,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.cloud import buckets, clients, interrupted, snapshot
-from builder.cloud.auto import decide_now
-from builder.cloud.errors import describe
-from builder.cloud.status import READERS
 from builder.config import load
 from builder.config.candidates import at, granted
 from builder.facts.errors import BadInput, TpuBuildError
@@ -46,6 +46,17 @@ class Previous:
     #: True: read from an existing state bucket, where plan also reads a build stopped half way
     #: (builder/cloud/interrupted.py ``for_plan``)
     bucket: bool = False
+
+    @property
+    def place(self) -> Any:
+        """Where the applied slice is: the granted place the snapshot records, else (``--applied
+        FILE``, a snapshot without one) the applied values' first candidate, where a build puts it
+        when it has no other record. An update keeps the slice there while the list holds it, so a
+        reordered ZONE list changes nothing (docs/capacity.md, "The granted place"); None: nothing
+        applied is known."""
+        if self.granted is not None or self.settings is None or not self.settings.candidates:
+            return self.granted
+        return self.settings.candidates[0]
 
 
 def has_credentials() -> bool:
@@ -84,6 +95,8 @@ def previous(settings: Settings, applied: str | None, *, need: bool) -> Previous
                            "(gcloud auth application-default login) so it is read from the state bucket")
         return Previous(None, "nothing (no credentials to read the applied snapshot; pass --applied FILE)",
                         known=False)
+    from builder.cloud import buckets, clients, snapshot
+
     where = f"gs://{settings.state_bucket}"
     try:
         client = clients.storage(settings.project_id)
@@ -114,6 +127,10 @@ def previous(settings: Settings, applied: str | None, *, need: bool) -> Previous
 def stopped_build(settings: Settings) -> dict[str, Any] | None:
     """A build that stopped half way, as ``status`` shows it (builder/cloud/interrupted.py): None when
     none did, or when it cannot be read (a warning says so; the plan itself stands)."""
+    from builder.cloud import interrupted
+    from builder.cloud.errors import describe
+    from builder.cloud.status import READERS
+
     try:
         return interrupted.for_plan(settings, READERS)
     except Exception as exc:  # noqa: BLE001 - the plan is shown whatever this read meets
@@ -126,6 +143,8 @@ def stopped_build(settings: Settings) -> dict[str, Any] | None:
 def auto_plan(settings: Settings, prev: Previous) -> Plan | None:
     """What GitOps ``auto`` would run (``builder.cloud.auto.decide_now``, the same decision
     ``submit`` makes); None: nothing to do. The decision is kept in ``prev.decision``."""
+    from builder.cloud.auto import decide_now  # the digests of the repository's modules
+
     prev.decision = decide_now(settings, prev.settings, build_id=prev.build_id, outstanding=prev.outstanding,
                                absent=prev.absent, sources_then=prev.sources)
     return auto.plan_for(settings, prev.decision)

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from builder.cloud import buckets, builds, clients, iam, registry, source, workspace
 from builder.commands import load_settings, say
+from builder.commands.capacity import regions_offer
+from builder.planning import egress
 from builder.render import pipeline
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -22,6 +24,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def initialize(settings: Settings) -> int:
     repo = workspace.find_repo(settings)
+    # the region offers the builder image's repository, before anything is made (docs/cloud.md)
+    regions_offer(settings, egress.INITIALIZE_SERVICES)
     client = clients.storage(settings.project_id)
     for spec in buckets.specs(settings):
         say(buckets.create_or_adopt(client, settings, spec))

@@ -12,7 +12,7 @@ import tempfile
 import time
 from typing import Any
 
-from builder.cloud import mig_hosts
+from builder.render import mig_hosts
 from builder.commands import load_settings
 from builder.config import Settings
 from builder.config import model_registry
@@ -35,6 +35,10 @@ def target(settings: Settings) -> observe.Target:
                           port=declared["PROFILER_PORT"] or observe.PROFILER_PORT, model=s.model, extra=extra)
 
 
+#: The longest word of a failed command that its one-line error quotes (a ``bash -c`` script is not quoted).
+_SHOWN = 80
+
+
 def _run(argv: list[str], what: str, capture: bool = False) -> str:
     if shutil.which(argv[0]) is None:
         raise WorldError(f"{argv[0]} is not on PATH; install the Google Cloud CLI to {what}, "
@@ -44,7 +48,8 @@ def _run(argv: list[str], what: str, capture: bool = False) -> str:
         raise WorldError(f"could not {what}: no training is running with a profiler server / metrics report "
                          "(the host said why above); start one with 'tpubuild train'")
     if proc.returncode != 0:
-        raise WorldError(f"could not {what}: {shlex.join(argv[:6])} ... failed with exit code {proc.returncode} "
+        shown = shlex.join(w if len(w) <= _SHOWN else "SCRIPT" for w in argv[:6])  # never a whole script on the line
+        raise WorldError(f"could not {what}: {shown} ... failed with exit code {proc.returncode} "
                          "(its output is above); rerun with --dry-run to see each command")
     return proc.stdout or ""
 

@@ -62,6 +62,13 @@ def add_action(parser: argparse.ArgumentParser, *, valid: Sequence[Action] = tup
                         metavar="ACTION", help=help_, **kwargs)
 
 
+def add_flags(parser: argparse.ArgumentParser, flags: dict[str, str]) -> None:
+    """On/off options (``store_true``, default off), each with its help, in the order given: the one
+    way a verb adds its switches."""
+    for name, help_ in flags.items():
+        parser.add_argument(name, action="store_true", help=help_)
+
+
 def add_scope(parser: argparse.ArgumentParser) -> None:
     """``--tpu``, ``--mig`` and ``--allow-data-loss``, worded once for plan, render and submit.
 
@@ -71,16 +78,15 @@ def add_scope(parser: argparse.ArgumentParser) -> None:
     Filestore and the shared PD without the override (the pipeline snapshots the disk, and backs
     Filestore up where its tier has backups, first), so only create/update need ``--allow-data-loss``.
     """
-    parser.add_argument("--tpu", action="store_true",
-                        help="scope update/destroy to the TPU (_TPU=true): the TPU VM on vm; on mig the "
-                             "slice's identity and firewall")
-    parser.add_argument("--mig", action="store_true",
-                        help="scope update/destroy to the MIG (_MIG=true): the slice itself on mig, the worker "
-                             "VMs on a legacy node; refused on vm (no MIG there)")
-    parser.add_argument("--allow-data-loss", action="store_true",
-                        help="let create/update destroy or replace Filestore or the shared PD "
-                             "(_ALLOW_DATA_LOSS=true); destroy does not need it: it snapshots the disk, and "
-                             "backs up Filestore on tiers with backups, before deleting them")
+    add_flags(parser, {
+        "--tpu": "scope update/destroy to the TPU (_TPU=true): the TPU VM on vm; on mig the slice's identity and "
+                 "firewall",
+        "--mig": "scope update/destroy to the MIG (_MIG=true): the slice itself on mig, the worker VMs on a legacy "
+                 "node; refused on vm (no MIG there)",
+        "--allow-data-loss": "let create/update destroy or replace Filestore or the shared PD (_ALLOW_DATA_LOSS=true); "
+                             "destroy does not need it: it snapshots the disk, and backs up Filestore on tiers with "
+                             "backups, before deleting them",
+    })
 
 
 def add_compare(parser: argparse.ArgumentParser) -> None:

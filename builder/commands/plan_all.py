@@ -16,11 +16,12 @@ import json
 import sys
 from typing import Any
 
+from builder.catalogue import cost
 from builder.commands import warn
 from builder.commands.compare import auto_plan, has_credentials, previous
 from builder.config import environments
 from builder.config.candidates import acting
-from builder.config.later import refuse_changes
+from builder.config.gate import Door, refuse
 from builder.facts.actions import Action, Verdict
 from builder.facts.errors import BadInput, TpuBuildError
 from builder.planning.describe import describe
@@ -47,38 +48,54 @@ def _total(cost: dict[str, Any] | None) -> tuple[str | None, float | None]:
     return cost["total"], cost["hourly_known"]
 
 
+def _worst(figures: dict[str, Any]) -> dict[str, Any]:
+    """The row's worst case (a candidate list: what the environment costs per hour if the slice
+    lands in the dearest candidate, as its own plan says; builder/planning/candidate_table.py), or
+    nothing with one candidate."""
+    worst = (figures.get("candidates") or {}).get("worst")
+    if worst is None:
+        return {"cost_worst": None, "hourly_worst": None}
+    most = "at most " if worst["bound"] in (None, "at most") else f"{worst['bound']} "
+    return {"cost_worst": f"{most}{cost.money(worst['hourly'], worst['approximate'])}/h in {worst['zone']} {worst['mode']}",
+            "hourly_worst": worst["hourly"]}
+
+
 def row(env: Any) -> dict[str, Any]:
     """One environment's row: ``tpubuild plan --action auto`` of its file, as data."""
     s = env.settings
     out: dict[str, Any] = {"path": env.path, "env": s.env_name, "project_id": s.project_id, "protected": s.protected}
     try:
+        refuse(s, Action.AUTO, Door.PLAN_ALL)  # what the environment's apply build refuses (builder/config/gate.py)
         prev = previous(s, None, need=False)
-        # what the file asks for, whatever was applied: the cost after
-        wanted = describe(s, make_plan(s, Action.CREATE))["cost"]["after"]
+        # what the file asks for, whatever was applied: the cost after, and its worst case
+        asked = describe(s, make_plan(s, Action.CREATE))["cost"]
+        wanted, worst = asked["after"], _worst(asked)
         if not prev.known:
             why = prev.source if has_credentials() else (
                 f"the applied snapshot is unknown: no Google credentials to read it from gs://{s.state_bucket} "
                 "(gcloud auth application-default login)")
             return {**out, "action": "unknown", "modules": [], "why": why, "applied": "unknown",
                     "cost_before": None, "hourly_before": None, "cost_after": wanted["total"],
-                    "hourly_after": wanted["hourly_known"]}
-        if prev.granted is not None:  # auto keeps the slice where it was granted (builder/config/candidates.py)
+                    "hourly_after": wanted["hourly_known"], **worst}
+        if prev.place is not None:  # auto keeps the slice where it was granted (builder/config/candidates.py)
 
-            s = acting(s, prev.granted, Action.AUTO)
+            s = acting(s, prev.place, Action.AUTO)
         if prev.settings is not None:
-            refuse_changes(prev.settings, s)
+            refuse(s, Action.AUTO, Door.PLAN_ALL, prev.settings, only=("model-change",))
         plan = auto_plan(s, prev)
         decision = prev.decision
         info = describe(s, plan, previous=prev) if plan is not None else None
         before, after = (info["cost"]["before"], info["cost"]["after"]) if info is not None else (wanted, wanted)
+        worst = _worst(info["cost"]) if info is not None else worst
     except TpuBuildError as exc:
         return {**out, "action": "refused", "modules": [], "why": str(exc), "applied": "unknown", "cost_before": None,
-                "hourly_before": None, "cost_after": None, "hourly_after": None, "exit_code": exc.exit_code}
+                "hourly_before": None, "cost_after": None, "hourly_after": None, "cost_worst": None,
+                "hourly_worst": None, "exit_code": exc.exit_code}
     (cost_before, hourly_before), (cost_after, hourly_after) = _total(before), _total(after)
     return {**out, "action": decision.action, "modules": sorted(decision.only or ()), "why": "; ".join(decision.reasons),
             "applied": "known" if prev.settings is not None else "none", "compared_with": prev.source,
             "cost_before": cost_before, "hourly_before": hourly_before, "cost_after": cost_after,
-            "hourly_after": hourly_after}
+            "hourly_after": hourly_after, **worst}
 
 
 def _action(r: dict[str, Any]) -> str:
@@ -96,11 +113,13 @@ def _before(r: dict[str, Any]) -> str:
 def as_text(rows: list[dict[str, Any]]) -> str:
     table = [("ENVIRONMENT", "NAME", "AUTO WOULD", "HOURLY COST (BEFORE -> AFTER)")]
     table += [(r["path"] + (" (protected)" if r["protected"] else ""), r["env"], _action(r),
-               f"{_before(r)} -> {r['cost_after'] or '?'}") for r in rows]
+               f"{_before(r)} -> {r['cost_after'] or '?'}" + (f" (worst case {r['cost_worst']})" if r["cost_worst"]
+                                                              else "")) for r in rows]
     widths = [max(len(t[i]) for t in table) for i in range(3)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(t[:3], widths)) + "  " + t[3] for t in table]
     notes = [f"  {r['path']}: {r['why']}" for r in rows if r["action"] in ("unknown", "refused")]
-    return "\n".join(lines + (["", "why:", *notes] if notes else [])) + "\n"
+    source = f"list prices from {cost.table()['source']['text']}"
+    return "\n".join(lines + ["", source] + (["", "why:", *notes] if notes else [])) + "\n"
 
 
 def run_plan_all(args: argparse.Namespace) -> int:
@@ -112,7 +131,7 @@ def run_plan_all(args: argparse.Namespace) -> int:
             warn(warning)
     rows = [row(env) for env in envs]
     if args.format == "json":
-        sys.stdout.write(json.dumps({"environments": rows}, indent=2) + "\n")
+        sys.stdout.write(json.dumps({"environments": rows, "prices": cost.table()["source"]}, indent=2) + "\n")
     else:
         sys.stdout.write(as_text(rows))
     refused = [r for r in rows if r["action"] == "refused"]

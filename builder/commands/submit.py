@@ -12,6 +12,7 @@ credentials, a held lock, a build that did not succeed); 2 bad input (values.env
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,13 +22,13 @@ from builder.cloud.auto import decide_now
 from builder.cloud.errors import cloud_call
 from builder.commands import applied_or_warn, load_settings, say, warn
 from builder.commands.initialize import initialize
-from builder.config.calendar import create_refusal, submit_refusal
+from builder.config.calendar import create_refusal
+from builder.config.gate import Door, refuse
 from builder.config.candidates import acting, at, granted
-from builder.config.later import refuse_changes
-from builder.facts.actions import APPLYING, Action
+from builder.facts.actions import Action
 from builder.facts.errors import WorldError
 from builder.facts.records import record
-from builder.inputs import tfvars, ttl
+from builder.inputs import build_limits, tfvars, ttl
 from builder.planning import auto
 from builder.planning.plan import make_plan
 from builder.planning.request import SUBSTITUTIONS, parse, plan_for
@@ -58,19 +59,23 @@ def prepare(settings: Settings, request: Request) -> Prepared:
     even without credentials): the request (``builder.planning.request.parse`` refused what it could),
     its plan (``builder.planning.request.plan_for``), the pipeline (``builder.render.pipeline.render``), the
     tfvars and the source tarball."""
-    relative = submit_refusal(settings) if request.action in APPLYING else None
-    if relative is not None:  # a calendar request is sent with the date written out
-        raise relative
     plan = plan_for(settings, request)
     repo = workspace.find_repo(settings)
     if request.action is Action.INITIALIZE:
         return Prepared(request, None, None, None, repo)
     config = None if plan is None else pipeline.render(settings, plan, allow_data_loss=request.allow_data_loss,
                                                        allow_wipe=request.allow_wipe)
-    destroys = plan is not None and plan.action is Action.DESTROY  # runs no script: none is resolved
-    variables = {**tfvars.all_for(settings, scripts=not destroys), **({} if destroys else tfvars.by_candidate(settings))}
-    src = source.pack(source.collect(repo, workspace.values_bytes(settings), variables))
+    src = _source(settings, repo, plan is not None and plan.action is Action.DESTROY, config)
     return Prepared(request, plan, config, src, repo)
+
+
+def _source(settings: Settings, repo: Path, destroys: bool, config: dict[str, Any] | None) -> Source:
+    """The source tarball: the repository, values.env, the tfvars (a destroy runs no script: none
+    is resolved) and the step scripts too long for an argument that ``config`` and the health
+    bodies in the tfvars run (builder/inputs/build_limits.py)."""
+    variables = {**tfvars.all_for(settings, scripts=not destroys), **({} if destroys else tfvars.by_candidate(settings))}
+    scripts = build_limits.referenced(json.dumps(config), json.dumps(variables))
+    return source.pack(source.collect(repo, workspace.values_bytes(settings), variables, scripts))
 
 
 def auto_plan(settings: Settings, bucket: Any) -> tuple[Plan | None, Settings]:
@@ -90,7 +95,7 @@ def auto_plan(settings: Settings, bucket: Any) -> tuple[Plan | None, Settings]:
             decision = auto.decide_unreadable(make_plan(settings, Action.CREATE).modules, applied.absent)
         else:
             old = at(old, place) if place is not None else old
-            refuse_changes(old, settings)  # what the model cannot resume across, before any change
+            refuse(settings, Action.AUTO, Door.DISPATCH, old, only=("model-change",))  # before any change
             decision = decide_now(settings, old, build_id=applied.build_id, outstanding=applied.outstanding,
                                   absent=applied.absent, sources_then=applied.sources)
     plan = auto.plan_for(settings, decision)
@@ -120,7 +125,8 @@ def _scope(plan: Plan) -> dict[str, Any]:
 
 def submit(settings: Settings, action: str, *, tpu: bool = False, mig: bool = False,
            allow_data_loss: bool = False, allow_wipe: bool = False, wait: bool = False) -> int:
-    request = parse(settings, action, tpu=tpu, mig=mig, allow_data_loss=allow_data_loss, allow_wipe=allow_wipe)
+    request = parse(settings, action, tpu=tpu, mig=mig, allow_data_loss=allow_data_loss, allow_wipe=allow_wipe,
+                    door=Door.SUBMIT)
     return execute(settings, prepare(settings, request), wait=wait)
 
 
@@ -131,6 +137,7 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False, prefl
     if request.action is Action.INITIALIZE:
         return initialize(settings)
     repo, plan, config, src = prepared.repo, prepared.plan, prepared.config, prepared.src
+    prepared_settings = settings
     assert src is not None
     client = clients.storage(settings.project_id)
     if not buckets.exists(client, settings.state_bucket):
@@ -150,6 +157,8 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False, prefl
             return 0
         config = pipeline.render(settings, plan, allow_data_loss=request.allow_data_loss,
                                  allow_wipe=request.allow_wipe)
+        if build_limits.referenced(json.dumps(config)):  # auto's plan runs a shipped script: the source carries it
+            src = _source(prepared_settings, repo, plan.action is Action.DESTROY, config)
     assert config is not None
     allow_data_loss, allow_wipe = request.allow_data_loss, request.allow_wipe
     cb = clients.cloudbuild()
@@ -216,13 +225,20 @@ def _keep_ttl_source(bucket: Any, settings: Settings, action: Action, src: Sourc
     ``workspace/<env>/ttl/source.tgz`` (builder/inputs/ttl.py): the TTL's destroy build and the health
     check's build (builder/inputs/recovery.py), started by Cloud Scheduler long after this laptop is gone,
     run tpubuild from it, so they carry the values.env last submitted. A destroy leaves it as it
-    is (the TPU's jobs go with the TPU)."""
+    is (the TPU's jobs go with the TPU). The step scripts it ships are also kept, each at its own
+    content-addressed object (builder/inputs/build_limits.py ``fetched``)."""
     if not (settings.env_ttl_hours or settings.recovery) or action is Action.DESTROY:
         return
 
     name = ttl.source_object(settings.env_name)
     with cloud_call(f"uploading gs://{settings.state_bucket}/{name}"):
         bucket.blob(name).upload_from_string(src.tgz, content_type="application/gzip")
+    # the scheduled bodies' shipped scripts, each where its step copies it from (build_limits.fetched)
+    for path in (n for n in src.names if build_limits.shipped_path(f"exec bash {n}")):
+        blob = bucket.blob(build_limits.object_name(path))
+        with cloud_call(f"uploading gs://{settings.state_bucket}/{blob.name}"):
+            if not blob.exists():
+                blob.upload_from_string(build_limits.shipped(path), content_type="text/x-shellscript")
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
@@ -236,7 +252,7 @@ def cmd_dispatch(args: argparse.Namespace) -> int:
     line, even where there are no credentials."""
     settings = load_settings(args)
     request = parse(settings, args.action, tpu=args.tpu, mig=args.mig, allow_data_loss=args.allow_data_loss,
-                    allow_wipe=args.allow_wipe, spelling=SUBSTITUTIONS)
+                    allow_wipe=args.allow_wipe, spelling=SUBSTITUTIONS, door=Door.DISPATCH)
     prepared = prepare(settings, request)
     say(f"dispatch: {request.action} of {settings.env_name} (project {settings.project_id}, "
         f"{settings.arch} architecture)")

@@ -33,12 +33,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from builder.cloud import mig_hosts
+from builder.render import mig_hosts
 from builder.commands import load_settings, placed
 from builder.commands.observe import refuse_flags, run_logs_metrics
 from builder.commands.runtime import runtime_settings
 from builder.config import Settings
 from builder.config import model_registry
+from builder.config.gate import Door, refuse
 from builder.config.replace import slice_words, slot_names
 from builder.facts.errors import BadInput, ConfigError, WorldError
 from builder.render.observe import METRICS_INTERVAL_S
@@ -70,7 +71,7 @@ def _job(settings: Settings, launcher: ModuleType) -> Any:
     fields = {f.name for f in dataclasses.fields(job)}
     if settings.arch == "mig":
         # the launcher reaches the slice through models/hosts.py SliceHosts; the group listing
-        # (worker order) is builder/cloud/mig_hosts.py's. A launcher without mig support refuses.
+        # (worker order) is builder/render/mig_hosts.py's. A launcher without mig support refuses.
 
         if "listing" not in fields:
             raise BadInput(f'train/stop/logs: TPU_ARCH="mig" ({settings.source}) is not supported by the '
@@ -116,10 +117,15 @@ def execute(script: str, what: str) -> int:
 
 def run_train(args: argparse.Namespace) -> int:
     settings = placed(load_settings(args))  # where the slice was granted
+    if args.model == settings.model:  # what the file's MODEL refuses, as validate says (builder/config/gate.py)
+        refuse(settings, None, Door.TRAIN)
     launcher, root = load_launcher(settings, args.model)
     job = _job(settings, launcher)
     if getattr(args, "metrics", False):  # models/xla_observe.py: TPUBUILD_METRICS_INTERVAL
-
+        if not model_registry.declared(settings.repo_root, args.model, "METRICS"):
+            raise BadInput(f"--metrics: {args.model} writes no torch_xla metrics report (its keys.py declares "
+                           f"METRICS = False), so the flag would change nothing; drop --metrics (tpubuild profile "
+                           "captures a trace of any model)")
         job = dataclasses.replace(job, options={**job.options, "metrics_interval": METRICS_INTERVAL_S})
     steps = _plan(settings, launcher, lambda: launcher.plan_train(job, str(root)))
     return _launch(args, launcher.header(job, args.model), launcher.render(steps),
@@ -205,7 +211,7 @@ def load_hosts(settings: Settings) -> ModuleType:
 
 def run_access(settings: Settings, hosts: ModuleType) -> Any:
     """How gcloud reaches the hosts of ``settings`` (vm: the slice's live slot, mig: its VMs in
-    worker order; builder/cloud/mig_hosts.py ``access``, models/hosts.py ``for_arch``)."""
+    worker order; builder/render/mig_hosts.py ``access``, models/hosts.py ``for_arch``)."""
     if settings.arch not in ("vm", "mig"):
         raise BadInput(f"run works on TPU_ARCH=\"vm\" or \"mig\", not {settings.arch!r} ({settings.source}); "
                        "node is legacy (use xla_dist on the leader)")

@@ -17,16 +17,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
-from builder.config import calendar, hardening, names, offers, recovery, replace, validate
+from builder.config import gate, hardening, names, offers, recovery, replace, validate
 from builder.config.candidates import ordered
 from builder.config.keys import IGNORED_KEYS, KEYS, KeySpec
-from builder.config.later import refusals
 from builder.config.legacy import seed_scripts
 from builder.config.loader import Entry, parse, read_text
 from builder.config.model_registry import model_keys
 from builder.config.scripts import find_script
 from builder.config.settings import Settings
 from builder.facts.errors import BadInput, ConfigError, ConfigErrors
+from builder.facts.records import replace as replace_record
 from builder.facts.topology import parse as parse_topology
 
 __all__ = ["Settings", "load", "load_text", "known_keys"]
@@ -174,16 +174,16 @@ def load_text(text: str, path: Path | str, *, strict: bool = False, later: bool 
         raise ConfigErrors(errors, tuple(warnings))
     plain = dict(values)  # the raw values (a dict copy does not go through _Known.__getitem__)
     plain["region"] = plain["region"] or plain["zone"].rsplit("-", 1)[0]
-    if later and not errors:  # validate: a start a create refuses (builder/config/calendar.py)
-        soon = calendar.validate_refusal(path, lines.get("TPU_CALENDAR_START"), plain)
-        errors.extend([soon] if soon else [])
     settings = _finish(path, plain, model_options, by_key, lines, warnings, later=later)
     if not errors:  # Google's naming rules for every derived and supplied name, then the rules on the whole Settings
         _each_group(lambda: names.check(settings, fail), lambda: hardening.cross_checks(settings, fail),
                     lambda: recovery.cross_checks(settings, fail))
-    if later:  # what a later command would refuse (builder/config/later.py)
-
-        errors.extend(refusals(settings, skip=values.unknown | ({"model"} if model_broken else set()), node=not errors))
+    if later:  # what a later door would refuse (builder/config/gate.py, every row)
+        found, said = gate.for_validate(settings, skip=values.unknown | ({"model"} if model_broken else set()),
+                                        node=not errors)
+        errors.extend(found)
+        warnings.extend(said)  # said with the errors too: a later door refuses it whatever else is wrong
+        settings = replace_record(settings, warnings=(*settings.warnings, *said)) if said else settings
     if errors:
         raise ConfigErrors(errors, tuple(warnings))
     return settings

@@ -33,6 +33,12 @@ class KeySpec:
     required: bool = False
 
 
+def named(name: str, default: Any, parse: Parser, doc: str, required: bool = False) -> KeySpec:
+    """The KeySpec of a key whose settings field is its name in lower case (``ROBERTA_LR`` ->
+    ``roberta_lr``); a key whose field is named otherwise spells its ``KeySpec`` out."""
+    return KeySpec(name, name.lower(), default, parse, doc, required)
+
+
 def text(value: str) -> str:
     return value.strip()
 
@@ -48,6 +54,12 @@ def boolean(value: str) -> bool:
 
 #: Longest integer any key accepts, in digits (the largest maximum has 9).
 MAX_INT_DIGITS = 18
+
+
+def unset_or(parse: Parser, unset: Any) -> Parser:
+    """``parse``, but an empty value means the key is not set (``unset``), as TPU_MAX_RUN_HOURS=""
+    reads: the longest run Compute Engine allows, not a one-hour run the fix would have suggested."""
+    return lambda value: unset if value.strip() == "" else parse(value)
 
 
 def integer(minimum: int, maximum: int, unit: str, example: int | None = None) -> Parser:
@@ -294,9 +306,9 @@ KEYS: tuple[KeySpec, ...] = (
             "the legacy TPU_SPOT/TPU_PREEMPTIBLE/TPU_RESERVED booleans map onto it."),
     KeySpec("TPU_RESERVATION", "reservation", "", reservation_name,
             "With TPU_PROVISIONING=reservation: the reservation's name or full path; empty = any matching reservation."),
-    KeySpec("TPU_MAX_RUN_HOURS", "max_run_hours", 0, integer(1, 168, "hours"),
+    KeySpec("TPU_MAX_RUN_HOURS", "max_run_hours", 0, unset_or(integer(1, 168, "hours", example=168), 0),
             "With TPU_PROVISIONING=flex-start: hours the slice may run before Compute Engine deletes it "
-            "(1-168, i.e. at most 7 days; not set = 168)."),
+            "(1-168, i.e. at most 7 days; empty or not set = 168)."),
     KeySpec("TPU_CALENDAR_START", "calendar_start", "", timestamp,
             "With TPU_PROVISIONING=calendar: when the reserved slice starts, a UTC time 1 to 120 days ahead "
             "(2027-01-15T08:00:00Z; a date alone is its midnight UTC); +14d (14 days from today, midnight UTC) "

@@ -27,8 +27,12 @@ and a ``launcher.py``); builder/ names no model (tests/unit/test_model_plugin.py
   ``SEED_SCRIPTS``, the seed repository's own scripts of that model (path → what it was), which
   tpubuild replaces; ``CHECKPOINT_FILES``, what its train.sh copies to the bucket after each save
   (models/checkpoint_sync.sh; docs/recovery.md, "Checkpoints in the bucket"), with the optional
-  ``checkpoint_gb(settings)``, the size it models for one copy (:func:`checkpoint`, priced by ``plan``); ``RUNTIME``, the option fields of a script and its arguments, which
-  ``tpubuild run --runtime <name> SCRIPT ARGS`` sets (builder/commands/runtime.py). Which generations and architectures it supports is its ``check``;
+  ``checkpoint_gb(settings)``, the size it models for one copy (:func:`checkpoint`, priced by ``plan``);
+  ``RUNTIME``, the option fields of a script and its arguments, which
+  ``tpubuild run --runtime <name> SCRIPT ARGS`` sets (builder/commands/runtime.py); ``HANDOVER``, whether
+  make-before-break moves its training at a checkpoint (False where its launcher has no ``plan_probe``:
+  the build then makes the new slice first but does not move the training, builder/config/replace.py);
+  ``METRICS``, whether its hosts write torch_xla's metrics report (``tpubuild train --metrics``; False: refused). Which generations and architectures it supports is its ``check``;
 * ``models/<name>/launcher.py``: the :class:`Launcher` that ``tpubuild train/stop/logs`` call;
 * its host scripts. The host transport (gcloud ssh/scp, IAP, the ready check, detach, stop) is the
   shared ``models/hosts.py``: a launcher imports it as ``from .. import hosts``.
@@ -71,7 +75,8 @@ STEP_WORD = "tpubuild-step"
 #: What a model's keys.py may declare besides its keys, and the value when it does not.
 DECLARED: dict[str, Any] = {"CODE_DIR": "", "PROFILER": None, "PROFILER_PORT": None, "STEP_WORD": STEP_WORD,
                             "STEP_LABEL": None,
-                            "DATA_KEYS": (), "SEED_SCRIPTS": {}, "RUNTIME": (), "CHECKPOINT_FILES": ()}
+                            "DATA_KEYS": (), "SEED_SCRIPTS": {}, "RUNTIME": (), "HANDOVER": True,
+                            "METRICS": True, "CHECKPOINT_FILES": ()}
 #: The optional functions of models/<name>/keys.py: the model's own rules, and its advice.
 CHECK = "check"
 CHECK_CHANGE = "check_change"
@@ -98,8 +103,9 @@ class Launcher(Protocol):
     checkpoint was last written) for ``tpubuild stop --probe``: a make-before-break build
     (TPU_REPLACE) waits on it for the next checkpoint before it stops the training on the old
     slice and resumes it on the new one (builder/templates/tpu_checkpoint.sh.j2). A launcher
-    without it cannot be moved so: such a build refuses at its tpu-prepare step, before any slice
-    is made.
+    without it declares ``HANDOVER = False`` in its keys.py: its training is not moved (no
+    tpu-prepare, tpu-checkpoint or tpu-resume step; the plan says the training on the old slice
+    stops at tpu-release).
     """
 
     Job: Any

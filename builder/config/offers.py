@@ -82,26 +82,28 @@ MODES: dict[str, Mode] = {
         "at apply, if the zone has free capacity (else the create fails)", "until you destroy it",
         "the list price, per second", "it is kept until `tpubuild destroy` (or ENV_TTL_HOURS)"),
     "spot": Mode(
-        "scheduling_config.spot; Compute Engine: SPOT with instance_termination_action DELETE",
+        "scheduling_config.spot; Compute Engine: SPOT with instance_termination_action STOP (a multi-host "
+        "bulk group, as Google's TPU Spot page) or DELETE (one host)",
         "at apply, if spare capacity exists", "until Google preempts it, which can happen at any time",
         "the Spot price, far below on-demand",
-        "preempted hosts are deleted; with TPU_RECOVERY (on by default) the health check recreates the "
-        "slice (a MIG recreates its VMs) and relaunches training from checkpoint_last.pt (docs/recovery.md)"),
+        "preempted hosts stop (a multi-host MIG) or are deleted; with TPU_RECOVERY (on by default) the health "
+        "check recreates the slice (a stopped MIG slice through target size 0) and relaunches training from "
+        "checkpoint_last.pt (docs/recovery.md)"),
     "preemptible": Mode(
         "scheduling_config.preemptible", "at apply, if spare capacity exists",
         "at most 24 hours, and Google can stop it sooner", "the preemptible price, below on-demand",
         "Google stops it; with TPU_RECOVERY (on by default) the health check recreates it and relaunches "
         "training from checkpoint_last.pt (docs/recovery.md)"),
     "reservation": Mode(
-        "scheduling_config.reserved (any matching reservation); Compute Engine: reservation_affinity "
-        "SPECIFIC_RESERVATION (TPU_RESERVATION) or ANY_RESERVATION",
+        "scheduling_config.reserved (any matching reservation); Compute Engine: TPU_RESERVATION by "
+        "SPECIFIC_RESERVATION (RESERVATION_BOUND in a multi-host bulk group), else ANY_RESERVATION (standard VMs)",
         "at apply, from capacity your project reserved, without competing for on-demand capacity",
         "until you destroy it or the reservation ends", "the reservation's price, paid whether used or not",
         "the capacity returns to the reservation"),
     "flex-start": Mode(
-        "Terraform: the group is created empty, its template FLEX_START with max_run_duration, one "
-        "google_compute_resize_request for every VM; mig-resize waits for it",
-        "when Dynamic Workload Scheduler has the whole slice: a resize request waits for it and every VM "
+        "Terraform: the group is created empty in bulk mode with repair off, its template FLEX_START "
+        "with max_run_duration; mig-resize grows it from 0 to every VM (no resize request)",
+        "when Dynamic Workload Scheduler has the whole slice: the bulk group waits for it and every VM "
         "starts at once", "at most {max_run_hours} h from its start (TPU_MAX_RUN_HOURS, 7 days at most)",
         "the flex-start (Dynamic Workload Scheduler) rate, below on-demand; the estimate uses the "
         "on-demand price", "Compute Engine deletes the VMs at the limit; checkpoint before it"),
@@ -131,9 +133,11 @@ def calendar_name(tpu_name: str) -> str:
     return f"{tpu_name}-cal"
 
 
-def flex_request_name(tpu_name: str) -> str:
-    """The flex-start resize request of the slice's MIG (modules/tpu_mig, mig-resize, status)."""
-    return f"{tpu_name}-flex"
+def bulk_mode(s: Any) -> bool:
+    """Whether the slice's MIG is in bulk mode (target size policy BULK; modules/tpu_mig's
+    target_size_mode): every multi-host slice (Google refuses a TPU MIG with an accelerator
+    topology without it) and every flex-start one (its VMs come from a bulk group grown from 0)."""
+    return s.arch == "mig" and (bool(s.mig_shape.accelerator_topology) or s.provisioning == "flex-start")
 
 
 Fail = Callable[[str, str, str], Any]

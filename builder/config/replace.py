@@ -28,6 +28,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
+from builder.config.model_registry import declared
+
 MAKE_BEFORE_BREAK = "make-before-break"
 BREAK_BEFORE_MAKE = "break-before-make"
 
@@ -89,8 +91,19 @@ def makes_before_breaking(s: Any) -> bool:
 
 
 def moves_training(s: Any) -> bool:
-    """Make-before-break with a MODEL: the build moves the training too: tpu-prepare prints the
-    model's probe, stop and launch scripts (before anything is made), tpu-checkpoint stops the
-    training on the old slice at its next checkpoint, tpu-resume starts it on the new one once the
-    old is deleted."""
-    return makes_before_breaking(s) and bool(s.model)
+    """Make-before-break with a MODEL that can be moved: the build moves the training too:
+    tpu-prepare prints the model's probe, stop and launch scripts (before anything is made),
+    tpu-checkpoint stops the training on the old slice at its next checkpoint, tpu-resume starts it
+    on the new one once the old is deleted. A model that declares ``HANDOVER = False`` (its launcher
+    has no ``plan_probe``: models/torchtpu runs the user's own script, whose checkpoints tpubuild
+    cannot see) is not moved: the new slice is still made and checked before the old one goes, and
+    the plan says that the training on the old one stops there (:func:`unmoved_model`)."""
+    return makes_before_breaking(s) and bool(s.model) and not unmoved_model(s)
+
+
+def unmoved_model(s: Any) -> str:
+    """The MODEL that make-before-break cannot move to the new slice (its keys.py declares
+    ``HANDOVER = False``, builder/config/model_registry.py), or ''."""
+    if not s.model:
+        return ""
+    return "" if declared(s.repo_root, s.model, "HANDOVER") else s.model

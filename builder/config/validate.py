@@ -123,6 +123,19 @@ def _zone_list(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
              f'keep one zone, e.g. ZONE="{zones[0]}", or migrate to TPU VM with `tpubuild migrate`')
 
 
+def _queued_candidates(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
+    """TPU_QUEUED with several candidates: a queued request waits for capacity in the one zone and
+    mode it names, so it cannot fail over; the list would be dropped by every build (an error,
+    never a silent first pick: docs/capacity.md, "Queued resources and candidates")."""
+    zones, modes = v.get("zones") or (), v.get("modes") or ()
+    if not v["queued"] or (len(zones) < 2 and len(modes) < 2) or v["arch"] == "mig":  # mig: no queue at all
+        return
+    key, items = ("ZONE", zones) if len(zones) > 1 else ("TPU_PROVISIONING", modes)
+    fail(key, f"lists {len(items)} candidates ({', '.join(items)}), but TPU_QUEUED=\"true\" asks for the slice "
+         "with one queued request, which waits for capacity in its own zone and mode and never tries another",
+         f'keep one, e.g. {key}="{items[0]}", or remove TPU_QUEUED (the build then tries each candidate in order)')
+
+
 def _filestore_minimum(v: dict[str, Any], fail: Fail, lines: dict[str, int]) -> None:
     tier, cap = v["shared_fs_tier"], v["shared_fs_capacity_gb"]
     if cap < FS_MIN_GB[tier]:
@@ -200,7 +213,7 @@ Rule = Callable[[dict[str, Any], Fail, dict[str, int]], None]
 #: The rules between keys, each independent of the others: the loader runs each on its own, so
 #: one failing rule never hides another (and a rule that reads a value that did not parse is
 #: skipped: that value's own error is the root cause). A rule reads the slice as v["topology"].
-CROSS_RULES: tuple[Rule, ...] = (_region, _zone_list, _filestore_minimum, _share_name, _scheduling_flags, _node_options,
+CROSS_RULES: tuple[Rule, ...] = (_region, _zone_list, _queued_candidates, _filestore_minimum, _share_name, _scheduling_flags, _node_options,
                                  _external_ips, _restore, _dataset_disk, _node_ttl)
 
 

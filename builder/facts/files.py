@@ -92,29 +92,34 @@ GENERIC = Wording(
 )
 
 
+#: The refusals a values.env (:data:`VALUES_FILE`) and a plan JSON (:data:`PLAN_JSON`) share,
+#: ``<path>: <why>; <fix>``: the why of each (as :data:`GENERIC`'s), then the fix for each file.
+_WHY_AND_FIXES = {
+    "directory": ("{path}: is a directory", "pass the values.env file itself with --values",
+                  "pass the file written by 'terraform show -json PLANFILE'"),
+    "missing": ("{path}: no such file", "create it (copy the shipped values.env) or pass --values PATH",
+                "run 'terraform show -json PLANFILE > {path}' first"),
+    "denied": ("{path}: permission denied", "make the file readable (chmod u+r {path})", "make the plan JSON readable"),
+    "failed": ("{path}: cannot read ({why})", "pass a readable file with --values", "pass a readable plan JSON file"),
+    "unusable": ("{path!r}: is not a usable path", "pass the values.env file with --values", "pass the plan JSON file"),
+}
+
+
+def _worded(column: int, too_large: str, empty: str | None = None) -> Wording:
+    """The :class:`Wording` of :data:`_WHY_AND_FIXES`' fixes in ``column`` (1 values.env, 2 plan JSON)."""
+    return Wording(**{kind: f"{row[0]}; {row[column]}" for kind, row in _WHY_AND_FIXES.items()},
+                   too_large=too_large, empty=empty)
+
+
 #: How an unreadable values.env is refused.
-VALUES_FILE = Wording(
-    directory="{path}: is a directory; pass the values.env file itself with --values",
-    missing="{path}: no such file; create it (copy the shipped values.env) or pass --values PATH",
-    denied="{path}: permission denied; make the file readable (chmod u+r {path})",
-    failed="{path}: cannot read ({why}); pass a readable file with --values",
-    unusable="{path!r}: is not a usable path; pass the values.env file with --values",
-    too_large=f"{{path}}: more than {MAX_BYTES} bytes is too large for a values file (an endless stream "
-              "such as /dev/zero?); keep it under 1 MiB",
-)
+VALUES_FILE = _worded(1, f"{{path}}: more than {MAX_BYTES} bytes is too large for a values file (an endless stream "
+                         "such as /dev/zero?); keep it under 1 MiB")
 
 
 #: How an unreadable plan JSON is refused.
-PLAN_JSON = Wording(
-    directory="{path}: is a directory; pass the file written by 'terraform show -json PLANFILE'",
-    missing="{path}: no such file; run 'terraform show -json PLANFILE > {path}' first",
-    denied="{path}: permission denied; make the plan JSON readable",
-    failed="{path}: cannot read ({why}); pass a readable plan JSON file",
-    unusable="{path!r}: is not a usable path; pass the plan JSON file",
-    empty="{path}: is empty; did 'terraform show -json' fail? Rerun the plan step",
-    too_large=f"{{path}}: more than {MAX_PLAN_BYTES >> 20} MiB is too large for a plan JSON (an endless stream "
-              "such as /dev/zero?); pass the output of one module's plan",
-)
+PLAN_JSON = _worded(2, f"{{path}}: more than {MAX_PLAN_BYTES >> 20} MiB is too large for a plan JSON (an endless "
+                       "stream such as /dev/zero?); pass the output of one module's plan",
+                    empty="{path}: is empty; did 'terraform show -json' fail? Rerun the plan step")
 
 
 def read_file(path: Path, limit: int, *, what: str, fix: str) -> bytes:

@@ -101,6 +101,14 @@ class Generation:
     mig: MigFacts | None
     quota: Quota | None = None  # None: no quota tpubuild checks (builder/planning/capacity.py)
     calendar: CalendarFacts | None = None
+    #: v2, v3: the quota of their Pod types (more than one host), apart from the single devices'
+    pod_quota: Quota | None = None
+    #: how Google sells its Pod types when not on demand to all (v2, v3); "" otherwise
+    pod_terms: str = ""
+
+    def is_pod(self, chips: int) -> bool:
+        """Whether a slice of ``chips`` is one of the generation's Pod types (more than one host)."""
+        return self.hosts_of(chips) > 1
 
     def types(self) -> list[str]:
         """Every accelerator type of this generation, smallest first."""
@@ -145,7 +153,7 @@ def _record(name: str, row: dict[str, Any]) -> Generation:
             image_project=mig["image_project"], image_family=mig["image_family"],
             boot_disk_type=mig["boot_disk_type"], shapes={int(k): v for k, v in mig["shapes"].items()},
             quota=_quota(mig.get("quota"))),
-        quota=_quota(row.get("quota")),
+        quota=_quota(row.get("quota")), pod_quota=_quota(row.get("pod_quota")), pod_terms=row.get("pod_terms", ""),
         calendar=None if cal is None else CalendarFacts(
             tpu_version=cal["tpu_version"], vm_family=cal["vm_family"], terraform=cal["terraform"],
             zones=tuple(cal["zones"])),

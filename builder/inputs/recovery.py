@@ -39,14 +39,16 @@ from typing import TYPE_CHECKING, Any
 from builder.catalogue import cost
 from builder.catalogue.module_parts import fails_over, mig_attach, tried
 from builder.catalogue.modules import accelerator_module, ttl_scope
-from builder.catalogue.step_kinds import ACQUIRE_WAIT_S, BUILD_ENDED, IMAGES
+from builder.catalogue.step_kinds import ACQUIRE_WAIT_S, BUILD_ENDED, IMAGES, MAX_BUILD_TIMEOUT
 from builder.config.applied_objects import record_object
 from builder.config.candidates import at
+from builder.config.offers import bulk_mode
 from builder.config.recovery import log_prefix
 from builder.config.replace import group_filter, slot_names
 from builder.facts import capacity_errors
 from builder.facts.actions import Action
-from builder.inputs.templating import environment, for_cloud_build
+from builder.inputs import build_limits
+from builder.inputs.templating import environment
 from builder.inputs.ttl import job_name as ttl_job, source_object
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -62,8 +64,10 @@ TTL_MARGIN_S = 3600
 #: seconds between tries (about 30 minutes in all).
 LAUNCH_TRIES = 15
 LAUNCH_WAIT_S = 120
-#: The health build: the check, a recreate (the dispatch waits for the TPU's pipeline) and the launch.
-TIMEOUT_S = 3 * 3600
+#: The health build: the check, a recreate (the dispatch waits for the TPU's pipeline, up to
+#: step_kinds.MAX_PIPELINE_TIMEOUT) and the launch; it outlives the update it waits for (timeouts
+#: nest, docs/pipeline.md): Cloud Build's 24 h. A build that ends sooner is billed for what it ran.
+TIMEOUT_S = MAX_BUILD_TIMEOUT
 #: Where the steps leave their decisions for the next step (under /workspace).
 WORKDIR = ".tpubuild-recovery"
 #: Cloud Build tag of the health builds of an environment (so one does not overlap another).
@@ -114,6 +118,8 @@ def context(settings: Settings) -> dict[str, Any]:
         **mig_attach(settings),
         **places(settings),
         **mig_failover(settings),
+        # a multi-host Spot slice's VMs stop on preemption (modules/tpu_mig): restarted through 0
+        "restarts_stopped": settings.arch == "mig" and settings.provisioning == "spot" and bulk_mode(settings),
     }
 
 
@@ -165,22 +171,31 @@ STEPS: tuple[tuple[str, str, str], ...] = (
 def build_request(settings: Settings) -> dict[str, Any]:
     """The Build the health check's job creates every :data:`INTERVAL_MIN` minutes."""
     env, ctx = environment(), context(settings)
-    steps = [{
-        "id": step_id,
-        "name": IMAGES[image],
-        "entrypoint": "bash",
-        "env": ["BUILD_ID=$BUILD_ID", "TPUBUILD_DISPATCH_BUILD=$BUILD_ID", "PIP_DISABLE_PIP_VERSION_CHECK=1",
-                "PIP_ROOT_USER_ACTION=ignore"],
-        "args": ["-c", for_cloud_build(env.get_template(template).render(step_id=step_id, **ctx).strip() + "\n")],
-    } for step_id, image, template in STEPS]
-    return {
+    steps = []
+    for step_id, image, template in STEPS:
+        # a script too long for one argument runs from the kept source (build_limits.step_args)
+        args, _subs = build_limits.step_args(step_id, "bash", env.get_template(template).render(
+            step_id=step_id, **ctx).strip() + "\n")
+        assert set(_subs) <= {"BUILD_ID=$BUILD_ID"}, _subs  # the env below passes BUILD_ID, nothing else
+        if build_limits.shipped_path(args[1]):  # copied from the state bucket first, with gcloud
+            assert image == "gcloud", step_id
+            args = build_limits.fetched(args, settings.state_bucket)
+        steps.append({
+            "id": step_id,
+            "name": IMAGES[image],
+            "entrypoint": "bash",
+            "env": ["BUILD_ID=$BUILD_ID", "TPUBUILD_DISPATCH_BUILD=$BUILD_ID", "PIP_DISABLE_PIP_VERSION_CHECK=1",
+                    "PIP_ROOT_USER_ACTION=ignore"],  # BUILD_ID: a shipped script's sub("BUILD_ID") too
+            "args": args,
+        })
+    return build_limits.check({
         "source": {"storageSource": {"bucket": settings.state_bucket, "object": source_object(settings.env_name)}},
         "steps": steps,
         "timeout": f"{TIMEOUT_S}s",
         # modules/health adds serviceAccount (the pipelines' own account), as modules/ttl does
         "options": {"logging": "CLOUD_LOGGING_ONLY"},
         "tags": ["tpubuild", f"tpubuild-{settings.env_name}", TAG.format(env=settings.env_name)],
-    }
+    }, f"the health build of {settings.env_name}")
 
 
 def parse_mark(text: str) -> dict[str, str]:

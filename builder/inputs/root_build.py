@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from builder.catalogue.step_kinds import MAX_BUILD_TIMEOUT
 from builder.inputs.repo_events import Repo, file_filter
 
 #: The dispatch step's image, pinned by tag.
 DISPATCH_IMAGE = "python:3.11.11-slim-bookworm"
-#: The root build waits for the pipeline it dispatches; 24 h is Cloud Build's maximum.
-DISPATCH_TIMEOUT_S = 86400
+#: The root build waits for the pipeline it dispatches (up to step_kinds.MAX_PIPELINE_TIMEOUT,
+#: so the root outlives it: timeouts nest); 24 h is Cloud Build's maximum.
+DISPATCH_TIMEOUT_S = MAX_BUILD_TIMEOUT
 #: Substitution defaults. `auto` converges on values.env (create when nothing was applied yet),
 #: so a bare `gcloud builds submit` never destroys anything.
 DEFAULTS: dict[str, str] = {
@@ -46,15 +48,19 @@ def trigger(settings: Any, repo: Repo) -> dict[str, Any]:
     gcloud reads ``--source`` as a path, so ``-`` does not mean stdin): pushes to ``repo``'s branch
     run the root cloudbuild.yaml's ``auto`` as the builder account. The root values.env alone; a
     repository of many environments gets a pair per environment (builder/inputs/gitops.py). Its
-    file filter is theirs, plus cloudbuild.yaml, which it reads (builder/inputs/repo_events.py)."""
+    file filter is theirs, plus cloudbuild.yaml, which it reads (builder/inputs/repo_events.py).
+    ENV_PROTECTED (``settings.protected``): every build waits for an approval
+    (``approvalConfig.approvalRequired``), as an environment's apply trigger does; never dropped."""
     env_name = settings.env_name
+    approval = " after an approval (ENV_PROTECTED)" if settings.protected else ""
     return {
         "name": f"tpubuild-{env_name}-auto"[:64],
-        "description": f"tpubuild auto: apply what changed in values.env of {env_name} on each push to {repo.branch}",
+        "description": f"tpubuild auto: apply what changed in values.env of {env_name} on each push to {repo.branch}{approval}",
         **repo.on(settings.project_id, "push"),
         "filename": CONFIG_FILE,
         **file_filter("values.env", CONFIG_FILE),
         "substitutions": {**DEFAULTS, "_BUILD_ACTION": TRIGGER_ACTION},
         "tags": ["tpubuild", f"tpubuild-{env_name}"],
         "serviceAccount": settings.builder_service_account_resource,
+        **({"approvalConfig": {"approvalRequired": True}} if settings.protected else {}),
     }

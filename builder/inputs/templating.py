@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from jinja2 import Environment
 
 _SUB_MARK = "\x00"
+_MARKED = f"{_SUB_MARK}([A-Z_][A-Z0-9_]*){_SUB_MARK}"
 
 
 def _bytecode_cache(jinja2: Any) -> Any:
@@ -51,4 +52,11 @@ def for_cloud_build(text: str) -> str:
     """Double every ``$`` (Cloud Build would substitute it), then turn ``sub()`` marks into the
     substitutions they name."""
     out = text.replace("$", "$$")
-    return re.sub(f"{_SUB_MARK}([A-Z_][A-Z0-9_]*){_SUB_MARK}", r"${\1}", out)
+    return re.sub(_MARKED, r"${\1}", out)
+
+
+def for_file(text: str) -> tuple[str, list[str]]:
+    """A script that ships as a file (builder/inputs/build_limits.py): Cloud Build substitutes
+    nothing in it, so every ``sub()`` mark becomes the shell variable of that name; the names,
+    which the step's ``env`` must pass."""
+    return re.sub(_MARKED, r"${\1}", text), sorted(set(re.findall(_MARKED, text)))

@@ -39,7 +39,7 @@ from typing import Any
 from builder.catalogue import modules as catalogue
 from builder.catalogue.module_parts import fails_over, mig_attaches_disk
 from builder.config.candidates import at
-from builder.config.offers import MAX_RUN_HOURS, calendar_name, flex_request_name
+from builder.config.offers import MAX_RUN_HOURS, calendar_name
 from builder.config.scripts import repo_script
 from builder.config.settings import Settings
 from builder.facts.errors import BadInput
@@ -165,7 +165,7 @@ def _tpu_mig(s: Settings) -> dict[str, Any]:
         "boot_disk_size_gb": s.boot_disk_size_gb, "boot_disk_type": shape.boot_disk_type,
         "external_ips": s.tpu_external_ips,
         "provisioning": s.provisioning, "reservation": s.reservation,
-        "max_run_hours": s.max_run_hours or MAX_RUN_HOURS, "flex_request_name": flex_request_name(s.tpu_name),
+        "max_run_hours": s.max_run_hours or MAX_RUN_HOURS,
         "make_before_break": s.replace == "make-before-break", "release": False,  # mig-release passes -var=release=true
         # a failover's acquisition step waits for the group and reads its errors (docs/capacity.md)
         "wait_for_instances": not fails_over(s),

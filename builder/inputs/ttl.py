@@ -25,8 +25,10 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from builder.catalogue.modules import ttl_scope
+from builder.catalogue.step_kinds import MAX_BUILD_TIMEOUT
 from builder.config import calendar
 from builder.facts.errors import BadInput
+from builder.inputs import build_limits
 from builder.inputs.root_build import DISPATCH_IMAGE
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,8 +36,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: Where ``submit`` keeps the source tarball the TTL's build runs from (in the state bucket).
 SOURCE_OBJECT = "workspace/{env}/ttl/source.tgz"
-#: The TTL's build: the dispatch itself, which then waits for the destroy pipeline.
-TIMEOUT_S = 14400
+#: The TTL's build: the dispatch itself, which then waits for the destroy pipeline (up to
+#: step_kinds.MAX_PIPELINE_TIMEOUT): it outlives it (timeouts nest, docs/pipeline.md).
+TIMEOUT_S = MAX_BUILD_TIMEOUT
 
 
 def source_object(env_name: str) -> str:
@@ -52,7 +55,7 @@ def build_request(settings: Settings) -> dict[str, Any]:
     dispatch = shlex.join(["tpubuild", "dispatch", "--action", "destroy", *scope,
                            "--allow-data-loss", "false", "--allow-wipe", "false"])
     script = "\n".join(["set -euo pipefail", "python -m pip install -q --no-cache-dir .", dispatch, ""])
-    return {
+    return build_limits.check({
         "source": {"storageSource": {"bucket": settings.state_bucket, "object": source_object(settings.env_name)}},
         "steps": [{
             "id": "ttl-dispatch",
@@ -66,7 +69,7 @@ def build_request(settings: Settings) -> dict[str, Any]:
         # modules/ttl adds serviceAccount (the pipelines' own account), which needs an explicit logging option
         "options": {"logging": "CLOUD_LOGGING_ONLY"},
         "tags": ["tpubuild", f"tpubuild-{settings.env_name}", "tpubuild-ttl"],
-    }
+    }, f"the TTL's build of {settings.env_name}")
 
 
 _DURATION = re.compile(r"^(\d{1,4})(h|d)$")

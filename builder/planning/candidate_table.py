@@ -139,11 +139,8 @@ def granted_text(g: dict[str, Any]) -> str:
 def failover_note(s: Any, plan: Any) -> list[str]:
     """What a build with several candidates does to get the slice (docs/capacity.md)."""
     acc = accelerator_module(s.arch)
-    if len(s.candidates) < 2 or not plan.applies(acc):
+    if not fails_over(s) or not plan.applies(acc):  # one candidate (TPU_QUEUED with a list is refused by load)
         return []
-    if not fails_over(s):  # a queued TPU VM: its request waits for capacity in its zone
-        return [f"{acc}: only the first candidate ({s.candidates[0].label}) is asked for the slice: a queued "
-                "request (TPU_QUEUED) waits for capacity in its zone (docs/capacity.md)"]
     if plan.action is not Action.CREATE:
         zone = ", ".join(c.label for _i, c in tried(s, plan.action))
         return [f"{acc}: a running slice stays where it is; one Google lost is asked for in the candidates of its "

@@ -63,6 +63,9 @@ class Need:
     per: str = "zone"
     #: (quota ID, its dimensions besides zone and region: ``(("tpu_family", "CT6E"),)``) where it has any
     dimensions: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+    #: how Google sells the slice's type when not on demand to all (v2/v3 Pod types: evaluation quota
+    #: or a commitment; generations.Generation.pod_terms), named by a refusal; "" otherwise
+    terms: str = ""
 
     def dimensions_of(self, quota_id: str) -> tuple[tuple[str, str], ...]:
         return dict(self.dimensions).get(quota_id, ())
@@ -101,8 +104,10 @@ def need(settings: Settings) -> Need | str:
         return ("TPU_PROVISIONING=reservation on TPU_ARCH=vm takes any matching TPU reservation (scheduling_config."
                 "reserved), which tpubuild does not read; a refusal shows at the TPU's apply" if s.arch == "vm" else
                 "a reservation's capacity is reserved already: consuming it takes no quota")
-    if s.arch == "vm":
-        quota = topo.record.quota
+    pod = topo.record.is_pod(topo.chips)
+    terms = topo.record.pod_terms if pod else ""
+    if s.arch == "vm":  # v2/v3 Pod types count against a quota of their own (pod_quota)
+        quota = topo.record.pod_quota if pod and topo.record.pod_quota is not None else topo.record.quota
     else:
         quota = topo.record.mig.quota if topo.record.mig is not None else None
     ids = quota.ids.get(s.provisioning, ()) if quota is not None else ()
@@ -112,7 +117,7 @@ def need(settings: Settings) -> Need | str:
     amount = topo.chips if quota.counts == "chips" else topo.cores
     dimensions = tuple((q, quota.dimensions[q]) for q in ids if q in quota.dimensions)
     return Need(quota.service, ids, amount, quota.counts, s.project_id, s.zone, s.region, topo.accelerator_type,
-                s.provisioning, quota.per, dimensions)
+                s.provisioning, quota.per, dimensions, terms)
 
 
 def beside(settings: Settings, running: Settings | None) -> Need | str:
@@ -143,6 +148,12 @@ def _request(n: Need) -> str:
 def refusal(n: Need, value: int | None) -> str | None:
     """None when quota ``value`` (None: Cloud Quotas has no value for the zone or region) holds
     the slice, else the one line that fails the build."""
+    if n.terms and not value:  # a v2/v3 Pod type with no quota: an increase is not simply requested
+        held = "has no value" if value is None else f"allows 0 {n.counts}"
+        return (f"{n.named} {held} in {n.where}: {n.accelerator_type} is a Pod type, which "
+                f"Google offers only with {n.terms} (cloud.google.com/tpu/pricing); ask Google Cloud sales for "
+                f"{n.amount} {n.counts} of it, or choose a single device ({n.accelerator_type.split('-')[0]}-8) "
+                "or a newer generation")
     if value is None:
         return (f"{n.named} has no value for {n.where} in project {n.project}: {n.accelerator_type} "
                 f"({n.provisioning}) cannot be created there; request {n.amount} {n.counts} at {_request(n)} "

@@ -126,6 +126,7 @@ def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[s
                                   granted=stays(settings.candidates, getattr(prev, "granted", None)))
     if found is not None and plan.applies(accelerator_module(settings.arch)):
         section["candidates"] = found
+        money.at_worst(section["totals"], found["worst"])
     return {
         "before_after": {"compared_with": prev.source if prev is not None else "nothing", **d.as_dict(),
                          "lines": diff.lines(d)},
@@ -230,6 +231,12 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
         notes.append(f"the buckets are kept (gs://{s.state_bucket} holds the Terraform state and the workspace)")
     chips = spec(s.arch, accelerator_module(s.arch))
     assert chips is not None
+    record = s.topology.record
+    if record.pod_terms and record.is_pod(s.topology.chips) and plan.applies(chips.name) and plan.action in APPLIES:
+        warnings.append(f"tpu: {s.accelerator_type} is a {record.name} Pod type: Google offers it only with "
+                        f"{record.pod_terms} (cloud.google.com/tpu/pricing), and a project's default Pod quota is 0; "
+                        "the hourly price shown is the list price (a commitment's is agreed with Google), and "
+                        "`tpubuild plan --check` reads the Pod quota")
     swap = info.get("replacement") or {}
     if swap.get("text"):
         notes.append(swap["text"])

@@ -59,7 +59,14 @@ class Change:
         shown = _TEXT.get(self.var)
         if shown is not None:
             return shown(self.before, self.after)
-        return f"{self.var} {_show(self.before)} → {_show(self.after)}"
+        before, after = _show(self.before), _show(self.after)
+        if max(len(before), len(after)) > LONGEST_SHOWN:  # a document (the dashboard's JSON): named, not printed twice
+            return f"{self.var}: its value changes ({len(before):,} → {len(after):,} characters; tpubuild render shows it)"
+        return f"{self.var} {before} → {after}"
+
+
+#: The longest value a before → after prints; a longer one (a JSON document) is summarised.
+LONGEST_SHOWN = 200
 
 
 def _ttl(hours: Any) -> str:

@@ -6,11 +6,14 @@ the plan; ``plan --format json`` carries them as ``cost.totals`` and the text pr
 
 * ``calendar_committed``: a calendar-mode slice is billed for its whole window, used or not, and
   the request cannot be cancelled: the slice's hourly rate × ``TPU_CALENDAR_DAYS`` × 24.
+* ``calendar_before_window``: what the build makes before the window starts (Filestore, the disk)
+  bills from the create: their hourly rate × the hours until ``TPU_CALENDAR_START``.
 * ``flex_max``: a flex-start slice runs at most ``TPU_MAX_RUN_HOURS`` (7 days without it): the
   most its slice can cost, rate × those hours.
 * ``until_ttl``: with ``ENV_TTL_HOURS``, what the environment costs from the TPU's creation until
   the TTL destroys the TPU (everything the plan leaves billed, × the TTL's hours), and what stays
-  billed per hour after it (Filestore, the disk: the TTL destroys the TPU only).
+  billed per hour after it (Filestore, the disk: the TTL destroys the TPU only); with a candidate
+  list, also at the worst case (``worst_total``, :func:`at_worst`).
 * ``monthly_after_destroy``: what a destroy leaves billed every month: the shared PD's snapshot it
   takes (at most the disk's size of snapshot storage), the Filestore backup (at most the share's
   capacity) and the buckets it keeps (billed by what they hold: the rate, no total).
@@ -54,7 +57,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @record
 class Total:
-    kind: str  # calendar_committed, flex_max, until_ttl, monthly_after_destroy, calendar_after_destroy, checkpoint_copy
+    kind: str  # calendar_committed, calendar_before_window, flex_max, until_ttl, monthly_after_destroy,
+    #            calendar_after_destroy, checkpoint_copy
     total: float  # USD: for the hours, or per month (``per``)
     per: str  # "hours": total is for ``hours``; "month": total is per month
     hours: float | None
@@ -106,6 +110,7 @@ def totals(settings: Settings, plan: Plan, after: Estimate, ttl_fires: bool,
                                f"committed: the calendar-mode reservation bills its whole window from "
                                f"{s.calendar_start}, used or not, and cannot be cancelled")
             out += [found] if found else []
+            out += _before_window(s, after, now)
         if s.provisioning == "flex-start":
             hours = float(s.max_run_hours or MAX_RUN_HOURS)
             found = _committed(s, _slice(s), "flex_max", hours,
@@ -113,12 +118,12 @@ def totals(settings: Settings, plan: Plan, after: Estimate, ttl_fires: bool,
             out += [found] if found else []
     if s.env_ttl_hours and ttl_fires and not after.unknown:
         hours = float(s.env_ttl_hours)
-        kept = after.known - sum(i.hourly or 0.0 for i in after.items if i.module == accel)
+        kept, words = _without_tpu(after, accel)
         total = after.known * hours
         out.append(Total("until_ttl", round(total, 2), "hours", hours, round(after.known, 4), after.bound,
                          f"until the TTL: {_usd(total, after.bound, after.approximate)} for the first "
                          f"{_hours(hours)} ({money(after.known, after.approximate)}/h), then "
-                         f"{money(kept, after.approximate)}/h without the TPU (Filestore, the disk)"))
+                         f"{money(kept, after.approximate)}/h without the TPU{words}"))
     if plan.action is Action.DESTROY:
         out += _after_destroy(s, plan, now)
     else:
@@ -151,12 +156,57 @@ def _checkpoint_copy(s: Settings) -> list[Total]:
                   f"background (modelled: read off Filestore and uploaded at ~170 MB/s)", (item,))]
 
 
+def _without_tpu(after: Estimate, accel: str) -> tuple[float, str]:
+    """What ``after`` costs per hour without the slice, and " (Filestore BASIC_HDD 1024 GiB, shared PD
+    pd-balanced 500 GB)": the priced items that stay, as the cost names them (the disk only where
+    the plan has one)."""
+    stays = [i for i in after.items if i.module != accel and i.hourly]
+    words = ", ".join(dict.fromkeys(i.what for i in stays))
+    return after.known - sum(i.hourly or 0.0 for i in after.items if i.module == accel), f" ({words})" if words else ""
+
+
+def _before_window(s: Settings, after: Estimate, now: datetime.datetime | None) -> list[Total]:
+    """A calendar-mode plan: what bills before the window starts (Filestore, the disk: made by the
+    build, days before the reserved slice), so the committed total is not read as all it costs."""
+    if after.unknown or not s.calendar_start:
+        return []
+    begin = calendar_window(s.calendar_start, s.calendar_days)[0]
+    hours = ((begin - (now or calendar.now()).astimezone(datetime.timezone.utc)).total_seconds()) / 3600
+    accel = accelerator_module(s.arch)
+    kept, words = _without_tpu(after, accel)
+    if hours <= 0 or kept <= 0:
+        return []
+    stays = [i for i in after.items if i.module != accel and i.hourly]
+    bound, approx = combine(i.bound for i in stays), any(i.approximate for i in stays)
+    kept = round(kept, 4)  # the rate shown, which the total multiplies
+    total = kept * hours
+    return [Total("calendar_before_window", round(total, 2), "hours", round(hours, 2), round(kept, 4), bound,
+                  f"before the window: {_usd(total, bound, approx)} ({money(kept, approx)}/h × {_hours(hours)}) for "
+                  f"what the build makes before the reserved slice starts at {s.calendar_start}{words}")]
+
+
+def at_worst(found: list[dict[str, Any]], worst: dict[str, Any] | None) -> None:
+    """A candidate list: the TTL's total priced at the worst case too, as the hourly cost is
+    (``worst``: builder/planning/candidate_table.py ``costs``' record, the whole environment's
+    hourly cost if the slice lands in the dearest candidate): ``worst_total`` and the text's
+    "; at most $X for those hours if the slice lands in ZONE MODE"."""
+    if worst is None:
+        return
+    most = "at most " if worst["bound"] in (None, "", "at most") else bound_prefix(worst["bound"])
+    for t in found:
+        if t["kind"] == "until_ttl":
+            dearer = worst["hourly"] * t["hours"]
+            t["worst_total"] = round(dearer, 2)
+            t["text"] += (f"; {most}{money(dearer, worst['approximate'])} for those {_hours(t['hours'])} if the "
+                          f"slice lands in {worst['zone']} {worst['mode']} (the worst case)")
+
+
 def _after_destroy(s: Settings, plan: Plan, now: datetime.datetime | None) -> list[Total]:
     items: list[dict[str, Any]] = []
     if plans.runs(s, plan, "snapshot"):
         rate, approx = _per_month("kept_gb_month", "snapshot", s.region)
         items.append({"what": f"the snapshot of {s.shared_pd_name}", "monthly": round(rate * s.shared_pd_size_gb, 2),
-                      "how": f"at most {s.shared_pd_size_gb} GB × {money(rate, approx)}/GB-month",
+                      "how": f"at most {s.shared_pd_size_gb} GB × {money(rate, approx)}/GB-month, stored in {s.region}",
                       "bound": "at most", "approximate": approx})
     if plans.runs(s, plan, "backup"):
         rate, approx = _per_month("kept_gb_month", "filestore_backup", s.region)
@@ -204,7 +254,8 @@ def section(settings: Settings, plan: Plan, before: Estimate | None, after: Esti
                        f"{bound_prefix(t.bound)}{money(t.hourly)}/h until its end (Totals)")
     return {"before": before.as_dict() if before is not None else None, "after": after.as_dict(),
             "change": change, "totals": as_dicts(found),
-            "prices": {"file": "builder/data/prices.json", "retrieved": data["retrieved"],
+            "prices": {"file": data["source"]["file"], "source": data["source"]["kind"],
+                       "from": data["source"]["text"], "retrieved": data["source"]["retrieved"],
                        "checked": data.get("verification", {}).get("checked", "never"),
                        "check_at": sorted({data["sources"][i.source] for i in after.unconfirmed}),
                        "currency": data["currency"], "sources": data["sources"]}}
@@ -220,8 +271,7 @@ def lines(c: dict[str, Any]) -> list[str]:
     if "candidates" in c:  # a candidate list (builder/planning/candidate_table.py): which one is priced, the worst case
         out.append(f"  {c['candidates']['text']}")
     approx = " (~: the list price of another region)" if c["after"]["approximate"] else ""
-    out.append(f"  list prices in {c['prices']['currency']} from {c['prices']['file']}, retrieved "
-               f"{c['prices']['retrieved']}{approx}; your bill may differ")
+    out.append(f"  list prices in {c['prices']['currency']} from {c['prices']['from']}{approx}; your bill may differ")
     if c["after"]["unconfirmed"]:
         out.append(f"  (unconfirmed): not found in Google's price pages when last checked "
                    f"({c['prices']['checked']}); check {', '.join(c['prices']['check_at'])} before relying on it")

@@ -18,7 +18,7 @@ from builder.catalogue import cost
 from builder.catalogue.durations import duration
 from builder.catalogue.modules import accelerator_module
 from builder.catalogue.step_kinds import DRAIN_WAIT_S, step_timeout
-from builder.config.replace import MAKE_BEFORE_BREAK, slot_names
+from builder.config.replace import MAKE_BEFORE_BREAK, moves_training, slot_names, unmoved_model
 from builder.facts.actions import Action
 from builder.planning.plan import runs
 
@@ -109,13 +109,12 @@ def facts(settings: Settings, plan: Plan, applied: Settings | None, d: Diff) -> 
             price = (f" ({idle + ', and ' if idle else ''}the running slice, whose price for that time is unknown until "
                      f"the applied values are{stand})")
         when = "" if replaces else "if the change replaces the slice (compare with --applied FILE to know): "
-        if settings.model:
+        if moves_training(settings):
             moves = (f"{module}-checkpoint waits (at most {DRAIN_WAIT_S // 60} min) for {settings.model}'s next "
                      f"checkpoint on the old one and stops it there, {module}-release deletes the old one, "
                      f"{module}-resume starts {settings.model} on the new one from that checkpoint")
         else:
-            moves = (f"{module}-release deletes the old one (MODEL is empty: whatever runs there stops, and the "
-                     "build starts nothing on the new one)")
+            moves = f"{module}-release deletes the old one ({_not_moved(settings)})"
         out["text"] = (f"{module}: {when}make-before-break: {module}-apply creates the {settings.accelerator_type} "
                        f"slice beside {was} under the other slice name ({names}) and waits until it is READY, "
                        f"{module}-swap checks it, {moves}; both are billed "
@@ -146,8 +145,20 @@ def create_handover(settings: Settings, plan: Plan) -> str:
     model = settings.model
     training = f", no {model} training," if model else ""
     moves = (f"{module}-checkpoint stops {model} on the old one, {module}-release deletes it and {module}-resume "
-             f"starts {model} on the new one" if model else f"{module}-release deletes the old one")
+             f"starts {model} on the new one" if moves_training(settings) else
+             f"{module}-release deletes the old one ({_not_moved(settings)})" if model else
+             f"{module}-release deletes the old one")
     return (f"{module}: {', '.join(kinds)} are in every create (make-before-break): on a fresh create they find one "
             f"slice{training} and do nothing; a create that finds a slice already running with other values (a rerun "
             f"after a create that failed past {module}-apply) makes the new one beside it, and {moves}, as in an "
             "update")
+
+
+def _not_moved(settings: Settings) -> str:
+    """Why make-before-break moves no training (MODEL empty, or a model it cannot move), and what stops."""
+    model = unmoved_model(settings)
+    if model:
+        return (f"{model} is not moved: it runs your own script, whose checkpoints tpubuild cannot see, so whatever "
+                f"runs on the old slice stops there; start it on the new one with tpubuild train {model}, "
+                "from your script's last checkpoint")
+    return "MODEL is empty: whatever runs there stops, and the build starts nothing on the new one"

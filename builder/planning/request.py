@@ -8,7 +8,8 @@ reported):
 
 * an action that is not one of :class:`~builder.facts.actions.Action` (the line lists them all);
 * a substitution string that is not a flag value (``true``, ``false``, ``default`` or empty);
-* an action that would apply a TPU Node (``builder.config.legacy``: Google no longer creates them);
+* what the gate's rows refuse for this action at the calling ``door`` (builder/config/gate.py: a TPU
+  Node, the MODEL's rules, missing scripts, a calendar start; submit and dispatch also a relative one);
 * ``auto`` with a scope or a module selection: auto decides the modules itself;
 * a module selection (``--only``) with another action than ``update``, with a scope, naming a
   module the architecture does not have, or empty;
@@ -34,10 +35,12 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from builder.catalogue import modules as catalogue
-from builder.config.later import refuse_unbuildable
+from builder.catalogue.step_kinds import BUILD_TIMEOUT_SLACK, MAX_PIPELINE_TIMEOUT, step_timeout
+from builder.config.gate import Door, refuse
 from builder.facts.actions import Action
 from builder.facts.errors import BadInput
 from builder.facts.records import record
+from builder.inputs import build_limits
 from builder.planning.plan import Plan, make_plan, not_wanted
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -108,7 +111,7 @@ def _selection(raw: str | Iterable[str] | None) -> frozenset[str] | None:
 
 def parse(settings: Settings, action: str, *, tpu: bool | str = False, mig: bool | str = False,
           only: str | Iterable[str] | None = None, allow_data_loss: bool | str = False,
-          allow_wipe: bool | str = False, spelling: Spelling = CLI) -> Request:
+          allow_wipe: bool | str = False, spelling: Spelling = CLI, door: Door = Door.PLAN) -> Request:
     """The request ``action`` and its flags make for ``settings``: every refusal that needs no
     cloud (the module docstring lists them). Flags are switches or substitution strings;
     ``only`` is a comma-separated string or the module names."""
@@ -116,7 +119,7 @@ def parse(settings: Settings, action: str, *, tpu: bool | str = False, mig: bool
     request = Request(Action.parse(action, n.action), tpu=parse_flag(tpu, n.tpu), mig=parse_flag(mig, n.mig),
                       only=_selection(only), allow_data_loss=parse_flag(allow_data_loss, n.allow_data_loss),
                       allow_wipe=parse_flag(allow_wipe, n.allow_wipe), spelling=spelling)
-    refuse_unbuildable(settings, request.action)  # TPU Node is read-only legacy; see builder/config/legacy.py
+    refuse(settings, request.action, door)  # the gate's rows of this door (builder/config/gate.py)
     _refuse(settings, request)
     return request
 
@@ -192,4 +195,7 @@ def plan_for(settings: Settings, request: Request) -> Plan | None:
         ops = ", ".join(f"{o.op} {o.module}" for o in plan.operations)
         raise BadInput(f"{name}: this {plan.action} ({ops}) does not apply {seeder}, so the seeder "
                        f"never runs and there is nothing to wipe; drop {name}")
+    # Cloud Build's limits on what render would make of it (builder/inputs/build_limits.py)
+    build_limits.check_steps(((st.id, st.after, step_timeout(settings, st)) for st in plan.steps),
+                             f"the {plan.action} pipeline of {settings.env_name}", MAX_PIPELINE_TIMEOUT - BUILD_TIMEOUT_SLACK)
     return plan

@@ -43,16 +43,17 @@ from builder.catalogue.module_parts import REFUSED_LEAVES, fails_over, mig_attac
 from builder.catalogue.step_kinds import (  # noqa: F401  (re-exported: step kinds, images, timeouts)
     ACQUIRE_TRY_S, ACQUIRE_WAIT_S, BUILD_TIMEOUT_SLACK, CALENDAR_STEP_S, check_duration, image, queue_wait_s, settling_apply,
     step_timeout, IMAGE_STEP_S, IMAGES, Kind, KINDS,
-    LOCK_TIMEOUT, MAX_BUILD_TIMEOUT, NFS_EXPORT_OBJECT, MAX_QUEUE_WAIT_S, QUEUE_SLACK_S, QUEUE_WAIT_S, RESIZE_STEP_S,
+    LOCK_TIMEOUT, MAX_BUILD_TIMEOUT, MAX_PIPELINE_TIMEOUT, NFS_EXPORT_OBJECT, MAX_QUEUE_WAIT_S, QUEUE_SLACK_S, QUEUE_WAIT_S, RESIZE_STEP_S,
     SEED_STEP_S, SEED_TIMEOUT_S, SHELLS, SWAP_WAIT_S, DRAIN_WAIT_S, RESUME_TRIES, RESUME_WAIT_S, verdict_wait_s,
 )
 from builder.config.filestore import TIERS
-from builder.config.offers import calendar_name, flex_request_name
+from builder.config.offers import bulk_mode, calendar_name
 from builder.config.scripts import repo_script
 from builder.facts import capacity_errors
 from builder.facts.actions import Action
 from builder.facts.errors import BadInput
-from builder.inputs.templating import environment, for_cloud_build
+from builder.inputs import build_limits
+from builder.inputs.templating import environment
 from builder.planning import capacity
 from builder.planning.plan import Plan, Step, gates, module_dir, runs, runs_setup_script, seeds
 from builder.render.yamlout import to_json, to_yaml  # render's output formats
@@ -103,16 +104,20 @@ class _Steps:
         missing = [w for w in step.after if w not in known]
         if missing:  # a bug here, not bad input: waitFor must name earlier steps
             raise AssertionError(f"step {step.id} waits for unknown steps {missing}")
+        # a script too long for one argument ships as a file of the source (build_limits.step_args)
+        args, env = build_limits.step_args(step.id, SHELLS[key], script)
         out: dict[str, Any] = {
             "id": step.id,
             "name": image(self.s, key),
             "entrypoint": SHELLS[key],
-            "args": ["-c", for_cloud_build(script)],
+            "args": args,
             "waitFor": list(step.after) or ["-"],
             "timeout": check_duration(f"{self._timeout(step)}s"),
         }
         if kind.image == "terraform":  # a settling apply too: it runs the carried Terraform
-            out["env"] = ["TF_IN_AUTOMATION=1"]
+            env = ["TF_IN_AUTOMATION=1", *env]
+        if env:
+            out["env"] = env
         self.steps.append(out)
 
     def build(self) -> list[dict[str, Any]]:
@@ -146,7 +151,7 @@ class _Steps:
 
     def _snapshot(self, step: Step) -> dict[str, Any]:
         s = self.s
-        return dict(project=s.project_id, zone=s.zone, disk=s.shared_pd_name, labels=self.labels())
+        return dict(project=s.project_id, zone=s.zone, region=s.region, disk=s.shared_pd_name, labels=self.labels())
 
     def _backup(self, step: Step) -> dict[str, Any]:
         s = self.s
@@ -197,7 +202,8 @@ class _Steps:
         return dict(queued_request=queued, swaps=swaps, publishes=publishes, accelerator_type=s.accelerator_type,
                     candidates=candidates, candidate_count=len(s.candidates), no_capacity=capacity_errors.ere(),
                     slice_type=spec.slice_resource, zone=s.zone,
-                    settles=settles, slice_resources=leaves, project=s.project_id, request_suffix=flex_request_name(""),
+                    settles=settles, slice_resources=leaves, project=s.project_id,
+                    slice_vms=s.mig_shape.vms if settles else 0,
                     acquire_wait_s=ACQUIRE_WAIT_S,
                     granted=dict(zone=s.zone, mode=s.provisioning) if slice_ else None,
                     **self._asks(step), **self._terraform(step))
@@ -247,14 +253,12 @@ class _Steps:
     _drain = _slice
 
     def _resize(self, step: Step) -> dict[str, Any]:
-        # flex-start: modules/tpu_mig's resize request brings the VMs, not a resize; calendar: the
-        # VMs wait for the reservation its request delivers at the start time
+        # the group's size after the apply: bulk groups (multi-host, flex-start) grow only from 0,
+        # a stopped Spot slice is restarted through 0 (docs/modules.md, "Google's rules for TPU
+        # MIGs"); calendar: the VMs wait for the reservation its request delivers at the start time
         s = self.s
         calendar = s.provisioning == "calendar"
-        # make-before-break: the group is the one mig-apply named (either slot), its request that
-        # group's name and flex_request_name's suffix (each slot has its own)
-        return dict(flex=s.provisioning == "flex-start", request=flex_request_name(s.tpu_name),
-                    request_suffix=flex_request_name(""),
+        return dict(flex=s.provisioning == "flex-start", spot=s.provisioning == "spot", bulk=bulk_mode(s),
                     calendar_start=s.calendar_start if calendar else "", reservation=calendar_name(s.tpu_name),
                     swaps=runs(s, self.plan, "swap") == step.module, **self._slice(step))
 
@@ -302,12 +306,13 @@ class _Steps:
 
 
 def build_timeout(steps: list[dict[str, Any]]) -> int:
-    """Seconds: the longest path through the steps' timeouts plus slack, at most 24 h."""
+    """Seconds: the longest path through the steps' timeouts plus slack, at most MAX_PIPELINE_TIMEOUT
+    (Cloud Build's 24 h less what the builds that wait for a pipeline do around it: timeouts nest)."""
     finish: dict[str, int] = {}
     for st in steps:
         start = max((finish[w] for w in st["waitFor"] if w != "-"), default=0)
         finish[st["id"]] = start + int(st["timeout"][:-1])
-    return min(max(finish.values(), default=0) + BUILD_TIMEOUT_SLACK, MAX_BUILD_TIMEOUT)
+    return min(max(finish.values(), default=0) + BUILD_TIMEOUT_SLACK, MAX_PIPELINE_TIMEOUT)
 
 
 def render(settings: Settings, plan: Plan, *, allow_data_loss: bool = False, allow_wipe: bool = False) -> dict[str, Any]:
@@ -323,14 +328,14 @@ def render(settings: Settings, plan: Plan, *, allow_data_loss: bool = False, all
 
 
 def _build(settings: Settings, steps: list[dict[str, Any]], tag: str) -> dict[str, Any]:
-    return {
+    return build_limits.check({
         "steps": steps,
         "timeout": check_duration(f"{build_timeout(steps)}s"),
         # a user-specified service account requires logs in Cloud Logging (or a logs bucket)
         "serviceAccount": settings.builder_service_account_resource,
         "options": {"logging": "CLOUD_LOGGING_ONLY"},
         "tags": ["tpubuild", f"tpubuild-env-{settings.env_name}", tag],
-    }
+    }, f"the {tag} build of {settings.env_name}")
 
 
 def render_image_build(settings: Settings) -> dict[str, Any]:

@@ -9,7 +9,8 @@ The defaults are fairseq's RoBERTa-base pretraining recipe
 2048 sequences, which ``--update-freq`` keeps fixed whatever the pod size (see
 ``models/roberta/launcher.py``). The rules that need the topology (does the batch divide across
 the slice's devices? does the launcher know the generation?) are the launcher's
-(models/roberta/recipe.py ``problems``); :func:`check` hands them to ``tpubuild validate``
+(models/roberta/rules.py ``problems``, on :class:`Facts` read from the Settings: no dataclass, so
+validate does not load ``dataclasses``); :func:`check` hands them to ``tpubuild validate``
 through builder/config/model_registry.py, so validate and ``train`` refuse the same things.
 """
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from builder.config.keys import KeySpec, boolean, choice, integer
+from builder.config.keys import KeySpec, boolean, choice, integer, named
 
 #: The plug-in declaration (builder/config/model_registry.py ``DECLARED``).
 CODE_DIR = ".tpubuild/roberta"  # where the launch copies models/roberta on every host (vm, mig)
@@ -115,24 +116,25 @@ def extra_args(value: str) -> tuple[str, ...]:
 
 def check(settings: Any) -> list[tuple[str, str, str]]:
     """The model's own rules on a loaded Settings: ``(key, what, fix)`` each."""
-    from .recipe import Job, problems
+    from .rules import Facts, problems
 
-    return [(e.key, e.what, e.fix) for e in problems(Job.from_settings(settings))]
+    return [(e.key, e.what, e.fix) for e in problems(Facts.from_settings(settings))]
 
 
 def check_change(applied: Any, settings: Any) -> list[tuple[str, str, str]]:
     """The model's rules on an update from the ``applied`` Settings to ``settings``: a change the
-    training cannot resume across exactly (models/roberta/recipe.py ``resume_problems``)."""
-    from .recipe import Job, resume_problems
+    training cannot resume across exactly (models/roberta/rules.py ``resume_problems``)."""
+    from .rules import Facts, resume_problems
 
-    return [(e.key, e.what, e.fix) for e in resume_problems(Job.from_settings(applied), Job.from_settings(settings))]
+    before, after = Facts.from_settings(applied), Facts.from_settings(settings)
+    return [(e.key, e.what, e.fix) for e in resume_problems(before, after)]
 
 
 def change_notes(applied: Any, settings: Any) -> list[str]:
-    """What ``plan`` notes about the training on an update from ``applied`` (recipe.py ``resize_note``)."""
-    from .recipe import Job, resize_note
+    """What ``plan`` notes about the training on an update from ``applied`` (rules.py ``resize_note``)."""
+    from .rules import Facts, resize_note
 
-    note = resize_note(Job.from_settings(applied), Job.from_settings(settings))
+    note = resize_note(Facts.from_settings(applied), Facts.from_settings(settings))
     return [note] if note else []
 
 
@@ -167,51 +169,50 @@ def warnings(settings: Any) -> list[str]:
 
 
 KEYS: tuple[KeySpec, ...] = (
-    KeySpec("ROBERTA_DATA_SOURCE", "roberta_data_source", "", data_source,
-            "Raw text folder: gs://bucket/folder, an absolute path, or a folder on the shared PD "
-            "(relative to <MOUNT_POINT>/shared_pd); empty means the shared PD's root."),
-    KeySpec("ROBERTA_TRAIN_FILE", "roberta_train_file", "train.txt", file_name,
-            "Training text file inside ROBERTA_DATA_SOURCE (one sentence or paragraph per line, "
-            "blank line between documents)."),
-    KeySpec("ROBERTA_VALID_FILE", "roberta_valid_file", "valid.txt", file_name,
-            "Validation text file inside ROBERTA_DATA_SOURCE."),
-    KeySpec("ROBERTA_BPE", "roberta_bpe", "gpt2", choice(("gpt2", "none")),
-            "gpt2: encode with RoBERTa's GPT-2 BPE and dictionary; none: the text is already "
-            "space-separated tokens (a dictionary is built from the training file)."),
-    KeySpec("ROBERTA_TOTAL_BATCH", "roberta_total_batch", 2048, integer(1, 1 << 20, "sequences"),
-            "Global batch: sequences per optimizer update across the whole pod."),
-    KeySpec("ROBERTA_BATCH_PER_DEVICE", "roberta_batch_per_device", 16, integer(1, 4096, "sequences"),
-            "Sequences per TPU device per forward pass (fairseq --batch-size)."),
-    KeySpec("ROBERTA_SEQ_LEN", "roberta_seq_len", 512, integer(16, 8192, "tokens"),
-            "Tokens per sample (fixed: fairseq --tokens-per-sample and --max-positions)."),
-    KeySpec("ROBERTA_MAX_UPDATES", "roberta_max_updates", 125000, integer(1, 100_000_000, "updates"),
-            "Stop after this many optimizer updates (also the polynomial decay's end)."),
-    KeySpec("ROBERTA_LR", "roberta_lr", 0.0005, positive_float, "Peak learning rate."),
-    KeySpec("ROBERTA_WARMUP_UPDATES", "roberta_warmup_updates", 10000, integer(0, 100_000_000, "updates"),
-            "Linear warmup updates."),
-    KeySpec("ROBERTA_LR_SCHEDULER", "roberta_lr_scheduler", "polynomial_decay",
-            choice(("polynomial_decay", "inverse_sqrt", "cosine")),
-            "fairseq learning-rate scheduler."),
-    KeySpec("ROBERTA_SAVE_INTERVAL_UPDATES", "roberta_save_interval_updates", 2000,
-            integer(1, 100_000_000, "updates"),
-            "Write a checkpoint (and checkpoint_last.pt) every N updates."),
-    KeySpec("ROBERTA_KEEP_CHECKPOINTS", "roberta_keep_checkpoints", 3, integer(1, 1000, "checkpoints"),
-            "Keep the newest N interval checkpoints (checkpoint_last.pt is always kept)."),
-    KeySpec("ROBERTA_RESUME", "roberta_resume", "exact", choice(("exact", "reset-data")),
-            "exact: a relaunch continues at the next sequence, translated across world sizes "
-            "(models/roberta/resume.py); reset-data: fairseq --reset-dataloader (model and optimizer "
-            "resume, the data order restarts), to change the batch shape of a running training."),
-    KeySpec("ROBERTA_ARCH", "roberta_arch", "roberta_base", choice(("roberta_base", "roberta_large")),
-            "fairseq model architecture."),
-    KeySpec("ROBERTA_BF16", "roberta_bf16", True, boolean,
-            "Train in bfloat16 on the TPU (XLA_USE_BF16=1)."),
+    named("ROBERTA_DATA_SOURCE", "", data_source,
+          "Raw text folder: gs://bucket/folder, an absolute path, or a folder on the shared PD "
+          "(relative to <MOUNT_POINT>/shared_pd); empty means the shared PD's root."),
+    named("ROBERTA_TRAIN_FILE", "train.txt", file_name,
+          "Training text file inside ROBERTA_DATA_SOURCE (one sentence or paragraph per line, "
+          "blank line between documents)."),
+    named("ROBERTA_VALID_FILE", "valid.txt", file_name,
+          "Validation text file inside ROBERTA_DATA_SOURCE."),
+    named("ROBERTA_BPE", "gpt2", choice(("gpt2", "none")),
+          "gpt2: encode with RoBERTa's GPT-2 BPE and dictionary; none: the text is already "
+          "space-separated tokens (a dictionary is built from the training file)."),
+    named("ROBERTA_TOTAL_BATCH", 2048, integer(1, 1 << 20, "sequences"),
+          "Global batch: sequences per optimizer update across the whole pod."),
+    named("ROBERTA_BATCH_PER_DEVICE", 16, integer(1, 4096, "sequences"),
+          "Sequences per TPU device per forward pass (fairseq --batch-size)."),
+    named("ROBERTA_SEQ_LEN", 512, integer(16, 8192, "tokens"),
+          "Tokens per sample (fixed: fairseq --tokens-per-sample and --max-positions)."),
+    named("ROBERTA_MAX_UPDATES", 125000, integer(1, 100_000_000, "updates"),
+          "Stop after this many optimizer updates (also the polynomial decay's end)."),
+    named("ROBERTA_LR", 0.0005, positive_float, "Peak learning rate."),
+    named("ROBERTA_WARMUP_UPDATES", 10000, integer(0, 100_000_000, "updates"),
+          "Linear warmup updates."),
+    named("ROBERTA_LR_SCHEDULER", "polynomial_decay",
+          choice(("polynomial_decay", "inverse_sqrt", "cosine")),
+          "fairseq learning-rate scheduler."),
+    named("ROBERTA_SAVE_INTERVAL_UPDATES", 2000,
+          integer(1, 100_000_000, "updates"),
+          "Write a checkpoint (and checkpoint_last.pt) every N updates."),
+    named("ROBERTA_KEEP_CHECKPOINTS", 3, integer(1, 1000, "checkpoints"),
+          "Keep the newest N interval checkpoints (checkpoint_last.pt is always kept)."),
+    named("ROBERTA_RESUME", "exact", choice(("exact", "reset-data")),
+          "exact: a relaunch continues at the next sequence, translated across world sizes "
+          "(models/roberta/resume.py); reset-data: fairseq --reset-dataloader (model and optimizer "
+          "resume, the data order restarts), to change the batch shape of a running training."),
+    named("ROBERTA_ARCH", "roberta_base", choice(("roberta_base", "roberta_large")),
+          "fairseq model architecture."),
+    named("ROBERTA_BF16", True, boolean, "Train in bfloat16 on the TPU (XLA_USE_BF16=1)."),
     KeySpec("ROBERTA_FAIRSEQ_VERSION", "roberta_fairseq", "auto", fairseq_version,
             "fairseq pinned on the hosts: auto = fairseq==0.12.2 on Python < 3.11, "
             "fairseq-fixed==0.12.3.1 on 3.11+."),
     KeySpec("ROBERTA_TORCH_XLA_VERSION", "roberta_torch_xla", "auto", torch_xla_version,
             "vm only: torch/torch_xla release installed on the hosts; auto = the one matched to the "
             "TPU runtime (see docs/models.md). node uses the image's conda env."),
-    KeySpec("ROBERTA_EXTRA_ARGS", "roberta_extra_args", (), extra_args,
-            "Extra upstream fairseq-train flags appended as they are, e.g. '--dropout 0.1'."),
+    named("ROBERTA_EXTRA_ARGS", (), extra_args,
+          "Extra upstream fairseq-train flags appended as they are, e.g. '--dropout 0.1'."),
 )
 

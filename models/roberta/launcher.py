@@ -1,7 +1,7 @@
 """RoBERTa pretraining on fairseq across a TPU pod: the launch, as pure functions.
 
-The package is split by job: models/roberta/keys.py (its values.env keys), recipe.py (Job, pins,
-arithmetic, paths, fairseq arguments), host_lines.py (what runs on a host), this file (the step
+The package is split by job: models/roberta/keys.py (its values.env keys), rules.py (the rules on the
+topology validate runs, and the arithmetic), recipe.py (Job, pins, paths, fairseq arguments), host_lines.py (what runs on a host), this file (the step
 plans: which line goes to which host through models/hosts.py, the shared host transport), resume.py
 (the resume position across world sizes, on the hosts). This
 file is the ``Launcher`` tpubuild calls (builder/config/model_registry.py) and re-exports the names of

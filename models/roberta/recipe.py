@@ -1,7 +1,8 @@
 """RoBERTa pretraining on fairseq: the recipe (models/roberta/launcher.py's first part).
 
 The :class:`Job` (what the launch needs, copied out of tpubuild's Settings), the pins, the
-arithmetic (world size, ``--update-freq``), the paths on Filestore and the exact ``fairseq-train``
+arithmetic (world size, ``--update-freq``: models/roberta/rules.py, with the rules validate runs),
+the paths on Filestore and the exact ``fairseq-train``
 arguments. Standard library only; no shell here (models/roberta/host_lines.py turns this into the
 per-host command lines).
 What the launch derives from the topology:
@@ -30,7 +31,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-MODEL = "roberta"
+from .rules import (  # noqa: F401 - the rules are the recipe's too (launcher.py, tests)
+    MODEL,
+    Facts,
+    LaunchError,
+    problems,
+    resize_note,
+    resume_problems,
+    update_freq,
+    warmup_error,
+    world_size,
+)
 #: Port of torch_xla's profiler server on every host (builder/render/observe.py PROFILER_PORT).
 PROFILER_PORT = 9012
 
@@ -62,16 +73,6 @@ RECIPE: tuple[str, ...] = (
     "--dropout", "0.1", "--attention-dropout", "0.1", "--weight-decay", "0.01",
 )
 
-class LaunchError(ValueError):
-    """A setting that cannot produce a launch; ``key`` names the values.env key to fix."""
-
-    def __init__(self, key: str, what: str, fix: str) -> None:
-        super().__init__(f"{what}; {fix}")
-        self.key = key
-        self.what = what
-        self.fix = fix
-
-
 @dataclass(frozen=True)
 class Job:
     """Everything the launch needs, copied out of tpubuild's Settings (or written by hand)."""
@@ -91,12 +92,12 @@ class Job:
     mount_point: str
     iap: bool  # ssh through IAP (hosts without external IPs)
     options: dict[str, Any] = field(default_factory=dict)
-    #: mig: argv that lists the slice's VMs (tpubuild fills it from builder/cloud/mig_hosts.py)
+    #: mig: argv that lists the slice's VMs (tpubuild fills it from builder/render/mig_hosts.py)
     listing: tuple[str, ...] = ()
     #: vm and mig: the names the slice may have (``tpu-<env>``, ``tpu-<env>-b``; tpubuild fills it
     #: from builder/config/replace.py): the launch addresses whichever exists at run time
     slots: tuple[str, ...] = ()
-    #: mig: argv that lists which of ``slots`` exist (tpubuild fills it from builder/cloud/mig_hosts.py)
+    #: mig: argv that lists which of ``slots`` exist (tpubuild fills it from builder/render/mig_hosts.py)
     groups: tuple[str, ...] = ()
     #: XLA devices per chip under PyTorch/XLA: the generation record's xla_devices_per_chip
     #: (0: no proven count; the launch is refused)
@@ -107,100 +108,16 @@ class Job:
         t = s.topology
         external = s.mig_external_ip if s.arch == "node" else s.tpu_external_ips
         return cls(
-            env=s.env_name, project=s.project_id, zone=s.zone, arch=s.arch,
-            accelerator_type=s.accelerator_type, generation=t.generation, chips=t.chips, cores=t.cores,
-            hosts=t.hosts, runtime=s.runtime_version, tpu_name=s.tpu_name, mig_name=s.mig_name,
-            mount_point=s.mount_point, iap=not external, options=dict(s.model_options),
-            devices_per_chip=t.record.xla_devices_per_chip or 0,
+            **Facts.from_settings(s).fields(), project=s.project_id, zone=s.zone, arch=s.arch,
+            accelerator_type=s.accelerator_type, cores=t.cores, hosts=t.hosts, runtime=s.runtime_version,
+            tpu_name=s.tpu_name, mig_name=s.mig_name, mount_point=s.mount_point, iap=not external,
         )
 
     def opt(self, name: str) -> Any:
         return self.options[f"roberta_{name}"]
 
 
-# ---------------------------------------------------------------- arithmetic
-
-def world_size(job: Job) -> int:
-    """XLA devices in the slice: the number of processes fairseq trains with."""
-    if job.devices_per_chip <= 0:
-        raise LaunchError("TPU_ACCELERATOR_TYPE", f"the roberta launcher has no proven PyTorch/XLA device count for "
-                          f"{job.generation} (its generation record has none)",
-                          'use a v5p or v6e slice for MODEL="roberta", or set MODEL="" and start your own script '
-                          "with `tpubuild run -- ...`")
-    return job.chips * job.devices_per_chip
-
-
-def problems(job: Job) -> list[LaunchError]:
-    """Every setting this launch refuses, each once: the model's own rules. ``tpubuild validate``
-    reports them all (models/roberta/keys.py ``check``); :func:`plan_train` raises the first.
-    A generation without a device count is the root: the batch cannot be checked without one."""
-    found: list[LaunchError] = []
-    try:
-        world = world_size(job)
-        update_freq(job.opt("total_batch"), world, job.opt("batch_per_device"))
-    except LaunchError as exc:
-        found.append(exc)
-    if job.opt("warmup_updates") >= job.opt("max_updates"):
-        found.append(_warmup_error(job))
-    return found
-
-
-def resume_problems(before: Job, after: Job) -> list[LaunchError]:
-    """What changing the applied ``before`` into ``after`` would make training unable to resume
-    exactly (models/roberta/resume.py): the checkpoint's position counts batches of
-    ``ROBERTA_BATCH_PER_DEVICE`` sequences of ``ROBERTA_SEQ_LEN`` tokens, taken after a whole
-    number of updates of ``ROBERTA_TOTAL_BATCH / ROBERTA_BATCH_PER_DEVICE`` batches, which the new
-    world size must split. A size change the batch rules accept (:func:`problems`) always does;
-    ``ROBERTA_RESUME="reset-data"`` restarts the data order instead. Another environment, or a
-    slice the model cannot use (its own root cause, :func:`problems`), has nothing to add."""
-    if after.opt("resume") != "exact" or before.env != after.env:
-        return []
-    fix = ('or set ROBERTA_RESUME="reset-data" for this update (fairseq --reset-dataloader: the model and optimizer '
-           "resume, the data order restarts)")
-    found = [LaunchError(key, f"{key} changes from {before.opt(name)} to {after.opt(name)}, but training resumes from "
-                         f"the applied run's checkpoint, whose position counts batches of {before.opt('batch_per_device')} "
-                         f"sequences of {before.opt('seq_len')} tokens", f'keep {key}="{before.opt(name)}" {fix}')
-             for name, key in (("batch_per_device", "ROBERTA_BATCH_PER_DEVICE"), ("seq_len", "ROBERTA_SEQ_LEN"))
-             if before.opt(name) != after.opt(name)]
-    if found:
-        return found
-    try:
-        world = world_size(after)
-    except LaunchError:
-        return []
-    batches = before.opt("total_batch") // before.opt("batch_per_device")
-    if batches % world:
-        found.append(LaunchError(
-            "ROBERTA_TOTAL_BATCH", f"ROBERTA_TOTAL_BATCH changes from {before.opt('total_batch')} to "
-            f"{after.opt('total_batch')}: the applied run's checkpoint stands after whole updates of {batches} batches, "
-            f"which do not split across {world} devices", f'keep ROBERTA_TOTAL_BATCH="{before.opt("total_batch")}" on a slice '
-            f"whose device count divides {batches} {fix}"))
-    return found
-
-
-def resize_note(before: Job, after: Job) -> str | None:
-    """What ``plan`` says about the training when an update changes the world size (None: it
-    does not, or the change is refused): how the saved position is translated (resume.py)."""
-    if before.env != after.env or after.opt("resume") != "exact" or resume_problems(before, after):
-        return None
-    try:
-        sizes = [(world_size(j), update_freq(j.opt("total_batch"), world_size(j), j.opt("batch_per_device")))
-                 for j in (before, after)]
-    except LaunchError:
-        return None
-    (old, freq_then), (new, freq_now) = sizes
-    if old == new:
-        return None
-    return (f"{MODEL}: training resumes at the next sequence: each host translates checkpoint_last.pt's position "
-            f"from world size {old} to {new} (--update-freq {freq_then} → {freq_now}, global batch "
-            f"{after.opt('total_batch')} sequences; models/{MODEL}/resume.py): none skipped, none repeated")
-
-
-def _warmup_error(job: Job) -> LaunchError:
-    return LaunchError("ROBERTA_WARMUP_UPDATES", f"{job.opt('warmup_updates')} warmup updates is not below "
-                       f"ROBERTA_MAX_UPDATES={job.opt('max_updates')}",
-                       "lower ROBERTA_WARMUP_UPDATES or raise ROBERTA_MAX_UPDATES")
-
+# ---------------------------------------------------------------- the hosts
 
 def pjrt(job: Job) -> bool:
     """vm and mig hosts are both TPU VMs under PJRT (torch_xla from PyPI, ~/.tpubuild)."""
@@ -210,26 +127,6 @@ def pjrt(job: Job) -> bool:
 def host_arch(job: Job) -> str:
     """The --arch the host scripts get: a mig VM is a TPU VM (the host side is the vm one)."""
     return "vm" if job.arch == "mig" else job.arch
-
-
-def update_freq(total_batch: int, world: int, per_device: int) -> int:
-    """Gradient-accumulation steps so that ``world × per_device × update_freq == total_batch``."""
-    step = world * per_device
-    if total_batch % step == 0:
-        return total_batch // step
-    fits = [b for b in range(per_device, 0, -1) if total_batch % (world * b) == 0]
-    if step > total_batch:
-        what = (f"one step of the pod already holds {world} devices × {per_device} = {step} sequences, "
-                f"more than ROBERTA_TOTAL_BATCH={total_batch}")
-    else:
-        what = (f"ROBERTA_TOTAL_BATCH={total_batch} is not a multiple of {world} devices × "
-                f"{per_device} sequences = {step}")
-    fixes = []
-    if fits:
-        fixes.append(f'set ROBERTA_BATCH_PER_DEVICE="{fits[0]}"')
-    up = -(-total_batch // step) * step
-    fixes.append(f'set ROBERTA_TOTAL_BATCH="{up}"')
-    raise LaunchError("ROBERTA_TOTAL_BATCH", what, " or ".join(fixes))
 
 
 # ---------------------------------------------------------------- paths
@@ -315,7 +212,7 @@ def fairseq_args(job: Job) -> list[str]:
     max_update = job.opt("max_updates")
     warmup = job.opt("warmup_updates")
     if warmup >= max_update:
-        raise _warmup_error(job)
+        raise warmup_error(job)
     scheduler = job.opt("lr_scheduler")
     args = [
         data_bin(job),

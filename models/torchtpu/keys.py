@@ -29,6 +29,11 @@ PROFILER = "tpu_observe.py"  # the capture helper in CODE_DIR (builder/render/ob
 #: ($TPUBUILD_CHECKPOINT_DIR; models/checkpoint_sync.sh, docs/recovery.md). Its size is the
 #: script's: no checkpoint_gb, so the plan prices it per GB.
 CHECKPOINT_FILES = ("checkpoint",)
+#: make-before-break cannot move the training: it is the user's own script, whose checkpoints
+#: tpubuild cannot see (the launcher has no plan_probe); docs/models.md, "TorchTPU and TPU_REPLACE"
+HANDOVER = False
+#: it runs on TorchTPU, not torch_xla: no metrics report for `tpubuild train --metrics` to rewrite
+METRICS = False
 
 
 def script_path(value: str) -> str:

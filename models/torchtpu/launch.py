@@ -94,6 +94,9 @@ class Job:
     listing: tuple[str, ...] = ()
     slots: tuple[str, ...] = ()
     groups: tuple[str, ...] = ()
+    #: files shipped beside ``script`` (paths relative to repo_root): modules the script imports
+    #: from its own folder (models/roberta_torchtpu ships its data reader and model so)
+    ship: tuple[str, ...] = ()
 
     @classmethod
     def from_settings(cls, s: Any) -> Job:
@@ -131,6 +134,11 @@ def problems(job: Job) -> list[LaunchError]:
                                  'set TORCHTPU_SCRIPT to a .py file in this repository, e.g. '
                                  '"models/torchtpu/examples/tiny_transformer.py"'))
     return found
+
+
+def shipped(job: Job) -> list[str]:
+    """What the launch copies to the run folder on every host: the script and :attr:`Job.ship`."""
+    return [job.script, *job.ship]
 
 
 def log_dir(job: Job) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 
 from .. import hosts
 from .launch import (HOSTNAMES_VAR, LIBTPU, MODEL, TORCH, TORCH_CPU_INDEX, TORCH_TPU, XPROF, Job,  # noqa: F401
-                     LaunchError, host_env, host_log, log_dir, ports, problems, train_words)
+                     LaunchError, host_env, host_log, log_dir, ports, problems, shipped, train_words)
 
 Step = hosts.Step
 CODE = f".tpubuild/{MODEL}"
@@ -82,7 +82,10 @@ def _expand(line: str) -> str:
     return line
 
 
-def _stage(job: Job, repo_models: str, *, stop: bool = False) -> list[Step]:
+def stage(job: Job, repo_models: str, *, stop: bool = False) -> list[Step]:
+    """The steps before the launch: the hosts listed, the folders, models/torchtpu and the shipped
+    files copied, the install (``stop``: only models/torchtpu copied, for stop.sh). A launcher
+    built on this one (models/roberta_torchtpu) adds its own steps after these."""
     reach = access(job)
     src = hosts.code_sources(repo_models, MODEL)  # models/torchtpu and models/checkpoint_sync.sh
     if stop:
@@ -93,14 +96,14 @@ def _stage(job: Job, repo_models: str, *, stop: bool = False) -> list[Step]:
     wheels = f"{share}/wheels/{job.env}/{MODEL}"
     root = job.repo_root.rstrip("/") or "."
     copies = tuple(reach.scp([posixpath.join(root, p) for p in paths], dest)
-                   for dest, paths in hosts.ship_groups([job.script]))  # as `tpubuild run` ships
+                   for dest, paths in hosts.ship_groups(shipped(job)))  # as `tpubuild run` ships
     steps = [
         Step("the slice's hosts in worker order (TPU_WORKER_HOSTNAMES)", (_workers_line(job, reach),)),
         Step("folders on Filestore and ~/.tpubuild on every host",
              (reach.ssh("all", hosts.in_code_home(hosts.dirs_line(share, [log_dir(job), wheels]))),)),
         Step(f"copy models/{MODEL} to ~/{CODE} on every host", (reach.scp(src, ".tpubuild/"),)),
-        Step(f"copy {job.script} to ~/{hosts.RUN_DIR} on every host",
-             (reach.ssh("all", hosts.ship_dirs_line([job.script])), *copies)),
+        Step(f"copy {' '.join(shipped(job))} to ~/{hosts.RUN_DIR} on every host",
+             (reach.ssh("all", hosts.ship_dirs_line(shipped(job))), *copies)),
         Step("install torch, torch-tpu and libtpu on every host (Filestore wheelhouse; idempotent)",
              (reach.ssh("all", shlex.join(["bash", f"{CODE}/install.sh", "--wheelhouse", wheels, "--torch-index",
                                            TORCH_CPU_INDEX, "--no-deps", XPROF, "--", TORCH, TORCH_TPU, LIBTPU])),)),
@@ -121,7 +124,7 @@ def plan_train(job: Job, repo_models: str) -> list[Step]:
     _refuse(job)
     reach = access(job)
     launch = tuple(_expand(reach.ssh(str(h), hosts.detached(host_line(job, h)))) for h in range(job.hosts))
-    return _stage(job, repo_models) + [
+    return stage(job, repo_models) + [
         Step("launch on every host, detached, each with its own NODE_RANK; each tees to its log on Filestore",
              launch)]
 
@@ -129,7 +132,7 @@ def plan_train(job: Job, repo_models: str) -> list[Step]:
 def plan_stop(job: Job, repo_models: str) -> list[Step]:
     reach = access(job)
     stop = shlex.join(["bash", f"{CODE}/stop.sh"])
-    return _stage(job, repo_models, stop=True) + [
+    return stage(job, repo_models, stop=True) + [
         Step("stop on every host and free the TPU", (reach.ssh("all", stop, ready=False),))]
 
 

@@ -24,9 +24,14 @@ resource "google_cloud_scheduler_job" "health" {
   schedule    = var.health_schedule
   time_zone   = "Etc/UTC"
 
-  # The next run comes within minutes: a failed call is not retried.
+  # A failed call (the Cloud Build API's 429 or 5xx) is retried within the interval: Cloud Scheduler
+  # does not retry at all with retry_count = 0, its default, and then waits for the next scheduled
+  # run ("Retry jobs", cloud.google.com/scheduler/docs/configuring/retry-jobs). Retries stop after
+  # 5 minutes, before the next run (every 10 minutes) could be skipped for them.
   retry_config {
-    retry_count = 0
+    retry_count          = 3
+    min_backoff_duration = "30s"
+    max_retry_duration   = "300s"
   }
 
   http_target {

@@ -75,7 +75,13 @@ locals {
   cal         = local.calendar ? var.calendar : { name = "", start = "", days = 0, chips = 0, vm_family = "" }
   calendar_tf = local.calendar && local.cal.vm_family != ""
 
-  metadata = {
+  # the slot's own keys (its name, the NFS export: below) over what every slot's hosts share
+  metadata = merge(local.metadata_common, {
+    "tpubuild-nfs-ip"    = local.nfs.ip
+    "tpubuild-nfs-share" = local.nfs.share
+    "tpubuild-tpu-name"  = local.slice_name
+  })
+  metadata_common = {
     "enable-oslogin"                 = "TRUE"
     "block-project-ssh-keys"         = "TRUE"
     "enable-guest-attributes"        = "TRUE"
@@ -83,10 +89,7 @@ locals {
     "tpubuild-arch"                  = "mig"
     "tpubuild-env"                   = var.env_name
     "tpubuild-mount-point"           = var.mount_point
-    "tpubuild-nfs-ip"                = local.nfs.ip
-    "tpubuild-nfs-share"             = local.nfs.share
     "tpubuild-shared-pd-device"      = var.shared_pd_attach ? local.pd_device : ""
-    "tpubuild-tpu-name"              = local.slice_name
     "tpubuild-tpu-endpoints"         = ""
     "tpubuild-workspace"             = "gs://${var.state_bucket}/workspace/${var.env_name}"
     "tpubuild-setup-script"          = var.setup_script
@@ -135,6 +138,12 @@ locals {
     reservation           = var.reservation
     labels                = var.labels
     max_run_hours         = var.max_run_hours
+    # The group's target size policy (docs/modules.md, "Google's rules for TPU MIGs"): BULK on
+    # every multi-host slice (the API refuses a MIG with a TPU accelerator topology without it)
+    # and on every flex-start one (flex-start VMs come all at once from a bulk group grown from
+    # 0, never from a resize request, which the API refuses on a TPU MIG). The mode cannot change
+    # on an existing group: a slot whose mode differs is another slice (a new group).
+    target_size_mode = var.accelerator_topology != "" || var.provisioning == "flex-start" ? "BULK" : "INDIVIDUAL"
   }
   # A state written before the slots (a name, no slices): its slice moved to slot "a" (moved.tf)
   # and is taken to run today's values, so the first plan after the upgrade changes it in place or
@@ -142,21 +151,45 @@ locals {
   # modules before mig-attach has no mark: it did; shared_pd_kept_in_template, below).
   legacy      = length(data.terraform_remote_state.mig.outputs.slices) == 0 && data.terraform_remote_state.mig.outputs.name != ""
   legacy_kept = data.terraform_remote_state.mig.outputs.shared_pd_kept_in_template == "absent" || data.terraform_remote_state.mig.outputs.shared_pd_kept_in_template == true
-  previous = merge(data.terraform_remote_state.mig.outputs.slices, {
-    for slot in ["a"] : slot => { wanted = local.wanted, pd_kept = local.legacy_kept } if local.legacy
+  # A slot stored before target_size_mode was recorded holds a group made without a target size
+  # policy (INDIVIDUAL, the API's default): so does a state written before the slots.
+  # Its slot is rendered from today's values, but for the mode: kept beside a new bulk-mode group
+  # (remode, below), it keeps its name, the export Filestore holds and the disk it was made with.
+  stored = merge(data.terraform_remote_state.mig.outputs.slices, {
+    for slot in ["a"] : slot => {
+      wanted                = merge(local.wanted, { target_size_mode = "INDIVIDUAL" })
+      pd_kept               = local.legacy_kept
+      name                  = var.name
+      metadata              = merge(local.metadata_common, local.state_nfs, { "tpubuild-tpu-name" = var.name })
+      pd_source             = local.legacy_kept && var.shared_pd_attach ? try(data.terraform_remote_state.shared_pd[0].outputs.name, "") : ""
+      service_account_email = local.service_account_email
+      network_tag           = local.network_tag
+      calendar_name         = local.cal.name
+      wait_for_instances    = true
+    } if local.legacy
   })
+  previous = { for slot, spec in local.stored : slot => merge(spec, { wanted = merge({ target_size_mode = "INDIVIDUAL" }, spec.wanted) }) }
   # what such a state records of its slice's values (its size and workload policy): enough to
   # refuse a make-before-break change it cannot tell from the running slice (precondition below)
   legacy_policy = data.terraform_remote_state.mig.outputs.workload_policy == null ? "" : data.terraform_remote_state.mig.outputs.workload_policy
   legacy_same = !local.legacy || (data.terraform_remote_state.mig.outputs.vm_count == var.vm_count && (var.accelerator_topology == "" ?
   local.legacy_policy == "" : endswith(local.legacy_policy, "/${var.name}-${var.topology}")))
-  # jsonencode: a stored map (labels) comes back as an object, which == never equals
-  same = [for slot, spec in local.previous : slot if jsonencode(spec.wanted) == jsonencode(local.wanted)]
+  # jsonencode: a stored map (labels) comes back as an object, which == never equals. The group's
+  # mode is not compared: a running group made before bulk mode that holds the values keeps
+  # running as it is (Google cannot change its mode, and nothing else about it changes).
+  same = [for slot, spec in local.previous : slot if jsonencode(merge(spec.wanted, { target_size_mode = local.wanted.target_size_mode })) == jsonencode(local.wanted)]
   free = [for slot in ["a", "b"] : slot if !contains(keys(local.previous), slot)]
-  # the slot the values go to: the one already holding them; else, making before breaking, a free
-  # one beside the running slice; else the running one (replaced in place) or "a"
+  # the running slots whose group has another target size mode than the values ask for, when the
+  # values change (a new slice either way): Google cannot change the mode of an existing group, so
+  # the values go to a new group in the free slot whether or not the user makes before breaking
+  # (docs/modules.md, "What an existing environment gets"); breaking before making, the old group
+  # goes in the same apply (the guard shows it)
+  remode = [for slot, spec in local.previous : slot if spec.wanted.target_size_mode != local.wanted.target_size_mode]
+  # the slot the values go to: the one already holding them; else, making before breaking or
+  # changing the group's mode, a free one beside the running slice; else the running one
+  # (replaced in place) or "a"
   target = length(local.same) > 0 ? local.same[0] : (
-    var.make_before_break && length(local.previous) == 1 ? local.free[0] : (
+    (var.make_before_break || length(local.remode) > 0) && length(local.previous) == 1 ? local.free[0] : (
   length(local.previous) > 0 ? sort(keys(local.previous))[0] : "a"))
   # the slot's name: "a" is var.name, "b" var.name-b (the MIG, its VMs' prefix, the template's)
   slice_name = local.target == "a" ? var.name : "${var.name}-b"
@@ -164,7 +197,8 @@ locals {
   # slot the state holds, until the release apply once the target is in the state
   # (release = true: the mig-release step, after the training moved; never the first apply)
   releasing = var.release && contains(keys(local.previous), local.target)
-  kept      = { for slot, spec in local.previous : slot => spec if slot != local.target && !local.releasing }
+  kept = { for slot, spec in local.previous : slot => spec if slot != local.target && !local.releasing && (
+  var.make_before_break || !contains(local.remode, slot)) }
 
   # The NFS export in the hosts' metadata, as modules/tpu_vm's: a slot the state holds keeps ""
   # (made before Filestore: its hosts read the export from the workspace at every boot, which
@@ -207,14 +241,13 @@ locals {
   # the slice values.env asks for, in its slot: everything its resources read, so that the next
   # apply, which may keep it beside a new one, renders it from here
   slot = {
-    name     = local.slice_name
-    wanted   = local.wanted
+    name = local.slice_name
+    # the running group's mode where it holds the values (above), else the values' mode
+    wanted   = merge(local.wanted, contains(local.same, local.target) ? { target_size_mode = local.previous[local.target].wanted.target_size_mode } : {})
     metadata = local.slot_metadata
     pd_kept  = local.pd_kept
     # the shared PD the template carries (empty: none)
-    pd_source = local.pd_in_template ? data.terraform_remote_state.shared_pd[0].outputs.name : ""
-    # slot a's request is flex_request_name (<name>-flex), slot b's <name>-b-flex
-    flex_request_name     = var.provisioning != "flex-start" ? "" : "${local.slice_name}${trimprefix(var.flex_request_name, var.name)}"
+    pd_source             = local.pd_in_template ? data.terraform_remote_state.shared_pd[0].outputs.name : ""
     service_account_email = local.service_account_email
     network_tag           = local.network_tag
     calendar_name         = local.cal.name
@@ -228,11 +261,21 @@ locals {
   mode = { for slot, spec in local.slices : slot => {
     spot     = spec.wanted.provisioning == "spot"
     reserved = spec.wanted.provisioning == "reservation"
-    # Flex-start (Dynamic Workload Scheduler): the VMs come from a resize request, run at most
-    # max_run_hours and are then deleted (docs/capacity.md).
+    # Flex-start (Dynamic Workload Scheduler): the VMs come all at once when the bulk group is
+    # grown from 0 (mig-resize), run at most max_run_hours and are then deleted (docs/capacity.md).
     flex = spec.wanted.provisioning == "flex-start"
     # calendar: bound to the reservation the calendar request delivers
     calendar = spec.wanted.provisioning == "calendar" && spec.calendar_name != ""
+    bulk     = spec.wanted.target_size_mode == "BULK"
+    # a named reservation consumed by a bulk group the way Google's TPU pages do: specific
+    # affinity and the reservation-bound model (bulk mode supports it; none named: any matching
+    # reservation, standard VMs; a single-host group keeps standard VMs with specific affinity)
+    bound = spec.wanted.provisioning == "reservation" && spec.wanted.reservation != "" && spec.wanted.target_size_mode == "BULK"
+    # Spot VMs of a bulk group stop on preemption (Google's TPU Spot page), and the slice is
+    # restarted through 0; those of a single-host group are deleted and the group recreates them
+    # (a stopped VM would hold its place without running). A group made before bulk mode keeps
+    # deleting them: its template is not changed under its running VMs.
+    spot_stop = spec.wanted.provisioning == "spot" && spec.wanted.target_size_mode == "BULK"
   } }
 }
 
@@ -363,15 +406,18 @@ resource "google_compute_instance_template" "slice" {
     enable_integrity_monitoring = true
   }
 
-  # TPU VMs cannot live-migrate: maintenance stops them. Spot VMs are deleted on preemption so the
-  # MIG recreates them (a stopped VM would hold the slice's place without running). Calendar-mode
-  # VMs are RESERVATION_BOUND: they run only on their reservation and are deleted when it ends.
+  # TPU VMs cannot live-migrate: maintenance stops them. Spot VMs of a bulk group stop on
+  # preemption, as Google's TPU Spot page creates them (--instance-termination-action=STOP); such a
+  # slice is restarted by deleting its VMs and growing the group again from 0 (mig-resize, the
+  # health check); a single-host group's are deleted and recreated by the group. Calendar-mode VMs
+  # and those of a named reservation are RESERVATION_BOUND: they run only on their reservation and
+  # are deleted when it ends; flex-start VMs are deleted at their run limit.
   scheduling {
     on_host_maintenance         = "TERMINATE"
-    automatic_restart           = !(local.mode[each.key].spot || local.mode[each.key].flex || local.mode[each.key].calendar)
+    automatic_restart           = !(local.mode[each.key].spot || local.mode[each.key].flex || local.mode[each.key].calendar || local.mode[each.key].bound)
     preemptible                 = local.mode[each.key].spot
-    provisioning_model          = local.mode[each.key].spot ? "SPOT" : (local.mode[each.key].flex ? "FLEX_START" : (local.mode[each.key].calendar ? "RESERVATION_BOUND" : "STANDARD"))
-    instance_termination_action = local.mode[each.key].spot || local.mode[each.key].flex || local.mode[each.key].calendar ? "DELETE" : null
+    provisioning_model          = local.mode[each.key].spot ? "SPOT" : (local.mode[each.key].flex ? "FLEX_START" : (local.mode[each.key].calendar || local.mode[each.key].bound ? "RESERVATION_BOUND" : "STANDARD"))
+    instance_termination_action = local.mode[each.key].spot_stop ? "STOP" : (local.mode[each.key].spot || local.mode[each.key].flex || local.mode[each.key].calendar || local.mode[each.key].bound ? "DELETE" : null)
 
     # Flex-start VMs run at most TPU_MAX_RUN_HOURS, then Compute Engine deletes them.
     dynamic "max_run_duration" {
@@ -382,8 +428,11 @@ resource "google_compute_instance_template" "slice" {
     }
   }
 
-  # Reservation-bound: a named reservation (TPU_RESERVATION), else any matching one in the zone;
-  # calendar mode: the reservation its request delivers (the slot's calendar_name).
+  # TPU_PROVISIONING=reservation: a named reservation (TPU_RESERVATION) by specific affinity, the
+  # VMs reservation-bound (Google's consume-reservation page for TPUs); none named: any matching
+  # one in the zone, standard VMs (a reservation that requires specific targeting is not consumed
+  # then, and the VMs are on-demand: docs/modules.md); calendar mode: the reservation its request
+  # delivers (the slot's calendar_name).
   dynamic "reservation_affinity" {
     # Flex-start VMs must not consume a reservation (Google's flex-start template: NO_RESERVATION).
     for_each = local.mode[each.key].reserved || local.mode[each.key].flex || local.mode[each.key].calendar ? [true] : []
@@ -415,9 +464,26 @@ resource "google_compute_instance_group_manager" "slice" {
   base_instance_name = each.value.name
   zone               = var.zone
   description        = "tpubuild ${var.env_name}: the ${each.value.wanted.accelerator_type} slice (${each.value.wanted.vm_count} TPU VMs)"
-  # Flex-start: the group starts empty and the resize request below adds the whole slice at
-  # once when Dynamic Workload Scheduler finds the capacity.
+  # Flex-start: the group starts empty and mig-resize grows it from 0 to the whole slice (a plain
+  # resize: bulk mode creates every VM at once when Dynamic Workload Scheduler has the capacity).
   target_size = local.mode[each.key].flex ? 0 : each.value.wanted.vm_count
+
+  # BULK: every VM at once or none (multi-host and flex-start slices; local.wanted says why).
+  dynamic "target_size_policy" {
+    for_each = local.mode[each.key].bulk ? ["BULK"] : []
+    content {
+      mode = target_size_policy.value
+    }
+  }
+
+  # Flex-start in bulk mode: Google requires repair off (defaultActionOnFailure DO_NOTHING); a VM
+  # that fails stays failed, and the slice is recovered by growing the group again from 0.
+  dynamic "instance_lifecycle_policy" {
+    for_each = local.mode[each.key].flex && local.mode[each.key].bulk ? ["DO_NOTHING"] : []
+    content {
+      default_action_on_failure = instance_lifecycle_policy.value
+    }
+  }
 
   version {
     name              = "slice"
@@ -442,8 +508,8 @@ resource "google_compute_instance_group_manager" "slice" {
     max_unavailable_fixed          = each.value.wanted.vm_count
   }
 
-  # Flex-start and calendar VMs come when Google has the capacity (the request is fulfilled, the
-  # reservation is delivered at its start): the apply does not wait; mig-resize does. Otherwise
+  # Flex-start and calendar VMs come when Google has the capacity (mig-resize grows the flex-start
+  # group from 0, the reservation is delivered at its start): the apply does not wait; mig-resize does. Otherwise
   # the create waits until the group is whole: make-before-break's wait for the new slice; unless
   # the slot was made by a failover (var.wait_for_instances = false): the acquisition step waits
   # and reads the group's errors, as a stockout only shows there.
@@ -470,26 +536,6 @@ resource "google_compute_instance_group_manager" "slice" {
     precondition {
       condition     = !(var.make_before_break && var.provisioning == "calendar")
       error_message = "A calendar-mode slice is never made before break (its VMs run only on the one reservation): set make_before_break to false."
-    }
-  }
-}
-
-# ---- flex-start: one resize request per slot for the whole slice (all VMs or none) ----
-
-resource "google_compute_resize_request" "slice" {
-  for_each               = { for slot, spec in local.slices : slot => spec if local.mode[slot].flex }
-  name                   = each.value.flex_request_name
-  zone                   = var.zone
-  instance_group_manager = google_compute_instance_group_manager.slice[each.key].name
-  description            = "tpubuild ${var.env_name}: ${each.value.wanted.vm_count} TPU VMs of ${each.value.wanted.accelerator_type} for at most ${each.value.wanted.max_run_hours} h"
-  # The run limit lives on the template (scheduling.max_run_duration): gcloud's resize-requests
-  # reference says a FLEX_START group takes its run duration from the template, not the request.
-  resize_by = each.value.wanted.vm_count
-
-  lifecycle {
-    precondition {
-      condition     = var.provisioning != "flex-start" || startswith(var.flex_request_name, "${var.name}-")
-      error_message = "flex_request_name must be the slice's name and a suffix (<name>-flex): slot b's request is <name>-b and the same suffix."
     }
   }
 }

@@ -4,7 +4,7 @@ output "name" {
 }
 
 output "slices" {
-  description = "Every slice this state holds, by slot (a, b): name, the values that make a new template or policy (wanted), metadata, the shared PD in its template, flex request, account, network tag, calendar reservation. The next apply reads it back (make-before-break); two slots: a replacement is under way."
+  description = "Every slice this state holds, by slot (a, b): name, the values that make a new template or policy (wanted), metadata, the shared PD in its template, account, network tag, calendar reservation. The next apply reads it back (make-before-break); two slots: a replacement is under way."
   value       = local.slices
 }
 
@@ -26,11 +26,6 @@ output "workload_policy" {
 output "instance_template" {
   description = "Self link of the instance template the slice's VMs run."
   value       = google_compute_instance_template.slice[local.target].self_link
-}
-
-output "flex_request_name" {
-  description = "The flex-start resize request of the slice values.env asks for: flex_request_name in slot a, <name>-b-flex in slot b; empty unless provisioning is flex-start."
-  value       = local.slot.flex_request_name
 }
 
 output "shared_pd_kept_in_template" {

@@ -109,23 +109,12 @@ variable "image_family" {
 }
 
 variable "provisioning" {
-  description = "How the VMs get capacity: on-demand, spot (deleted on preemption, recreated by the MIG), reservation (reservation-bound), flex-start (Dynamic Workload Scheduler resize request; deleted after max_run_hours) or calendar (a calendar-mode future reservation, consumed by name)."
+  description = "How the VMs get capacity: on-demand, spot (a multi-host slice's VMs stop on preemption and the slice restarts through target size 0; a single host is deleted and recreated by the MIG), reservation (a named one by specific affinity, reservation-bound in a bulk group; none named: any matching one), flex-start (a bulk group grown from 0 with repair off; deleted after max_run_hours) or calendar (a calendar-mode future reservation, consumed by name)."
   type        = string
 
   validation {
     condition     = contains(["on-demand", "spot", "reservation", "flex-start", "calendar"], var.provisioning)
     error_message = "provisioning must be on-demand, spot, reservation, flex-start or calendar."
-  }
-}
-
-variable "flex_request_name" {
-  description = "With provisioning = flex-start: the name of the slice's resize request (builder.config.offers.flex_request_name: <name>-flex)."
-  type        = string
-  default     = ""
-
-  validation {
-    condition     = var.flex_request_name == "" || can(regex("^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", var.flex_request_name))
-    error_message = "flex_request_name must be empty or a resize request name."
   }
 }
 
@@ -181,7 +170,7 @@ variable "shared_pd_attached_later" {
 }
 
 variable "make_before_break" {
-  description = "TPU_REPLACE=make-before-break: a change that makes a new template or workload policy creates the new slice (policy, template, MIG, flex request) in the free slot (name-b or name) beside the running one; false (break-before-make) replaces it in place. Never with provisioning = calendar."
+  description = "TPU_REPLACE=make-before-break: a change that makes a new template or workload policy creates the new slice (policy, template, MIG) in the free slot (name-b or name) beside the running one; false (break-before-make) replaces it in place. Never with provisioning = calendar."
   type        = bool
   default     = false
 }

@@ -76,10 +76,39 @@ def test_a_quota_cloud_quotas_does_not_know_is_said_and_not_refused(quotas, cli)
     assert "capacity not checked: quota TPUV4PodPerProjectPerZoneForTPUAPI (tpu.googleapis.com) is unknown" in err
 
 
-def test_a_generation_without_a_known_quota_is_said_and_not_refused(quotas, cli):
-    code, out, err = cli("--values", REPO / "values.env", "check-capacity")  # v3: no quota in its record
+def test_a_generation_without_a_known_quota_is_said_and_not_refused(quotas, cli, make_env):
+    values = make_env(REPO / "values.env", TPU_ACCELERATOR_TYPE="v3-8")  # a v3 single device: no quota in its record
+    code, out, err = cli("--values", values, "check-capacity")
     assert code == 0 and "capacity not checked: no on-demand quota of v3 on TPU_ARCH=vm" in err
     assert not quotas.requests
+
+
+@pytest.mark.parametrize("values_file, quota_id", [
+    (REPO / "values.env", "TPUV3sPodPerProjectPerZoneForTPUAPI"),  # v3-32 on demand
+    (EXAMPLES / "vm-v2-32.env", "TPUV2sPreemptiblePodPerProjectPerZoneForTPUAPI"),  # v2-32 preemptible
+], ids=lambda v: getattr(v, "name", v))
+def test_a_v2_v3_pod_reads_its_pod_quota_in_tensorcores_and_a_zero_names_the_terms(quotas, cli, values_file, quota_id):
+    """Google sells v2/v3 Pod types only with evaluation quota or a 1- or 3-year commitment
+    (cloud.google.com/tpu/pricing), on a Pod quota apart from the single devices' (tpu/docs/quota)."""
+    need = capacity.need(load(values_file))
+    assert need.quota_id == quota_id and need.counts == "TensorCores" and need.amount == 32
+    zone = load(values_file).zone
+    for value in (0, None):
+        quotas.infos[(need.project, need.service, quota_id)] = quota_info(
+            need.project, need.service, quota_id, {zone: value} if value is not None else {"us-east1-d": 64})
+        code, out, err = cli("--values", values_file, "check-capacity")
+        lines = err.strip().splitlines()
+        assert code == 1 and len(lines) == 1 and quota_id in lines[0], err
+        assert "is a Pod type, which Google offers only with evaluation quota or a 1- or 3-year commitment" in lines[0]
+    quotas.infos[(need.project, need.service, quota_id)] = quota_info(need.project, need.service, quota_id, {zone: 32})
+    code, out, err = cli("--values", values_file, "check-capacity")
+    assert code == 0 and f"{quota_id} (tpu.googleapis.com) allows 32 TensorCores" in out, err
+
+
+def test_the_plan_says_a_v3_pod_needs_evaluation_quota_or_a_commitment(cli):
+    code, out, err = cli("--values", REPO / "values.env", "plan", "--action", "create", "--applied", "none")
+    assert code == 0 and "v3-32 is a v3 Pod type: Google offers it only with evaluation quota or a 1- or 3-year " \
+                         "commitment" in out, out
 
 
 def test_plan_check_runs_the_same_check(quotas, cli):

@@ -15,7 +15,9 @@ How each verb runs (nothing reaches Google):
 * host verbs (train, run, stop, logs, profile) in their ``--dry-run`` form, which prints the
   exact script (tests/shell/ executes such scripts against sandboxed hosts);
 * cloud verbs (initialize, status, unlock, submit, dispatch, finalize, ttl) against the local
-  fakes (tests/support/fakes), after ``initialize`` where they need the state bucket; a build
+  fakes (tests/support/fakes), after ``initialize`` where they need the state bucket; ``prices update``
+  against the Billing Catalog's fake (its ``--endpoint``, when an example names one, is the fake's);
+  ``capacity --calendar`` against the calendar-mode advice fake (every zone recommended); a build
   that succeeds runs the pipeline's ``finalize`` (releasing the lock); ``ttl``'s premise, an
   environment with a TTL (ENV_TTL_HOURS and its Scheduler job), is made true first;
 * the rest (validate, plan, render, trigger, bootstrap, migrate, guard) as written.
@@ -156,8 +158,9 @@ def _values(words: list[str]) -> str:
 class Session:
     """Runs the examples of one place against the fakes, preparing what each verb needs once."""
 
-    def __init__(self, cli: Callable[..., tuple[int, str, str]], fakes: Fakes, scheduler) -> None:
-        self.cli, self.fakes, self.scheduler = cli, fakes, scheduler
+    def __init__(self, cli: Callable[..., tuple[int, str, str]], fakes: Fakes, scheduler, catalog=None,
+                 advice=None) -> None:
+        self.cli, self.fakes, self.scheduler, self.catalog, self.advice = cli, fakes, scheduler, catalog, advice
         self.initialized: set[str] = set()
         self.values = "values.env"
         fakes.google.on_done = self.finalize
@@ -212,6 +215,10 @@ class Session:
             self.ttl_job(values)
         if verb == "run":
             check_script_flags(words)
+        if verb == "capacity" and "--endpoint" not in words:  # calendar-mode advice: its fake
+            words = [*words, "--endpoint", self.advice.url]
+        if verb == "prices" and "--endpoint" in words:
+            words = [*words[:words.index("--endpoint") + 1], self.catalog.url, *words[words.index("--endpoint") + 2:]]
         if verb in HOST_VERBS and "--dry-run" not in words:
             cut = words.index("--") if "--" in words else len(words)
             words = [*words[:cut], "--dry-run", *words[cut:]]
@@ -250,9 +257,30 @@ def scheduler(monkeypatch: pytest.MonkeyPatch):
     fake.stop()
 
 
+@pytest.fixture
+def advice():
+    from tests.support.fakes.advice import FakeAdvice
+
+    fake = FakeAdvice({}, default=("RECOMMENDED", "2026-12-12T00:00:00Z", "2026-12-19T00:00:00Z")).start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from tests.support.fakes.billing import FakeCatalog
+
+    fake = FakeCatalog().start()
+    monkeypatch.setenv("TPUBUILD_BILLING_ENDPOINT", fake.url)
+    monkeypatch.setenv("TPUBUILD_PRICES_CACHE", str(tmp_path / "prices"))
+    yield fake
+    fake.stop()
+
+
 @pytest.mark.parametrize("where,commands", EXAMPLES, ids=[w for w, _ in EXAMPLES])
-def test_example_runs(where: str, commands: list[list[str]], workspace: Path, fakes: Fakes, scheduler, cli) -> None:
-    session = Session(cli, fakes, scheduler)
+def test_example_runs(where: str, commands: list[list[str]], workspace: Path, fakes: Fakes, scheduler, catalog,
+                      advice, cli) -> None:
+    session = Session(cli, fakes, scheduler, catalog, advice)
     for words in commands:
         code, out, err = session.run(words)
         assert code == 0, f"{where}: tpubuild {shlex.join(words)}\nexit {code}\n{err}{out[-2000:]}"

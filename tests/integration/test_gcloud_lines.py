@@ -261,19 +261,24 @@ def test_mig_attach_lines_parse(gcloud, tmp_path, values):
     _parse_all(gcloud, argvs)
 
 
-#: gcloud as mig's acquisition meets it: no group error, the flex-start request FAILED for want of capacity
+#: gcloud as mig's acquisition meets it: the flex-start group made empty (grown from 0 by a resize),
+#: then a stockout in its errors; the next candidate's group shows none
 ACQUIRE_GCLOUD = """#!/usr/bin/env bash
 n=$(ls "$RECORD_DIR" | wc -l)
 printf '%s\\0' "$@" > "$RECORD_DIR/call-$n"
-[[ "$*" == *"value(state)"* ]] && echo FAILED
-[[ "$*" == *"value(status.error.errors)"* ]] && echo "[{'code': 'ZONE_RESOURCE_POOL_EXHAUSTED'}]"
+[[ "$*" == *"value(targetSize)"* ]] && echo 0
+if [[ "$*" == *"list-errors"* ]] && [ ! -e "$RECORD_DIR.errored" ]; then
+  touch "$RECORD_DIR.errored"
+  printf 'ZONE_RESOURCE_POOL_EXHAUSTED\\tno capacity\\n'
+fi
 exit 0
 """
 
 
 def test_mig_acquisition_lines_parse(gcloud, tmp_path):
-    """mig-apply of a failover (docs/capacity.md): list-errors, the resize request's state and, as
-    it FAILED, its errors, then the next candidate's wait-until, with the group's real name."""
+    """mig-apply of a failover (docs/capacity.md): the flex-start group grown from 0 (its target
+    size, a plain resize: no resize request), its errors (a stockout), then the next candidate's
+    errors and wait-until, with the group's real name."""
     from builder.config import load_text
     from builder.render.pipeline import render
     from builder.planning.plan import make_plan
@@ -296,8 +301,9 @@ def test_mig_acquisition_lines_parse(gcloud, tmp_path):
     proc = subprocess.run(["bash", "-c", step_script(step)], env=env, capture_output=True, text=True, timeout=60)
     argvs = [tuple(c.read_bytes().decode().split("\0")[:-1]) for c in sorted(rec.iterdir(), key=lambda c: int(c.name[5:]))]
     assert proc.returncode == 0, proc.stderr
-    kinds = [next((w for w in ("list-errors", "resize-requests", "wait-until") if w in a), a) for a in argvs]
-    assert kinds == ["list-errors", "resize-requests", "resize-requests", "list-errors", "wait-until"], argvs
+    kinds = [next((w for w in ("describe", "resize", "list-errors", "wait-until") if w in a), a) for a in argvs]
+    assert kinds == ["describe", "resize", "list-errors", "list-errors", "wait-until"], argvs
+    assert not any("resize-requests" in a for a in argvs)
     assert all(s.tpu_name in a for a in argvs)
     _parse_all(gcloud, argvs)
 

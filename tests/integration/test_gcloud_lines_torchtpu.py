@@ -80,3 +80,25 @@ def test_torchtpu_lines_parse(gcloud, make_env, tmp_path: Path, variant: str, co
         assert all("--tunnel-through-iap" in a for a in on_hosts)
     failures = [p.why() for p in (gcloud.parse(list(a)) for a in dict.fromkeys(argvs)) if not p.ok]
     assert not failures, "\n\n".join(failures)
+
+
+ROBERTA_COMMANDS = [("train", "roberta_torchtpu", "--dry-run"), ("stop", "--dry-run"), ("stop", "--probe", "--dry-run"),
+                    ("logs", "--host", "1", "--dry-run")]
+
+
+@pytest.mark.parametrize("variant", ["vm-iap", "mig"])
+@pytest.mark.parametrize("command", ROBERTA_COMMANDS, ids=" ".join)
+def test_roberta_torchtpu_lines_parse(gcloud, make_env, tmp_path: Path, variant: str, command: tuple[str, ...]) -> None:
+    """models/roberta_torchtpu's lines (its data-bin check, its stop with a grace period, its probe) parse too."""
+    base = EXAMPLES / ("vm-v5p-32-roberta-torchtpu.env" if variant == "vm-iap" else "mig-v6e-16-roberta-torchtpu.env")
+    values = make_env(base)
+    r = run_tpubuild(*command, "--values", values)
+    assert r.returncode == 0, r.stderr
+    argvs = record(r.stdout, tmp_path, load(values).tpu_name)
+    on_hosts = [a for a in argvs if "ssh" in a or "scp" in a]
+    assert on_hosts, r.stdout
+    said = "\n".join(a[-1] for a in on_hosts)
+    wanted = {"train": "dict.txt train.idx train.bin", "stop": "stop.sh --pattern", "logs": "tail -n 200"}[command[0]]
+    assert (wanted if "--probe" not in command else "tpubuild-probe") in said
+    failures = [p.why() for p in (gcloud.parse(list(a)) for a in dict.fromkeys(argvs)) if not p.ok]
+    assert not failures, "\n\n".join(failures)

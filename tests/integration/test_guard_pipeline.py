@@ -17,7 +17,7 @@ import pytest
 from builder.config import load
 from builder.planning.plan import make_plan
 from builder.render.pipeline import render
-from tests.conftest import EXAMPLES, NODE
+from tests.conftest import EXAMPLES, NODE, require
 
 PLANS = Path(__file__).resolve().parents[1] / "data" / "plans"
 BIN = Path(sys.executable).parent
@@ -40,8 +40,7 @@ def guard_script(values: Path, action: str, module: str, *, tpu: bool = False, a
 
 
 def run_step(script: str, tmp_path: Path, module: str, fixture: str) -> subprocess.CompletedProcess[str]:
-    if not (BIN / "tpubuild").exists():
-        pytest.skip("the tpubuild console script is not installed next to this interpreter")
+    require("the tpubuild console script", (BIN / "tpubuild").exists(), "pip install -e . into this interpreter's venv")
     (tmp_path / "plans").mkdir(exist_ok=True)
     shutil.copy(PLANS / f"{fixture}.json", tmp_path / "plans" / f"{module}.json")
     stubs = tmp_path / "stubs"

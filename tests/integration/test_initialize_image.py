@@ -103,3 +103,17 @@ def test_a_failed_image_build_is_one_line_naming_the_step(fakes: Fakes, repo: Pa
     assert code == 1
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert "FAILURE at step tpubuild-image" in err
+
+
+def test_initialize_in_a_region_without_artifact_registry_stops_in_one_line_before_anything(fakes: Fakes, repo: Path,
+                                                                                             cli) -> None:
+    """The region must offer Artifact Registry (its locations API, read by the real client) before
+    initialize makes a bucket, an account or the repository (docs/cloud.md, "Regional availability")."""
+    s = _settings(repo)
+    fakes.registry.offered = ["us-central1", "us-east1"]
+    code, out, err = cli("--values", repo, "initialize")
+    lines = err.strip().splitlines()
+    assert code == 1 and len(lines) == 1, err
+    assert f"Artifact Registry is not offered in {s.region}" in lines[0] and s.image_repository in lines[0]
+    assert not fakes.registry.repositories and not fakes.iam.accounts
+    assert not fakes.storage().bucket(s.state_bucket).exists()

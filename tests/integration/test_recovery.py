@@ -37,7 +37,7 @@ def test_the_health_build_is_a_real_build_and_its_job_a_real_job(path: Path) -> 
     build = Build.from_json(body)
     assert [st.id for st in build.steps] == [step_id for step_id, _, _ in recovery.STEPS]
     assert build.source.storage_source.object_ == "workspace/" + s.env_name + "/ttl/source.tgz"
-    assert recovery.TAG.format(env=s.env_name) in build.tags and build.timeout.seconds == recovery.TIMEOUT_S
+    assert recovery.TAG.format(env=s.env_name) in build.tags and build.timeout.total_seconds() == recovery.TIMEOUT_S
     import importlib.util
 
     require("google-cloud-scheduler", importlib.util.find_spec("google.cloud.scheduler_v1") is not None,

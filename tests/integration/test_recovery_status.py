@@ -76,3 +76,26 @@ def test_submit_keeps_the_source_the_health_build_runs_from(fakes: Fakes, tmp_pa
     bucket = fakes.storage().bucket(src["bucket"])
     assert bucket.blob(src["object"]).download_as_bytes() == \
         bucket.blob(create["source"]["storageSource"]["object"]).download_as_bytes()
+
+
+def test_submit_keeps_each_shipped_health_script_where_the_health_build_copies_it_from(fakes: Fakes, tmp_path: Path,
+                                                                                      monkeypatch, cli):
+    """mig's health-check ships as a file (over an argument's budget): submit keeps it at its
+    content-addressed object, which the Scheduler job's body copies before it runs it, so a job
+    applied earlier still finds its own script after a later submit (builder/inputs/build_limits.py)."""
+    from builder.config import load
+    from builder.inputs import build_limits, recovery
+
+    values = make_repo(tmp_path / "repo", unique_env(), base=EXAMPLES / "mig-v6e-16-spot.env")
+    monkeypatch.chdir(values.parent)
+    s = load(values)
+    assert s.recovery
+    assert cli("--values", values, "initialize")[0] == 0
+    code, _, err = cli("--values", values, "submit", "--action", "create")
+    assert code == 0, err
+    [check] = [st for st in recovery.build_request(s)["steps"] if st["id"] == "health-check"]
+    path = build_limits.shipped_path(check["args"][1])
+    assert path is not None and f"gcloud storage cp gs://{s.state_bucket}/{build_limits.object_name(path)} {path}" \
+        in check["args"][1]
+    blob = fakes.storage().bucket(s.state_bucket).blob(build_limits.object_name(path))
+    assert blob.download_as_bytes().decode() == build_limits.shipped(path)

@@ -100,23 +100,28 @@ def _capacity_repo(tmp_path: Path, base: Path) -> Path:
     return make_repo(tmp_path / base.stem, unique_env(), base=base)
 
 
-def test_status_shows_where_a_flex_start_request_stands(fakes: Fakes, tmp_path: Path, cli) -> None:
+def test_status_shows_where_a_flex_start_bulk_group_stands(fakes: Fakes, tmp_path: Path, cli) -> None:
+    """flex-start is a bulk MIG grown from 0 (no resize request: docs/modules.md): status reads the
+    group's target size and its bulk instance operation (status.bulkInstanceOperation)."""
     from builder.config import load
 
     values = _capacity_repo(tmp_path, EXAMPLES / "mig-v6e-16-flex.env")
     s = load(values)
     group = f"/compute/v1/projects/{s.project_id}/zones/{s.zone}/instanceGroupManagers/{s.tpu_name}"
-    request = f"{group}/resizeRequests/{s.tpu_name}-flex"
     code, out, err = cli("--values", values, "status")
     assert code == 0 and "capacity   absent" in out, out + err
-    fakes.google.compute_objects[request] = {"name": f"{s.tpu_name}-flex", "state": "ACCEPTED", "resizeBy": 4}
+    fakes.google.migs[group] = {"manager": {"name": s.tpu_name, "targetSize": 0}, "instances": []}
     code, out, err = cli("--values", values, "status")
     assert code == 0, err
-    assert (f"capacity   {s.tpu_name}-flex: waiting for capacity (ACCEPTED), its VMs run at most "
-            f"{s.max_run_hours} h from their start (flex-start resize request)") in out
-    fakes.google.compute_objects[request] = {
-        "name": f"{s.tpu_name}-flex", "state": "FAILED",
-        "status": {"error": {"errors": [{"code": "ZONE_RESOURCE_POOL_EXHAUSTED", "message": "no  capacity"}]}}}
+    assert f"capacity   {s.tpu_name}: not asked for yet (target size 0) (EMPTY)" in out, out
+    fakes.google.migs[group]["manager"] = {"name": s.tpu_name, "targetSize": 4,
+                                           "status": {"bulkInstanceOperation": {"inProgress": True}}}
+    code, out, err = cli("--values", values, "status")
+    assert (f"capacity   {s.tpu_name}: waiting for capacity (IN_PROGRESS), its VMs run at most "
+            f"{s.max_run_hours} h from their start (flex-start bulk group)") in out, out
+    fakes.google.migs[group]["manager"] = {"name": s.tpu_name, "targetSize": 4, "status": {"bulkInstanceOperation": {
+        "inProgress": False, "lastProgressCheck": {"error": {"errors": [
+            {"code": "ZONE_RESOURCE_POOL_EXHAUSTED", "message": "no  capacity"}]}}}}}
     code, out, err = cli("--values", values, "status", "--format", "json")
     report = json.loads(out)
     assert report["capacity"]["state"] == "FAILED" and report["capacity"]["error"] == "no capacity"

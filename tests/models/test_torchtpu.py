@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import random
 import shlex
-import signal
 import socket
 import subprocess
 import time
@@ -29,6 +26,7 @@ from builder.config import load
 from builder.config import model_registry
 from tests.conftest import EXAMPLES, REPO, run_tpubuild
 from tests.support.side_venv import clean_env, torchtpu_python
+from tests.support.torchrun_hosts import emitted, quiet_port, run_hosts
 
 EXAMPLE = "models/torchtpu/examples/tiny_transformer.py"
 LAUNCH = model_registry.load(model_registry.SOURCE_MODELS, "torchtpu.launch")
@@ -38,7 +36,12 @@ HOSTNAMES = ["v6e-slice-0a1b", "v6e-slice-2c3d", "v6e-slice-4e5f", "v6e-slice-6a
 
 
 def _values(make_env, base: Path) -> Path:
-    return make_env(base, MODEL="torchtpu", TORCHTPU_SCRIPT=EXAMPLE, TORCHTPU_ARGS="--steps 100 --name 'a b'")
+    """A torchtpu values file whose TORCHTPU_SCRIPT exists beside it, as validate and train want."""
+    values = make_env(base, MODEL="torchtpu", TORCHTPU_SCRIPT=EXAMPLE, TORCHTPU_ARGS="--steps 100 --name 'a b'")
+    script = values.parent / EXAMPLE
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_bytes((REPO / EXAMPLE).read_bytes())
+    return values
 
 
 def _job(path: Path):
@@ -78,30 +81,8 @@ def test_dry_run_shows_four_consistent_hosts(make_env, example: str, topology: s
     assert subprocess.run(["bash", "-n"], input=r.stdout, text=True).returncode == 0
 
 
-#: gcloud as a bash function: each ssh appends the command it would run on its host to $SEEN.
-_FAKE_GCLOUD = r'''gcloud() {
-  local a
-  for a; do case $a in --command=*) printf '%s\n' "${a#--command=}" >>"$SEEN" ;; esac; done
-}'''
-
-
 def _emitted(job, hostnames: list[str], tmp_path: Path) -> list[dict[str, str]]:
-    """Run the script's host listing and launch lines through bash (TPUBUILD_HOSTS preset, as the
-    mig preamble leaves it) and read back the environment each host's command carries."""
-    steps = LAUNCHER.plan_train(job, str(REPO / "models"))
-    wanted = [s for s in steps if s.title.startswith(("the slice's hosts in worker order", "launch on every host"))]
-    assert len(wanted) == 2
-    seen = tmp_path / "seen"
-    script = "\n".join(["set -euo pipefail", f"SEEN={shlex.quote(str(seen))}", _FAKE_GCLOUD,
-                        f"TPUBUILD_HOSTS=({shlex.join(hostnames)})", *(line for s in wanted for line in s.lines)])
-    r = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    envs = []
-    for line in seen.read_text().splitlines():
-        words = shlex.split(line.split("setsid nohup ", 1)[1])
-        assert words[0] == "env"
-        envs.append(dict(w.split("=", 1) for w in words[1:] if "=" in w and w.split("=", 1)[0].isupper()))
-    return envs
+    return emitted(LAUNCHER, job, hostnames, tmp_path)
 
 
 def test_the_launch_lines_carry_host_env(make_env, tmp_path: Path) -> None:
@@ -116,11 +97,23 @@ _PROBE = ("import json, os\nfrom torch.tpu.distributed import set_tpu_launch_env
           "set_tpu_launch_env()\nprint('TPUBUILD-ENV ' + json.dumps({'before': before, 'after': dict(os.environ)}))\n")
 
 
+ROBERTA = model_registry.load(model_registry.SOURCE_MODELS, "roberta_torchtpu.launcher")
+
+
+def _model_job(make_env, model: str):
+    """The launcher of ``model`` (torchtpu, or roberta_torchtpu built on it) and its job on the v6e-16 mig example."""
+    if model == "torchtpu":
+        return LAUNCHER, _job(_values(make_env, EXAMPLES / "mig-v6e-16-spot.env"))
+    return ROBERTA, ROBERTA.Job.from_settings(load(make_env(EXAMPLES / "mig-v6e-16-spot.env", MODEL=model)))
+
+
 @pytest.mark.slow  # four imports of torch-tpu (~15 s each on CI's 2 cores)
-def test_real_set_tpu_launch_env_agrees_on_every_host(make_env, tmp_path: Path) -> None:
+@pytest.mark.parametrize("model", ["torchtpu", "roberta_torchtpu"])
+def test_real_set_tpu_launch_env_agrees_on_every_host(make_env, tmp_path: Path, model: str) -> None:
     python = torchtpu_python()
-    job = _job(_values(make_env, EXAMPLES / "mig-v6e-16-spot.env"))
-    emitted = _emitted(job, HOSTNAMES, tmp_path)
+    launcher, job = _model_job(make_env, model)
+    seen = emitted(launcher, job, HOSTNAMES, tmp_path)
+    assert seen == LAUNCH.host_env(job, HOSTNAMES)
 
     def one(env: dict[str, str]) -> dict[str, dict[str, str]]:
         r = subprocess.run([str(python), "-c", _PROBE], capture_output=True, text=True, timeout=600,
@@ -130,9 +123,9 @@ def test_real_set_tpu_launch_env_agrees_on_every_host(make_env, tmp_path: Path) 
         return json.loads(line.removeprefix("TPUBUILD-ENV "))
 
     with ThreadPoolExecutor(4) as pool:  # each host its own process, as on the slice
-        results = list(pool.map(one, emitted))
+        results = list(pool.map(one, seen))
     afters = [r["after"] for r in results]
-    for env, result in zip(emitted, results):
+    for env, result in zip(seen, results):
         assert {k: result["after"][k] for k in env} == env  # nothing the launcher set was overwritten
     agreed = ("TORCH_TPU_SLICEBUILDER_ADDRESSES", "NNODES", "MASTER_ADDR", "MASTER_PORT", "TORCH_TPU_XPROF_SESSION_ID",
               "TORCH_TPU_TOPOLOGY")
@@ -153,22 +146,6 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _quiet_port() -> int:
-    """A free port below the kernel's ephemeral range: no other test's ``bind(0)`` server and no
-    outgoing connection is handed it between this check and torchrun's bind. (CI, stop 41: with an
-    ephemeral port, host 0 could not bind its store and host 1 waited on whoever held the port.)"""
-    ranges = Path("/proc/sys/net/ipv4/ip_local_port_range")
-    low = int(ranges.read_text().split()[0]) if ranges.exists() else 32768
-    for port in random.sample(range(20000, max(20001, min(low, 32768))), 500):
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise AssertionError("no free port between 20000 and the ephemeral range")
-
-
 #: seconds both hosts get to train 3 steps (about 30 s on this 2-core machine)
 TRAIN_DEADLINE_S = 300
 
@@ -180,42 +157,21 @@ def test_the_example_trains_under_torchrun_on_cpu_from_the_launch_lines(make_env
     python = torchtpu_python()
     job = dataclasses.replace(_job(_values(make_env, EXAMPLES / "mig-v6e-16-spot.env")), hosts=2,
                               args=("--steps", "3"), mount_point=str(tmp_path))
-    port = str(_quiet_port())  # the launcher's 29500 may be taken on a shared machine
     words = LAUNCH.train_words(job, str(REPO / "models/torchtpu"), str(REPO))
     at = words.index("--profiler-port") + 1
     assert words[at] == str(LAUNCH.PROFILER_PORT)
 
     def on_this_machine() -> list[str]:  # each host serves its profiler on its own port here (one per VM on a slice)
-        return [*words[:at], str(_quiet_port()), *words[at + 1:]]
+        return [*words[:at], str(quiet_port()), *words[at + 1:]]
 
     # both hosts are this machine: gloo on the loopback, whatever this machine's hostname resolves to
-    outs = [tmp_path / f"host-{rank}.out" for rank in range(2)]
-    procs = [subprocess.Popen(on_this_machine(), stdout=out.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
-                              env=clean_env(python, **{**env, "MASTER_PORT": port}, TPUBUILD_PYTHON=str(python),
-                                            GLOO_SOCKET_IFNAME="lo"))
-             for env, out in zip(LAUNCH.host_env(job, ["127.0.0.1", "127.0.0.1"]), outs)]
-    deadline = time.monotonic() + TRAIN_DEADLINE_S
-    while any(proc.poll() is None for proc in procs):  # one host failing leaves the other waiting: stop it
-        failed = any(proc.returncode not in (None, 0) for proc in procs)
-        if failed or time.monotonic() > deadline:
-            for proc in procs:
-                if proc.poll() is None:
-                    os.killpg(proc.pid, signal.SIGKILL)
-            if not failed:
-                logs = {r: _tail(Path(LAUNCH.host_log(job, r))) for r in range(len(procs))}
-                pytest.fail(f"the hosts still ran after {TRAIN_DEADLINE_S} s (port {port}); their logs: {logs}")
-        time.sleep(0.5)
-    runs = [subprocess.CompletedProcess(words, proc.returncode, out.read_text(errors="replace"), "")
-            for proc, out in zip(procs, outs)]
+    hosts = [(on_this_machine(), env) for env in LAUNCH.host_env(job, ["127.0.0.1", "127.0.0.1"])]
+    runs = run_hosts(python, hosts, tmp_path / "out", TRAIN_DEADLINE_S, lambda r: Path(LAUNCH.host_log(job, r)))
     for rank, r in enumerate(runs):
         assert r.returncode == 0, r.stdout[-3000:]
         log = Path(LAUNCH.host_log(job, rank)).read_text()
         assert f"tpubuild-step rank={rank}/2 step=3" in log
     assert "tpubuild-done steps=3 world=2" in Path(LAUNCH.host_log(job, 0)).read_text()
-
-
-def _tail(path: Path) -> str:
-    return path.read_text(errors="replace")[-2000:] if path.exists() else "(no log)"
 
 
 _SERVE = ("import time, torch, tpu_observe\nassert tpu_observe.serve()\nx = torch.randn(256, 256)\n"

@@ -14,6 +14,8 @@ converged), which tests/shell/conftest.py repeats in the session's summary.
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO
+from builder.facts.capacity_errors import classify
 from tests.support import converge
+from tests.support import converge_refusals as refusals
 from tests.support.converge import Pipeline, Stop, World
 
 VM_BIGGER = (("TPU_ACCELERATOR_TYPE", "v4-64"),)
@@ -205,12 +209,113 @@ def test_status_shows_both_slices_and_their_cost_while_the_overlap_waits(pipelin
         other = f"{live[old]}, ${prices[1]:,.2f}/h" if settings.arch == "vm" else "price unknown"
         assert all(prices) and lines[1].startswith(f"  billing    2 slices: {asked} ({live[asked]}, ${prices[0]:,.2f}/h) + "
                                                     f"{old} ({other}) = "), lines
-        assert lines[1].endswith(f"deletes {old}"), lines
+        # the release deletes the old slice, and the prices say where they come from (the catalogue or the
+        # bundled snapshot, with its date: builder/catalogue/price_source.py)
+        assert re.search(rf"deletes {old} \(list prices from (the bundled snapshot|the Cloud Billing Catalog).*\d{{4}}-\d\d-\d\d",
+                         lines[1]), lines
+
+
+REFUSED = [(p, kind) for p in PIPELINES for kind in refusals.kinds(p.action, p.config()[1]["steps"])]
+#: every pipeline concurrently in the rendered order; in its reverse where no refused schedule reruns it so
+CONCURRENT = ([(p, False) for p in PIPELINES] +
+              [(p, True) for p in PIPELINES if not refusals.kinds(p.action, p.config()[1]["steps"])])
+SCHEDULES: dict[tuple[str, str], bool] = {}
+
+
+def _converged(world: World, pipeline: Pipeline, ref: Reference) -> None:
+    settings = pipeline.config()[0]
+    assert converge.outcome(world) == ref.outcome
+    assert len(converge.slices_live(world, settings)) <= 1
+    if pipeline.action != "destroy":
+        assert _data_deleted(world, settings) == []
+
+
+@pytest.mark.parametrize(("pipeline", "kind"), REFUSED, ids=[f"{p.name}-{k}" for p, k in REFUSED])
+def test_refused_at_the_first_try_and_run_again_converges(pipeline: Pipeline, kind: str, root: Path) -> None:
+    """Google says no at the first try: the quota at the capacity check, a stockout at the slice's
+    create, the new slice not READY when the swap looks (its wait ends at once here). The build, its
+    steps run concurrently as Cloud Build runs them, fails at that step, in Google's words; run again
+    (concurrently, the ready steps started in the reverse order), it ends where the uninterrupted run does."""
+    ref, settings = _reference(pipeline, root), pipeline.config()[0]
+    SCHEDULES[(pipeline.name, f"refused-{kind}")] = False
+    world = ref.start.copy(root / f"{pipeline.name}-refused-{kind}")
+    said = refusals.refusal(settings, kind)
+    if kind == "stockout":
+        assert classify(said["text"]) == "stockout", said  # as builder/facts/capacity_errors.py reads Google
+    refusals.queue(world.root, said)
+    first = converge.start_build(world, pipeline)
+    assert converge.run_concurrently(first)[0] == "FAILURE"
+    failed = sorted(k for k, proc in first.done.items() if proc.returncode != 0)
+    slice_module = "tpu" if settings.arch == "vm" else "mig"
+    assert failed == [{"quota": "check-capacity", "stockout": f"{slice_module}-apply",
+                       "not-ready": f"{slice_module}-swap"}[kind]], failed
+    if kind != "not-ready":
+        assert said["text"] in first.done[failed[0]].stderr
+    assert refusals.pending(world.root) == [], "the refusal was said"
+    again = converge.start_build(world, pipeline)
+    assert converge.run_concurrently(again, reverse=True)[0] == converge.FINISHED_OK, {
+        k: p.stderr[-1500:] for k, p in again.done.items() if p.returncode}
+    _converged(world, pipeline, ref)
+    SCHEDULES[(pipeline.name, f"refused-{kind}")] = True
+
+
+@pytest.mark.parametrize(("pipeline", "reverse"), CONCURRENT,
+                         ids=[f"{p.name}-{'reverse' if r else 'forward'}" for p, r in CONCURRENT])
+def test_steps_run_concurrently_converge(pipeline: Pipeline, reverse: bool, root: Path) -> None:
+    """The DAG as Cloud Build runs it: every step whose waitFor steps passed starts at once (the slice's
+    apply beside its guard, the plans beside the image), in the rendered order or its reverse; the build
+    ends where the one-at-a-time reference does."""
+    ref = _reference(pipeline, root)
+    order = "reverse" if reverse else "forward"
+    SCHEDULES[(pipeline.name, f"concurrent-{order}")] = False
+    world = ref.start.copy(root / f"{pipeline.name}-concurrent-{order}")
+    build = converge.start_build(world, pipeline)
+    status, most = converge.run_concurrently(build, reverse=reverse)
+    assert status == converge.FINISHED_OK, {k: p.stderr[-1500:] for k, p in build.done.items() if p.returncode}
+    assert most >= 2, "no two steps ran at once"
+    # the slice's apply runs beside its gates (the real guard; on mig also the drain): a replacing plan
+    # (break-before-make) waits for their verdict, a plan that only creates does not; destroy applies after its guards
+    waited = [k for k, p in build.done.items() if k.endswith("-apply") and "let the plan through" in p.stdout]
+    bbm = pipeline.action == "update" and pipeline.config()[0].replace == "break-before-make"
+    assert bool(waited) == bbm, waited
+    _converged(world, pipeline, ref)
+    SCHEDULES[(pipeline.name, f"concurrent-{order}")] = True
+
+
+def test_the_stand_ins_say_no(root: Path) -> None:
+    """A command no stand-in models fails loudly (exit 3, one line naming it), and the real guard
+    refuses the stand-in terraform's plan that replaces a data holder (as Terraform writes its JSON)."""
+    world = World.empty(root / "say-no")
+    build = converge.start_build(world, BY_NAME["vm-create"])
+    settings = BY_NAME["vm-create"].config()[0]
+
+    def run(*argv: str, cwd: Path = world.root) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(argv, env=build.env, cwd=cwd, capture_output=True, text=True, timeout=60)
+
+    for argv in (("gcloud", "compute", "instances", "delete", "vm-1"), ("tpubuild", "destroy-everything"),
+                 ("docker", "run", "x"), ("gcloud", "storage", "mv", "gs://a", "gs://b")):
+        proc = run(*argv)
+        assert proc.returncode == 3 and "is not modelled" in proc.stderr and proc.stderr.count("\n") == 1, argv
+    state = world.root / "tf" / "filestore" / "state.json"
+    state.parent.mkdir(parents=True)
+    state.write_text(json.dumps({"serial": 1, "resources": {settings.filestore_name: "another tier"}}))
+    modules = Path(build.env["WORKSPACE"]) / "modules" / "filestore"
+    assert run("terraform", "plan", "-input=false", "-out=p.tfplan", cwd=modules).returncode == 0
+    plan = json.loads((modules / "p.tfplan.show").read_text())
+    assert [(c["address"], c["change"]["actions"]) for c in plan["resource_changes"]] == [
+        ("google_filestore_instance.this", ["delete", "create"])]
+    guard = run("tpubuild", "guard", "--plan-json", str(modules / "p.tfplan.show"), "--module", "filestore",
+                "--action", "update")
+    assert guard.returncode == 2 and "google_filestore_instance.this would be replaced" in guard.stderr, guard
+    assert "_ALLOW_DATA_LOSS=true" in guard.stderr
 
 
 def test_count(request: pytest.FixtureRequest) -> None:
     """The count CI's log shows (tests/shell/conftest.py prints it again at the end of the session)."""
     worlds = sum(len(r.reruns) for r in _REFERENCES.values())
     line = (f"convergence: {len({p for p, _ in RESULTS})} pipelines, {len(RESULTS)} stop points "
-            f"({worlds} distinct stopped worlds rerun), {sum(RESULTS.values())} converged")
-    converge.report(request, "tpubuild/converge-summary", line, RESULTS, CASES)
+            f"({worlds} distinct stopped worlds rerun), {sum(RESULTS.values())} converged; "
+            f"{len(SCHEDULES)} concurrent schedules ({len(REFUSED)} refused at the first try), "
+            f"{sum(SCHEDULES.values())} converged")
+    converge.report(request, "tpubuild/converge-summary", line, {**RESULTS, **SCHEDULES},
+                    CASES + REFUSED + CONCURRENT)

@@ -1,4 +1,4 @@
-"""builder/cloud/mig_hosts.py: the gcloud lines that reach a mig slice's VMs parse in the REAL gcloud
+"""builder/render/mig_hosts.py: the gcloud lines that reach a mig slice's VMs parse in the REAL gcloud
 (offline harness, tests/support/gcloud.py), the worker order is startup.sh's (C-locale sort), and
 train/stop/logs refuse mig in one line instead of taking the node (xla_dist) path."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from builder.cloud import mig_hosts
+from builder.render import mig_hosts
 from builder.config import load
 from tests.conftest import EXAMPLES
 

@@ -62,11 +62,8 @@ def test_both_or_neither_group_is_one_line_before_any_listing_or_ssh(cli, make_e
     values = make_env(MIG, MOUNT_POINT=str(tmp_path / "mnt"))
     box = tmp_path / "hosts"
     env = host_sandbox.sandbox(box, A_VMS + B_VMS, groups=groups)
-    for args in (["run", "--dry-run", "--values", values, "--", "true"], ["stop", "--dry-run", "--values", values],
-                 ["train", "roberta", "--dry-run", "--values", values]):
-        r = _bash(_script(cli, *args), env, tmp_path)
-        assert r.returncode == 1 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
-        assert host_sandbox.calls(box) == [] and host_sandbox.listed(box) == [], args
+    host_sandbox.refused_in_one_line(lambda *args: _bash(_script(cli, *args), env, tmp_path), values, says, box,
+                                     host_sandbox.EVERY_SCRIPT)
 
 
 @pytest.mark.parametrize("preset,vms", [(A, A_VMS), (B, B_VMS)])
@@ -90,17 +87,14 @@ def test_while_both_exist_a_preset_tpubuild_slice_picks_that_group(cli, make_env
 ], ids=["not-a-slot", "absent"])
 def test_a_preset_tpubuild_slice_that_is_not_a_live_group_is_one_line(cli, make_env, tmp_path, monkeypatch, preset,
                                                                       groups, says):
-    monkeypatch.chdir(tmp_path)
-    values = make_env(MIG, MOUNT_POINT=str(tmp_path / "mnt"))
-    box = tmp_path / "hosts"
-    env = {**host_sandbox.sandbox(box, A_VMS, groups=groups), "TPUBUILD_SLICE": preset}
-    host_sandbox.refused_in_one_line(lambda *args: _bash(_script(cli, *args), env, tmp_path), values, says, box)
+    host_sandbox.preset_refused_in_one_line(cli, make_env, tmp_path, monkeypatch, MIG, A_VMS, preset, says,
+                                            groups=groups)
 
 
 def test_one_slot_keeps_todays_script(cli, make_env):
     """Only where the slice has two slots does the script look for the live one: a settings object
     with one slot (as every arch but vm and mig has) writes today's listing of ``tpu-<env>``."""
-    from builder.cloud import mig_hosts
+    from builder.render import mig_hosts
     from builder.config import load
     from builder.config.model_registry import hosts
 

@@ -26,12 +26,13 @@ from tests.support.pipeline import step_script
 TERRAFORM = swap_steps.slot_terraform("tpu-v6e-slice", "tpu-v6e-slice-b",
                                    "Error: Error waiting for Creating InstanceGroupManager: ZONE_RESOURCE_POOL_EXHAUSTED")
 #: gcloud: the new group lists STANDIN_RUNNING (8 unless told) VMs RUNNING with nothing under way;
-#: its wait-until fails when STANDIN_UNSTABLE is set.
+#: its wait-until fails when STANDIN_UNSTABLE is set (mig-resize's look for stopped Spot VMs, which
+#: reads the status alone, finds none).
 GCLOUD = swap_steps.gcloud(r"""case "$*" in
   *"wait-until tpu-v6e-slice-b"*)
     if [ -n "${STANDIN_UNSTABLE:-}" ]; then echo "ERROR: (gcloud.compute.instance-groups.managed.wait-until) Timeout while waiting for group to become stable." >&2; exit 1; fi
     echo "tpu-v6e-slice-b is stable" >> "$JOURNAL_DIR/journal" ;;
-  *"list-instances tpu-v6e-slice-b"*)
+  *"list-instances tpu-v6e-slice-b"*currentAction*)
     for _ in $(seq 1 "${STANDIN_RUNNING-8}"); do echo "RUNNING NONE"; done
     echo "STAGING CREATING"
     echo "tpu-v6e-slice-b has ${STANDIN_RUNNING-8} running" >> "$JOURNAL_DIR/journal" ;;

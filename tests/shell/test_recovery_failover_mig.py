@@ -63,13 +63,13 @@ def test_a_short_spot_group_with_a_stockout_fails_over_to_flex_start(tmp_path: P
     [dispatch] = _dispatched(box)
     assert delete < calls.index(dispatch) and "--mig true" in dispatch
     assert len(_launched(calls)) == 4 and all(calls.index(c) > calls.index(dispatch) for c in _launched(calls))
-    assert "the slice moved from us-east5-b spot to us-east5-b flex-start" in out and "43.2000 USD/h" in out, out
+    assert "the slice moved from us-east5-b spot to us-east5-b flex-start" in out and "21.6000 USD/h" in out, out
     [record] = box.records()
     assert record["outcome"] == "recovered" and record["place"] == "us-east5-b flex-start"
-    assert record["moved_from"] == "us-east5-b spot" and record["now_hourly_usd"] == 43.2
+    assert record["moved_from"] == "us-east5-b spot" and record["now_hourly_usd"] == 21.6
     assert record["hourly_usd"] == recovery.hourly_usd(s)  # the down time is priced at the slice that was lost
     row = recovery_row({**recovery.summary(box.records(), 5), "mark": None, "max_tries": 3, "interval_min": 10})
-    assert "recreated in us-east5-b flex-start, as us-east5-b spot had no capacity: it costs 43.2000 USD/h now" in row
+    assert "recreated in us-east5-b flex-start, as us-east5-b spot had no capacity: it costs 21.6000 USD/h now" in row
     assert box.mark() == {}
 
 

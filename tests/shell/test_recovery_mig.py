@@ -115,3 +115,20 @@ def test_no_mig_slot_is_nothing_to_watch(tmp_path: Path) -> None:
     code, out = box.run_build()
     assert code == 0 and f"no MIG {s.tpu_name} or {s.tpu_name}-b exists" in out, out
     _nothing_happened(box)
+
+
+def test_a_spot_slice_stopped_on_preemption_is_restarted_through_zero(tmp_path: Path) -> None:
+    """A multi-host Spot slice is a bulk group whose VMs stop on preemption (Google's TPU Spot page:
+    restart = delete and recreate): the check takes the group to 0, then grows it back to every VM
+    at once (bulk mode grows only from 0); once whole, training is relaunched."""
+    box = _sandbox(tmp_path, MIG)
+    s = box.settings
+    box.mig("RUNNING NONE\nTERMINATED NONE\nTERMINATED NONE\nRUNNING NONE\n")
+    code, out = box.run_build()
+    assert code == 0, out
+    assert f"{s.tpu_name}: 2 of 4 VMs running, VMs stopped on preemption (Spot); the slice is restarted" in out
+    resizes = [c for c in box.calls() if c.startswith("gcloud compute instance-groups managed resize")]
+    assert [c.split("--size=")[1] for c in resizes] == ["0", "4"], resizes
+    assert not _launched(box.calls())
+    code, out = box.run_build("hb-2")  # the group grew back whole: training is relaunched
+    assert code == 0 and "whole again" in out and len(_launched(box.calls())) == 4, out

@@ -18,13 +18,14 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from builder.catalogue.modules import accelerator_module
 from builder.config import load
 from builder.inputs import recovery, tfvars
-from tests.conftest import EXAMPLES, REPO, rewrite_env
+from tests.conftest import EXAMPLES, NO_CLOUD, REPO, require, rewrite_env
 from tests.support.pipeline import step_env, step_script
 
 VM = EXAMPLES / "vm-v2-32.env"  # preemptible: TPU_RECOVERY is auto, the slice's price is known
@@ -54,6 +55,9 @@ exec {sys.executable} -m builder "$@"
 class Sandbox:
     root: Path
     values: Path
+    #: the state bucket in fake-gcs-server (``google.cloud.storage.Bucket``) when the sandbox's gcloud
+    #: talks to it (``STORAGE_EMULATOR_HOST``); None: Cloud Storage is ``state/gcs`` on disk
+    bucket: Any = None
 
     @property
     def state(self) -> Path:
@@ -82,13 +86,32 @@ class Sandbox:
         log = self.state / "calls.log"
         return log.read_text().splitlines() if log.exists() else []
 
+    def text(self, rel: str) -> str | None:
+        """The object ``rel`` of the state bucket, None when there is none."""
+        if self.bucket is not None:
+            blob = self.bucket.blob(rel)
+            return blob.download_as_text() if blob.exists() else None
+        path = self.gcs(rel)
+        return path.read_text() if path.exists() else None
+
+    def write(self, rel: str, text: str) -> None:
+        if self.bucket is not None:
+            self.bucket.blob(rel).upload_from_string(text)
+            return
+        self.gcs(rel).parent.mkdir(parents=True, exist_ok=True)
+        self.gcs(rel).write_text(text)
+
     def records(self) -> list[dict]:
-        folder = self.gcs(recovery.objects(self.settings)["records"])
-        return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))] if folder.exists() else []
+        folder = recovery.objects(self.settings)["records"]
+        if self.bucket is not None:
+            return [json.loads(b.download_as_text()) for b in sorted(self.bucket.list_blobs(prefix=folder),
+                                                                      key=lambda b: b.name) if b.name.endswith(".json")]
+        path = self.gcs(folder)
+        return [json.loads(p.read_text()) for p in sorted(path.glob("*.json"))] if path.exists() else []
 
     def mark(self) -> dict[str, str]:
-        path = self.gcs(recovery.objects(self.settings)["mark"])
-        return dict(line.split("=", 1) for line in path.read_text().splitlines()) if path.exists() else {}
+        text = self.text(recovery.objects(self.settings)["mark"])
+        return dict(line.split("=", 1) for line in text.splitlines()) if text is not None else {}
 
     def run_build(self, build_id: str = "hb-1", **env: str) -> tuple[int, str]:
         """Every step of the health build, as Cloud Build runs them; (exit status, output)."""
@@ -100,7 +123,8 @@ class Sandbox:
             script = step_script(step, {"BUILD_ID": build_id})
             proc = subprocess.run(
                 ["bash", "-c", script], capture_output=True, text=True, timeout=120, cwd=self.values.parent,
-                env={**os.environ, **step_env(step, {"BUILD_ID": build_id}), "WORKSPACE": str(self.values.parent),
+                env={**{k: v for k, v in os.environ.items() if k not in NO_CLOUD},  # gcloud's world: state/
+                     **step_env(step, {"BUILD_ID": build_id}), "WORKSPACE": str(self.values.parent),
                      "PATH": f"{self.root / 'bin'}:{os.environ['PATH']}", "FAKE_GCLOUD_STATE": str(self.state),
                      "PYTHONPATH": str(REPO), **env})
             out.append(f"--- {step['id']} ({proc.returncode})\n{proc.stdout}{proc.stderr}")
@@ -110,8 +134,7 @@ class Sandbox:
 
 
 def _sandbox(tmp_path: Path, base: Path, **overrides: str) -> Sandbox:
-    if shutil.which("bash") is None:
-        pytest.skip("bash is not on PATH")
+    require("bash", shutil.which("bash") is not None, "apt-get install bash")
     workspace = tmp_path / "workspace"
     workspace.mkdir(parents=True)
     values = workspace / "values.env"

@@ -1,5 +1,5 @@
 """``tpubuild run/stop/logs --run`` on TPU_ARCH="mig" (models/hosts.py ``SliceHosts``, listing from
-builder/cloud/mig_hosts.py): the dry run prints the group listing, then one ``gcloud compute ssh
+builder/render/mig_hosts.py): the dry run prints the group listing, then one ``gcloud compute ssh
 --tunnel-through-iap`` line per host in PJRT worker order; every gcloud line parses in the REAL
 gcloud (offline harness); and the printed script, executed by bash against sandboxed hosts (a
 stand-in ``gcloud`` that lists the group shuffled and runs ``--command`` in the named host's

@@ -79,11 +79,8 @@ def test_neither_or_both_slots_is_one_line_before_any_ssh(cli, make_env, tmp_pat
     values = make_env(VM, MOUNT_POINT=str(tmp_path / "mnt"))
     box = tmp_path / "hosts"
     env = host_sandbox.sandbox(box, NAMES, slices=slices)
-    for args in (["run", "--dry-run", "--values", values, "--", "true"], ["stop", "--dry-run", "--values", values],
-                 ["train", "roberta", "--dry-run", "--values", values]):
-        r = _bash(_script(cli, *args), env, tmp_path)
-        assert r.returncode == 1 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
-        assert host_sandbox.calls(box) == [], args
+    host_sandbox.refused_in_one_line(lambda *args: _bash(_script(cli, *args), env, tmp_path), values, says, box,
+                                     host_sandbox.EVERY_SCRIPT)
 
 
 def test_before_any_swap_slot_a_is_reached(cli, make_env, tmp_path, monkeypatch):
@@ -116,11 +113,8 @@ def test_while_both_exist_a_preset_tpubuild_slice_picks_that_slot(cli, make_env,
 ], ids=["not-a-slot", "absent"])
 def test_a_preset_tpubuild_slice_that_is_not_a_live_slot_is_one_line(cli, make_env, tmp_path, monkeypatch, preset,
                                                                      slices, says):
-    monkeypatch.chdir(tmp_path)
-    values = make_env(VM, MOUNT_POINT=str(tmp_path / "mnt"))
-    box = tmp_path / "hosts"
-    env = {**host_sandbox.sandbox(box, NAMES, slices=slices), "TPUBUILD_SLICE": preset}
-    host_sandbox.refused_in_one_line(lambda *args: _bash(_script(cli, *args), env, tmp_path), values, says, box)
+    host_sandbox.preset_refused_in_one_line(cli, make_env, tmp_path, monkeypatch, VM, NAMES, preset, says,
+                                            slices=slices)
 
 
 def test_the_probe_says_whether_it_trains_and_when_the_checkpoint_was_written(cli, make_env, tmp_path, monkeypatch):

@@ -22,6 +22,7 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -30,9 +31,11 @@ from typing import Any
 from builder.catalogue import modules as catalogue
 from builder.cloud import lock
 from builder.config import load_text
+from builder.config.offers import bulk_mode
 from builder.planning.plan import make_plan
 from builder.render.pipeline import render
-from tests.conftest import EXAMPLES, rewrite_env
+from tests.conftest import EXAMPLES, REPO, rewrite_env
+from tests.support import converge_refusals as refusals
 from tests.support import converge_standins as standins
 from tests.support.pipeline import step_env, step_script
 from tests.support.swap_steps import shell
@@ -125,7 +128,8 @@ class World:
         for name, text in (("terraform", standins.TERRAFORM_SH), ("terraform.py", standins.TERRAFORM),
                            ("gcloud", python.format("gcloud")), ("gcloud.py", standins.GCLOUD),
                            ("tpubuild", standins.TPUBUILD_SH), ("tpubuild.py", standins.TPUBUILD),
-                           ("docker", standins.DOCKER)):
+                           ("docker", standins.DOCKER), ("standin_refusals.py", refusals.REFUSALS),
+                           ("standin_show.py", refusals.SHOW), ("sleep", refusals.SLEEP)):
             (root / "bin" / name).write_text(text)
             (root / "bin" / name).chmod(0o755)
         (root / "bin" / "python3").symlink_to(sys.executable)  # the steps' own python3 (tpu-swap)
@@ -147,12 +151,14 @@ def desire(world: World, settings: Any) -> None:
     for spec in catalogue.specs(settings.arch):
         name = {"filestore": settings.filestore_name, "shared_pd": settings.shared_pd_name}.get(spec.name, spec.name)
         doc: dict[str, Any] = {"resources": {}, "data": [name] if spec.holds_data else []}
+        slots = [settings.tpu_name, f"{settings.tpu_name}-b"]
         if spec.slice_resource:
-            doc["slice"] = {"names": [settings.tpu_name, f"{settings.tpu_name}-b"] if settings.replace ==
-                            "make-before-break" else [settings.tpu_name], "config": settings.accelerator_type,
-                            "mbb": settings.replace == "make-before-break"}
+            doc["slice"] = {"names": slots if settings.replace == "make-before-break" else slots[:1],
+                            "config": settings.accelerator_type, "mbb": settings.replace == "make-before-break"}
         else:
             doc["resources"][name] = spec.name
+        doc["addresses"] = refusals.addresses(settings, spec, {name: spec.name},
+                                              slots if spec.slice_resource else [])
         if spec.identity:  # the hosts' account, which the module's identity step makes alone (-target)
             doc["resources"][spec.identity] = "account"
             doc["identity"] = spec.identity
@@ -236,12 +242,21 @@ def start_build(world: World, pipeline: Pipeline) -> Build:
     _workspace(ws, pipeline, settings)
     env = {"PATH": f"{world.root / 'bin'}{os.pathsep}{os.environ['PATH']}", "HOME": str(world.root),
            "LANG": "C.UTF-8", "WORKSPACE": str(ws), "STANDIN_WORLD": str(world.root), "STANDIN_BUILD": build_id,
-           "STANDIN_PYTHON": sys.executable,
+           "STANDIN_PYTHON": sys.executable, "STANDIN_REPO": str(REPO), "STANDIN_CACHE": str(_cache(world)),
            "STANDIN_ENV_LOCK": str(env_lock_path(world, settings)),
            "STANDIN_VMS": str(settings.mig_shape.vms if settings.arch == "mig" else 1),
+           # the slice's MIG is in bulk mode: the gcloud stand-in refuses to grow it from non-zero
+           "STANDIN_BULK": "1" if bulk_mode(settings) else "0",
            "TPUBUILD_SWAP_POLL_S": "0", "TPUBUILD_DRAIN_POLL_S": "0", "TPUBUILD_DRAIN_WAIT_S": "0",
-           "TPUBUILD_RESUME_WAIT_S": "0", "TPUBUILD_RESUME_TRIES": "1"}
+           "TPUBUILD_RESUME_WAIT_S": "0", "TPUBUILD_RESUME_TRIES": "1", "TPUBUILD_SWAP_WAIT_S": "0"}
     return Build(world, build_id, order(config), env)
+
+
+def _cache(world: World) -> Path:
+    """What the stand-ins may keep between worlds: the real guard's verdict on each distinct plan."""
+    path = world.root.parent / "standin-cache"
+    path.mkdir(exist_ok=True)
+    return path
 
 
 def moved(build: Build, world: World) -> Build:
@@ -268,6 +283,35 @@ def run_build(world: World, pipeline: Pipeline, stop: Stop | None = None,
             break
     build.finish(status)
     return build.done
+
+
+def run_concurrently(build: Build, *, reverse: bool = False) -> tuple[str, int]:
+    """``build``'s steps as Cloud Build runs them: every step whose ``waitFor`` steps passed starts at
+    once, in a thread of its own, the ready ones started in the rendered order (``reverse``: its
+    reverse); after a failure nothing new starts and the running steps finish. The build's status
+    and the most steps that ran at once."""
+    ids = [st["id"] for st in build.steps]
+    waits = {i: set() if st["waitFor"] == ["-"] else set(st["waitFor"]) for i, st in enumerate(build.steps)}
+    pending, passed, running, failed, most = list(range(len(ids))), set(), {}, False, 0
+    with ThreadPoolExecutor(max_workers=len(ids)) as pool:
+        while True:
+            ready = [i for i in pending if not failed and waits[i] <= passed]
+            for i in reversed(ready) if reverse else ready:
+                pending.remove(i)
+                running[pool.submit(build.step, i)] = i
+            most = max(most, len(running))
+            if not running:
+                break
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for f in done:
+                i = running.pop(f)
+                if f.result().returncode == 0:
+                    passed.add(ids[i])
+                else:
+                    failed = True
+    status = "FAILURE" if failed else FINISHED_OK if not pending else "CANCELLED"
+    build.finish(status)
+    return status, most
 
 
 def outcome(world: World) -> dict[str, Any]:

@@ -20,6 +20,13 @@ The world (every path relative to $STANDIN_WORLD):
 
 ``terraform apply`` dies (exit 137, its state lock left held) after its first change when the step
 runs with STANDIN_DIE_IN_APPLY=1: a worker lost in the middle of an apply.
+
+They can say no: a command none of them models fails (exit 3, one line naming it), so what the
+harness covers shows; a schedule queues refusals (tests/support/converge_refusals.py: the quota at
+the capacity check, a stockout at the slice's create, a slice not READY at the swap's ``describe``
+or ``list-instances``), in the words Google uses. ``terraform plan`` writes ``terraform show -json``
+as Terraform does, and ``tpubuild guard`` is the real one (``python -m builder guard``), its verdict
+kept per distinct plan (the guard is pure: the same plan and flags get the same verdict).
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ tfdir = Path.cwd().name
 home = world / "tf" / tfdir
 home.mkdir(parents=True, exist_ok=True)
 state_file, lock_file = home / "state.json", home / "lock.json"
+from standin_refusals import refused
 args = sys.argv[1:]
 cmd = args[0]
 
@@ -117,11 +125,10 @@ if cmd == "plan":
         plan["changes"] = [c for c in plan["changes"] if c[1] in targets]
     unlock()
     Path(out).write_text(json.dumps(plan))
-    # `terraform show -json` of it, one change a line (the guard stand-in greps it)
-    data = set(json.loads((world / "desired" / f"{tfdir}.json").read_text()).get("data", []))
-    Path(out + ".show").write_text('{"format_version": "1.2", "resource_changes": [\n' + ",\n".join(
-        json.dumps({"address": n, "data": n in data, "change": {"actions": [a]}}) for a, n, _ in plan["changes"])
-        + "\n]}\n")
+    # `terraform show -json` of it, as Terraform writes it (standin_show.py; the real guard reads it)
+    from standin_show import show
+    want_doc = json.loads((world / "desired" / f"{tfdir}.json").read_text())
+    Path(out + ".show").write_text(show(plan["changes"], st["resources"], want_doc, bool(targets)))
     sys.exit(0)
 if cmd == "apply":
     plan = json.loads(Path(args[-1]).read_text())
@@ -137,10 +144,16 @@ if cmd == "apply":
             os._exit(137)
         slices = (want_doc.get("slice") or {}).get("names", [])
         missing = [a for a in want_doc.get("runs_as", []) if not (world / "res" / a).exists()]
+        refusal = refused("apply") if action == "create" and name in slices else None
+        if refusal:  # Google refuses the slice (a stockout, a quota): Terraform saves what it made, unlocks
+            unlock()
+            print(refusal["text"], file=sys.stderr)
+            sys.exit(1)
         if action == "create" and name in slices and missing:
             unlock()
             print(f"Error: creating {name}: the service account {missing[0]} its VMs run as does not exist", file=sys.stderr)
             sys.exit(1)
+        (world / "size" / name).unlink(missing_ok=True)  # a group made anew has the size it was made with
         if action == "delete":
             (world / "res" / name).unlink(missing_ok=True)
             st["resources"].pop(name)
@@ -204,8 +217,29 @@ def filtered():
     return name if live(name) else ""
 
 
+def size(group):
+    """A group's target size: what gcloud last resized it to, else what Terraform made it with."""
+    p = world / "size" / group
+    return int(p.read_text()) if p.exists() else int(os.environ.get("STANDIN_VMS", "1"))
+
+
 def vms(group):
-    return [f"{group}-{i}" for i in range(int(os.environ.get("STANDIN_VMS", "1")))] if live(group) else []
+    return [f"{group}-{i}" for i in range(size(group))] if live(group) else []
+
+
+def unmodelled():
+    """A command the stand-in does not model fails loudly: the harness's coverage shows."""
+    print(f"gcloud stand-in: 'gcloud {' '.join(argv)}' is not modelled; model it in "
+          "tests/support/converge_standins.py", file=sys.stderr)
+    sys.exit(3)
+
+
+def not_found(name):
+    print(f"ERROR: (gcloud) NOT_FOUND: {name}", file=sys.stderr)
+    sys.exit(1)
+
+
+from standin_refusals import refused
 
 
 if words[:1] == ["standin-probe"]:
@@ -255,13 +289,15 @@ elif words[:1] == ["storage"]:
         while p.parent != world / "gcs" and not any(p.parent.iterdir()):  # a GCS folder is only a prefix
             p = p.parent
             p.rmdir()
+    else:
+        unmodelled()
 elif "describe" in words:
     name = words[words.index("describe") + 1]
     if not live(name):
-        print(f"ERROR: (gcloud) NOT_FOUND: {name}", file=sys.stderr)
-        sys.exit(1)
-    if "state" in fmt:
-        print("READY" if "resize-requests" not in words else "SUCCEEDED")
+        not_found(name)
+    if "state" in fmt:  # a slice not READY yet when the schedule says so (tpu-swap waits, then fails)
+        refusal = refused("not-ready") if "resize-requests" not in words else None
+        print(refusal["text"] if refusal else "READY" if "resize-requests" not in words else "SUCCEEDED")
     elif "sourceDisk" in fmt or "users" in fmt:
         print(",".join(f"projects/p/zones/z/disks/{d.name}" for d in (world / "attached").glob(f"{name}*")))
     elif "accessMode" in fmt:
@@ -270,9 +306,27 @@ elif "describe" in words:
         print(len(vms(name)))
     elif "workloadPolicy" in fmt:
         print("")
+    else:
+        unmodelled()
+elif words[:4] == ["compute", "instance-groups", "managed", "resize"]:
+    group, new = words[4], int(flag("size"))
+    if not live(group):
+        print(f"ERROR: (gcloud.compute.instance-groups.managed.resize) NOT_FOUND: {group}", file=sys.stderr)
+        sys.exit(1)
+    was = size(group)
+    # Google's bulk mode (about-bulk-mode, "Configuration changes and resizing"; docs/modules.md):
+    # a bulk group adds instances only while its target size is 0
+    if os.environ.get("STANDIN_BULK") == "1" and 0 < was < new:
+        print(f"ERROR: (gcloud.compute.instance-groups.managed.resize) A MIG in bulk mode adds instances only "
+              f"while its target size is 0: {group} is at {was}, asked for {new}", file=sys.stderr)
+        sys.exit(1)
+    (world / "size").mkdir(exist_ok=True)
+    (world / "size" / group).write_text(str(new))
 elif "list-instances" in words:
     group = words[words.index("list-instances") + 1]
-    print("\n".join(f"RUNNING NONE" if "instanceStatus" in fmt else v for v in vms(group)))
+    refusal = refused("not-ready") if "instanceStatus" in fmt else None  # VMs still being made
+    print("\n".join((refusal["text"] if refusal else "RUNNING NONE") if "instanceStatus" in fmt else v
+                    for v in vms(group)))
 elif "list" in words:
     print(filtered())
 elif "attach-disk" in words:
@@ -284,23 +338,33 @@ elif "create" in words and ("snapshots" in words or "backups" in words):
     (world / "copies").mkdir(exist_ok=True)
     (world / "copies" / name).write_text(flag("source-disk") or flag("instance"))
     event(f"copied {flag('source-disk') or flag('instance')}")
+# --- modelled as accepted where the resource exists: a group's wait (its size is the resize's, above),
+# the disk the access mode describe answers (READ_ONLY_MANY)
+elif words[:4] == ["compute", "instance-groups", "managed", "wait-until"]:
+    live(words[4]) or not_found(words[4])
+elif words[:3] == ["compute", "disks", "update"] and flag("access-mode"):
+    live(words[3]) or not_found(words[3])
+else:
+    unmodelled()
 sys.exit(0)
 '''
 
-#: tpubuild: guard (refuses a plan that deletes a data holder outside destroy), check-capacity,
-#: the handover scripts in sh; finalize in Python.
+#: tpubuild: the real guard and the handover scripts in sh; check-capacity and finalize in Python.
 TPUBUILD_SH = """#!/bin/sh
 case "$1" in
-  check-capacity) exit 0 ;;
   stop) case "$*" in *--probe*) echo "gcloud standin-probe" ;; *) echo "gcloud standin-stop" ;; esac; exit 0 ;;
   train) echo "gcloud standin-launch"; exit 0 ;;
-  guard)
-    [ "$7" = destroy ] && exit 0
-    if lost="$(grep '"data": true' "$3" | grep '"delete"')"; then
-      echo "tpubuild: guard: would delete a data holder: $lost; refused" >&2
-      exit 2
+  guard)  # the real guard (python -m builder guard), once per distinct plan and flags: it is pure
+    key="$( { sed 's/"timestamp":"[^"]*"//' "$3"; shift 3; echo "$*"; } | sha256sum | cut -c1-40)"
+    seen="$STANDIN_CACHE/guard-$key"
+    if [ ! -f "$seen.rc" ]; then
+      rc=0
+      PYTHONPATH="$STANDIN_REPO" "$STANDIN_PYTHON" -m builder "$@" > "$seen.out.$$" 2> "$seen.err.$$" || rc=$?
+      echo "$rc" > "$seen.rc.$$"
+      mv "$seen.out.$$" "$seen.out"; mv "$seen.err.$$" "$seen.err"; mv "$seen.rc.$$" "$seen.rc"
     fi
-    exit 0 ;;
+    cat "$seen.out"; cat "$seen.err" >&2
+    exit "$(cat "$seen.rc")" ;;
 esac
 exec "$STANDIN_PYTHON" -S "$STANDIN_WORLD/bin/tpubuild.py" "$@"
 """
@@ -316,12 +380,12 @@ def arg(name):
     return argv[argv.index(name) + 1]
 
 
-if argv[0] == "guard":
-    doc = json.loads(Path(arg("--plan-json")).read_text())
-    lost = [c["address"] for c in doc["resource_changes"] if c["data"] and "delete" in c["change"]["actions"]]
-    if lost and arg("--action") != "destroy":
-        print(f"tpubuild: guard: {', '.join(lost)} would be deleted: refused", file=sys.stderr)
-        sys.exit(2)
+if argv[0] == "check-capacity":  # the quota or reservation refuses the slice when the schedule says so
+    from standin_refusals import refused
+    refusal = refused("check-capacity")
+    if refusal:
+        print(refusal["text"], file=sys.stderr)
+        sys.exit(1)
 elif argv[0] == "stop":
     print("gcloud standin-probe" if "--probe" in argv else "gcloud standin-stop")
 elif argv[0] == "train":
@@ -336,10 +400,14 @@ elif argv[0] == "finalize":
     lock = Path(os.environ["STANDIN_ENV_LOCK"])
     if lock.exists() and json.loads(lock.read_text())["build_id"] == arg("--build-id"):
         lock.unlink()
+else:
+    print(f"tpubuild stand-in: 'tpubuild {' '.join(argv)}' is not modelled", file=sys.stderr)
+    sys.exit(3)
 sys.exit(0)
 '''
 
-DOCKER = '#!/bin/sh\n[ "$1" = manifest ] && exit 0\nexit 0\n'
+DOCKER = ('#!/bin/sh\ncase "$1" in manifest|build|push) exit 0 ;; esac\n'
+          'echo "docker stand-in: \'docker $*\' is not modelled" >&2\nexit 3\n')
 
 #: env_setup/seeder/run_seeder.sh in the build's source (the seeder itself, its marker written last
 #: and an interrupted copy resumed, runs in tests/shell/test_seeder.py and test_run_seeder.py).

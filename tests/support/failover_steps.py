@@ -91,7 +91,7 @@ def checked_health_build(settings: Any, tmp_path: Path) -> list[Path]:
     from builder.inputs import recovery
     from tests.conftest import require
 
-    build = pytest.importorskip("google.cloud.devtools.cloudbuild_v1.types").Build
+    from google.cloud.devtools.cloudbuild_v1.types import Build as build
     require("shellcheck", shutil.which("shellcheck") is not None, "apt-get install shellcheck")
     body = recovery.build_request(settings)
     build.from_json(json.dumps(body), ignore_unknown_fields=False)

@@ -9,7 +9,10 @@ the health build runs, against files under ``$FAKE_GCLOUD_STATE``:
   list-instances`` prints (``instanceStatus currentAction``; with ``--format`` of
   ``instance.basename()`` the names ``<name>-0000``, ...); ``instance-groups managed list`` prints
   the names its ``--filter=name~"REGEX"`` matches; a group with no file is NOT_FOUND; ``delete``
-  removes it; ``mig_errors/<name>``: what its ``list-errors`` prints (``code<TAB>message`` lines);
+  removes it; ``resize --size=N`` makes its listing N VMs ``RUNNING NONE`` (a bulk group: every VM
+  at once), refused from a non-zero size up (Google's bulk mode grows only from 0; the sandbox's
+  groups are multi-host TPU slices), ``wait-until`` returns at once;
+  ``mig_errors/<name>``: what its ``list-errors`` prints (``code<TAB>message`` lines);
 * ``ttl``: what ``scheduler jobs describe`` prints (absent file: NOT_FOUND);
 * ``ongoing``: the ids ``builds list --ongoing`` prints; ``builds/<id>``: the status ``builds
   describe <id>`` prints (no file: NOT_FOUND), ``builds/<id>.tags`` its tags (``;``-joined);
@@ -18,6 +21,13 @@ the health build runs, against files under ``$FAKE_GCLOUD_STATE``:
   ``disk_mode``: its access mode (default READ_ONLY_MANY); ``attach_rc``: attach-disk's exit status;
 * ``ssh_rc``: the exit status of ``compute ssh``/``scp``/``tpu-vm ssh``/``scp`` (default 0) to a
   host that exists.
+
+With ``STORAGE_EMULATOR_HOST`` set, ``storage cat``, ``cp`` and ``rm`` go to that fake-gcs-server
+instead (its JSON API), and with ``TPUBUILD_CLOUDBUILD_ENDPOINT`` set, ``builds describe`` and
+``builds list --ongoing`` ask that Cloud Build fake (tests/support/fakes/gcp.py: GetBuild, and
+ListBuilds with Cloud Build's filter), so what the real storage and Cloud Build clients of
+``tpubuild`` wrote (the environment lock, the builds it created) is what the health build reads
+(tests/shell/test_converge_recovery.py).
 
 Every call is appended to ``calls.log`` (and its exact argv to ``argv.jsonl``). The command lines themselves are proven in the REAL
 gcloud by tests/integration/test_gcloud_lines.py.
@@ -30,9 +40,84 @@ import os
 import re
 import shutil
 import sys
+import urllib.parse
 from pathlib import Path
 
 STATE = Path(os.environ["FAKE_GCLOUD_STATE"])
+GCS = os.environ.get("STORAGE_EMULATOR_HOST", "").rstrip("/")
+CLOUDBUILD = os.environ.get("TPUBUILD_CLOUDBUILD_ENDPOINT", "").rstrip("/")
+
+
+def _http(method: str, url: str, data: bytes | None = None) -> bytes | None:
+    """The body of the answer; None on 404 (any other error fails the call loudly)."""
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url, data=data, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.read()
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            return None
+        raise
+
+
+def _gcs_url(uri: str, *, upload: bool = False) -> str:
+    assert uri.startswith("gs://"), uri
+    bucket, _, name = uri[len("gs://"):].partition("/")
+    if upload:
+        return f"{GCS}/upload/storage/v1/b/{bucket}/o?uploadType=media&name={urllib.parse.quote(name, safe='')}"
+    return f"{GCS}/storage/v1/b/{bucket}/o/{urllib.parse.quote(name, safe='')}"
+
+
+def _cat(uri: str) -> bytes | None:
+    if GCS:
+        return _http("GET", _gcs_url(uri) + "?alt=media")
+    path = _object(uri)
+    return path.read_bytes() if path.exists() else None
+
+
+def _cp(local: str, uri: str) -> None:
+    if GCS:
+        _http("POST", _gcs_url(uri, upload=True), Path(local).read_bytes())
+        return
+    dest = _object(uri)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(local, dest)
+
+
+def _rm(uri: str) -> bool:
+    if GCS:
+        return _http("DELETE", _gcs_url(uri)) is not None
+    path = _object(uri)
+    if not path.exists():
+        return False
+    path.unlink()
+    return True
+
+
+def _build(build_id: str, project: str) -> dict | None:
+    """The build as Cloud Build's GetBuild answers it (the fake, or ``builds/<id>`` on disk)."""
+    if CLOUDBUILD:
+        body = _http("GET", f"{CLOUDBUILD}/v1/projects/{project}/builds/{urllib.parse.quote(build_id)}")
+        return None if body is None else json.loads(body)
+    status = _read(f"builds/{build_id}")
+    return None if status is None else {"status": status.strip(),
+                                        "tags": [t for t in (_read(f"builds/{build_id}.tags") or "").split(";") if t]}
+
+
+def _ongoing(argv: list[str]) -> list[str]:
+    """``builds list --ongoing``: the QUEUED or WORKING builds, filtered by ``--filter=tags=TAG``."""
+    if not CLOUDBUILD:
+        return (_read("ongoing") or "").split()
+    spec = next((a.split("=", 1)[1] for a in argv if a.startswith("--filter=")), "")
+    match = re.fullmatch(r"tags=([\w.-]+)", spec)
+    assert match and "--ongoing" in argv, f"fake gcloud: builds list {argv} is not stood in for"
+    project = next(a.split("=", 1)[1] for a in argv if a.startswith("--project="))
+    query = urllib.parse.quote(f'tags="{match.group(1)}" AND (status="QUEUED" OR status="WORKING")')
+    body = json.loads(_http("GET", f"{CLOUDBUILD}/v1/projects/{project}/builds?filter={query}") or b"{}")
+    return [b["id"] for b in body.get("builds", [])]
 
 
 def _object(uri: str) -> Path:
@@ -57,34 +142,29 @@ def main(argv: list[str]) -> int:
         log.write(json.dumps(argv) + "\n")
     words = [a for a in argv if not a.startswith("-")]
     if words[:2] == ["builds", "list"]:
-        print(_read("ongoing") or "", end="")
+        print("".join(f"{i}\n" for i in _ongoing(argv)), end="")
         return 0
     if words[:2] == ["builds", "describe"]:
-        status = _read(f"builds/{words[2]}")
-        if status is None:
+        project = next((a.split("=", 1)[1] for a in argv if a.startswith("--project=")), "")
+        build = _build(words[2], project)
+        if build is None:
             return _not_found(f"build {words[2]}")
         tags = any("tags" in a for a in argv)
-        print((_read(f"builds/{words[2]}.tags") or "") if tags else status.strip())
+        print(";".join(build.get("tags", [])) if tags else build["status"])  # gcloud joins a list with ;
         return 0
     if words[:2] == ["storage", "cat"]:
-        path = _object(words[2])
-        if not path.exists():
+        data = _cat(words[2])
+        if data is None:
             print(f"ERROR: (gcloud.storage.cat) The following URLs matched no objects or files:\n{words[2]}",
                   file=sys.stderr)
             return 1
-        sys.stdout.write(path.read_text())
+        sys.stdout.write(data.decode())
         return 0
     if words[:2] == ["storage", "cp"]:
-        dest = _object(words[3])
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(words[2], dest)
+        _cp(words[2], words[3])
         return 0
     if words[:2] == ["storage", "rm"]:
-        path = _object(words[2])
-        if not path.exists():
-            return _not_found(words[2])
-        path.unlink()
-        return 0
+        return 0 if _rm(words[2]) else _not_found(words[2])
     if words[:3] == ["scheduler", "jobs", "describe"]:
         ttl = _read("ttl")
         if ttl is None:
@@ -127,6 +207,19 @@ def main(argv: list[str]) -> int:
             return _not_found(f"MIG {words[4]}")
         (STATE / "migs" / words[4]).unlink()
         return 0
+    if words[:4] == ["compute", "instance-groups", "managed", "resize"]:
+        mig = _read(f"migs/{words[4]}")
+        if mig is None:
+            return _not_found(f"MIG {words[4]}")
+        size, now = int(next(a.split("=", 1)[1] for a in argv if a.startswith("--size="))), len(mig.splitlines())
+        if 0 < now < size:
+            print(f"ERROR: (gcloud.compute.instance-groups.managed.resize) A MIG in bulk mode adds instances only "
+                  f"while its target size is 0: {words[4]} is at {now}", file=sys.stderr)
+            return 1
+        (STATE / "migs" / words[4]).write_text("RUNNING NONE\n" * size)
+        return 0
+    if words[:4] == ["compute", "instance-groups", "managed", "wait-until"]:
+        return 0 if _read(f"migs/{words[4]}") is not None else _not_found(f"MIG {words[4]}")
     if words[:4] == ["compute", "instance-groups", "managed", "list-instances"]:
         mig = _read(f"migs/{words[4]}")
         if mig is None:

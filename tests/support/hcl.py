@@ -150,9 +150,9 @@ class Module:
                 "module": lambda: self.calls[a]}[kind]()
 
     def code(self, *, with_variables: bool = True) -> list[Any]:
-        """Every top-level block's body except ``moved`` (whose addresses are not references)
-        and, unless asked, ``variable`` (a validation referring to itself is not a use)."""
-        skip = {"moved"} | (set() if with_variables else {"variable"})
+        """Every top-level block's body except ``moved`` and ``removed`` (whose addresses are not
+        references) and, unless asked, ``variable`` (a validation referring to itself is not a use)."""
+        skip = {"moved", "removed"} | (set() if with_variables else {"variable"})
         return [body for parsed in self.files.values() for key, body in parsed.items() if key not in skip]
 
     def closure(self, start: Any) -> set[tuple[str, str, str]]:

@@ -199,13 +199,32 @@ def listed(box: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-def refused_in_one_line(run: Any, values: str, says: str, box: Path) -> None:
-    """``stop --probe`` and ``train roberta`` (dry-run scripts, run by ``run(*args)``) both fail with
-    the one line ``says`` and reach no host, nor list any group."""
-    for args in (["stop", "--probe", "--dry-run", "--values", values], ["train", "roberta", "--dry-run", "--values", values]):
+#: The host scripts that find the slice before they reach a host: ``stop --probe`` and ``train roberta``
+#: (:func:`refused_in_one_line`'s default), and with ``run`` and ``stop`` every script that does.
+PROBE_AND_TRAIN = (("stop", "--probe"), ("train", "roberta"))
+EVERY_SCRIPT = (("run",), ("stop",), ("train", "roberta"))
+
+
+def refused_in_one_line(run: Any, values: str, says: str, box: Path,
+                        scripts: tuple[tuple[str, ...], ...] = PROBE_AND_TRAIN) -> None:
+    """Each of ``scripts`` (dry-run scripts, run by ``run(*args)``; ``run`` runs ``true``) fails with
+    the one line ``says`` and reaches no host, nor lists any group."""
+    for script in scripts:
+        args = [*script, "--dry-run", "--values", values, *(["--", "true"] if script == ("run",) else [])]
         r = run(*args)
         assert r.returncode == 1 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
         assert calls(box) == [] and listed(box) == [], args
+
+
+def preset_refused_in_one_line(cli: Any, make_env: Any, tmp_path: Path, monkeypatch: Any, example: Path,
+                               names: list[str], preset: str, says: str, **slots: Any) -> None:
+    """A preset ``TPUBUILD_SLICE`` that is not a live slot of the sandbox (``slots``: :func:`sandbox`'s
+    ``groups`` on mig, ``slices`` on vm) is refused by :func:`refused_in_one_line`."""
+    monkeypatch.chdir(tmp_path)
+    values = make_env(example, MOUNT_POINT=str(tmp_path / "mnt"))
+    box = tmp_path / "hosts"
+    env = {**sandbox(box, names, **slots), "TPUBUILD_SLICE": preset}
+    refused_in_one_line(lambda *args: bash(printed(cli, *args), env, tmp_path), values, says, box)
 
 
 def printed(cli: Any, *args: str) -> str:

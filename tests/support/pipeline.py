@@ -119,8 +119,15 @@ def all_cases() -> Iterator[Case]:
 
 
 def step_script(step: dict[str, Any], substitutions: dict[str, str] | None = None) -> str:
-    """The script a step runs, as its shell sees it after Cloud Build's substitutions."""
+    """The script a step runs, as its shell sees it after Cloud Build's substitutions (a script
+    shipped as a file of the source, builder/inputs/build_limits.py: that file, which Cloud Build
+    does not substitute; its step's env carries what it needs)."""
+    from builder.inputs import build_limits
+
     assert step["args"][0] == "-c" and len(step["args"]) == 2, step["id"]
+    path = build_limits.shipped_path(step["args"][1])
+    if path is not None:
+        return build_limits.shipped(path)
     return substitute(step["args"][1], substitutions)
 
 

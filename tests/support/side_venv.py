@@ -2,6 +2,8 @@
 
 * the real torch_xla: ``.venv-xla`` (torch 2.9.0 + torch_xla 2.9.0 + fairseq-fixed 0.12.3.1 compiled
   against that torch), run with ``PJRT_DEVICE=CPU``; ``TPUBUILD_XLA_PYTHON`` names its Python;
+* the builder image's contents: ``.venv-image`` (builder/image/requirements.lock installed as the
+  Dockerfile's first RUN line does, no Docker daemon needed); ``TPUBUILD_IMAGE_PYTHON`` names its Python;
 * the real TorchTPU: ``.venv-torchtpu`` (torch 2.13.0 CPU from the local wheel, torch-tpu 0.2.0 and
   libtpu, which torch-tpu needs even to import); ``TPUBUILD_TORCHTPU_PYTHON`` names its Python.
 
@@ -74,3 +76,14 @@ def clean_env(python: Path, **extra: str) -> dict[str, str]:
            "PYTHONWARNINGS": "ignore"}
     env.update(extra)
     return env
+
+
+IMAGE_HOW = ("python3 -m venv .venv-image && .venv-image/bin/pip install -r builder/image/requirements.lock "
+             "(what .ci/run does); or set TPUBUILD_IMAGE_PYTHON")
+
+
+def image_python() -> Path:
+    """The Python of a venv holding the builder image's lock (builder/image/requirements.lock)."""
+    python = python_path("TPUBUILD_IMAGE_PYTHON", ".venv-image")
+    return required("the builder image's lock (venv .venv-image)", python, "import google.cloud.storage, jinja2, hcl2",
+                    clean_env(python), IMAGE_HOW)

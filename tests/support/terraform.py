@@ -48,8 +48,11 @@ def is_root(path: Path) -> bool:
 sys.path.insert(0, str(TOOLS))
 try:
     import install  # noqa: E402  (tools/tfstandin is not a package)
+    import rules  # noqa: E402  (Google's rules the stand-in enforces; tests/terraform/test_standin_rules.py)
 finally:
     sys.path.remove(str(TOOLS))
+
+HISTORY = rules.HISTORY
 
 #: The provider release the roots pin, and the one the legacy node roots keep.
 CURRENT, LEGACY = install.CURRENT, install.LEGACY
@@ -194,6 +197,9 @@ class Terraform:
 class Workspace:
     def __init__(self, root: Path, modules: Path = MODULES, state: Path | None = None) -> None:
         self.root = root
+        # modules of an older commit build a state as a real project let them then: before Google
+        # enforced its TPU MIG rules (bulk mode), which the stand-in then does not apply (rules.py)
+        self.history = modules != MODULES
         self.state = state or root / "state"
         self.state.mkdir(parents=True, exist_ok=True)
         ignore = shutil.ignore_patterns(".terraform", "*.tfstate*", ".terraform.lock.hcl", OVERRIDE)
@@ -217,6 +223,8 @@ class Workspace:
                                               "lineage": f"tpubuild-{plan_module}", "outputs": {}, "resources": []}))
             lines += [f'data "terraform_remote_state" "{name}" {{', '  backend = "local"',
                       f"  config = {{ path = {json.dumps(str(target))} }}", "}"]
+        if self.history and re.search(r'^provider\s+"google"\s*\{', source, re.M):
+            lines += ['provider "google" {', f"  request_reason = {json.dumps(HISTORY)}", "}"]
         (path / OVERRIDE).write_text("\n".join(lines) + "\n")
         if tfvars is not None:
             (path / "terraform.tfvars.json").write_text(json.dumps(tfvars, indent=1))

@@ -41,5 +41,7 @@ def test_the_health_module_plans_only_with_a_body(tmp_path: Path, with_body: boo
         assert '"tpubuild-heal-env-health"' in out and '"tb-heal-env-hc"' in out
         assert f'"{recovery.SCHEDULE}"' in out and '"roles/cloudbuild.builds.editor"' in out
         assert '"roles/iam.serviceAccountUser"' in out
+        # a failed call is retried within the interval (Cloud Scheduler's default retry_count 0 never retries)
+        assert "retry_count          = 3" in out and '"300s"' in out
     else:
         assert "modules/health is called only with a health_build_body" in proc.stderr

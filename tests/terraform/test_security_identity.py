@@ -133,6 +133,9 @@ def test_hosts_use_os_login_shielded_vm_and_their_own_account(name: str) -> None
     if isinstance(expr, str):  # modules/tpu_mig: today's metadata, the running slot's boot script kept
         assert expr.startswith("${merge(local.metadata, local.kept_script == null ? {} : {"), expr
         expr = mod.locals["metadata"]
+        # the slot's own keys (its name, the NFS export) over what every slot's hosts share
+        assert isinstance(expr, str) and expr.startswith("${merge(local.metadata_common, {"), expr
+        expr = mod.locals["metadata_common"]
     metadata = {unquote(k): v for k, v in expr.items()}
     assert unquote(metadata["enable-oslogin"]) == "TRUE"
     assert unquote(metadata["block-project-ssh-keys"]) == "TRUE"

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from builder.config import load
+from builder.config.offers import bulk_mode
 from builder.inputs import tfvars
 from builder.planning.plan import module_dir
 from tests.conftest import EXAMPLES, REPO, SHIPPED
@@ -133,10 +134,18 @@ def _spot_check(settings: Any, module: str, plan: dict[str, Any]) -> list[str]:
     for res in resources(plan):
         values, rtype = res["values"], res["type"]
         if rtype == "google_compute_instance_group_manager":
-            # flex-start: the group starts empty; its resize request adds the whole slice at once
+            # flex-start: the group starts empty; mig-resize grows it from 0 to the whole slice
             flex = settings.provisioning == "flex-start"
             assert values["target_size"] == (0 if flex else settings.hosts), f"{res['address']}: MIG size"
             checked.append("mig-size")
+            # bulk mode on every multi-host and flex-start group, repair off with flex-start
+            # (docs/modules.md, "Google's rules for TPU MIGs"; the stand-in refuses the rest)
+            bulk = bulk_mode(settings)  # the pipeline's resizes read the same (builder.config.offers)
+            assert bulk == (bool(settings.mig_shape.accelerator_topology) or flex)
+            assert values["target_size_policy"] == ([{"mode": "BULK"}] if bulk else []), res["address"]
+            lifecycle = values["instance_lifecycle_policy"]
+            assert (lifecycle[0]["default_action_on_failure"] if lifecycle else "") == ("DO_NOTHING" if flex else "")
+            checked.append("bulk" if bulk else "individual")
         if rtype == "google_compute_resource_policy":
             (policy,) = values["workload_policy"]
             assert policy["accelerator_topology_mode"] == "AUTO_CONNECT", res["address"]  # google-beta only
@@ -156,9 +165,8 @@ def _spot_check(settings: Any, module: str, plan: dict[str, Any]) -> list[str]:
                 ("CALENDAR", "SUBMITTED", "ABANDON")
             assert values["reservation_name"] == values["name"] and values["specific_reservation_required"] is True
             checked.append("calendar-request")
-        if rtype == "google_compute_resize_request":
-            assert values["resize_by"] == settings.hosts, f"{res['address']}: the whole slice in one request"
-            checked.append("resize-request")
+        assert rtype not in ("google_compute_resize_request", "google_compute_region_resize_request"), \
+            f"{res['address']}: Google refuses a resize request on a TPU MIG"
         if rtype == "google_compute_instance_template":
             for nic in values["network_interface"]:
                 assert nic["access_config"] == [] or settings.mig_external_ip, f"{res['address']}: external IP"
@@ -180,6 +188,21 @@ def _spot_check(settings: Any, module: str, plan: dict[str, Any]) -> list[str]:
                 assert sched["provisioning_model"] == "FLEX_START" and sched["instance_termination_action"] == "DELETE"
                 assert sched["max_run_duration"][0]["seconds"] == settings.max_run_hours * 3600, res["address"]
                 checked.append("flex-start")
+            bulk = bulk_mode(settings)
+            if settings.provisioning == "spot":
+                # Google's TPU Spot page: a bulk slice's VMs stop on preemption (restarted through 0)
+                (sched,) = values["scheduling"]
+                assert sched["provisioning_model"] == "SPOT"
+                assert sched["instance_termination_action"] == ("STOP" if bulk else "DELETE"), res["address"]
+                checked.append("spot")
+            if settings.provisioning == "reservation":
+                # a named reservation: specific affinity and reservation-bound VMs (bulk groups);
+                # none named: any matching reservation, standard VMs (docs/modules.md)
+                (sched,), (affinity,) = values["scheduling"], values["reservation_affinity"]
+                named = bool(settings.reservation)
+                assert sched["provisioning_model"] == ("RESERVATION_BOUND" if named and bulk else "STANDARD")
+                assert affinity["type"] == ("SPECIFIC_RESERVATION" if named else "ANY_RESERVATION"), res["address"]
+                checked.append("reservation")
             if settings.provisioning == "calendar":
                 (sched,) = values["scheduling"]
                 assert sched["provisioning_model"] == "RESERVATION_BOUND" and sched["instance_termination_action"] == "DELETE"
@@ -264,7 +287,9 @@ def test_every_root_module_plans_and_applies_for_every_values_file(applied: dict
     if settings.arch in ("vm", "mig"):
         assert checked.count("checkpoint-grant") == 1, "the hosts may write their checkpoints, once"
     if settings.provisioning == "flex-start":
-        assert {"flex-start", "resize-request"} <= set(checked)
+        assert {"flex-start", "bulk"} <= set(checked)
+    if settings.arch == "mig" and settings.mig_shape.accelerator_topology:
+        assert "bulk" in checked and "individual" not in checked
     if settings.provisioning == "calendar":
         # Terraform makes the request where google-beta knows the generation, else mig-calendar does
         made = settings.mig_shape.generation_record.calendar.terraform

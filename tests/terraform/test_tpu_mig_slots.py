@@ -2,8 +2,9 @@
 (tests/terraform/test_tpu_slots.py): make-before-break creates the new slice's policy, template
 and MIG beside the running one (nothing of it deleted or changed), the release apply deletes the
 old slot only, the next change goes back to slot a, break-before-make changes the running slot in
-place, flex-start has one resize request per slot, and a state written before the slots moves to
-slot "a" without a change (docs/pipeline.md, "Make-before-break")."""
+place, flex-start is a bulk group in each slot (no resize request), and a state written before
+the slots moves to slot "a" without a change, its group (made before bulk mode) kept as it is
+until a change makes a new one (docs/pipeline.md, "Make-before-break")."""
 
 from __future__ import annotations
 
@@ -158,8 +159,9 @@ def test_two_slots_and_values_for_neither_are_refused(tf: Terraform, spot: dict[
     assert said.returncode != 0 and "Two slices run" in said.stderr, said.stderr[-2000:]
 
 
-def test_flex_start_has_one_resize_request_per_slot(tf: Terraform, tmp_path: Path) -> None:
-    """(g) each slot's MIG gets its own resize request: <name>-flex, <name>-b-flex."""
+def test_flex_start_is_a_bulk_group_in_each_slot_without_a_resize_request(tf: Terraform, tmp_path: Path) -> None:
+    """(g) each slot's flex-start MIG is a bulk group with repair off, made empty (mig-resize grows
+    it from 0); no resize request anywhere (Google refuses one on a TPU MIG: docs/modules.md)."""
     ws = Workspace(tmp_path / "ws")
     work = ws.module("modules/tpu_mig", "mig")
     _prepare(tf, ws, FLEX)
@@ -167,22 +169,25 @@ def test_flex_start_has_one_resize_request_per_slot(tf: Terraform, tmp_path: Pat
     name = base["name"]
     tf.init(work)
     first = _plan(tf, work, base, "first")
-    assert _changes(first)["flex[a]"] == "create"
-    assert _after(first, "flex", "a")["name"] == base["flex_request_name"] == f"{name}-flex"
-    assert _apply(tf, work, "first")["flex_request_name"] == f"{name}-flex"
+    assert _changes(first)["mig[a]"] == "create" and not any(k.startswith("flex") for k in _changes(first))
+    group = _after(first, "mig", "a")
+    assert group["target_size_policy"] == [{"mode": "BULK"}] and group["target_size"] == 0
+    assert group["instance_lifecycle_policy"][0]["default_action_on_failure"] == "DO_NOTHING"
+    _apply(tf, work, "first")
     make = _plan(tf, work, _mig(FLEX, TPU_ACCELERATOR_TYPE="v6e-32"), "make")
-    assert {k: v for k, v in _changes(make).items() if k.startswith("flex")} == {"flex[a]": "no-op", "flex[b]": "create"}
-    request = _after(make, "flex", "b")
-    assert request["name"] == f"{name}-b-flex" and request["instance_group_manager"] == f"{name}-b"
-    assert _apply(tf, work, "make")["flex_request_name"] == f"{name}-b-flex"
-    release = _plan(tf, work, {**_mig(FLEX, TPU_ACCELERATOR_TYPE="v6e-32"), "release": True}, "release")
-    assert {k: v for k, v in _changes(release).items() if k.startswith("flex")} == {"flex[a]": "delete", "flex[b]": "no-op"}
+    assert {k: v for k, v in _changes(make).items() if k.startswith("mig")} == {"mig[a]": "no-op", "mig[b]": "create"}
+    group = _after(make, "mig", "b")
+    assert group["name"] == f"{name}-b" and group["target_size_policy"] == [{"mode": "BULK"}]
+    assert not any(k.startswith("flex") for k in _changes(make))
 
 
 @pytest.mark.parametrize("base", [SPOT, FLEX], ids=["spot", "flex-start"])
 def test_a_state_before_the_slots_moves_to_slot_a(tf: Terraform, tmp_path: Path, base: Path) -> None:
-    """(h) the single slice of the module before the slots becomes slot a: moves only, no create
-    or delete; a make-before-break change its state cannot tell from the running slice is refused."""
+    """(h) the single slice of the module before the slots becomes slot a: moves only, no create,
+    change or delete. Its group was made without bulk mode, which Google cannot add to a running
+    group: it keeps running as it is (a flex-start state forgets its resize request: a `removed`
+    block, nothing deleted at Google), and the next change that makes a new slice makes a bulk-mode
+    group beside it (make-before-break)."""
     state = tmp_path / "state"
     new_ws = Workspace(tmp_path / "ws-new", state=state)
     _prepare(tf, new_ws, base)
@@ -193,20 +198,23 @@ def test_a_state_before_the_slots_moves_to_slot_a(tf: Terraform, tmp_path: Path,
     work = new_ws.module("modules/tpu_mig", "mig")
     tf.init(work)
     plan = _plan(tf, work, values, "upgrade")
-    slice_changes = [c for c in plan["resource_changes"] if c["type"] in SLICE]
-    assert {c["change"]["actions"][0] for c in plan["resource_changes"]} == {"no-op"}, _changes(plan)
-    moved = {c.get("previous_address"): c["address"] for c in slice_changes}
-    expected = {None: "google_compute_resource_policy.slice[0]",  # slot a's policy keeps its address
-                "google_compute_instance_template.slice": 'google_compute_instance_template.slice["a"]',
-                "google_compute_instance_group_manager.slice": 'google_compute_instance_group_manager.slice["a"]'}
-    if base == FLEX:
-        expected["google_compute_resize_request.slice[0]"] = 'google_compute_resize_request.slice["a"]'
-    assert moved == expected
+    actions = {c["address"]: c["change"]["actions"][0] for c in plan["resource_changes"]}
+    forgotten = sorted(a for a, act in actions.items() if act == "forget")
+    assert forgotten == (["google_compute_resize_request.slice[0]"] if base == FLEX else []), actions
+    assert {act for a, act in actions.items() if a not in forgotten} == {"no-op"}, actions
+    moved = {c.get("previous_address"): c["address"] for c in plan["resource_changes"]
+             if c["type"] in SLICE and c["change"]["actions"] != ["forget"]}
+    assert moved == {None: "google_compute_resource_policy.slice[0]",  # slot a's policy keeps its address
+                     "google_compute_instance_template.slice": 'google_compute_instance_template.slice["a"]',
+                     "google_compute_instance_group_manager.slice": 'google_compute_instance_group_manager.slice["a"]'}
     out = _apply(tf, work, "upgrade")
     assert out["name"] == values["name"] and set(out["slices"]) == {"a"}
+    assert out["slices"]["a"]["wanted"]["target_size_mode"] == "INDIVIDUAL"  # as the group was made
     assert set(_changes(_plan(tf, work, values, "again")).values()) == {"no-op"}
-    # a state of the slots now: the next change goes beside it
-    assert "create" in _changes(_plan(tf, work, _mig(base, TPU_ACCELERATOR_TYPE="v6e-32"), "next")).values()
+    # a state of the slots now: the next change goes beside it, as a bulk-mode group
+    following = _plan(tf, work, _mig(base, TPU_ACCELERATOR_TYPE="v6e-32"), "next")
+    assert _changes(following)["mig[b]"] == "create" and _changes(following)["mig[a]"] == "no-op"
+    assert _after(following, "mig", "b")["target_size_policy"] == [{"mode": "BULK"}]
 
 
 def test_a_state_before_the_slots_refuses_make_before_break_of_another_shape(tf: Terraform, tmp_path: Path) -> None:
@@ -220,7 +228,8 @@ def test_a_state_before_the_slots_refuses_make_before_break_of_another_shape(tf:
     tf.init(work)
     said = tf(work, "plan", "-input=false", "-no-color", "-lock=false", check=False)
     assert said.returncode != 0 and "written before make-before-break" in said.stderr, said.stderr[-2000:]
-    # break-before-make changes the slice in place, in slot a
+    # break-before-make changes the slice in place, in slot a (a state before the slots is taken
+    # to run today's values, so its group keeps the mode it was made with)
     (work / "terraform.tfvars.json").write_text(json.dumps(_mig(SPOT, make_before_break=False, TPU_ACCELERATOR_TYPE="v6e-32")))
     changes = _changes(tf.plan_json(work, "bbm"))
     assert set(changes) == {"policy[a]", "template[a]", "mig[a]"} and "delete" not in changes["mig[a]"], changes
@@ -231,7 +240,8 @@ def test_what_makes_a_second_mig_is_what_the_catalogue_says_recreates_the_hosts(
     slice) and the catalogue's SLICE_TEMPLATE (builder.planning.diff and the capacity check call a change of
     it a replacement under make-before-break) name the same variables. ``shared_pd`` is the
     module's one word for shared_pd_attach and shared_pd_attached_later; env_name names the state
-    itself (another environment is another state, never a slot)."""
+    itself (another environment is another state, never a slot); target_size_mode is derived from
+    accelerator_topology and provisioning (a group whose mode changes is another group)."""
     import re
 
     from builder.catalogue.module_parts import SLICE_TEMPLATE
@@ -240,7 +250,7 @@ def test_what_makes_a_second_mig_is_what_the_catalogue_says_recreates_the_hosts(
     block = main[main.index("  wanted = {"):]
     block = block[:block.index("\n  }\n")]
     keys = set(re.findall(r"^\s{4}(\w+)\s+=", block, re.M))
-    expected = (SLICE_TEMPLATE - {"shared_pd_attach", "shared_pd_attached_later", "env_name"}) | {"shared_pd"}
+    expected = (SLICE_TEMPLATE - {"shared_pd_attach", "shared_pd_attached_later", "env_name"}) | {"shared_pd", "target_size_mode"}
     assert keys == expected, (keys ^ expected)
     assert re.search(r"shared_pd\s+=\s+!var\.shared_pd_attach .*var\.shared_pd_attached_later", block)
 
@@ -265,3 +275,60 @@ def test_a_tpubuild_upgrade_does_not_recreate_the_running_slice(tf: Terraform, t
     assert _changes(make)["template[a]"] == "no-op" and _changes(make)["template[b]"] == "create"
     assert _after(make, "template", "b")["metadata"]["startup-script"].endswith("# a later tpubuild's boot script\n")
     assert _after(make, "template", "a")["metadata"]["startup-script"] == made
+
+
+#: The last commit whose modules/tpu_mig made groups without bulk mode (its slots record no target_size_mode).
+BEFORE_BULK = "4b873f9"
+
+
+@pytest.mark.parametrize("make_before_break", [True, False], ids=["make-before-break", "break-before-make"])
+def test_a_group_made_before_bulk_mode_runs_on_until_a_change_replaces_it(
+        tf: Terraform, tmp_path: Path, make_before_break: bool) -> None:
+    """(j) A multi-host group made before bulk mode: Google cannot give a running group the mode,
+    and nothing else about it changes, so the upgrade plans nothing (docs/modules.md, "What an
+    existing environment gets"). A change that makes a new slice makes a bulk-mode group in the
+    free slot: beside the old one under make-before-break (mig-release deletes it later), in its
+    place in the same apply under break-before-make (the guard shows the deletion)."""
+    state = tmp_path / "state"
+    new_ws = Workspace(tmp_path / "ws-new", state=state)
+    _prepare(tf, new_ws, SPOT)
+    values = _mig(SPOT, make_before_break=make_before_break)
+    old = old_module(tmp_path, BEFORE_BULK, state, "modules/tpu_mig", "mig", values)
+    tf.init(old)
+    tf(old, "apply", "-input=false", "-no-color", "-lock=false", "-auto-approve")
+    work = new_ws.module("modules/tpu_mig", "mig")
+    tf.init(work)
+    assert set(_changes(_plan(tf, work, values, "upgrade")).values()) == {"no-op"}
+    change = _plan(tf, work, _mig(SPOT, make_before_break=make_before_break, TPU_ACCELERATOR_TYPE="v6e-32"), "change")
+    expected_a = "no-op" if make_before_break else "delete"
+    assert _changes(change) == {"policy[a]": expected_a, "template[a]": expected_a, "mig[a]": expected_a,
+                                "policy[b]": "create", "template[b]": "create", "mig[b]": "create"}, _changes(change)
+    group = _after(change, "mig", "b")
+    assert group["target_size_policy"] == [{"mode": "BULK"}] and group["name"] == f"{values['name']}-b"
+    (template,) = [c["change"]["after"] for c in change["resource_changes"]
+                   if c["type"] == "google_compute_instance_template" and c["index"] == "b"]
+    assert template["scheduling"][0]["instance_termination_action"] == "STOP"  # a bulk Spot slice stops
+
+
+@pytest.mark.parametrize(("accelerator", "reservation", "model", "affinity"), [
+    ("v6e-16", "my-v6e-reservation", "RESERVATION_BOUND", "SPECIFIC_RESERVATION"),
+    ("v6e-16", "", "STANDARD", "ANY_RESERVATION"),
+    ("v6e-8", "my-v6e-reservation", "STANDARD", "SPECIFIC_RESERVATION"),
+], ids=["named-multi-host", "none-named", "named-single-host"])
+def test_a_reservation_is_consumed_as_googles_tpu_pages_do(
+        tf: Terraform, tmp_path: Path, accelerator: str, reservation: str, model: str, affinity: str) -> None:
+    """(k) TPU_RESERVATION named: specific affinity, and in a bulk (multi-host) group the
+    reservation-bound model (Google's consume-reservation page for TPUs); none named: any matching
+    reservation with standard VMs (docs/modules.md, "Google's rules for TPU MIGs")."""
+    ws = Workspace(tmp_path / "ws")
+    work = ws.module("modules/tpu_mig", "mig")
+    _prepare(tf, ws, SPOT)
+    tf.init(work)
+    values = _mig(SPOT, TPU_ACCELERATOR_TYPE=accelerator, TPU_PROVISIONING="reservation", TPU_RESERVATION=reservation)
+    plan = _plan(tf, work, values, "reserved")
+    (sched,), (chosen,) = _after(plan, "template", "a")["scheduling"], _after(plan, "template", "a")["reservation_affinity"]
+    assert (sched["provisioning_model"], chosen["type"]) == (model, affinity)
+    assert sched["instance_termination_action"] == ("DELETE" if model == "RESERVATION_BOUND" else None)
+    assert [r["values"] for r in chosen["specific_reservation"]] == ([[reservation]] if reservation else [])
+    bulk = accelerator == "v6e-16"
+    assert _after(plan, "mig", "a")["target_size_policy"] == ([{"mode": "BULK"}] if bulk else [])

@@ -8,10 +8,8 @@ import re
 import shutil
 import subprocess
 
-import pytest
-
 from builder.render.pipeline import IMAGES
-from tests.conftest import REPO
+from tests.conftest import REPO, require
 from tests.support.terraform import CURRENT, LEGACY
 
 DOC = (REPO / "docs" / "terraform.md").read_text()
@@ -39,8 +37,7 @@ def test_the_stand_in_serves_what_the_modules_pin() -> None:
 
 def test_the_doc_names_the_terraform_the_tests_run() -> None:
     exe = shutil.which("terraform")
-    if exe is None:
-        pytest.skip("terraform is not on PATH (the doc's claim is about CI's image, which has it)")
+    require("terraform", exe is not None, "the HashiCorp release binary on PATH (CI's image has it; docs/terraform.md)")
     first = subprocess.run([exe, "version"], capture_output=True, text=True, timeout=60,
                            env={"CHECKPOINT_DISABLE": "1", "TF_CLI_CONFIG_FILE": "/dev/null"}).stdout.splitlines()[0]
     assert f"**{first}**" in DOC, f"docs/terraform.md should say the tests run {first!r}"

@@ -105,7 +105,7 @@ def test_plan_text_and_json_tell_the_same_candidates(cli) -> None:
     assert [r["n"] for r in rows] == list(range(1, 10))
     for r, line in zip(rows, table[2:]):
         assert line.split()[:3] == [str(r["n"]), r["zone"], r["mode"]] and r["slice_price"] in line, (r, line)
-    assert rows[0]["slice_price"] == "$19.44/h" and rows[1]["slice_price"].startswith("at most ")  # flex: on-demand ceiling
+    assert rows[0]["slice_price"] == "$19.44/h" and rows[1]["slice_price"] == "$21.60/h"  # flex: its DWS Defined Duration SKU
     assert f"  {info['cost']['candidates']['text']}\n" in text
     worst = info["cost"]["candidates"]["worst"]
     # the worst case is the whole environment with the dearest slice (Filestore stays in the same region here)

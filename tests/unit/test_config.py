@@ -133,10 +133,15 @@ def test_seed_tier_names_map(tmp_path: Path, seed: str, tier: str, capacity: int
 
 @pytest.mark.parametrize("path", [SHIPPED, *sorted(EXAMPLES.glob("*.env"))], ids=lambda p: p.name)
 def test_shipped_files_validate_without_warnings(path: Path, cli) -> None:
+    """No warning, but the one a calendar example's preview start (``+14d``) must carry: the builds
+    refuse it until the user writes the start out (builder/config/gate.py ``calendar-relative``)."""
     s = load(path)
     assert s.warnings == ()
     code, out, err = cli("validate", "--values", path)
-    assert (code, err) == (0, "") and "ok:" in out
+    preview = '"+14d"' in path.read_text()
+    lines = err.splitlines()
+    assert code == 0 and "ok:" in out and len(lines) == int(preview), err
+    assert all("TPU_CALENDAR_START: '+14d' previews a start" in line and "dispatch refuse it" in line for line in lines)
 
 
 # ---------------------------------------------------------------- bash syntax

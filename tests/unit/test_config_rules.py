@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from builder.config import load
-from builder.config.later import refusals
+from builder.config.gate import for_validate
 from tests.conftest import EXAMPLES, NODE, SHIPPED
 
 VM = EXAMPLES / "vm-v4-32.env"
@@ -222,8 +222,8 @@ def test_good_value(cli, make_env, base: Path, overrides: dict[str, str | None],
     code, out, err = cli("validate", "--values", path)
     s = load(path)
     # the value is good: validate refuses only what a later command would (a legacy TPU Node file,
-    # a script that is not in the temporary folder), builder/config/later.py
-    later = sorted(refusals(s), key=lambda e: e.line or 0)
+    # a script that is not in the temporary folder): the gate's rows, builder/config/gate.py
+    later = sorted(for_validate(s)[0], key=lambda e: e.line or 0)
     errors = [ln for ln in err.splitlines() if ln.startswith("tpubuild: error")]
     assert code == (2 if later else 0) and errors == [f"tpubuild: error: {e}" for e in later], err
     for field, value in expect.items():

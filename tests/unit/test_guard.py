@@ -18,7 +18,7 @@ import pytest
 
 from builder.facts.errors import BadInput
 from builder.planning.guard import PROTECTED_TYPES, evaluate
-from tests.conftest import REPO, run_tpubuild
+from tests.conftest import REPO, require, run_tpubuild
 
 PLANS = REPO / "tests" / "data" / "plans"
 
@@ -268,8 +268,7 @@ def test_refusal_through_the_console_script() -> None:
 def real_plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     """Real `terraform show -json` of create and replace plans of a builtin terraform_data resource."""
     exe = shutil.which("terraform")
-    if exe is None:
-        pytest.skip("terraform is not on PATH (optional: the fixtures' shape check needs it)")
+    require("terraform", exe is not None, "the HashiCorp release binary on PATH (CI's image has it; docs/terraform.md)")
     work = tmp_path_factory.mktemp("tf")
     (work / "main.tf").write_text(
         'variable "tier" {\n  type = string\n}\n'

@@ -244,15 +244,17 @@ printf '%s\\n' "$*" >> "$STUB_DIR/calls.log"
 case "$*" in
   *"managed list "*) printf '%s\\n' "${GROUP_EXISTS:-}" ;;
   *"resourcePolicies.workloadPolicy"*) printf '%s\\n' "${CURRENT_POLICY:-}" ;;
-  *"value(targetSize)"*) printf '4\\n' ;;
+  *"value(targetSize)"*) printf '%s\\n' "${TARGET_SIZE:-4}" ;;
+  *"list-instances"*) printf '%s\\n' ${INSTANCES:-} ;;
   *"wait-until"*) if [ -n "${WAIT_FAILS:-}" ]; then echo "ERROR: (gcloud) timed out" >&2; exit 1; fi ;;
 esac
 """
 
 
 def _run_step(tmp_path: Path, accel: str, make_env: Callable[..., Path], step_id: str, *, mode: str = "break-before-make",
-              rc: int = 0, **env: str) -> tuple[str, list[str]]:
-    s = load(make_env(V6E, TPU_ACCELERATOR_TYPE=accel, TPU_REPLACE=mode))
+              rc: int = 0, provisioning: str = "", **env: str) -> tuple[str, list[str]]:
+    s = load(make_env(V6E, TPU_ACCELERATOR_TYPE=accel, TPU_REPLACE=mode,
+                      **({"TPU_PROVISIONING": provisioning} if provisioning else {})))
     config = render(s, make_plan(s, "update", mig=True))
     [step] = [st for st in config["steps"] if st["id"] == step_id]
     bin_dir = tmp_path / "bin"
@@ -285,24 +287,53 @@ def test_same_topology_or_new_group_is_not_drained(tmp_path: Path, make_env: Cal
 
 
 def test_resize_sets_the_slice_size_and_waits(tmp_path: Path, make_env: Callable[..., Path]) -> None:
-    out, calls = _run_step(tmp_path, "v6e-64", make_env, "mig-resize")
-    assert "resize tpu-v6e-slice" in calls[0] and "--size=16" in calls[0]
-    assert "wait-until tpu-v6e-slice" in calls[1] and "stable at 16 VMs" in out
+    """After a drain (target size 0) the bulk group grows from 0 to the slice in one resize."""
+    out, calls = _run_step(tmp_path, "v6e-64", make_env, "mig-resize", TARGET_SIZE="0")
+    calls = [c for c in calls if "list-instances" not in c]  # V6E is Spot: it looks for stopped VMs first
+    assert "describe tpu-v6e-slice" in calls[0] and "value(targetSize)" in calls[0]
+    assert "resize tpu-v6e-slice" in calls[1] and "--size=16" in calls[1]
+    assert "wait-until tpu-v6e-slice" in calls[2] and "stable at 16 VMs" in out
+
+
+def test_a_bulk_group_at_another_size_goes_through_zero(tmp_path: Path, make_env: Callable[..., Path]) -> None:
+    """Bulk mode grows a group only from 0 (about-bulk-mode): 4 → 0, then 0 → 16."""
+    out, calls = _run_step(tmp_path, "v6e-64", make_env, "mig-resize", TARGET_SIZE="4")
+    sizes = [c.split("--size=")[1] for c in calls if " resize " in f" {c} "]
+    assert sizes == ["0", "16"], calls
+    assert "bulk mode grows a group only from 0, so it goes to 0 first" in out and "stable at 16 VMs" in out
+
+
+def test_a_whole_group_is_not_resized(tmp_path: Path, make_env: Callable[..., Path]) -> None:
+    out, calls = _run_step(tmp_path, "v6e-64", make_env, "mig-resize", TARGET_SIZE="16")
+    assert not [c for c in calls if " resize " in f" {c} "] and "stable at 16 VMs" in out
+
+
+def test_a_stopped_spot_slice_is_restarted_through_zero(tmp_path: Path, make_env: Callable[..., Path]) -> None:
+    """Google's TPU Spot page: preempted VMs stop; a Spot slice restarts by deleting and recreating."""
+    out, calls = _run_step(tmp_path, "v6e-64", make_env, "mig-resize", provisioning="spot", TARGET_SIZE="16",
+                           INSTANCES="RUNNING TERMINATED TERMINATED RUNNING")
+    sizes = [c.split("--size=")[1] for c in calls if " resize " in f" {c} "]
+    assert sizes == ["0", "16"] and "2 VMs of tpu-v6e-slice stopped (Spot preemption)" in out, (calls, out)
+    out, calls = _run_step(tmp_path, "v6e-64", make_env, "mig-resize", provisioning="spot", TARGET_SIZE="16",
+                           INSTANCES="RUNNING RUNNING")
+    assert not [c for c in calls if " resize " in f" {c} "], calls
 
 
 def test_resize_of_a_second_group_resizes_the_one_apply_named(tmp_path: Path, make_env: Callable[..., Path]) -> None:
     (tmp_path / "plans").mkdir()
     (tmp_path / "plans" / "mig.name").write_text("tpu-v6e-slice-b\n")
-    out, calls = _run_step(tmp_path, "v6e-64", make_env, "mig-resize", mode="make-before-break")
-    assert "resize tpu-v6e-slice-b" in calls[0] and "--size=16" in calls[0]
-    assert "wait-until tpu-v6e-slice-b" in calls[1] and "group tpu-v6e-slice-b is stable at 16 VMs" in out
+    out, calls = _run_step(tmp_path, "v6e-64", make_env, "mig-resize", mode="make-before-break", TARGET_SIZE="0")
+    calls = [c for c in calls if "list-instances" not in c]
+    assert "resize tpu-v6e-slice-b" in calls[1] and "--size=16" in calls[1]
+    assert "wait-until tpu-v6e-slice-b" in calls[2] and "group tpu-v6e-slice-b is stable at 16 VMs" in out
 
 
 def test_a_second_group_that_never_stabilises_leaves_the_old_one_running(tmp_path: Path,
                                                                          make_env: Callable[..., Path]) -> None:
     (tmp_path / "plans").mkdir()
     (tmp_path / "plans" / "mig.name").write_text("tpu-v6e-slice-b\n")
-    out, _ = _run_step(tmp_path, "v6e-64", make_env, "mig-resize", mode="make-before-break", rc=1, WAIT_FAILS="1")
+    out, _ = _run_step(tmp_path, "v6e-64", make_env, "mig-resize", mode="make-before-break", rc=1, WAIT_FAILS="1",
+                       TARGET_SIZE="0")
     (line,) = [x for x in out.splitlines() if x.startswith("tpubuild:")]
     assert "tpu-v6e-slice-b did not come up whole" in line and "keeps running and nothing was deleted" in line
 
@@ -321,7 +352,7 @@ def test_guard_announces_a_topology_change() -> None:
 
 
 def test_hosts_in_worker_order_and_ssh_through_iap() -> None:
-    from builder.cloud import mig_hosts
+    from builder.render import mig_hosts
     s = load(V6E)
     assert mig_hosts.list_argv(s)[:6] == ["gcloud", "compute", "instance-groups", "managed", "list-instances",
                                           "tpu-v6e-slice"]

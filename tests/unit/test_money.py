@@ -58,8 +58,10 @@ def test_every_shipped_example_is_priced_in_full(cli, path: Path) -> None:
         assert after["total"].startswith(cost.bound_prefix(after["bound"]))
         assert f"Cost per hour: {after['total']}" in out
     s = load(path)
-    if s.topology.generation == "tpu7x":
-        assert any("v5p" in line for line in after["bounds"]), after["bounds"]
+    if s.topology.generation == "tpu7x":  # priced from its own multi-regional SKU, never v5p's rate as a floor
+        [tpu] = [i for i in after["items"] if i["what"].startswith("TPU ")]
+        assert 'SKU 0F71-4391-B6CA "TPU7x running in Americas"' in tpu["basis"] and tpu["bound"] != "at least"
+        assert not any("v5p" in line for line in after["bounds"]), after["bounds"]
 
 
 def _accepted():
@@ -77,13 +79,16 @@ def _accepted():
 
 def test_every_generation_mode_and_region_the_offers_table_accepts_is_priced() -> None:
     """Every generation × provisioning mode × zone of builder/data/tpu_offers.json (single host and
-    pod slices alike) has a price of its own region, or a stand-in whose bound the plan states."""
+    pod slices alike) has a price of its own region, or says "no published price" and what stands in:
+    another region's figure (``~``) or the on-demand rate as a ceiling whose bound the plan states."""
     missing = []
     for gen, region, mode, pod in sorted(set(_accepted())):
-        price, approx, why = cost.tpu_chip_hour(gen, region, mode, pod=pod)
-        bound, because = cost.tpu_bound(gen, mode)
-        if price is None or price <= 0 or (approx and not bound) or bool(bound) != bool(because):
-            missing.append((gen, region, mode, "pod" if pod else "single host", why))
+        found = cost.tpu_price(gen, region, mode, pod=pod)
+        bound, because = found.bound, found.bound_why
+        said = "no published" in found.note or "no published" in because
+        if (found.value is None or found.value <= 0 or (found.approximate and not said)
+                or bool(bound) != bool(because) or not found.basis):
+            missing.append((gen, region, mode, "pod" if pod else "single host", found.unknown_why))
     assert not missing, missing
     for gen in generations.records():
         for disk in gen.shared_pd_types:
@@ -99,12 +104,20 @@ def test_pod_slices_have_their_own_rate() -> None:
     assert cost.tpu_chip_hour("v3", "europe-west4", "on-demand")[0] * 4 == pytest.approx(8.8)
 
 
-def test_stand_ins_name_their_figure_and_direction() -> None:
-    assert cost.tpu_chip_hour("tpu7x", "us-central1", "on-demand")[0] == cost.tpu_chip_hour("v5p", "us-central1",
-                                                                                              "on-demand")[0]
-    assert cost.tpu_bound("tpu7x", "on-demand")[0] == "at least"
-    assert cost.tpu_bound("v6e", "calendar")[0] == "at most" and cost.tpu_bound("v6e", "spot") == ("", "")
-    assert cost.tpu_bound("tpu7x", "reservation")[0] == "stand-in"  # a floor and a ceiling: neither
+def test_each_mode_is_priced_from_its_own_sku_and_a_missing_one_is_said() -> None:
+    """flex-start and calendar read their DWS / Calendar Mode SKUs; TPU7x its multi-regional SKU; where the
+    catalogue has no SKU for a mode the on-demand rate stands in as a ceiling and says so; no floor."""
+    flex, cal = cost.tpu_price("v6e", "us-east5", "flex-start"), cost.tpu_price("v6e", "us-east5", "calendar")
+    assert (flex.value, flex.bound) == (1.35, "") and "DWS Defined Duration V6e" in flex.basis
+    assert (cal.value, cal.bound) == (1.89, "") and "Calendar Mode" in cal.basis
+    for region in ("us-central1", "us-east1", "us-west1"):  # each region the SKU lists
+        seven = cost.tpu_price("tpu7x", region, "on-demand")
+        assert (seven.value, seven.approximate, seven.bound) == (12.0, False, "") and "0F71-4391-B6CA" in seven.basis
+    missing = cost.tpu_price("v6e", "us-east1", "flex-start")  # no DWS SKU in us-east1
+    assert missing.value == 2.7 and missing.bound == "at most" and "no published v6e flex-start price" in missing.bound_why
+    assert cost.tpu_bound("tpu7x", "on-demand") == ("", "") and cost.tpu_bound("v6e", "spot", "us-east5") == ("", "")
+    assert "the day's price" in cost.tpu_price("v6e", "us-east5", "spot").note
+    assert cost.tpu_bound("tpu7x", "reservation")[0] == "at most"
     assert cost.combine(["", "at most", "at most"]) == "at most" and cost.combine(["at most", "at least"]) == "stand-in"
 
 
@@ -115,8 +128,9 @@ def test_the_calendar_example_shows_its_committed_total(cli) -> None:
     s = load(path)
     tpu = [i for i in info["cost"]["after"]["items"] if i["module"] == "mig"]
     assert total["hours"] == s.calendar_days * 24 == 168 and total["hourly"] == sum(i["hourly"] for i in tpu)
-    assert total["total"] == round(total["hourly"] * 168, 2) == 14515.2 and total["bound"] == "at most"
-    assert f"  {total['text']}" in out.split("Totals:")[1] and "$14,515.20" in total["text"]
+    # the Calendar Mode SKU's $1.89/chip-h (not on-demand's $2.70 as a ceiling): 32 chips × 168 h
+    assert total["total"] == round(total["hourly"] * 168, 2) == 10160.64 and total["bound"] == ""
+    assert f"  {total['text']}" in out.split("Totals:")[1] and "$10,160.64" in total["text"]
 
 
 def test_flex_start_shows_the_most_it_can_cost_and_a_ttl_the_cost_until_it(cli, tmp_path) -> None:
@@ -185,5 +199,5 @@ def test_a_calendar_destroy_does_not_read_as_nothing_billed(cli) -> None:
     which goes on until its end, in text and JSON alike."""
     out, info = _plan(cli, REPO / "examples" / "mig-v6e-32-calendar.env", "--action", "destroy")
     [left] = [t for t in info["cost"]["totals"] if t["kind"] == "calendar_after_destroy"]
-    said = f"except the calendar-mode reservation, which a destroy cannot cancel: at most ${left['hourly']:,.2f}/h"
+    said = f"except the calendar-mode reservation, which a destroy cannot cancel: ${left['hourly']:,.2f}/h"
     assert said in info["cost"]["change"] and f"Cost per hour: {info['cost']['change']}" in out

@@ -20,7 +20,7 @@ from builder.render.pipeline import IMAGES, LOCK_TIMEOUT, SHELLS, check_duration
 from tests.conftest import EXAMPLES, REPO
 from tests.support.pipeline import ENVS, NODE_ENV, VM_ENV, BUILTINS, Case, all_cases, ancestors, step_script
 
-Build = pytest.importorskip("google.cloud.devtools.cloudbuild_v1.types").Build
+from google.cloud.devtools.cloudbuild_v1.types import Build  # noqa: E402  (a dependency: setup.cfg)
 
 VALID = [c for c in all_cases() if c.valid and c.action != "initialize"]
 INVALID = [c for c in all_cases() if not c.valid]
@@ -308,6 +308,8 @@ def test_snapshot_before_shared_pd_destroy():
         script = step_script(snap)
         assert "gcloud compute snapshots create" in script
         assert f"--source-disk={s.shared_pd_name}" in script and f"--source-disk-zone={s.zone}" in script
+        # stored in the environment's region, priced at the regional rate (not the nearest multi-region's)
+        assert f"--storage-location={s.region}" in script
         assert f"tpubuild-env={s.env_name}" in script
         assert 'echo "tpubuild: shared_pd: took snapshot $name' in script
         assert "shared_pd-snapshot" not in by_id(render(s, make_plan(s, "destroy", tpu=True)))

@@ -4,6 +4,8 @@ TPU_QUEUED / TPU_QUEUED_VALID_FOR) and the zone x generation x runtime table
 
 from __future__ import annotations
 
+import importlib
+
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -148,7 +150,7 @@ def test_shipped_and_examples_validate_plan_and_render(cli, path: Path) -> None:
     assert code == 0, err
     code, out, err = cli("render", "--values", path, "--format", "json")
     assert code == 0, err
-    pytest.importorskip("google.cloud.devtools.cloudbuild_v1").Build.from_json(out)
+    importlib.import_module("google.cloud.devtools.cloudbuild_v1").Build.from_json(out)
 
 
 def test_examples_cover_each_current_generation() -> None:

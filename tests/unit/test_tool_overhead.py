@@ -26,6 +26,9 @@ def test_tool_overhead_prints_before_and_after_for_every_pipeline() -> None:
     assert {(r["values"], r["action"]) for r in data["rows"]} == {(v, a) for v in examples for a in ("create", "update", "destroy")}
     assert data["quick"] is True
     assert "arXiv:2602.15214" in data["start_source"] or data["start_source"].startswith("measured")
+    # every figure says what it is: measured here, or a constant with its source; the pull is named as left out
+    assert data["start_source"].startswith(("measured", "constant, documented"))
+    assert data["lookup_source"].startswith("constant, assumed") and "image pull" in data["not_counted"]
     for key in ("start_s", "install_s", "wheel_s"):
         assert data["costs"][key] > 0
     for r in data["rows"]:

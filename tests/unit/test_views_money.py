@@ -56,12 +56,14 @@ MONEY: dict[str, Callable[[Any], "str | re.Pattern[str]"]] = {
                                                          "stand-in": "neither"}[v],
     "ttl.hours": lambda v: f"destroyed {v} h after it is created",
     # the totals (builder/planning/money.py): a rate × hours, or a monthly tail
-    **{f"cost.totals.{kind}.{field}": shown for kind in ("calendar_committed", "flex_max", "calendar_after_destroy")
+    **{f"cost.totals.{kind}.{field}": shown for kind in ("calendar_committed", "calendar_before_window", "flex_max",
+                                                               "calendar_after_destroy")
        for field, shown in (("total", lambda v: _usd(v, " (")), ("hourly", lambda v: f"${v:,.2f}/h × "),
                             ("hours", lambda v: re.compile(rf"× (\d+ days \()?{v:,.0f} h\)")))},
     "cost.totals.until_ttl.total": lambda v: _usd(v, " for the first "),
     "cost.totals.until_ttl.hourly": lambda v: f"${v:,.2f}/h), then ",
     "cost.totals.until_ttl.hours": lambda v: re.compile(rf"for the first (\d+ days \()?{v:,.0f} h\b"),
+    "cost.totals.until_ttl.worst_total": lambda v: _usd(v, " for those "),
     "cost.totals.monthly_after_destroy.total": lambda v: (re.compile("every month: " + _usd(v, " (the ").pattern)
                                                           if v else "every month: the buckets "),
     "cost.totals.checkpoint_copy.total": lambda v: (re.compile("checkpoints in the bucket, every month: "

@@ -8,7 +8,8 @@ writes, or long-lived for reattached runs).
   Terraform core then type-checks the configuration against it;
 * ``PlanResourceChange``: the proposed new state, with every computed attribute it leaves null
   planned unknown; no attribute is ever marked "requires replace" (the stand-in does not know
-  ForceNew), so a plan never shows a replacement;
+  ForceNew), so a plan never shows a replacement; a change Google's API would refuse (rules.py:
+  a TPU MIG without bulk mode, a resize request on one, ...) is refused with Google's message;
 * ``ApplyResourceChange`` (fake apply): the planned state with each unknown replaced by a plausible
   value (ids and names derived from the resource's name, one element for a computed list or set,
   an empty map); ``ReadResource`` (refresh) returns the state with the computed attributes it
@@ -27,6 +28,7 @@ from typing import Any
 
 import msgpack
 
+from rules import HISTORY, Rules
 from tf.gen import tfplugin_pb2 as pb
 from tf.gen import tfplugin_pb2_grpc as rpc
 
@@ -233,6 +235,7 @@ class Provider(rpc.ProviderServicer):
         self._schema_response: pb.GetProviderSchema.Response | None = None
         self._cache_answer = schema is None
         self.project = ""  # the provider block's project (ConfigureProvider), for the fake values
+        self.rules = Rules()  # Google's rules the API enforces (rules.py), over what this process planned
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -280,6 +283,8 @@ class Provider(rpc.ProviderServicer):
         config = decode(request.config)
         project = config.get("project") if isinstance(config, dict) else None
         self.project = project if isinstance(project, str) else ""
+        # each Terraform command configures the provider anew (a reattached one serves many)
+        self.rules = Rules(enforced=not (isinstance(config, dict) and config.get("request_reason") == HISTORY))
         return pb.ConfigureProvider.Response()
 
     def UpgradeResourceState(self, request: Any, context: Any) -> Any:
@@ -302,7 +307,11 @@ class Provider(rpc.ProviderServicer):
         proposed = decode(request.proposed_new_state)
         block = self._block("resources", request.type_name)
         planned = None if proposed is None else mark_unknown(block, proposed)
-        return pb.PlanResourceChange.Response(planned_state=encode(planned), planned_private=request.prior_private)
+        refused = self.rules.check(request.type_name, decode(request.prior_state), proposed)
+        return pb.PlanResourceChange.Response(
+            planned_state=encode(planned), planned_private=request.prior_private,
+            diagnostics=[pb.Diagnostic(severity=pb.Diagnostic.ERROR, summary=summary, detail=detail)
+                         for summary, detail in refused])
 
     def ApplyResourceChange(self, request: Any, context: Any) -> Any:
         planned = decode(request.planned_state)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 
-from builder.commands.parser import add_compare
+from builder.commands.parser import add_compare, add_flags
 from builder.commands.verb import Group, Verb, work
 
 
@@ -27,12 +27,12 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("text", "json", "markdown"), default="text",
                    help="output format (default: text); markdown: the cost as a table and the pipeline as a Mermaid "
                         "picture, the GitOps plan build's plan.md")
-    p.add_argument("--check", action="store_true",
-                   help="also run the pipeline's capacity check (the TPU quota, read from Cloud Quotas): exit 1 "
-                        "when it cannot hold the slice")
-    p.add_argument("--all", action="store_true",
-                   help="every environment of the repository (values.env and environments/*/values.env) in one "
-                        "table: the action auto would take and the hourly cost before -> after")
+    add_flags(p, {
+        "--check": "also run the pipeline's capacity check (the TPU quota, read from Cloud Quotas): exit 1 when it "
+                   "cannot hold the slice",
+        "--all": "every environment of the repository (values.env and environments/*/values.env) in one table: the "
+                 "action auto would take and the hourly cost before -> after",
+    })
 
 
 VERB = Verb.of(__doc__, "plan", Group.USER, 2, "show what an action will change, in what order, and its cost",

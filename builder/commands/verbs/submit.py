@@ -14,17 +14,17 @@ from __future__ import annotations
 
 import argparse
 
-from builder.commands.parser import add_action, add_scope
+from builder.commands.parser import add_action, add_flags, add_scope
 from builder.commands.verb import Group, Verb, work
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
     add_action(p, what="the action to run")
     add_scope(p)
-    p.add_argument("--allow-wipe", action="store_true",
-                   help="let the seeder overwrite a shared PD that already holds data")
-    p.add_argument("--wait", action="store_true",
-                   help="stream the build's step states and exit with its outcome")
+    add_flags(p, {
+        "--allow-wipe": "let the seeder overwrite a shared PD that already holds data",
+        "--wait": "stream the build's step states and exit with its outcome",
+    })
 
 
 VERB = Verb.of(__doc__, "submit", Group.USER, 4, "pack the source and run the action's pipeline on Cloud Build",

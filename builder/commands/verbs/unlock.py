@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import argparse
 
+from builder.commands.parser import add_flags
 from builder.commands.verb import Group, Verb, work
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--force", action="store_true",
-                   help="required; refused while Cloud Build reports a build of this environment QUEUED or WORKING")
-    p.add_argument("--even-if-running", action="store_true",
-                   help="with --force: break the lock even while a build of this environment runs")
+    add_flags(p, {
+        "--force": "required; refused while Cloud Build reports a build of this environment QUEUED or WORKING",
+        "--even-if-running": "with --force: break the lock even while a build of this environment runs",
+    })
 
 
 VERB = Verb.of(__doc__, "unlock", Group.ADMIN, 4, "break the environment lock",

@@ -33,6 +33,7 @@ from typing import Any
 
 from tests.support.fakes.build_filter import build_filter
 from tests.support.fakes.local import LocalGrpcServer, LocalHttpServer, send_json
+from tests.support.fakes.quotas import ready
 
 
 def _step_ids(body: dict[str, Any]) -> list[str]:
@@ -48,8 +49,11 @@ class FakeGoogle(LocalHttpServer):
         self.queued_resources: dict[str, dict[str, Any]] = {}  # full resource name → QueuedResource JSON
         self.filestore: dict[str, dict[str, Any]] = {}  # full resource name → Instance JSON
         self.migs: dict[str, dict[str, Any]] = {}  # URL path → {"manager": {...}, "instances": [...]}
-        #: Compute Engine REST: URL path → the JSON a GET answers (resize requests, future reservations)
+        #: Compute Engine REST: URL path → the JSON a GET answers (future reservations)
         self.compute_objects: dict[str, dict[str, Any]] = {}
+        #: the network the subnetwork and router reads answer (tests/support/fakes/quotas.py ``ready``)
+        #: where compute_objects holds none; None: a 404, as for any unknown resource
+        self.ready_network: str | None = "default"
         self.on_done: Callable[[str, str], None] | None = None
         self.on_create: Callable[[str], None] | None = None
         self.hold_working = False
@@ -92,7 +96,10 @@ class FakeGoogle(LocalHttpServer):
     def env(self) -> dict[str, str]:
         return {"TPUBUILD_CLOUDBUILD_ENDPOINT": self.url, "TPUBUILD_TPU_ENDPOINT": self.url,
                 "TPUBUILD_RESOURCEMANAGER_ENDPOINT": self.url,
-                "TPUBUILD_FILESTORE_ENDPOINT": self.url, "TPUBUILD_COMPUTE_ENDPOINT": f"{self.url}/compute/v1"}
+                "TPUBUILD_FILESTORE_ENDPOINT": self.url, "TPUBUILD_COMPUTE_ENDPOINT": f"{self.url}/compute/v1",
+                # Cloud Quotas: every QuotaInfo is unknown here (404: the capacity check says so and
+                # passes); tests/support/fakes/quotas.py is the fake that answers quota values
+                "TPUBUILD_QUOTAS_ENDPOINT": f"{self.url}/v1"}
 
     def next_outcome(self, status: str, failing_step: str = "") -> None:
         self._outcomes.append((status, failing_step))
@@ -173,6 +180,8 @@ class FakeGoogle(LocalHttpServer):
             return h._send(200, mig["manager"])
         if path.startswith("/compute/v1/") and method == "GET":
             found = self.compute_objects.get(path)
+            if found is None and self.ready_network:  # the hosts' egress preflight: a ready network
+                found = ready(path, self.ready_network)
             return h._send(200, found) if found else h._send(404, _error(404, "The resource was not found"))
         return h._send(404, _error(404, f"fake: no route for {method} {path}"))
 

@@ -48,6 +48,8 @@ ROLE_PERMISSIONS: dict[str, frozenset[str]] = {
     "roles/cloudbuild.builds.editor": _expand("cloudbuild", {"builds": "create get list update"}),
     "roles/logging.logWriter": _expand("logging", {"logEntries": "create"}),
     "roles/cloudquotas.viewer": _expand("cloudquotas", {"quotas": "get", "quotaInfos": "get list"}),
+    "roles/compute.networkViewer": _expand("compute", {"networks": "get list", "subnetworks": "get list",
+                                                       "routers": "get list"}),
     "roles/iap.tunnelResourceAccessor": _expand("iap", {"tunnelInstances": "accessViaIAP"}),
     # the read-only roles of the plan account
     "roles/storage.bucketViewer": _expand("storage", {"buckets": "get list"}),

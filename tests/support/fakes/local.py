@@ -10,6 +10,7 @@ from collections.abc import Callable
 from concurrent import futures
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 _Http = TypeVar("_Http", bound="LocalHttpServer")
 _Grpc = TypeVar("_Grpc", bound="LocalGrpcServer")
@@ -24,6 +25,23 @@ def send_json(handler: BaseHTTPRequestHandler, code: int, body: Any,
     handler.send_header("Content-Length", str(len(data)))
     handler.end_headers()
     handler.wfile.write(data)
+
+
+def error(code: int, message: str, status: str) -> dict[str, Any]:
+    """A Google API error body (``{"error": {code, message, status}}``)."""
+    return {"error": {"code": code, "message": message, "status": status}}
+
+
+def get_handler(answer: Callable[[str], tuple[int, Any]]) -> type[BaseHTTPRequestHandler]:
+    """A quiet handler whose every GET is answered ``answer(path)``: (HTTP code, JSON body)."""
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:  # noqa: N802
+            send_json(self, *answer(urlsplit(self.path).path))
+
+    return Handler
 
 
 class LocalHttpServer:

@@ -19,6 +19,7 @@ import threading
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from tests.support.fakes.locations import REGIONS
 from tests.support.fakes.local import LocalHttpServer, send_json
 
 _REPO = r"/v1/(projects/[^/]+/locations/[^/]+/repositories/[^/:]+)"
@@ -44,6 +45,8 @@ class FakeArtifactRegistry(LocalHttpServer):
         self.images_present = True
         self.policies: dict[str, dict[str, Any]] = {}
         self.requests: list[tuple[str, str]] = []
+        #: the regions ListLocations answers (tests/support/fakes/locations.py REGIONS)
+        self.offered: list[str] = list(REGIONS)
         self._lock = threading.Lock()
         fake = self
 
@@ -78,6 +81,7 @@ class FakeArtifactRegistry(LocalHttpServer):
             self.images_present = True
             self.policies.clear()
             self.requests.clear()
+            self.offered = list(REGIONS)
 
     def route(self, method: str, raw: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         from urllib.parse import parse_qs
@@ -86,6 +90,10 @@ class FakeArtifactRegistry(LocalHttpServer):
         params = {k: v[-1] for k, v in parse_qs(query).items()}
         with self._lock:
             self.requests.append((method, path))
+            m = re.fullmatch(r"/v1/projects/([^/]+)/locations", path)
+            if m and method == "GET":  # ListLocations: where the service is offered (every region here)
+                return 200, {"locations": [{"name": f"projects/{m.group(1)}/locations/{r}", "locationId": r}
+                                           for r in self.offered]}
             m = re.fullmatch(r"/v1/(projects/[^/]+/locations/[^/]+)/repositories", path)
             if m and method == "POST":
                 return self._create(m.group(1), params.get("repositoryId", ""), body)

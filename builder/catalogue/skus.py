@@ -1,0 +1,140 @@
+"""Cloud Billing Catalog SKUs → the price records ``builder.catalogue.cost`` reads: one code path for the
+prices ``tpubuild prices update`` reads live and for the bundled ``builder/data/prices.json``
+(``tools/bundle_prices.py`` runs :func:`overlay` over the recorded catalogue in tests/data/billing/).
+
+A SKU is one record of (generation × mode × region). Its ``description`` names the generation and the
+mode, anchored at both ends, so a decoy of the same chip ("Capacity Optimized TpuV6e running in ...",
+a commitment, a calendar reservation) never prices another mode; its ``serviceRegions`` name the regions
+(a multi-regional SKU such as "TPU7x running in Americas" applies to each region it lists: the city or
+continent in the description is never read). The modes, as Google's catalogue spells them (Compute Engine,
+service 6F81-5844-456A; docs/plan_cost_ttl.md cites the pages):
+
+* ``on-demand``: "TpuV6e running in Columbus" (usage type OnDemand);
+* ``spot``: "TpuV6e attached to Spot Preemptible VMs running in Columbus" (usage type Preemptible, or
+  OnDemand in some regions: either is accepted; the description decides);
+* ``flex-start``: "DWS Defined Duration V6e running in Columbus" (Dynamic Workload Scheduler);
+* ``calendar``: "Reserved V6e TPU in Columbus in Calendar Mode";
+* ``committed-1y`` / ``committed-3y``: "Commitment v1: TpuV6e running in Columbus for 1 Year" / "3 Years".
+
+Where two SKUs price the same record, the one with fewer regions (the regional one over a multi-regional
+one) wins, then the lower SKU id (stable). Pure: SKUs in, dicts out.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+#: The Billing Catalog services ``prices update`` reads: Compute Engine lists v5e, v5p, v6e and TPU7x.
+COMPUTE_SERVICE = "6F81-5844-456A"
+#: The generations priced from the catalogue and how the catalogue spells each (after "Tpu"/"TPU").
+#: v2, v3 and v4 (Cloud TPU service E000-3F24-B8AA, priced per device by continent) stay the bundled
+#: table's hand-kept rows: docs/plan_cost_ttl.md, "Where prices come from".
+GENERATIONS: dict[str, str] = {"v5e": "V5e", "v5p": "V5p", "v6e": "V6e", "tpu7x": "7x"}
+#: The modes a SKU can price, in the order ``prices show`` lists them.
+MODES = ("on-demand", "spot", "flex-start", "calendar", "committed-1y", "committed-3y")
+
+_REGION = r"(?: in [A-Za-z .()-]+)?"
+
+
+def _patterns(spelled: str) -> dict[str, re.Pattern[str]]:
+    chip = rf"(?:Tpu|TPU) ?{spelled}"
+    bare = rf"(?:(?:Tpu|TPU) ?)?{spelled}"
+    return {mode: re.compile(rf"^{text}$") for mode, text in {
+        "on-demand": rf"{chip} running{_REGION}",
+        "spot": rf"(?:{chip} attached to Spot Preemptible VMs|Spot Preemptible {chip}) running{_REGION}",
+        "flex-start": rf"(?:DWS Defined Duration {bare}|{chip} attached to DWS Defined Duration VMs) running{_REGION}",
+        "calendar": rf"Reserved {bare}(?: TPU)?{_REGION} in Calendar Mode",
+        "committed-1y": rf"Commitment v1: {chip} running{_REGION} for 1 Year",
+        "committed-3y": rf"Commitment v1: {chip} running{_REGION} for 3 Years?",
+    }.items()}
+
+
+_BY_GENERATION = {g: _patterns(spelled) for g, spelled in GENERATIONS.items()}
+#: The usage types each mode's SKU may carry (a commitment's is its term; spot is either).
+USAGE = {"on-demand": {"OnDemand"}, "spot": {"Preemptible", "OnDemand"}, "flex-start": {"OnDemand"},
+         "calendar": {"OnDemand"}, "committed-1y": {"Commit1Yr"}, "committed-3y": {"Commit3Yr"}}
+
+
+def _get(d: dict[str, Any], *names: str) -> Any:
+    """A field by its JSON (camelCase) or proto (snake_case) name."""
+    for name in names:
+        if name in d:
+            return d[name]
+    return None
+
+
+def classify(sku: dict[str, Any]) -> tuple[str, str] | None:
+    """(generation, mode) of one SKU, or None: not a TPU chip-hour SKU tpubuild prices (a decoy)."""
+    description = str(sku.get("description", "")).strip()
+    usage = _get(sku.get("category") or {}, "usageType", "usage_type")
+    for generation, patterns in _BY_GENERATION.items():
+        for mode, pattern in patterns.items():
+            if pattern.match(description) and usage in USAGE[mode]:
+                return generation, mode
+    return None
+
+
+def unit_price(sku: dict[str, Any]) -> tuple[float, str] | None:
+    """(USD per chip-hour, the date it took effect) of the SKU's current price: its first pricing
+    info's first tier (the rate from zero usage), in hours; None when it has none in hours."""
+    info = (_get(sku, "pricingInfo", "pricing_info") or [None])[0]
+    if not info:
+        return None
+    expression = _get(info, "pricingExpression", "pricing_expression") or {}
+    if _get(expression, "usageUnit", "usage_unit") != "h":
+        return None
+    tiers = _get(expression, "tieredRates", "tiered_rates") or []
+    if not tiers:
+        return None
+    price = _get(tiers[0], "unitPrice", "unit_price") or {}
+    value = int(price.get("units") or 0) + int(price.get("nanos") or 0) / 1e9
+    effective = str(_get(info, "effectiveTime", "effective_time") or "")[:10]
+    return round(value, 9), effective
+
+
+def match(skus: list[dict[str, Any]]) -> dict[str, Any]:
+    """``{"tpu_chip_hour": {gen: {mode: {region: price}}}, "skus": {path: provenance}}``: each record's
+    price and the SKU it came from (``path`` is ``tpu_chip_hour.<gen>.<mode>.<region>``; provenance is
+    ``{"sku", "description", "effective", "regions"}``)."""
+    chosen: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for sku in skus:
+        kind = classify(sku)
+        priced = unit_price(sku) if kind else None
+        if kind is None or priced is None:
+            continue
+        regions = [str(r) for r in (_get(sku, "serviceRegions", "service_regions") or [])]
+        for region in regions:
+            key = (*kind, region)
+            rank = (len(regions), str(_get(sku, "skuId", "sku_id")))
+            if key in chosen and chosen[key]["rank"] <= rank:
+                continue
+            chosen[key] = {"rank": rank, "price": priced[0], "sku": rank[1], "description": sku["description"],
+                           "effective": priced[1], "regions": len(regions)}
+    prices: dict[str, dict[str, dict[str, float]]] = {}
+    provenance: dict[str, dict[str, Any]] = {}
+    for (generation, mode, region), found in sorted(chosen.items()):
+        prices.setdefault(generation, {}).setdefault(mode, {})[region] = found["price"]
+        provenance[f"tpu_chip_hour.{generation}.{mode}.{region}"] = {
+            k: found[k] for k in ("sku", "description", "effective", "regions")}
+    return {"tpu_chip_hour": prices, "skus": provenance}
+
+
+def overlay(table: dict[str, Any], matched: dict[str, Any], retrieved: str, source: dict[str, Any]) -> dict[str, Any]:
+    """``table`` (prices.json's layout) with every catalogued generation's TPU rows replaced by the
+    ``matched`` ones (no row of the old table survives beside them: a mode the catalogue did not price
+    has none), its ``default`` the default region's price, ``skus`` the provenance, ``retrieved`` the
+    date the SKUs were read and ``catalogue`` where from (``source``)."""
+    out = {k: v for k, v in table.items()}
+    rows = {g: dict(v) for g, v in table["tpu_chip_hour"].items()}
+    for generation in GENERATIONS:
+        old = rows.get(generation, {})
+        keep = {k: v for k, v in old.items() if k in ("default_region", "_about")}
+        for mode, by_region in matched["tpu_chip_hour"].get(generation, {}).items():
+            keep[mode] = {"default": by_region.get(old.get("default_region", "")), **by_region}
+        rows[generation] = keep
+    out["tpu_chip_hour"] = rows
+    out["skus"] = matched["skus"]
+    out["retrieved"] = retrieved
+    out["catalogue"] = source
+    return out

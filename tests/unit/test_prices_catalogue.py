@@ -1,0 +1,75 @@
+"""Billing Catalog SKUs → prices (builder/catalogue/skus.py): each mode picks its own SKU, decoys price
+nothing, spot under either usage type, a multi-regional SKU applies to each region it lists (never a
+city name), and the bundled builder/data/prices.json is what the same code makes of the recording."""
+
+from __future__ import annotations
+
+import json
+
+from builder.catalogue import cost, skus
+from tests.support.fakes.billing import RECORDED
+
+
+def _sku(description: str, usage: str, regions: list[str], price: float, sku_id: str = "AAAA-BBBB-CCCC") -> dict:
+    units = int(price)
+    return {"skuId": sku_id, "description": description, "category": {"resourceGroup": "TPU", "usageType": usage},
+            "serviceRegions": regions, "pricingInfo": [{"effectiveTime": "2026-12-01T00:00:00Z", "pricingExpression": {
+                "usageUnit": "h", "tieredRates": [{"unitPrice": {"units": str(units),
+                                                                 "nanos": round((price - units) * 1e9)}}]}}]}
+
+
+COLUMBUS = [
+    _sku("TpuV6e running in Columbus", "OnDemand", ["us-east5"], 2.70, "A-1"),
+    _sku("DWS Defined Duration V6e running in Columbus", "OnDemand", ["us-east5"], 1.35, "A-2"),
+    _sku("TpuV6e attached to Spot Preemptible VMs running in Columbus", "Preemptible", ["us-east5"], 1.4033, "A-3"),
+    _sku("Capacity Optimized TpuV6e running in Columbus", "OnDemand", ["us-east5"], 9.99, "A-4"),
+    _sku("Reserved V6e TPU in Columbus in Calendar Mode", "OnDemand", ["us-east5"], 1.89, "A-5"),
+    _sku("Commitment v1: TpuV6e running in Columbus for 1 Year", "Commit1Yr", ["us-east5"], 1.70, "A-6"),
+    _sku("Commitment v1: TpuV6e running in Columbus for 3 Years", "Commit3Yr", ["us-east5"], 1.22, "A-7"),
+    _sku("Reserved TpuV6e in Columbus", "OnDemand", ["us-east5"], 0.0, "A-8"),  # a commitment placeholder
+    _sku("TpuV6e running in Columbus", "Commit1Yr", ["us-east5"], 0.5, "A-9"),  # the right words, the wrong usage
+    _sku("TpuV6e attached to Spot Preemptible VMs running in Dallas", "OnDemand", ["us-south1"], 1.35, "B-1"),
+    _sku("TPU7x running in Americas", "OnDemand", ["us-west1", "us-central1", "us-east1"], 12.0, "C-1"),
+    _sku("TPU7x running in Iowa", "OnDemand", ["us-central1"], 11.0, "C-2"),  # regional beats multi-regional
+    _sku("TpuV6e running in Netherlands", "OnDemand", ["us-east1"], 3.0, "D-1"),  # serviceRegions decide, not the city
+]
+
+
+def test_each_mode_picks_its_own_sku_and_decoys_price_nothing() -> None:
+    m = skus.match(COLUMBUS)["tpu_chip_hour"]["v6e"]
+    assert {mode: m[mode]["us-east5"] for mode in skus.MODES} == {
+        "on-demand": 2.7, "spot": 1.4033, "flex-start": 1.35, "calendar": 1.89, "committed-1y": 1.7, "committed-3y": 1.22}
+    for decoy in ("Capacity Optimized TpuV6e running in Columbus", "Reserved TpuV6e in Columbus"):
+        assert skus.classify(_sku(decoy, "OnDemand", ["us-east5"], 1.0)) is None
+    assert skus.classify(COLUMBUS[8]) is None  # an on-demand description under a commitment's usage type
+
+
+def test_spot_under_either_usage_type_and_regions_from_service_regions() -> None:
+    found = skus.match(COLUMBUS)
+    assert found["tpu_chip_hour"]["v6e"]["spot"]["us-south1"] == 1.35  # usage type OnDemand
+    assert found["tpu_chip_hour"]["v6e"]["on-demand"]["us-east1"] == 3.0  # "Netherlands" is not read
+    assert "europe-west4" not in found["tpu_chip_hour"]["v6e"]["on-demand"]
+
+
+def test_a_multi_regional_sku_applies_to_each_region_it_lists_and_a_regional_one_wins() -> None:
+    found = skus.match(COLUMBUS)
+    assert found["tpu_chip_hour"]["tpu7x"]["on-demand"] == {"us-central1": 11.0, "us-east1": 12.0, "us-west1": 12.0}
+    assert found["skus"]["tpu_chip_hour.tpu7x.on-demand.us-east1"]["sku"] == "C-1"
+    assert found["skus"]["tpu_chip_hour.tpu7x.on-demand.us-central1"]["description"] == "TPU7x running in Iowa"
+
+
+def test_the_bundled_table_is_what_the_matching_code_makes_of_the_recording() -> None:
+    """Stale when the recording, the matcher or prices.json changed apart: run tools/bundle_prices.py --write."""
+    from tools import bundle_prices
+
+    assert json.loads(bundle_prices.bundled_text()) == json.loads(cost.PRICES.read_text(encoding="utf-8"))
+    recorded = json.loads(RECORDED.read_text(encoding="utf-8"))
+    assert cost.table()["retrieved"] == recorded["recorded"] and cost.table()["source"]["kind"] == "bundled"
+
+
+def test_a_region_with_no_sku_says_no_published_price_and_what_stands_in() -> None:
+    flex = cost.tpu_price("v6e", "asia-northeast1", "flex-start")  # no DWS SKU there, nor in the default region
+    assert flex.bound == "at most" and flex.value == 3.24 and "no published v6e flex-start price" in flex.bound_why
+    od = cost.tpu_price("v6e", "asia-south2", "on-demand")  # no v6e SKU in that region at all
+    assert od.approximate and "no published v6e on-demand price in asia-south2: us-east1's (~)" in od.note
+    assert cost.tpu_price("v9", "us-east1", "on-demand").value is None
