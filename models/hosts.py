@@ -25,8 +25,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from string import Template
 
-from .run_lines import (RUN_DIR, RUN_PIDFILE, run_line, ship_dirs_line, ship_groups,  # noqa: F401 - re-exported
-                        stop_line)
+from .run_lines import (RUN_DIR, RUN_PIDFILE, SHARED_SCRIPTS, code_sources, run_line,  # noqa: F401 - re-exported
+                        ship_dirs_line, ship_groups, stop_line)
 from .slots import EACH_HOST as _EACH_HOST, SLICE_ENV, any_count, each_host, slot_preamble, slot_title  # noqa: F401
 
 #: What env_setup/scripts/startup.sh leaves on every host at each boot (docs/env_setup.md).

@@ -79,3 +79,15 @@ def ship_dirs_line(paths: list[str], root: str = RUN_DIR) -> str:
 def stop_line() -> str:
     """``tpubuild stop`` on one host: the ``run`` job's process tree, then the TPU's holders."""
     return _STOP.substitute(pidfile=_q(RUN_PIDFILE))
+
+
+#: The host scripts of models/ that every plug-in's launch copies beside its own folder (so a
+#: plug-in's train.sh finds them at ``$(dirname "$here")/<name>``): the checkpoint copy to the
+#: bucket (docs/recovery.md, "Checkpoints in the bucket").
+SHARED_SCRIPTS = ("checkpoint_sync.sh",)
+
+
+def code_sources(repo_models: str, model: str) -> list[str]:
+    """What a launch copies to the hosts' code folder: ``models/<model>`` and :data:`SHARED_SCRIPTS`."""
+    root = repo_models.rstrip("/")
+    return [f"{root}/{model}", *(f"{root}/{name}" for name in SHARED_SCRIPTS)]

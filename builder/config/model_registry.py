@@ -25,7 +25,10 @@ and a ``launcher.py``); builder/ names no model (tests/unit/test_model_plugin.py
   ``STEP_LABEL``, how the metric's description names those lines (None: the step word);
   ``DATA_KEYS``, its keys that may hold a gs:// folder (their bucket names are checked);
   ``SEED_SCRIPTS``, the seed repository's own scripts of that model (path → what it was), which
-  tpubuild replaces; ``RUNTIME``, the option fields of a script and its arguments, which
+  tpubuild replaces; ``CHECKPOINT_FILES``, what its train.sh copies to the bucket after each save
+  (models/checkpoint_sync.sh; docs/recovery.md, "Checkpoints in the bucket"), with the optional
+  ``checkpoint_gb(settings)``, the size it models for one copy (:func:`checkpoint`, priced by ``plan``);
+  ``RUNTIME``, the option fields of a script and its arguments, which
   ``tpubuild run --runtime <name> SCRIPT ARGS`` sets (builder/commands/runtime.py); ``HANDOVER``, whether
   make-before-break moves its training at a checkpoint (False where its launcher has no ``plan_probe``:
   the build then makes the new slice first but does not move the training, builder/config/replace.py);
@@ -73,12 +76,13 @@ STEP_WORD = "tpubuild-step"
 DECLARED: dict[str, Any] = {"CODE_DIR": "", "PROFILER": None, "PROFILER_PORT": None, "STEP_WORD": STEP_WORD,
                             "STEP_LABEL": None,
                             "DATA_KEYS": (), "SEED_SCRIPTS": {}, "RUNTIME": (), "HANDOVER": True,
-                            "METRICS": True}
+                            "METRICS": True, "CHECKPOINT_FILES": ()}
 #: The optional functions of models/<name>/keys.py: the model's own rules, and its advice.
 CHECK = "check"
 CHECK_CHANGE = "check_change"
 CHANGE_NOTES = "change_notes"
 WARNINGS = "warnings"
+CHECKPOINT_GB = "checkpoint_gb"
 HOSTS = "hosts.py"
 
 
@@ -290,6 +294,14 @@ def advice(settings: Any) -> list[str]:
     """The selected MODEL's warnings about ``settings`` (its keys.py ``warnings``)."""
     warn = _hook(settings, WARNINGS)
     return list(warn(settings)) if warn is not None else []
+
+
+def checkpoint(settings: Any) -> tuple[tuple[str, ...], float | None]:
+    """What the selected MODEL copies to the bucket after each save (its ``CHECKPOINT_FILES``;
+    empty: it does not opt in) and the GB of one copy its ``checkpoint_gb`` models (None: unknown)."""
+    files = tuple(declared(settings.repo_root, settings.model, "CHECKPOINT_FILES")) if settings.model else ()
+    size = _hook(settings, CHECKPOINT_GB) if files else None
+    return files, (float(size(settings)) if size is not None else None)
 
 
 def declared(folder: Path | None, model: str, name: str) -> Any:

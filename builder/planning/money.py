@@ -19,6 +19,10 @@ the plan; ``plan --format json`` carries them as ``cost.totals`` and the text pr
   capacity) and the buckets it keeps (billed by what they hold: the rate, no total).
 * ``calendar_after_destroy``: a destroy cannot cancel a calendar-mode reservation: what stays
   billed until its end.
+* ``checkpoint_copy``: the selected model's checkpoints in the state bucket (docs/recovery.md,
+  "Checkpoints in the bucket"): the newest copy kept, its size as the model's keys.py models it, at
+  the bucket's GB-month rate, and the time one copy takes on the hosts, modelled at the seeder's
+  ``gcloud storage cp`` rate (builder/catalogue/durations.py ``SEED_PER_100GB``).
 
 A figure that stands in for an unpublished price keeps its ``bound`` ("at most", "at least",
 "stand-in": builder/catalogue/cost.py); the snapshot and backup are ceilings ("at most": billed by the data
@@ -37,8 +41,10 @@ import datetime
 from typing import TYPE_CHECKING, Any
 
 from builder.catalogue.cost import Estimate, Item, bound_prefix, change_text, combine, estimate, money, per_month, table
+from builder.catalogue.durations import SEED_PER_100GB
 from builder.catalogue.modules import accelerator_module
 from builder.config import calendar
+from builder.config.model_registry import checkpoint
 from builder.config.offers import MAX_RUN_HOURS, calendar_window
 from builder.facts.actions import Action
 from builder.facts.records import asdict, record
@@ -51,7 +57,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @record
 class Total:
-    kind: str  # calendar_committed, calendar_before_window, flex_max, until_ttl, monthly_after_destroy, calendar_after_destroy
+    kind: str  # calendar_committed, calendar_before_window, flex_max, until_ttl, monthly_after_destroy,
+    #            calendar_after_destroy, checkpoint_copy
     total: float  # USD: for the hours, or per month (``per``)
     per: str  # "hours": total is for ``hours``; "month": total is per month
     hours: float | None
@@ -119,7 +126,34 @@ def totals(settings: Settings, plan: Plan, after: Estimate, ttl_fires: bool,
                          f"{money(kept, after.approximate)}/h without the TPU{words}"))
     if plan.action is Action.DESTROY:
         out += _after_destroy(s, plan, now)
+    else:
+        out += _checkpoint_copy(s)
     return out
+
+
+def _checkpoint_copy(s: Settings) -> list[Total]:
+    """``checkpoint_copy`` (the module's docstring): on vm and mig, whose hosts may write the
+    checkpoints (modules/host_identity ``checkpoint_writer``), for a model that opts in."""
+    files, gb = checkpoint(s)
+    if not files or s.arch not in ("vm", "mig"):
+        return []
+    rate, approx = _per_month("kept_gb_month", "bucket", s.region)
+    what = (f"the newest copy of {s.model}'s {', '.join(files)} in "
+            f"gs://{s.state_bucket}/{s.workspace_prefix}/checkpoints/{s.model}")
+    tail = "plus each replaced copy for the bucket's soft-delete window (7 days unless changed)"
+    if gb is None:
+        item = {"what": what, "monthly": None, "how": f"{money(rate, approx)}/GB-month of its size (not modelled)",
+                "bound": "", "approximate": approx}
+        return [Total("checkpoint_copy", 0.0, "month", None, None, "", f"checkpoints in the bucket, every month: "
+                      f"{what}: {item['how']}, {tail}", (item,))]
+    monthly = round(gb * rate, 2)
+    minutes = 2 * gb * SEED_PER_100GB / 100  # staged off Filestore, then uploaded, each at the seeder's rate
+    item = {"what": what, "monthly": monthly, "how": f"~{gb:.1f} GB, modelled, × {money(rate, approx)}/GB-month",
+            "bound": "", "approximate": approx, "gb": round(gb, 2), "copy_minutes": round(minutes, 1)}
+    return [Total("checkpoint_copy", monthly, "month", None, None, "",
+                  f"checkpoints in the bucket, every month: {money(monthly, approx)} ({what} {money(monthly, approx)} "
+                  f"({item['how']}), {tail}); each copy takes ~{minutes:.1f} min on host 0 after a save, in the "
+                  f"background (modelled: read off Filestore and uploaded at ~170 MB/s)", (item,))]
 
 
 def _without_tpu(after: Estimate, accel: str) -> tuple[float, str]:

@@ -29,6 +29,18 @@ STEP_LABEL = "fairseq train_inner"  # the step metric's description (the text ev
 DATA_KEYS = ("ROBERTA_DATA_SOURCE",)
 SEED_SCRIPTS = {"roberta/env_setup/data_prep_seed_shared_disk_pd.sh":
                 "the seed's shared-PD preparation (the shared_pd-seed step copies GCS_DATASET now)"}
+#: What train.sh copies to the bucket after each save (models/checkpoint_sync.sh; docs/recovery.md)
+CHECKPOINT_FILES = ("checkpoint_last.pt",)
+#: Parameters of fairseq's RoBERTa architectures (the RoBERTa paper, Liu et al. 2019: 125M, 355M).
+PARAMETERS = {"roberta_base": 125e6, "roberta_large": 355e6}
+#: Bytes a fairseq checkpoint holds per parameter: the fp32 weights and Adam's two fp32 moments.
+CHECKPOINT_BYTES_PER_PARAMETER = 12
+
+
+def checkpoint_gb(settings: Any) -> float:
+    """GB of one checkpoint_last.pt, modelled (:data:`PARAMETERS` × :data:`CHECKPOINT_BYTES_PER_PARAMETER`)."""
+    arch = str(settings.model_options.get("roberta_arch") or "roberta_base")
+    return PARAMETERS.get(arch, PARAMETERS["roberta_base"]) * CHECKPOINT_BYTES_PER_PARAMETER / 1e9
 
 
 def positive_float(value: str) -> float:

@@ -68,7 +68,7 @@ def _stage(job: Job, repo_models: str, *, stop: bool = False) -> list[Step]:
     """Copy the scripts to the hosts (and, to train, make the folders on Filestore). To stop on vm,
     only ~/.tpubuild is needed, so a host that is not ready (still booting, or failed) is staged
     and stopped too; on node the scripts live on Filestore, which the leader must have mounted."""
-    src = f"{repo_models.rstrip('/')}/{MODEL}"
+    src = hosts.code_sources(repo_models, MODEL)  # models/roberta and models/checkpoint_sync.sh
     reach = access(job)
     if pjrt(job):
         if stop:

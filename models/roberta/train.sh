@@ -36,14 +36,39 @@ esac
 host_id=${host_id:-$(hostname)}
 
 mkdir -p "$log_dir"
+# Checkpoints that outlive the zone (docs/recovery.md, "Checkpoints in the bucket"): the shared
+# models/checkpoint_sync.sh (the launch copies it beside this folder) copies each checkpoint
+# fairseq saves to <workspace>/checkpoints/roberta in the state bucket (TPUBUILD_WORKSPACE, from
+# the host's profile; TPUBUILD_CHECKPOINT_BUCKET overrides it, "off" turns the copy off), from
+# host 0, which is the host that saves; and before fairseq starts, every host takes the bucket's
+# copy when it is newer than Filestore's checkpoint_last.pt (by update number).
+save_dir="" prev=""
+for arg in "$@"; do
+  if [[ $prev == --save-dir ]]; then save_dir=$arg; fi
+  prev=$arg
+done
+sync_script="$(dirname "$here")/checkpoint_sync.sh"
+bucket=${TPUBUILD_CHECKPOINT_BUCKET:-${TPUBUILD_WORKSPACE:+${TPUBUILD_WORKSPACE%/}/checkpoints/roberta}}
+if [[ $bucket == off || -z $save_dir || ! -r $sync_script ]]; then bucket=""; fi
 # fairseq's train_inner progress lines also go to syslog for the dashboard's step-rate tile
 # (lib.sh send_train_steps; TPUBUILD_ENV comes from the host's profile, host_env above)
-if [[ -n ${TPUBUILD_ENV:-} ]]; then
-  exec > >(tee -a "$log_dir/host-$host_id.log" >(send_train_steps "$TPUBUILD_ENV")) 2>&1
-else
-  exec > >(tee -a "$log_dir/host-$host_id.log") 2>&1
-fi
+steps() { if [[ -n ${TPUBUILD_ENV:-} ]]; then send_train_steps "$TPUBUILD_ENV"; else cat >/dev/null; fi; }
+watcher() {
+  if [[ -n $bucket && $host_id == 0 ]]; then
+    tee >(steps) | bash "$sync_script" watch --dest "$bucket" --dir "$save_dir"
+  else
+    steps
+  fi
+}
+exec > >(tee -a "$log_dir/host-$host_id.log" >(watcher)) 2>&1
 log "host $host_id starts fairseq-train $*"
+if [[ -n $bucket ]]; then
+  local_position="$("$py" "$here/checkpoint_position.py" "$save_dir/checkpoint_last.pt" || echo -1)"
+  bash "$sync_script" pull --dest "$bucket" --dir "$save_dir" --local "$local_position" ||
+    log "warning: the bucket's checkpoint could not be read; resuming from Filestore's ($save_dir)"
+else
+  log "checkpoints stay on Filestore only (no bucket: TPUBUILD_WORKSPACE unset, or TPUBUILD_CHECKPOINT_BUCKET=off)"
+fi
 export TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD="${TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD:-1}"
 # torch_xla's profiler server (TPUBUILD_PROFILER_PORT) and metrics report, beside the log
 # (models/xla_observe.py; `tpubuild profile`, `tpubuild logs --metrics`), around pjrt_compat.py

@@ -25,6 +25,10 @@ CODE_DIR = ".tpubuild/torchtpu"  # where the launch copies models/torchtpu on ev
 DATA_KEYS: tuple[str, ...] = ()  # keys that hold a gs:// folder the hosts read
 RUNTIME = ("torchtpu_script", "torchtpu_args")  # what `tpubuild run --runtime torchtpu SCRIPT ARGS` sets
 PROFILER = "tpu_observe.py"  # the capture helper in CODE_DIR (builder/render/observe.py runs it)
+#: What train.sh copies to the bucket after each save: the script's checkpoint folder
+#: ($TPUBUILD_CHECKPOINT_DIR; models/checkpoint_sync.sh, docs/recovery.md). Its size is the
+#: script's: no checkpoint_gb, so the plan prices it per GB.
+CHECKPOINT_FILES = ("checkpoint",)
 #: make-before-break cannot move the training: it is the user's own script, whose checkpoints
 #: tpubuild cannot see (the launcher has no plan_probe); docs/models.md, "TorchTPU and TPU_REPLACE"
 HANDOVER = False

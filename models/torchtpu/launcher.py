@@ -87,7 +87,7 @@ def stage(job: Job, repo_models: str, *, stop: bool = False) -> list[Step]:
     files copied, the install (``stop``: only models/torchtpu copied, for stop.sh). A launcher
     built on this one (models/roberta_torchtpu) adds its own steps after these."""
     reach = access(job)
-    src = f"{repo_models.rstrip('/')}/{MODEL}"
+    src = hosts.code_sources(repo_models, MODEL)  # models/torchtpu and models/checkpoint_sync.sh
     if stop:
         return hosts.with_preamble(reach, [
             Step("~/.tpubuild on every host", (reach.ssh("all", "mkdir -p .tpubuild", ready=False),)),

@@ -44,8 +44,37 @@ send_steps() {
   done
   return 0
 }
+# Checkpoints that outlive the zone (docs/recovery.md, "Checkpoints in the bucket"): the script
+# saves its checkpoint folder at $TPUBUILD_CHECKPOINT_DIR (on Filestore), writes the step into
+# tpubuild-position there last, then prints "tpubuild-checkpoint STEP" (from the rank that saves);
+# node 0 then copies the folder to <workspace>/checkpoints/torchtpu in the state bucket
+# (TPUBUILD_WORKSPACE from the host's profile; TPUBUILD_CHECKPOINT_BUCKET overrides it, "off" turns
+# the copy off) with the shared models/checkpoint_sync.sh, and before torchrun starts every node
+# takes the bucket's copy when its step is later than the folder's tpubuild-position.
+checkpoint_dir=${TPUBUILD_CHECKPOINT_DIR:-}
+if [[ -z $checkpoint_dir && -n ${TPUBUILD_MOUNT_POINT:-} && -n $env ]]; then
+  checkpoint_dir="${TPUBUILD_MOUNT_POINT%/}/nfs_share/checkpoints/$env/torchtpu/checkpoint"
+fi
+export TPUBUILD_CHECKPOINT_DIR="$checkpoint_dir"
+sync_script="$(dirname "$here")/checkpoint_sync.sh"
+bucket=${TPUBUILD_CHECKPOINT_BUCKET:-${TPUBUILD_WORKSPACE:+${TPUBUILD_WORKSPACE%/}/checkpoints/torchtpu}}
+if [[ $bucket == off || -z $checkpoint_dir || ! -r $sync_script ]]; then bucket=""; fi
+if [[ -n $bucket ]]; then
+  position="$(cat "$checkpoint_dir/tpubuild-position" 2>/dev/null || true)"
+  [[ $position =~ ^[0-9]+$ ]] || position=-1
+  bash "$sync_script" pull --dest "$bucket" --dir "$(dirname "$checkpoint_dir")" --local "$position" 2>>"$log" ||
+    echo "[tpubuild torchtpu] warning: the bucket's checkpoint could not be read; resuming from Filestore's" >>"$log"
+fi
+# the output's other readers: the dashboard's step lines, and on node 0 the checkpoint copy
+readers() {
+  if [[ -n $bucket && $NODE_RANK == 0 ]]; then
+    tee >(send_steps) | bash "$sync_script" watch --dest "$bucket" --dir "$checkpoint_dir"
+  else
+    send_steps
+  fi
+}
 cd "$workdir"
 echo "[tpubuild torchtpu $(date -u +%FT%TZ) $(hostname)] NODE_RANK=$NODE_RANK NNODES=$NNODES MASTER_ADDR=$MASTER_ADDR $*" >>"$log"
 "$python" -m torch.distributed.run --nnodes "$NNODES" --node-rank "$NODE_RANK" --nproc-per-node "$nproc" \
-  --master-addr "$MASTER_ADDR" --master-port "$MASTER_PORT" "$@" 2>&1 | tee -a "$log" | send_steps
+  --master-addr "$MASTER_ADDR" --master-port "$MASTER_PORT" "$@" 2>&1 | tee -a "$log" | readers
 exit "${PIPESTATUS[0]}"

@@ -43,3 +43,23 @@ resource "google_storage_bucket_iam_member" "workspace" {
     expression  = "resource.type == \"storage.googleapis.com/Bucket\" || resource.name.startsWith(\"projects/_/buckets/${var.state_bucket}/objects/workspace/${var.env_name}/\")"
   }
 }
+
+# Write the environment's checkpoints (models/checkpoint_sync.sh, docs/recovery.md "Checkpoints in
+# the bucket") and nothing else: objects under workspace/<env>/checkpoints/ only. Storage Object
+# User, because a copy creates objects, overwrites one (the manifest) and deletes the generations it
+# replaced; Storage Object Creator may neither overwrite nor delete
+# (https://cloud.google.com/storage/docs/access-control/iam-roles). Listing the prefix is the
+# workspace grant's bucket-level clause above. Only the training hosts get it (checkpoint_writer),
+# not the seeder VM.
+resource "google_storage_bucket_iam_member" "checkpoints" {
+  count  = var.checkpoint_writer ? 1 : 0
+  bucket = var.state_bucket
+  role   = "roles/storage.objectUser"
+  member = local.member
+
+  condition {
+    title       = "tpubuild-checkpoints-${var.env_name}"
+    description = "Objects under workspace/${var.env_name}/checkpoints/ only"
+    expression  = "resource.name.startsWith(\"projects/_/buckets/${var.state_bucket}/objects/workspace/${var.env_name}/checkpoints/\")"
+  }
+}

@@ -47,3 +47,9 @@ variable "workspace_condition_title" {
     error_message = "workspace_condition_title must be 1-100 lowercase letters, digits or hyphens, starting with a letter."
   }
 }
+
+variable "checkpoint_writer" {
+  description = "Whether the account may write the environment's checkpoints: roles/storage.objectUser on the state bucket's workspace/<env_name>/checkpoints/ objects only (the training hosts; not the seeder)."
+  type        = bool
+  default     = false
+}

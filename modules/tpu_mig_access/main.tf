@@ -30,6 +30,7 @@ module "slice_identity" {
   state_bucket              = var.state_bucket
   workspace_condition_title = "tpubuild-workspace-${var.env_name}"
   dataset_bucket            = var.dataset_bucket
+  checkpoint_writer         = true # models/checkpoint_sync.sh: checkpoints that outlive the zone
 }
 
 # startup.sh lists the slice's own MIG (`gcloud compute instance-groups managed list-instances`,

@@ -58,6 +58,7 @@ module "tpu_vm_identity" {
   state_bucket              = var.state_bucket
   workspace_condition_title = "tpubuild-workspace-${var.env_name}"
   dataset_bucket            = var.dataset_bucket
+  checkpoint_writer         = true # models/checkpoint_sync.sh: checkpoints that outlive the zone
 }
 
 # ---- network access (modules/host_firewall): IAP-only SSH, and host <-> host inside the VPC ----

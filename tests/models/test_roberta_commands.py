@@ -154,7 +154,9 @@ def test_train_runs_the_printed_script_through_bash(make_env, tmp_path, base):
         assert launch == launcher.on_host(f"setsid nohup {launcher.host_train_line(job)} >/dev/null 2>&1 </dev/null &")
         assert [c for c in calls[-1] if c.startswith("--worker")] == ["--worker=all"]
         assert calls[0][:4] == ["compute", "tpus", "tpu-vm", "list"]
-        names = {call[5] if call[4] == "ssh" else call[7].split(":", 1)[0] for call in calls[1:]}
+        # scp: the destination is the one argument with a host (its sources are local paths)
+        names = {call[5] if call[4] == "ssh" else
+                 next(a for a in call[5:] if ":" in a and not a.startswith("--")).split(":", 1)[0] for call in calls[1:]}
         assert names == {"tpu-v4-pod-b"}  # every ssh/scp to the live slot
     else:
         assert launch == launcher.on_host(f"setsid nohup {launcher.leader_launch_line(job)} >/dev/null 2>&1 </dev/null &")

@@ -60,19 +60,26 @@ def train(launcher, job, env: dict[str, str]) -> subprocess.CompletedProcess[str
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=180)
 
 
-def test_prepare_train_two_updates_then_resume_to_four(make_env, tmp_path):
-    require("fairseq", importlib.util.find_spec("fairseq") is not None,
-            "pip install torch==2.13.0 && pip install --no-build-isolation fairseq-fixed==0.12.3.1")
-    mount = tmp_path / "mnt"
+def two_updates(make_env, tmp_path: Path) -> tuple:
+    """A generated corpus at tmp_path/raw, a values.env of a tiny run saving every update up to
+    update 2 (MOUNT_POINT tmp_path/mnt): the launcher, its Job and the keys (a relaunch changes
+    ROBERTA_MAX_UPDATES)."""
     raw = tmp_path / "raw"
     write_corpus(raw)
-    keys = dict(TPU_ACCELERATOR_TYPE="v3-8", MOUNT_POINT=str(mount), ROBERTA_DATA_SOURCE=str(raw),
+    keys = dict(TPU_ACCELERATOR_TYPE="v3-8", MOUNT_POINT=str(tmp_path / "mnt"), ROBERTA_DATA_SOURCE=str(raw),
                 ROBERTA_BPE="none", ROBERTA_TOTAL_BATCH="32", ROBERTA_BATCH_PER_DEVICE="2",
                 ROBERTA_SEQ_LEN="32", ROBERTA_WARMUP_UPDATES="1", ROBERTA_SAVE_INTERVAL_UPDATES="1",
                 ROBERTA_BF16="false")
     settings = load(make_env(NODE, ROBERTA_MAX_UPDATES="2", **keys))
     launcher, _ = load_launcher(settings, "roberta")
-    job = launcher.Job.from_settings(settings)
+    return launcher, launcher.Job.from_settings(settings), keys
+
+
+def test_prepare_train_two_updates_then_resume_to_four(make_env, tmp_path):
+    require("fairseq", importlib.util.find_spec("fairseq") is not None,
+            "pip install torch==2.13.0 && pip install --no-build-isolation fairseq-fixed==0.12.3.1")
+    mount, raw = tmp_path / "mnt", tmp_path / "raw"
+    launcher, job, keys = two_updates(make_env, tmp_path)
     env = {**os.environ, "PYTHON": sys.executable, "TPUBUILD_HOST_ID": "0", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
 
     # data prep: builds data-bin where the launcher points fairseq, then skips when current

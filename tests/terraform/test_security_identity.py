@@ -1,9 +1,11 @@
 """Identity posture of modules/, checked on the parsed Terraform.
 
 * the workers' service account has only the roles it needs (storage.objectViewer on the dataset
-  bucket and on its own workspace prefix, logging.logWriter, monitoring.metricWriter, and on mig
+  bucket and on its own workspace prefix, storage.objectUser on its workspace's checkpoints/
+  prefix only, logging.logWriter, monitoring.metricWriter, and on mig
   a custom role with just the MIG read that startup.sh needs, not roles/compute.viewer);
-  the seeder's account (modules/shared_pd) has the storage reads and logging.logWriter only;
+  the seeder's account (modules/shared_pd) has the storage reads and logging.logWriter only (no
+  checkpoint writes);
 * OS Login, no project-wide SSH keys, shielded VMs, our own service account on every host;
 * the shared PD is attached read-only.
 
@@ -64,11 +66,14 @@ def test_host_identity_allows_only_the_log_and_metric_roles() -> None:
     [validation] = mod.variables["project_roles"]["validation"]
     allowed = re.search(r"contains\(\[(.*?)\]", validation["condition"]).group(1)
     assert {unquote(r.strip()) for r in allowed.split(",")} == WORKER_ROLES
-    assert set(re.findall(r'"(roles/[\w.]+)"', (mod.path / "main.tf").read_text())) == {"roles/storage.objectViewer"}
+    assert set(re.findall(r'"(roles/[\w.]+)"', (mod.path / "main.tf").read_text())) == {
+        "roles/storage.objectViewer", "roles/storage.objectUser"}
+    assert mod.variables["checkpoint_writer"]["default"] is False, "a caller opts in to checkpoint writes"
 
 
-def _grants(mod: Module, call: str, project_roles: set[str]) -> None:
-    """The identity grants of ``module.<call>`` as the root instantiates them."""
+def _grants(mod: Module, call: str, project_roles: set[str], *, writer: bool = True) -> None:
+    """The identity grants of ``module.<call>`` as the root instantiates them; ``writer``: the call
+    opts in to the checkpoint grant (the training hosts), else it leaves it off (its default)."""
     res = _host_resources(mod)
     prefix = f"module.{call}."
     project = {n: b for (t, n), b in res.items() if t == "google_project_iam_member" and n.startswith(prefix)}
@@ -76,7 +81,15 @@ def _grants(mod: Module, call: str, project_roles: set[str]) -> None:
     assert {unquote(r) for r in project[prefix + "project"]["for_each"]} == project_roles
     assert project[prefix + "project"]["role"] == "${each.value}"
     buckets = {n: b for (t, n), b in res.items() if t == "google_storage_bucket_iam_member"}
-    assert set(buckets) == {prefix + "dataset", prefix + "workspace"}, "no bucket grant outside host_identity"
+    assert set(buckets) == {prefix + "dataset", prefix + "workspace", prefix + "checkpoints"}, \
+        "no bucket grant outside host_identity"
+    checkpoints = buckets.pop(prefix + "checkpoints")
+    assert call_args(mod, call).get("checkpoint_writer", False) is writer
+    assert checkpoints["count"] == "${var.checkpoint_writer ? 1 : 0}"
+    assert unquote(checkpoints["role"]) == "roles/storage.objectUser" and checkpoints["bucket"] == "${var.state_bucket}"
+    [(condition, _)] = body_parts(checkpoints)[1]["condition"]
+    assert unquote(condition["expression"]) == ('resource.name.startsWith(\\"projects/_/buckets/${var.state_bucket}/objects/'
+                                       'workspace/${var.env_name}/checkpoints/\\")'), "objects of the checkpoints/ prefix only"
     assert {unquote(b["role"]) for b in buckets.values()} == {"roles/storage.objectViewer"}
     assert buckets[prefix + "dataset"]["bucket"] == "${var.dataset_bucket}"
     assert buckets[prefix + "dataset"]["count"] == '${var.dataset_bucket == "" ? 0 : 1}'
@@ -93,7 +106,8 @@ def test_worker_service_account_is_least_privilege(name: str) -> None:
     res = _host_resources(mod)
     types = {t for t, _ in res}
     assert not {t for t in types if t.endswith(("_iam_binding", "_iam_policy"))}, "authoritative IAM would clobber others' grants"
-    assert set(re.findall(r'"(roles/[\w.]+)"', _text(mod))) == WORKER_ROLES | {"roles/storage.objectViewer"}
+    assert set(re.findall(r'"(roles/[\w.]+)"', _text(mod))) == WORKER_ROLES | {"roles/storage.objectViewer",
+                                                                             "roles/storage.objectUser"}
     call = f"{WORKER_MODULES[name]}_identity"
     _identity_call(mod, call)
     assert [n for (t, n) in res if t == "google_service_account"] == [f"module.{call}.this"], "one account, from host_identity"
@@ -167,14 +181,16 @@ def test_seeder_service_account_is_least_privilege() -> None:
     res = effective_resources(mod)
     types = {t for t, _ in res}
     assert not {t for t in types if t.endswith(("_iam_binding", "_iam_policy"))}
-    assert set(re.findall(r'"(roles/[\w.]+)"', _text(mod))) == {"roles/logging.logWriter", "roles/storage.objectViewer"}
+    assert set(re.findall(r'"(roles/[\w.]+)"', _text(mod))) == {"roles/logging.logWriter", "roles/storage.objectViewer",
+                                                                 "roles/storage.objectUser"}  # host_identity's text
     assert "google_project_iam_custom_role" not in types
     _identity_call(mod, "seeder_identity")
     grants = {(t, n) for (t, n) in res if t.endswith("_iam_member")}
     assert grants == {("google_project_iam_member", "module.seeder_identity.project"),
                       ("google_storage_bucket_iam_member", "module.seeder_identity.dataset"),
-                      ("google_storage_bucket_iam_member", "module.seeder_identity.workspace")}
-    _grants(mod, "seeder_identity", {"roles/logging.logWriter"})
+                      ("google_storage_bucket_iam_member", "module.seeder_identity.workspace"),
+                      ("google_storage_bucket_iam_member", "module.seeder_identity.checkpoints")}  # count 0
+    _grants(mod, "seeder_identity", {"roles/logging.logWriter"}, writer=False)
     assert mod.outputs["seeder_service_account_email"]["value"] == "${module.seeder_identity.email}"
 
 

@@ -216,6 +216,15 @@ def _spot_check(settings: Any, module: str, plan: dict[str, Any]) -> list[str]:
             hyperdisk = settings.shared_pd_type == "hyperdisk-ml"
             assert values.get("access_mode") == ("READ_WRITE_SINGLE" if hyperdisk else None), res["address"]
             checked.append("access-mode")
+        if rtype == "google_storage_bucket_iam_member" and ".checkpoints" in res["address"]:
+            # the training hosts' one write: objects under the workspace's checkpoints/ prefix
+            # (models/checkpoint_sync.sh); never the seeder's account
+            assert module != "shared_pd", res["address"]
+            assert (values["role"], values["bucket"]) == ("roles/storage.objectUser", settings.state_bucket)
+            (cond,) = values["condition"]
+            assert cond["expression"] == (f'resource.name.startsWith("projects/_/buckets/{settings.state_bucket}/objects/'
+                                          f'workspace/{settings.env_name}/checkpoints/")'), res["address"]
+            checked.append("checkpoint-grant")
         if rtype == "google_tpu_v2_vm":
             for nc in values.get("network_config") or []:
                 assert nc["enable_external_ips"] is bool(getattr(settings, "tpu_external_ips", False)), res["address"]
@@ -275,6 +284,8 @@ def test_every_root_module_plans_and_applies_for_every_values_file(applied: dict
         assert "read-only" in checked and "access-mode" in checked
     if settings.arch == "mig":
         assert "mig-size" in checked
+    if settings.arch in ("vm", "mig"):
+        assert checked.count("checkpoint-grant") == 1, "the hosts may write their checkpoints, once"
     if settings.provisioning == "flex-start":
         assert {"flex-start", "bulk"} <= set(checked)
     if settings.arch == "mig" and settings.mig_shape.accelerator_topology:

@@ -66,6 +66,9 @@ MONEY: dict[str, Callable[[Any], "str | re.Pattern[str]"]] = {
     "cost.totals.until_ttl.worst_total": lambda v: _usd(v, " for those "),
     "cost.totals.monthly_after_destroy.total": lambda v: (re.compile("every month: " + _usd(v, " (the ").pattern)
                                                           if v else "every month: the buckets "),
+    "cost.totals.checkpoint_copy.total": lambda v: (re.compile("checkpoints in the bucket, every month: "
+                                                               + _usd(v, " (the newest copy").pattern)
+                                                    if v else "checkpoints in the bucket, every month: the newest"),
 }
 #: The facts of the slice: JSON field → the text of the plan's header.
 SHAPE: dict[str, Callable[[Any], str]] = {
