@@ -141,5 +141,5 @@ CASES: list[Case] = [
          expect=("--runtime torchtpu: the launch runs on every host", "leave out --hosts")),
     Case("run-runtime-unknown", base=VM, args=("run", "--values", "{values}", "--dry-run", "--runtime", "bert", "--",
                                                "x.py"),
-         expect=("--runtime bert: not a model", "roberta, torchtpu")),
+         expect=("--runtime bert: not a model", "roberta, roberta_torchtpu, torchtpu")),
 ]

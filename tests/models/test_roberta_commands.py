@@ -117,7 +117,7 @@ def test_logs_dry_run_and_host_range(make_env, cli):
 def test_unknown_model_lists_models(make_env, cli):
     code, _, err = cli("train", "bert", "--dry-run", "--values", make_env())
     assert code == 2
-    assert err.strip() == ("tpubuild: error: unknown model 'bert'; available models: roberta, torchtpu "
+    assert err.strip() == ("tpubuild: error: unknown model 'bert'; available models: roberta, roberta_torchtpu, torchtpu "
                            "(folders under models/ with a launcher.py)")
 
 

@@ -238,7 +238,7 @@ def test_money_views_agree(path: Path, edit: str, action: str, tmp_path: Path, c
     if not new.model:
         return
     launch = _run(cli, "train", new.model, "--dry-run", "--values", tmp_path / "values.env")
-    head = re.search(r"^# tpubuild train \S+: (\S+) \((\w+)\), (\d+) host\(s\), (\d+) devices;", launch, re.M)
+    head = re.search(r"^# tpubuild train \S+: (\S+) \((\w+)\), (\d+) host\(s\), (\d+) (?:devices|chips);", launch, re.M)
     assert head is not None, (story, launch[:200])
     assert (head[1], head[2], int(head[3])) == (info["accelerator_type"], info["arch"], info["hosts"]), story
     if new.arch == "mig":
