@@ -21,7 +21,7 @@ from ..torchtpu.keys import script_args
 #: models/torchtpu (train.sh, tpu_observe.py) to ~/.tpubuild/torchtpu; pretrain.py serves the profiler.
 CODE_DIR = ".tpubuild/torchtpu"
 PROFILER = "tpu_observe.py"
-STEP_LABEL = "RoBERTa (TorchTPU) updates"
+STEP_LABEL = "RoBERTa on TorchTPU updates"  # the dashboard variable allows letters, digits, spaces and _ . : / -
 
 
 def check(settings: Any) -> list[tuple[str, str, str]]:
