@@ -154,7 +154,10 @@ def desire(world: World, settings: Any) -> None:
         slots = [settings.tpu_name, f"{settings.tpu_name}-b"]
         if spec.slice_resource:
             doc["slice"] = {"names": slots if settings.replace == "make-before-break" else slots[:1],
-                            "config": settings.accelerator_type, "mbb": settings.replace == "make-before-break"}
+                            "config": settings.accelerator_type, "mbb": settings.replace == "make-before-break",
+                            # the workload policy a group made with it names (modules/tpu_mig; none for one VM)
+                            "topology": settings.mig_shape.topology if settings.arch == "mig"
+                            and settings.mig_shape.accelerator_topology else ""}
         else:
             doc["resources"][name] = spec.name
         doc["addresses"] = refusals.addresses(settings, spec, {name: spec.name},

@@ -14,7 +14,11 @@ The world (every path relative to $STANDIN_WORLD):
   ``identity`` (the address of the hosts' account, which ``-target`` plans alone: the identity step)
   and ``runs_as`` (the accounts its slice runs as: creating the slice fails while one is not live);
 * ``gcs/<bucket>/<object>``: objects (``gcloud storage cp/cat/rm``);
-* ``attached/<vm>``, ``training`` (the slice the model trains on), ``copies/<name>`` (snapshots and
+* ``attached/<vm>`` (a disk attached to a VM: it goes when the VM goes, with its slice's delete or a
+  group's shrink, so a group taken through 0 and regrown needs its disk attached again),
+  ``size/<group>`` (a group's target size, once gcloud resized it), ``policy/<group>`` (the workload
+  policy Terraform made the group with, ``<group>-<topology>``: what mig-drain's ``describe`` reads),
+  ``training`` (the slice the model trains on), ``copies/<name>`` (snapshots and
   backups), ``applied.json``, ``ttl.json`` (finalize), ``events`` (one line per create, delete,
   stop and launch, with the build).
 
@@ -51,6 +55,12 @@ state_file, lock_file = home / "state.json", home / "lock.json"
 from standin_refusals import refused
 args = sys.argv[1:]
 cmd = args[0]
+
+
+def vms_of(name):
+    """The attachments of slice ``name``'s VMs (the TPU VM itself, a group's <name>-<i>)."""
+    att = world / "attached"
+    return [p for p in att.glob(f"{name}*") if p.name == name or p.name[len(name) + 1:].isdigit()] if att.exists() else []
 
 
 def state():
@@ -154,8 +164,11 @@ if cmd == "apply":
             print(f"Error: creating {name}: the service account {missing[0]} its VMs run as does not exist", file=sys.stderr)
             sys.exit(1)
         (world / "size" / name).unlink(missing_ok=True)  # a group made anew has the size it was made with
+        (world / "policy" / name).unlink(missing_ok=True)
         if action == "delete":
             (world / "res" / name).unlink(missing_ok=True)
+            for vm in vms_of(name):  # its VMs are gone, and with them their disks' attachments
+                vm.unlink()
             st["resources"].pop(name)
             training = world / "training"
             if training.exists() and training.read_text() == name:  # whatever ran there stops
@@ -164,6 +177,9 @@ if cmd == "apply":
         else:
             (world / "res").mkdir(exist_ok=True)
             (world / "res" / name).write_text(config)
+            if name in slices and want_doc["slice"].get("topology"):  # modules/tpu_mig: <name>-<topology>
+                (world / "policy").mkdir(exist_ok=True)
+                (world / "policy" / name).write_text(f"{name}-{want_doc['slice']['topology']}")
             st["resources"][name] = config
         event(f"{action}d {name} {config}")
         save(st)
@@ -304,8 +320,9 @@ elif "describe" in words:
         print("READ_ONLY_MANY")
     elif "targetSize" in fmt:
         print(len(vms(name)))
-    elif "workloadPolicy" in fmt:
-        print("")
+    elif "workloadPolicy" in fmt:  # the policy the group was made with (its config's topology), none for one VM
+        policy = world / "policy" / name
+        print(policy.read_text() if policy.exists() else "")
     else:
         unmodelled()
 elif words[:4] == ["compute", "instance-groups", "managed", "resize"]:
@@ -322,11 +339,21 @@ elif words[:4] == ["compute", "instance-groups", "managed", "resize"]:
         sys.exit(1)
     (world / "size").mkdir(exist_ok=True)
     (world / "size" / group).write_text(str(new))
+    for i in range(new, was):  # the VMs a shrink deletes take their disks' attachments with them
+        (world / "attached" / f"{group}-{i}").unlink(missing_ok=True)
 elif "list-instances" in words:
     group = words[words.index("list-instances") + 1]
-    refusal = refused("not-ready") if "instanceStatus" in fmt else None  # VMs still being made
-    print("\n".join((refusal["text"] if refusal else "RUNNING NONE") if "instanceStatus" in fmt else v
-                    for v in vms(group)))
+    fields = fmt[fmt.index("(") + 1:fmt.rindex(")")].split(",") if fmt.startswith("value(") else []
+    # a not-ready refusal queued: the group's VMs are still being made, PROVISIONING with CREATING under
+    # way, as Google lists them. Every question about their status is answered so (mig-resize's Spot
+    # check asks instanceStatus alone: no VM stopped); the swap's (is every VM RUNNING with nothing
+    # under way: instanceStatus and currentAction) takes it off the queue
+    making = refused("not-ready", take="currentAction" in fields) if "instanceStatus" in fields else None
+    status, action = making["text"].split() if making else ("RUNNING", "NONE")
+    known = {"instanceStatus": status, "currentAction": action}
+    if not fields or any(f not in known and f != "instance.basename()" for f in fields):
+        unmodelled()
+    print("\n".join("\t".join(v if f == "instance.basename()" else known[f] for f in fields) for v in vms(group)))
 elif "list" in words:
     print(filtered())
 elif "attach-disk" in words:
