@@ -1,4 +1,4 @@
-"""The convergence harness's gcloud stand-in (tests/support/converge_standins.py) holds a bulk-mode
+"""The convergence harness's gcloud stand-in (tests/support/converge_gcloud.py) holds a bulk-mode
 MIG to Google's rule (about-bulk-mode, "Configuration changes and resizing"; docs/modules.md,
 "Google's rules for TPU MIGs"): it adds instances only while its target size is 0. A negative
 control: growing a bulk group from a non-zero size is refused with one line and changes nothing;

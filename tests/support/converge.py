@@ -36,6 +36,7 @@ from builder.planning.plan import make_plan
 from builder.render.pipeline import render
 from tests.conftest import EXAMPLES, REPO, rewrite_env
 from tests.support import converge_refusals as refusals
+from tests.support.converge_gcloud import GCLOUD
 from tests.support import converge_standins as standins
 from tests.support.pipeline import step_env, step_script
 from tests.support.swap_steps import shell
@@ -126,7 +127,7 @@ class World:
             (root / d).mkdir(parents=True, exist_ok=True)
         python = f'#!/bin/sh\nexec "$STANDIN_PYTHON" -S "$STANDIN_WORLD/bin/{{}}.py" "$@"\n'
         for name, text in (("terraform", standins.TERRAFORM_SH), ("terraform.py", standins.TERRAFORM),
-                           ("gcloud", python.format("gcloud")), ("gcloud.py", standins.GCLOUD),
+                           ("gcloud", python.format("gcloud")), ("gcloud.py", GCLOUD),
                            ("tpubuild", standins.TPUBUILD_SH), ("tpubuild.py", standins.TPUBUILD),
                            ("docker", standins.DOCKER), ("standin_refusals.py", refusals.REFUSALS),
                            ("standin_show.py", refusals.SHOW), ("sleep", refusals.SLEEP)):
@@ -154,7 +155,10 @@ def desire(world: World, settings: Any) -> None:
         slots = [settings.tpu_name, f"{settings.tpu_name}-b"]
         if spec.slice_resource:
             doc["slice"] = {"names": slots if settings.replace == "make-before-break" else slots[:1],
-                            "config": settings.accelerator_type, "mbb": settings.replace == "make-before-break"}
+                            "config": settings.accelerator_type, "mbb": settings.replace == "make-before-break",
+                            # the workload policy a group made with it names (modules/tpu_mig; none for one VM)
+                            "topology": settings.mig_shape.topology if settings.arch == "mig"
+                            and settings.mig_shape.accelerator_topology else ""}
         else:
             doc["resources"][name] = spec.name
         doc["addresses"] = refusals.addresses(settings, spec, {name: spec.name},

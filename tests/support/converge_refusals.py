@@ -6,8 +6,9 @@ its ``terraform`` writes for the real ``tpubuild guard``.
   command that reaches its ``at``: ``check-capacity`` (the quota refuses the slice: what the real
   check prints, exit 1), ``apply`` (Google refuses to create the slice: Terraform prints the API's
   error, saves what it made, unlocks, exit 1) and ``not-ready`` (``describe`` of the TPU VM answers
-  CREATING; ``list-instances`` of the group answers a VM still PROVISIONING: the swap waits, then
-  fails). :func:`refusal` writes one in Google's words, from the recorded texts in
+  CREATING; ``list-instances`` of the group answers its VMs PROVISIONING with CREATING under way to
+  whoever asks their status, and the swap's question, status and current action, takes it: the swap
+  waits, then fails). :func:`refusal` writes one in Google's words, from the recorded texts in
   tests/data/capacity_errors.
 * :data:`SHOW` (``bin/standin_show.py``): ``terraform show -json`` of the stand-in's saved plan,
   shaped as Terraform 1.x writes it (compact JSON; ``resource_changes`` by address, each with
@@ -31,14 +32,14 @@ REFUSALS = r'''import json, os
 from pathlib import Path
 
 
-def refused(at):
-    """The first refusal queued for ``at`` (taken off the queue), else None."""
+def refused(at, take=True):
+    """The first refusal queued for ``at`` (taken off the queue unless ``take`` is false), else None."""
     path = Path(os.environ["STANDIN_WORLD"]) / "refusals.json"
     if not path.exists():
         return None
     queue = json.loads(path.read_text())
     hit = next((r for r in queue if r["at"] == at), None)
-    if hit is not None:
+    if hit is not None and take:
         queue.remove(hit)
         tmp = path.with_name(f"refusals.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(queue))

@@ -14,14 +14,18 @@ The world (every path relative to $STANDIN_WORLD):
   ``identity`` (the address of the hosts' account, which ``-target`` plans alone: the identity step)
   and ``runs_as`` (the accounts its slice runs as: creating the slice fails while one is not live);
 * ``gcs/<bucket>/<object>``: objects (``gcloud storage cp/cat/rm``);
-* ``attached/<vm>``, ``training`` (the slice the model trains on), ``copies/<name>`` (snapshots and
+* ``attached/<vm>`` (a disk attached to a VM: it goes when the VM goes, with its slice's delete or a
+  group's shrink, so a group taken through 0 and regrown needs its disk attached again),
+  ``size/<group>`` (a group's target size, once gcloud resized it), ``policy/<group>`` (the workload
+  policy Terraform made the group with, ``<group>-<topology>``: what mig-drain's ``describe`` reads),
+  ``training`` (the slice the model trains on), ``copies/<name>`` (snapshots and
   backups), ``applied.json``, ``ttl.json`` (finalize), ``events`` (one line per create, delete,
   stop and launch, with the build).
 
 ``terraform apply`` dies (exit 137, its state lock left held) after its first change when the step
 runs with STANDIN_DIE_IN_APPLY=1: a worker lost in the middle of an apply.
 
-They can say no: a command none of them models fails (exit 3, one line naming it), so what the
+``gcloud`` is in tests/support/converge_gcloud.py. They can say no: a command none of them models fails (exit 3, one line naming it), so what the
 harness covers shows; a schedule queues refusals (tests/support/converge_refusals.py: the quota at
 the capacity check, a stockout at the slice's create, a slice not READY at the swap's ``describe``
 or ``list-instances``), in the words Google uses. ``terraform plan`` writes ``terraform show -json``
@@ -51,6 +55,12 @@ state_file, lock_file = home / "state.json", home / "lock.json"
 from standin_refusals import refused
 args = sys.argv[1:]
 cmd = args[0]
+
+
+def vms_of(name):
+    """The attachments of slice ``name``'s VMs (the TPU VM itself, a group's <name>-<i>)."""
+    att = world / "attached"
+    return [p for p in att.glob(f"{name}*") if p.name == name or p.name[len(name) + 1:].isdigit()] if att.exists() else []
 
 
 def state():
@@ -154,8 +164,11 @@ if cmd == "apply":
             print(f"Error: creating {name}: the service account {missing[0]} its VMs run as does not exist", file=sys.stderr)
             sys.exit(1)
         (world / "size" / name).unlink(missing_ok=True)  # a group made anew has the size it was made with
+        (world / "policy" / name).unlink(missing_ok=True)
         if action == "delete":
             (world / "res" / name).unlink(missing_ok=True)
+            for vm in vms_of(name):  # its VMs are gone, and with them their disks' attachments
+                vm.unlink()
             st["resources"].pop(name)
             training = world / "training"
             if training.exists() and training.read_text() == name:  # whatever ran there stops
@@ -164,6 +177,9 @@ if cmd == "apply":
         else:
             (world / "res").mkdir(exist_ok=True)
             (world / "res" / name).write_text(config)
+            if name in slices and want_doc["slice"].get("topology"):  # modules/tpu_mig: <name>-<topology>
+                (world / "policy").mkdir(exist_ok=True)
+                (world / "policy" / name).write_text(f"{name}-{want_doc['slice']['topology']}")
             st["resources"][name] = config
         event(f"{action}d {name} {config}")
         save(st)
@@ -185,168 +201,6 @@ if cmd == "output":
     sys.exit(0)
 print(f"terraform stand-in: {cmd} is not modelled", file=sys.stderr)
 sys.exit(3)
-'''
-
-GCLOUD = r'''
-import json, os, sys
-from pathlib import Path
-
-world = Path(os.environ["STANDIN_WORLD"])
-res = world / "res"
-argv = sys.argv[1:]
-fmt = next((a[len("--format="):] for a in argv if a.startswith("--format=")), "")
-words = [a for a in argv if a == "-" or not a.startswith("-")]
-
-
-def live(name):
-    return (res / name).exists()
-
-
-def event(line):
-    with open(world / "events", "a") as f:
-        f.write(f"{line} by {os.environ.get('STANDIN_BUILD', '?')}\n")
-
-
-def flag(name):
-    return next((a.split("=", 1)[1] for a in argv if a.startswith(f"--{name}=")), "")
-
-
-def filtered():
-    f = flag("filter")
-    name = f.split('"')[1] if '"' in f else f.rsplit("/", 1)[-1].rstrip("$")
-    return name if live(name) else ""
-
-
-def size(group):
-    """A group's target size: what gcloud last resized it to, else what Terraform made it with."""
-    p = world / "size" / group
-    return int(p.read_text()) if p.exists() else int(os.environ.get("STANDIN_VMS", "1"))
-
-
-def vms(group):
-    return [f"{group}-{i}" for i in range(size(group))] if live(group) else []
-
-
-def unmodelled():
-    """A command the stand-in does not model fails loudly: the harness's coverage shows."""
-    print(f"gcloud stand-in: 'gcloud {' '.join(argv)}' is not modelled; model it in "
-          "tests/support/converge_standins.py", file=sys.stderr)
-    sys.exit(3)
-
-
-def not_found(name):
-    print(f"ERROR: (gcloud) NOT_FOUND: {name}", file=sys.stderr)
-    sys.exit(1)
-
-
-from standin_refusals import refused
-
-
-if words[:1] == ["standin-probe"]:
-    slice_ = os.environ.get("TPUBUILD_SLICE", "")
-    training = (world / "training").read_text() if (world / "training").exists() else ""
-    n = int((world / "probes").read_text()) + 1 if (world / "probes").exists() else 1
-    (world / "probes").write_text(str(n))
-    print(f"tpubuild-probe {int(training == slice_ and live(slice_))} {1000 + n}")
-elif words[:1] == ["standin-stop"]:
-    slice_ = os.environ.get("TPUBUILD_SLICE", "")
-    if (world / "training").exists() and (world / "training").read_text() == slice_:
-        (world / "training").unlink()
-        event(f"stopped {slice_}")
-elif words[:1] == ["standin-launch"]:
-    slices = [n for d in (world / "desired").glob("*.json") for n in (json.loads(d.read_text()).get("slice") or {}).get("names", [])]
-    on = [n for n in slices if live(n)]
-    if len(on) != 1:
-        print(f"launch: {len(on)} slices live, not one", file=sys.stderr)
-        sys.exit(1)
-    (world / "training").write_text(on[0])
-    event(f"launched {on[0]}")
-elif words[:1] == ["storage"]:
-    def path(url):
-        return world / "gcs" / url[len("gs://"):]
-    if words[1] == "cat":
-        p = path(words[2])
-        if not p.exists():
-            print(f"ERROR: (gcloud.storage.cat) The following URLs matched no objects or files:\n-{words[2]}", file=sys.stderr)
-            sys.exit(1)
-        sys.stdout.write(p.read_text())
-    elif words[1] == "cp":
-        src, dst = words[2], words[3]
-        path(dst).parent.mkdir(parents=True, exist_ok=True)
-        path(dst).write_text(sys.stdin.read() if src == "-" else Path(src).read_text())
-    elif words[1] == "ls":
-        p = path(words[2])
-        if not p.is_dir() or not any(p.iterdir()):
-            print(f"ERROR: (gcloud.storage.ls) One or more URLs matched no objects.", file=sys.stderr)
-            sys.exit(1)
-        for child in sorted(p.iterdir()):
-            print(words[2].rstrip("/") + "/" + child.name + ("/" if child.is_dir() else ""))
-    elif words[1] == "rm":
-        p = path(words[2])
-        if not p.exists() and "--continue-on-error" not in argv:
-            sys.exit(1)
-        p.unlink(missing_ok=True)
-        while p.parent != world / "gcs" and not any(p.parent.iterdir()):  # a GCS folder is only a prefix
-            p = p.parent
-            p.rmdir()
-    else:
-        unmodelled()
-elif "describe" in words:
-    name = words[words.index("describe") + 1]
-    if not live(name):
-        not_found(name)
-    if "state" in fmt:  # a slice not READY yet when the schedule says so (tpu-swap waits, then fails)
-        refusal = refused("not-ready") if "resize-requests" not in words else None
-        print(refusal["text"] if refusal else "READY" if "resize-requests" not in words else "SUCCEEDED")
-    elif "sourceDisk" in fmt or "users" in fmt:
-        print(",".join(f"projects/p/zones/z/disks/{d.name}" for d in (world / "attached").glob(f"{name}*")))
-    elif "accessMode" in fmt:
-        print("READ_ONLY_MANY")
-    elif "targetSize" in fmt:
-        print(len(vms(name)))
-    elif "workloadPolicy" in fmt:
-        print("")
-    else:
-        unmodelled()
-elif words[:4] == ["compute", "instance-groups", "managed", "resize"]:
-    group, new = words[4], int(flag("size"))
-    if not live(group):
-        print(f"ERROR: (gcloud.compute.instance-groups.managed.resize) NOT_FOUND: {group}", file=sys.stderr)
-        sys.exit(1)
-    was = size(group)
-    # Google's bulk mode (about-bulk-mode, "Configuration changes and resizing"; docs/modules.md):
-    # a bulk group adds instances only while its target size is 0
-    if os.environ.get("STANDIN_BULK") == "1" and 0 < was < new:
-        print(f"ERROR: (gcloud.compute.instance-groups.managed.resize) A MIG in bulk mode adds instances only "
-              f"while its target size is 0: {group} is at {was}, asked for {new}", file=sys.stderr)
-        sys.exit(1)
-    (world / "size").mkdir(exist_ok=True)
-    (world / "size" / group).write_text(str(new))
-elif "list-instances" in words:
-    group = words[words.index("list-instances") + 1]
-    refusal = refused("not-ready") if "instanceStatus" in fmt else None  # VMs still being made
-    print("\n".join((refusal["text"] if refusal else "RUNNING NONE") if "instanceStatus" in fmt else v
-                    for v in vms(group)))
-elif "list" in words:
-    print(filtered())
-elif "attach-disk" in words:
-    vm = words[words.index("attach-disk") + 1]
-    (world / "attached").mkdir(exist_ok=True)
-    (world / "attached" / vm).write_text(flag("disk"))
-elif "create" in words and ("snapshots" in words or "backups" in words):
-    name = words[words.index("create") + 1]
-    (world / "copies").mkdir(exist_ok=True)
-    (world / "copies" / name).write_text(flag("source-disk") or flag("instance"))
-    event(f"copied {flag('source-disk') or flag('instance')}")
-# --- modelled as accepted where the resource exists: a group's wait (its size is the resize's, above),
-# the disk the access mode describe answers (READ_ONLY_MANY)
-elif words[:4] == ["compute", "instance-groups", "managed", "wait-until"]:
-    live(words[4]) or not_found(words[4])
-elif words[:3] == ["compute", "disks", "update"] and flag("access-mode"):
-    live(words[3]) or not_found(words[3])
-else:
-    unmodelled()
-sys.exit(0)
 '''
 
 #: tpubuild: the real guard and the handover scripts in sh; check-capacity and finalize in Python.
