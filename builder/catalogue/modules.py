@@ -243,7 +243,7 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                       ExtraStep("attach", "apply", AFTER, mig_attaches_disk), *MOVES),
                scoped=True, tiles=dash.slice_tiles, ttl=True, summary=slice_shape,
                resources=("google_compute_instance_group_manager", "google_compute_instance_template",
-                          "google_compute_resize_request", "google_compute_resource_policy",
+                          "google_compute_resource_policy",
                           "google_compute_future_reservation", *SCHEDULED)),
     # one worker per TPU host, which read the TPU's, the share's and the disk's states
     ModuleSpec("mig", "modules/mig", ("node",), lambda s: f"MIG {s.mig_name} ({s.hosts} x {s.machine_type})",

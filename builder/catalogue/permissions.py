@@ -57,7 +57,6 @@ RESOURCE_GRANTS: dict[str, ResourceGrant] = {
     "google_compute_instance_template": _grant("roles/compute.instanceAdmin.v1", "compute.instanceTemplates.create"),
     "google_compute_instance_group_manager": _grant("roles/compute.instanceAdmin.v1",
                                                     "compute.instanceGroupManagers.create"),
-    "google_compute_resize_request": _grant("roles/compute.instanceAdmin.v1", "compute.instanceGroupManagers.update"),
     "google_compute_resource_policy": _grant("roles/compute.instanceAdmin.v1", "compute.resourcePolicies.create"),
     "google_compute_future_reservation": _grant("roles/compute.futureReservationUser",
                                                 "compute.futureReservations.create"),

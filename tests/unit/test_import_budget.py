@@ -84,7 +84,10 @@ COMMON = ("builder", "builder.cli", "builder.commands", "builder.commands.verb",
           "builder.commands.verbs", "builder.facts", "builder.facts.*", "builder.config", "builder.config.*",
           "builder.catalogue", "builder.catalogue.*", "builder.planning", "builder.planning.applied",
           "dotenv", "dotenv.*", "tpubuild_models", "tpubuild_models.*.keys", "tpubuild_models.*.facts",
-          "tpubuild_models.roberta", "tpubuild_models.torchtpu", "tpubuild_models.roberta.rules")
+          "tpubuild_models.roberta.rules",
+          # each model's package itself (the registry loads its keys.py through it): every folder of models/
+          # with a launcher.py, as the registry finds them
+          *sorted(f"tpubuild_models.{d.name}" for d in (REPO / "models").iterdir() if (d / "launcher.py").is_file()))
 #: What the plan of an action loads (plan and render): the request, the plan, its description and
 #: its renderings (the render layer is offline by construction: the Cloud Build config, its YAML,
 #: the plan's other formats).
