@@ -48,6 +48,15 @@ def lines_of(out: str) -> list[list[str]]:
     return gcloud_lines(unrolled(out))
 
 
+def target(words: list[str]) -> str:
+    """The host word of a gcloud line: ssh's instance, or scp's destination (its last positional word,
+    after every source: the plug-in's folder and the shared scripts beside it, models/run_lines.py
+    SHARED_SCRIPTS), without its ':path'."""
+    if words[2] == "ssh":
+        return words[3]
+    return [w for w in words[3:] if not w.startswith("--")][-1].split(":")[0]
+
+
 def workers(out: str) -> list[int]:
     return [int(HOST.match(words[3]).group(1)) for words in lines_of(out) if words[:3] == ["gcloud", "compute", "ssh"]]
 
@@ -171,7 +180,7 @@ def test_train_stop_logs_of_the_model_reach_every_host_in_worker_order(cli, gclo
     assert titles[0].startswith("the slice: whichever of tpu-v6e-slice, tpu-v6e-slice-b exists")
     assert titles[0].endswith("then the slice's VMs in PJRT worker order (TPUBUILD_HOSTS)") and steps[titles[0]] == []
     for title in titles[1:]:
-        order = [int(HOST.match(w[3] if w[2] == "ssh" else w[5].split(":")[0]).group(1)) for w in steps[title]]
+        order = [int(HOST.match(target(w)).group(1)) for w in steps[title]]
         expect = [0] if title.startswith("prepare") else [0, 1, 2, 3]
         assert order == expect, (title, order)
     for words in lines_of(out):
@@ -180,6 +189,9 @@ def test_train_stop_logs_of_the_model_reach_every_host_in_worker_order(cli, gclo
                     if HOST.match(w.split(":")[0]) else w for w in words]
         parsed = gcloud.parse(concrete)
         assert parsed.ok, (concrete[:5], parsed.why())
+    copies = [w for title in titles for w in steps[title] if w[2] == "scp"]
+    assert copies and all([Path(p).name for p in w[4:-4]] == ["roberta", "checkpoint_sync.sh"] for w in copies)
+    assert all(w[-4].endswith(":.tpubuild/") for w in copies)  # train.sh finds ../checkpoint_sync.sh
     launch = steps[titles[-1]][0]
     assert "--arch vm" in command_of(launch) and "PJRT_DEVICE=TPU" in command_of(launch)
     assert "--distributed-world-size 16" in command_of(launch)
@@ -270,7 +282,7 @@ def test_run_ships_to_every_host_in_worker_order_and_each_line_parses(cli, gclou
     code, out, err = cli("run", "--dry-run", "--values", make_env(MIG, MOUNT_POINT=str(mount)), "--", "sh", "job/hello.sh")
     assert code == 0, err
     scp = [w for w in lines_of(out) if w[:3] == ["gcloud", "compute", "scp"]]
-    assert [HOST.match(w[-4].split(":")[0]).group(1) for w in scp] == ["0", "1", "2", "3"]
+    assert [HOST.match(target(w)).group(1) for w in scp] == ["0", "1", "2", "3"]
     for words in lines_of(out):
         concrete = [HOST.sub(lambda m: ORDER[int(m.group(1))], w.split(":")[0]) + w[len(w.split(":")[0]):]
                     if HOST.match(w.split(":")[0]) else w for w in words]
