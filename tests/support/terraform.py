@@ -255,6 +255,41 @@ def counts(plan: dict[str, Any]) -> dict[str, int]:
     return out
 
 
+#: What HEAD's modules change on purpose in a state an older release applied, by the child
+#: module resource (type, name): the one action and, for an update, the only attributes it may
+#: move, with why. Everything else an upgrade plans must stay a no-op (nothing lost: no create
+#: of what moved, no delete, no replace). Only changes newer than every commit the history
+#: tests start from belong here (LAST_6X, PREVIOUS_RELEASE, BEFORE_SLOTS are older).
+INTENDED_SINCE: dict[tuple[str, str], tuple[str, frozenset[str], str]] = {
+    ("google_storage_bucket_iam_member", "checkpoints"): (
+        "create", frozenset(),
+        "new (modules/host_identity, checkpoint_writer): the training hosts' Storage Object User on "
+        "workspace/<env>/checkpoints/; an added IAM member, nothing else granted or revoked"),
+    ("google_cloud_scheduler_job", "health"): (
+        "update", frozenset({"retry_config"}),
+        "modules/health: the health job now retries a failed run (retry_config), in place"),
+}
+
+
+def unintended(plan: dict[str, Any]) -> dict[str, list[str]]:
+    """{address: actions} of the managed changes ``plan`` makes (anything but no-op and read) that
+    INTENDED_SINCE does not name: another action, an update that moves another attribute, or a
+    resource of the root module itself."""
+    out: dict[str, list[str]] = {}
+    for change in plan.get("resource_changes", []):
+        actions = change["change"]["actions"]
+        if change.get("mode") != "managed" or actions in (["no-op"], ["read"]):
+            continue
+        action, attrs, _ = INTENDED_SINCE.get((change["type"], change["name"]), ("", frozenset(), ""))
+        ok = bool(change.get("module_address")) and actions == [action]
+        if ok and action == "update":
+            before, after = change["change"]["before"] or {}, change["change"]["after"] or {}
+            ok = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)} <= attrs
+        if not ok:
+            out[change["address"]] = actions
+    return out
+
+
 def child_caller(project: str, call: str, source: str, arguments: str) -> str:
     """main.tf of a root, one folder below the repository, that configures the google provider
     for ``project`` and calls the child module ``modules/<source>`` as ``call`` with ``arguments``
