@@ -7,7 +7,7 @@ import sys
 
 from builder.catalogue import modules as catalogue
 from builder.commands import load_settings
-from builder.config.gate import Door, refuse
+from builder.config.gate import APPLIED, Door, refuse
 from builder.config.readiness import train_warnings
 from builder.facts import generations
 from builder.facts.errors import ConfigErrors
@@ -18,7 +18,7 @@ def run_validate(args: argparse.Namespace) -> int:
         if args.applied is not None:
             from builder.commands.compare import previous
 
-            refuse(s, None, Door.VALIDATE, previous(s, args.applied, need=False).settings, only=("model-change",))
+            refuse(s, None, Door.VALIDATE, previous(s, args.applied, need=False).settings, only=APPLIED)
     except ConfigErrors as exc:
         for warning in exc.warnings:
             print(f"tpubuild: warning: {warning}", file=sys.stderr)

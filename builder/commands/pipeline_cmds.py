@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from builder.catalogue.modules import accelerator_module
 from builder.commands import load_settings
 from builder.config.candidates import acting
-from builder.config.gate import Door, refuse
+from builder.config.gate import APPLIED, Door, refuse
 from builder.facts.actions import Action
 from builder.facts.errors import BadInput
 from builder.inputs import build_limits
@@ -55,8 +55,8 @@ def _plan(args: argparse.Namespace, *, compare: bool = False) -> tuple[Settings,
         if settled is not settings:
             settings = settled
             plan = request.plan_for(settings, req)
-    if prev is not None and prev.settings is not None:  # before a slice is changed: the gate's model-change row
-        refuse(settings, req.action, Door.PLAN if compare else Door.RENDER, prev.settings, only=("model-change",))
+    if prev is not None and prev.settings is not None:  # before a slice is changed: the rows of the applied values (gate.APPLIED)
+        refuse(settings, req.action, Door.PLAN if compare else Door.RENDER, prev.settings, only=APPLIED)
     if plan is None:
         from builder.commands.compare import auto_plan
 

@@ -21,7 +21,7 @@ from builder.commands import warn
 from builder.commands.compare import auto_plan, has_credentials, previous
 from builder.config import environments
 from builder.config.candidates import acting
-from builder.config.gate import Door, refuse
+from builder.config.gate import APPLIED, Door, refuse
 from builder.facts.actions import Action, Verdict
 from builder.facts.errors import BadInput, TpuBuildError
 from builder.planning.describe import describe
@@ -81,7 +81,7 @@ def row(env: Any) -> dict[str, Any]:
 
             s = acting(s, prev.place, Action.AUTO)
         if prev.settings is not None:
-            refuse(s, Action.AUTO, Door.PLAN_ALL, prev.settings, only=("model-change",))
+            refuse(s, Action.AUTO, Door.PLAN_ALL, prev.settings, only=APPLIED)
         plan = auto_plan(s, prev)
         decision = prev.decision
         info = describe(s, plan, previous=prev) if plan is not None else None

@@ -23,7 +23,7 @@ from builder.cloud.errors import cloud_call
 from builder.commands import applied_or_warn, load_settings, say, warn
 from builder.commands.initialize import initialize
 from builder.config.calendar import create_refusal
-from builder.config.gate import Door, refuse
+from builder.config.gate import APPLIED, Door, refuse
 from builder.config.candidates import acting, at, granted
 from builder.facts.actions import Action
 from builder.facts.errors import WorldError
@@ -95,7 +95,7 @@ def auto_plan(settings: Settings, bucket: Any) -> tuple[Plan | None, Settings]:
             decision = auto.decide_unreadable(make_plan(settings, Action.CREATE).modules, applied.absent)
         else:
             old = at(old, place) if place is not None else old
-            refuse(settings, Action.AUTO, Door.DISPATCH, old, only=("model-change",))  # before any change
+            refuse(settings, Action.AUTO, Door.DISPATCH, old, only=APPLIED)  # before any change
             decision = decide_now(settings, old, build_id=applied.build_id, outstanding=applied.outstanding,
                                   absent=applied.absent, sources_then=applied.sources)
     plan = auto.plan_for(settings, decision)

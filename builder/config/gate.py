@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from builder.config.calendar import create_refusal, submit_refusal, validate_refusal
 from builder.config.later import change_refusals, model_refusals, script_refusals
 from builder.config.legacy import node_refusal
+from builder.config.moves import move_refusal
 from builder.facts.actions import APPLYING, Action
 from builder.facts.errors import ConfigError, ConfigErrors
 from builder.facts.records import record
@@ -109,6 +110,11 @@ CHECKS: tuple[Check, ...] = (
     Check("model", "what the selected MODEL cannot train on: an unknown model, a launcher that does not run on this "
           "architecture, the plug-in's own rules (builder/config/model_registry.py problems)", APPLYING,
           (*_EVERY_BUILD, Door.TRAIN), "error", lambda s, a, applied: model_refusals(s)),
+    Check("auto-move", "a key that moves the environment (project, name, zone, region, network, architecture) "
+          "changed since the applied values: auto updates in place, never relocates (builder/config/moves.py; "
+          "validate with --applied)", (Action.AUTO,),
+          (Door.VALIDATE, Door.PLAN, Door.PLAN_ALL, Door.RENDER, Door.SUBMIT, Door.DISPATCH), "error",
+          lambda s, a, applied: _one(move_refusal(applied, s)) if applied is not None else []),
     Check("model-change", "an update the MODEL's training cannot resume across, from the applied values "
           "(model_registry.change_problems; validate with --applied)", APPLYING,
           (Door.VALIDATE, Door.PLAN, Door.PLAN_ALL, Door.RENDER, Door.SUBMIT, Door.DISPATCH), "error",
@@ -124,6 +130,9 @@ CHECKS: tuple[Check, ...] = (
 )
 
 BY_NAME: dict[str, Check] = {c.name: c for c in CHECKS}
+#: The rows only the applied values decide: a door consults them once it has read those values
+#: (``--applied FILE`` or the state bucket's snapshot), after :func:`refuse` without them.
+APPLIED: tuple[str, ...] = ("auto-move", "model-change")
 
 
 def refusals(settings: Settings, action: Action | None, door: Door, applied: Settings | None = None,
@@ -152,7 +161,7 @@ def for_validate(settings: Settings, *, skip: Collection[str] = (), node: bool =
     errors: list[ConfigError] = []
     warnings: list[str] = []
     for c in CHECKS:
-        if (c.name in ("legacy-node", "calendar-too-soon", "calendar-relative") and not node) or \
+        if (c.name in ("legacy-node", "calendar-too-soon", "calendar-relative", "auto-move") and not node) or \
                 (c.name in ("model", "model-change") and "model" in skip):
             continue
         found = c.find(settings, None, applied)

@@ -8,7 +8,8 @@ The rules (docs/cloud.md has the table):
 * no applied snapshot → ``create``;
 * a key that moves the whole environment (``MOVING_KEYS``: project, name, zone/region, network,
   architecture) changed → refused (``BadInput``, exit 2): auto never relocates an environment;
-  destroy it and create it again, or put the value back;
+  destroy it and create it again, or put the value back (the gate's ``auto-move`` row,
+  builder/config/moves.py, which every door that reads the applied values consults first);
 * otherwise every changed key maps to plan modules (``modules_for_key``; a module these values do
   not create, such as an unattached shared PD, is named with why and left out), every module whose
   Terraform or boot sources changed (digests recorded in the snapshot) is added, and so is every
@@ -23,14 +24,12 @@ Values are compared after parsing with ``builder.config`` (so ``STANDARD`` and `
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from builder.catalogue.modules import SCOPED, modules_for_key, specs
 from builder.config import Settings
-from builder.config.keys import KEYS
-from builder.config.model_registry import model_keys
+from builder.config.moves import MOVING_KEYS, changed_keys, move_refusal, value_of as _value
 from builder.facts.actions import Action, Verdict
-from builder.facts.errors import BadInput
 from builder.facts.records import record
 from builder.planning.plan import make_plan
 
@@ -39,23 +38,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: Keys only the GitOps triggers read (builder/inputs/gitops.py): a change applies nothing.
 TRIGGER_KEYS: tuple[str, ...] = ("ENV_PROTECTED",)
-#: Changing one of these moves the environment; auto refuses.
-MOVING_KEYS: tuple[str, ...] = ("PROJECT_ID", "ENV_BUILD_NAME", "ZONE", "REGION", "NETWORK", "SUBNETWORK", "TPU_ARCH")
-
-
-def _value(settings: Settings, key: str) -> Any:
-    if key == "TPU_RUNTIME_VERSION":
-        return settings.runtime_version
-    models = model_keys(settings.repo_root)
-    spec = next(k for k in (*KEYS, *models) if k.name == key)
-    if key in {k.name for k in models}:
-        return settings.model_options.get(spec.field)
-    return getattr(settings, spec.field)
-
-
-def changed_keys(old: Settings, new: Settings) -> list[str]:
-    """Keys whose parsed value differs, in the order of the key table."""
-    return [k.name for k in (*KEYS, *model_keys(new.repo_root)) if _value(old, k.name) != _value(new, k.name)]
 
 
 @record
@@ -89,14 +71,10 @@ def decide(
     if set(plan_modules) <= absent:
         return Decision(Verdict.NOTHING, None, (f"the environment was destroyed by build {build_id or '?'}; auto leaves it "
                                        "destroyed: run _BUILD_ACTION=create to bring it back",))
+    moved = move_refusal(applied, current, since)  # the gate's auto-move row (builder/config/moves.py)
+    if moved is not None:
+        raise moved
     keys = changed_keys(applied, current)
-    for key in keys:
-        if key in MOVING_KEYS:
-            where = f"{current.source}:{current.line_of(key)}: " if current.line_of(key) else f"{current.source}: "
-            raise BadInput(
-                f"{where}{key}: changed from {_value(applied, key)!r} to {_value(current, key)!r}{since}; "
-                "auto does not move an environment: put the value back, or run destroy and then create"
-            )
     wanted: dict[str, list[str]] = {}
     reasons: list[str] = []
     for key in keys:

@@ -66,6 +66,7 @@ NOT_DOORS = frozenset({"status", "logs", "stop", "run", "profile", "ttl", "unloc
 ROW_CASES: dict[str, tuple[Path, dict[str, str | None], str, str]] = {
     "legacy-node": (NODE, {}, "plan", "create"),
     "model": (SHIPPED, {"MODEL": "bert"}, "render", "create"),
+    "auto-move": (EXAMPLES / "vm-v5litepod-16.env", {"ZONE": "us-east5-b,us-east5-a"}, "render", "auto"),
     "model-change": (SHIPPED, {"ROBERTA_SEQ_LEN": "256"}, "plan", "update"),
     "scripts": (SHIPPED, {"MIG_SETUP_SCRIPT": "scripts/not_here.sh"}, "plan", "create"),
     "calendar-too-soon": (EXAMPLES / "mig-v6e-32-calendar.env", {"TPU_CALENDAR_START": "2026-11-28T12:00:00Z"},

@@ -218,7 +218,7 @@ def test_auto_refuses_to_move_the_environment(env, fakes: Fakes, repo: Path, cli
                     .replace('TPU_RUNTIME_VERSION="tpu-ubuntu2204-base"', 'TPU_RUNTIME_VERSION="v2-alpha-tpuv5-lite"'))
     code, out, err = cli("--values", repo, "dispatch", "--action", "auto")
     assert code == 2
-    assert "ZONE: changed from 'europe-west4-a' to 'europe-west4-b' since build" in err
+    assert "ZONE: changed from 'europe-west4-a' to 'europe-west4-b' since the applied snapshot" in err
     assert "auto does not move an environment" in err
     assert len(fakes.google.created) == 1
 

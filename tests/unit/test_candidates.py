@@ -111,3 +111,27 @@ def test_plan_text_and_json_tell_the_same_candidates(cli) -> None:
     # the worst case is the whole environment with the dearest slice (Filestore stays in the same region here)
     assert worst["hourly"] == pytest.approx(max(r["slice_hourly"] for r in rows) + info["cost"]["after"]["hourly_known"]
                                             - rows[0]["slice_hourly"], abs=1e-3)
+
+
+def test_auto_move_refuses_a_list_that_drops_the_granted_zone_and_only_that(make_env: Callable[..., Path], cli) -> None:
+    """The gate's auto-move row (builder/config/moves.py): the new list is placed where the applied
+    slice is first, so a reordered list that still holds the zone moves nothing; one that drops it
+    is refused once, for ZONE (its REGION follows), by the row and by auto's decision alike."""
+    from builder.config.gate import refusals, Door
+    from builder.facts.actions import Action
+    from builder.planning.auto import decide
+
+    old = load(make_env(MIG, ZONE="us-east5-a"))
+    kept = load(make_env(MIG, ZONE="us-east5-b,us-east5-a"))
+    assert refusals(kept, Action.AUTO, Door.PLAN, old) == []
+    moved_path = make_env(MIG, ZONE="us-central1-b,us-east5-b")
+    moved = load(moved_path)
+    (line,) = [str(e) for e in refusals(moved, Action.AUTO, Door.DISPATCH, old)]
+    assert line.endswith("ZONE: changed from 'us-east5-a' to 'us-central1-b' since the applied snapshot; auto does "
+                         "not move an environment: put the value back, or run destroy and then create"), line
+    assert refusals(moved, Action.UPDATE, Door.PLAN, old) == []  # an explicit update shows the move in its plan
+    with pytest.raises(ConfigError, match="since build b-7; auto does not move"):
+        decide(moved, old, plan_modules=("filestore", "tpu", "mig", "dashboard"), build_id="b-7")
+    applied = make_env(MIG, ZONE="us-east5-a")
+    code, _, err = cli("validate", "--values", moved_path, "--applied", applied)
+    assert code == 2 and "ZONE: changed from 'us-east5-a' to 'us-central1-b'" in err, err
