@@ -105,8 +105,9 @@ MODES: dict[str, Mode] = {
         "with max_run_duration; mig-resize grows it from 0 to every VM (no resize request)",
         "when Dynamic Workload Scheduler has the whole slice: the bulk group waits for it and every VM "
         "starts at once", "at most {max_run_hours} h from its start (TPU_MAX_RUN_HOURS, 7 days at most)",
-        "the flex-start (Dynamic Workload Scheduler) rate, below on-demand; the estimate uses the "
-        "on-demand price", "Compute Engine deletes the VMs at the limit; checkpoint before it"),
+        "the flex-start (Dynamic Workload Scheduler) rate, below on-demand; the estimate uses its "
+        "Billing Catalog SKU (DWS Defined Duration), else the on-demand price as a ceiling",
+        "Compute Engine deletes the VMs at the limit; checkpoint before it"),
     "calendar": Mode(
         "Terraform (google-beta google_compute_future_reservation) where the provider knows the "
         "generation, else the mig-calendar gcloud step; the template consumes the delivered "
@@ -115,7 +116,7 @@ MODES: dict[str, Mode] = {
         "or changed once submitted); the group creates its VMs when the reservation is delivered",
         "{calendar_days} days, until {calendar_end}",
         "the calendar-mode (Dynamic Workload Scheduler) rate for the whole reserved period, used or not; "
-        "the estimate uses the on-demand price",
+        "the estimate uses its Billing Catalog SKU (Calendar Mode), else the on-demand price as a ceiling",
         "Compute Engine deletes the reservation and the slice's VMs; checkpoint before it"),
 }
 
