@@ -28,7 +28,9 @@ What fairseq 0.12's ``--tpu`` path gets wrong under PJRT, and what replaces it:
    loaded, not trained, and a resume skipped them. Replaced: the loader records, for every
    group it reads, the position of each counting iterator below it; as training takes that
    group, the positions become the iterators' *consumed* positions, which the epoch iterator
-   reports instead. The saved position therefore equals the batches actually trained.
+   reports instead. The saved position therefore equals the batches actually trained. The
+   wrapper's start and length are read before the loader's thread starts (upstream reads them
+   after, and a busy host could see a validation of no batch: ``KeyError: 'loss'``).
 
 5. Resume across world sizes (not a PJRT matter: taken with or without PJRT): the saved
    position is translated from the world size it was saved at to this run's
@@ -242,10 +244,13 @@ def tpu_data_loader(itr: Any) -> Any:
     counters = _counters(itr)
     for counter in counters:
         counter.consumed = counter.n  # before the loader's thread starts reading
+    # The position and length are read before the loader's thread starts: that thread advances
+    # itr.n as it reads ahead, and upstream's tpu_data_loader reads them after it has started, so
+    # a busy host could start the wrapper at the end (a validation of no batch: KeyError 'loss').
+    start, total = getattr(itr, "n", 0), len(itr)
     recorded = _Recorded(itr, counters, trace=bool(os.environ.get("TPUBUILD_TRACE")))
     loader = pl.ParallelLoader(recorded, [device]).per_device_loader(device)
-    return iterators.CountingIterator(_Consumed(loader, recorded, counters), start=getattr(itr, "n", 0),
-                                      total=len(itr))
+    return iterators.CountingIterator(_Consumed(loader, recorded, counters), start=start, total=total)
 
 
 def _position(itr: Any) -> int:

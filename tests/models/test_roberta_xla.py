@@ -76,7 +76,8 @@ class Host:
         self.trace = root / "trace.jsonl"
         self.env = xla_env(python, HOME=str(root / "home"), TPUBUILD_RUN_DIR=str(root / "run"),
                            TPUBUILD_PROFILE_D=str(root / "profile.d"), TPUBUILD_WORKER_NUMBER="0",
-                           TPUBUILD_TRACE=str(self.trace), CPU_NUM_DEVICES="1")
+                           TPUBUILD_TRACE=str(self.trace), CPU_NUM_DEVICES="1",
+                           TPUBUILD_TRAIN_RESTARTS="0")  # a crash fails here, with its output
 
     def run(self, words: list[str]) -> tuple[subprocess.CompletedProcess[str], list[dict]]:
         """Run the line; the result carries ``pid``, the launched process's (train.sh execs Python)."""
@@ -203,3 +204,33 @@ def test_spawn_takes_a_child_process_and_pjrt_ordinals(tmp_path):
     (child,) = [json.loads(ln) for ln in lines if ln.startswith("{")]
     assert child["pid"] != parent
     assert child == {**child, "rank": 0, "world": 1, "global": 0, "xr": 1}
+
+
+def test_loader_starts_where_the_epoch_stood_before_its_thread_reads_ahead(tmp_path):
+    """pjrt_compat.tpu_data_loader reads the epoch iterator's position and length before the
+    ParallelLoader's thread starts: that thread advances ``n`` as it reads ahead, and a wrapper
+    built from the advanced ``n`` yields nothing (on a busy CI host, a validation of no batch
+    failed with fairseq's ``KeyError: 'loss'``). The main thread's reads of ``n`` are slowed
+    here so that the thread always wins the race that a loaded host loses now and then."""
+    python = xla_python("fairseq_cli.train")
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import sys, threading, time, json, torch\n"
+        f"sys.path.insert(0, {str(SCRIPTS)!r})\n"
+        "import pjrt_compat\n"
+        "from fairseq.data import iterators\n"
+        "class Slow(iterators.CountingIterator):\n"
+        "    @property\n"
+        "    def n(self):\n"
+        "        if threading.current_thread() is threading.main_thread():\n"
+        "            time.sleep(0.5)\n"
+        "        return self._n\n"
+        "    @n.setter\n"
+        "    def n(self, value):\n"
+        "        self._n = value\n"
+        "itr = Slow([{'id': torch.tensor([i])} for i in range(6)], start=0)\n"
+        "print(json.dumps([int(b['id'].cpu()[0]) for b in pjrt_compat.tpu_data_loader(itr)]))\n")
+    r = subprocess.run([str(python), str(script)], capture_output=True, text=True, timeout=300,
+                       env=xla_env(python, CPU_NUM_DEVICES="1"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == [0, 1, 2, 3, 4, 5]
