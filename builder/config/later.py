@@ -26,6 +26,7 @@ call the functions here). Pure: reads the model plug-ins and the script paths, c
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from builder.config.model_registry import change_problems, problems
@@ -55,12 +56,16 @@ def change_refusals(applied: Settings, settings: Settings) -> list[ConfigError]:
             for key, what, fix in change_problems(applied, settings)]
 
 
-def script_refusals(settings: Settings) -> list[ConfigError]:
-    """MIG_SETUP_SCRIPT / MIG_SEED_DATA_PREP_SCRIPT that are not files of the repository, one line each."""
+def script_refusals(settings: Settings, keys: Collection[str] | None = None) -> list[ConfigError]:
+    """MIG_SETUP_SCRIPT / MIG_SEED_DATA_PREP_SCRIPT that are not files of the repository, one line
+    each: the gate's ``scripts`` row (every build door, for create, update and auto), and, with
+    ``keys`` (those of the two the plan runs), the renderer's preflight
+    (builder/render/pipeline.py ``preflight``: a plan rendered outside a door checks only the
+    scripts its steps use)."""
     found: list[ConfigError] = []
     for key, field in _SCRIPTS:
         rel = getattr(settings, field)
-        if rel:
+        if rel and (keys is None or key in keys):
             try:
                 repo_script(settings, key, rel)
             except ConfigError as exc:

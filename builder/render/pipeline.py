@@ -47,11 +47,12 @@ from builder.catalogue.step_kinds import (  # noqa: F401  (re-exported: step kin
     SEED_STEP_S, SEED_TIMEOUT_S, SHELLS, SWAP_WAIT_S, DRAIN_WAIT_S, RESUME_TRIES, RESUME_WAIT_S, verdict_wait_s,
 )
 from builder.config.filestore import TIERS
+from builder.config.later import script_refusals
 from builder.config.offers import bulk_mode, calendar_name
 from builder.config.scripts import repo_script
 from builder.facts import capacity_errors
 from builder.facts.actions import Action
-from builder.facts.errors import BadInput
+from builder.facts.errors import BadInput, ConfigErrors
 from builder.inputs import build_limits
 from builder.inputs.templating import environment
 from builder.planning import capacity
@@ -69,14 +70,17 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def preflight(settings: Settings, plan: Plan) -> None:
     """Refuse a plan whose pipeline would use a script that does not exist (the seed-era paths
-    in MIG_SETUP_SCRIPT / MIG_SEED_DATA_PREP_SCRIPT are only warnings until then)."""
+    in MIG_SETUP_SCRIPT / MIG_SEED_DATA_PREP_SCRIPT are only warnings until then): the gate's
+    ``scripts`` row's function (builder/config/later.py ``script_refusals``), asked only about the
+    scripts this plan's steps run (the doors have asked the row about both already; a plan
+    rendered directly, e.g. an update of the slice alone, needs only the one it runs)."""
     if not plan.operations:
         raise BadInput(f"{plan.action} runs no pipeline (no Terraform): nothing to render; "
                        f"run `tpubuild {plan.action}` instead")
-    if settings.mig_setup_script and any(runs_setup_script(settings, m) for m in plan.modules if plan.applies(m)):
-        repo_script(settings, "MIG_SETUP_SCRIPT", settings.mig_setup_script)
-    if settings.mig_seed_data_prep_script and seeds(settings, plan):
-        repo_script(settings, "MIG_SEED_DATA_PREP_SCRIPT", settings.mig_seed_data_prep_script)
+    used = ({"MIG_SETUP_SCRIPT"} if any(runs_setup_script(settings, m) for m in plan.modules if plan.applies(m))
+            else set()) | ({"MIG_SEED_DATA_PREP_SCRIPT"} if seeds(settings, plan) else set())
+    if found := script_refusals(settings, used):
+        raise ConfigErrors(found, ())
 
 
 # ---- rendering ----

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..launch_error import LaunchError
+
 MODEL = "roberta"
 
 
@@ -38,16 +40,6 @@ class Facts:
 
     def opt(self, name: str) -> Any:
         return self.options[f"roberta_{name}"]
-
-
-class LaunchError(ValueError):
-    """A setting that cannot produce a launch; ``key`` names the values.env key to fix."""
-
-    def __init__(self, key: str, what: str, fix: str) -> None:
-        super().__init__(f"{what}; {fix}")
-        self.key = key
-        self.what = what
-        self.fix = fix
 
 
 def world_size(job: Facts) -> int:

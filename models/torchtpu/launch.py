@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..launch_error import LaunchError
 from .facts import PROFILER_PORT, STEP_WORD  # noqa: F401
 
 MODEL = "torchtpu"
@@ -57,16 +58,6 @@ HOSTNAMES_VAR = "TPUBUILD_WORKER_HOSTNAMES"
 #: The variables of :func:`host_env`, in the order every host gets them.
 ORDER = ("TPU_WORKER_HOSTNAMES", "NODE_RANK", "JOB_COMPLETION_INDEX", "NNODES", "MASTER_ADDR", "MASTER_PORT",
          "TORCH_TPU_XPROF_SESSION_ID", "TORCH_TPU_TOPOLOGY", "TORCH_TPU_DEVICES_PER_HOST", "TORCH_TPU_BASE_PORT")
-
-
-class LaunchError(ValueError):
-    """A setting that cannot produce a launch; ``key`` names the values.env key to fix."""
-
-    def __init__(self, key: str, what: str, fix: str) -> None:
-        super().__init__(f"{what}; {fix}")
-        self.key = key
-        self.what = what
-        self.fix = fix
 
 
 @dataclass(frozen=True)
