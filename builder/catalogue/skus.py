@@ -25,8 +25,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-#: The Billing Catalog services ``prices update`` reads: Compute Engine lists v5e, v5p, v6e and TPU7x.
-COMPUTE_SERVICE = "6F81-5844-456A"
+from builder.catalogue import storage_skus
+
+#: The Billing Catalog services ``prices update`` reads: Compute Engine lists v5e, v5p, v6e and TPU7x
+#: (and the disks and snapshots); Filestore and Cloud Storage the rest of the per-month rows.
+COMPUTE_SERVICE = storage_skus.COMPUTE_SERVICE
+SERVICES = (COMPUTE_SERVICE, *storage_skus.SERVICES)
 #: The generations priced from the catalogue and how the catalogue spells each (after "Tpu"/"TPU").
 #: v2, v3 and v4 (Cloud TPU service E000-3F24-B8AA, priced per device by continent) stay the bundled
 #: table's hand-kept rows: docs/plan_cost_ttl.md, "Where prices come from".
@@ -75,56 +79,75 @@ def classify(sku: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def unit_price(sku: dict[str, Any]) -> tuple[float, str] | None:
-    """(USD per chip-hour, the date it took effect) of the SKU's current price: its first pricing
-    info's first tier (the rate from zero usage), in hours; None when it has none in hours."""
+def unit_price(sku: dict[str, Any], unit: str = "h") -> tuple[float, str] | None:
+    """(USD per ``unit``, the date it took effect) of the SKU's current price: its first pricing info's
+    first tier that is not free (a free allowance, as Cloud Storage's, is skipped; a TPU SKU has one
+    tier, the rate from zero usage); None when it is not priced in ``unit`` ("h": chip-hours,
+    "GiBy.mo": GiB-months)."""
     info = (_get(sku, "pricingInfo", "pricing_info") or [None])[0]
     if not info:
         return None
     expression = _get(info, "pricingExpression", "pricing_expression") or {}
-    if _get(expression, "usageUnit", "usage_unit") != "h":
+    if _get(expression, "usageUnit", "usage_unit") != unit:
         return None
-    tiers = _get(expression, "tieredRates", "tiered_rates") or []
-    if not tiers:
+    tiers = [_get(t, "unitPrice", "unit_price") or {} for t in _get(expression, "tieredRates", "tiered_rates") or []]
+    values = [int(p.get("units") or 0) + int(p.get("nanos") or 0) / 1e9 for p in tiers]
+    if not values:
         return None
-    price = _get(tiers[0], "unitPrice", "unit_price") or {}
-    value = int(price.get("units") or 0) + int(price.get("nanos") or 0) / 1e9
     effective = str(_get(info, "effectiveTime", "effective_time") or "")[:10]
-    return round(value, 9), effective
+    return round(next((v for v in values if v), values[0]), 9), effective
+
+
+def _record(sku: dict[str, Any]) -> tuple[tuple[str, ...], tuple[float, str]] | None:
+    """(the record's key, (price, effective date)) of a SKU tpubuild prices: a TPU chip-hour
+    (``tpu_chip_hour``, generation, mode) or a per-month row (kind, name: storage_skus.py); else None."""
+    kind = classify(sku)
+    if kind is not None:
+        priced = unit_price(sku)
+        return (("tpu_chip_hour", *kind), priced) if priced else None
+    row = storage_skus.classify(sku)
+    priced = unit_price(sku, "GiBy.mo") if row else None
+    return (row, priced) if row and priced else None
 
 
 def match(skus: list[dict[str, Any]]) -> dict[str, Any]:
-    """``{"tpu_chip_hour": {gen: {mode: {region: price}}}, "skus": {path: provenance}}``: each record's
-    price and the SKU it came from (``path`` is ``tpu_chip_hour.<gen>.<mode>.<region>``; provenance is
+    """``{"tpu_chip_hour": {gen: {mode: {region: price}}}, "per_month": {kind: {name: {region: price}}},
+    "skus": {path: provenance}}``: each record's price and the SKU it came from (``path`` is
+    ``tpu_chip_hour.<gen>.<mode>.<region>`` or ``<kind>.<name>.price.<region>``; provenance is
     ``{"sku", "description", "effective", "regions"}``)."""
-    chosen: dict[tuple[str, str, str], dict[str, Any]] = {}
+    chosen: dict[tuple[str, ...], dict[str, Any]] = {}
     for sku in skus:
-        kind = classify(sku)
-        priced = unit_price(sku) if kind else None
-        if kind is None or priced is None:
+        found = _record(sku)
+        if found is None:
             continue
+        key, priced = found
         regions = [str(r) for r in (_get(sku, "serviceRegions", "service_regions") or [])]
         for region in regions:
-            key = (*kind, region)
             rank = (len(regions), str(_get(sku, "skuId", "sku_id")))
-            if key in chosen and chosen[key]["rank"] <= rank:
+            if (*key, region) in chosen and chosen[(*key, region)]["rank"] <= rank:
                 continue
-            chosen[key] = {"rank": rank, "price": priced[0], "sku": rank[1], "description": sku["description"],
-                           "effective": priced[1], "regions": len(regions)}
+            chosen[(*key, region)] = {"rank": rank, "price": priced[0], "sku": rank[1], "description": sku["description"],
+                                      "effective": priced[1], "regions": len(regions)}
     prices: dict[str, dict[str, dict[str, float]]] = {}
+    per_month: dict[str, dict[str, dict[str, float]]] = {}
     provenance: dict[str, dict[str, Any]] = {}
-    for (generation, mode, region), found in sorted(chosen.items()):
-        prices.setdefault(generation, {}).setdefault(mode, {})[region] = found["price"]
-        provenance[f"tpu_chip_hour.{generation}.{mode}.{region}"] = {
-            k: found[k] for k in ("sku", "description", "effective", "regions")}
-    return {"tpu_chip_hour": prices, "skus": provenance}
+    for (kind, name, *rest), found in sorted(chosen.items()):
+        if kind == "tpu_chip_hour":
+            (mode, region), where = rest, f"tpu_chip_hour.{name}.{rest[0]}.{rest[1]}"
+            prices.setdefault(name, {}).setdefault(mode, {})[region] = found["price"]
+        else:
+            region, where = rest[0], storage_skus.path(kind, name, rest[0])
+            per_month.setdefault(kind, {}).setdefault(name, {})[region] = found["price"]
+        provenance[where] = {k: found[k] for k in ("sku", "description", "effective", "regions")}
+    return {"tpu_chip_hour": prices, "per_month": per_month, "skus": provenance}
 
 
 def overlay(table: dict[str, Any], matched: dict[str, Any], retrieved: str, source: dict[str, Any]) -> dict[str, Any]:
     """``table`` (prices.json's layout) with every catalogued generation's TPU rows replaced by the
     ``matched`` ones (no row of the old table survives beside them: a mode the catalogue did not price
-    has none), its ``default`` the default region's price, ``skus`` the provenance, ``retrieved`` the
-    date the SKUs were read and ``catalogue`` where from (``source``)."""
+    has none), each per-month row the catalogue priced replaced by its regions (one it did not price
+    keeps ``table``'s figures and their SKUs), each ``default`` the default region's price, ``skus`` the
+    provenance, ``retrieved`` the date the SKUs were read and ``catalogue`` where from (``source``)."""
     out = {k: v for k, v in table.items()}
     rows = {g: dict(v) for g, v in table["tpu_chip_hour"].items()}
     for generation in GENERATIONS:
@@ -134,7 +157,14 @@ def overlay(table: dict[str, Any], matched: dict[str, Any], retrieved: str, sour
             keep[mode] = {"default": by_region.get(old.get("default_region", "")), **by_region}
         rows[generation] = keep
     out["tpu_chip_hour"] = rows
-    out["skus"] = matched["skus"]
+    kept = dict(table.get("skus", {}))
+    for kind, names in matched.get("per_month", {}).items():
+        out[kind] = {n: dict(r) if isinstance(r, dict) else r for n, r in out[kind].items()}
+        for name, by_region in names.items():
+            row = out[kind].setdefault(name, {"default_region": next(iter(by_region))})
+            row["price"] = {"default": by_region.get(row["default_region"]), **by_region}
+            kept = {p: v for p, v in kept.items() if not p.startswith(f"{kind}.{name}.price.")}
+    out["skus"] = {**{p: v for p, v in kept.items() if not p.startswith("tpu_chip_hour.")}, **matched["skus"]}
     out["retrieved"] = retrieved
     out["catalogue"] = source
     return out

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from builder.catalogue import cost, skus
+from builder.catalogue import cost, skus, storage_skus
 from tests.support.fakes.billing import RECORDED
 
 
@@ -73,3 +73,54 @@ def test_a_region_with_no_sku_says_no_published_price_and_what_stands_in() -> No
     od = cost.tpu_price("v6e", "asia-south2", "on-demand")  # no v6e SKU in that region at all
     assert od.approximate and "no published v6e on-demand price in asia-south2: us-east1's (~)" in od.note
     assert cost.tpu_price("v9", "us-east1", "on-demand").value is None
+
+
+def _storage(service: str, description: str, regions: list[str], price: float, geo: str | None = "REGIONAL",
+             sku_id: str = "S-1", free_first: bool = False) -> dict:
+    sku = _sku(description, "OnDemand", regions, price, sku_id)
+    sku["name"] = f"services/{service}/skus/{sku_id}"
+    expression = sku["pricingInfo"][0]["pricingExpression"]
+    expression["usageUnit"] = "GiBy.mo"
+    if free_first:
+        expression["tieredRates"].insert(0, {"unitPrice": {"units": "0", "nanos": 0}})
+    if geo:
+        sku["geoTaxonomy"] = {"type": geo, "regions": regions}
+    return sku
+
+
+CE, FS, GCS = skus.COMPUTE_SERVICE, storage_skus.FILESTORE_SERVICE, storage_skus.STORAGE_SERVICE
+STORAGE = [
+    _storage(CE, "Storage PD Snapshot in Iowa", ["us-central1"], 0.05, sku_id="P-1"),
+    _storage(CE, "Storage PD Snapshot in US", ["us-central1", "us-east5"], 0.065, "MULTI_REGIONAL", "P-2"),
+    _storage(CE, "Storage PD Snapshot Archive in Iowa", ["us-central1"], 0.019, sku_id="P-3"),  # another class
+    _storage(CE, "Balanced PD Capacity in Iowa", ["us-central1"], 0.1, sku_id="P-4"),
+    _storage(CE, "Regional Balanced PD Capacity in Iowa", ["us-central1"], 0.2, sku_id="P-5"),  # replicated
+    _storage(FS, "Balanced PD Capacity in Oregon", ["us-west1"], 9.0, sku_id="P-6"),  # the wrong service
+    _storage(FS, "Filestore Capacity Basic HDD (Standard) Iowa/South Carolina/Oregon",
+             ["us-central1", "us-east1", "us-west1"], 0.2, sku_id="F-1"),
+    _storage(GCS, "Standard Storage US Regional", ["us-central1", "us-east1"], 0.02, sku_id="G-1", free_first=True),
+    _storage(GCS, "Standard Storage US Multi-region", ["us-central1", "us-east5"], 0.026, None, "G-2"),  # no geoTaxonomy
+]
+
+
+def test_storage_records_each_from_its_service_class_and_geography() -> None:
+    """Filestore, disks, snapshots and buckets: one record each (product × tier/class × region); a
+    multi-regional SKU prices each region it lists as the multi-region's record, never a regional one."""
+    found = skus.match(STORAGE)["per_month"]
+    assert found["kept_gb_month"]["snapshot"] == {"us-central1": 0.05}
+    assert found["kept_gb_month"]["snapshot_multi_region"] == {"us-central1": 0.065, "us-east5": 0.065}
+    assert found["disk_gb_month"] == {"pd-balanced": {"us-central1": 0.1}}  # not the replicated one, nor Filestore's
+    assert found["filestore_gib_month"]["BASIC_HDD"] == {"us-central1": 0.2, "us-east1": 0.2, "us-west1": 0.2}
+    assert found["kept_gb_month"]["bucket"] == {"us-central1": 0.02, "us-east1": 0.02}  # past the free tier
+    assert storage_skus.geography(STORAGE[-1]) == "MULTI_REGIONAL"  # said by its description when untagged
+    assert skus.match(STORAGE)["skus"]["kept_gb_month.snapshot_multi_region.price.us-east5"]["sku"] == "P-2"
+    assert storage_skus.classify({**STORAGE[0], "geoTaxonomy": {"type": 3}}) == ("kept_gb_month", "snapshot_multi_region")
+
+
+def test_a_catalogue_without_a_storage_row_keeps_the_bundled_one() -> None:
+    """A live read that prices no Filestore backup keeps the bundled figure and its SKU (no row vanishes)."""
+    base = cost.table()
+    out = skus.overlay(base, skus.match(STORAGE), "2026-12-05", {})
+    assert out["kept_gb_month"]["filestore_backup"] == base["kept_gb_month"]["filestore_backup"]
+    assert out["skus"]["kept_gb_month.filestore_backup.price.us-central1"]["sku"] == "RECN-0207-FS00"
+    assert out["kept_gb_month"]["snapshot"]["price"] == {"default": 0.05, "us-central1": 0.05}  # europe-west4 not re-read
