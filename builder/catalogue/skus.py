@@ -25,15 +25,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from builder.catalogue import storage_skus
+from builder.catalogue import storage_skus, tpu_device_skus
 
 #: The Billing Catalog services ``prices update`` reads: Compute Engine lists v5e, v5p, v6e and TPU7x
-#: (and the disks and snapshots); Filestore and Cloud Storage the rest of the per-month rows.
+#: (and the disks and snapshots), Cloud TPU v2, v3 and v4 (tpu_device_skus.py), Filestore and Cloud
+#: Storage the rest of the per-month rows.
 COMPUTE_SERVICE = storage_skus.COMPUTE_SERVICE
-SERVICES = (COMPUTE_SERVICE, *storage_skus.SERVICES)
-#: The generations priced from the catalogue and how the catalogue spells each (after "Tpu"/"TPU").
-#: v2, v3 and v4 (Cloud TPU service E000-3F24-B8AA, priced per device by continent) stay the bundled
-#: table's hand-kept rows: docs/plan_cost_ttl.md, "Where prices come from".
+SERVICES = (COMPUTE_SERVICE, tpu_device_skus.SERVICE, *storage_skus.SERVICES)
+#: The Compute Engine generations and how the catalogue spells each (after "Tpu"/"TPU"); v2, v3 and v4
+#: are the Cloud TPU service's (tpu_device_skus.py).
 GENERATIONS: dict[str, str] = {"v5e": "V5e", "v5p": "V5p", "v6e": "V6e", "tpu7x": "7x"}
 #: The modes a SKU can price, in the order ``prices show`` lists them.
 MODES = ("on-demand", "spot", "flex-start", "calendar", "committed-1y", "committed-3y")
@@ -98,16 +98,22 @@ def unit_price(sku: dict[str, Any], unit: str = "h") -> tuple[float, str] | None
     return round(next((v for v in values if v), values[0]), 9), effective
 
 
-def _record(sku: dict[str, Any]) -> tuple[tuple[str, ...], tuple[float, str]] | None:
-    """(the record's key, (price, effective date)) of a SKU tpubuild prices: a TPU chip-hour
-    (``tpu_chip_hour``, generation, mode) or a per-month row (kind, name: storage_skus.py); else None."""
+def _records(sku: dict[str, Any]) -> list[tuple[tuple[str, ...], tuple[float, str]]]:
+    """(the record's key, (price, effective date)) of each record a SKU prices: a TPU chip-hour
+    (``tpu_chip_hour``, generation, mode; a Cloud TPU device's rate ÷ its chips: tpu_device_skus.py)
+    or a per-month row (kind, name: storage_skus.py); [] for a SKU tpubuild does not price."""
     kind = classify(sku)
+    priced = unit_price(sku) if kind else None
     if kind is not None:
-        priced = unit_price(sku)
-        return (("tpu_chip_hour", *kind), priced) if priced else None
+        return [(("tpu_chip_hour", *kind), priced)] if priced else []
+    devices = tpu_device_skus.records(sku)
+    priced = unit_price(sku) if devices else None
+    if devices:
+        per_chip = (round(priced[0] / tpu_device_skus.CHIPS_PER_DEVICE, 9), priced[1]) if priced else None
+        return [(("tpu_chip_hour", *d), per_chip) for d in devices] if per_chip else []
     row = storage_skus.classify(sku)
     priced = unit_price(sku, "GiBy.mo") if row else None
-    return (row, priced) if row and priced else None
+    return [(row, priced)] if row and priced else []
 
 
 def match(skus: list[dict[str, Any]]) -> dict[str, Any]:
@@ -116,11 +122,7 @@ def match(skus: list[dict[str, Any]]) -> dict[str, Any]:
     ``tpu_chip_hour.<gen>.<mode>.<region>`` or ``<kind>.<name>.price.<region>``; provenance is
     ``{"sku", "description", "effective", "regions"}``)."""
     chosen: dict[tuple[str, ...], dict[str, Any]] = {}
-    for sku in skus:
-        found = _record(sku)
-        if found is None:
-            continue
-        key, priced = found
+    for sku, (key, priced) in ((sku, found) for sku in skus for found in _records(sku)):
         regions = [str(r) for r in (_get(sku, "serviceRegions", "service_regions") or [])]
         for region in regions:
             rank = (len(regions), str(_get(sku, "skuId", "sku_id")))
@@ -134,12 +136,28 @@ def match(skus: list[dict[str, Any]]) -> dict[str, Any]:
     for (kind, name, *rest), found in sorted(chosen.items()):
         if kind == "tpu_chip_hour":
             (mode, region), where = rest, f"tpu_chip_hour.{name}.{rest[0]}.{rest[1]}"
-            prices.setdefault(name, {}).setdefault(mode, {})[region] = found["price"]
+            rows = prices.setdefault(name, {})
+            if mode.startswith("pod."):  # a v2/v3 Pod rate: the generation's ``pod`` rows
+                rows, mode = rows.setdefault("pod", {}), mode[4:]
+            rows.setdefault(mode, {})[region] = found["price"]
         else:
             region, where = rest[0], storage_skus.path(kind, name, rest[0])
             per_month.setdefault(kind, {}).setdefault(name, {})[region] = found["price"]
         provenance[where] = {k: found[k] for k in ("sku", "description", "effective", "regions")}
     return {"tpu_chip_hour": prices, "per_month": per_month, "skus": provenance}
+
+
+def _replaced(old: dict[str, Any], matched: dict[str, Any], default_region: str = "") -> dict[str, Any]:
+    """A generation's rows (or its ``pod`` rows, whose default region is the generation's unless they
+    name one) replaced by the matched modes, each with its ``default``."""
+    keep = {k: v for k, v in old.items() if k in ("default_region", "_about")}
+    region = old.get("default_region", default_region)
+    for mode, by_region in matched.items():
+        if mode == "pod":
+            keep["pod"] = _replaced(old.get("pod", {}), by_region, region)
+            continue
+        keep[mode] = {"default": by_region.get(region), **by_region}
+    return keep
 
 
 def overlay(table: dict[str, Any], matched: dict[str, Any], retrieved: str, source: dict[str, Any]) -> dict[str, Any]:
@@ -150,12 +168,9 @@ def overlay(table: dict[str, Any], matched: dict[str, Any], retrieved: str, sour
     provenance, ``retrieved`` the date the SKUs were read and ``catalogue`` where from (``source``)."""
     out = {k: v for k, v in table.items()}
     rows = {g: dict(v) for g, v in table["tpu_chip_hour"].items()}
-    for generation in GENERATIONS:
-        old = rows.get(generation, {})
-        keep = {k: v for k, v in old.items() if k in ("default_region", "_about")}
-        for mode, by_region in matched["tpu_chip_hour"].get(generation, {}).items():
-            keep[mode] = {"default": by_region.get(old.get("default_region", "")), **by_region}
-        rows[generation] = keep
+    for generation in (*GENERATIONS, *tpu_device_skus.GENERATIONS):
+        if generation in matched["tpu_chip_hour"]:  # one the catalogue priced nothing of keeps its rows
+            rows[generation] = _replaced(rows.get(generation, {}), matched["tpu_chip_hour"][generation])
     out["tpu_chip_hour"] = rows
     kept = dict(table.get("skus", {}))
     for kind, names in matched.get("per_month", {}).items():
@@ -164,7 +179,8 @@ def overlay(table: dict[str, Any], matched: dict[str, Any], retrieved: str, sour
             row = out[kind].setdefault(name, {"default_region": next(iter(by_region))})
             row["price"] = {"default": by_region.get(row["default_region"]), **by_region}
             kept = {p: v for p, v in kept.items() if not p.startswith(f"{kind}.{name}.price.")}
-    out["skus"] = {**{p: v for p, v in kept.items() if not p.startswith("tpu_chip_hour.")}, **matched["skus"]}
+    replaced = tuple(f"tpu_chip_hour.{g}." for g in matched["tpu_chip_hour"])
+    out["skus"] = {**{p: v for p, v in kept.items() if not p.startswith(replaced)}, **matched["skus"]}
     out["retrieved"] = retrieved
     out["catalogue"] = source
     return out

@@ -13,7 +13,8 @@ import pytest
 from tests.support.fakes.billing import FakeCatalog, recorded, scaled
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = ["mig-v6e-16-flex.env", "mig-v6e-32-calendar.env", "mig-v6e-16-spot.env", "mig-tpu7x-128.env"]
+EXAMPLES = ["mig-v6e-16-flex.env", "mig-v6e-32-calendar.env", "mig-v6e-16-spot.env", "mig-tpu7x-128.env",
+            "vm-v2-32.env", "vm-v4-32.env", "../values.env"]
 #: Destroys: what stays billed every month (the snapshot, the Filestore backup, the buckets).
 DESTROYS = ["mig-v6e-16-spot.env@destroy", "mig-v6e-32-calendar.env@destroy"]
 
@@ -47,7 +48,8 @@ def test_update_reads_every_page_and_writes_a_dated_cache(cli, cache) -> None:
     finally:
         fake.stop()
     services = recorded()
-    assert set(services) == {"6F81-5844-456A", "D97E-AB26-5D95", "95FF-2EF5-5EA1"}  # Compute Engine, Filestore, Cloud Storage
+    # Compute Engine, Cloud TPU (v2-v4), Filestore, Cloud Storage
+    assert set(services) == {"6F81-5844-456A", "E000-3F24-B8AA", "D97E-AB26-5D95", "95FF-2EF5-5EA1"}
     for service, found in services.items():  # every page of each service, each once
         assert len([r for r in fake.requests if r[0] == f"/v1/services/{service}/skus"]) == -(-len(found) // 7)
     n = sum(len(found) for found in services.values())
@@ -117,8 +119,8 @@ def test_show_lists_each_figure_with_its_source(cli, cache) -> None:
     code, out, _ = cli("prices", "show", "--generation", "tpu7x")
     assert code == 0 and "from the bundled snapshot builder/data/prices.json (catalogue of 2026-11-28)" in out
     assert out.count('SKU 0F71-4391-B6CA "TPU7x running in Americas", effective 2026-06-14') == 3  # each region listed
-    code, out, _ = cli("prices", "show", "--generation", "v3")
-    assert code == 0 and "the bundled snapshot's tpu_chip_hour.v3.on-demand.us-central1 (no catalogue SKU" in out
+    code, out, _ = cli("prices", "show", "--generation", "v3")  # the Cloud TPU service's per-device SKU ÷ 4 chips
+    assert code == 0 and re.search(r"v3 +on-demand +us-central1 +\$2\.00 +SKU RECN-0308-TPU0 \"Tpu-v3 Accelerator USA\"", out)
     code, raw, _ = cli("prices", "show", "--generation", "v6e", "--region", "asia-northeast1", "--format", "json")
     rows = {r["mode"]: r for r in json.loads(raw)["chip_hour"]}
     assert rows["flex-start"]["bound"] == "at most" and "no published v6e flex-start price" in rows["flex-start"]["why"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from builder.catalogue import cost, skus, storage_skus
+from builder.catalogue import cost, skus, storage_skus, tpu_device_skus
 from tests.support.fakes.billing import RECORDED
 
 
@@ -124,3 +124,26 @@ def test_a_catalogue_without_a_storage_row_keeps_the_bundled_one() -> None:
     assert out["kept_gb_month"]["filestore_backup"] == base["kept_gb_month"]["filestore_backup"]
     assert out["skus"]["kept_gb_month.filestore_backup.price.us-central1"]["sku"] == "RECN-0207-FS00"
     assert out["kept_gb_month"]["snapshot"]["price"] == {"default": 0.05, "us-central1": 0.05}  # europe-west4 not re-read
+
+
+def _device(description: str, usage: str, regions: list[str], price: float, sku_id: str = "T-1") -> dict:
+    return {**_sku(description, usage, regions, price, sku_id), "name": f"services/{tpu_device_skus.SERVICE}/skus/{sku_id}"}
+
+
+def test_cloud_tpu_device_skus_price_v2_to_v4_per_chip() -> None:
+    """The Cloud TPU service prices a 4-chip device: ÷ 4; "Pod" is a v2/v3 slice's own rate (v4's only
+    rate); "Preemptible" (usage type OnDemand) prices preemptible and spot; a commitment its term."""
+    found = skus.match([
+        _device("TPU-v2 Accelerator USA", "OnDemand", ["us-central1"], 4.5, "T-1"),
+        _device("Tpu-v2 Pod Accelerator", "OnDemand", ["us-central1", "europe-west4"], 6.0, "T-2"),
+        _device("Preemptible Tpu-v3 Accelerator Europe", "OnDemand", ["europe-west4"], 2.244, "T-3"),
+        _device("Tpu-v4 Pod Accelerator", "OnDemand", ["us-central2"], 12.88, "T-4"),
+        _device("Commitment v1: Tpu-v4 Pod Accelerator for 1 Year", "Commit1Yr", ["us-central2"], 8.1144, "T-5"),
+        _device("Tpu-v3 Accelerator Europe", "Preemptible", ["europe-west4"], 0.01, "T-6"),  # an unpriced usage type
+        {**_sku("TPU-v2 Accelerator USA", "OnDemand", ["us-east1"], 9.0, "T-7"), "name": "services/X/skus/T-7"},
+    ])
+    chips = found["tpu_chip_hour"]
+    assert chips["v2"] == {"on-demand": {"us-central1": 1.125}, "pod": {"on-demand": {"us-central1": 1.5, "europe-west4": 1.5}}}
+    assert chips["v3"] == {"preemptible": {"europe-west4": 0.561}, "spot": {"europe-west4": 0.561}}
+    assert chips["v4"] == {"on-demand": {"us-central2": 3.22}, "committed-1y": {"us-central2": 2.0286}}
+    assert found["skus"]["tpu_chip_hour.v2.pod.on-demand.europe-west4"]["sku"] == "T-2"
