@@ -23,7 +23,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from builder.catalogue import skus, storage_skus  # noqa: E402
+from builder.catalogue import skus, storage_skus, tpu_device_skus  # noqa: E402
 
 PRICES = REPO / "builder" / "data" / "prices.json"
 RECORDED = REPO / "tests" / "data" / "billing" / "recorded.json"
@@ -51,7 +51,8 @@ def _record(api_key: str | None, endpoint: str | None) -> None:
     services = {}
     for service in skus.SERVICES:  # only the SKUs tpubuild prices, and the TPU ones it leaves out (decoys)
         read = billing.list_skus(service, api_key=api_key, endpoint=endpoint)
-        services[service] = [s for s in read if skus.classify(s) or storage_skus.classify(s) or "Tpu" in s["description"]]
+        services[service] = [s for s in read if skus.classify(s) or storage_skus.classify(s) or
+                             tpu_device_skus.records(s) or "Tpu" in s["description"]]
     rec.update({"recorded": datetime.date.today().isoformat(), "live": True, "services": services})
     RECORDED.write_text(json.dumps(rec, indent=1) + "\n", encoding="utf-8")
 

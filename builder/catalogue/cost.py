@@ -366,6 +366,8 @@ BASIS_OF: dict[str, Callable[[Settings], tuple[str, str]]] = {
     "tpu": lambda s: (_tpu(s).basis, _tpu(s).note),
     "filestore": lambda s: (sku_basis(table(), row_path("filestore_gib_month", s.shared_fs_tier, "price", s.region)), ""),
     "disk": lambda s: (sku_basis(table(), row_path("disk_gb_month", s.shared_pd_type, "price", s.region)), ""),
+    "worker_vms": lambda s: ("; ".join(sku_basis(table(), row_path("compute_hour", s.machine_type.split("-")[0], f, s.region))
+                                       for f in ("vcpu", "gb")), ""),
 }
 
 

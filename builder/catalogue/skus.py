@@ -101,7 +101,7 @@ def unit_price(sku: dict[str, Any], unit: str = "h") -> tuple[float, str] | None
 def _records(sku: dict[str, Any]) -> list[tuple[tuple[str, ...], tuple[float, str]]]:
     """(the record's key, (price, effective date)) of each record a SKU prices: a TPU chip-hour
     (``tpu_chip_hour``, generation, mode; a Cloud TPU device's rate ÷ its chips: tpu_device_skus.py)
-    or a per-month row (kind, name: storage_skus.py); [] for a SKU tpubuild does not price."""
+    or another row's field (kind, name, field: storage_skus.py); [] for a SKU tpubuild does not price."""
     kind = classify(sku)
     priced = unit_price(sku) if kind else None
     if kind is not None:
@@ -112,14 +112,14 @@ def _records(sku: dict[str, Any]) -> list[tuple[tuple[str, ...], tuple[float, st
         per_chip = (round(priced[0] / tpu_device_skus.CHIPS_PER_DEVICE, 9), priced[1]) if priced else None
         return [(("tpu_chip_hour", *d), per_chip) for d in devices] if per_chip else []
     row = storage_skus.classify(sku)
-    priced = unit_price(sku, "GiBy.mo") if row else None
+    priced = unit_price(sku, storage_skus.unit(row)) if row else None
     return [(row, priced)] if row and priced else []
 
 
 def match(skus: list[dict[str, Any]]) -> dict[str, Any]:
-    """``{"tpu_chip_hour": {gen: {mode: {region: price}}}, "per_month": {kind: {name: {region: price}}},
+    """``{"tpu_chip_hour": {gen: {mode: {region: price}}}, "rows": {kind: {name: {field: {region: price}}}},
     "skus": {path: provenance}}``: each record's price and the SKU it came from (``path`` is
-    ``tpu_chip_hour.<gen>.<mode>.<region>`` or ``<kind>.<name>.price.<region>``; provenance is
+    ``tpu_chip_hour.<gen>.<mode>.<region>`` or ``<kind>.<name>.<field>.<region>``; provenance is
     ``{"sku", "description", "effective", "regions"}``)."""
     chosen: dict[tuple[str, ...], dict[str, Any]] = {}
     for sku, (key, priced) in ((sku, found) for sku in skus for found in _records(sku)):
@@ -131,7 +131,7 @@ def match(skus: list[dict[str, Any]]) -> dict[str, Any]:
             chosen[(*key, region)] = {"rank": rank, "price": priced[0], "sku": rank[1], "description": sku["description"],
                                       "effective": priced[1], "regions": len(regions)}
     prices: dict[str, dict[str, dict[str, float]]] = {}
-    per_month: dict[str, dict[str, dict[str, float]]] = {}
+    others: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
     provenance: dict[str, dict[str, Any]] = {}
     for (kind, name, *rest), found in sorted(chosen.items()):
         if kind == "tpu_chip_hour":
@@ -141,10 +141,10 @@ def match(skus: list[dict[str, Any]]) -> dict[str, Any]:
                 rows, mode = rows.setdefault("pod", {}), mode[4:]
             rows.setdefault(mode, {})[region] = found["price"]
         else:
-            region, where = rest[0], storage_skus.path(kind, name, rest[0])
-            per_month.setdefault(kind, {}).setdefault(name, {})[region] = found["price"]
+            (field, region), where = rest, storage_skus.path(kind, name, *rest)
+            others.setdefault(kind, {}).setdefault(name, {}).setdefault(field, {})[region] = found["price"]
         provenance[where] = {k: found[k] for k in ("sku", "description", "effective", "regions")}
-    return {"tpu_chip_hour": prices, "per_month": per_month, "skus": provenance}
+    return {"tpu_chip_hour": prices, "rows": others, "skus": provenance}
 
 
 def _replaced(old: dict[str, Any], matched: dict[str, Any], default_region: str = "") -> dict[str, Any]:
@@ -163,8 +163,9 @@ def _replaced(old: dict[str, Any], matched: dict[str, Any], default_region: str 
 def overlay(table: dict[str, Any], matched: dict[str, Any], retrieved: str, source: dict[str, Any]) -> dict[str, Any]:
     """``table`` (prices.json's layout) with every catalogued generation's TPU rows replaced by the
     ``matched`` ones (no row of the old table survives beside them: a mode the catalogue did not price
-    has none), each per-month row the catalogue priced replaced by its regions (one it did not price
-    keeps ``table``'s figures and their SKUs), each ``default`` the default region's price, ``skus`` the
+    has none), each other row's field the catalogue priced (Filestore, disks, what a destroy keeps, the
+    worker VMs: storage_skus.py) replaced by its regions (one it did not price keeps ``table``'s figures
+    and their SKUs), each ``default`` the default region's price, ``skus`` the
     provenance, ``retrieved`` the date the SKUs were read and ``catalogue`` where from (``source``)."""
     out = {k: v for k, v in table.items()}
     rows = {g: dict(v) for g, v in table["tpu_chip_hour"].items()}
@@ -173,12 +174,13 @@ def overlay(table: dict[str, Any], matched: dict[str, Any], retrieved: str, sour
             rows[generation] = _replaced(rows.get(generation, {}), matched["tpu_chip_hour"][generation])
     out["tpu_chip_hour"] = rows
     kept = dict(table.get("skus", {}))
-    for kind, names in matched.get("per_month", {}).items():
+    for kind, names in matched.get("rows", {}).items():
         out[kind] = {n: dict(r) if isinstance(r, dict) else r for n, r in out[kind].items()}
-        for name, by_region in names.items():
-            row = out[kind].setdefault(name, {"default_region": next(iter(by_region))})
-            row["price"] = {"default": by_region.get(row["default_region"]), **by_region}
-            kept = {p: v for p, v in kept.items() if not p.startswith(f"{kind}.{name}.price.")}
+        for name, fields in names.items():
+            row = out[kind].setdefault(name, {"default_region": next(iter(next(iter(fields.values()))))})
+            for field, by_region in fields.items():
+                row[field] = {"default": by_region.get(row["default_region"]), **by_region}
+                kept = {p: v for p, v in kept.items() if not p.startswith(f"{kind}.{name}.{field}.")}
     replaced = tuple(f"tpu_chip_hour.{g}." for g in matched["tpu_chip_hour"])
     out["skus"] = {**{p: v for p, v in kept.items() if not p.startswith(replaced)}, **matched["skus"]}
     out["retrieved"] = retrieved

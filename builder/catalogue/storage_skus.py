@@ -1,12 +1,12 @@
-"""Billing Catalog SKUs of storage → the per-month rows of prices.json (``filestore_gib_month``,
-``disk_gb_month``, ``kept_gb_month``): the same matching as the TPU rates (builder/catalogue/skus.py,
+"""Billing Catalog SKUs of storage and of the node's worker VMs → the per-month rows of prices.json
+(``filestore_gib_month``, ``disk_gb_month``, ``kept_gb_month``) and ``compute_hour``: the same matching as the TPU rates (builder/catalogue/skus.py,
 whose :func:`~builder.catalogue.skus.match` calls :func:`match` here), one record per product × tier or
 class × region.
 
 A SKU prices a record when it belongs to the record's service (its ``name`` is ``services/<id>/skus/...``),
 its whole description is the record's words followed by a location ("Balanced PD Capacity in Iowa",
 "Filestore Capacity Basic HDD (Standard) Iowa/South Carolina/Oregon", "Standard Storage US Regional"),
-it is billed per GiB-month and its geography is the record's: ``geoTaxonomy.type`` REGIONAL or
+it is billed in the record's unit (GiB-months; hours and GiB-hours for a VM's core and RAM) and its geography is the record's: ``geoTaxonomy.type`` REGIONAL or
 MULTI_REGIONAL (a SKU without one is regional unless its resource group or description says
 multi-region). The location words are never read: the regions are the SKU's ``serviceRegions``, and a
 multi-regional SKU ("Storage PD Snapshot in US") prices each region it lists. So a regional snapshot and
@@ -28,28 +28,34 @@ REGIONAL, MULTI = "REGIONAL", "MULTI_REGIONAL"
 #: in Iowa" is not a snapshot's), Filestore's and Cloud Storage's bare "Iowa/South Carolina/Oregon", "US Regional".
 _LOCATION = r" [A-Z][A-Za-z .()/-]*"
 
-#: (row kind, row name) → (service, the description's words before the location, geography).
-RECORDS: dict[tuple[str, str], tuple[str, str, str]] = {
-    ("filestore_gib_month", "BASIC_HDD"): (FILESTORE_SERVICE, r"Filestore Capacity Basic HDD \(Standard\)", REGIONAL),
-    ("filestore_gib_month", "BASIC_SSD"): (FILESTORE_SERVICE, r"Filestore Capacity Basic SSD \(Premium\)", REGIONAL),
-    ("filestore_gib_month", "ZONAL"): (FILESTORE_SERVICE, r"Filestore Capacity Zonal", REGIONAL),
-    ("filestore_gib_month", "HIGH_SCALE_SSD"): (FILESTORE_SERVICE, r"Filestore Capacity High Scale SSD", REGIONAL),
-    ("filestore_gib_month", "REGIONAL"): (FILESTORE_SERVICE, r"Filestore Capacity Regional", REGIONAL),
-    ("filestore_gib_month", "ENTERPRISE"): (FILESTORE_SERVICE, r"Filestore Capacity Enterprise", REGIONAL),
-    ("disk_gb_month", "pd-standard"): (COMPUTE_SERVICE, r"Storage PD Capacity", REGIONAL),
-    ("disk_gb_month", "pd-balanced"): (COMPUTE_SERVICE, r"Balanced PD Capacity", REGIONAL),
-    ("disk_gb_month", "pd-ssd"): (COMPUTE_SERVICE, r"SSD backed PD Capacity", REGIONAL),
-    ("disk_gb_month", "hyperdisk-ml"): (COMPUTE_SERVICE, r"Hyperdisk ML Capacity", REGIONAL),
-    ("disk_gb_month", "hyperdisk-balanced"): (COMPUTE_SERVICE, r"Hyperdisk Balanced Capacity", REGIONAL),
-    ("kept_gb_month", "snapshot"): (COMPUTE_SERVICE, r"Storage PD Snapshot", REGIONAL),
-    ("kept_gb_month", "snapshot_multi_region"): (COMPUTE_SERVICE, r"Storage PD Snapshot", MULTI),
-    ("kept_gb_month", "filestore_backup"): (FILESTORE_SERVICE, r"Filestore Backup Storage", REGIONAL),
-    ("kept_gb_month", "bucket"): (STORAGE_SERVICE, r"Standard Storage", REGIONAL),
+#: (row kind, row name, field) → (service, the description's words before the location, geography (None:
+#: either), the SKU's usage unit). The per-month rows' field is ``price``; the worker VMs' (``compute_hour``,
+#: the node architecture's n1/n2 hosts) ``vcpu`` and ``gb``, per hour.
+RECORDS: dict[tuple[str, str, str], tuple[str, str, str | None, str]] = {
+    ("filestore_gib_month", "BASIC_HDD", "price"): (FILESTORE_SERVICE, r"Filestore Capacity Basic HDD \(Standard\)", REGIONAL, "GiBy.mo"),
+    ("filestore_gib_month", "BASIC_SSD", "price"): (FILESTORE_SERVICE, r"Filestore Capacity Basic SSD \(Premium\)", REGIONAL, "GiBy.mo"),
+    ("filestore_gib_month", "ZONAL", "price"): (FILESTORE_SERVICE, r"Filestore Capacity Zonal", REGIONAL, "GiBy.mo"),
+    ("filestore_gib_month", "HIGH_SCALE_SSD", "price"): (FILESTORE_SERVICE, r"Filestore Capacity High Scale SSD", REGIONAL, "GiBy.mo"),
+    ("filestore_gib_month", "REGIONAL", "price"): (FILESTORE_SERVICE, r"Filestore Capacity Regional", REGIONAL, "GiBy.mo"),
+    ("filestore_gib_month", "ENTERPRISE", "price"): (FILESTORE_SERVICE, r"Filestore Capacity Enterprise", REGIONAL, "GiBy.mo"),
+    ("disk_gb_month", "pd-standard", "price"): (COMPUTE_SERVICE, r"Storage PD Capacity", REGIONAL, "GiBy.mo"),
+    ("disk_gb_month", "pd-balanced", "price"): (COMPUTE_SERVICE, r"Balanced PD Capacity", REGIONAL, "GiBy.mo"),
+    ("disk_gb_month", "pd-ssd", "price"): (COMPUTE_SERVICE, r"SSD backed PD Capacity", REGIONAL, "GiBy.mo"),
+    ("disk_gb_month", "hyperdisk-ml", "price"): (COMPUTE_SERVICE, r"Hyperdisk ML Capacity", REGIONAL, "GiBy.mo"),
+    ("disk_gb_month", "hyperdisk-balanced", "price"): (COMPUTE_SERVICE, r"Hyperdisk Balanced Capacity", REGIONAL, "GiBy.mo"),
+    ("kept_gb_month", "snapshot", "price"): (COMPUTE_SERVICE, r"Storage PD Snapshot", REGIONAL, "GiBy.mo"),
+    ("kept_gb_month", "snapshot_multi_region", "price"): (COMPUTE_SERVICE, r"Storage PD Snapshot", MULTI, "GiBy.mo"),
+    ("kept_gb_month", "filestore_backup", "price"): (FILESTORE_SERVICE, r"Filestore Backup Storage", REGIONAL, "GiBy.mo"),
+    ("kept_gb_month", "bucket", "price"): (STORAGE_SERVICE, r"Standard Storage", REGIONAL, "GiBy.mo"),
+    ("compute_hour", "n1", "vcpu"): (COMPUTE_SERVICE, r"N1 Predefined Instance Core running", None, "h"),
+    ("compute_hour", "n1", "gb"): (COMPUTE_SERVICE, r"N1 Predefined Instance Ram running", None, "GiBy.h"),
+    ("compute_hour", "n2", "vcpu"): (COMPUTE_SERVICE, r"N2 Instance Core running", None, "h"),
+    ("compute_hour", "n2", "gb"): (COMPUTE_SERVICE, r"N2 Instance Ram running", None, "GiBy.h"),
 }
 #: The services whose SKUs these records read (Compute Engine's are read for the TPU rates too).
 SERVICES = (FILESTORE_SERVICE, STORAGE_SERVICE)
 _PATTERNS = {key: re.compile(rf"^{words}(?:{' in' if svc == COMPUTE_SERVICE else ''}{_LOCATION})?$")
-             for key, (svc, words, _g) in RECORDS.items()}
+             for key, (svc, words, _g, _u) in RECORDS.items()}
 _GEO = {2: REGIONAL, 3: MULTI, "REGIONAL": REGIONAL, "MULTI_REGIONAL": MULTI}
 
 
@@ -70,17 +76,22 @@ def geography(sku: dict[str, Any]) -> str:
     return MULTI if group.startswith("MultiRegional") or "Multi-region" in str(sku.get("description")) else REGIONAL
 
 
-def classify(sku: dict[str, Any]) -> tuple[str, str] | None:
-    """The (row kind, row name) the SKU prices, or None."""
+def classify(sku: dict[str, Any]) -> tuple[str, str, str] | None:
+    """The (row kind, row name, field) the SKU prices, or None."""
     service = str(sku.get("name", "")).split("/")[1:2]
     description = str(sku.get("description", "")).strip()
     usage = _get(sku.get("category") or {}, "usageType", "usage_type")
-    for key, (svc, _words, geo) in RECORDS.items():
-        if service == [svc] and usage == "OnDemand" and _PATTERNS[key].match(description) and geography(sku) == geo:
+    for key, (svc, _words, geo, _unit) in RECORDS.items():
+        if service == [svc] and usage == "OnDemand" and _PATTERNS[key].match(description) and geo in (None, geography(sku)):
             return key
     return None
 
 
-def path(kind: str, name: str, region: str) -> str:
-    """A per-month figure's path in prices.json (its ``skus`` provenance and ``verification.confirmed``)."""
-    return f"{kind}.{name}.price.{region}"
+def unit(key: tuple[str, str, str]) -> str:
+    """The usage unit a record's SKU is priced in ("GiBy.mo", "h", "GiBy.h")."""
+    return RECORDS[key][3]
+
+
+def path(kind: str, name: str, field: str, region: str) -> str:
+    """A figure's path in prices.json (its ``skus`` provenance and ``verification.confirmed``)."""
+    return f"{kind}.{name}.{field}.{region}"

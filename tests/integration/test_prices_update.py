@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = ["mig-v6e-16-flex.env", "mig-v6e-32-calendar.env", "mig-v6e-16-spot.env", "mig-tpu7x-128.env",
             "vm-v2-32.env", "vm-v4-32.env", "../values.env"]
 #: Destroys: what stays billed every month (the snapshot, the Filestore backup, the buckets).
-DESTROYS = ["mig-v6e-16-spot.env@destroy", "mig-v6e-32-calendar.env@destroy"]
+DESTROYS = ["mig-v6e-16-spot.env@destroy", "mig-v6e-32-calendar.env@destroy", "../tests/data/node-values.env@destroy"]
 
 
 @pytest.fixture
@@ -102,6 +102,23 @@ def test_other_prices_change_every_figure_of_the_plan_and_nothing_else(cli, cach
         assert re.sub(r"\$[0-9][0-9,.]*", "$", a) == re.sub(r"\$[0-9][0-9,.]*", "$", b), (a, b)
     unmoved = [a for a, b in zip(before_text.splitlines(), after_text.splitlines(), strict=True) if a == b]
     assert not [line for line in unmoved if _figures(line)], unmoved  # no figure stayed behind
+
+
+def test_other_prices_move_the_node_worker_vms(cli, cache) -> None:
+    """A TPU Node file plans destroys only, whose hourly cost is $0: its worker VMs' figure (status
+    prices it, and the applied cost before a migration) moves with the catalogue as every other does."""
+    from builder.catalogue import cost
+    from builder.config import load
+
+    settings = load(REPO / "tests" / "data" / "node-values.env")
+    [before] = cost.estimate(settings, ("mig",)).items
+    fake = FakeCatalog(scaled(recorded(), 1.5)).start()
+    try:
+        _update(cli, fake)
+    finally:
+        fake.stop()
+    [after] = cost.estimate(settings, ("mig",)).items
+    assert before.hourly and after.hourly == pytest.approx(before.hourly * 1.5) and "2026-12-05" in after.basis
 
 
 def test_an_unknown_service_or_a_dead_endpoint_is_one_line_and_the_cache_is_kept(cli, cache) -> None:

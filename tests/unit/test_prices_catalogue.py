@@ -106,15 +106,31 @@ STORAGE = [
 def test_storage_records_each_from_its_service_class_and_geography() -> None:
     """Filestore, disks, snapshots and buckets: one record each (product × tier/class × region); a
     multi-regional SKU prices each region it lists as the multi-region's record, never a regional one."""
-    found = skus.match(STORAGE)["per_month"]
-    assert found["kept_gb_month"]["snapshot"] == {"us-central1": 0.05}
-    assert found["kept_gb_month"]["snapshot_multi_region"] == {"us-central1": 0.065, "us-east5": 0.065}
-    assert found["disk_gb_month"] == {"pd-balanced": {"us-central1": 0.1}}  # not the replicated one, nor Filestore's
-    assert found["filestore_gib_month"]["BASIC_HDD"] == {"us-central1": 0.2, "us-east1": 0.2, "us-west1": 0.2}
-    assert found["kept_gb_month"]["bucket"] == {"us-central1": 0.02, "us-east1": 0.02}  # past the free tier
+    found = skus.match(STORAGE)["rows"]
+    assert found["kept_gb_month"]["snapshot"]["price"] == {"us-central1": 0.05}
+    assert found["kept_gb_month"]["snapshot_multi_region"]["price"] == {"us-central1": 0.065, "us-east5": 0.065}
+    assert found["disk_gb_month"] == {"pd-balanced": {"price": {"us-central1": 0.1}}}  # not the replicated one, nor Filestore's
+    assert found["filestore_gib_month"]["BASIC_HDD"]["price"] == {"us-central1": 0.2, "us-east1": 0.2, "us-west1": 0.2}
+    assert found["kept_gb_month"]["bucket"]["price"] == {"us-central1": 0.02, "us-east1": 0.02}  # past the free tier
     assert storage_skus.geography(STORAGE[-1]) == "MULTI_REGIONAL"  # said by its description when untagged
     assert skus.match(STORAGE)["skus"]["kept_gb_month.snapshot_multi_region.price.us-east5"]["sku"] == "P-2"
-    assert storage_skus.classify({**STORAGE[0], "geoTaxonomy": {"type": 3}}) == ("kept_gb_month", "snapshot_multi_region")
+    assert storage_skus.classify({**STORAGE[0], "geoTaxonomy": {"type": 3}}) == ("kept_gb_month", "snapshot_multi_region", "price")
+
+
+def test_worker_vm_cores_and_ram_each_from_their_own_sku() -> None:
+    def vm(description: str, usage: str, unit: str, price: float, sku_id: str) -> dict:
+        sku = _storage(CE, description, ["us-central1", "us-east1"], price, None, sku_id)
+        sku["category"]["usageType"] = usage
+        sku["pricingInfo"][0]["pricingExpression"]["usageUnit"] = unit
+        return sku
+
+    found = skus.match([vm("N1 Predefined Instance Core running in Americas", "OnDemand", "h", 0.031611, "V-1"),
+                        vm("N1 Predefined Instance Ram running in Americas", "OnDemand", "GiBy.h", 0.004237, "V-2"),
+                        vm("Spot Preemptible N1 Predefined Instance Core running in Americas", "Preemptible", "h", 0.0067, "V-3"),
+                        vm("N2 Custom Instance Core running in Americas", "OnDemand", "h", 0.033, "V-4"),
+                        vm("N2 Instance Core running in Americas", "OnDemand", "GiBy.h", 0.5, "V-5")])  # the wrong unit
+    assert found["rows"] == {"compute_hour": {"n1": {"vcpu": {"us-central1": 0.031611, "us-east1": 0.031611},
+                                                     "gb": {"us-central1": 0.004237, "us-east1": 0.004237}}}}
 
 
 def test_a_catalogue_without_a_storage_row_keeps_the_bundled_one() -> None:
