@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The TPU rows of the bundled ``builder/data/prices.json``, produced from the recorded Cloud Billing Catalog
+"""The TPU rows and the per-month rows' prices of the bundled ``builder/data/prices.json``, produced from the recorded Cloud Billing Catalog
 response ``tests/data/billing/recorded.json`` by the code ``tpubuild prices update`` runs on a live one
 (``builder.catalogue.skus.match`` and ``overlay``). ``tests/unit/test_prices_catalogue.py`` fails when the
 file is stale. Usage::
@@ -23,7 +23,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from builder.catalogue import skus  # noqa: E402
+from builder.catalogue import skus, storage_skus, tpu_device_skus  # noqa: E402
 
 PRICES = REPO / "builder" / "data" / "prices.json"
 RECORDED = REPO / "tests" / "data" / "billing" / "recorded.json"
@@ -47,10 +47,13 @@ def bundled_text(current: dict[str, Any] | None = None) -> str:
 def _record(api_key: str | None, endpoint: str | None) -> None:
     from builder.cloud import billing
 
-    read = billing.list_skus(skus.COMPUTE_SERVICE, api_key=api_key, endpoint=endpoint)
     rec = recording()
-    rec.update({"recorded": datetime.date.today().isoformat(), "live": True,
-                "services": {skus.COMPUTE_SERVICE: [s for s in read if skus.classify(s) or "Tpu" in s["description"]]}})
+    services = {}
+    for service in skus.SERVICES:  # only the SKUs tpubuild prices, and the TPU ones it leaves out (decoys)
+        read = billing.list_skus(service, api_key=api_key, endpoint=endpoint)
+        services[service] = [s for s in read if skus.classify(s) or storage_skus.classify(s) or
+                             tpu_device_skus.records(s) or "Tpu" in s["description"]]
+    rec.update({"recorded": datetime.date.today().isoformat(), "live": True, "services": services})
     RECORDED.write_text(json.dumps(rec, indent=1) + "\n", encoding="utf-8")
 
 

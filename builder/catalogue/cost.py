@@ -143,11 +143,6 @@ def generation_key(generation: str) -> str:
     return g.name if g is not None else generation.strip().lower()
 
 
-def _regional(prices: dict[str, Any], region: str, default_region: str) -> tuple[float | None, bool]:
-    value, approx, _key = _regional_key(prices, region, default_region)
-    return value, approx
-
-
 def _regional_key(prices: dict[str, Any], region: str, default_region: str) -> tuple[float | None, bool, str]:
     """(price, approximate, the region key it came from: the region, or the default region)."""
     if region in prices and prices[region] is not None:
@@ -268,8 +263,7 @@ def _machine_hour(machine_type: str, region: str) -> tuple[float | None, bool, s
     family, shape, vcpus = m.group(1), m.group(2), int(m.group(3))
     gb = vcpus * per_gb[shape].get(family, {"standard": 4.0, "highmem": 8.0, "highcpu": 1.0}[shape])
     fam = data["compute_hour"][family]
-    vcpu, a1 = _regional(fam["vcpu"], region, fam["default_region"])
-    mem, a2 = _regional(fam["gb"], region, fam["default_region"])
+    (vcpu, a1, _k), (mem, a2, _k) = (_regional_key(fam[f], region, fam["default_region"]) for f in ("vcpu", "gb"))
     if vcpu is None or mem is None:
         return None, False, f"no price for {machine_type} in {region}"
     return vcpus * vcpu + gb * mem, a1 or a2, ""
@@ -281,7 +275,7 @@ def per_month(kind: str, name: str, region: str) -> tuple[float | None, bool]:
     row = table()[kind].get(name)
     if row is None:
         return None, False
-    return _regional(row["price"], region, row["default_region"])
+    return _regional_key(row["price"], region, row["default_region"])[:2]
 
 
 def _monthly(kind: str, name: str, region: str) -> tuple[float | None, bool, str]:
@@ -296,13 +290,19 @@ def _monthly(kind: str, name: str, region: str) -> tuple[float | None, bool, str
     return value / data["hours_per_month"], approx, ""
 
 
-def _confirmed_at(kind: str, name: str, field: str, region: str) -> bool:
-    """Whether the price ``estimate`` takes from ``data[kind][name][field]`` for ``region`` (the
-    region's own, else the default region's) is a confirmed one."""
+def row_path(kind: str, name: str, field: str, region: str) -> str:
+    """The path of the figure ``estimate`` takes from ``data[kind][name][field]`` for ``region`` (the
+    region's own, else the default region's): ``disk_gb_month.pd-balanced.price.us-central1``; "" for none."""
     row = table()[kind].get(name) or {}
-    prices = row.get(field) or {}
-    _value, _approx, key = _regional_key(prices, region, row.get("default_region", ""))
-    return bool(key) and confirmed(f"{kind}.{name}.{field}.{key}")
+    _value, _approx, key = _regional_key(row.get(field) or {}, region, row.get("default_region", ""))
+    return f"{kind}.{name}.{field}.{key}" if key else ""
+
+
+def _confirmed_at(kind: str, name: str, field: str, region: str) -> bool:
+    """Whether that figure is a confirmed one: matched from a Billing Catalog SKU, or listed in
+    ``verification.confirmed``."""
+    path = row_path(kind, name, field, region)
+    return bool(path) and (path in table().get("skus", {}) or confirmed(path))
 
 
 def _tpu(s: Settings) -> TpuPrice:
@@ -362,7 +362,13 @@ PRICE_ITEMS: dict[str, tuple[Callable[[Settings], tuple[str, float | None, bool,
 #: The price items whose figure may stand in for one Google does not publish: (bound, why).
 BOUND_OF: dict[str, Callable[[Settings], tuple[str, str]]] = {"tpu": _tpu_bound, "disk": _disk_bound}
 #: The price items that say where their figure comes from: (basis, note).
-BASIS_OF: dict[str, Callable[[Settings], tuple[str, str]]] = {"tpu": lambda s: (_tpu(s).basis, _tpu(s).note)}
+BASIS_OF: dict[str, Callable[[Settings], tuple[str, str]]] = {
+    "tpu": lambda s: (_tpu(s).basis, _tpu(s).note),
+    "filestore": lambda s: (sku_basis(table(), row_path("filestore_gib_month", s.shared_fs_tier, "price", s.region)), ""),
+    "disk": lambda s: (sku_basis(table(), row_path("disk_gb_month", s.shared_pd_type, "price", s.region)), ""),
+    "worker_vms": lambda s: ("; ".join(sku_basis(table(), row_path("compute_hour", s.machine_type.split("-")[0], f, s.region))
+                                       for f in ("vcpu", "gb")), ""),
+}
 
 
 def estimate(settings: Settings, modules: tuple[str, ...] | frozenset[str]) -> Estimate:

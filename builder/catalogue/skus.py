@@ -25,11 +25,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-#: The Billing Catalog services ``prices update`` reads: Compute Engine lists v5e, v5p, v6e and TPU7x.
-COMPUTE_SERVICE = "6F81-5844-456A"
-#: The generations priced from the catalogue and how the catalogue spells each (after "Tpu"/"TPU").
-#: v2, v3 and v4 (Cloud TPU service E000-3F24-B8AA, priced per device by continent) stay the bundled
-#: table's hand-kept rows: docs/plan_cost_ttl.md, "Where prices come from".
+from builder.catalogue import storage_skus, tpu_device_skus
+
+#: The Billing Catalog services ``prices update`` reads: Compute Engine lists v5e, v5p, v6e and TPU7x
+#: (and the disks and snapshots), Cloud TPU v2, v3 and v4 (tpu_device_skus.py), Filestore and Cloud
+#: Storage the rest of the per-month rows.
+COMPUTE_SERVICE = storage_skus.COMPUTE_SERVICE
+SERVICES = (COMPUTE_SERVICE, tpu_device_skus.SERVICE, *storage_skus.SERVICES)
+#: The Compute Engine generations and how the catalogue spells each (after "Tpu"/"TPU"); v2, v3 and v4
+#: are the Cloud TPU service's (tpu_device_skus.py).
 GENERATIONS: dict[str, str] = {"v5e": "V5e", "v5p": "V5p", "v6e": "V6e", "tpu7x": "7x"}
 #: The modes a SKU can price, in the order ``prices show`` lists them.
 MODES = ("on-demand", "spot", "flex-start", "calendar", "committed-1y", "committed-3y")
@@ -75,66 +79,110 @@ def classify(sku: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def unit_price(sku: dict[str, Any]) -> tuple[float, str] | None:
-    """(USD per chip-hour, the date it took effect) of the SKU's current price: its first pricing
-    info's first tier (the rate from zero usage), in hours; None when it has none in hours."""
+def unit_price(sku: dict[str, Any], unit: str = "h") -> tuple[float, str] | None:
+    """(USD per ``unit``, the date it took effect) of the SKU's current price: its first pricing info's
+    first tier that is not free (a free allowance, as Cloud Storage's, is skipped; a TPU SKU has one
+    tier, the rate from zero usage); None when it is not priced in ``unit`` ("h": chip-hours,
+    "GiBy.mo": GiB-months)."""
     info = (_get(sku, "pricingInfo", "pricing_info") or [None])[0]
     if not info:
         return None
     expression = _get(info, "pricingExpression", "pricing_expression") or {}
-    if _get(expression, "usageUnit", "usage_unit") != "h":
+    if _get(expression, "usageUnit", "usage_unit") != unit:
         return None
-    tiers = _get(expression, "tieredRates", "tiered_rates") or []
-    if not tiers:
+    tiers = [_get(t, "unitPrice", "unit_price") or {} for t in _get(expression, "tieredRates", "tiered_rates") or []]
+    values = [int(p.get("units") or 0) + int(p.get("nanos") or 0) / 1e9 for p in tiers]
+    if not values:
         return None
-    price = _get(tiers[0], "unitPrice", "unit_price") or {}
-    value = int(price.get("units") or 0) + int(price.get("nanos") or 0) / 1e9
     effective = str(_get(info, "effectiveTime", "effective_time") or "")[:10]
-    return round(value, 9), effective
+    return round(next((v for v in values if v), values[0]), 9), effective
+
+
+def _records(sku: dict[str, Any]) -> list[tuple[tuple[str, ...], tuple[float, str]]]:
+    """(the record's key, (price, effective date)) of each record a SKU prices: a TPU chip-hour
+    (``tpu_chip_hour``, generation, mode; a Cloud TPU device's rate ÷ its chips: tpu_device_skus.py)
+    or another row's field (kind, name, field: storage_skus.py); [] for a SKU tpubuild does not price."""
+    kind = classify(sku)
+    priced = unit_price(sku) if kind else None
+    if kind is not None:
+        return [(("tpu_chip_hour", *kind), priced)] if priced else []
+    devices = tpu_device_skus.records(sku)
+    priced = unit_price(sku) if devices else None
+    if devices:
+        per_chip = (round(priced[0] / tpu_device_skus.CHIPS_PER_DEVICE, 9), priced[1]) if priced else None
+        return [(("tpu_chip_hour", *d), per_chip) for d in devices] if per_chip else []
+    row = storage_skus.classify(sku)
+    priced = unit_price(sku, storage_skus.unit(row)) if row else None
+    return [(row, priced)] if row and priced else []
 
 
 def match(skus: list[dict[str, Any]]) -> dict[str, Any]:
-    """``{"tpu_chip_hour": {gen: {mode: {region: price}}}, "skus": {path: provenance}}``: each record's
-    price and the SKU it came from (``path`` is ``tpu_chip_hour.<gen>.<mode>.<region>``; provenance is
+    """``{"tpu_chip_hour": {gen: {mode: {region: price}}}, "rows": {kind: {name: {field: {region: price}}}},
+    "skus": {path: provenance}}``: each record's price and the SKU it came from (``path`` is
+    ``tpu_chip_hour.<gen>.<mode>.<region>`` or ``<kind>.<name>.<field>.<region>``; provenance is
     ``{"sku", "description", "effective", "regions"}``)."""
-    chosen: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for sku in skus:
-        kind = classify(sku)
-        priced = unit_price(sku) if kind else None
-        if kind is None or priced is None:
-            continue
+    chosen: dict[tuple[str, ...], dict[str, Any]] = {}
+    for sku, (key, priced) in ((sku, found) for sku in skus for found in _records(sku)):
         regions = [str(r) for r in (_get(sku, "serviceRegions", "service_regions") or [])]
         for region in regions:
-            key = (*kind, region)
             rank = (len(regions), str(_get(sku, "skuId", "sku_id")))
-            if key in chosen and chosen[key]["rank"] <= rank:
+            if (*key, region) in chosen and chosen[(*key, region)]["rank"] <= rank:
                 continue
-            chosen[key] = {"rank": rank, "price": priced[0], "sku": rank[1], "description": sku["description"],
-                           "effective": priced[1], "regions": len(regions)}
+            chosen[(*key, region)] = {"rank": rank, "price": priced[0], "sku": rank[1], "description": sku["description"],
+                                      "effective": priced[1], "regions": len(regions)}
     prices: dict[str, dict[str, dict[str, float]]] = {}
+    others: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
     provenance: dict[str, dict[str, Any]] = {}
-    for (generation, mode, region), found in sorted(chosen.items()):
-        prices.setdefault(generation, {}).setdefault(mode, {})[region] = found["price"]
-        provenance[f"tpu_chip_hour.{generation}.{mode}.{region}"] = {
-            k: found[k] for k in ("sku", "description", "effective", "regions")}
-    return {"tpu_chip_hour": prices, "skus": provenance}
+    for (kind, name, *rest), found in sorted(chosen.items()):
+        if kind == "tpu_chip_hour":
+            (mode, region), where = rest, f"tpu_chip_hour.{name}.{rest[0]}.{rest[1]}"
+            rows = prices.setdefault(name, {})
+            if mode.startswith("pod."):  # a v2/v3 Pod rate: the generation's ``pod`` rows
+                rows, mode = rows.setdefault("pod", {}), mode[4:]
+            rows.setdefault(mode, {})[region] = found["price"]
+        else:
+            (field, region), where = rest, storage_skus.path(kind, name, *rest)
+            others.setdefault(kind, {}).setdefault(name, {}).setdefault(field, {})[region] = found["price"]
+        provenance[where] = {k: found[k] for k in ("sku", "description", "effective", "regions")}
+    return {"tpu_chip_hour": prices, "rows": others, "skus": provenance}
+
+
+def _replaced(old: dict[str, Any], matched: dict[str, Any], default_region: str = "") -> dict[str, Any]:
+    """A generation's rows (or its ``pod`` rows, whose default region is the generation's unless they
+    name one) replaced by the matched modes, each with its ``default``."""
+    keep = {k: v for k, v in old.items() if k in ("default_region", "_about")}
+    region = old.get("default_region", default_region)
+    for mode, by_region in matched.items():
+        if mode == "pod":
+            keep["pod"] = _replaced(old.get("pod", {}), by_region, region)
+            continue
+        keep[mode] = {"default": by_region.get(region), **by_region}
+    return keep
 
 
 def overlay(table: dict[str, Any], matched: dict[str, Any], retrieved: str, source: dict[str, Any]) -> dict[str, Any]:
     """``table`` (prices.json's layout) with every catalogued generation's TPU rows replaced by the
     ``matched`` ones (no row of the old table survives beside them: a mode the catalogue did not price
-    has none), its ``default`` the default region's price, ``skus`` the provenance, ``retrieved`` the
-    date the SKUs were read and ``catalogue`` where from (``source``)."""
+    has none), each other row's field the catalogue priced (Filestore, disks, what a destroy keeps, the
+    worker VMs: storage_skus.py) replaced by its regions (one it did not price keeps ``table``'s figures
+    and their SKUs), each ``default`` the default region's price, ``skus`` the
+    provenance, ``retrieved`` the date the SKUs were read and ``catalogue`` where from (``source``)."""
     out = {k: v for k, v in table.items()}
     rows = {g: dict(v) for g, v in table["tpu_chip_hour"].items()}
-    for generation in GENERATIONS:
-        old = rows.get(generation, {})
-        keep = {k: v for k, v in old.items() if k in ("default_region", "_about")}
-        for mode, by_region in matched["tpu_chip_hour"].get(generation, {}).items():
-            keep[mode] = {"default": by_region.get(old.get("default_region", "")), **by_region}
-        rows[generation] = keep
+    for generation in (*GENERATIONS, *tpu_device_skus.GENERATIONS):
+        if generation in matched["tpu_chip_hour"]:  # one the catalogue priced nothing of keeps its rows
+            rows[generation] = _replaced(rows.get(generation, {}), matched["tpu_chip_hour"][generation])
     out["tpu_chip_hour"] = rows
-    out["skus"] = matched["skus"]
+    kept = dict(table.get("skus", {}))
+    for kind, names in matched.get("rows", {}).items():
+        out[kind] = {n: dict(r) if isinstance(r, dict) else r for n, r in out[kind].items()}
+        for name, fields in names.items():
+            row = out[kind].setdefault(name, {"default_region": next(iter(next(iter(fields.values()))))})
+            for field, by_region in fields.items():
+                row[field] = {"default": by_region.get(row["default_region"]), **by_region}
+                kept = {p: v for p, v in kept.items() if not p.startswith(f"{kind}.{name}.{field}.")}
+    replaced = tuple(f"tpu_chip_hour.{g}." for g in matched["tpu_chip_hour"])
+    out["skus"] = {**{p: v for p, v in kept.items() if not p.startswith(replaced)}, **matched["skus"]}
     out["retrieved"] = retrieved
     out["catalogue"] = source
     return out

@@ -32,18 +32,19 @@ def update(args: argparse.Namespace) -> int:
         if getattr(args, flag, None):
             raise BadInput(f"--{flag}: only `tpubuild prices show` takes it; drop it from `prices update`")
     api_key = args.api_key or os.environ.get(billing.API_KEY_VARIABLE, "").strip() or None
-    read = billing.list_skus(skus.COMPUTE_SERVICE, api_key=api_key, endpoint=args.endpoint)
+    read = [sku for service in skus.SERVICES
+            for sku in billing.list_skus(service, api_key=api_key, endpoint=args.endpoint)]
     matched = skus.match(read)
-    if not matched["skus"]:
-        raise WorldError(f"the Billing Catalog answered {len(read)} SKUs of services/{skus.COMPUTE_SERVICE} and none is "
-                         "a TPU chip-hour SKU tpubuild prices; the cache is left as it was")
+    if not matched["tpu_chip_hour"]:
+        raise WorldError(f"the Billing Catalog answered {len(read)} SKUs of services/{', '.join(skus.SERVICES)} and "
+                         "none is a TPU chip-hour SKU tpubuild prices; the cache is left as it was")
     now = calendar.now()
     retrieved = now.strftime("%Y-%m-%dT%H:%M:%SZ")
     folder = price_source.cache_dir()
     path = folder / f"prices-{now:%Y-%m-%d}.json"
     body = {"retrieved": retrieved, "matched": matched,
             "catalogue": {"endpoint": args.endpoint or "https://cloudbilling.googleapis.com",
-                          "services": [skus.COMPUTE_SERVICE], "skus_read": len(read), "live": True}}
+                          "services": list(skus.SERVICES), "skus_read": len(read), "live": True}}
     try:
         folder.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".partial")
@@ -52,9 +53,10 @@ def update(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise WorldError(f"cannot write the price cache {path} ({exc.strerror or exc}); set TPUBUILD_CACHE to a "
                          "folder you can write") from None
-    counts = {g: len([p for p in matched["skus"] if p.split(".")[1] == g]) for g in matched["tpu_chip_hour"]}
-    print(f"read {len(read)} SKUs of services/{skus.COMPUTE_SERVICE}; matched {len(matched['skus'])} prices "
-          f"({', '.join(f'{g}: {n}' for g, n in counts.items())})")
+    counts = {g: len([p for p in matched["skus"] if p.startswith(f"tpu_chip_hour.{g}.")]) for g in matched["tpu_chip_hour"]}
+    monthly = len(matched["skus"]) - sum(counts.values())
+    print(f"read {len(read)} SKUs of services/{', '.join(skus.SERVICES)}; matched {len(matched['skus'])} prices "
+          f"({', '.join(f'{g}: {n}' for g, n in counts.items())}; per month: {monthly})")
     print(f"wrote {path}; plan, plan --all and status price from it now (`tpubuild prices show`)")
     return 0
 
@@ -87,7 +89,7 @@ def _rows(generation: str | None, region: str | None) -> list[dict[str, Any]]:
     return out
 
 
-#: The hand-kept per-month rows ``show`` lists after the chip-hour figures (not matched from the catalogue yet).
+#: The per-month rows ``show`` lists after the chip-hour figures (builder/catalogue/storage_skus.py).
 MONTHLY = {"filestore_gib_month": "GiB-month", "disk_gb_month": "GB-month", "kept_gb_month": "GB-month"}
 
 
@@ -100,8 +102,11 @@ def _monthly(region: str | None) -> list[dict[str, Any]]:
                 continue
             where = region or row["default_region"]
             value, approx = cost.per_month(kind, name, where)
+            at = where if approx is False and value is not None else row["default_region"]
             out.append({"row": f"{kind}.{name}", "region": where, "price": value, "approximate": approx, "unit": unit,
-                        "confirmed": cost.confirmed(f"{kind}.{name}.price.{where}")})
+                        "confirmed": cost.confirmed(f"{kind}.{name}.price.{at}") or
+                        f"{kind}.{name}.price.{at}" in data.get("skus", {}),
+                        "basis": cost.sku_basis(data, f"{kind}.{name}.price.{at}")})
     return out
 
 
@@ -122,9 +127,8 @@ def show(args: argparse.Namespace) -> int:
         tail = f"  ({r['why']})" if r["why"] else ""
         print(f"  {r['generation']:<6} {r['mode']:<13} {r['region']:<20} {figure:<14} {r['basis'] or '-'}{tail}")
     if monthly:
-        print(f"Per month, hand-kept rows of the bundled snapshot (not read from the catalogue; checked "
-              f"{data.get('verification', {}).get('checked', 'never')}):")
+        print(f"Per month, in {data['currency']}:")
     for m in monthly:
         figure = "no price" if m["price"] is None else f"{cost.rate(m['price'], m['approximate'])}/{m['unit']}"
-        print(f"  {m['row']:<40} {m['region']:<20} {figure}{'' if m['confirmed'] else ' (unconfirmed)'}")
+        print(f"  {m['row']:<40} {m['region']:<20} {figure:<20} {m['basis']}{'' if m['confirmed'] else ' (unconfirmed)'}")
     return 0

@@ -40,7 +40,9 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any
 
-from builder.catalogue.cost import Estimate, Item, bound_prefix, change_text, combine, estimate, money, per_month, table
+from builder.catalogue.cost import (Estimate, Item, bound_prefix, change_text, combine, estimate, money, per_month, row_path,
+                                    sku_basis, table)
+from builder.catalogue.cost import rate as rate_text
 from builder.catalogue.durations import SEED_PER_100GB
 from builder.catalogue.modules import accelerator_module
 from builder.config import calendar
@@ -81,6 +83,11 @@ def _per_month(kind: str, name: str, region: str) -> tuple[float, bool]:
     value, approx = per_month(kind, name, region)
     assert value is not None, f"builder/data/prices.json has no {kind}.{name} price"
     return value, approx
+
+
+def _basis(name: str, region: str) -> str:
+    """The SKU a ``kept_gb_month`` figure comes from (or the bundled row): a total's item's ``basis``."""
+    return sku_basis(table(), row_path("kept_gb_month", name, "price", region))
 
 
 def _slice(settings: Settings) -> Estimate:
@@ -143,13 +150,14 @@ def _checkpoint_copy(s: Settings) -> list[Total]:
     tail = "plus each replaced copy for the bucket's soft-delete window (7 days unless changed)"
     if gb is None:
         item = {"what": what, "monthly": None, "how": f"{money(rate, approx)}/GB-month of its size (not modelled)",
-                "bound": "", "approximate": approx}
+                "bound": "", "approximate": approx, "basis": _basis("bucket", s.region)}
         return [Total("checkpoint_copy", 0.0, "month", None, None, "", f"checkpoints in the bucket, every month: "
                       f"{what}: {item['how']}, {tail}", (item,))]
     monthly = round(gb * rate, 2)
     minutes = 2 * gb * SEED_PER_100GB / 100  # staged off Filestore, then uploaded, each at the seeder's rate
     item = {"what": what, "monthly": monthly, "how": f"~{gb:.1f} GB, modelled, × {money(rate, approx)}/GB-month",
-            "bound": "", "approximate": approx, "gb": round(gb, 2), "copy_minutes": round(minutes, 1)}
+            "bound": "", "approximate": approx, "gb": round(gb, 2), "copy_minutes": round(minutes, 1),
+            "basis": _basis("bucket", s.region)}
     return [Total("checkpoint_copy", monthly, "month", None, None, "",
                   f"checkpoints in the bucket, every month: {money(monthly, approx)} ({what} {money(monthly, approx)} "
                   f"({item['how']}), {tail}); each copy takes ~{minutes:.1f} min on host 0 after a save, in the "
@@ -205,18 +213,21 @@ def _after_destroy(s: Settings, plan: Plan, now: datetime.datetime | None) -> li
     items: list[dict[str, Any]] = []
     if plans.runs(s, plan, "snapshot"):
         rate, approx = _per_month("kept_gb_month", "snapshot", s.region)
+        multi = per_month("kept_gb_month", "snapshot_multi_region", s.region)
+        elsewhere = f"; {rate_text(multi[0], multi[1])}/GB-month in the nearest multi-region" if multi[0] is not None else ""
         items.append({"what": f"the snapshot of {s.shared_pd_name}", "monthly": round(rate * s.shared_pd_size_gb, 2),
-                      "how": f"at most {s.shared_pd_size_gb} GB × {money(rate, approx)}/GB-month, stored in {s.region}",
-                      "bound": "at most", "approximate": approx})
+                      "how": f"at most {s.shared_pd_size_gb} GB × {money(rate, approx)}/GB-month, stored in {s.region}"
+                             f"{elsewhere}", "bound": "at most", "approximate": approx, "basis": _basis("snapshot", s.region)})
     if plans.runs(s, plan, "backup"):
         rate, approx = _per_month("kept_gb_month", "filestore_backup", s.region)
         items.append({"what": f"the Filestore backup of {s.filestore_name}",
                       "monthly": round(rate * s.shared_fs_capacity_gb, 2),
                       "how": f"at most {s.shared_fs_capacity_gb} GiB × {money(rate, approx)}/GiB-month",
-                      "bound": "at most", "approximate": approx})
+                      "bound": "at most", "approximate": approx, "basis": _basis("filestore_backup", s.region)})
     rate, b_approx = _per_month("kept_gb_month", "bucket", s.region)
     items.append({"what": f"the buckets gs://{s.state_bucket} and gs://{s.dataset_bucket}", "monthly": None,
-                  "how": f"{money(rate, b_approx)}/GB-month of what they hold", "bound": "", "approximate": b_approx})
+                  "how": f"{money(rate, b_approx)}/GB-month of what they hold", "bound": "", "approximate": b_approx,
+                  "basis": _basis("bucket", s.region)})
     priced = [i for i in items if i["monthly"] is not None]
     monthly = sum(i["monthly"] for i in priced)
     bound = combine(i["bound"] for i in priced)

@@ -13,7 +13,10 @@ import pytest
 from tests.support.fakes.billing import FakeCatalog, recorded, scaled
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = ["mig-v6e-16-flex.env", "mig-v6e-32-calendar.env", "mig-v6e-16-spot.env", "mig-tpu7x-128.env"]
+EXAMPLES = ["mig-v6e-16-flex.env", "mig-v6e-32-calendar.env", "mig-v6e-16-spot.env", "mig-tpu7x-128.env",
+            "vm-v2-32.env", "vm-v4-32.env", "../values.env"]
+#: Destroys: what stays billed every month (the snapshot, the Filestore backup, the buckets).
+DESTROYS = ["mig-v6e-16-spot.env@destroy", "mig-v6e-32-calendar.env@destroy", "../tests/data/node-values.env@destroy"]
 
 
 @pytest.fixture
@@ -23,11 +26,11 @@ def cache(tmp_path, monkeypatch) -> Path:
     return folder
 
 
-def _plan(cli, name: str) -> tuple[str, dict]:
+def _plan(cli, name: str, *args: str) -> tuple[str, dict]:
     path = REPO / "examples" / name
-    code, out, err = cli("--values", path, "plan", "--applied", "none")
+    code, out, err = cli("--values", path, "plan", "--applied", "none", *args)
     assert code == 0, err
-    code, raw, err = cli("--values", path, "plan", "--applied", "none", "--format", "json")
+    code, raw, err = cli("--values", path, "plan", "--applied", "none", "--format", "json", *args)
     assert code == 0, err
     return out, json.loads(raw)
 
@@ -44,8 +47,13 @@ def test_update_reads_every_page_and_writes_a_dated_cache(cli, cache) -> None:
         out = _update(cli, fake)
     finally:
         fake.stop()
-    n = len(recorded()["6F81-5844-456A"])
-    assert len(fake.requests) == -(-n // 7) and f"read {n} SKUs" in out  # every page, each once
+    services = recorded()
+    # Compute Engine, Cloud TPU (v2-v4), Filestore, Cloud Storage
+    assert set(services) == {"6F81-5844-456A", "E000-3F24-B8AA", "D97E-AB26-5D95", "95FF-2EF5-5EA1"}
+    for service, found in services.items():  # every page of each service, each once
+        assert len([r for r in fake.requests if r[0] == f"/v1/services/{service}/skus"]) == -(-len(found) // 7)
+    n = sum(len(found) for found in services.values())
+    assert len(fake.requests) == sum(-(-len(f) // 7) for f in services.values()) and f"read {n} SKUs" in out
     [written] = cache.glob("prices-*.json")
     assert written.name == "prices-2026-11-28.json" and str(written) in out
     code, shown, _ = cli("prices", "show", "--generation", "v6e", "--region", "us-east5")
@@ -53,30 +61,64 @@ def test_update_reads_every_page_and_writes_a_dated_cache(cli, cache) -> None:
     assert '"DWS Defined Duration V6e running in Columbus", effective 2026-08-07' in shown
 
 
-@pytest.mark.parametrize("name", EXAMPLES)
-def test_other_prices_change_every_tpu_figure_of_the_plan_and_nothing_else(cli, cache, name) -> None:
-    before_text, before = _plan(cli, name)
+def _figures(text: str) -> list[str]:
+    """The prices on a line ($0.00, nothing billed, is no price)."""
+    return [f for f in re.findall(r"\$[0-9][0-9,]*(?:\.[0-9]+)?", text) if f != "$0.00"]
+
+
+@pytest.mark.parametrize("name", EXAMPLES + DESTROYS)
+def test_other_prices_change_every_figure_of_the_plan_and_nothing_else(cli, cache, name) -> None:
+    """The Done-when of issue 44: a catalogue serving other prices (every SKU × 1.5) moves every figure
+    plan shows, text and JSON (the TPU, Filestore, the disk, the snapshot, the backup, the buckets, every
+    total), and nothing else but the source line and the SKUs' effective dates."""
+    name, *action = name.split("@")
+    args = ("--action", action[0]) if action else ()
+    before_text, before = _plan(cli, name, *args)
     assert before["cost"]["prices"]["source"] == "bundled"
     fake = FakeCatalog(scaled(recorded(), 1.5)).start()
     try:
         _update(cli, fake)
     finally:
         fake.stop()
-    after_text, after = _plan(cli, name)
+    after_text, after = _plan(cli, name, *args)
     assert after["cost"]["prices"]["source"] == "catalogue" and "Cloud Billing Catalog" in after_text
     assert {k: v for k, v in before.items() if k != "cost"} == {k: v for k, v in after.items() if k != "cost"}
     old, new = before["cost"]["after"]["items"], after["cost"]["after"]["items"]
-    for o, n in zip(old, new, strict=True):
-        tpu = o["what"].startswith("TPU ")
-        assert n["hourly"] == pytest.approx(o["hourly"] * (1.5 if tpu else 1.0)), (o, n)
-        assert (n["basis"] != o["basis"]) == tpu  # a new effective date on the SKU
+    for o, n in zip(old, new, strict=True):  # every item: the TPU, Filestore, the disk
+        assert o["hourly"] and n["hourly"] == pytest.approx(o["hourly"] * 1.5), (o, n)
+        assert n["basis"] != o["basis"] and "2026-12-05" in n["basis"], (o, n)  # the SKU's new effective date
     for o, n in zip(before["cost"]["totals"], after["cost"]["totals"], strict=True):
-        # totals of storage alone (the checkpoint copy's bucket, the Filestore billed before a calendar
-        # window) are hand-kept rates, not catalogue SKUs: they stay
-        scale = 1.0 if o["kind"] in ("checkpoint_copy", "calendar_before_window") else 1.5
-        assert n["total"] == pytest.approx(o["total"] * scale, abs=0.011), (o, n)
+        assert n["total"] == pytest.approx(o["total"] * 1.5, rel=1e-3, abs=0.011), (o, n)  # rates shown to 4 digits
+        for oi, ni in zip(o["items"], n["items"], strict=True):  # the snapshot, the backup, the buckets
+            assert ni["basis"] != oi["basis"] and "2026-12-05" in ni["basis"], (oi, ni)
+            if oi["monthly"] is not None:
+                assert ni["monthly"] == pytest.approx(oi["monthly"] * 1.5, abs=0.011), (oi, ni)
     moved = [(a, b) for a, b in zip(before_text.splitlines(), after_text.splitlines(), strict=True) if a != b]
     assert moved and all(re.search(r"\$|Billing Catalog|bundled snapshot", a) for a, _ in moved), moved
+    for a, b in moved:  # the dollar figures move and nothing else on their lines
+        if "Billing Catalog" in b:
+            continue
+        assert _figures(a) and all(x != y for x, y in zip(_figures(a), _figures(b), strict=True)), (a, b)
+        assert re.sub(r"\$[0-9][0-9,.]*", "$", a) == re.sub(r"\$[0-9][0-9,.]*", "$", b), (a, b)
+    unmoved = [a for a, b in zip(before_text.splitlines(), after_text.splitlines(), strict=True) if a == b]
+    assert not [line for line in unmoved if _figures(line)], unmoved  # no figure stayed behind
+
+
+def test_other_prices_move_the_node_worker_vms(cli, cache) -> None:
+    """A TPU Node file plans destroys only, whose hourly cost is $0: its worker VMs' figure (status
+    prices it, and the applied cost before a migration) moves with the catalogue as every other does."""
+    from builder.catalogue import cost
+    from builder.config import load
+
+    settings = load(REPO / "tests" / "data" / "node-values.env")
+    [before] = cost.estimate(settings, ("mig",)).items
+    fake = FakeCatalog(scaled(recorded(), 1.5)).start()
+    try:
+        _update(cli, fake)
+    finally:
+        fake.stop()
+    [after] = cost.estimate(settings, ("mig",)).items
+    assert before.hourly and after.hourly == pytest.approx(before.hourly * 1.5) and "2026-12-05" in after.basis
 
 
 def test_an_unknown_service_or_a_dead_endpoint_is_one_line_and_the_cache_is_kept(cli, cache) -> None:
@@ -94,8 +136,8 @@ def test_show_lists_each_figure_with_its_source(cli, cache) -> None:
     code, out, _ = cli("prices", "show", "--generation", "tpu7x")
     assert code == 0 and "from the bundled snapshot builder/data/prices.json (catalogue of 2026-11-28)" in out
     assert out.count('SKU 0F71-4391-B6CA "TPU7x running in Americas", effective 2026-06-14') == 3  # each region listed
-    code, out, _ = cli("prices", "show", "--generation", "v3")
-    assert code == 0 and "the bundled snapshot's tpu_chip_hour.v3.on-demand.us-central1 (no catalogue SKU" in out
+    code, out, _ = cli("prices", "show", "--generation", "v3")  # the Cloud TPU service's per-device SKU ÷ 4 chips
+    assert code == 0 and re.search(r"v3 +on-demand +us-central1 +\$2\.00 +SKU RECN-0308-TPU0 \"Tpu-v3 Accelerator USA\"", out)
     code, raw, _ = cli("prices", "show", "--generation", "v6e", "--region", "asia-northeast1", "--format", "json")
     rows = {r["mode"]: r for r in json.loads(raw)["chip_hour"]}
     assert rows["flex-start"]["bound"] == "at most" and "no published v6e flex-start price" in rows["flex-start"]["why"]
@@ -121,9 +163,16 @@ def test_no_key_and_no_credentials_is_one_line_naming_both_ways(cli, cache, no_c
     assert "--api-key" in err and "TPUBUILD_BILLING_API_KEY" in err and "gcloud auth application-default login" in err
 
 
-def test_show_lists_the_hand_kept_monthly_rows_as_such(cli, cache) -> None:
+def test_show_lists_the_monthly_rows_with_their_skus(cli, cache) -> None:
     code, out, _ = cli("prices", "show", "--region", "us-central1")
-    assert code == 0 and "Per month, hand-kept rows of the bundled snapshot (not read from the catalogue" in out
-    assert re.search(r"kept_gb_month\.snapshot +us-central1 +\$0\.05/GB-month", out)
+    assert code == 0 and "Per month, in USD:" in out
+    assert re.search(r"kept_gb_month\.snapshot +us-central1 +\$0\.05/GB-month +SKU RECN-0110-SNP0 "
+                     r"\"Storage PD Snapshot in Iowa\", effective 2026-11-28\n", out)
+    assert re.search(r"kept_gb_month\.snapshot_multi_region +us-central1 +\$0\.065/GB-month +SKU 34CF-7D88-5D40 "
+                     r"\"Storage PD Snapshot in US\"", out)
+    assert re.search(r"kept_gb_month\.bucket +us-central1 +\$0\.02/GB-month +SKU E5F0-6A5D-7BAD", out)  # past the free tier
     code, raw, _ = cli("prices", "show", "--format", "json")
-    assert {"filestore_gib_month.BASIC_HDD", "kept_gb_month.bucket"} <= {m["row"] for m in json.loads(raw)["per_month"]}
+    rows = {m["row"]: m for m in json.loads(raw)["per_month"]}
+    assert {"filestore_gib_month.BASIC_HDD", "kept_gb_month.bucket"} <= set(rows)
+    assert rows["filestore_gib_month.BASIC_HDD"]["confirmed"] and "Iowa/South Carolina/Oregon" in rows[
+        "filestore_gib_month.BASIC_HDD"]["basis"]

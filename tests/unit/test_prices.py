@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from builder.catalogue import cost
 from builder.config import load
 from tests.conftest import rewrite_env
 from tests.unit.test_plan_preview import write
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _value(path: str):
@@ -35,7 +38,10 @@ def test_plan_marks_unconfirmed_prices_and_not_confirmed_ones(tmp_path, cli):
     est = cost.estimate(s, ("filestore", "tpu"))
     by = {i.module: i for i in est.items}
     assert by["filestore"].confirmed and by["filestore"].hourly == 0.2 * s.shared_fs_capacity_gb / 730
-    assert by["tpu"].hourly is None or not by["tpu"].confirmed
+    assert by["tpu"].confirmed and "Tpu-v3" in by["tpu"].basis  # a Cloud TPU SKU (E000-3F24-B8AA)
+    node = cost.estimate(load(REPO / "tests" / "data" / "node-values.env"), ("mig",))  # the node's worker VMs
+    [vms] = node.items
+    assert vms.confirmed and vms.hourly and "N1 Predefined Instance Core running in" in vms.basis and "Ram" in vms.basis
     code, out, err = cli("--values", path, "plan", "--applied", "none")
     assert code == 0, err
     [fs_line] = [ln for ln in out.splitlines() if ln.strip().startswith("Filestore BASIC_HDD")]
