@@ -14,7 +14,7 @@ Filestore, old zone removed last) is docs/capacity.md's, proven with it."""
 
 from __future__ import annotations
 
-import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -85,11 +85,11 @@ def _box(tmp_path: Path, fakes: Fakes, log: str | None, **overrides: str):  # no
     return box
 
 
-def _run(box, **env: str) -> tuple[int, str]:
+def _run(box, build_id: str = "hb-1", **env: str) -> tuple[int, str]:
     import os
 
-    return box.run_build(STORAGE_EMULATOR_HOST=os.environ["STORAGE_EMULATOR_HOST"], FAKE_ENV=box.settings.env_name,
-                         PYTHONPATH=str(REPO), **env)
+    return box.run_build(build_id, STORAGE_EMULATOR_HOST=os.environ["STORAGE_EMULATOR_HOST"],
+                         FAKE_ENV=box.settings.env_name, PYTHONPATH=str(REPO), **env)
 
 
 def test_a_zone_that_refuses_every_mode_moves_the_environment_to_the_next_zone(tmp_path, fakes) -> None:  # noqa: F811
@@ -147,6 +147,39 @@ def test_a_move_that_fails_is_a_failed_try_that_names_both_zones(tmp_path, fakes
     assert box.mark()["refused_zones"] == "us-east5-a,us-east5-b" and box.mark()["tries"] == "1"
     row = recovery_row({**recovery.summary(box.records(), 5), "mark": box.mark(), "max_tries": 3, "interval_min": 10})
     assert "refused every mode this time: us-east5-a, us-east5-b" in row, row
+
+
+@pytest.mark.parametrize("upto", range(4), ids=["check", "prepare", "refusals", "move"])
+def test_a_health_build_killed_anywhere_in_a_move_converges_on_the_next_check(tmp_path, fakes, upto) -> None:  # noqa: F811
+    """Kill it anywhere, run it again (docs/safety.md): the build stops after step ``upto`` (its
+    workspace gone with it); the next check, a new build, ends where an uninterrupted one does: the
+    slice READY, training launched after the last dispatch, the mark cleared, the last record
+    recovered, and the environment moved at most once (nothing of it is dispatched twice once
+    moved)."""
+    import os
+    import subprocess
+
+    from tests.support.pipeline import step_env, step_script
+
+    box = _box(tmp_path, fakes, _refused_log(tmp_path))
+    steps = recovery.build_request(box.settings)["steps"]
+    for step in steps[:upto + 1]:
+        proc = subprocess.run(["bash", "-c", step_script(step, {"BUILD_ID": "hb-1"})], capture_output=True, text=True,
+                              timeout=120, cwd=box.values.parent,
+                              env={**os.environ, **step_env(step, {"BUILD_ID": "hb-1"}),
+                                   "WORKSPACE": str(box.values.parent), "FAKE_GCLOUD_STATE": str(box.state),
+                                   "PATH": f"{box.root / 'bin'}:{os.environ['PATH']}", "PYTHONPATH": str(REPO),
+                                   "FAKE_ENV": box.settings.env_name})
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    shutil.rmtree(box.values.parent / recovery.WORKDIR)  # the killed build's workspace is gone
+    code, out = _run(box, build_id="hb-2")
+    assert code == 0, out
+    calls = box.calls()
+    moves = [i for i, c in enumerate(calls) if c.startswith("tpubuild dispatch") and "--zone us-east5-b" in c]
+    assert len(moves) == 1, calls
+    assert _launched(calls) and all(calls.index(c) > moves[0] for c in _launched(calls))
+    assert (box.state / "tpus" / box.settings.tpu_name).read_text().strip() == "READY"
+    assert box.mark() == {} and box.records()[-1]["outcome"] == "recovered"
 
 
 def test_move_off_keeps_the_recovery_in_its_zone() -> None:
