@@ -40,6 +40,11 @@ if [ "$1" = dispatch ]; then
   zone=$(printf '%s\\n' "$@" | sed -n '/^--zone$/{{n;p;}}')
   if [ -z "$zone" ]; then
     echo "dispatch: update of $FAKE_ENV (project p, vm architecture)"
+    if [ -n "${{FAKE_LOCK_ONLY:-}}" ]; then  # its output lost: the lock its failure marked stale names the build
+      printf '{{"build_id": "{RECREATE}", "state": "stale"}}\n' > lock.json
+      gcloud storage cp lock.json "$FAKE_LOCK"
+      exit 1
+    fi
     echo "build {RECREATE}: update of $FAKE_ENV (update tpu) from gs://b/source.tgz"
     echo "build {RECREATE}: FAILURE"
     echo "tpubuild: error: build {RECREATE} FAILURE at step tpu-apply" >&2
@@ -122,6 +127,16 @@ def test_a_zone_that_refuses_every_mode_moves_the_environment_to_the_next_zone(t
     row = recovery_row({**recovery.summary(box.records(), 5), "mark": None, "max_tries": 3, "interval_min": 10})
     assert "PREEMPTED -> recovered, moved us-east5-a -> us-east5-b (us-east5-a refused: us-east5-a (spot): There is " \
            "no more capacity" in row, row
+
+
+def test_the_recreate_build_is_found_through_the_lock_when_the_dispatch_said_nothing(tmp_path, fakes) -> None:  # noqa: F811
+    box = _box(tmp_path, fakes, _refused_log(tmp_path))
+    lock = f"gs://{box.settings.state_bucket}/{recovery.objects(box.settings)['lock']}"
+    code, out = _run(box, FAKE_LOCK_ONLY="1", FAKE_LOCK=lock)
+    assert code == 0, out
+    assert f"gcloud builds log {RECREATE} --project={box.settings.project_id}" in box.calls()
+    assert [c for c in box.calls() if c.startswith("tpubuild dispatch") and "--zone us-east5-b" in c]
+    assert box.records()[-1]["moved_from"] == "us-east5-a spot"
 
 
 def test_a_recreate_that_failed_for_another_reason_stays_in_its_zone(tmp_path, fakes) -> None:  # noqa: F811
