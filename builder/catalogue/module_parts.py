@@ -129,7 +129,8 @@ def tried(s: Settings, action: Action) -> tuple[tuple[int, Any], ...]:
     environment's zonal data is there, the dataset disk attaches only to hosts of its zone and
     Filestore keeps the checkpoints): a running slice is never moved, and a lost one (the health
     check's recovery, docs/recovery.md) fails over from mode to mode where its data is; moving
-    zones is an edit of the list and an update (docs/capacity.md, "What moving zones costs")."""
+    zones is an update placed in another zone: the recovery's when its zone refuses every mode
+    (TPU_RECOVERY_MOVE, ``--zone``), or a person's (docs/capacity.md)."""
     listed = tuple(enumerate(s.candidates))
     return listed if Action(action) is Action.CREATE else tuple((i, c) for i, c in listed if c.zone == s.zone)
 

@@ -74,6 +74,14 @@ def _money(value: Any) -> str:
     return f"~${value:.2f}" if isinstance(value, (int, float)) else "cost unknown"
 
 
+def _moved(r: dict[str, Any]) -> str:
+    """A recovery that moved zones (TPU_RECOVERY_MOVE): from where to where, and why (the refusals of
+    the zone it left, as Google worded them); a failed one's refusals alone."""
+    src, dst = str(r.get("moved_from") or "").split(" ")[0], str(r.get("place") or "").split(" ")[0]
+    why = f" ({src or dst} refused: {r['refused']})" if r.get("refused") else ""
+    return f", moved {src} -> {dst}{why}" if src and dst and src != dst else why
+
+
 def recovery_row(rec: dict[str, Any]) -> str:
     """The health check (builder/inputs/recovery.py): its totals, a recovery under way or given up, and
     the newest records, one line each (when, why, down time, its cost, the outcome)."""
@@ -89,9 +97,11 @@ def recovery_row(rec: dict[str, Any]) -> str:
         else:
             removed = (f"; group {mark['removed']} removed for want of capacity, the recreate asks the modes of "
                        "its zone in order") if mark.get("removed") else ""  # mig (docs/recovery.md, "Candidates")
+            zones = mark.get("refused_zones", "")  # TPU_RECOVERY_MOVE: the zones this recovery found refusing
+            refused = f"; refused every mode this time: {zones.replace(',', ', ')}" if zones else ""
             lines.append(f"under way: lost since {mark.get('detected_at', '?')} ({mark.get('reason', '?')}), "
-                         f"{mark.get('tries', '0')} failed tries{removed}")
+                         f"{mark.get('tries', '0')} failed tries{removed}{refused}")
     for r in reversed(rec["records"]):
-        lines.append(f"{r.get('ended_at', '?')}: {r.get('reason', '?')} -> {r.get('outcome', '?')}, down "
+        lines.append(f"{r.get('ended_at', '?')}: {r.get('reason', '?')} -> {r.get('outcome', '?')}{_moved(r)}, down "
                      f"{_span(r.get('down_s', 0))} ({_money(r.get('down_cost_usd'))}): {r.get('message', '')}")
     return "\n             ".join(lines)

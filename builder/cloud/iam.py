@@ -78,6 +78,9 @@ PIPELINE_ROLES: tuple[Role, ...] = (
          "hosts, docs/recovery.md) or make-before-break with a MODEL (the update stops the training on the old slice "
          "and starts it on the new one, docs/pipeline.md): over IAP SSH, as `tpubuild train` does",
          only_with="reaches_hosts"),
+    Role("roles/logging.viewer", "only with TPU_RECOVERY_MOVE: the health build reads its failed recreate's build log "
+         "(`gcloud builds log`; the builds log to Cloud Logging only) for its zone's refusals, docs/recovery.md",
+         only_with="recovery_move"),
 )
 
 #: The pull-request plan builds' account (``tb-<ENV>-pl``): it reads, and writes only its plans

@@ -31,7 +31,7 @@ from builder.facts.records import record
 from builder.inputs import build_limits, tfvars, ttl
 from builder.planning import auto
 from builder.planning.plan import make_plan
-from builder.planning.request import SUBSTITUTIONS, parse, plan_for
+from builder.planning.request import SUBSTITUTIONS, parse, placed, plan_for
 from builder.render import pipeline
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -124,9 +124,10 @@ def _scope(plan: Plan) -> dict[str, Any]:
 
 
 def submit(settings: Settings, action: str, *, tpu: bool = False, mig: bool = False,
-           allow_data_loss: bool = False, allow_wipe: bool = False, wait: bool = False) -> int:
+           allow_data_loss: bool = False, allow_wipe: bool = False, wait: bool = False, zone: str = "") -> int:
     request = parse(settings, action, tpu=tpu, mig=mig, allow_data_loss=allow_data_loss, allow_wipe=allow_wipe,
-                    door=Door.SUBMIT)
+                    door=Door.SUBMIT, zone=zone)
+    settings = placed(settings, request)
     return execute(settings, prepare(settings, request), wait=wait)
 
 
@@ -146,7 +147,8 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False, prefl
     if preflight and (note := iam.preflight(clients.projects(), settings)):
         warn(note)
     bucket = client.bucket(settings.state_bucket)
-    if plan is not None and len(settings.candidates) > 1 and request.action in (Action.UPDATE, Action.DESTROY):
+    if plan is not None and len(settings.candidates) > 1 and request.action in (Action.UPDATE, Action.DESTROY) \
+            and not request.zone:  # --zone placed it already (planning.request.placed)
         placed = _granted_place(settings, bucket, destroy=request.action is Action.DESTROY)
         if placed is not settings:  # rendered again where the slice is: prepare is offline and pure
             settings, prepared = placed, prepare(placed, request)
@@ -243,7 +245,7 @@ def _keep_ttl_source(bucket: Any, settings: Settings, action: Action, src: Sourc
 
 def cmd_submit(args: argparse.Namespace) -> int:
     return submit(load_settings(args), args.action, tpu=args.tpu, mig=args.mig,
-                  allow_data_loss=args.allow_data_loss, allow_wipe=args.allow_wipe, wait=args.wait)
+                  allow_data_loss=args.allow_data_loss, allow_wipe=args.allow_wipe, wait=args.wait, zone=args.zone)
 
 
 def cmd_dispatch(args: argparse.Namespace) -> int:
@@ -252,8 +254,10 @@ def cmd_dispatch(args: argparse.Namespace) -> int:
     line, even where there are no credentials."""
     settings = load_settings(args)
     request = parse(settings, args.action, tpu=args.tpu, mig=args.mig, allow_data_loss=args.allow_data_loss,
-                    allow_wipe=args.allow_wipe, spelling=SUBSTITUTIONS, door=Door.DISPATCH)
+                    allow_wipe=args.allow_wipe, spelling=SUBSTITUTIONS, door=Door.DISPATCH, zone=args.zone)
+    settings = placed(settings, request)
     prepared = prepare(settings, request)
+    where = f", placed in {settings.zone} {settings.provisioning} (--zone)" if request.zone else ""
     say(f"dispatch: {request.action} of {settings.env_name} (project {settings.project_id}, "
-        f"{settings.arch} architecture)")
+        f"{settings.arch} architecture{where})")
     return execute(settings, prepared, wait=True, preflight=True)

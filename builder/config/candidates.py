@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from builder.facts.actions import Action
+from builder.facts.errors import BadInput
 from builder.facts.records import record, replace
 
 
@@ -156,3 +157,21 @@ def acting(settings: Any, place: Candidate | None, action: Action) -> Any:
     if place is None:
         return settings
     return at(settings, place) if Action(action) is Action.DESTROY else settle(settings, place)
+
+
+def in_zone(settings: Any, zone: str, name: str = "--zone") -> Any:
+    """``settings`` placed in ``zone`` (``--zone``, which plan, render, submit and dispatch take
+    alike): at the list's first candidate in that zone (:func:`settle`), so a create or update
+    makes the slice there and its failover loop asks that zone's modes in order. The health
+    build's recovery asks for it when the granted zone grants the slice in no mode
+    (builder/inputs/recovery.py ``moves``); the update it dispatches is the move of docs/capacity.md
+    ("Moving an environment to another zone"). A zone the list does not hold is refused, one line."""
+    listed = settings.candidates or (Candidate(settings.zone, settings.region, settings.provisioning),)
+    hit = next((c for c in listed if c.zone == zone.strip()), None)
+    if hit is None:
+        zones = list(dict.fromkeys(c.zone for c in listed))
+        line = settings.line_of("ZONE")
+        where = f"{settings.source}:{line} " if line else ""
+        raise BadInput(f"{name}: {zone.strip()!r} is not a zone of {where}ZONE ({', '.join(zones)}); pass one of "
+                       f"them, or add {zone.strip() or 'the zone'} to ZONE")
+    return settle(settings, hit)

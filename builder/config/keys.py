@@ -172,7 +172,6 @@ def image_date(value: str) -> str:
     try:
         if not re.fullmatch(r"[0-9]{8}", v):
             raise ValueError
-
         datetime.date(int(v[:4]), int(v[4:6]), int(v[6:]))
     except ValueError:
         raise ValueError(f"{value!r} is not a YYYYMMDD image date; write it like '20200527', or leave it empty") from None
@@ -194,7 +193,6 @@ def timestamp(value: str) -> str:
         return v
     if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", v):
         v += "T00:00:00Z"
-
     try:
         if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z", v):
             raise ValueError
@@ -381,12 +379,14 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("ENV_TTL_HOURS", "env_ttl_hours", 0, integer(0, 8760, "hours", example=8),
             "Destroy the TPU (only the TPU) this many hours after it is created; 0 or unset: no TTL."),
     KeySpec("TPU_RECOVERY", "recovery_mode", "", choice(("auto", "off", "")),
-            "auto: a preempted or lost slice is recreated and training relaunched from its last checkpoint "
-            "without a person (docs/recovery.md); off: nothing is recreated. Empty: auto for spot and "
-            "preemptible slices (vm, mig), off otherwise (on-demand, reservation, flex-start, calendar, queued)."),
+            "auto: a preempted or lost slice is recreated and training relaunched from its last checkpoint without a "
+            "person (docs/recovery.md); off: nothing is. Empty: auto for spot and preemptible slices (vm, mig), else off."),
     KeySpec("TPU_RECOVERY_MAX_TRIES", "recovery_max_tries", 3, integer(1, 20, "tries"),
             "With TPU_RECOVERY: consecutive failed recoveries after which the health check stops "
             "retrying and says so (1-20, default 3)."),
+    KeySpec("TPU_RECOVERY_MOVE", "recovery_move_mode", "", choice(("true", "false", "")),
+            "With TPU_RECOVERY=auto and a ZONE list: a recovery whose zone grants the slice in no mode moves the "
+            "environment to the next zone (docs/recovery.md). Empty: true; false: it stays in its zone."),
     KeySpec("MODEL", "model", DEFAULT_MODEL,
             pattern(r"[a-z][a-z0-9_]*", "a model folder name", DEFAULT_MODEL, allow_empty=True),
             "The model package under models/ the hosts are prepared for."),

@@ -19,6 +19,7 @@ _ENDS_BY_DESIGN = ("flex-start", "calendar")
 
 
 def cross_checks(settings: Any, fail: Fail) -> None:
+    _move_checks(settings, fail)
     if settings.recovery_mode != "auto":
         return
     if settings.arch == "node":
@@ -32,3 +33,19 @@ def cross_checks(settings: Any, fail: Fail) -> None:
         fail("TPU_RECOVERY", "a queued slice (TPU_QUEUED) is requested by the pipeline's tpu-queue step, which the "
              "health check does not run", "remove TPU_QUEUED so that the health check can recreate the slice, "
              "or remove TPU_RECOVERY (then nothing recreates a preempted queued slice)")
+
+
+def _move_checks(settings: Any, fail: Fail) -> None:
+    """TPU_RECOVERY_MOVE="true" where no recovery can move (empty means: wherever one can)."""
+    if settings.recovery_move_mode != "true":
+        return
+    if not settings.recovery:
+        fail("TPU_RECOVERY_MOVE", "a recovery that moves needs the health check, and TPU_RECOVERY is off for these "
+             f"values ({settings.provisioning} slice)", 'set TPU_RECOVERY="auto", or remove TPU_RECOVERY_MOVE')
+    elif len({c.zone for c in settings.candidates}) < 2:
+        fail("TPU_RECOVERY_MOVE", f"ZONE lists one zone ({settings.zone}), so a recovery has no zone to move to",
+             f'list a second zone after it (ZONE="{settings.zone},<another zone of the generation>"), '
+             "or remove TPU_RECOVERY_MOVE")
+    elif settings.queued:
+        fail("TPU_RECOVERY_MOVE", "a queued slice (TPU_QUEUED) waits in its zone by design, so it never moves",
+             "remove TPU_QUEUED, or remove TPU_RECOVERY_MOVE")

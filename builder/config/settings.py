@@ -73,6 +73,7 @@ class Settings:
     replace: str = "break-before-make"  # TPU_REPLACE, resolved (builder/config/replace.py)
     recovery_mode: str = ""  # TPU_RECOVERY as written; see recovery
     recovery_max_tries: int = 3
+    recovery_move_mode: str = ""  # TPU_RECOVERY_MOVE as written; see recovery_move
     #: ZONE × TPU_PROVISIONING, zone by zone, mode by mode (builder/config/candidates.py); ``zone``,
     #: ``region`` and ``provisioning`` are the first one's
     candidates: tuple[Candidate, ...] = ()
@@ -103,6 +104,16 @@ class Settings:
             return self.recovery_mode == "auto"
         return (self.provisioning in ("spot", "preemptible") and self.arch in ("vm", "mig")
                 and not (self.arch == "vm" and self.queued))
+
+    @property
+    def recovery_move(self) -> bool:
+        """TPU_RECOVERY_MOVE: whether a recovery whose zone grants the slice in no mode of the list
+        moves the environment to the next zone of ``ZONE`` (builder/inputs/recovery.py ``moves``;
+        docs/recovery.md, "A recovery that moves"). Unset, it is on wherever it can be: with
+        :attr:`recovery` and candidates in more than one zone (a queued slice waits in its zone);
+        ``false`` keeps every recovery in the zone that granted the slice."""
+        zones = {c.zone for c in self.candidates}
+        return self.recovery and self.recovery_move_mode != "false" and len(zones) > 1 and not self.queued
 
     @property
     def reaches_hosts(self) -> bool:

@@ -41,7 +41,8 @@ from builder.catalogue.module_parts import fails_over, mig_attach, tried
 from builder.catalogue.modules import accelerator_module, ttl_scope
 from builder.catalogue.step_kinds import ACQUIRE_WAIT_S, BUILD_ENDED, IMAGES, MAX_BUILD_TIMEOUT
 from builder.config.applied_objects import record_object
-from builder.config.candidates import at
+from builder.catalogue.durations import duration
+from builder.config.candidates import at, split
 from builder.config.offers import bulk_mode
 from builder.config.recovery import log_prefix
 from builder.config.replace import group_filter, slot_names
@@ -117,6 +118,7 @@ def context(settings: Settings) -> dict[str, Any]:
         # mig: the shared PD for the VMs the MIG recreates (templates/_mig_attach.sh.j2, as mig-attach)
         **mig_attach(settings),
         **places(settings),
+        **moves(settings),
         **mig_failover(settings),
         # a multi-host Spot slice's VMs stop on preemption (modules/tpu_mig): restarted through 0
         "restarts_stopped": settings.arch == "mig" and settings.provisioning == "spot" and bulk_mode(settings),
@@ -133,7 +135,9 @@ def mig_failover(settings: Settings) -> dict[str, Any]:
     never removed (a short one trains nothing: the relaunch waits for every host); never another zone.
     ``fails_over_mig`` false: the group is left to the MIG, as with one candidate."""
     modes = [c.mode for _i, c in tried(settings, Action.UPDATE)] if settings.arch == "mig" and fails_over(settings) else []
-    return {"fails_over_mig": len(modes) > 1, "zone_modes": ", ".join(modes),
+    # with a move (TPU_RECOVERY_MOVE), a short group whose zone has one mode is removed too: its
+    # recreate's refusal is what moves the environment (:func:`moves`)
+    return {"fails_over_mig": len(modes) > 1 or bool(modes and moves(settings)["moves"]), "zone_modes": ", ".join(modes),
             "no_capacity": capacity_errors.ere(), "acquire_wait_s": ACQUIRE_WAIT_S}
 
 
@@ -151,6 +155,40 @@ def places(settings: Settings) -> dict[str, Any]:
             "prices": [{"place": c.label, "hourly": _price(hourly_usd(at(settings, c)))} for c in listed]}
 
 
+def next_zones(settings: Settings) -> list[str]:
+    """The zones a recovery may move the environment to, in the order it asks: those after the
+    slice's zone in ``ZONE`` as written, then those before it (the list goes round). Empty without
+    TPU_RECOVERY_MOVE (``Settings.recovery_move``) or without the failover loop whose refusals
+    decide a move (``module_parts.fails_over``)."""
+    if not (settings.recovery_move and fails_over(settings)):
+        return []
+    zones = list(dict.fromkeys([*split(settings.raw.get("ZONE", "")), *(c.zone for c in settings.candidates)]))
+    zones = [z for z in zones if any(c.zone == z for c in settings.candidates)]
+    i = zones.index(settings.zone)
+    return zones[i + 1:] + zones[:i]
+
+
+def move_minutes(settings: Settings) -> float:
+    """How long a recovery that moves keeps the slice down, modelled (not measured): the wait for the
+    check (:data:`INTERVAL_MIN`), the refused recreate in the zone, then the move's update in the
+    next zone (docs/capacity.md, "Moving an environment to another zone"): the new slice, the
+    dataset disk and Filestore before training resumes, each its apply's figure
+    (builder/catalogue/durations.py)."""
+    slice_ = f"{accelerator_module(settings.arch)}-apply"
+    storage = ["filestore-apply", *(["shared_pd-apply"] if settings.shared_pd_attach else [])]
+    return INTERVAL_MIN + sum(duration({"id": sid}, settings) for sid in (slice_, slice_, *storage))
+
+
+def moves(settings: Settings) -> dict[str, Any]:
+    """What the health build needs to move (:func:`next_zones`): ``moves``, whether it may;
+    ``next_zones``; ``refused_line``: the failover loop's words when no mode of the zone granted
+    the slice (templates/_acquire.sh.j2), read in the recreate's log (``gcloud builds log``);
+    ``move_scope``: the move updates every module (the storage moves with the slice)."""
+    zones = next_zones(settings)
+    return {"moves": bool(zones), "next_zones": zones, "refused_line": f"no candidate of {settings.zone} granted",
+            "move_scope": ["--tpu", "false", "--mig", "false"]}
+
+
 def _price(hourly: float | None) -> str:
     """The record's ``hourly_usd`` as JSON: a number, or null where the price is unknown."""
     return "null" if hourly is None else f"{hourly:.4f}"
@@ -166,13 +204,24 @@ STEPS: tuple[tuple[str, str, str], ...] = (
     ("health-prepare", "python", "recovery_prepare.sh.j2"),
     ("health-relaunch", "gcloud", "recovery_relaunch.sh.j2"),
 )
+#: With a move (:func:`moves`), between prepare and relaunch: the recreate's refusals read from its
+#: build log, and the move's dispatch.
+MOVE_STEPS: tuple[tuple[str, str, str], ...] = (
+    ("health-refusals", "gcloud", "recovery_refusals.sh.j2"),
+    ("health-move", "python", "recovery_move.sh.j2"),
+)
+
+
+def steps(settings: Settings) -> tuple[tuple[str, str, str], ...]:
+    """The health build's steps for ``settings``: with a move, :data:`MOVE_STEPS` before the relaunch."""
+    return (*STEPS[:2], *(MOVE_STEPS if moves(settings)["moves"] else ()), STEPS[2])
 
 
 def build_request(settings: Settings) -> dict[str, Any]:
     """The Build the health check's job creates every :data:`INTERVAL_MIN` minutes."""
     env, ctx = environment(), context(settings)
-    steps = []
-    for step_id, image, template in STEPS:
+    built = []
+    for step_id, image, template in steps(settings):
         # a script too long for one argument runs from the kept source (build_limits.step_args)
         args, _subs = build_limits.step_args(step_id, "bash", env.get_template(template).render(
             step_id=step_id, **ctx).strip() + "\n")
@@ -180,7 +229,7 @@ def build_request(settings: Settings) -> dict[str, Any]:
         if build_limits.shipped_path(args[1]):  # copied from the state bucket first, with gcloud
             assert image == "gcloud", step_id
             args = build_limits.fetched(args, settings.state_bucket)
-        steps.append({
+        built.append({
             "id": step_id,
             "name": IMAGES[image],
             "entrypoint": "bash",
@@ -190,7 +239,7 @@ def build_request(settings: Settings) -> dict[str, Any]:
         })
     return build_limits.check({
         "source": {"storageSource": {"bucket": settings.state_bucket, "object": source_object(settings.env_name)}},
-        "steps": steps,
+        "steps": built,
         "timeout": f"{TIMEOUT_S}s",
         # modules/health adds serviceAccount (the pipelines' own account), as modules/ttl does
         "options": {"logging": "CLOUD_LOGGING_ONLY"},
@@ -225,11 +274,19 @@ def plan_text(settings: Settings) -> str:
         return ("off (TPU_RECOVERY): a lost slice stays lost until `tpubuild update`" if settings.arch != "node"
                 else "none on the legacy node architecture")
 
-    where = ""
+    where, move = "", ""
     if fails_over(settings):  # the recreate's failover loop (docs/recovery.md, "Candidates")
         modes = [c.mode for _i, c in tried(settings, Action.UPDATE)]
-        where = (f" in the first of {', '.join(modes)} in {settings.zone} that grants it (never in another zone)"
-                 if len(modes) > 1 else f" in {settings.zone} {settings.provisioning} only")
+        stays = "" if next_zones(settings) else " (never in another zone)"
+        where = (f" in the first of {', '.join(modes)} in {settings.zone} that grants it{stays}"
+                 if len(modes) > 1 else f" in {settings.zone} {settings.provisioning}{' only' if stays else ''}")
+    if next_zones(settings):
+        minutes, hourly = move_minutes(settings), hourly_usd(settings)
+        worth = f", ~${hourly * minutes / 60:.2f} of the slice's time" if hourly is not None else ""
+        move = (f"; when no mode of {settings.zone} grants it, the environment moves to {', then '.join(next_zones(settings))} "
+                f"(TPU_RECOVERY_MOVE; docs/recovery.md): down ~{minutes:.0f} min{worth} (modelled: the check's "
+                "interval, the refused recreate, the new slice, disk and Filestore), both zones' storage billed until "
+                "the old zone's is removed; training resumes from the bucket's checkpoint")
     return (f"auto (TPU_RECOVERY): every {INTERVAL_MIN} min a health build recreates a lost slice{where} and "
-            f"relaunches {settings.model or 'nothing (MODEL is empty)'} from its last checkpoint; it gives up after "
-            f"{settings.recovery_max_tries} failed tries; never past the TTL nor while a build holds the lock")
+            f"relaunches {settings.model or 'nothing (MODEL is empty)'} from its last checkpoint{move}; it gives up "
+            f"after {settings.recovery_max_tries} failed tries; never past the TTL nor while a build holds the lock")

@@ -15,13 +15,18 @@ from typing import Any
 from builder.config.keys import KeySpec
 
 from ..torchtpu.facts import PROFILER_PORT, STEP_WORD  # noqa: F401  (the declaration: torchtpu's)
+from ..roberta.keys import checkpoint_gb  # noqa: F401  (the declaration: one checkpoint_last.pt, as fairseq's)
 from ..torchtpu.keys import script_args
 
 #: The plug-in declaration (builder/config/model_registry.py ``DECLARED``): the launch copies
 #: models/torchtpu (train.sh, tpu_observe.py) to ~/.tpubuild/torchtpu; pretrain.py serves the profiler.
 CODE_DIR = ".tpubuild/torchtpu"
 PROFILER = "tpu_observe.py"
-STEP_LABEL = "RoBERTa on TorchTPU updates"  # the dashboard variable allows letters, digits, spaces and _ . : / -
+STEP_LABEL = "RoBERTa on TorchTPU updates"
+#: What models/torchtpu/train.sh copies to the bucket after each save: the folder pretrain.py
+#: publishes checkpoint_last.pt in ($TPUBUILD_CHECKPOINT_DIR; docs/recovery.md), one
+#: checkpoint_last.pt of the size RoBERTa's keys model (12 bytes a parameter).
+CHECKPOINT_FILES = ("checkpoint",)  # the dashboard variable allows letters, digits, spaces and _ . : / -
 
 
 def check(settings: Any) -> list[tuple[str, str, str]]:

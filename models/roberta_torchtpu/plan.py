@@ -46,8 +46,8 @@ class Job(launch.Job):
     def from_settings(cls, s: Any) -> Job:
         base = launch.Job.from_settings(s)
         fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
-        job = cls(**{**fields, "script": SCRIPT, "ship": SHIP})
-        return cls(**{**fields, "script": SCRIPT, "ship": SHIP, "args": tuple(arguments(job))})
+        job = cls(**{**fields, "script": SCRIPT, "ship": SHIP, "model": MODEL})
+        return cls(**{**fields, "script": SCRIPT, "ship": SHIP, "model": MODEL, "args": tuple(arguments(job))})
 
     def opt(self, name: str) -> Any:
         return self.options[f"roberta_{name}"]

@@ -16,6 +16,13 @@ The fairseq path's guarantees, kept here without fairseq (docs/models.md "RoBERT
   word), ``tpubuild-resume`` on a resume, ``tpubuild-done`` at the end; torch-tpu's profiler server
   for ``tpubuild profile`` (models/torchtpu/tpu_observe.py) when train.sh sets its port.
 
+* checkpoints that outlive the zone (docs/recovery.md, "Checkpoints in the bucket"): after each
+  save, rank 0 publishes checkpoint_last.pt in ``$TPUBUILD_CHECKPOINT_DIR`` (a hard link, no copy),
+  writes its update into ``tpubuild-position`` there last and prints ``tpubuild-checkpoint
+  UPDATE``: train.sh copies that folder (only it, not the numbered checkpoints) to the state
+  bucket, and at the start puts the bucket's copy there when it is later; a resume takes it when
+  its update is later than the save dir's checkpoint_last.pt (a new zone's empty share).
+
 ``--trace-dir`` (tests) writes, per rank, the sequence ids each update trained.
 """
 
@@ -26,6 +33,7 @@ import contextlib
 import json
 import math
 import os
+import shutil
 import signal
 import sys
 import time
@@ -120,13 +128,47 @@ def save(a: argparse.Namespace, model: nn.Module, opt: torch.optim.Optimizer, st
         numbered = sorted(a.save_dir.glob("checkpoint_[0-9]*.pt"), key=lambda p: int(p.stem.split("_")[1]))
         for old in numbered[:-a.keep_checkpoints]:
             old.unlink()
+    publish(last, state["updates"])
     return last
+
+
+def publish(last: Path, updates: int) -> None:
+    """checkpoint_last.pt of ``updates`` as train.sh copies it to the bucket (module docstring)."""
+    folder = Path(os.environ["TPUBUILD_CHECKPOINT_DIR"]) if os.environ.get("TPUBUILD_CHECKPOINT_DIR") else None
+    if folder is None:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    link = folder / f".{CHECKPOINT}.link"
+    link.unlink(missing_ok=True)
+    try:
+        os.link(last, link)  # Filestore holds both: no second copy
+    except OSError:
+        shutil.copyfile(last, link)
+    os.replace(link, folder / CHECKPOINT)
+    (folder / ".tpubuild-position.part").write_text(f"{updates}\n")
+    os.replace(folder / ".tpubuild-position.part", folder / "tpubuild-position")
+    print(f"tpubuild-checkpoint {updates}", flush=True)
+
+
+def newest(path: Path) -> Path:
+    """``path`` (the save dir's checkpoint_last.pt), or the one in ``$TPUBUILD_CHECKPOINT_DIR`` when
+    that is another file of a later update: the bucket's copy train.sh put there."""
+    folder = Path(os.environ["TPUBUILD_CHECKPOINT_DIR"]) if os.environ.get("TPUBUILD_CHECKPOINT_DIR") else None
+    other = folder / CHECKPOINT if folder is not None else None
+    if other is None or not other.is_file() or (path.is_file() and os.path.samefile(path, other)):
+        return path
+    try:
+        position = int((other.parent / "tpubuild-position").read_text())
+    except (OSError, ValueError):
+        return path
+    mine = torch.load(path, map_location="cpu", weights_only=False).get("updates", -1) if path.is_file() else -1
+    return other if position > mine else path
 
 
 def resume(a: argparse.Namespace, model: nn.Module, opt: torch.optim.Optimizer, data_id: str,
            world: int) -> dict:
-    """The state of checkpoint_last.pt (model and optimizer loaded), or a fresh start's."""
-    path = a.save_dir / CHECKPOINT
+    """The state of checkpoint_last.pt (model and optimizer loaded; :func:`newest`), or a fresh start's."""
+    path = newest(a.save_dir / CHECKPOINT)
     fresh = {"updates": 0, "consumed": 0, "world": world, "total_batch": a.total_batch, "data": data_id}
     if not path.is_file():
         return fresh

@@ -88,6 +88,8 @@ class Job:
     #: files shipped beside ``script`` (paths relative to repo_root): modules the script imports
     #: from its own folder (models/roberta_torchtpu ships its data reader and model so)
     ship: tuple[str, ...] = ()
+    #: the plug-in that runs (MODEL): its checkpoints' folder, on Filestore and in the bucket (train.sh --model)
+    model: str = MODEL
 
     @classmethod
     def from_settings(cls, s: Any) -> Job:
@@ -166,4 +168,5 @@ def train_words(job: Job, code: str, workdir: str) -> list[str]:
     per host) in ``workdir``, where the script was shipped at its path in the repository, with the
     environment's NNODES/NODE_RANK/MASTER_ADDR/MASTER_PORT."""
     return ["bash", f"{code}/train.sh", "--log-dir", log_dir(job), "--env", job.env, "--workdir", workdir,
-            "--nproc-per-node", "1", "--profiler-port", str(PROFILER_PORT), "--", job.script, *job.args]
+            "--nproc-per-node", "1", "--profiler-port", str(PROFILER_PORT), "--model", job.model,
+            "--", job.script, *job.args]

@@ -5,9 +5,9 @@
 # copying the lines with the step word (tpubuild-step) to syslog for the dashboard's step rate.
 # The script may start TorchTPU's profiler server (tpu_observe.serve(): this folder is on
 # PYTHONPATH, the port in TPUBUILD_PROFILER_PORT) for `tpubuild profile`.
-# usage: train.sh --log-dir DIR --env ENV --workdir DIR --nproc-per-node N [--profiler-port P] -- SCRIPT [ARGS...]
+# usage: train.sh --log-dir DIR --env ENV --workdir DIR --nproc-per-node N [--profiler-port P] [--model NAME] -- SCRIPT [ARGS...]
 set -euo pipefail
-log_dir="" env="" workdir="." nproc=1 profiler_port=""
+log_dir="" env="" workdir="." nproc=1 profiler_port="" model=torchtpu
 while [[ $# -gt 0 ]]; do
   case $1 in
     --log-dir) log_dir=$2; shift 2 ;;
@@ -15,11 +15,13 @@ while [[ $# -gt 0 ]]; do
     --workdir) workdir=$2; shift 2 ;;
     --nproc-per-node) nproc=$2; shift 2 ;;
     --profiler-port) profiler_port=$2; shift 2 ;;
+    --model) model=$2; shift 2 ;;
     --) shift; break ;;
     *) echo "train.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
 if [[ $# -eq 0 || -z $log_dir ]]; then echo "train.sh: needs --log-dir DIR -- SCRIPT [ARGS]" >&2; exit 2; fi
+if [[ ! $model =~ ^[a-z][a-z0-9_]*$ ]]; then echo "train.sh: --model $model is not a model folder name" >&2; exit 2; fi
 : "${NNODES:?train.sh: NNODES is not set}" "${NODE_RANK:?}" "${MASTER_ADDR:?}" "${MASTER_PORT:?}"
 if [[ -r /etc/profile.d/tpubuild.sh ]]; then
   # shellcheck source=/dev/null
@@ -47,17 +49,17 @@ send_steps() {
 # Checkpoints that outlive the zone (docs/recovery.md, "Checkpoints in the bucket"): the script
 # saves its checkpoint folder at $TPUBUILD_CHECKPOINT_DIR (on Filestore), writes the step into
 # tpubuild-position there last, then prints "tpubuild-checkpoint STEP" (from the rank that saves);
-# node 0 then copies the folder to <workspace>/checkpoints/torchtpu in the state bucket
+# node 0 then copies the folder to <workspace>/checkpoints/<model> in the state bucket
 # (TPUBUILD_WORKSPACE from the host's profile; TPUBUILD_CHECKPOINT_BUCKET overrides it, "off" turns
 # the copy off) with the shared models/checkpoint_sync.sh, and before torchrun starts every node
 # takes the bucket's copy when its step is later than the folder's tpubuild-position.
 checkpoint_dir=${TPUBUILD_CHECKPOINT_DIR:-}
 if [[ -z $checkpoint_dir && -n ${TPUBUILD_MOUNT_POINT:-} && -n $env ]]; then
-  checkpoint_dir="${TPUBUILD_MOUNT_POINT%/}/nfs_share/checkpoints/$env/torchtpu/checkpoint"
+  checkpoint_dir="${TPUBUILD_MOUNT_POINT%/}/nfs_share/checkpoints/$env/$model/checkpoint"
 fi
 export TPUBUILD_CHECKPOINT_DIR="$checkpoint_dir"
 sync_script="$(dirname "$here")/checkpoint_sync.sh"
-bucket=${TPUBUILD_CHECKPOINT_BUCKET:-${TPUBUILD_WORKSPACE:+${TPUBUILD_WORKSPACE%/}/checkpoints/torchtpu}}
+bucket=${TPUBUILD_CHECKPOINT_BUCKET:-${TPUBUILD_WORKSPACE:+${TPUBUILD_WORKSPACE%/}/checkpoints/$model}}
 if [[ $bucket == off || -z $checkpoint_dir || ! -r $sync_script ]]; then bucket=""; fi
 if [[ -n $bucket ]]; then
   position="$(cat "$checkpoint_dir/tpubuild-position" 2>/dev/null || true)"

@@ -285,6 +285,13 @@ CASES: list[Case] = [
          expect=("TPU_RECOVERY:", "calendar slice ends", "remove TPU_RECOVERY")),
     Case("recovery-queued", overrides(TPU_RECOVERY="auto", TPU_QUEUED="true"), base=VM,
          expect=("TPU_RECOVERY:", "tpu-queue", "remove TPU_QUEUED so that the health check can recreate the slice")),
+    Case("recovery-move-word", overrides(TPU_RECOVERY_MOVE="yes"), base=V5E,
+         expect=("TPU_RECOVERY_MOVE:", "'yes' is not allowed", "true, false")),
+    Case("recovery-move-one-zone", overrides(TPU_RECOVERY_MOVE="true"), base=V5E,
+         expect=("TPU_RECOVERY_MOVE:", "ZONE lists one zone", "list a second zone")),
+    Case("recovery-move-without-recovery", overrides(ZONE="us-east5-a,us-east5-b", TPU_RECOVERY="off",
+                                                     TPU_RECOVERY_MOVE="true"), base=V5E,
+         expect=("TPU_RECOVERY_MOVE:", "TPU_RECOVERY is off", 'set TPU_RECOVERY="auto"'), problems=1),
     # a fix-hint never suggests a value that turns a safety net off (ENV_TTL_HOURS="0" is no TTL)
     Case("ttl-hours-with-unit", overrides(ENV_TTL_HOURS="8h"), base=VM,
          expect=("ENV_TTL_HOURS:", "'8h' is not a whole number of hours", "write digits only, e.g. 8")),

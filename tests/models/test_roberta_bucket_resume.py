@@ -26,12 +26,13 @@ from tests.support.fakes.fixtures import Fakes, fakes  # noqa: F401 - fixture
 pytestmark = pytest.mark.slow
 
 
-def wait_for_position(bucket, position: int, log: str, timeout: float = 240) -> dict[str, str]:
+def wait_for_position(bucket, position: int, log: str, timeout: float = 240,
+                      prefix: str = "workspace/tpu-dev1/checkpoints/roberta") -> dict[str, str]:
     """The manifest once it holds ``position`` (the copy runs in the background, after the save)."""
     deadline = time.monotonic() + timeout
     found: dict[str, str] = {}
     while time.monotonic() < deadline:
-        blob = bucket.blob("workspace/tpu-dev1/checkpoints/roberta/manifest")  # a new one: the live generation
+        blob = bucket.blob(f"{prefix}/manifest")  # a new one: the live generation
         if blob.exists():
             found = dict(line.split("=", 1) for line in blob.download_as_text().splitlines() if "=" in line)
             if found.get("position") == str(position):

@@ -15,7 +15,8 @@ the health build runs, against files under ``$FAKE_GCLOUD_STATE``:
   ``mig_errors/<name>``: what its ``list-errors`` prints (``code<TAB>message`` lines);
 * ``ttl``: what ``scheduler jobs describe`` prints (absent file: NOT_FOUND);
 * ``ongoing``: the ids ``builds list --ongoing`` prints; ``builds/<id>``: the status ``builds
-  describe <id>`` prints (no file: NOT_FOUND), ``builds/<id>.tags`` its tags (``;``-joined);
+  describe <id>`` prints (no file: NOT_FOUND), ``builds/<id>.tags`` its tags (``;``-joined),
+  ``builds/<id>.log`` what ``builds log <id>`` prints;
 * ``disk_users``: the VMs that hold the dataset disk, one name a line (``disks describe`` prints
   their self links, ``;``-joined, as gcloud prints a list; ``instances attach-disk`` adds one);
   ``disk_mode``: its access mode (default READ_ONLY_MANY); ``attach_rc``: attach-disk's exit status;
@@ -143,6 +144,12 @@ def main(argv: list[str]) -> int:
     words = [a for a in argv if not a.startswith("-")]
     if words[:2] == ["builds", "list"]:
         print("".join(f"{i}\n" for i in _ongoing(argv)), end="")
+        return 0
+    if words[:2] == ["builds", "log"]:  # a build's log, as Cloud Logging gives it back: builds/<id>.log
+        text = _read(f"builds/{words[2]}.log")
+        if text is None:
+            return _not_found(f"build {words[2]}")
+        print(text, end="")
         return 0
     if words[:2] == ["builds", "describe"]:
         project = next((a.split("=", 1)[1] for a in argv if a.startswith("--project=")), "")

@@ -7,6 +7,14 @@ progress line per step with the word ``tpubuild-step`` (the dashboard's step rat
 rank 0 ends with ``tpubuild-done``. Under ``tpubuild train`` it starts torch-tpu's profiler server
 (models/torchtpu/tpu_observe.py) for ``tpubuild profile``.
 
+Checkpoints that outlive the zone (docs/recovery.md, "Checkpoints in the bucket"): with
+``$TPUBUILD_CHECKPOINT_DIR`` set (models/torchtpu/train.sh sets it, on Filestore), rank 0 saves the
+model and optimizer there every ``--save-every`` steps and at the end (``model.pt``, written whole
+then renamed), writes the step into ``tpubuild-position`` last, and prints ``tpubuild-checkpoint
+STEP``: train.sh copies the folder to the state bucket, and a relaunch (in any zone: train.sh takes
+the bucket's copy when it is newer) resumes at exactly the next step. Each step's batch is drawn
+from a generator seeded by the rank and the step, so a resumed run trains what an unstopped one does.
+
     torchrun --nproc-per-node 2 models/torchtpu/examples/tiny_transformer.py --steps 5
 """
 
@@ -15,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -43,6 +52,16 @@ def device() -> torch.device:
     return torch.device(acc.type, local % max(1, torch.accelerator.device_count()))
 
 
+def save(folder: Path, step: int, model: nn.Module, opt: torch.optim.Optimizer) -> None:
+    """The checkpoint of ``step`` (rank 0): model.pt whole, then tpubuild-position, then the line."""
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step}, folder / ".model.pt.part")
+    os.replace(folder / ".model.pt.part", folder / "model.pt")
+    (folder / ".tpubuild-position.part").write_text(f"{step}\n")
+    os.replace(folder / ".tpubuild-position.part", folder / "tpubuild-position")
+    print(f"tpubuild-checkpoint {step}", flush=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=20)
@@ -50,6 +69,7 @@ def main() -> None:
     p.add_argument("--seq", type=int, default=32)
     p.add_argument("--vocab", type=int, default=256)
     p.add_argument("--dim", type=int, default=64)
+    p.add_argument("--save-every", type=int, default=50, help="steps between checkpoints ($TPUBUILD_CHECKPOINT_DIR)")
     a = p.parse_args()
     dev = device()
     distributed = "WORLD_SIZE" in os.environ
@@ -62,12 +82,23 @@ def main() -> None:
         tpu_observe.serve()
     torch.manual_seed(0)  # the same initial weights on every rank
     model = TinyLM(a.vocab, a.dim, 4, 2, a.seq).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    folder = Path(os.environ["TPUBUILD_CHECKPOINT_DIR"]) if os.environ.get("TPUBUILD_CHECKPOINT_DIR") else None
+    first = 1
+    if folder is not None and (folder / "tpubuild-position").is_file():  # every rank loads the same checkpoint
+        saved = torch.load(folder / "model.pt", map_location=dev)
+        model.load_state_dict(saved["model"])
+        opt.load_state_dict(saved["opt"])
+        first = saved["step"] + 1
+        print(f"tpubuild-resume rank={rank}/{world} step={saved['step']} next={first}", flush=True)
+    plain = model
     if distributed:
         model = nn.parallel.DistributedDataParallel(model)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    gen = torch.Generator().manual_seed(1000 + rank)  # each rank its own synthetic shard
-    # synthetic data with structure to learn: each sequence counts up from a random start
-    for step in range(1, a.steps + 1):
+    # synthetic data with structure to learn: each sequence counts up from a random start, each
+    # rank its own shard, each step's batch from a generator of its own (a resume draws the same)
+    loss = torch.zeros(())  # what tpubuild-done reports when a resume finds nothing left to train
+    for step in range(first, a.steps + 1):
+        gen = torch.Generator().manual_seed((1000 + rank) * 1_000_003 + step)
         start = torch.randint(0, a.vocab, (a.batch, 1), generator=gen)
         seq = (start + torch.arange(a.seq + 1)) % a.vocab
         tokens, target = seq[:, :-1].to(dev), seq[:, 1:].to(dev)
@@ -78,6 +109,8 @@ def main() -> None:
         opt.step()
         print(f"tpubuild-step rank={rank}/{world} step={step} loss={loss.item():.4f} "
               f"seconds={time.perf_counter() - t0:.3f} device={dev}", flush=True)
+        if folder is not None and rank == 0 and (step % a.save_every == 0 or step == a.steps):
+            save(folder, step, plain, opt)
     if distributed:
         dist.barrier()
         dist.destroy_process_group()
