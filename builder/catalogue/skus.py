@@ -100,7 +100,7 @@ def unit_price(sku: dict[str, Any], unit: str = "h") -> tuple[float, str] | None
 
 def _records(sku: dict[str, Any]) -> list[tuple[tuple[str, ...], tuple[float, str]]]:
     """(the record's key, (price, effective date)) of each record a SKU prices: a TPU chip-hour
-    (``tpu_chip_hour``, generation, mode; a Cloud TPU device's rate ÷ its chips: tpu_device_skus.py)
+    (``tpu_chip_hour``, generation, mode; a Cloud TPU device's rate divided by its chips: tpu_device_skus.py)
     or another row's field (kind, name, field: storage_skus.py); [] for a SKU tpubuild does not price."""
     kind = classify(sku)
     priced = unit_price(sku) if kind else None

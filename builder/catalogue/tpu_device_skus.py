@@ -8,7 +8,7 @@ generation ("Tpu-v3", any case), "Pod" marks a multi-host slice's rate (v2 and v
 Pod apart; v4 has the Pod rate only, which is its rate), and "Preemptible" marks the preemptible rate,
 whose usage type is OnDemand like the on-demand one; a 1- or 3-year commitment carries usage type
 Commit1Yr / Commit3Yr. A record is (generation × mode [× pod] × region); the chip-hour rate is the
-device's ÷ 4. The preemptible SKU prices both ``preemptible`` and ``spot`` (Cloud TPU bills a Spot TPU of
+device's divided by 4. The preemptible SKU prices both ``preemptible`` and ``spot`` (Cloud TPU bills a Spot TPU of
 these generations at the preemptible rate). docs/plan_cost_ttl.md says which SKUs of the recording are real.
 """
 

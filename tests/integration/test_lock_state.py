@@ -39,7 +39,7 @@ def test_the_state_lock_a_finished_build_left_is_broken_and_no_other(env, fakes:
     lock.set_build(bucket, held, "b-dead")
     fakes.google.builds["b-dead"] = {"project": s.project_id, "status": "CANCELLED",
                                      "tags": ["tpubuild", f"tpubuild-env-{s.env_name}"]}
-    _tflock(bucket, s.env_name, "tpu", lock.now().replace("Z", ".123456789Z"))  # taken by b-dead, nanoseconds
+    _tflock(bucket, s.env_name, "tpu", lock.now().replace("Z", ".000000001Z"))  # taken by b-dead, in nanoseconds, not after now
     _tflock(bucket, s.env_name, "filestore", "2020-01-01T00:00:00.5Z")  # before b-dead: someone else's
     code, out, err = cli("--values", repo, "submit", "--action", "update", "--tpu")
     assert code == 0, err

@@ -68,7 +68,7 @@ def _figures(text: str) -> list[str]:
 
 @pytest.mark.parametrize("name", EXAMPLES + DESTROYS)
 def test_other_prices_change_every_figure_of_the_plan_and_nothing_else(cli, cache, name) -> None:
-    """The Done-when of issue 44: a catalogue serving other prices (every SKU × 1.5) moves every figure
+    """A catalogue serving other prices (every SKU × 1.5) moves every figure
     plan shows, text and JSON (the TPU, Filestore, the disk, the snapshot, the backup, the buckets, every
     total), and nothing else but the source line and the SKUs' effective dates."""
     name, *action = name.split("@")
