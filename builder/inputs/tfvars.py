@@ -86,6 +86,7 @@ def _filestore(s: Settings) -> dict[str, Any]:
     return {
         **_common(s), "region": s.region, "name": s.filestore_name, "tier": s.shared_fs_tier,
         "share_name": s.shared_fs_name, "capacity_gb": s.shared_fs_capacity_gb, "network": s.network,
+        "env_name": s.env_name, "state_bucket": s.state_bucket, "move": False, "release": False, "source_backup": "",
     }
 
 

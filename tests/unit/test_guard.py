@@ -68,7 +68,7 @@ REFUSE = [
     ("filestore_replace_tier", "filestore", "auto", "google_filestore_instance.this", "during auto"),
     ("filestore_replace_share_name", "filestore", "update", "google_filestore_instance.this",
      "(file_shares.0.name forces replacement)"),
-    ("filestore_destroy", "filestore", "update", "google_filestore_instance.this", "would be destroyed"),
+    ("filestore_destroy", "filestore", "update", 'google_filestore_instance.this["a"]', "would be destroyed"),
     ("filestore_deposed_delete", "filestore", "update", "google_filestore_instance.this", "deposed object"),
     ("shared_pd_replace_create_before_destroy", "shared_pd", "update", "google_compute_disk.this",
      "would be replaced (type forces replacement)"),
