@@ -98,7 +98,7 @@ def _shared_pd(s: Settings) -> dict[str, Any]:
         "snapshot": "" if restore in ("", "latest") else restore,
         "env_name": s.env_name, "state_bucket": s.state_bucket,
         "seeder_service_account_id": s.seeder_service_account_id,
-        "dataset_bucket": dataset_bucket(s.gcs_dataset),
+        "dataset_bucket": dataset_bucket(s.gcs_dataset), "move": False, "release": False,
     }
 
 
