@@ -121,6 +121,7 @@ def _tpu_vm(s: Settings) -> dict[str, Any]:
         "runtime_version": s.runtime_version, "external_ips": s.tpu_external_ips,
         "preemptible": s.tpu_preemptible, "spot": s.tpu_spot, "reserved": s.tpu_reserved,
         "queued": s.queued, "make_before_break": s.replace == "make-before-break", "release": False,  # tpu-release passes -var=release=true
+        "previous_zone": "",  # a move to another zone passes the applied snapshot's granted zone
         **_ttl(s), **_health(s),
     }
 
