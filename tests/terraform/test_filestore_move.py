@@ -6,7 +6,10 @@ before the slots moves to slot "a" without a change."""
 
 from __future__ import annotations
 
+import copy
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +48,13 @@ def _plan(tf: Terraform, work: Path, values: dict[str, Any], name: str) -> dict[
 def _apply(tf: Terraform, work: Path, name: str) -> dict[str, Any]:
     tf(work, "apply", "-input=false", "-no-color", "-lock=false", f"{name}.tfplan")
     return {k: v["value"] for k, v in json.loads(tf(work, "output", "-json").stdout).items()}
+
+
+def _guard(tmp: Path, plan: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    path = tmp / "guarded.json"
+    path.write_text(json.dumps(plan))
+    return subprocess.run([sys.executable, "-m", "builder", "guard", "--plan-json", str(path), "--module", "filestore",
+                           "--action", "update"], capture_output=True, text=True, timeout=60)
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +97,18 @@ def test_a_move_restores_beside_then_releases_the_old_zone(tf: Terraform, base: 
 
     release = _plan(tf, work, {**moved, "release": True}, "release")
     assert _changes(release) == {FS.format("a"): "delete", FS.format("b"): "no-op"}
+    # the guard lets the old zone's instance go without _ALLOW_DATA_LOSS: its copy is kept
+    said = _guard(tmp_path, release)
+    assert said.returncode == 0, said.stderr
+    assert f'MOVED: {FS.format("a")} (the old zone\'s) is deleted: {FS.format("b")} in {moved["zone"]} was made ' \
+           f'from the backup {moved["source_backup"]}' in said.stdout
+    # the same delete with no copy beside it loses the share: refused
+    blank = copy.deepcopy(release)
+    for rc in blank["resource_changes"]:
+        if rc["address"] == FS.format("b"):
+            rc["change"]["before"]["file_shares"][0]["source_backup"] = None
+    refused = _guard(tmp_path, blank)
+    assert refused.returncode == 2 and "_ALLOW_DATA_LOSS" in refused.stderr
     out = _apply(tf, work, "release")
     assert set(out["slots"]) == {"b"} and out["location"] == moved["zone"]
     # a change that keeps the zone goes to the slot that holds it; nothing moves

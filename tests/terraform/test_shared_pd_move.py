@@ -7,6 +7,8 @@ written before the slots moves to slot "a" without a change."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +80,11 @@ def test_a_move_makes_the_disk_from_a_snapshot_beside_then_releases(tf: Terrafor
 
     release = _plan(tf, work, {**moved, "release": True}, "release")
     assert _changes(release) == {PD.format("a"): "delete", PD.format("b"): "no-op"}
+    path = tmp_path / "guarded.json"
+    path.write_text(json.dumps(release))
+    said = subprocess.run([sys.executable, "-m", "builder", "guard", "--plan-json", str(path), "--module", "shared_pd",
+                           "--action", "update"], capture_output=True, text=True, timeout=60)
+    assert said.returncode == 0 and f"made from the snapshot {SNAPSHOT} of it" in said.stdout, said.stderr
     out = _apply(tf, work, "release")
     assert set(out["slots"]) == {"b"}
     # the snapshot is only read at creation: a later one never replaces the disk
