@@ -51,7 +51,7 @@ def _plan(args: argparse.Namespace, *, compare: bool = False) -> tuple[Settings,
         prev = previous(settings, args.applied, need=plan is None)
     if prev is not None and prev.place is not None:  # an update keeps the slice where it was granted
 
-        settled = acting(settings, prev.place, req.action)
+        settled = acting(settings, prev.place, req.action, prev.first_zone)
         if settled is not settings:
             settings = settled
             plan = request.plan_for(settings, req)

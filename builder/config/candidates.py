@@ -16,8 +16,8 @@ list must be in it (a list that spans regions leaves REGION empty).
 The granted place. A build that acquired the slice records in the applied snapshot
 ``granted = {"zone": ..., "mode": ...}``; :func:`granted` reads it back. Later updates stay there
 (:func:`settle` puts the granted candidate first) unless the user edited the list so that it no
-longer contains it: then the first candidate of the new list is where the slice goes, and the plan
-shows the move as a replacement of the slice (its zone or mode changes). A snapshot without
+longer contains it, or put another zone first (:func:`reordered`): then the first candidate of the
+new list is where the environment goes, and the plan shows the move (builder/planning/move.py). A snapshot without
 ``granted`` (every snapshot made before candidates) reads as today: the first candidate.
 """
 
@@ -140,19 +140,42 @@ def at(settings: Any, place: Candidate) -> Any:
                    candidates=first_is(listed, place) if stays(listed, place) else (place, *listed))
 
 
-def settle(settings: Any, place: Candidate | None) -> Any:
+def reordered(settings: Any, place: Candidate | None, first: str | None) -> bool:
+    """Whether the user put another zone first to move the environment there (docs/capacity.md,
+    "Moving an environment to another zone"): the list's first zone is neither the applied list's
+    first zone (``first``; None: not known, nothing reordered) nor the zone the slice is in. A list
+    whose first zone did not change keeps a slice that a failover granted further down the list."""
+    return (place is not None and first is not None and bool(settings.candidates)
+            and settings.candidates[0].zone not in (first, place.zone))
+
+
+def settle(settings: Any, place: Candidate | None, first: str | None = None) -> Any:
     """Where an update of ``settings`` keeps the slice: at ``place`` (the granted place the
-    applied snapshot records) while the list still holds it; else the first candidate, and the
-    plan shows the move (a changed zone or mode replaces the slice)."""
-    return at(settings, place) if stays(settings.candidates, place) and place is not None else settings
+    applied snapshot records) while the list still holds it and was not reordered to put another
+    zone first (:func:`reordered`; ``first``: the applied list's first zone); else the first
+    candidate, and the plan shows the move (builder/planning/move.py)."""
+    keep = stays(settings.candidates, place) and place is not None and not reordered(settings, place, first)
+    return at(settings, place) if keep and place is not None else settings
 
 
-def acting(settings: Any, place: Candidate | None, action: Action) -> Any:
+def move_to(settings: Any, zone: str) -> Any:
+    """``settings`` with the candidates of ``zone`` first, the others after in their order: the
+    list a user would write to move the environment there (``--move-to ZONE``; the health build's
+    move to the next candidate zone, docs/recovery.md). Raises ValueError when the list has no
+    candidate in ``zone``."""
+    hit = [c for c in settings.candidates if c.zone == zone]
+    if not hit:
+        listed = ", ".join(dict.fromkeys(c.zone for c in settings.candidates))
+        raise ValueError(f"{zone!r} is not a zone of the ZONE list ({listed}); name one of them")
+    return at(settings, hit[0])
+
+
+def acting(settings: Any, place: Candidate | None, action: Action, first: str | None = None) -> Any:
     """Where ``action`` acts on an environment whose slice the applied snapshot says was granted
     at ``place``: the one rule plan, render, submit, dispatch and auto follow. A destroy takes down
     what is there (:func:`at`: the backups of the storage are taken in its zone); any other action
-    keeps the slice there while the list holds it (:func:`settle`). ``settings`` itself without a
-    granted place."""
+    keeps the slice there while the list holds it and puts no other zone first (:func:`settle`;
+    ``first``: the applied list's first zone). ``settings`` itself without a granted place."""
     if place is None:
         return settings
-    return at(settings, place) if Action(action) is Action.DESTROY else settle(settings, place)
+    return at(settings, place) if Action(action) is Action.DESTROY else settle(settings, place, first)

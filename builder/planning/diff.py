@@ -192,6 +192,10 @@ def _module_diff(applied: Settings, target: Settings, module: str) -> ModuleDiff
     # a resize gives the job a new world size: it must restart on the new host count
     interrupts = (spec.training and status == "replace") or recreated or "resize" in effects
     loses = spec.holds_data and status == "replace"
+    # a move to another zone (builder/planning/move.py): made beside the old one from a copy of it
+    moved_here = loses and target.move and applied.zone != target.zone and {
+        c.var for c in changes if c.effect == "replace"} <= {"zone", "region"}
+    loses = loses and not moved_here
     note = ""
     if status == "replace" and spec.training:
         # make-before-break with a MODEL: the build stops it at a checkpoint and resumes it (tpu-resume)
@@ -204,6 +208,9 @@ def _module_diff(applied: Settings, target: Settings, module: str) -> ModuleDiff
         note = "every host is recreated: training interrupted"
     elif status == "resize":
         note = "hosts added or removed; the others keep running (training restarts on the new size)"
+    elif moved_here:
+        note = (f"moved: made in {target.zone} from a copy of the one in {applied.zone}, which is deleted last "
+                "(the move, below)")
     elif loses:
         note = "replaced: its data is lost (the guard refuses it without _ALLOW_DATA_LOSS=true)"
     elif spec.hosts and effects == {"in-place"}:
