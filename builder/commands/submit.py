@@ -112,10 +112,13 @@ def auto_plan(settings: Settings, bucket: Any) -> tuple[Plan | None, Settings]:
 
 def _granted_place(settings: Settings, bucket: Any, *, destroy: bool) -> Settings:
     """Where an explicit update or destroy acts, from the applied snapshot's granted place
-    (builder/config/candidates.py ``acting``: an update stays there while the list holds it, a
-    destroy takes down what is there). ``settings`` itself when the snapshot records none."""
+    (builder/config/candidates.py ``acting``: an update stays there while the list holds it and
+    puts no other zone first, a destroy takes down what is there). ``settings`` itself when the snapshot records none."""
     found = snapshot.read(bucket, settings.env_name)
-    return acting(settings, granted(found) if found is not None else None, Action.DESTROY if destroy else Action.UPDATE)
+    place = granted(found) if found is not None else None
+    old = applied_or_warn(found, settings) if place is not None and not destroy else None
+    # the applied list's first zone: an update whose list puts another zone first moves (candidates.reordered)
+    return acting(settings, place, Action.DESTROY if destroy else Action.UPDATE, old.zone if old is not None else None)
 
 
 def _scope(plan: Plan) -> dict[str, Any]:
