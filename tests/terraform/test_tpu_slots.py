@@ -45,6 +45,16 @@ def _values(tmp: Path, **keys: str) -> dict[str, Any]:
     return tfvars.all_for(load(path))
 
 
+def _up_to_tpu(tf: Terraform, ws: Workspace, settings: Any, values: dict[str, Any]) -> Path:
+    """filestore, shared_pd, then tpu applied (fake) into ``ws``; the tpu module's work dir."""
+    for module in ("filestore", "shared_pd", "tpu"):
+        work = ws.module(module_dir(settings, module), module, values[module])
+        tf.init(work)
+        tf.plan_json(work, "create")
+        tf(work, "apply", "-input=false", "-no-color", "-lock=false", "create.tfplan")
+    return work
+
+
 @pytest.fixture(scope="module")
 def env(tf: Terraform, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The shipped values applied (fake) up to the TPU VM: filestore, shared_pd, then tpu at v3-32."""
@@ -52,11 +62,7 @@ def env(tf: Terraform, tmp_path_factory: pytest.TempPathFactory) -> dict[str, An
     ws = Workspace(tmp / "ws")
     settings = load(SHIPPED)
     values = tfvars.all_for(settings)
-    for module in ("filestore", "shared_pd", "tpu"):
-        work = ws.module(module_dir(settings, module), module, values[module])
-        tf.init(work)
-        tf.plan_json(work, "create")
-        tf(work, "apply", "-input=false", "-no-color", "-lock=false", "create.tfplan")
+    work = _up_to_tpu(tf, ws, settings, values)
     return {"work": work, "tmp": tmp, "values": values["tpu"]}
 
 
@@ -133,11 +139,7 @@ def test_a_move_to_another_zone_makes_the_slice_beside_the_old_zones(tf: Terrafo
     ws = Workspace(tmp_path / "ws")
     settings = load(SHIPPED)
     values = tfvars.all_for(settings)
-    for module in ("filestore", "shared_pd", "tpu"):
-        work = ws.module(module_dir(settings, module), module, values[module])
-        tf.init(work)
-        tf.plan_json(work, "create")
-        tf(work, "apply", "-input=false", "-no-color", "-lock=false", "create.tfplan")
+    work = _up_to_tpu(tf, ws, settings, values)
     base = values["tpu"]
     other = base["zone"][:-1] + ("b" if base["zone"][-1] != "b" else "c")
     moved = {**base, "zone": other, "shared_pd_attach": False}
