@@ -87,6 +87,9 @@ def add_scope(parser: argparse.ArgumentParser) -> None:
                              "destroy does not need it: it snapshots the disk, and backs up Filestore on tiers with "
                              "backups, before deleting them",
     })
+    parser.add_argument("--move-to", metavar="ZONE", default=None,
+                        help="update: place the environment in ZONE, a zone of the ZONE list, and move it there "
+                             "make-before-break (TPU_MOVE; docs/capacity.md, \"Moving an environment to another zone\")")
 
 
 def add_compare(parser: argparse.ArgumentParser) -> None:

@@ -154,6 +154,8 @@ def settle(settings: Any, place: Candidate | None, first: str | None = None) -> 
     applied snapshot records) while the list still holds it and was not reordered to put another
     zone first (:func:`reordered`; ``first``: the applied list's first zone); else the first
     candidate, and the plan shows the move (builder/planning/move.py)."""
+    if getattr(settings, "move_to", ""):  # placed on purpose (--move-to): the place asked for wins
+        return settings
     keep = stays(settings.candidates, place) and place is not None and not reordered(settings, place, first)
     return at(settings, place) if keep and place is not None else settings
 
@@ -161,13 +163,14 @@ def settle(settings: Any, place: Candidate | None, first: str | None = None) -> 
 def move_to(settings: Any, zone: str) -> Any:
     """``settings`` with the candidates of ``zone`` first, the others after in their order: the
     list a user would write to move the environment there (``--move-to ZONE``; the health build's
-    move to the next candidate zone, docs/recovery.md). Raises ValueError when the list has no
+    move to the next candidate zone, docs/recovery.md), marked so that :func:`settle` places it
+    there whatever the granted place (``move_to``). Raises ValueError when the list has no
     candidate in ``zone``."""
     hit = [c for c in settings.candidates if c.zone == zone]
     if not hit:
         listed = ", ".join(dict.fromkeys(c.zone for c in settings.candidates))
         raise ValueError(f"{zone!r} is not a zone of the ZONE list ({listed}); name one of them")
-    return at(settings, hit[0])
+    return replace(at(settings, hit[0]), move_to=zone)
 
 
 def acting(settings: Any, place: Candidate | None, action: Action, first: str | None = None) -> Any:

@@ -72,6 +72,7 @@ class Settings:
     protected: bool = False  # ENV_PROTECTED: its GitOps apply trigger needs an approval (builder/inputs/gitops.py)
     replace: str = "break-before-make"  # TPU_REPLACE, resolved (builder/config/replace.py)
     move: bool = True  # TPU_MOVE: a zone change moves the environment make-before-break (builder/planning/move.py)
+    move_to: str = ""  # --move-to ZONE: the environment is placed there whatever the granted place (candidates.move_to)
     recovery_mode: str = ""  # TPU_RECOVERY as written; see recovery
     recovery_max_tries: int = 3
     #: ZONE × TPU_PROVISIONING, zone by zone, mode by mode (builder/config/candidates.py); ``zone``,

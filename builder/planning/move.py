@@ -101,7 +101,8 @@ def facts(applied: Settings | None, settings: Settings, plan: Plan, why: str = "
     if fs_moves:
         rate, _ = cost.per_month("kept_gb_month", "filestore_backup", applied.region)
         kept.append(("the share's backups (at most)", applied.shared_fs_capacity_gb * (rate or 0.0)))
-    reason = why or (f"the ZONE list puts {settings.zone} first" if settings.candidates
+    reason = why or (f"asked for with --move-to {settings.move_to}" if settings.move_to else
+                     f"the ZONE list puts {settings.zone} first" if settings.candidates
                      and settings.candidates[0].zone == settings.zone else f"the ZONE list no longer holds {applied.zone}")
     out = {"from": applied.zone, "to": settings.zone, "why": reason, "modelled": True, "steps": steps,
            "down_minutes": round(down_minutes, 1), "both_zones_minutes": round(slice_overlap, 1),

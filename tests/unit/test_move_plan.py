@@ -73,3 +73,20 @@ def test_move_off_keeps_the_data_loss_refusal_and_an_unreordered_list_moves_noth
     grown = make_env(V5P, ZONE="us-east5-a,us-east5-b", SHARED_PD_DISK_SIZE="600")
     info = json.loads(cli("--values", grown, "plan", "--action", "update", "--applied", applied, "--format", "json")[1])
     assert info["move"] is None and info["zone"] == "us-east5-a"
+
+
+def test_move_to_places_the_update_whatever_the_granted_place(make_env: Callable[..., Path], cli) -> None:
+    """--move-to ZONE (plan, render, submit, dispatch): the health build's move (docs/recovery.md) and
+    a user's, even back to the list's first zone, which a reorder cannot ask for after a failover."""
+    same = load(make_env(V5P, ZONE="us-east5-a,us-east5-b"))
+    granted_b = Candidate("us-east5-b", "us-east5", same.provisioning)
+    back = move_to(same, "us-east5-a")
+    assert back.move_to == "us-east5-a" and settle(back, granted_b, "us-east5-a").zone == "us-east5-a"
+    applied = make_env(V5P, ZONE="us-east5-a,us-east5-b")
+    info = json.loads(cli("--values", applied, "plan", "--action", "update", "--applied", applied,
+                          "--move-to", "us-east5-b", "--format", "json")[1])
+    assert (info["move"]["to"], info["move"]["why"]) == ("us-east5-b", "asked for with --move-to us-east5-b")
+    code, _, err = cli("--values", applied, "plan", "--move-to", "us-east5-b")
+    assert code == 2 and err == "tpubuild: error: --move-to: moving the environment to us-east5-b is an update; use --action update\n"
+    code, _, err = cli("--values", applied, "plan", "--action", "update", "--move-to", "us-central1-a")
+    assert code == 2 and "'us-central1-a' is not a zone of the ZONE list (us-east5-a, us-east5-b)" in err, err
