@@ -118,7 +118,7 @@ def facts(applied: Settings | None, settings: Settings, plan: Plan, why: str = "
                    f"make-before-break: {order}; modelled, not measured: ~{down_minutes:.0f} min without training, "
                    f"both zones billed ~{slice_overlap:.0f} min (the storage ~{storage:.0f} min): {money}"
                    f"{'; afterwards ' + after if after else ''}; nothing that holds data is deleted before its copy "
-                   "exists, so no _ALLOW_DATA_LOSS. Not built yet (issue 45): this build does not render the move's "
+                   "exists, so no _ALLOW_DATA_LOSS. Not built yet: this build does not render the move's "
                    "steps, so its guard refuses replacing Filestore or the disk in place and nothing is lost "
                    "(docs/capacity.md, \"Moving an environment to another zone\")")
     return out
