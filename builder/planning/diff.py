@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from builder.catalogue import modules as catalogue
 from builder.catalogue.module_parts import replacing
 from builder.catalogue.modules import ModuleSpec, accelerator_module, hosts_module
+from builder.config.filestore import TIERS
 from builder.facts.actions import Action
 from builder.facts.records import asdict, field, record
 from builder.inputs import tfvars
@@ -168,6 +169,9 @@ def module_changes(applied: Settings, target: Settings, module: str) -> tuple[Ch
         old, new = before.get(var), after[var]
         source = _DERIVED.get(var)
         if old == new or (source is not None and source in after and before.get(source) != after[source]):
+            continue
+        if var == "zone" and module == "filestore" and all(TIERS[s.shared_fs_tier].regional for s in (applied, target)):
+            # a REGIONAL or ENTERPRISE instance lives in the region (modules/filestore): a zone moves nothing
             continue
         out.append(Change(var, old, new, _effect(spec, var, old, new, replaced_by)))
     return tuple(out)

@@ -90,3 +90,16 @@ def test_move_to_places_the_update_whatever_the_granted_place(make_env: Callable
     assert code == 2 and err == "tpubuild: error: --move-to: moving the environment to us-east5-b is an update; use --action update\n"
     code, _, err = cli("--values", applied, "plan", "--action", "update", "--move-to", "us-central1-a")
     assert code == 2 and "'us-central1-a' is not a zone of the ZONE list (us-east5-a, us-east5-b)" in err, err
+
+
+def test_a_regional_share_stays_in_its_region(make_env: Callable[..., Path], cli) -> None:
+    """REGIONAL and ENTERPRISE Filestore live in the region (modules/filestore): a move within it
+    copies the disk only, and the before → after leaves the share alone."""
+    regional = {"SHARED_FS_TIER": "REGIONAL", "SHARED_FS_CAPACITY": "1024"}
+    applied = make_env(V5P, ZONE="us-east5-a,us-east5-b", **regional)
+    moved = make_env(V5P, ZONE="us-east5-b,us-east5-a", **regional)
+    info = json.loads(cli("--values", moved, "plan", "--action", "update", "--applied", applied, "--format", "json")[1])
+    assert [s["step"] for s in info["move"]["steps"] if "filestore" in s["step"]] == []
+    assert set(info["move"]["kept_per_month"]) == {"the disk's snapshot (at most)"}
+    assert {m["module"]: m["status"] for m in info["before_after"]["modules"]}["filestore"] != "replace"
+    assert not [x for x in info["before_after"]["lines"] if x.startswith("filestore: zone")]
