@@ -130,7 +130,7 @@ def tried(s: Settings, action: Action) -> tuple[tuple[int, Any], ...]:
     Filestore keeps the checkpoints): a running slice is never moved, and a lost one (the health
     check's recovery, docs/recovery.md) fails over from mode to mode where its data is; moving
     zones is an update placed in another zone: the recovery's when its zone refuses every mode
-    (TPU_RECOVERY_MOVE, ``--zone``), or a person's (docs/capacity.md)."""
+    (TPU_RECOVERY_MOVE, ``--move-to``), or a person's (docs/capacity.md)."""
     listed = tuple(enumerate(s.candidates))
     return listed if Action(action) is Action.CREATE else tuple((i, c) for i, c in listed if c.zone == s.zone)
 

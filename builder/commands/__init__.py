@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from builder.config import Settings, load
-from builder.config.candidates import at, granted
+from builder.config.candidates import at, granted, move_to
 from builder.facts.errors import BadInput
 from builder.planning.applied import applied_settings
 
@@ -20,6 +20,14 @@ def load_settings(args: argparse.Namespace, *, strict: bool = False, later: bool
     settings = load(args.values, strict=strict, later=later)
     for warning in settings.warnings:
         print(f"tpubuild: warning: {warning}", file=sys.stderr)
+    zone = getattr(args, "move_to", None)
+    if zone:  # --move-to ZONE: an update placed in that zone of the list (docs/capacity.md, "When an update moves")
+        if str(getattr(args, "action", "")) != "update":
+            raise BadInput(f"--move-to: moving the environment to {zone} is an update; use --action update")
+        try:
+            settings = move_to(settings, zone.strip())
+        except ValueError as exc:
+            raise BadInput(f"--move-to: {exc}") from None
     return settings
 
 

@@ -46,6 +46,9 @@ class Previous:
     #: True: read from an existing state bucket, where plan also reads a build stopped half way
     #: (builder/cloud/interrupted.py ``for_plan``)
     bucket: bool = False
+    #: the applied list's first zone, as written (``settings`` are placed where the slice is): an
+    #: update whose list puts another zone first moves the environment (candidates.reordered)
+    first_zone: str | None = None
 
     @property
     def place(self) -> Any:
@@ -86,7 +89,7 @@ def previous(settings: Settings, applied: str | None, *, need: bool) -> Previous
                              "applied to this environment, or --applied none if nothing was applied").strip():
                 return Previous(None, f"{path} (empty: nothing applied yet)")
             old = load(path)
-            return Previous(old, compared_with(old, settings, str(path), destroy_with=str(path)))
+            return Previous(old, compared_with(old, settings, str(path), destroy_with=str(path)), first_zone=old.zone)
         except TpuBuildError as exc:
             raise BadInput(f"--applied: {exc}") from None
     if not has_credentials():
@@ -121,7 +124,7 @@ def previous(settings: Settings, applied: str | None, *, need: bool) -> Previous
     shown = compared_with(old, settings, shown, destroy_with="<its values.env>")
     place = granted(record)  # the slice is where it was granted, whatever the applied list's first candidate
     return Previous(at(old, place) if place is not None else old, shown, record.build_id, record.outstanding,
-                    record.absent, record.sources or None, granted=place, bucket=True)
+                    record.absent, record.sources or None, granted=place, bucket=True, first_zone=old.zone)
 
 
 def stopped_build(settings: Settings) -> dict[str, Any] | None:

@@ -70,7 +70,7 @@ def add_flags(parser: argparse.ArgumentParser, flags: dict[str, str]) -> None:
 
 
 def add_scope(parser: argparse.ArgumentParser) -> None:
-    """``--tpu``, ``--mig``, ``--allow-data-loss`` and ``--zone``, worded once for plan, render and submit.
+    """``--tpu``, ``--mig`` and ``--allow-data-loss``, worded once for plan, render and submit.
 
     What they do is ``builder.planning.plan.make_plan`` (the scope) and ``builder.planning.guard`` (the override):
     ``--mig`` names the MIG module, which is the slice itself on ``TPU_ARCH=mig`` and the worker
@@ -87,9 +87,9 @@ def add_scope(parser: argparse.ArgumentParser) -> None:
                              "destroy does not need it: it snapshots the disk, and backs up Filestore on tiers with "
                              "backups, before deleting them",
     })
-    parser.add_argument("--zone", metavar="ZONE", default="",
-                        help="create/update: place the environment in this zone of the ZONE list (its first mode "
-                             "there); the health build's recovery moves a slice with it (docs/recovery.md)")
+    parser.add_argument("--move-to", metavar="ZONE", default=None,
+                        help="update: place the environment in ZONE, a zone of the ZONE list, and move it there "
+                             "make-before-break (TPU_MOVE; docs/capacity.md, \"Moving an environment to another zone\")")
 
 
 def add_compare(parser: argparse.ArgumentParser) -> None:

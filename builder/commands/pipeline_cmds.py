@@ -38,8 +38,7 @@ def _plan(args: argparse.Namespace, *, compare: bool = False) -> tuple[Settings,
     settings = load_settings(args)
     req = request.parse(settings, args.action, tpu=args.tpu, mig=args.mig, only=args.only,
                         allow_data_loss=args.allow_data_loss, allow_wipe=getattr(args, "allow_wipe", False),
-                        door=Door.PLAN if compare else Door.RENDER, zone=getattr(args, "zone", ""))
-    settings = request.placed(settings, req)  # --zone: the values at that zone's first candidate
+                        door=Door.PLAN if compare else Door.RENDER)
     plan = request.plan_for(settings, req)  # None: auto, decided from the applied values (read here)
     # render compares only when it must (auto) or is told (--applied FILE): then it refuses what plan refuses
     read = compare or plan is None or getattr(args, "applied", None) is not None
@@ -50,9 +49,9 @@ def _plan(args: argparse.Namespace, *, compare: bool = False) -> tuple[Settings,
         from builder.commands.compare import previous
 
         prev = previous(settings, args.applied, need=plan is None)
-    if prev is not None and prev.place is not None and not req.zone:  # an update keeps the slice where it was granted
+    if prev is not None and prev.place is not None:  # an update keeps the slice where it was granted
 
-        settled = acting(settings, prev.place, req.action)
+        settled = acting(settings, prev.place, req.action, prev.first_zone)
         if settled is not settings:
             settings = settled
             plan = request.plan_for(settings, req)

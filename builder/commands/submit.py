@@ -31,7 +31,7 @@ from builder.facts.records import record
 from builder.inputs import build_limits, tfvars, ttl
 from builder.planning import auto
 from builder.planning.plan import make_plan
-from builder.planning.request import SUBSTITUTIONS, parse, placed, plan_for
+from builder.planning.request import SUBSTITUTIONS, parse, plan_for
 from builder.render import pipeline
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -112,10 +112,13 @@ def auto_plan(settings: Settings, bucket: Any) -> tuple[Plan | None, Settings]:
 
 def _granted_place(settings: Settings, bucket: Any, *, destroy: bool) -> Settings:
     """Where an explicit update or destroy acts, from the applied snapshot's granted place
-    (builder/config/candidates.py ``acting``: an update stays there while the list holds it, a
-    destroy takes down what is there). ``settings`` itself when the snapshot records none."""
+    (builder/config/candidates.py ``acting``: an update stays there while the list holds it and
+    puts no other zone first, a destroy takes down what is there). ``settings`` itself when the snapshot records none."""
     found = snapshot.read(bucket, settings.env_name)
-    return acting(settings, granted(found) if found is not None else None, Action.DESTROY if destroy else Action.UPDATE)
+    place = granted(found) if found is not None else None
+    old = applied_or_warn(found, settings) if place is not None and not destroy else None
+    # the applied list's first zone: an update whose list puts another zone first moves (candidates.reordered)
+    return acting(settings, place, Action.DESTROY if destroy else Action.UPDATE, old.zone if old is not None else None)
 
 
 def _scope(plan: Plan) -> dict[str, Any]:
@@ -124,10 +127,9 @@ def _scope(plan: Plan) -> dict[str, Any]:
 
 
 def submit(settings: Settings, action: str, *, tpu: bool = False, mig: bool = False,
-           allow_data_loss: bool = False, allow_wipe: bool = False, wait: bool = False, zone: str = "") -> int:
+           allow_data_loss: bool = False, allow_wipe: bool = False, wait: bool = False) -> int:
     request = parse(settings, action, tpu=tpu, mig=mig, allow_data_loss=allow_data_loss, allow_wipe=allow_wipe,
-                    door=Door.SUBMIT, zone=zone)
-    settings = placed(settings, request)
+                    door=Door.SUBMIT)
     return execute(settings, prepare(settings, request), wait=wait)
 
 
@@ -147,8 +149,7 @@ def execute(settings: Settings, prepared: Prepared, *, wait: bool = False, prefl
     if preflight and (note := iam.preflight(clients.projects(), settings)):
         warn(note)
     bucket = client.bucket(settings.state_bucket)
-    if plan is not None and len(settings.candidates) > 1 and request.action in (Action.UPDATE, Action.DESTROY) \
-            and not request.zone:  # --zone placed it already (planning.request.placed)
+    if plan is not None and len(settings.candidates) > 1 and request.action in (Action.UPDATE, Action.DESTROY):
         placed = _granted_place(settings, bucket, destroy=request.action is Action.DESTROY)
         if placed is not settings:  # rendered again where the slice is: prepare is offline and pure
             settings, prepared = placed, prepare(placed, request)
@@ -245,7 +246,7 @@ def _keep_ttl_source(bucket: Any, settings: Settings, action: Action, src: Sourc
 
 def cmd_submit(args: argparse.Namespace) -> int:
     return submit(load_settings(args), args.action, tpu=args.tpu, mig=args.mig,
-                  allow_data_loss=args.allow_data_loss, allow_wipe=args.allow_wipe, wait=args.wait, zone=args.zone)
+                  allow_data_loss=args.allow_data_loss, allow_wipe=args.allow_wipe, wait=args.wait)
 
 
 def cmd_dispatch(args: argparse.Namespace) -> int:
@@ -254,10 +255,8 @@ def cmd_dispatch(args: argparse.Namespace) -> int:
     line, even where there are no credentials."""
     settings = load_settings(args)
     request = parse(settings, args.action, tpu=args.tpu, mig=args.mig, allow_data_loss=args.allow_data_loss,
-                    allow_wipe=args.allow_wipe, spelling=SUBSTITUTIONS, door=Door.DISPATCH, zone=args.zone)
-    settings = placed(settings, request)
+                    allow_wipe=args.allow_wipe, spelling=SUBSTITUTIONS, door=Door.DISPATCH)
     prepared = prepare(settings, request)
-    where = f", placed in {settings.zone} {settings.provisioning} (--zone)" if request.zone else ""
     say(f"dispatch: {request.action} of {settings.env_name} (project {settings.project_id}, "
-        f"{settings.arch} architecture{where})")
+        f"{settings.arch} architecture)")
     return execute(settings, prepared, wait=True, preflight=True)

@@ -16,8 +16,8 @@ list must be in it (a list that spans regions leaves REGION empty).
 The granted place. A build that acquired the slice records in the applied snapshot
 ``granted = {"zone": ..., "mode": ...}``; :func:`granted` reads it back. Later updates stay there
 (:func:`settle` puts the granted candidate first) unless the user edited the list so that it no
-longer contains it: then the first candidate of the new list is where the slice goes, and the plan
-shows the move as a replacement of the slice (its zone or mode changes). A snapshot without
+longer contains it, or put another zone first (:func:`reordered`): then the first candidate of the
+new list is where the environment goes, and the plan shows the move (builder/planning/move.py). A snapshot without
 ``granted`` (every snapshot made before candidates) reads as today: the first candidate.
 """
 
@@ -28,7 +28,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from builder.facts.actions import Action
-from builder.facts.errors import BadInput
 from builder.facts.records import record, replace
 
 
@@ -141,37 +140,45 @@ def at(settings: Any, place: Candidate) -> Any:
                    candidates=first_is(listed, place) if stays(listed, place) else (place, *listed))
 
 
-def settle(settings: Any, place: Candidate | None) -> Any:
+def reordered(settings: Any, place: Candidate | None, first: str | None) -> bool:
+    """Whether the user put another zone first to move the environment there (docs/capacity.md,
+    "Moving an environment to another zone"): the list's first zone is neither the applied list's
+    first zone (``first``; None: not known, nothing reordered) nor the zone the slice is in. A list
+    whose first zone did not change keeps a slice that a failover granted further down the list."""
+    return (place is not None and first is not None and bool(settings.candidates)
+            and settings.candidates[0].zone not in (first, place.zone))
+
+
+def settle(settings: Any, place: Candidate | None, first: str | None = None) -> Any:
     """Where an update of ``settings`` keeps the slice: at ``place`` (the granted place the
-    applied snapshot records) while the list still holds it; else the first candidate, and the
-    plan shows the move (a changed zone or mode replaces the slice)."""
-    return at(settings, place) if stays(settings.candidates, place) and place is not None else settings
+    applied snapshot records) while the list still holds it and was not reordered to put another
+    zone first (:func:`reordered`; ``first``: the applied list's first zone); else the first
+    candidate, and the plan shows the move (builder/planning/move.py)."""
+    if getattr(settings, "move_to", ""):  # placed on purpose (--move-to): the place asked for wins
+        return settings
+    keep = stays(settings.candidates, place) and place is not None and not reordered(settings, place, first)
+    return at(settings, place) if keep and place is not None else settings
 
 
-def acting(settings: Any, place: Candidate | None, action: Action) -> Any:
+def move_to(settings: Any, zone: str) -> Any:
+    """``settings`` with the candidates of ``zone`` first, the others after in their order: the
+    list a user would write to move the environment there (``--move-to ZONE``; the health build's
+    move to the next candidate zone, docs/recovery.md), marked so that :func:`settle` places it
+    there whatever the granted place (``move_to``). Raises ValueError when the list has no
+    candidate in ``zone``."""
+    hit = [c for c in settings.candidates if c.zone == zone]
+    if not hit:
+        listed = ", ".join(dict.fromkeys(c.zone for c in settings.candidates))
+        raise ValueError(f"{zone!r} is not a zone of the ZONE list ({listed}); name one of them")
+    return replace(at(settings, hit[0]), move_to=zone)
+
+
+def acting(settings: Any, place: Candidate | None, action: Action, first: str | None = None) -> Any:
     """Where ``action`` acts on an environment whose slice the applied snapshot says was granted
     at ``place``: the one rule plan, render, submit, dispatch and auto follow. A destroy takes down
     what is there (:func:`at`: the backups of the storage are taken in its zone); any other action
-    keeps the slice there while the list holds it (:func:`settle`). ``settings`` itself without a
-    granted place."""
+    keeps the slice there while the list holds it and puts no other zone first (:func:`settle`;
+    ``first``: the applied list's first zone). ``settings`` itself without a granted place."""
     if place is None:
         return settings
-    return at(settings, place) if Action(action) is Action.DESTROY else settle(settings, place)
-
-
-def in_zone(settings: Any, zone: str, name: str = "--zone") -> Any:
-    """``settings`` placed in ``zone`` (``--zone``, which plan, render, submit and dispatch take
-    alike): at the list's first candidate in that zone (:func:`settle`), so a create or update
-    makes the slice there and its failover loop asks that zone's modes in order. The health
-    build's recovery asks for it when the granted zone grants the slice in no mode
-    (builder/inputs/recovery.py ``moves``); the update it dispatches is the move of docs/capacity.md
-    ("Moving an environment to another zone"). A zone the list does not hold is refused, one line."""
-    listed = settings.candidates or (Candidate(settings.zone, settings.region, settings.provisioning),)
-    hit = next((c for c in listed if c.zone == zone.strip()), None)
-    if hit is None:
-        zones = list(dict.fromkeys(c.zone for c in listed))
-        line = settings.line_of("ZONE")
-        where = f"{settings.source}:{line} " if line else ""
-        raise BadInput(f"{name}: {zone.strip()!r} is not a zone of {where}ZONE ({', '.join(zones)}); pass one of "
-                       f"them, or add {zone.strip() or 'the zone'} to ZONE")
-    return settle(settings, hit)
+    return at(settings, place) if Action(action) is Action.DESTROY else settle(settings, place, first)

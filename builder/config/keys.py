@@ -325,8 +325,9 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("TPU_ZONE_CHECK", "zone_check", "error", choice(("error", "warn")),
             "error (default): a ZONE that builder/data/tpu_offers.json does not list for the generation is refused; "
             "warn: only warned about (for a zone Google added after the table's date)."),
-    KeySpec("TPU_EXTERNAL_IPS", "tpu_external_ips", False, boolean,
-            "vm only: give TPU VM hosts external IPs (off by default)."),
+    KeySpec("TPU_EXTERNAL_IPS", "tpu_external_ips", False, boolean, "vm only: give TPU VM hosts external IPs (off by default)."),
+    KeySpec("TPU_MOVE", "move", True, boolean, "true (default): an update that places the environment in another zone "
+            "moves it make-before-break, data copied first (docs/capacity.md); false: a zone change is destroy + create."),
     KeySpec("NETWORK", "network", "default",
             pattern(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", "a VPC network name", "default"), "VPC network."),
     KeySpec("SUBNETWORK", "subnetwork", "",

@@ -49,3 +49,6 @@ def _move_checks(settings: Any, fail: Fail) -> None:
     elif settings.queued:
         fail("TPU_RECOVERY_MOVE", "a queued slice (TPU_QUEUED) waits in its zone by design, so it never moves",
              "remove TPU_QUEUED, or remove TPU_RECOVERY_MOVE")
+    elif not settings.move:
+        fail("TPU_RECOVERY_MOVE", 'a recovery moves by the update that TPU_MOVE="false" turns off',
+             'remove TPU_MOVE="false", or remove TPU_RECOVERY_MOVE')

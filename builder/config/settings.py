@@ -71,6 +71,8 @@ class Settings:
     env_ttl_hours: int = 0
     protected: bool = False  # ENV_PROTECTED: its GitOps apply trigger needs an approval (builder/inputs/gitops.py)
     replace: str = "break-before-make"  # TPU_REPLACE, resolved (builder/config/replace.py)
+    move: bool = True  # TPU_MOVE: a zone change moves the environment make-before-break (builder/planning/move.py)
+    move_to: str = ""  # --move-to ZONE: the environment is placed there whatever the granted place (candidates.move_to)
     recovery_mode: str = ""  # TPU_RECOVERY as written; see recovery
     recovery_max_tries: int = 3
     recovery_move_mode: str = ""  # TPU_RECOVERY_MOVE as written; see recovery_move
@@ -110,10 +112,11 @@ class Settings:
         """TPU_RECOVERY_MOVE: whether a recovery whose zone grants the slice in no mode of the list
         moves the environment to the next zone of ``ZONE`` (builder/inputs/recovery.py ``moves``;
         docs/recovery.md, "A recovery that moves"). Unset, it is on wherever it can be: with
-        :attr:`recovery` and candidates in more than one zone (a queued slice waits in its zone);
+        :attr:`recovery`, TPU_MOVE on and candidates in more than one zone (a queued slice waits in its zone);
         ``false`` keeps every recovery in the zone that granted the slice."""
         zones = {c.zone for c in self.candidates}
-        return self.recovery and self.recovery_move_mode != "false" and len(zones) > 1 and not self.queued
+        return (self.recovery and self.move and self.recovery_move_mode != "false" and len(zones) > 1
+                and not self.queued)
 
     @property
     def reaches_hosts(self) -> bool:

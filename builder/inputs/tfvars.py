@@ -86,6 +86,7 @@ def _filestore(s: Settings) -> dict[str, Any]:
     return {
         **_common(s), "region": s.region, "name": s.filestore_name, "tier": s.shared_fs_tier,
         "share_name": s.shared_fs_name, "capacity_gb": s.shared_fs_capacity_gb, "network": s.network,
+        "env_name": s.env_name, "state_bucket": s.state_bucket, "move": False, "release": False, "source_backup": "",
     }
 
 
@@ -97,7 +98,7 @@ def _shared_pd(s: Settings) -> dict[str, Any]:
         "snapshot": "" if restore in ("", "latest") else restore,
         "env_name": s.env_name, "state_bucket": s.state_bucket,
         "seeder_service_account_id": s.seeder_service_account_id,
-        "dataset_bucket": dataset_bucket(s.gcs_dataset),
+        "dataset_bucket": dataset_bucket(s.gcs_dataset), "move": False, "release": False,
     }
 
 
@@ -120,6 +121,7 @@ def _tpu_vm(s: Settings) -> dict[str, Any]:
         "runtime_version": s.runtime_version, "external_ips": s.tpu_external_ips,
         "preemptible": s.tpu_preemptible, "spot": s.tpu_spot, "reserved": s.tpu_reserved,
         "queued": s.queued, "make_before_break": s.replace == "make-before-break", "release": False,  # tpu-release passes -var=release=true
+        "previous_zone": "",  # a move to another zone passes the applied snapshot's granted zone
         **_ttl(s), **_health(s),
     }
 

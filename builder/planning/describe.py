@@ -20,7 +20,7 @@ from builder.config.offers import describe as describe_provisioning
 from builder.facts import generations
 from builder.facts.actions import APPLIES, Action, Verdict
 from builder.inputs import recovery, ttl
-from builder.planning import candidate_table, diff, money, plan as plans, replacement
+from builder.planning import candidate_table, diff, money, plan as plans, move, replacement
 from builder.planning.plan import not_wanted
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -131,6 +131,7 @@ def _comparison(settings: Settings, plan: Plan, prev: Previous | None) -> dict[s
         "before_after": {"compared_with": prev.source if prev is not None else "nothing", **d.as_dict(),
                          "lines": diff.lines(d)},
         "replacement": replacement.facts(settings, plan, applied, d),
+        "move": move.facts(applied, settings, plan),
         "cost": section,
     }
 
@@ -238,8 +239,7 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
                         "the hourly price shown is the list price (a commitment's is agreed with Google), and "
                         "`tpubuild plan --check` reads the Pod quota")
     swap = info.get("replacement") or {}
-    if swap.get("text"):
-        notes.append(swap["text"])
+    notes.extend(x["text"] for x in (info.get("move"), swap) if x and x.get("text"))
     if plan.applies(chips.name) and plan.action is Action.UPDATE and "accelerator_type" in chips.replaced_by:
         if swap.get("overlap_minutes") is None and plans.runs(s, plan, "resume"):
             notes.append("tpu: if the change replaces the TPU (a new accelerator type or runtime), the build moves the "

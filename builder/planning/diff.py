@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from builder.catalogue import modules as catalogue
 from builder.catalogue.module_parts import replacing
 from builder.catalogue.modules import ModuleSpec, accelerator_module, hosts_module
+from builder.config.filestore import TIERS
 from builder.facts.actions import Action
 from builder.facts.records import asdict, field, record
 from builder.inputs import tfvars
@@ -169,6 +170,9 @@ def module_changes(applied: Settings, target: Settings, module: str) -> tuple[Ch
         source = _DERIVED.get(var)
         if old == new or (source is not None and source in after and before.get(source) != after[source]):
             continue
+        if var == "zone" and module == "filestore" and all(TIERS[s.shared_fs_tier].regional for s in (applied, target)):
+            # a REGIONAL or ENTERPRISE instance lives in the region (modules/filestore): a zone moves nothing
+            continue
         out.append(Change(var, old, new, _effect(spec, var, old, new, replaced_by)))
     return tuple(out)
 
@@ -192,6 +196,10 @@ def _module_diff(applied: Settings, target: Settings, module: str) -> ModuleDiff
     # a resize gives the job a new world size: it must restart on the new host count
     interrupts = (spec.training and status == "replace") or recreated or "resize" in effects
     loses = spec.holds_data and status == "replace"
+    # a move to another zone (builder/planning/move.py): made beside the old one from a copy of it
+    moved_here = loses and target.move and applied.zone != target.zone and {
+        c.var for c in changes if c.effect == "replace"} <= {"zone", "region"}
+    loses = loses and not moved_here
     note = ""
     if status == "replace" and spec.training:
         # make-before-break with a MODEL: the build stops it at a checkpoint and resumes it (tpu-resume)
@@ -204,6 +212,9 @@ def _module_diff(applied: Settings, target: Settings, module: str) -> ModuleDiff
         note = "every host is recreated: training interrupted"
     elif status == "resize":
         note = "hosts added or removed; the others keep running (training restarts on the new size)"
+    elif moved_here:
+        note = (f"moved: made in {target.zone} from a copy of the one in {applied.zone}, which is deleted last "
+                "(the move, below)")
     elif loses:
         note = "replaced: its data is lost (the guard refuses it without _ALLOW_DATA_LOSS=true)"
     elif spec.hosts and effects == {"in-place"}:

@@ -24,6 +24,10 @@ Rules (see docs/safety.md):
   any other data holder (a snapshot, a backup, a bucket: the copies themselves) is refused without
   ``allow_data_loss``. A destroy plan must not create or update anything. A type names what it
   is whatever module's plan it appears in.
+* The release of a move to another zone (docs/capacity.md, "Moving an environment to another
+  zone"): a Filestore instance or disk deleted while one of its type and name is kept in another
+  location, made from a copy (``source_backup``, ``snapshot``), is not lost: its copy holds what it
+  held (:func:`moved_copy`); it is announced, never refused. Anything else deleted is.
 * Replacing or deleting a TPU (:data:`TPU_TYPES`, the entries' ``training_resources``) is allowed
   but announced, with the entry's ``replace_warning``: it interrupts training.
 * Deleting, replacing or forgetting a capacity request (``guard_classes.CAPACITY``: a flex-start
@@ -236,7 +240,9 @@ def evaluate(doc: Any, module: str, action: Action | str, *, allow_data_loss: bo
         for c in copies:
             warnings.append(f"DATA LOSS ALLOWED ({OVERRIDE}): {c.describe()}; {loses(c.type)} is lost")
     else:
-        lost = [c for c in changes if c.holds_data and c.destroys]
+        moved = {c.address: copy for c in changes if c.kind == "delete" and (copy := moved_copy(doc, c, changes))}
+        lost = [c for c in changes if c.holds_data and c.destroys and c.address not in moved]
+        warnings.extend(f"MOVED: {address} (the old zone's) is deleted: {copy}" for address, copy in moved.items())
         if lost and not allow_data_loss:
             more = f" (and {len(lost) - 1} more)" if len(lost) > 1 else ""
             first = lost[0]
@@ -286,3 +292,43 @@ def double_billing(doc: Mapping[str, Any], changes: Sequence[Change], module: st
                        f"a checkpoint ({module}-checkpoint); both are billed until {module}-release deletes "
                        f"{old} (`tpubuild plan` estimates how long and what it costs)")
     return out
+
+
+#: The data holders a move copies: type → (the location attribute, the attribute naming the copy it
+#: was made from, what the copy is) (modules/filestore and modules/shared_pd's slots).
+MOVED_FROM: dict[str, tuple[str, str, str]] = {
+    "google_filestore_instance": ("location", "source_backup", "the backup"),
+    "google_compute_disk": ("zone", "snapshot", "the snapshot"),
+}
+
+
+def _values(doc: Mapping[str, Any], address: str, side: str) -> Mapping[str, Any]:
+    rc = next((r for r in doc.get("resource_changes", []) if r.get("address") == address), {})
+    values = (rc.get("change") or {}).get(side)
+    return values if isinstance(values, Mapping) else {}
+
+
+def _copy_of(values: Mapping[str, Any], attr: str) -> str:
+    if attr == "source_backup":
+        shares = values.get("file_shares")
+        values = shares[0] if isinstance(shares, list) and shares and isinstance(shares[0], Mapping) else {}
+    found = values.get(attr)
+    return found if isinstance(found, str) else ""
+
+
+def moved_copy(doc: Mapping[str, Any], deleted: Change, changes: Sequence[Change]) -> str:
+    """What holds the data of ``deleted`` (a plain delete) when it is the old zone's half of a move:
+    another resource of its type and name that the plan keeps (no-op or update) in another location
+    and that was made from a copy; '' when there is none (then the delete loses data)."""
+    if deleted.type not in MOVED_FROM or deleted.kind != "delete":
+        return ""
+    where, attr, what = MOVED_FROM[deleted.type]
+    old = _values(doc, deleted.address, "before")
+    for kept in changes:
+        if kept.type != deleted.type or kept.kind not in ("no-op", "update") or kept.address == deleted.address:
+            continue
+        new = _values(doc, kept.address, "before")
+        copy = _copy_of(new, attr)
+        if copy and new.get("name") == old.get("name") and new.get(where) not in (None, old.get(where)):
+            return f"{kept.address} in {new.get(where)} was made from {what} {copy} of it, which the move took"
+    return ""

@@ -14,8 +14,6 @@ reported):
 * a module selection (``--only``) with another action than ``update``, with a scope, naming a
   module the architecture does not have, or empty;
 * ``initialize`` with a scope or an allow flag: it applies no Terraform;
-* ``--zone`` with another action than create or update, or naming a zone the ZONE list does not
-  hold (:func:`placed` gives the values it places);
 * the MIG scope on the vm architecture (it has no MIG); a scope on ``create`` (create applies
   every module); the TPU scope alone when destroying on the mig architecture (the slice would
   lose its access while running).
@@ -38,7 +36,6 @@ from typing import TYPE_CHECKING
 
 from builder.catalogue import modules as catalogue
 from builder.catalogue.step_kinds import BUILD_TIMEOUT_SLACK, MAX_PIPELINE_TIMEOUT, step_timeout
-from builder.config.candidates import in_zone
 from builder.config.gate import Door, refuse
 from builder.facts.actions import Action
 from builder.facts.errors import BadInput
@@ -49,7 +46,7 @@ from builder.planning.plan import Plan, make_plan, not_wanted
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
-__all__ = ["CLI", "SUBSTITUTIONS", "Request", "Spelling", "parse", "parse_flag", "placed", "plan_for"]
+__all__ = ["CLI", "SUBSTITUTIONS", "Request", "Spelling", "parse", "parse_flag", "plan_for"]
 
 
 @record
@@ -63,7 +60,6 @@ class Spelling:
     allow_data_loss: str
     allow_wipe: str
     true: str = ""  # what follows a flag's name to turn it on
-    zone: str = "--zone"
 
     def on(self, name: str) -> str:
         """How to turn on the flag called ``name``: ``--mig``, ``_MIG=true``."""
@@ -90,7 +86,6 @@ class Request:
     allow_data_loss: bool = False
     allow_wipe: bool = False
     spelling: Spelling = CLI
-    zone: str = ""  # --zone: the zone of the list the action places the environment in (candidates.in_zone)
 
 
 def parse_flag(raw: str | bool, name: str) -> bool:
@@ -116,35 +111,22 @@ def _selection(raw: str | Iterable[str] | None) -> frozenset[str] | None:
 
 def parse(settings: Settings, action: str, *, tpu: bool | str = False, mig: bool | str = False,
           only: str | Iterable[str] | None = None, allow_data_loss: bool | str = False,
-          allow_wipe: bool | str = False, spelling: Spelling = CLI, door: Door = Door.PLAN,
-          zone: str = "") -> Request:
+          allow_wipe: bool | str = False, spelling: Spelling = CLI, door: Door = Door.PLAN) -> Request:
     """The request ``action`` and its flags make for ``settings``: every refusal that needs no
     cloud (the module docstring lists them). Flags are switches or substitution strings;
     ``only`` is a comma-separated string or the module names."""
     n = spelling
     request = Request(Action.parse(action, n.action), tpu=parse_flag(tpu, n.tpu), mig=parse_flag(mig, n.mig),
                       only=_selection(only), allow_data_loss=parse_flag(allow_data_loss, n.allow_data_loss),
-                      allow_wipe=parse_flag(allow_wipe, n.allow_wipe), spelling=spelling, zone=(zone or "").strip())
+                      allow_wipe=parse_flag(allow_wipe, n.allow_wipe), spelling=spelling)
     refuse(settings, request.action, door)  # the gate's rows of this door (builder/config/gate.py)
     _refuse(settings, request)
-    placed(settings, request)  # a zone the list does not hold
     return request
-
-
-def placed(settings: Settings, r: Request) -> Settings:
-    """The values ``r`` acts on: placed in ``r.zone`` when it names one (``--zone``,
-    builder/config/candidates.py ``in_zone``: the values at that zone's first candidate), else as they are."""
-    return in_zone(settings, r.zone, r.spelling.zone) if r.zone else settings
 
 
 def _refuse(settings: Settings, r: Request) -> None:
     n, action, arch = r.spelling, r.action, settings.arch
     scope = f"{n.tpu}/{n.mig}"
-    if r.zone and action not in (Action.CREATE, Action.UPDATE):
-        why = {Action.AUTO: "auto keeps the slice where the applied snapshot says it was granted",
-               Action.DESTROY: "a destroy takes down what is where the slice was granted",
-               Action.INITIALIZE: "initialize places nothing"}[action]
-        raise BadInput(f"{n.zone}: places a create or an update in one zone of ZONE; {why}; drop {n.zone}")
     if action is Action.AUTO and (r.tpu or r.mig or r.only is not None):
         used = _joined((n.tpu, r.tpu), (n.mig, r.mig), (n.only, r.only is not None))
         raise BadInput(f"{used}: auto decides the modules itself, from what changed since the applied snapshot; "

@@ -37,3 +37,26 @@ variable "capacity_gb" {
     error_message = "capacity_gb must be a whole number of GiB, at least 1024."
   }
 }
+
+variable "move" {
+  description = "TPU_MOVE: a change of location (the environment moves to another zone) creates the new instance in the free slot beside the running one, restored from source_backup; false replaces it in place (which the pipeline's guard refuses without _ALLOW_DATA_LOSS)."
+  type        = bool
+  default     = false
+}
+
+variable "release" {
+  description = "Delete the instance kept in the old location once the one values.env asks for is in the state (the pipeline's filestore-release step, at the end of a move); false on every other apply, which never deletes a running instance."
+  type        = bool
+  default     = false
+}
+
+variable "source_backup" {
+  description = "The Filestore backup a new instance of a move is restored from (projects/P/locations/REGION/backups/NAME: the pipeline's filestore-backup step takes it of the running share); read only when the instance is created; empty: a blank share."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.source_backup == "" || can(regex("^projects/[^/]+/locations/[a-z]+-[a-z]+[0-9]+/backups/[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", var.source_backup))
+    error_message = "source_backup must be empty or projects/PROJECT/locations/REGION/backups/NAME (a backup is regional)."
+  }
+}

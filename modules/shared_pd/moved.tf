@@ -22,3 +22,10 @@ moved {
   from = google_storage_bucket_iam_member.seeder_workspace
   to   = module.seeder_identity.google_storage_bucket_iam_member.workspace
 }
+
+# The disk became slot "a" of google_compute_disk.this (for_each over the slots: the
+# make-before-break move to another zone).
+moved {
+  from = google_compute_disk.this
+  to   = google_compute_disk.this["a"]
+}

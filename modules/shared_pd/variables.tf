@@ -48,3 +48,15 @@ variable "seeder_service_account_id" {
     error_message = "seeder_service_account_id must be 6-30 lowercase letters, digits or hyphens, starting with a letter."
   }
 }
+
+variable "move" {
+  description = "TPU_MOVE: a change of zone (the environment moves) creates the new zone's disk in the free slot beside the running one, from snapshot; false replaces it in place (which the pipeline's guard refuses without _ALLOW_DATA_LOSS)."
+  type        = bool
+  default     = false
+}
+
+variable "release" {
+  description = "Delete the disk kept in the old zone once the one values.env asks for is in the state (the pipeline's shared_pd-release step, at the end of a move); false on every other apply."
+  type        = bool
+  default     = false
+}

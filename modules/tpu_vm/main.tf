@@ -110,10 +110,17 @@ locals {
     spot             = var.spot
     reserved         = var.reserved
   }
-  previous = var.queued ? {} : data.terraform_remote_state.tpu.outputs.slices
+  # Each slot records the zone it was made in (the move to another zone, docs/capacity.md "Moving an
+  # environment to another zone": the new zone's slice is made in the free slot beside the old
+  # zone's); a slot recorded before zones were is in previous_zone (the applied snapshot's granted
+  # zone, which a move passes) or, that unset, var.zone (nothing moves).
+  recorded_zone = var.previous_zone != "" ? var.previous_zone : var.zone
+  previous = var.queued ? {} : {
+    for slot, spec in data.terraform_remote_state.tpu.outputs.slices : slot => merge({ zone = local.recorded_zone }, spec)
+  }
   # a state written before the slots (google_tpu_v2_vm.this[0], moved to slot "a") has no `slices`
   legacy_type = length(local.previous) == 0 ? data.terraform_remote_state.tpu.outputs.accelerator_type : ""
-  same        = [for slot, spec in local.previous : slot if spec.wanted == local.wanted]
+  same        = [for slot, spec in local.previous : slot if spec.wanted == local.wanted && spec.zone == var.zone]
   free        = [for slot in ["a", "b"] : slot if !contains(keys(local.previous), slot)]
   # the slot the values go to: the one already holding them; else, making before breaking, a free
   # one beside the running slice; else the running one (replaced in place) or "a"
@@ -140,6 +147,7 @@ locals {
   # the slice values.env asks for, in its slot
   slot = {
     name     = local.slice_name
+    zone     = var.zone
     labels   = var.labels
     metadata = local.metadata
   }
@@ -152,7 +160,7 @@ resource "google_tpu_v2_vm" "this" {
   provider = google-beta
 
   name             = each.value.name
-  zone             = var.zone
+  zone             = each.value.zone
   description      = "tpubuild ${var.env_name}"
   accelerator_type = each.value.wanted.accelerator_type
   runtime_version  = each.value.wanted.runtime_version

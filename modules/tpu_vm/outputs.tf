@@ -6,7 +6,7 @@ output "name" {
 }
 
 output "slices" {
-  description = "Every slice this state holds, by slot (a, b): name, the values that force a new slice (wanted), labels, metadata. The next apply reads it back (make-before-break); two slots: a replacement is under way."
+  description = "Every slice this state holds, by slot (a, b): name, zone, the values that force a new slice (wanted), labels, metadata. The next apply reads it back (make-before-break); two slots: a replacement is under way."
   value       = local.slices
 }
 

@@ -60,3 +60,14 @@ variable "release" {
   type        = bool
   default     = false
 }
+
+variable "previous_zone" {
+  description = "The zone the slices this state holds were made in when the state does not record it (written before the slots recorded their zone): the applied snapshot's granted zone, which a move to another zone passes; empty: zone (nothing moves)."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.previous_zone == "" || can(regex("^[a-z]+-[a-z]+[0-9]+-[a-z]$", var.previous_zone))
+    error_message = "previous_zone must be empty or a zone name (us-central2-b)."
+  }
+}

@@ -192,21 +192,30 @@ def test_a_queued_slice_with_candidates_is_refused_by_every_door(cli, tmp_path: 
     assert len(seen) == 1, seen
 
 
-def test_reordering_the_zone_list_keeps_the_place(cli, tmp_path: Path) -> None:
-    """A reordered ZONE list against the applied values: the slice stays where it is (the applied
-    values' place, docs/capacity.md "The granted place"): update moves nothing zonal and loses no
-    data, and auto, from the same applied file, agrees."""
+def test_reordering_the_zone_list_keeps_the_place_unless_another_zone_comes_first(cli, tmp_path: Path) -> None:
+    """A reordered ZONE list against the applied values: one that keeps its first zone leaves the
+    slice where it is (the applied values' place, docs/capacity.md "The granted place"): update moves
+    nothing zonal and loses no data, and auto, from the same applied file, agrees. One that puts
+    another zone first moves the environment (docs/capacity.md, "Moving an environment to another
+    zone"): update plans the move, losing nothing, and auto refuses it, saying to run update."""
     applied = _repo(tmp_path, EXAMPLES / "mig-v6e-16-failover.env")
     first, *rest = applied.read_text().split('ZONE="')[1].split('"')[0].split(",")
     values = applied.with_name("reordered.env")
-    values.write_text(rewrite_env(applied.read_text(), ZONE=",".join([*rest, first])))
+    values.write_text(rewrite_env(applied.read_text(), ZONE=",".join([first, *reversed(rest)])))
     code, out, err = cli("plan", "--values", values, "--action", "update", "--applied", applied)
     assert code == 0, err
     after = out.split("Before → after")[1].split("Cost per hour")[0].split("\n", 1)[1]
     assert "zone" not in after and "lost" not in after and "replace" not in after, after
     assert out.splitlines()[0].endswith(f"/{first}"), out.splitlines()[0]
     code, out, err = cli("plan", "--values", values, "--action", "auto", "--applied", applied)
-    assert code == 0, err  # auto refuses a zone change; a reorder is none
+    assert code == 0, err  # auto refuses a zone change; this reorder is none
+    values.write_text(rewrite_env(applied.read_text(), ZONE=",".join([*rest, first])))
+    code, out, err = cli("plan", "--values", values, "--action", "update", "--applied", applied)
+    assert code == 0, err
+    after = out.split("Before → after")[1].split("Cost per hour")[0]
+    assert "lost" not in after and f"note: move: {first} → {rest[0]}" in out, out
+    code, out, err = cli("plan", "--values", values, "--action", "auto", "--applied", applied)
+    assert code == 2 and "run `tpubuild update`, which moves it make-before-break" in err, err
 
 
 def test_a_changed_dashboard_is_named_not_printed_twice(cli, tmp_path: Path) -> None:

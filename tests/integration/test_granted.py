@@ -30,6 +30,18 @@ def _env(fakes: Fakes, tmp_path: Path, cli, granted: dict[str, str] | None) -> P
     return values
 
 
+def _submitted(fakes: Fakes, *modules: str) -> list[dict]:
+    """The tfvars of ``modules`` in the source of the one build submitted."""
+    import io
+    import tarfile
+
+    [body] = fakes.google.created
+    obj = body["source"]["storageSource"]
+    tgz = fakes.storage().bucket(obj["bucket"]).blob(obj["object"]).download_as_bytes()
+    with tarfile.open(fileobj=io.BytesIO(tgz), mode="r:gz") as tar:
+        return [json.loads(tar.extractfile(f"tfvars/{m}.tfvars.json").read()) for m in modules]
+
+
 def _plan(cli, values: Path, *args: str) -> dict:
     code, out, err = cli("--values", values, "plan", "--format", "json", *args)
     assert code == 0, err
@@ -101,20 +113,12 @@ def test_a_moved_slice_is_priced_at_the_first_candidate(fakes: Fakes, tmp_path: 
 
 
 def test_an_explicit_update_is_rendered_where_the_slice_was_granted(fakes: Fakes, tmp_path: Path, cli) -> None:
-    import io
-    import tarfile
-
     from builder.config import load
 
     values = _env(fakes, tmp_path, cli, GRANTED)
     code, out, err = cli("--values", values, "submit", "--action", "update")
     assert code == 0, err
-    [body] = fakes.google.created
-    obj = body["source"]["storageSource"]
-    tgz = fakes.storage().bucket(obj["bucket"]).blob(obj["object"]).download_as_bytes()
-    with tarfile.open(fileobj=io.BytesIO(tgz), mode="r:gz") as tar:
-        filestore = json.loads(tar.extractfile("tfvars/filestore.tfvars.json").read())
-        mig = json.loads(tar.extractfile("tfvars/mig.tfvars.json").read())
+    filestore, mig = _submitted(fakes, "filestore", "mig")
     assert filestore["zone"] == "us-east5-a" and mig["zone"] == "us-east5-a", (filestore, mig)
     assert mig["provisioning"] == "flex-start"
     assert load(values).zone == "us-east5-b"  # the file's first candidate, where a create would start
@@ -166,3 +170,21 @@ def test_dispatch_destroy_and_update_act_where_the_slice_was_granted(fakes: Fake
         if action == "destroy" and scope[1] == "default":  # the full destroy saves the data first, there
             assert "filestore-backup" in steps and "us-east5-a" in steps, steps
         assert tfvars["tfvars/mig.tfvars.json"]["provisioning"] == "spot"
+
+
+def test_a_list_that_puts_another_zone_first_moves_at_every_door(fakes: Fakes, tmp_path: Path, cli) -> None:
+    """The applied list [b, a] granted in b; the user writes [a, b]: the first zone changed and is not
+    the slice's, so the update moves the environment (docs/capacity.md, "Moving an environment to
+    another zone"): plan shows the move and submit renders the update in a, from the same snapshot
+    (Previous.first_zone, submit's _granted_place); auto refuses it, saying to run update."""
+    values = _env(fakes, tmp_path, cli, {"zone": "us-east5-b", "mode": "spot"})
+    values.write_text(rewrite_env(values.read_text(), ZONE="us-east5-a,us-east5-b"))
+    info = _plan(cli, values, "--action", "update")
+    assert info["zone"] == "us-east5-a" and (info["move"]["from"], info["move"]["to"]) == ("us-east5-b", "us-east5-a")
+    code, out, err = cli("--values", values, "plan", "--action", "auto")
+    assert code == 2 and "run `tpubuild update`" in err, err
+    code, out, err = cli("--values", values, "submit", "--action", "update")
+    assert code == 0, err
+    (filestore,) = _submitted(fakes, "filestore")
+    # placed in a; the move's steps are not rendered yet, so its Terraform does not move (move=false)
+    assert filestore["zone"] == "us-east5-a" and filestore["move"] is False, filestore

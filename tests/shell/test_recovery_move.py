@@ -7,7 +7,7 @@ to fake-gcs-server, so the real ``tpubuild train --dry-run`` reads the applied s
 slice was granted) through the real storage client. ``tpubuild dispatch`` is played: the recreate in
 the granted zone fails, and its pipeline's log (what ``gcloud builds log`` gives back) is the real
 output of the failover loop's ``tpu-apply`` (test_recovery_failover.py's stand-in: us-east5-a refuses
-spot and on-demand with Google's stockout text); the move (``--zone us-east5-b``) grants the slice
+spot and on-demand with Google's stockout text); the move (``--move-to us-east5-b``) grants the slice
 there, and its finalize records the granted place in the applied snapshot (the real
 ``builder.cloud.snapshot.write``). The move's own pipeline (slice first, disk from snapshot,
 Filestore, old zone removed last) is docs/capacity.md's, proven with it."""
@@ -31,13 +31,13 @@ from tests.support.fakes.fixtures import Fakes, fakes, unique_env  # noqa: F401 
 BASE = EXAMPLES / "vm-v5litepod-16.env"
 RECREATE = "rec-1"
 
-#: tpubuild: the real CLI, but dispatch: the recreate (no --zone) fails as its pipeline did, naming its
-#: build as the real dispatch does; the move (--zone Z) grants the slice in Z and records it as finalize does
+#: tpubuild: the real CLI, but dispatch: the recreate (no --move-to) fails as its pipeline did, naming its
+#: build as the real dispatch does; the move (--move-to Z) grants the slice in Z and records it as finalize does
 TPUBUILD = f"""#!/usr/bin/env bash
 set -u
 echo "tpubuild $*" >> "$FAKE_GCLOUD_STATE/calls.log"
 if [ "$1" = dispatch ]; then
-  zone=$(printf '%s\\n' "$@" | sed -n '/^--zone$/{{n;p;}}')
+  zone=$(printf '%s\\n' "$@" | sed -n '/^--move-to$/{{n;p;}}')
   if [ -z "$zone" ]; then
     echo "dispatch: update of $FAKE_ENV (project p, vm architecture)"
     if [ -n "${{FAKE_LOCK_ONLY:-}}" ]; then  # its output lost: the lock its failure marked stale names the build
@@ -108,7 +108,7 @@ def test_a_zone_that_refuses_every_mode_moves_the_environment_to_the_next_zone(t
     recreate = calls.index("tpubuild dispatch --action update --tpu true --mig false --allow-data-loss false "
                            "--allow-wipe false")
     log = calls.index(f"gcloud builds log {RECREATE} --project={s.project_id}")
-    move = calls.index("tpubuild dispatch --action update --zone us-east5-b --tpu false --mig false "
+    move = calls.index("tpubuild dispatch --action update --move-to us-east5-b --tpu false --mig false "
                        "--allow-data-loss false --allow-wipe false")
     assert recreate < log < move, calls
     launched = _launched(calls)
@@ -135,7 +135,7 @@ def test_the_recreate_build_is_found_through_the_lock_when_the_dispatch_said_not
     code, out = _run(box, FAKE_LOCK_ONLY="1", FAKE_LOCK=lock)
     assert code == 0, out
     assert f"gcloud builds log {RECREATE} --project={box.settings.project_id}" in box.calls()
-    assert [c for c in box.calls() if c.startswith("tpubuild dispatch") and "--zone us-east5-b" in c]
+    assert [c for c in box.calls() if c.startswith("tpubuild dispatch") and "--move-to us-east5-b" in c]
     assert box.records()[-1]["moved_from"] == "us-east5-a spot"
 
 
@@ -144,7 +144,7 @@ def test_a_recreate_that_failed_for_another_reason_stays_in_its_zone(tmp_path, f
                                 "other candidate is tried\n")
     code, out = _run(box)
     assert code == 0, out
-    assert not [c for c in box.calls() if c.startswith("tpubuild dispatch") and "--zone" in c]
+    assert not [c for c in box.calls() if c.startswith("tpubuild dispatch") and "--move-to" in c]
     assert not _launched(box.calls())
     assert "failed for another reason than capacity in us-east5-a; the environment stays there" in out
     [record] = box.records()
@@ -158,7 +158,7 @@ def test_a_move_that_fails_is_a_failed_try_that_names_both_zones(tmp_path, fakes
     assert code == 0, out
     [record] = box.records()
     assert record["outcome"] == "failed" and record["refused"].startswith("us-east5-a (spot):")
-    assert "the move to us-east5-b (tpubuild dispatch --action update --zone us-east5-b) failed" in record["message"]
+    assert "the move to us-east5-b (tpubuild dispatch --action update --move-to us-east5-b) failed" in record["message"]
     assert box.mark()["refused_zones"] == "us-east5-a,us-east5-b" and box.mark()["tries"] == "1"
     row = recovery_row({**recovery.summary(box.records(), 5), "mark": box.mark(), "max_tries": 3, "interval_min": 10})
     assert "refused every mode this time: us-east5-a, us-east5-b" in row, row
@@ -190,7 +190,7 @@ def test_a_health_build_killed_anywhere_in_a_move_converges_on_the_next_check(tm
     code, out = _run(box, build_id="hb-2")
     assert code == 0, out
     calls = box.calls()
-    moves = [i for i, c in enumerate(calls) if c.startswith("tpubuild dispatch") and "--zone us-east5-b" in c]
+    moves = [i for i, c in enumerate(calls) if c.startswith("tpubuild dispatch") and "--move-to us-east5-b" in c]
     assert len(moves) == 1, calls
     assert _launched(calls) and all(calls.index(c) > moves[0] for c in _launched(calls))
     assert (box.state / "tpus" / box.settings.tpu_name).read_text().strip() == "READY"

@@ -45,6 +45,16 @@ def _values(tmp: Path, **keys: str) -> dict[str, Any]:
     return tfvars.all_for(load(path))
 
 
+def _up_to_tpu(tf: Terraform, ws: Workspace, settings: Any, values: dict[str, Any]) -> Path:
+    """filestore, shared_pd, then tpu applied (fake) into ``ws``; the tpu module's work dir."""
+    for module in ("filestore", "shared_pd", "tpu"):
+        work = ws.module(module_dir(settings, module), module, values[module])
+        tf.init(work)
+        tf.plan_json(work, "create")
+        tf(work, "apply", "-input=false", "-no-color", "-lock=false", "create.tfplan")
+    return work
+
+
 @pytest.fixture(scope="module")
 def env(tf: Terraform, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The shipped values applied (fake) up to the TPU VM: filestore, shared_pd, then tpu at v3-32."""
@@ -52,11 +62,7 @@ def env(tf: Terraform, tmp_path_factory: pytest.TempPathFactory) -> dict[str, An
     ws = Workspace(tmp / "ws")
     settings = load(SHIPPED)
     values = tfvars.all_for(settings)
-    for module in ("filestore", "shared_pd", "tpu"):
-        work = ws.module(module_dir(settings, module), module, values[module])
-        tf.init(work)
-        tf.plan_json(work, "create")
-        tf(work, "apply", "-input=false", "-no-color", "-lock=false", "create.tfplan")
+    work = _up_to_tpu(tf, ws, settings, values)
     return {"work": work, "tmp": tmp, "values": values["tpu"]}
 
 
@@ -123,3 +129,38 @@ def test_make_before_break_creates_beside_then_releases_the_old(tf: Terraform, e
     # a change that keeps the slice (a label, the mount point) updates it in place, in its slot
     label = _plan(tf, work, {**bigger, "labels": {**bigger["labels"], "team": "nlp"}}, "label")
     assert _changes(label) == {TPU.format("b"): "update"}
+
+
+def test_a_move_to_another_zone_makes_the_slice_beside_the_old_zones(tf: Terraform, tmp_path: Path) -> None:
+    """The move of an environment (docs/capacity.md, "Moving an environment to another zone"): the
+    new zone's slice goes to the free slot beside the running one in its own zone (a zone is
+    ForceNew: in the running slot it would replace the slice in place), the release deletes the old
+    zone's; a slot recorded before zones were is taken to be in previous_zone."""
+    ws = Workspace(tmp_path / "ws")
+    settings = load(SHIPPED)
+    values = tfvars.all_for(settings)
+    work = _up_to_tpu(tf, ws, settings, values)
+    base = values["tpu"]
+    other = base["zone"][:-1] + ("b" if base["zone"][-1] != "b" else "c")
+    moved = {**base, "zone": other, "shared_pd_attach": False}
+    make = _plan(tf, work, moved, "move")
+    assert _changes(make) == {TPU.format("a"): "no-op", TPU.format("b"): "create"}
+    new = next(c for c in make["resource_changes"] if c["address"] == TPU.format("b"))["change"]["after"]
+    assert (new["zone"], new["name"]) == (other, f"{base['name']}-b")
+    out = _apply(tf, work, "move")
+    assert (out["slices"]["a"]["zone"], out["slices"]["b"]["zone"]) == (base["zone"], other)
+    release = _plan(tf, work, {**moved, "release": True}, "release")
+    assert _changes(release) == {TPU.format("a"): "delete", TPU.format("b"): "no-op"}
+    _apply(tf, work, "release")
+
+    # a state whose slot records no zone (written before the move): previous_zone says where it is
+    state = ws.state / "tpu.tfstate"
+    doc = json.loads(state.read_text())
+    for slot in doc["outputs"]["slices"]["value"].values():
+        slot.pop("zone")
+    kind = doc["outputs"]["slices"]["type"]
+    kind[1][1] = {k: v for k, v in kind[1][1].items() if k != "zone"}
+    state.write_text(json.dumps(doc))
+    assert set(_changes(_plan(tf, work, moved, "same")).values()) == {"no-op"}
+    back = {**base, "shared_pd_attach": False, "previous_zone": other}
+    assert _changes(_plan(tf, work, back, "back")) == {TPU.format("a"): "create", TPU.format("b"): "no-op"}

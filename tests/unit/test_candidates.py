@@ -115,20 +115,28 @@ def test_plan_text_and_json_tell_the_same_candidates(cli) -> None:
 
 def test_auto_move_refuses_a_list_that_drops_the_granted_zone_and_only_that(make_env: Callable[..., Path], cli) -> None:
     """The gate's auto-move row (builder/config/moves.py): the new list is placed where the applied
-    slice is first, so a reordered list that still holds the zone moves nothing; one that drops it
-    is refused once, for ZONE (its REGION follows), by the row and by auto's decision alike."""
+    slice is first, so a list that still holds the zone and keeps its first zone moves nothing; one
+    that drops it, or puts another zone first (a move, which update does), is refused once, for ZONE
+    (its REGION follows), by the row and by auto's decision alike, saying to run update."""
     from builder.config.gate import refusals, Door
     from builder.facts.actions import Action
     from builder.planning.auto import decide
 
     old = load(make_env(MIG, ZONE="us-east5-a"))
-    kept = load(make_env(MIG, ZONE="us-east5-b,us-east5-a"))
+    kept = load(make_env(MIG, ZONE="us-east5-a,us-east5-b"))
     assert refusals(kept, Action.AUTO, Door.PLAN, old) == []
+    reordered = load(make_env(MIG, ZONE="us-east5-b,us-east5-a"))
+    (line,) = [str(e) for e in refusals(reordered, Action.AUTO, Door.PLAN, old)]
+    assert "ZONE: changed from 'us-east5-a' to 'us-east5-b'" in line and "run `tpubuild update`" in line, line
     moved_path = make_env(MIG, ZONE="us-central1-b,us-east5-b")
     moved = load(moved_path)
     (line,) = [str(e) for e in refusals(moved, Action.AUTO, Door.DISPATCH, old)]
     assert line.endswith("ZONE: changed from 'us-east5-a' to 'us-central1-b' since the applied snapshot; auto does "
-                         "not move an environment: put the value back, or run destroy and then create"), line
+                         "not move an environment: run `tpubuild update`, which moves it make-before-break "
+                         "(docs/capacity.md, \"Moving an environment to another zone\"), or put the value back"), line
+    off = load(make_env(MIG, ZONE="us-central1-b,us-east5-b", TPU_MOVE="false"))
+    (line,) = [str(e) for e in refusals(off, Action.AUTO, Door.DISPATCH, old)]
+    assert line.endswith("put the value back, or run destroy and then create"), line
     assert refusals(moved, Action.UPDATE, Door.PLAN, old) == []  # an explicit update shows the move in its plan
     with pytest.raises(ConfigError, match="since build b-7; auto does not move"):
         decide(moved, old, plan_modules=("filestore", "tpu", "mig", "dashboard"), build_id="b-7")

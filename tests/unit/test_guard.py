@@ -68,12 +68,12 @@ REFUSE = [
     ("filestore_replace_tier", "filestore", "auto", "google_filestore_instance.this", "during auto"),
     ("filestore_replace_share_name", "filestore", "update", "google_filestore_instance.this",
      "(file_shares.0.name forces replacement)"),
-    ("filestore_destroy", "filestore", "update", "google_filestore_instance.this", "would be destroyed"),
+    ("filestore_destroy", "filestore", "update", 'google_filestore_instance.this["a"]', "would be destroyed"),
     ("filestore_deposed_delete", "filestore", "update", "google_filestore_instance.this", "deposed object"),
     ("shared_pd_replace_create_before_destroy", "shared_pd", "update", "google_compute_disk.this",
      "would be replaced (type forces replacement)"),
     ("shared_pd_count_zero", "shared_pd", "update", "google_compute_disk.this[0]", "would be destroyed"),
-    ("shared_pd_destroy", "shared_pd", "create", "google_compute_disk.this", "the shared persistent disk"),
+    ("shared_pd_destroy", "shared_pd", "create", 'google_compute_disk.this["a"]', "the shared persistent disk"),
 ]
 
 
@@ -144,7 +144,7 @@ def test_destroy_of_protected_resources_is_allowed_and_said(cli) -> None:
     deletes = [rc for rc in json.loads(fixture("shared_pd_destroy").read_text())["resource_changes"]
                if rc["change"]["actions"] == ["delete"]]
     assert len(deletes) > 1
-    assert "google_compute_disk.this will be destroyed" in out and f" {len(deletes)} to destroy" in out
+    assert 'google_compute_disk.this["a"] will be destroyed' in out and f" {len(deletes)} to destroy" in out
 
 
 @pytest.mark.parametrize("name, address", [("filestore_create", "google_filestore_instance.this"),

@@ -110,6 +110,12 @@ def _each_block(nested: dict[str, Any], value: Any, fn: Any) -> Any:
     return [fn(v) for v in value]
 
 
+#: Zonal Compute Engine resources whose id and self link the fake apply writes in Compute Engine's
+#: form (https://cloud.google.com/compute/docs/reference/rest/v1/disks: selfLink
+#: .../projects/P/zones/Z/disks/NAME; the provider's id is projects/P/zones/Z/disks/NAME).
+ZONAL_LINKS = {"google_compute_disk": "disks"}
+
+
 class Filler:
     """Plausible known values for what the plan left unknown (the fake apply)."""
 
@@ -135,6 +141,15 @@ class Filler:
             return f"{name}@{owner}.iam.gserviceaccount.com"
         if attr == "member":
             return f"serviceAccount:{name}@{owner}.iam.gserviceaccount.com"
+        zone = self.top.get("zone")
+        if self.type_name in ZONAL_LINKS and isinstance(zone, str):
+            # Compute Engine's own form, which modules read the zone back from (modules/shared_pd's
+            # slots; modules/tpu_vm's precondition): projects/P/zones/Z/disks/NAME
+            path = f"projects/{project}/zones/{zone}/{ZONAL_LINKS[self.type_name]}/{name}"
+            if attr == "id":
+                return path
+            if attr in ("self_link", "self_link_unique"):
+                return f"https://www.googleapis.com/compute/v1/{path}"
         if attr == "id":
             return f"projects/{project}/{self.type_name.removeprefix('google_')}/{name}"
         if attr in ("self_link", "self_link_unique"):

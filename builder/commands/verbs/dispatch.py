@@ -18,8 +18,8 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mig", default="default", metavar="_MIG")
     p.add_argument("--allow-data-loss", default="false", metavar="_ALLOW_DATA_LOSS")
     p.add_argument("--allow-wipe", default="false", metavar="_ALLOW_WIPE")
-    p.add_argument("--zone", default="", metavar="ZONE",
-                   help="create/update in this zone of the ZONE list (the health build's recovery that moves)")
+    p.add_argument("--move-to", default="", metavar="ZONE",
+                   help="update: place the environment in ZONE of the ZONE list (the health build's move)")
 
 
 VERB = Verb.of(__doc__, "dispatch", Group.PIPELINE, 1, "the root cloudbuild.yaml's step: raw substitution strings in, action run",

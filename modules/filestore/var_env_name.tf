@@ -1,0 +1,1 @@
+../_shared/var_env_name.tf

@@ -1,0 +1,1 @@
+../_shared/var_state_bucket.tf
