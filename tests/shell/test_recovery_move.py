@@ -221,7 +221,7 @@ def test_the_health_build_that_moves_is_a_real_build_and_shellcheck_clean(tmp_pa
                                                           BASE), tmp_path)
     assert [f.stem for f in files] == ["health-check", "health-prepare", "health-refusals", "health-move",
                                        "health-relaunch"]
-    assert "gcloud builds log" in files[2].read_text() and "--zone" in files[3].read_text()
+    assert "gcloud builds log" in files[2].read_text() and "--move-to" in files[3].read_text()
 
 
 @pytest.mark.slow
