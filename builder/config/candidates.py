@@ -178,7 +178,14 @@ def acting(settings: Any, place: Candidate | None, action: Action, first: str | 
     at ``place``: the one rule plan, render, submit, dispatch and auto follow. A destroy takes down
     what is there (:func:`at`: the backups of the storage are taken in its zone); any other action
     keeps the slice there while the list holds it and puts no other zone first (:func:`settle`;
-    ``first``: the applied list's first zone). ``settings`` itself without a granted place."""
+    ``first``: the applied list's first zone), and an update placed in another zone records the zone it
+    moves from (``moving_from``). ``settings`` itself without a granted place."""
     if place is None:
         return settings
-    return at(settings, place) if Action(action) is Action.DESTROY else settle(settings, place, first)
+    if Action(action) is Action.DESTROY:
+        return at(settings, place)
+    out = settle(settings, place, first)
+    # an update placed in another zone than the slice's moves the environment there (TPU_MOVE): the
+    # pipeline copies the storage from ``moving_from`` first (docs/capacity.md, "Moving an environment")
+    moves = Action(action) is Action.UPDATE and getattr(out, "move", False) and out.zone != place.zone
+    return replace(out, moving_from=place.zone) if moves else out

@@ -222,10 +222,10 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
                      "says so)" if plans.seeds(s, plan) else
                      f"{attacher}: {attacher}-attach attaches {s.shared_pd_name} read-only to every host after the apply, unless they have it already")
     notes.extend(candidate_table.failover_note(s, plan))
-    if plans.runs(s, plan, "snapshot"):
+    if plans.runs(s, plan, "snapshot") and not s.moving_from:  # a move's copies: its own note
         notes.append(f"shared_pd: a snapshot of {s.shared_pd_name} is taken before it is destroyed and named "
                      f"in the build log; SHARED_PD_RESTORE=latest restores it")
-    if plans.runs(s, plan, "backup"):
+    if plans.runs(s, plan, "backup") and not s.moving_from:
         notes.append(f"filestore: a backup of {s.filestore_name}:/{s.shared_fs_name} is taken before it is destroyed")
     warnings.extend(sp.lost(s) for sp in plans.loses_data(s, plan) if sp.lost is not None)
     if plan.action is Action.DESTROY:
