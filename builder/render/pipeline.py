@@ -144,7 +144,7 @@ class _Steps:
                     repository=self.s.image_repository)
 
     def _capacity(self, step: Step) -> dict[str, Any]:
-        return dict(beside=bool(runs(self.s, self.plan, "swap")), reads=capacity.reads(self.s))
+        return dict(beside=bool(runs(self.s, self.plan, "swap")), reads=capacity.reads(self.s), move_to=self.s.move_to)
 
     def _restore(self, step: Step) -> dict[str, Any]:
         s = self.s

@@ -91,3 +91,20 @@ def test_a_regional_share_is_not_copied_and_move_off_renders_no_move(make_env, c
     build, info = _moved(make_env, cli, TPU_MOVE="false")
     assert info["move"] is None and not {i for i in (st["id"] for st in build["steps"]) if "release-" in i}
     assert "shared_pd-snapshot" not in {st["id"] for st in build["steps"]}
+
+
+def test_move_to_is_carried_into_the_build(make_env, cli) -> None:
+    """--move-to (dispatch's, from the root build's _MOVE_TO): the build's own check-capacity re-reads
+    values.env, so it is told the zone; the build moves there as a reorder would."""
+    applied = make_env(V5P, ZONE="us-east5-a,us-east5-b")
+    code, out, err = cli("--values", applied, "render", "--action", "update", "--applied", applied,
+                         "--move-to", "us-east5-b", "--format", "json")
+    assert code == 0, err
+    build = json.loads(out)
+    steps = {st["id"]: st for st in build["steps"]}
+    assert "tpubuild check-capacity --beside-applied --move-to us-east5-b" in step_script(steps["check-capacity"])
+    assert "--zones=us-east5-b" in step_script(steps["shared_pd-snapshot"]) and "shared_pd-release" in steps
+    assert unmatched_substitutions(build) == []
+    # the option places check-capacity's settings as dispatch's: a zone not in the list is bad input
+    code, _, err = cli("--values", applied, "check-capacity", "--move-to", "us-central1-a")
+    assert code == 2 and "--move-to: 'us-central1-a' is not a zone of the ZONE list" in err, err
