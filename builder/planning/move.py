@@ -126,6 +126,7 @@ def facts(applied: Settings | None, settings: Settings, plan: Plan, why: str = "
                    f"{'; afterwards ' + after if after else ''}; nothing that holds data is deleted before its copy "
                    "exists, so no _ALLOW_DATA_LOSS" + (
                        "; the build renders these steps, and one stopped anywhere continues when run again "
-                       if built else "; this build does not render the move's steps ") +
+                       if built else "; this build does not render the move's steps (a MIG's slots record no zone yet), so "
+                       "its guard refuses replacing Filestore or the disk in place and nothing is lost ") +
                    "(docs/capacity.md, \"Moving an environment to another zone\")")
     return out

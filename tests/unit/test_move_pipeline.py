@@ -108,3 +108,17 @@ def test_move_to_is_carried_into_the_build(make_env, cli) -> None:
     # the option places check-capacity's settings as dispatch's: a zone not in the list is bad input
     code, _, err = cli("--values", applied, "check-capacity", "--move-to", "us-central1-a")
     assert code == 2 and "--move-to: 'us-central1-a' is not a zone of the ZONE list" in err, err
+
+
+def test_on_mig_the_move_is_not_rendered_and_the_guard_still_refuses(make_env, cli) -> None:
+    """modules/tpu_mig's slots do not record their zone yet (docs/capacity.md, "What is built"): a
+    zone change of a MIG environment renders no move (no copies, move=false) and says so."""
+    failover = EXAMPLES / "mig-v6e-16-failover.env"
+    applied = make_env(failover, ZONE="us-east5-b,us-east5-a")
+    moved = make_env(failover, ZONE="us-east5-a,us-east5-b")
+    code, out, err = cli("--values", moved, "render", "--action", "update", "--applied", applied, "--format", "json")
+    assert code == 0, err
+    ids = {st["id"] for st in json.loads(out)["steps"]}
+    assert not {i for i in ids if i.endswith(("-snapshot", "-backup", "-release-plan"))}, ids
+    info = json.loads(cli("--values", moved, "plan", "--action", "update", "--applied", applied, "--format", "json")[1])
+    assert info["move"]["built"] is False and "does not render the move's steps" in info["move"]["text"]
