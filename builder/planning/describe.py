@@ -296,14 +296,16 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
 
 def step_lines(steps: list[dict[str, Any]]) -> list[str]:
     """The pipeline's steps, one line per module (``mig: plan → guard → drain → apply → resize``;
-    each step's id is ``<module>-<kind>``) and one per build-wide step, in the build's order."""
+    each step's id is ``<module>-<name>``: its kind, or a move's release-plan) and one per build-wide
+    step, in the build's order."""
     out: list[str] = []
     current = None
     for st in steps:
+        name = str(st["id"]).removeprefix(f"{st['module']}-")
         if st["module"] and st["module"] == current:
-            out[-1] += f" → {st['kind']}"
+            out[-1] += f" → {name}"
         elif st["module"]:
-            out.append(f"{st['module']}: {st['kind']}")
+            out.append(f"{st['module']}: {name}")
         else:
             out.append(st["id"])
         current = st["module"]

@@ -122,3 +122,15 @@ def test_on_mig_the_move_is_not_rendered_and_the_guard_still_refuses(make_env, c
     assert not {i for i in ids if i.endswith(("-snapshot", "-backup", "-release-plan"))}, ids
     info = json.loads(cli("--values", moved, "plan", "--action", "update", "--applied", applied, "--format", "json")[1])
     assert info["move"]["built"] is False and "does not render the move's steps" in info["move"]["text"]
+
+
+def test_the_plan_text_names_the_rendered_steps_and_not_the_moves_own_variables(make_env, cli) -> None:
+    applied = make_env(V5P, ZONE="us-east5-a,us-east5-b")
+    moved = make_env(V5P, ZONE="us-east5-b,us-east5-a")
+    code, text, err = cli("--values", moved, "plan", "--action", "update", "--applied", applied)
+    assert code == 0, err
+    assert "  filestore: final-backup → release-plan → release-guard → release\n" in text
+    assert "  shared_pd: release-plan → release-guard → release\n" in text
+    # move and previous_zone follow from the zone's change, which the before → after shows
+    assert "move false → true" not in text and "previous_zone" not in text
+    assert "filestore: zone us-east5-a → us-east5-b (moved" in text
