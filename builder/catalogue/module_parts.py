@@ -15,7 +15,7 @@ from builder.facts.records import record
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
-__all__ = ["STORAGE", "AFTER", "BEFORE", "BESIDE", "EARLY", "GATE", "INTERRUPTS", "ExtraStep", "StatusPart", "backs_up", "queued", "reads_export", "fails_over", "tried",
+__all__ = ["STORAGE", "AFTER", "BEFORE", "BESIDE", "EARLY", "GATE", "INTERRUPTS", "ExtraStep", "StatusPart", "backs_up", "moving", "moves_share", "copies_share", "queued", "reads_export", "fails_over", "tried",
            "makes_before_breaking", "breaks_before_making", "replacing", "moves_training", "MOVES",
            "capacity_request", "calendar_by_gcloud",
            "runtime", "share_lost", "slice_shape", "filestore_what", "shared_pd_what", "tpu_what",
@@ -79,6 +79,26 @@ INTERRUPTS = "this interrupts training; running jobs stop and must resume from t
 def backs_up(s: Settings) -> bool:
     """The share's tier keeps backups (builder/config/filestore.py), so destroy takes one first."""
     return TIERS[s.shared_fs_tier].backups
+
+
+def moving(s: Settings) -> bool:
+    """The update moves the environment to another zone (``Settings.moving_from``, set by
+    builder/config/candidates.py ``acting``): its storage is copied first (docs/capacity.md)."""
+    return bool(s.moving_from)
+
+
+def moves_share(s: Settings) -> bool:
+    """A move copies the Filestore share: a zonal tier's instance, or a regional one leaving its
+    region (REGIONAL and ENTERPRISE instances serve every zone of theirs)."""
+    tier = TIERS.get(s.shared_fs_tier)
+    leaves = "-".join(s.moving_from.split("-")[:2]) != s.region
+    return moving(s) and (tier is None or not tier.regional or leaves)
+
+
+def copies_share(s: Settings) -> bool:
+    """A move's filestore-backup: the share moves and its tier keeps backups (HIGH_SCALE_SSD has
+    none: modules/filestore's precondition refuses its move at the plan, with the fixes)."""
+    return moves_share(s) and backs_up(s)
 
 
 def share_lost(s: Settings) -> str:

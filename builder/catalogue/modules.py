@@ -91,7 +91,7 @@ from builder.catalogue import dashboard_tiles as dash
 from builder.catalogue import status_rows as rows
 from builder.catalogue.permissions import HOST_FIREWALL, HOST_IDENTITY, SCHEDULED
 from builder.catalogue.module_parts import (AFTER, ASKS, BEFORE, BESIDE, GATE, INTERRUPTS, MOVES, SLICE_TEMPLATE, TPU_VM_REPLACED_BY,
-                                  STORAGE, ExtraStep, StatusPart, backs_up, breaks_before_making, calendar_by_gcloud,
+                                  STORAGE, ExtraStep, StatusPart, backs_up, breaks_before_making, copies_share, moving, calendar_by_gcloud,
                                   capacity_request, filestore_what, reads_export, mig_attaches_disk, queued, runtime, share_lost,
                                   shared_pd_what, slice_access_what, slice_how, slice_shape, slice_what, tpu_what)
 from builder.facts.records import record
@@ -184,7 +184,8 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                replaced_by=frozenset({"project_id", "region", "zone", "name", "tier", "share_name", "network"}),
                data_resources=(("google_filestore_instance", "the Filestore share (checkpoints and preprocessed data)"),),
                status=(StatusPart("filestore", rows.filestore_row),), lost=share_lost,
-               steps=(ExtraStep("backup", "destroy", BEFORE, backs_up), ExtraStep("publish", "apply", AFTER, reads_export)),
+               steps=(ExtraStep("backup", "destroy", BEFORE, backs_up), ExtraStep("backup", "apply", BEFORE, copies_share),
+                      ExtraStep("publish", "apply", AFTER, reads_export)),
                tiles=dash.filestore_tiles),
     ModuleSpec("shared_pd", "modules/shared_pd", ARCHS, shared_pd_what, keys=SHARED_PD_KEYS, apply_timeout=1800,
                apply_minutes=0.5,  # a disk: seconds
@@ -195,8 +196,8 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                unwanted_why="no host attaches it (SHARED_PD_DISK_ATTACH=false)",
                data_resources=(("google_compute_disk", "the shared persistent disk (the dataset)"),),
                steps=(ExtraStep("restore", "apply", BEFORE, lambda s: s.shared_pd_restore == "latest"),
-                      ExtraStep("snapshot", "destroy", BEFORE),
-                      ExtraStep("seed", "apply", BESIDE, lambda s: s.shared_pd_attach and bool(s.gcs_dataset))),
+                      ExtraStep("snapshot", "destroy", BEFORE), ExtraStep("snapshot", "apply", BEFORE, moving),
+                      ExtraStep("seed", "apply", BESIDE, lambda s: s.shared_pd_attach and bool(s.gcs_dataset) and not moving(s))),
                snapshot=lambda s: s.shared_pd_restore),
     ModuleSpec("tpu", "modules/tpu_vm", ("vm",), tpu_what("TPU VM"), reads_applied=STORAGE, destroy_before=STORAGE,
                apply_minutes=5.0,  # a TPU VM create: typically 3-5 minutes (Cloud TPU docs)

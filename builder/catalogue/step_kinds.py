@@ -118,6 +118,7 @@ KINDS: dict[str, Kind] = {
     "checkpoint": Kind("gcloud", "tpu_checkpoint.sh.j2", DRAIN_WAIT_S + 900, 10.0),
     "resume": Kind("gcloud", "tpu_resume.sh.j2", RESUME_TRIES * (RESUME_WAIT_S + 300), 3.0),
     "release": Kind("terraform", "tf_release.sh.j2", 3600, 4.0),  # a TPU VM's delete: up to 30 minutes
+    "unslot": Kind("terraform", "tf_unslot.sh.j2", 1200),  # a move's storage release, planned (then guarded)
     "seed": Kind("gcloud", "pd_seed.sh.j2", SEED_STEP_S, 2.0),
     "publish": Kind("gcloud", "fs_publish.sh.j2", 300, 0.5),  # the NFS export, for hosts made before Filestore
     "finalize": Kind("tpubuild", "finalize.sh.j2", 600),

@@ -173,12 +173,26 @@ def move_to(settings: Any, zone: str) -> Any:
     return replace(at(settings, hit[0]), move_to=zone)
 
 
+#: The architectures whose update renders a move to another zone (docs/capacity.md, "What is built").
+MOVES_ON = ("vm",)
+
+
 def acting(settings: Any, place: Candidate | None, action: Action, first: str | None = None) -> Any:
     """Where ``action`` acts on an environment whose slice the applied snapshot says was granted
     at ``place``: the one rule plan, render, submit, dispatch and auto follow. A destroy takes down
     what is there (:func:`at`: the backups of the storage are taken in its zone); any other action
     keeps the slice there while the list holds it and puts no other zone first (:func:`settle`;
-    ``first``: the applied list's first zone). ``settings`` itself without a granted place."""
+    ``first``: the applied list's first zone), and an update placed in another zone records the zone it
+    moves from (``moving_from``). ``settings`` itself without a granted place."""
     if place is None:
         return settings
-    return at(settings, place) if Action(action) is Action.DESTROY else settle(settings, place, first)
+    if Action(action) is Action.DESTROY:
+        return at(settings, place)
+    out = settle(settings, place, first)
+    # an update placed in another zone than the slice's moves the environment there (TPU_MOVE): the
+    # pipeline copies the storage from ``moving_from`` first (docs/capacity.md, "Moving an environment").
+    # Only where the slice's slots record their zone (modules/tpu_vm; modules/tpu_mig's do not yet):
+    # elsewhere the update renders no move and the guard refuses the storage's replacement, as before
+    moves = (Action(action) is Action.UPDATE and getattr(out, "move", False) and out.zone != place.zone
+             and getattr(out, "arch", "") in MOVES_ON)
+    return replace(out, moving_from=place.zone) if moves else out

@@ -73,6 +73,8 @@ class Settings:
     replace: str = "break-before-make"  # TPU_REPLACE, resolved (builder/config/replace.py)
     move: bool = True  # TPU_MOVE: a zone change moves the environment make-before-break (builder/planning/move.py)
     move_to: str = ""  # --move-to ZONE: the environment is placed there whatever the granted place (candidates.move_to)
+    #: the zone an update moves the environment from (candidates.acting; '' none): the pipeline renders the move
+    moving_from: str = ""
     recovery_mode: str = ""  # TPU_RECOVERY as written; see recovery
     recovery_max_tries: int = 3
     recovery_move_mode: str = ""  # TPU_RECOVERY_MOVE as written; see recovery_move

@@ -22,6 +22,8 @@ DEFAULTS: dict[str, str] = {
     "_MIG": "default",
     "_ALLOW_DATA_LOSS": "false",
     "_ALLOW_WIPE": "false",
+    # update: the zone of the ZONE list to move the environment to (dispatch --move-to; '' none)
+    "_MOVE_TO": "",
 }
 #: The action every build of the GitOps trigger runs.
 TRIGGER_ACTION = "auto"

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from typing import Any
 
 from builder.catalogue import modules as catalogue
-from builder.catalogue.module_parts import fails_over, mig_attaches_disk
+from builder.catalogue.module_parts import fails_over, mig_attaches_disk, moves_share, moving
 from builder.config.candidates import at
 from builder.config.offers import MAX_RUN_HOURS, calendar_name
 from builder.config.scripts import repo_script
@@ -86,7 +86,8 @@ def _filestore(s: Settings) -> dict[str, Any]:
     return {
         **_common(s), "region": s.region, "name": s.filestore_name, "tier": s.shared_fs_tier,
         "share_name": s.shared_fs_name, "capacity_gb": s.shared_fs_capacity_gb, "network": s.network,
-        "env_name": s.env_name, "state_bucket": s.state_bucket, "move": False, "release": False, "source_backup": "",
+        "env_name": s.env_name, "state_bucket": s.state_bucket, "move": moves_share(s), "release": False,
+        "source_backup": "",  # a move's: filestore-plan passes the backup filestore-backup took
     }
 
 
@@ -98,7 +99,7 @@ def _shared_pd(s: Settings) -> dict[str, Any]:
         "snapshot": "" if restore in ("", "latest") else restore,
         "env_name": s.env_name, "state_bucket": s.state_bucket,
         "seeder_service_account_id": s.seeder_service_account_id,
-        "dataset_bucket": dataset_bucket(s.gcs_dataset), "move": False, "release": False,
+        "dataset_bucket": dataset_bucket(s.gcs_dataset), "move": moving(s), "release": False,
     }
 
 
@@ -121,7 +122,7 @@ def _tpu_vm(s: Settings) -> dict[str, Any]:
         "runtime_version": s.runtime_version, "external_ips": s.tpu_external_ips,
         "preemptible": s.tpu_preemptible, "spot": s.tpu_spot, "reserved": s.tpu_reserved,
         "queued": s.queued, "make_before_break": s.replace == "make-before-break", "release": False,  # tpu-release passes -var=release=true
-        "previous_zone": "",  # a move to another zone passes the applied snapshot's granted zone
+        "previous_zone": s.moving_from,  # a move to another zone: the applied snapshot's granted zone
         **_ttl(s), **_health(s),
     }
 

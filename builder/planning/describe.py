@@ -222,10 +222,10 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
                      "says so)" if plans.seeds(s, plan) else
                      f"{attacher}: {attacher}-attach attaches {s.shared_pd_name} read-only to every host after the apply, unless they have it already")
     notes.extend(candidate_table.failover_note(s, plan))
-    if plans.runs(s, plan, "snapshot"):
+    if plans.runs(s, plan, "snapshot") and not s.moving_from:  # a move's copies: its own note
         notes.append(f"shared_pd: a snapshot of {s.shared_pd_name} is taken before it is destroyed and named "
                      f"in the build log; SHARED_PD_RESTORE=latest restores it")
-    if plans.runs(s, plan, "backup"):
+    if plans.runs(s, plan, "backup") and not s.moving_from:
         notes.append(f"filestore: a backup of {s.filestore_name}:/{s.shared_fs_name} is taken before it is destroyed")
     warnings.extend(sp.lost(s) for sp in plans.loses_data(s, plan) if sp.lost is not None)
     if plan.action is Action.DESTROY:
@@ -296,14 +296,16 @@ def describe(settings: Settings, plan: Plan | None, *, allow_data_loss: bool = F
 
 def step_lines(steps: list[dict[str, Any]]) -> list[str]:
     """The pipeline's steps, one line per module (``mig: plan → guard → drain → apply → resize``;
-    each step's id is ``<module>-<kind>``) and one per build-wide step, in the build's order."""
+    each step's id is ``<module>-<name>``: its kind, or a move's release-plan) and one per build-wide
+    step, in the build's order."""
     out: list[str] = []
     current = None
     for st in steps:
+        name = str(st["id"]).removeprefix(f"{st['module']}-")
         if st["module"] and st["module"] == current:
-            out[-1] += f" → {st['kind']}"
+            out[-1] += f" → {name}"
         elif st["module"]:
-            out.append(f"{st['module']}: {st['kind']}")
+            out.append(f"{st['module']}: {name}")
         else:
             out.append(st["id"])
         current = st["module"]

@@ -84,7 +84,9 @@ _TEXT: dict[str, Callable[[Any, Any], str]] = {
                                            "recovery: its health build changes (tpubuild render shows it)"),
 }
 #: A variable derived from another: left out of the changes when that one changes too.
-_DERIVED: dict[str, str] = {"ttl_build_body": "ttl_hours"}
+_DERIVED: dict[str, str] = {"ttl_build_body": "ttl_hours",
+                            # a move's own variables, set because the zone changes (the move section says it)
+                            "move": "zone", "previous_zone": "zone"}
 
 
 @record

@@ -84,10 +84,16 @@ def facts(applied: Settings | None, settings: Settings, plan: Plan, why: str = "
         release.append({"step": "shared_pd-release", "what": f"deletes the old disk in {applied.zone} (its copy "
                         "was made from a snapshot of it)", "minutes": 1.0, "training": "runs on the new slice"})
     copies = sum(s["minutes"] for s in steps)
+    ids = {st.id for st in plan.steps}
+    built = bool(settings.moving_from) and bool(ids)
+    # the steps this build renders (the handover's only with a MODEL that moves, TPU_REPLACE=make-before-break)
+    down = [s for s in down if s["step"] in ids] if built else down
+    release = [s for s in release if s["step"] in ids] if built else release
     steps += [first, *down, *release]
-    slice_overlap = first["minutes"] + sum(s["minutes"] for s in down) + release[0]["minutes"]
+    slice_release = [s for s in release if s["step"] == f"{module}-release"]
+    slice_overlap = first["minutes"] + sum(s["minutes"] for s in down) + sum(s["minutes"] for s in slice_release)
     storage = sum(s["minutes"] for s in steps if s["step"].endswith("-apply") and s is not first) + slice_overlap + \
-        sum(s["minutes"] for s in release[1:])
+        sum(s["minutes"] for s in release if s not in slice_release)
     down_minutes = sum(s["minutes"] for s in down)
     old_slice = cost.estimate(applied, frozenset({module}))
     storage_modules = frozenset(m for m, on in (("filestore", fs_moves), ("shared_pd", settings.shared_pd_attach)) if on)
@@ -109,7 +115,7 @@ def facts(applied: Settings | None, settings: Settings, plan: Plan, why: str = "
            "storage_both_minutes": round(storage, 1),
            "copy_minutes": round(copies, 1),
            "both_zones_cost": round(both, 2) if both is not None else None,
-           "kept_per_month": {what: round(usd, 2) for what, usd in kept}, "built": False}
+           "kept_per_month": {what: round(usd, 2) for what, usd in kept}, "built": built}
     order = " → ".join(s["step"] for s in steps)
     money = (f"~${both:,.2f} for the old zone's slice and storage billed beside the new ones" if both is not None
              else "the old zone's price is unknown (builder/data/prices.json)")
@@ -118,7 +124,9 @@ def facts(applied: Settings | None, settings: Settings, plan: Plan, why: str = "
                    f"make-before-break: {order}; modelled, not measured: ~{down_minutes:.0f} min without training, "
                    f"both zones billed ~{slice_overlap:.0f} min (the storage ~{storage:.0f} min): {money}"
                    f"{'; afterwards ' + after if after else ''}; nothing that holds data is deleted before its copy "
-                   "exists, so no _ALLOW_DATA_LOSS. Not built yet: this build does not render the move's "
-                   "steps, so its guard refuses replacing Filestore or the disk in place and nothing is lost "
+                   "exists, so no _ALLOW_DATA_LOSS" + (
+                       "; the build renders these steps, and one stopped anywhere continues when run again "
+                       if built else "; this build does not render the move's steps (a MIG's slots record no zone yet), so "
+                       "its guard refuses replacing Filestore or the disk in place and nothing is lost ") +
                    "(docs/capacity.md, \"Moving an environment to another zone\")")
     return out

@@ -42,6 +42,7 @@ from builder.catalogue.modules import ModuleSpec, accelerator_module, hosts_modu
 from builder.facts.actions import APPLIES, PLAN_ACTIONS, Action
 from builder.facts.errors import BadInput
 from builder.facts.records import record, replace
+from builder.planning import move_steps
 
 __all__ = ["ACTIONS", "Operation", "Plan", "Step", "hosts_module", "make_plan", "module_dir", "steps"]
 
@@ -192,9 +193,13 @@ def _placed(settings: Settings, kept: tuple[str, ...]) -> tuple[tuple[str, ...],
     disk: ``reads_applied``) after it, in the zone that granted it (docs/capacity.md)."""
     full = catalogue.create_after(settings.arch)
     acc = accelerator_module(settings.arch)
-    if not (fails_over(settings) and acc in kept):
+    if acc not in kept:
         return kept, full
     zonal = catalogue.spec(settings.arch, acc).reads_applied  # type: ignore[union-attr]
+    if settings.moving_from:  # a move: the new zone's storage is copied first, the slice made after it
+        return kept, {**full, acc: (*full.get(acc, ()), *(m for m in zonal if m in kept))}
+    if not fails_over(settings):
+        return kept, full
     full = {m: (*deps, acc) if m in zonal else deps for m, deps in full.items()}
     # the slice first, after only what it needs itself (on mig nothing: its access, global, is
     # applied beside it, and its apply waits only for the access's identity step, _identity_waits)
@@ -314,6 +319,8 @@ def steps(settings: Settings, plan: Plan) -> tuple[Step, ...]:
             asks = []
         for k in at[BESIDE]:
             add(f"{m}-{k}", k, m, [f"{m}-apply"])
+    if s.moving_from:  # the old zone's storage is deleted last, after the slice's handover
+        move_steps.releases(s, plan, last, {st.id for st in out}, tools, add)
     out = _identity_waits(s, plan, out, last)
     waited = {a for st in out for a in st.after}
     add("finalize", "finalize", "", [st.id for st in out if st.id not in waited])

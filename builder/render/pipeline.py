@@ -47,6 +47,7 @@ from builder.catalogue.step_kinds import (  # noqa: F401  (re-exported: step kin
     SEED_STEP_S, SEED_TIMEOUT_S, SHELLS, SWAP_WAIT_S, DRAIN_WAIT_S, RESUME_TRIES, RESUME_WAIT_S, verdict_wait_s,
 )
 from builder.config.filestore import TIERS
+from builder.config.candidates import region_of
 from builder.config.later import script_refusals
 from builder.config.offers import bulk_mode, calendar_name
 from builder.config.scripts import repo_script
@@ -55,7 +56,7 @@ from builder.facts.actions import Action
 from builder.facts.errors import BadInput, ConfigErrors
 from builder.inputs import build_limits
 from builder.inputs.templating import environment
-from builder.planning import capacity
+from builder.planning import capacity, move_steps
 from builder.planning.plan import Plan, Step, gates, module_dir, runs, runs_setup_script, seeds
 from builder.render.yamlout import to_json, to_yaml  # render's output formats
 
@@ -147,22 +148,37 @@ class _Steps:
                     repository=self.s.image_repository)
 
     def _capacity(self, step: Step) -> dict[str, Any]:
-        return dict(beside=bool(runs(self.s, self.plan, "swap")), reads=capacity.reads(self.s))
+        return dict(beside=bool(runs(self.s, self.plan, "swap")), reads=capacity.reads(self.s), move_to=self.s.move_to)
 
     def _restore(self, step: Step) -> dict[str, Any]:
         s = self.s
         return dict(project=s.project_id, env=s.env_name, disk=s.shared_pd_name)
 
+    def _moving(self, step: Step) -> tuple[str, str, str]:
+        """(zone, region, moves_to) of a copy step: a destroy's takes it where values.env places the
+        environment; a move's (an apply's) in the zone it leaves, the first copy only until the new
+        zone's resource exists (``moves_to``), the final backup whenever the old share is there."""
+        s = self.s
+        if self._op(step) != "apply":
+            return s.zone, s.region, ""
+        return s.moving_from, region_of(s.moving_from), "" if step.id.endswith("-final-backup") else s.zone
+
     def _snapshot(self, step: Step) -> dict[str, Any]:
         s = self.s
-        return dict(project=s.project_id, zone=s.zone, region=s.region, disk=s.shared_pd_name, labels=self.labels())
+        zone, region, moves_to = self._moving(step)
+        return dict(project=s.project_id, zone=zone, region=region, disk=s.shared_pd_name, labels=self.labels(),
+                    moves_to=moves_to, purpose="move-" if moves_to else "")
 
     def _backup(self, step: Step) -> dict[str, Any]:
         s = self.s
+        zone, region, moves_to = self._moving(step)
         regional = TIERS[s.shared_fs_tier].regional
-        return dict(project=s.project_id, region=s.region, location=s.region if regional else s.zone,
+        new_location = "" if not moves_to else s.region if regional else s.zone
+        last = self._op(step) == "apply" and not moves_to
+        return dict(project=s.project_id, region=region, location=region if regional else zone,
                     instance_location_flag="--instance-location" if regional else "--instance-zone",
-                    instance=s.filestore_name, share=s.shared_fs_name, tier=s.shared_fs_tier, labels=self.labels())
+                    instance=s.filestore_name, share=s.shared_fs_name, tier=s.shared_fs_tier, labels=self.labels(),
+                    moves_to=new_location, last=last, purpose="move-" if moves_to else "last-" if last else "")
 
     def _unqueue(self, step: Step) -> dict[str, Any]:
         s = self.s
@@ -186,11 +202,17 @@ class _Steps:
         reads = self._spec(step).reads_applied
         # mig's acquisition runs in the gcloud image: its plan leaves the Terraform binary for it
         carries = settles_with_gcloud(self.s) and self._spec(step).accelerator and self._op(step) == "apply"
+        moved = move_steps.copied(self.plan, {st.id for st in self.plan.steps}, step.module)
+        copy_step, copy_var = move_steps.COPIES[step.module] if moved else ("", "")
         return dict(snapshot_file=restore == "latest", snapshot_name=restore if restore not in ("", "latest") else "",
-                    reads_applied=reads, env=self.s.env_name, carries_terraform=carries, **self._terraform(step))
+                    reads_applied=reads, env=self.s.env_name, carries_terraform=carries,
+                    move_copy=copy_var, copy_step=copy_step, **self._terraform(step))
 
     def _guard(self, step: Step) -> dict[str, Any]:
-        return dict(module=step.module, action=self.plan.action, allow_data_loss=self.allow_data_loss)
+        # a move's <module>-release-guard checks the release plan (<module>-release.json)
+        plan_name = f"{step.module}-release" if step.id.endswith("-release-guard") else step.module
+        return dict(module=step.module, action=self.plan.action, allow_data_loss=self.allow_data_loss,
+                    plan_name=plan_name)
 
     def _apply(self, step: Step) -> dict[str, Any]:
         # TPU_QUEUED: the plan's tpu-queue step reads the request this apply leaves
@@ -217,7 +239,12 @@ class _Steps:
         return dict(module=step.module, instance=s.filestore_name,
                     target=f"gs://{s.state_bucket}/{s.workspace_prefix}/{NFS_EXPORT_OBJECT}")
 
-    _release = _terraform
+    def _release(self, step: Step) -> dict[str, Any]:
+        # a move's storage release applies the plan its guard let go; the slice's plans and applies
+        return dict(saved=step.module in move_steps.COPIES, zone=self.s.zone, **self._terraform(step))
+
+    def _unslot(self, step: Step) -> dict[str, Any]:
+        return dict(zone=self.s.zone, **self._terraform(step))
 
     def _identity(self, step: Step) -> dict[str, Any]:
         return dict(address=self._spec(step).identity, **self._terraform(step))

@@ -26,9 +26,10 @@ BAD = [
     ("_BUILD_ACTOIN=destroy", "_BUILD_ACTOIN"),
     ("_BUILD_ACTION=update,_ALLOW_DATA_LOS=true", "_ALLOW_DATA_LOS"),
     ("_BUILD_ACTION=update,_MGI=true", "_MGI"),
+    ("_BUILD_ACTION=update,_MOVETO=us-east5-b", "_MOVETO"),
 ]
 GOOD = ["_BUILD_ACTION=create", "_BUILD_ACTION=update,_TPU=true", "_BUILD_ACTION=destroy,_MIG=true,_TPU=true",
-        "_BUILD_ACTION=update,_ALLOW_DATA_LOSS=true,_ALLOW_WIPE=true"]
+        "_BUILD_ACTION=update,_ALLOW_DATA_LOSS=true,_ALLOW_WIPE=true", "_BUILD_ACTION=update,_MOVE_TO=us-east5-b"]
 
 
 def _submitted(gcloud: Any, substitutions: str) -> dict[str, Any]:

@@ -36,14 +36,14 @@ def test_root_cloudbuild_loads_into_the_real_build_type() -> None:
     config = yaml.safe_load((REPO / "cloudbuild.yaml").read_text())
     build = cloudbuild_v1.Build.from_json(json.dumps(config))
     assert dict(build.substitutions) == {"_BUILD_ACTION": "auto", "_TPU": "default", "_MIG": "default",
-                                         "_ALLOW_DATA_LOSS": "false", "_ALLOW_WIPE": "false"}
+                                         "_ALLOW_DATA_LOSS": "false", "_ALLOW_WIPE": "false", "_MOVE_TO": ""}
     [step] = build.steps
     assert step.id == "dispatch" and step.entrypoint == "bash"
     assert step.name.startswith("python:3.11.") and step.name != "python:latest"
     script = step.args[1]
     assert script.startswith("set -euo pipefail\n")
     assert 'tpubuild dispatch --action "$_BUILD_ACTION" --tpu "$_TPU" --mig "$_MIG"' in script
-    assert '--allow-data-loss "$_ALLOW_DATA_LOSS" --allow-wipe "$_ALLOW_WIPE"' in script
+    assert '--allow-data-loss "$_ALLOW_DATA_LOSS" --allow-wipe "$_ALLOW_WIPE" --move-to "$_MOVE_TO"' in script
     assert "TPUBUILD_DISPATCH_BUILD=$BUILD_ID" in step.env
     assert build.options.substitution_option == cloudbuild_v1.BuildOptions.SubstitutionOption.MUST_MATCH
     assert build.timeout.total_seconds() == 86400

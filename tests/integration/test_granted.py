@@ -186,5 +186,30 @@ def test_a_list_that_puts_another_zone_first_moves_at_every_door(fakes: Fakes, t
     code, out, err = cli("--values", values, "submit", "--action", "update")
     assert code == 0, err
     (filestore,) = _submitted(fakes, "filestore")
-    # placed in a; the move's steps are not rendered yet, so its Terraform does not move (move=false)
+    # placed in a; on mig the move's steps are not rendered (a MIG's slots record no zone yet), so its
+    # Terraform does not move (move=false) and the guard refuses the storage's replacement
     assert filestore["zone"] == "us-east5-a" and filestore["move"] is False, filestore
+
+
+def test_submit_renders_a_vm_move_with_its_copies_and_tfvars(fakes: Fakes, tmp_path: Path, cli) -> None:
+    """On vm the same reorder submits the move (docs/capacity.md): the build's steps take the copies and
+    release the old zone last, and the tfvars in its source say move=true and the zone it leaves."""
+    from builder.cloud import snapshot
+    from builder.config import load
+
+    values = make_repo(tmp_path / "repo", unique_env(), base=EXAMPLES / "vm-v5p-32.env", ZONE="us-east5-a,us-east5-b")
+    assert cli("--values", values, "initialize")[0] == 0
+    s = load(values)
+    bucket = fakes.storage().bucket(s.state_bucket)
+    snapshot.write(bucket, s.env_name, snapshot.Applied(values=values.read_bytes(), build_id="b1", action="create",
+                                                        time="t", granted={"zone": "us-east5-a", "mode": s.provisioning}),
+                   expected_generation=0)
+    values.write_text(rewrite_env(values.read_text(), ZONE="us-east5-b,us-east5-a"))
+    code, out, err = cli("--values", values, "submit", "--action", "update")
+    assert code == 0, err
+    filestore, shared_pd, tpu = _submitted(fakes, "filestore", "shared_pd", "tpu")
+    assert (filestore["zone"], filestore["move"], shared_pd["move"]) == ("us-east5-b", True, True)
+    assert tpu["previous_zone"] == "us-east5-a"
+    [body] = fakes.google.created
+    ids = [st["id"] for st in body["steps"]]
+    assert ids.index("shared_pd-snapshot") < ids.index("shared_pd-plan") and ids[-2] == "shared_pd-release"

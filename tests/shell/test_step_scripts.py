@@ -22,7 +22,7 @@ from builder.config import load_text
 from builder.planning.plan import make_plan, module_dir
 from builder.render.pipeline import render
 from tests.conftest import REPO, require, rewrite_env
-from tests.support.pipeline import ENVS, NODE_ENV, VM_ENV, all_cases, step_env, step_script
+from tests.support.pipeline import ENVS, NODE_ENV, VM_ENV, all_cases, moving_settings, step_env, step_script
 from tests.support.step_sandbox import Sandbox, Script
 
 
@@ -57,6 +57,12 @@ def collect() -> list[Script]:
                     text = step_script(step)
                     found.setdefault((step["entrypoint"], text), Script(
                         step["id"], step["entrypoint"], text, tuple(step_env(step).items()), arch))
+    # the move to another zone: its copies, the plans that read them, the releases (docs/capacity.md)
+    moving = moving_settings()
+    for step in render(moving, make_plan(moving, "update"))["steps"]:
+        text = step_script(step)
+        found.setdefault((step["entrypoint"], text), Script(
+            step["id"], step["entrypoint"], text, tuple(step_env(step).items()), "vm"))
     return list(found.values())
 
 
@@ -72,7 +78,7 @@ def test_collection_covers_every_kind_of_step():
     kinds = {s.step_id.split("-", 1)[-1] if s.step_id.split("-", 1)[0] in MODULE_NAMES else s.step_id
              for s in SCRIPTS}
     assert {"plan", "guard", "apply", "seed", "snapshot", "backup", "restore", "tpubuild-image",
-            "finalize"} <= kinds, kinds
+            "finalize", "final-backup", "release-plan", "release-guard", "release"} <= kinds, kinds
     assert len(SCRIPTS) > 40
 
 

@@ -150,3 +150,19 @@ def stand_in_bin(root: Any, *folders: str, **scripts: str) -> tuple[Any, ...]:
         (bindir / name).write_text(text)
         (bindir / name).chmod(0o755)
     return tuple(made)
+
+
+def moving_settings() -> Any:
+    """vm-v5p-32.env (a dataset disk, BASIC_SSD Filestore, roberta, make-before-break) as an update
+    acts on it when its ZONE list was reordered to put us-east5-b first while the slice is in
+    us-east5-a: the move to another zone (builder/config/candidates.py ``acting``)."""
+    from builder.config import load_text
+    from builder.config.candidates import Candidate, acting
+    from builder.facts.actions import Action
+    from tests.conftest import REPO, rewrite_env
+
+    base = EXAMPLES / "vm-v5p-32.env"
+    settings = load_text(rewrite_env(base.read_text(), ZONE="us-east5-b,us-east5-a"), REPO / base.name)
+    moved = acting(settings, Candidate("us-east5-a", "us-east5", settings.provisioning), Action.UPDATE, "us-east5-a")
+    assert moved.moving_from == "us-east5-a", moved.zone
+    return moved

@@ -44,7 +44,8 @@ def test_plan_shows_the_move_in_text_and_json(make_env: Callable[..., Path], cli
     info = json.loads(cli("--values", moved, "plan", "--action", "update", "--applied", applied,
                           "--format", "json")[1])
     move = info["move"]
-    assert (move["from"], move["to"], move["modelled"], move["built"]) == ("us-east5-a", "us-east5-b", True, False)
+    assert (move["from"], move["to"], move["modelled"], move["built"]) == ("us-east5-a", "us-east5-b", True, True)
+    assert "the build renders these steps" in move["text"] and "not render" not in move["text"]
     assert move["why"] == "the ZONE list puts us-east5-b first"
     order = [s["step"] for s in move["steps"]]
     # the storage is copied while the old slice trains, then the slice, the handover, the old zone last

@@ -2,7 +2,7 @@
 substitution strings, checks them, and runs the action like `submit --wait`.
 
 example (what cloudbuild.yaml runs):
-  tpubuild dispatch --action "$_BUILD_ACTION" --tpu "$_TPU" --mig "$_MIG" --allow-data-loss "$_ALLOW_DATA_LOSS" --allow-wipe "$_ALLOW_WIPE"
+  tpubuild dispatch --action "$_BUILD_ACTION" --tpu "$_TPU" --mig "$_MIG" --allow-data-loss "$_ALLOW_DATA_LOSS" --allow-wipe "$_ALLOW_WIPE" --move-to "$_MOVE_TO"
 """
 
 from __future__ import annotations

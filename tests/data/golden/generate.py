@@ -44,6 +44,11 @@ EXTRA: tuple[tuple[str, ...], ...] = (
 CHANGED = {"TPU_PYTORCH_VERSION": None, "SHARED_FS_CAPACITY": None, "SHARED_PD_DISK_SIZE": None}
 
 
+#: The files an update moves to another zone: the zone its slice was in, first of the applied list
+#: (a copy of the file whose ZONE puts that zone before the file's), so the update acts in the file's.
+MOVED_FROM = {"examples/vm-v5p-32.env": "us-east5-b"}
+
+
 def cases(path: str) -> Iterator[tuple[str, list[str]]]:
     for action in ACTIONS:
         for scope in SCOPES:
@@ -61,6 +66,10 @@ def cases(path: str) -> Iterator[tuple[str, list[str]]]:
                    ["plan", "--values", path, "--format", fmt, "--action", action, "--applied", "<changed>"])
     yield ("render --action auto --applied <changed>",
            ["render", "--values", path, "--action", "auto", "--applied", "<changed>"])
+    if path in MOVED_FROM:  # an update that moves the environment to another zone (docs/capacity.md)
+        for cmd in ("render", "plan"):
+            yield (f"{cmd} --action update --applied <moved-from>",
+                   [cmd, "--values", path, "--action", "update", "--applied", "<moved-from>"])
     yield ("render --action auto --applied <same>",
            ["render", "--values", path, "--action", "auto", "--applied", path])
 
@@ -79,6 +88,19 @@ def changed_copy(path: str, out: Path) -> Path:
     for line in lines:
         key = line.split("=", 1)[0].strip().removeprefix("export ").strip()
         text.append(f'{key}="{edits[key]}"' if key in edits else line)
+    out.write_text("\n".join(text) + "\n")
+    return out
+
+
+def moved_from_copy(path: str, out: Path) -> Path:
+    """``path`` as it was applied before the move: its ZONE list with :data:`MOVED_FROM` first."""
+    lines = (REPO / path).read_text().splitlines()
+    text = []
+    for line in lines:
+        key, _, value = line.partition("=")
+        if key.strip().removeprefix("export ").strip() == "ZONE":
+            line = f'ZONE="{MOVED_FROM[path]},{value.strip().strip(chr(34))}"'
+        text.append(line)
     out.write_text("\n".join(text) + "\n")
     return out
 
@@ -114,13 +136,17 @@ def hermetic(tmp: Path) -> Iterator[None]:
 
 def render_all(path: str, tmp: Path) -> dict[str, dict[str, object]]:
     changed = changed_copy(path, tmp / (Path(path).stem + ".changed.env"))
+    moved = moved_from_copy(path, tmp / (Path(path).stem + ".moved.env")) if path in MOVED_FROM else None
+    swap = {"<changed>": str(changed), "<moved-from>": str(moved)}
     results: dict[str, dict[str, object]] = {}
     with hermetic(tmp):
         for name, argv in cases(path):
-            argv = [str(changed) if a == "<changed>" else a for a in argv]
+            argv = [swap.get(a, a) for a in argv]
             result = run_case(argv)
             for key in ("stdout", "stderr"):  # the temporary folder is no part of the rendering
                 result[key] = str(result[key]).replace(str(changed), "<changed>")
+                if moved is not None:
+                    result[key] = str(result[key]).replace(str(moved), "<moved-from>")
             results[name] = result
     return results
 
