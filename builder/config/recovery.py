@@ -7,7 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from builder.config.candidates import MOVES_ON
+
 Fail = Callable[[str, str, str], None]
+
 
 def log_prefix(env: str) -> str:
     """How every line of the health build starts in its log (the dashboard's logs tile filters on it)."""
@@ -49,6 +52,9 @@ def _move_checks(settings: Any, fail: Fail) -> None:
     elif settings.queued:
         fail("TPU_RECOVERY_MOVE", "a queued slice (TPU_QUEUED) waits in its zone by design, so it never moves",
              "remove TPU_QUEUED, or remove TPU_RECOVERY_MOVE")
+    elif settings.arch not in MOVES_ON:
+        fail("TPU_RECOVERY_MOVE", f"a {settings.arch} environment does not move zones yet (only {', '.join(MOVES_ON)}: "
+             "docs/capacity.md, \"What is built\")", "remove TPU_RECOVERY_MOVE")
     elif not settings.move:
         fail("TPU_RECOVERY_MOVE", 'a recovery moves by the update that TPU_MOVE="false" turns off',
              'remove TPU_MOVE="false", or remove TPU_RECOVERY_MOVE')

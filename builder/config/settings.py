@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from builder.config.candidates import Candidate
+from builder.config.candidates import MOVES_ON, Candidate
 from builder.config.replace import moves_training
 from builder.facts.records import field, record
 from builder.facts.topology import MigShape, Topology, mig_shape
@@ -114,11 +114,11 @@ class Settings:
         """TPU_RECOVERY_MOVE: whether a recovery whose zone grants the slice in no mode of the list
         moves the environment to the next zone of ``ZONE`` (builder/inputs/recovery.py ``moves``;
         docs/recovery.md, "A recovery that moves"). Unset, it is on wherever it can be: with
-        :attr:`recovery`, TPU_MOVE on and candidates in more than one zone (a queued slice waits in its zone);
+        :attr:`recovery`, TPU_MOVE on, an architecture that moves (``MOVES_ON``) and candidates in more than one zone (a queued slice waits in its zone);
         ``false`` keeps every recovery in the zone that granted the slice."""
         zones = {c.zone for c in self.candidates}
-        return (self.recovery and self.move and self.recovery_move_mode != "false" and len(zones) > 1
-                and not self.queued)
+        return (self.recovery and self.move and self.arch in MOVES_ON and self.recovery_move_mode != "false"
+                and len(zones) > 1 and not self.queued)
 
     @property
     def reaches_hosts(self) -> bool:

@@ -109,7 +109,7 @@ def test_short_beyond_the_wait_fails_over_and_a_failed_recreate_is_asked_again(t
 
 def test_one_candidate_in_the_zone_leaves_the_short_group_to_the_mig(tmp_path: Path) -> None:
     moving = _sandbox(tmp_path / "moving", MIG, ZONE="us-east5-b,us-east5-a", REGION="")
-    assert recovery.mig_failover(moving.settings)["fails_over_mig"] is True  # its recreate's refusal moves it
+    assert recovery.mig_failover(moving.settings)["fails_over_mig"] is False  # mig does not move zones yet (MOVES_ON)
     box = _sandbox(tmp_path, MIG, ZONE="us-east5-b,us-east5-a", REGION="", TPU_RECOVERY_MOVE="false")
     assert recovery.mig_failover(box.settings)["fails_over_mig"] is False  # spot only in us-east5-b, never moved
     box.mig("RUNNING NONE\n")
