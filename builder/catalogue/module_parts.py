@@ -101,6 +101,11 @@ def copies_share(s: Settings) -> bool:
     return moves_share(s) and backs_up(s)
 
 
+def share_regional(s: Settings) -> bool:
+    """A REGIONAL or ENTERPRISE share lives in the region (modules/filestore): its zone moves nothing."""
+    return TIERS[s.shared_fs_tier].regional
+
+
 def share_lost(s: Settings) -> str:
     """What a destroy of a share on a tier without backups loses (``tpubuild plan`` warns)."""
     return (f"filestore tier {s.shared_fs_tier} has no backups: destroying {s.filestore_name} deletes the data on "

@@ -66,7 +66,9 @@ node). One :class:`ModuleSpec` per (plan module, directory) says:
   (a destroy-only root: those its state holds); builder/catalogue/permissions.py says which role
   creates each, and ``initialize`` grants the builder account their union (builder/cloud/iam.py);
 * ``region_service``: the regional service (a key of builder/planning/egress.py ``SERVICES``) that must
-  be offered in REGION for it to be made there; check-capacity's regional-availability preflight reads it.
+  be offered in REGION for it to be made there; check-capacity's regional-availability preflight reads it;
+* ``zone_free``: whether these values' resources ignore the zone (a regional share); ``move_copy``: what a
+  zone move copies (builder/planning/move_steps.py): the copy's step kind, the variable taking it, "final".
 
 Everything else is derived here: the module list, create and destroy DAGs and the destroy order
 per architecture (:func:`modules`, :func:`create_after`, :func:`destroy_after`,
@@ -74,12 +76,10 @@ per architecture (:func:`modules`, :func:`create_after`, :func:`destroy_after`,
 (:func:`hosts_module`), the guard's resource tables (:data:`DESTROYED_ON_PURPOSE`,
 :data:`TRAINING_RESOURCES`). ``builder.planning.plan``, ``builder.inputs.tfvars``, ``builder.planning.guard``,
 ``builder.planning.diff``, ``builder.planning.auto``, ``builder.render.pipeline``, ``builder.inputs.dashboard``, ``tpubuild status``
-and ``tpubuild plan`` read them from here; ``tests/unit/test_module_branches.py`` fails on code
-elsewhere that branches on a module's name.
+and ``tpubuild plan`` read them from here; tests/unit/test_module_branches.py fails on code that branches on a name.
 
-Adding a module is one entry in :data:`CATALOGUE` plus its own files (``modules/<dir>/`` and its
-inputs in ``builder/inputs/tfvars.py``); docs/architecture.md has a worked example. Pure: no I/O,
-standard library only (and the pure formatters its entries name).
+Adding a module is one entry in :data:`CATALOGUE` plus its own files (``modules/<dir>/``, its inputs in
+builder/inputs/tfvars.py; docs/architecture.md has a worked example). Pure, standard library only.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ from builder.catalogue import status_rows as rows
 from builder.catalogue.permissions import HOST_FIREWALL, HOST_IDENTITY, SCHEDULED
 from builder.catalogue.module_parts import (AFTER, ASKS, BEFORE, BESIDE, GATE, INTERRUPTS, MOVES, SLICE_TEMPLATE, TPU_VM_REPLACED_BY,
                                   STORAGE, ExtraStep, StatusPart, backs_up, breaks_before_making, copies_share, moving, calendar_by_gcloud,
-                                  capacity_request, filestore_what, reads_export, mig_attaches_disk, queued, runtime, share_lost,
+                                  capacity_request, filestore_what, reads_export, mig_attaches_disk, queued, runtime, share_lost, share_regional,
                                   shared_pd_what, slice_access_what, slice_how, slice_shape, slice_what, tpu_what)
 from builder.facts.records import record
 
@@ -169,6 +169,8 @@ class ModuleSpec:
     identity_from: tuple[str, ...] = ()
     resources: tuple[str, ...] = ()
     region_service: str = ""
+    zone_free: Callable[[Settings], bool] | None = None
+    move_copy: tuple[str, ...] = ()
 
     def is_wanted(self, settings: Settings) -> bool:
         """Whether create and update apply this module with these values (``wanted``)."""
@@ -180,7 +182,7 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
     ModuleSpec("filestore", "modules/filestore", ARCHS, filestore_what, keys=FILESTORE_KEYS, holds_data=True,
                apply_minutes=8.0,  # "several minutes" (Filestore docs); ~8 measured for BASIC_HDD
                prices=("filestore",), grows="capacity_gb", resources=("google_filestore_instance",),
-               region_service="filestore",
+               region_service="filestore", zone_free=share_regional, move_copy=("backup", "source_backup", "final"),
                replaced_by=frozenset({"project_id", "region", "zone", "name", "tier", "share_name", "network"}),
                data_resources=(("google_filestore_instance", "the Filestore share (checkpoints and preprocessed data)"),),
                status=(StatusPart("filestore", rows.filestore_row),), lost=share_lost,
@@ -188,7 +190,7 @@ CATALOGUE: tuple[ModuleSpec, ...] = (
                       ExtraStep("publish", "apply", AFTER, reads_export)),
                tiles=dash.filestore_tiles),
     ModuleSpec("shared_pd", "modules/shared_pd", ARCHS, shared_pd_what, keys=SHARED_PD_KEYS, apply_timeout=1800,
-               apply_minutes=0.5,  # a disk: seconds
+               apply_minutes=0.5, move_copy=("snapshot", "snapshot"),  # a disk: seconds
                holds_data=True, boot=("env_setup/seeder",),  # the seeder VM's script
                prices=("disk",), grows="size_gb", resources=("google_compute_disk", *HOST_IDENTITY),
                replaced_by=frozenset({"project_id", "zone", "name", "type", "snapshot"}),

@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING, Any
 from builder.catalogue import modules as catalogue
 from builder.catalogue.module_parts import replacing
 from builder.catalogue.modules import ModuleSpec, accelerator_module, hosts_module
-from builder.config.filestore import TIERS
 from builder.facts.actions import Action
 from builder.facts.records import asdict, field, record
 from builder.inputs import tfvars
@@ -172,9 +171,8 @@ def module_changes(applied: Settings, target: Settings, module: str) -> tuple[Ch
         source = _DERIVED.get(var)
         if old == new or (source is not None and source in after and before.get(source) != after[source]):
             continue
-        if var == "zone" and module == "filestore" and all(TIERS[s.shared_fs_tier].regional for s in (applied, target)):
-            # a REGIONAL or ENTERPRISE instance lives in the region (modules/filestore): a zone moves nothing
-            continue
+        if var == "zone" and spec.zone_free is not None and all(spec.zone_free(s) for s in (applied, target)):
+            continue  # a REGIONAL or ENTERPRISE share lives in the region: a zone moves nothing
         out.append(Change(var, old, new, _effect(spec, var, old, new, replaced_by)))
     return tuple(out)
 

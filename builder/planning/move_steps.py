@@ -10,16 +10,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from builder.catalogue.modules import accelerator_module
+from builder.catalogue.modules import CATALOGUE, accelerator_module
 
 if TYPE_CHECKING:  # pragma: no cover
     from builder.config import Settings
 
 
-#: What a move copies, per storage module: the step kind that takes the copy in the old zone before
-#: the module's plan (``<module>-<kind>``, which leaves the copy's name in ``plans/<module>.move-copy``)
-#: and the module's variable its plan passes it in (modules/filestore, modules/shared_pd).
-COPIES: dict[str, tuple[str, str]] = {"filestore": ("backup", "source_backup"), "shared_pd": ("snapshot", "snapshot")}
+#: What a move copies, per storage module (its catalogue entry's ``move_copy``): the step kind that takes
+#: the copy in the old zone before the module's plan (``<module>-<kind>``, which leaves the copy's name in
+#: ``plans/<module>.move-copy``) and the module's variable its plan passes it in (modules/filestore,
+#: modules/shared_pd).
+COPIES: dict[str, tuple[str, ...]] = {m.name: m.move_copy[:2] for m in CATALOGUE if m.move_copy}
+FINAL: frozenset[str] = frozenset(m.name for m in CATALOGUE if m.move_copy[2:] == ("final",))
 
 
 def copied(plan: Any, ids: set[str] | frozenset[str], module: str) -> bool:
@@ -40,7 +42,7 @@ def releases(settings: Settings, plan: Any, last: dict[str, str], ids: set[str],
         if not copied(plan, ids, module):
             continue
         first = [*handed, last[module]]
-        if module == "filestore":
-            first = [add("filestore-final-backup", "backup", module, first)]
+        if module in FINAL:
+            first = [add(f"{module}-final-{COPIES[module][0]}", COPIES[module][0], module, first)]
         planned = add(f"{module}-release-plan", "unslot", module, first)
         add(f"{module}-release", "release", module, [add(f"{module}-release-guard", "guard", module, [planned, tools])])
