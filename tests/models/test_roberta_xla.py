@@ -95,6 +95,18 @@ class Host:
         return [json.loads(line) for line in self.trace.read_text().splitlines()]
 
 
+def run_probe(tmp_path: Path, body: str) -> list[str]:
+    """``body`` as a script under the xla venv's Python (pjrt_compat importable), one CPU device; its
+    stdout lines (it must exit 0)."""
+    python = xla_python("fairseq_cli.train")
+    script = tmp_path / "probe.py"
+    script.write_text(f"import sys\nsys.path.insert(0, {str(SCRIPTS)!r})\n" + body)
+    r = subprocess.run([str(python), str(script)], capture_output=True, text=True, timeout=300,
+                       env=xla_env(python, CPU_NUM_DEVICES="1"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r.stdout.strip().splitlines()
+
+
 def saved_position(python: Path, checkpoint: Path) -> dict:
     code = ("import sys, json, torch; s = torch.load(sys.argv[1], map_location='cpu', weights_only=False); "
             "print(json.dumps({'updates': s['optimizer_history'][-1]['num_updates'], "
@@ -176,11 +188,8 @@ def test_spawn_takes_a_child_process_and_pjrt_ordinals(tmp_path):
     """The shim's spawn on world size 1: fn runs in a spawned process (not the caller), with a
     private deep copy of cfg per replica, ordinals from torch_xla.runtime, and fairseq's
     distributed_utils answering world size / rank through them."""
-    python = xla_python("fairseq_cli.train")
-    script = tmp_path / "probe.py"
-    script.write_text(
-        "import os, sys, json\n"
-        f"sys.path.insert(0, {str(SCRIPTS)!r})\n"
+    lines = run_probe(tmp_path,
+        "import os, json\n"
         "import pjrt_compat\n"
         "from fairseq.distributed import utils as du\n"
         "def main(cfg, **kw):\n"
@@ -196,10 +205,6 @@ def test_spawn_takes_a_child_process_and_pjrt_ordinals(tmp_path):
         "    cfg = convert_namespace_to_omegaconf(args)  # as fairseq_cli.train.cli_main builds it\n"
         "    print('parent', os.getpid())\n"
         "    du.call_main(cfg, main)\n")
-    r = subprocess.run([str(python), str(script)], capture_output=True, text=True, timeout=300,
-                       env=xla_env(python, CPU_NUM_DEVICES="1"))
-    assert r.returncode == 0, r.stderr[-3000:]
-    lines = r.stdout.strip().splitlines()
     parent = int(next(ln for ln in lines if ln.startswith("parent ")).split()[1])
     (child,) = [json.loads(ln) for ln in lines if ln.startswith("{")]
     assert child["pid"] != parent
@@ -212,11 +217,8 @@ def test_loader_starts_where_the_epoch_stood_before_its_thread_reads_ahead(tmp_p
     built from the advanced ``n`` yields nothing (on a busy CI host, a validation of no batch
     failed with fairseq's ``KeyError: 'loss'``). The main thread's reads of ``n`` are slowed
     here so that the thread always wins the race that a loaded host loses now and then."""
-    python = xla_python("fairseq_cli.train")
-    script = tmp_path / "probe.py"
-    script.write_text(
-        "import sys, threading, time, json, torch\n"
-        f"sys.path.insert(0, {str(SCRIPTS)!r})\n"
+    lines = run_probe(tmp_path,
+        "import threading, time, json, torch\n"
         "import pjrt_compat\n"
         "from fairseq.data import iterators\n"
         "class Slow(iterators.CountingIterator):\n"
@@ -230,7 +232,4 @@ def test_loader_starts_where_the_epoch_stood_before_its_thread_reads_ahead(tmp_p
         "        self._n = value\n"
         "itr = Slow([{'id': torch.tensor([i])} for i in range(6)], start=0)\n"
         "print(json.dumps([int(b['id'].cpu()[0]) for b in pjrt_compat.tpu_data_loader(itr)]))\n")
-    r = subprocess.run([str(python), str(script)], capture_output=True, text=True, timeout=300,
-                       env=xla_env(python, CPU_NUM_DEVICES="1"))
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert json.loads(r.stdout.strip().splitlines()[-1]) == [0, 1, 2, 3, 4, 5]
+    assert json.loads(lines[-1]) == [0, 1, 2, 3, 4, 5]
