@@ -31,6 +31,19 @@ def filestore_row(fs: dict[str, Any]) -> str:
             f"({share['capacity_gb']} GiB, {fs['tier']})")
 
 
+def slot_places(slots: Any) -> list[str]:
+    """Where a storage module's slots are (its state's ``slots`` output: two while a zone move is under way)."""
+    if not isinstance(slots, dict):
+        return []
+    return [str(v.get("location") or v.get("zone") or "?") for _, v in sorted(slots.items()) if isinstance(v, dict)]
+
+
+def moving_row(module: str, places: list[str]) -> str:
+    return (f"{module} is in {' and '.join(places)}: a move to another zone is under way or was left unfinished; "
+            "finish it (tpubuild update --move-to ZONE), whose release deletes the old zone's copy (docs/capacity.md, "
+            "\"Moving an environment to another zone\")")
+
+
 def slice_row(sl: dict[str, Any]) -> str:
     policy = f"policy {sl['policy']}" if sl["policy"] else "no workload policy"
     return (f"{sl['name']}: {sl['running']}/{sl['target_size']} running (values.env: {sl['vms']} x "

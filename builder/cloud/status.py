@@ -37,7 +37,7 @@ from collections.abc import Callable
 from typing import Any
 
 from builder.catalogue import modules as catalogue
-from builder.catalogue.status_rows import recovery_row
+from builder.catalogue.status_rows import moving_row, recovery_row, slot_places
 from builder.cloud import clients, interrupted, lock, recoveries, snapshot, ttl
 from builder.cloud.buckets import exists
 from builder.cloud.errors import cloud_call, describe
@@ -249,6 +249,8 @@ def _state(settings: Settings) -> dict[str, Any]:
     for spec in _linked(settings.arch):
         there = out["modules"].get(spec.name)
         out[f"{spec.name}_url"] = _state_link(bucket, settings.env_name, spec) if there else None
+    out["moving"] = {s.name: places for s in catalogue.specs(settings.arch) if s.move_copy and out["modules"].get(s.name)
+                     and len(places := slot_places(_output(bucket, settings.env_name, s.name, "slots"))) > 1}
     applied = snapshot.read(bucket, settings.env_name)
     out["applied"] = None if applied is None else {
         "build_id": applied.build_id, "action": applied.action, "time": applied.time,
@@ -261,14 +263,19 @@ def _linked(arch: str) -> tuple[catalogue.ModuleSpec, ...]:
     return tuple(s for s in catalogue.specs(arch) if s.state_link)
 
 
-def _state_link(bucket: Any, env: str, spec: catalogue.ModuleSpec) -> str | None:
-    """The ``state_link`` output (a console URL) of the module's Terraform state (None when it has none)."""
-    with cloud_call(f"reading the {spec.name} state of {env}"):
-        raw = bucket.blob(f"{env}/{spec.name}/default.tfstate").download_as_bytes()
+def _output(bucket: Any, env: str, module: str, name: str) -> Any:
+    """The output ``name`` of the module's Terraform state (None when it has none)."""
+    with cloud_call(f"reading the {module} state of {env}"):
+        raw = bucket.blob(f"{env}/{module}/default.tfstate").download_as_bytes()
     try:
-        url = json.loads(raw).get("outputs", {}).get(spec.state_link, {}).get("value")
+        return json.loads(raw).get("outputs", {}).get(name, {}).get("value")
     except (ValueError, AttributeError):
         return None
+
+
+def _state_link(bucket: Any, env: str, spec: catalogue.ModuleSpec) -> str | None:
+    """The ``state_link`` output (a console URL) of the module's Terraform state (None when it has none)."""
+    url = _output(bucket, env, spec.name, spec.state_link)
     return url if isinstance(url, str) and url.startswith("https://") else None
 
 
@@ -377,6 +384,7 @@ def text(report: dict[str, Any]) -> list[str]:
             url = tf.get(f"{spec.name}_url")
             lines.append(f"  {spec.name:<10} {url}" if url else
                          f"  {spec.name:<10} not created yet (tpubuild create applies it)")
+        lines.extend(f"  moving     {moving_row(module, places)}" for module, places in tf.get("moving", {}).items())
         applied = tf["applied"]
         if applied is None:
             lines.append("  applied    none (no successful build yet)")

@@ -129,3 +129,33 @@ def test_status_vm_finds_the_slice_in_either_slot_and_says_when_both_run(fakes: 
     assert code == 0, err
     assert (f"tpu        {s.tpu_name}-b: READY, health HEALTHY, v4-32, tpu-ubuntu2204-base (tpu v2); beside it "
             f"{s.tpu_name} (v4-16, READY) (make-before-break under way)") in out
+
+
+def test_status_says_when_a_storage_module_holds_two_zones(fakes: Fakes, tmp_path: Path, cli, monkeypatch) -> None:
+    """A Filestore state with two slots (its ``slots`` output, modules/filestore) is a zone move under way
+    or left unfinished: status says where both are and how to finish it; one slot says nothing."""
+    from builder.config import load
+
+    values = make_repo(tmp_path / "r", unique_env())
+    values.write_text((EXAMPLES / "vm-v4-32.env").read_text().replace('ENV_BUILD_NAME="', f'ENV_BUILD_NAME="{unique_env()}" # was "'))
+    monkeypatch.chdir(values.parent)
+    s = load(values)
+    assert cli("--values", values, "initialize")[0] == 0
+    bucket = fakes.storage().bucket(s.state_bucket)
+
+    def state(module: str, slots: dict[str, dict[str, str]]) -> None:
+        body = {"version": 4, "outputs": {"slots": {"value": slots, "type": "object"}}, "resources": []}
+        bucket.blob(f"{s.env_name}/{module}/default.tfstate").upload_from_string(json.dumps(body))
+
+    state("filestore", {"a": {"location": "us-central2-b", "tier": "BASIC_HDD", "source_backup": ""},
+                        "b": {"location": "europe-west4-a", "tier": "BASIC_HDD", "source_backup": "nfs-x-20261206"}})
+    state("shared_pd", {"a": {"zone": "us-central2-b", "snapshot": ""}})
+    code, out, err = cli("--values", values, "status", "--format", "json")
+    assert json.loads(out)["terraform"]["moving"] == {"filestore": ["us-central2-b", "europe-west4-a"]}, err
+    code, out, err = cli("--values", values, "status")
+    [line] = [ln for ln in out.splitlines() if ln.startswith("  moving")]
+    assert line.startswith("  moving     filestore is in us-central2-b and europe-west4-a: a move to another zone")
+    assert "tpubuild update --move-to ZONE" in line
+    state("filestore", {"a": {"location": "us-central2-b", "tier": "BASIC_HDD", "source_backup": ""}})
+    code, out, err = cli("--values", values, "status")
+    assert "  moving" not in out, out
