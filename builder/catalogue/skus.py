@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from builder.catalogue import storage_skus, tpu_device_skus
+from builder.catalogue import sku_fields, storage_skus, tpu_device_skus
 
 #: The Billing Catalog services ``prices update`` reads: Compute Engine lists v5e, v5p, v6e and TPU7x
 #: (and the disks and snapshots), Cloud TPU v2, v3 and v4 (tpu_device_skus.py), Filestore and Cloud
@@ -60,18 +60,10 @@ USAGE = {"on-demand": {"OnDemand"}, "spot": {"Preemptible", "OnDemand"}, "flex-s
          "calendar": {"OnDemand"}, "committed-1y": {"Commit1Yr"}, "committed-3y": {"Commit3Yr"}}
 
 
-def _get(d: dict[str, Any], *names: str) -> Any:
-    """A field by its JSON (camelCase) or proto (snake_case) name."""
-    for name in names:
-        if name in d:
-            return d[name]
-    return None
-
-
 def classify(sku: dict[str, Any]) -> tuple[str, str] | None:
     """(generation, mode) of one SKU, or None: not a TPU chip-hour SKU tpubuild prices (a decoy)."""
     description = str(sku.get("description", "")).strip()
-    usage = _get(sku.get("category") or {}, "usageType", "usage_type")
+    usage = sku_fields.usage_type(sku)
     for generation, patterns in _BY_GENERATION.items():
         for mode, pattern in patterns.items():
             if pattern.match(description) and usage in USAGE[mode]:
@@ -84,17 +76,17 @@ def unit_price(sku: dict[str, Any], unit: str = "h") -> tuple[float, str] | None
     first tier that is not free (a free allowance, as Cloud Storage's, is skipped; a TPU SKU has one
     tier, the rate from zero usage); None when it is not priced in ``unit`` ("h": chip-hours,
     "GiBy.mo": GiB-months)."""
-    info = (_get(sku, "pricingInfo", "pricing_info") or [None])[0]
+    info = (sku_fields.field(sku, "pricingInfo", "pricing_info") or [None])[0]
     if not info:
         return None
-    expression = _get(info, "pricingExpression", "pricing_expression") or {}
-    if _get(expression, "usageUnit", "usage_unit") != unit:
+    expression = sku_fields.field(info, "pricingExpression", "pricing_expression") or {}
+    if sku_fields.field(expression, "usageUnit", "usage_unit") != unit:
         return None
-    tiers = [_get(t, "unitPrice", "unit_price") or {} for t in _get(expression, "tieredRates", "tiered_rates") or []]
+    tiers = [sku_fields.field(t, "unitPrice", "unit_price") or {} for t in sku_fields.field(expression, "tieredRates", "tiered_rates") or []]
     values = [int(p.get("units") or 0) + int(p.get("nanos") or 0) / 1e9 for p in tiers]
     if not values:
         return None
-    effective = str(_get(info, "effectiveTime", "effective_time") or "")[:10]
+    effective = str(sku_fields.field(info, "effectiveTime", "effective_time") or "")[:10]
     return round(next((v for v in values if v), values[0]), 9), effective
 
 
@@ -123,9 +115,9 @@ def match(skus: list[dict[str, Any]]) -> dict[str, Any]:
     ``{"sku", "description", "effective", "regions"}``)."""
     chosen: dict[tuple[str, ...], dict[str, Any]] = {}
     for sku, (key, priced) in ((sku, found) for sku in skus for found in _records(sku)):
-        regions = [str(r) for r in (_get(sku, "serviceRegions", "service_regions") or [])]
+        regions = [str(r) for r in (sku_fields.field(sku, "serviceRegions", "service_regions") or [])]
         for region in regions:
-            rank = (len(regions), str(_get(sku, "skuId", "sku_id")))
+            rank = (len(regions), str(sku_fields.field(sku, "skuId", "sku_id")))
             if (*key, region) in chosen and chosen[(*key, region)]["rank"] <= rank:
                 continue
             chosen[(*key, region)] = {"rank": rank, "price": priced[0], "sku": rank[1], "description": sku["description"],

@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from builder.catalogue.sku_fields import field, service, usage_type
+
 COMPUTE_SERVICE = "6F81-5844-456A"
 FILESTORE_SERVICE = "D97E-AB26-5D95"
 STORAGE_SERVICE = "95FF-2EF5-5EA1"
@@ -59,30 +61,23 @@ _PATTERNS = {key: re.compile(rf"^{words}(?:{' in' if svc == COMPUTE_SERVICE else
 _GEO = {2: REGIONAL, 3: MULTI, "REGIONAL": REGIONAL, "MULTI_REGIONAL": MULTI}
 
 
-def _get(d: dict[str, Any], *names: str) -> Any:
-    for name in names:
-        if name in d:
-            return d[name]
-    return None
-
-
 def geography(sku: dict[str, Any]) -> str:
     """REGIONAL or MULTI_REGIONAL: the SKU's ``geoTaxonomy.type``, else what its resource group or
     description says ("MultiRegionalStorage", "... Multi-region"), else regional."""
-    found = _GEO.get(_get(_get(sku, "geoTaxonomy", "geo_taxonomy") or {}, "type", "type_"))
+    found = _GEO.get(field(field(sku, "geoTaxonomy", "geo_taxonomy") or {}, "type", "type_"))
     if found:
         return found
-    group = str(_get(sku.get("category") or {}, "resourceGroup", "resource_group") or "")
+    group = str(field(sku.get("category") or {}, "resourceGroup", "resource_group") or "")
     return MULTI if group.startswith("MultiRegional") or "Multi-region" in str(sku.get("description")) else REGIONAL
 
 
 def classify(sku: dict[str, Any]) -> tuple[str, str, str] | None:
     """The (row kind, row name, field) the SKU prices, or None."""
-    service = str(sku.get("name", "")).split("/")[1:2]
+    of = service(sku)
     description = str(sku.get("description", "")).strip()
-    usage = _get(sku.get("category") or {}, "usageType", "usage_type")
+    usage = usage_type(sku)
     for key, (svc, _words, geo, _unit) in RECORDS.items():
-        if service == [svc] and usage == "OnDemand" and _PATTERNS[key].match(description) and geo in (None, geography(sku)):
+        if of == svc and usage == "OnDemand" and _PATTERNS[key].match(description) and geo in (None, geography(sku)):
             return key
     return None
 

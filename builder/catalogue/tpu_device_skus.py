@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from builder.catalogue.sku_fields import service, usage_type
+
 SERVICE = "E000-3F24-B8AA"
 #: Chips per device, the unit these SKUs price (v2-8, v3-8, v4-8).
 CHIPS_PER_DEVICE = 4
@@ -28,12 +30,11 @@ _TERMS = {"Commit1Yr": "committed-1y", "Commit3Yr": "committed-3y"}
 def records(sku: dict[str, Any]) -> list[tuple[str, str]]:
     """The (generation, mode path) records the SKU prices: mode path ``on-demand``, ``spot``,
     ``preemptible``, ``committed-1y``/``-3y``, or ``pod.<mode>`` for a v2/v3 Pod rate; [] for none."""
-    if str(sku.get("name", "")).split("/")[1:2] != [SERVICE]:
+    if service(sku) != SERVICE:
         return []
     description = str(sku.get("description", ""))
     found = _GENERATION.search(description)
-    category = sku.get("category") or {}
-    usage = category.get("usageType", category.get("usage_type"))
+    usage = usage_type(sku)
     if found is None or usage not in ("OnDemand", *_TERMS):
         return []
     generation = found.group(1).lower()
