@@ -37,6 +37,7 @@ LAUNCH = model_registry.load(model_registry.SOURCE_MODELS, "torchtpu.launch")
 PLAN = model_registry.load(model_registry.SOURCE_MODELS, "roberta_torchtpu.plan")
 CODE = REPO / "models/roberta_torchtpu"
 sys.path.insert(0, str(CODE))
+require("numpy", importlib.util.find_spec("numpy") is not None, "pip install numpy (CI's main venv has it with torch)")
 import rdata  # noqa: E402  (models/roberta_torchtpu/rdata.py: numpy only, as on the hosts)
 import seqtrace  # noqa: E402  (models/roberta_torchtpu/seqtrace.py: the comparison a real slice's check runs too)
 

@@ -211,9 +211,9 @@ def test_real_terraform_plan_json_tells_a_lost_slice_from_a_running_one(tmp_path
     and gives a running one its one try."""
     import subprocess
 
-    from tests.support.terraform import standin_env
+    from tests.support.terraform import standin_terraform
 
-    tf_env = standin_env()
+    tf_env = standin_terraform().env  # terraform and the stand-in's packages, required as every Terraform test does
     s = granted_spot
     config = render(s, make_plan(s, "update", tpu=True, mig=False))
     steps = {st["id"]: (st["entrypoint"], step_script(st)) for st in config["steps"]}
